@@ -1,0 +1,43 @@
+// agent/main.cc: the `moat` command line.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "agent/cli.h"
+
+namespace {
+
+constexpr const char* kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  done\n"
+    "  1  the task failed or a gate stopped it\n"
+    "  2  usage or configuration error\n"
+    "  3  the sandbox could not be set up\n"
+    "  4  the model provider failed\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace moat::agent;
+  CLI::App app{"moat: a coding agent for code nobody trusts"};
+  app.footer(kExitCodesHelp);
+  app.require_subcommand(1);
+  int exit_code = kExitDone;
+
+  auto* version = app.add_subcommand("version", "Print moat's version");
+  version->callback([] { std::printf("moat %s\n", MOAT_VERSION); });
+
+  add_run_command(app, exit_code);
+  add_sandbox_commands(app, exit_code);
+  add_policy_commands(app, exit_code);
+  add_sessions_commands(app, exit_code);
+  add_provider_commands(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  return exit_code;
+}

@@ -1,0 +1,2 @@
+// sandbox/protocol.cc: frame encoding and decoding.
+#include "sandbox/protocol.h"

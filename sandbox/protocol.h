@@ -1,0 +1,2 @@
+// sandbox/protocol.h: moatd's wire protocol: length-prefixed JSON frames (docs/protocol.md).
+#pragma once

@@ -1,0 +1,110 @@
+// sandbox/session.h: one sandbox per agent session: namespaces set up once, a worker per call.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace moat::sandbox {
+
+// Ceilings applied to every worker of a session (0 = not set).
+struct Limits {
+  double wall_time_s = 600;           // per call; kills the worker's process group
+  double session_wall_time_s = 0;     // whole session; kills the pid namespace
+  std::uint64_t cpu_time_s = 300;     // RLIMIT_CPU
+  std::uint64_t memory_bytes = 4ull << 30;  // RLIMIT_AS (and memory.max with a cgroup)
+  std::uint64_t pids = 512;           // RLIMIT_NPROC (non-root uid) and pids.max
+  std::uint64_t file_size = 2ull << 30;     // RLIMIT_FSIZE
+  std::uint64_t open_files = 1024;    // RLIMIT_NOFILE
+  std::uint64_t tmp_size = 256ull << 20;    // size= of the private /tmp tmpfs
+  std::uint64_t output_bytes = 16ull << 20; // what a call may print before it is killed
+};
+
+// What runs inside a worker that does not exec: a pure function from a request (JSON text)
+// to a response (JSON text), executed after every restriction of the worker is in place.
+// It is a plain function pointer because the session init is a fork of moatd: the pointer
+// is valid in its address space, a closure made later would not be.
+using WorkerHandler = std::string (*)(std::string_view request);
+
+struct SessionConfig {
+  std::string workspace;               // host path; bound read-write at the same path
+  std::vector<std::string> read_only;  // host paths bound read-only; empty = system default
+  // Workspace-relative protected paths (".git/hooks", ".git/config", ".moat") and
+  // policy-denied globs, re-derived and masked before every call.
+  std::vector<std::string> protected_paths;
+  bool network = false;                // false: a net namespace with loopback only
+  Limits limits;
+  std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
+  std::string hostname = "moat";
+  uid_t unprivileged_uid = 65534;      // host uid the sandbox's users map to when moatd is root
+  gid_t unprivileged_gid = 65534;
+  // Layers the policy explicitly lets the session run without ("user_ns", "seccomp",
+  // "landlock", "cgroup", ...). Anything not listed that cannot be applied refuses the session.
+  std::set<std::string> allow_without;
+  WorkerHandler handler = nullptr;     // used by run_handler()
+};
+
+struct ExecSpec {
+  std::vector<std::string> argv;  // argv[0] resolved through PATH inside the sandbox
+  std::string cwd;                // sandbox path; empty = workspace
+  double timeout_s = 0;           // 0 = limits.wall_time_s
+  std::map<std::string, std::string> env;  // extra variables for this call only
+};
+
+struct ExecOutcome {
+  pid_t pid = -1;            // host-visible pid of the worker
+  int exit_code = -1;        // valid when signal == 0
+  int signal = 0;            // the signal that ended it, or 0
+  bool timed_out = false;    // killed by the wall-clock timeout
+  bool cancelled = false;    // killed because *cancel became true
+  std::string limit;         // "wall_time", "cpu", "file_size", "output", ... or empty
+  std::uint64_t output_bytes = 0;
+  std::chrono::system_clock::time_point start;
+  std::chrono::milliseconds duration{0};
+};
+
+// Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Creates the namespaces, the filesystem view and the init process (pid 1 of the
+  // session). Fails closed: an error names the layer that could not be applied.
+  static Result<std::unique_ptr<Session>> create(const SessionConfig& config);
+
+  // Runs argv in a fresh worker (stdin /dev/null, stdout and stderr interleaved into
+  // on_output as they arrive). Blocks until it ends, times out, or *cancel becomes true.
+  // Thread-safe: calls may run concurrently from different threads.
+  virtual Result<ExecOutcome> exec(const ExecSpec& spec,
+                                   const std::function<void(std::string_view)>& on_output,
+                                   const std::atomic<bool>* cancel) = 0;
+
+  // Runs config.handler(request) in a fresh worker with every restriction applied (no
+  // exec), and returns what it returned. Thread-safe.
+  virtual Result<std::string> run_handler(std::string_view request) = 0;
+
+  // Creates (truncating) a file at a sandbox path, opened inside the sandbox's view, and
+  // returns it for writing from the host side (bash spills its full output there).
+  virtual Result<UniqueFd> create_file(const std::string& sandbox_path) = 0;
+
+  // What was applied and what was skipped, for the audit log's session.start:
+  // {"user_ns":true,"seccomp":true,"landlock":false,...,"skipped":{"landlock":"reason"}}.
+  virtual std::string describe_json() const = 0;
+
+  virtual pid_t init_pid() const = 0;
+};
+
+}  // namespace moat::sandbox

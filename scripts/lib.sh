@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scripts/lib.sh: what the two quick-start commands share: install missing Debian packages,
+# configure and build. Sourced, never run directly.
+set -euo pipefail
+
+MOAT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MOAT_BUILD="${MOAT_BUILD:-$MOAT_ROOT/build}"
+
+# Every package the build, the tests and the benches need. Optional ones are still listed:
+# the tests exercise both the ripgrep/fd back ends and the built-in ones, and the bench
+# compares against bubblewrap.
+MOAT_PACKAGES=(
+  meson ninja-build pkg-config g++ libseccomp-dev libcap-dev libboost-dev nlohmann-json3-dev
+  libcurl4-openssl-dev libtomlplusplus-dev libgtest-dev libgmock-dev libcli11-dev libssl-dev
+  libutf8proc-dev libcpp-httplib-dev libbenchmark-dev ripgrep fd-find bubblewrap git
+  python3 iproute2 passwd util-linux
+)
+
+moat_install_packages() {
+  local missing=()
+  for p in "${MOAT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  echo "moat: installing missing packages: ${missing[*]}" >&2
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+moat_build() {
+  local buildtype="${MOAT_BUILDTYPE:-debugoptimized}"
+  if [ ! -f "$MOAT_BUILD/build.ninja" ]; then
+    meson setup "$MOAT_BUILD" "$MOAT_ROOT" --buildtype="$buildtype" -Dwerror=true >&2
+  fi
+  ninja -C "$MOAT_BUILD" >&2
+}
+
+moat_setup() {
+  moat_install_packages
+  moat_build
+}

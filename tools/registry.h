@@ -1,0 +1,46 @@
+// tools/registry.h: the tool set: specs for `welcome`, execution in moatd, and the handler
+// that runs file operations inside a sandbox worker.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/runner.h"
+#include "tools/tool.h"
+
+namespace moat::tools {
+
+// Every tool moat has, in a fixed order (the order the model sees them).
+const std::vector<ToolSpec>& all_tools();
+const ToolSpec* find_tool(std::string_view name);
+
+enum class PathAccess { kRead, kWrite };
+
+// Everything one call needs from moatd.
+struct CallContext {
+  SandboxRunner* runner = nullptr;
+  std::string workspace;  // the sandbox path of the workspace (same as the host path)
+  // Checks the policy for a canonical sandbox path; returns the refusal message, or
+  // nullopt when allowed. moatd writes the decision to the audit log before returning.
+  std::function<std::optional<std::string>(const std::string& path, PathAccess access)> authorize;
+  std::function<void(std::string_view chunk)> progress;  // streamed output (bash)
+  const std::atomic<bool>* cancel = nullptr;
+  double default_timeout_s = 120;        // from the policy's resources
+  std::uint64_t output_ceiling = 16ull << 20;  // bash: bytes before the command is killed
+};
+
+// Validates the arguments against the tool's schema (after the deterministic repair) and
+// runs it. Every failure is a ToolResult with is_error set, never an exception.
+ToolResult execute(const std::string& tool, const nlohmann::json& arguments, CallContext& ctx);
+
+// The sandbox worker's handler (sandbox::WorkerHandler): a JSON request in, a JSON
+// response out, executed inside the session's mount namespace after every restriction.
+std::string handle_in_sandbox(std::string_view request);
+
+}  // namespace moat::tools

@@ -1,0 +1,47 @@
+// tools/runner.h: what a tool needs from where it runs (moatd adapts the sandbox session
+// to this), so tools/ includes nothing of the sandbox and tests can run tools on a fake.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace moat::tools {
+
+struct ExecStatus {
+  pid_t pid = -1;
+  int exit_code = -1;      // valid when signal == 0
+  int signal = 0;
+  bool timed_out = false;
+  bool cancelled = false;
+  std::string limit;       // the ceiling that killed it, or empty
+  std::uint64_t output_bytes = 0;
+  std::chrono::milliseconds duration{0};
+};
+
+class SandboxRunner {
+ public:
+  virtual ~SandboxRunner() = default;
+  // Runs argv in a fresh sandboxed worker; output (stdout+stderr interleaved) streams to
+  // on_output. timeout_s == 0 means the session's default.
+  virtual Result<ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
+                                  double timeout_s,
+                                  const std::function<void(std::string_view)>& on_output,
+                                  const std::atomic<bool>* cancel) = 0;
+  // Runs the tools' in-sandbox handler (handle_in_sandbox) on a request in a fresh worker.
+  virtual Result<std::string> run_handler(std::string_view request) = 0;
+  // Creates a file at a path of the sandbox's view and returns it for writing.
+  virtual Result<UniqueFd> create_file(const std::string& sandbox_path) = 0;
+};
+
+}  // namespace moat::tools

@@ -1,0 +1,49 @@
+// tools/tool.h: the vocabulary of a tool call, shared by moatd, the loop and the tools.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace moat::tools {
+
+// What the model is told about a tool: announced by moatd in `welcome`.
+struct ToolSpec {
+  std::string name;
+  std::string description;  // generated from the limits the implementation enforces
+  nlohmann::json parameters;  // JSON Schema (draft 2020-12 subset) of the arguments
+  bool mutates = false;       // edit/write: serialised per canonical path by moatd
+  bool sequential = false;    // a batch holding this tool runs its calls one by one
+};
+
+// One block of a tool result: {"type":"text","text":...} or
+// {"type":"image","mimeType":"image/png","data":<base64>}.
+using ContentBlock = nlohmann::json;
+
+struct ToolResult {
+  bool is_error = false;
+  std::vector<ContentBlock> content;
+  nlohmann::json details = nlohmann::json::object();  // structured extras: diff, exit code...
+
+  static ToolResult text(std::string t, bool is_error = false) {
+    ToolResult r;
+    r.is_error = is_error;
+    r.content.push_back({{"type", "text"}, {"text", std::move(t)}});
+    return r;
+  }
+  static ToolResult error(std::string t) { return text(std::move(t), true); }
+  nlohmann::json to_json() const {
+    return {{"isError", is_error}, {"content", content}, {"details", details}};
+  }
+  static ToolResult from_json(const nlohmann::json& j) {
+    ToolResult r;
+    r.is_error = j.value("isError", false);
+    if (j.contains("content") && j["content"].is_array())
+      for (const auto& b : j["content"]) r.content.push_back(b);
+    if (j.contains("details")) r.details = j["details"];
+    return r;
+  }
+};
+
+}  // namespace moat::tools
