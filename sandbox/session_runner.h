@@ -1,0 +1,44 @@
+// sandbox/session_runner.h: adapts a sandbox Session to the tools' SandboxRunner.
+#pragma once
+
+#include "sandbox/session.h"
+#include "tools/runner.h"
+
+namespace moat::sandbox {
+
+class SessionRunner final : public tools::SandboxRunner {
+ public:
+  explicit SessionRunner(Session& session) : session_(session) {}
+
+  Result<tools::ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
+                                 double timeout_s,
+                                 const std::function<void(std::string_view)>& on_output,
+                                 const std::atomic<bool>* cancel) override {
+    ExecSpec spec;
+    spec.argv = argv;
+    spec.cwd = cwd;
+    spec.timeout_s = timeout_s;
+    MOAT_ASSIGN_OR_RETURN(ExecOutcome out, session_.exec(spec, on_output, cancel));
+    tools::ExecStatus s;
+    s.pid = out.pid;
+    s.exit_code = out.exit_code;
+    s.signal = out.signal;
+    s.timed_out = out.timed_out;
+    s.cancelled = out.cancelled;
+    s.limit = out.limit;
+    s.output_bytes = out.output_bytes;
+    s.duration = out.duration;
+    return s;
+  }
+  Result<std::string> run_handler(std::string_view request) override {
+    return session_.run_handler(request);
+  }
+  Result<UniqueFd> create_file(const std::string& sandbox_path) override {
+    return session_.create_file(sandbox_path);
+  }
+
+ private:
+  Session& session_;
+};
+
+}  // namespace moat::sandbox
