@@ -1,2 +1,91 @@
-// sandbox/moatd_main.cc: moatd, the supervisor.
-int main() { return 0; }
+// sandbox/moatd_main.cc: moatd, the supervisor: serves one private connection (--fd) or
+// many clients on a Unix socket (--socket).
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sessions/audit.h"
+#include "sandbox/supervisor.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"moatd: the moat supervisor (policy, audit, sandboxed execution)"};
+  app.footer(
+      "Exit codes: 0 served until asked to stop, 2 usage or configuration error, 3 could not "
+      "listen or serve.");
+  std::string socket_path;
+  int fd = -1;
+  std::string audit_dir;
+  std::string system_policy_dir = "/etc/moat/policy.d";
+  std::string user_policy_dir;
+  unsigned uid = 65534, gid = 65534;
+  std::vector<std::string> allow_without;
+  auto* sock_opt = app.add_option("--socket", socket_path, "Serve many clients on this Unix socket");
+  app.add_option("--fd", fd, "Serve one client on this inherited connected socket (moat run)")
+      ->excludes(sock_opt);
+  app.add_option("--audit-dir", audit_dir,
+                 "Directory of the audit logs (default /var/log/moat with --socket as root, "
+                 "else $XDG_STATE_HOME/moat/audit)");
+  app.add_option("--system-policy-dir", system_policy_dir,
+                 "Organisation policy directory (root-owned)")->capture_default_str();
+  app.add_option("--user-policy-dir", user_policy_dir,
+                 "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
+  app.add_option("--uid", uid, "Host uid the sandbox's users map to when moatd runs as root")
+      ->capture_default_str();
+  app.add_option("--gid", gid, "Host gid the sandbox's groups map to when moatd runs as root")
+      ->capture_default_str();
+  app.add_option("--allow-without", allow_without,
+                 "Let sessions run without this sandbox layer (user_ns, seccomp, landlock, "
+                 "cgroup, ...); recorded in every session.start");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (socket_path.empty() && fd < 0) {
+    std::fprintf(stderr, "moatd: one of --socket PATH or --fd N is required\n");
+    return 2;
+  }
+  // A client that hangs up mid-frame must not kill the supervisor.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  moat::sandbox::SupervisorOptions options;
+  options.system_daemon = !socket_path.empty() && ::geteuid() == 0;
+  options.audit_dir =
+      audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : audit_dir;
+  options.policy.system_dir = system_policy_dir;
+  options.policy.user_dir = user_policy_dir;
+  options.unprivileged_uid = uid;
+  options.unprivileged_gid = gid;
+  options.allow_without.insert(allow_without.begin(), allow_without.end());
+  moat::sandbox::Supervisor supervisor(options);
+
+  if (fd >= 0) {
+    supervisor.serve_connection(moat::UniqueFd(fd));
+    return 0;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  auto r = supervisor.serve_socket(socket_path, g_stop);
+  if (!r) {
+    std::fprintf(stderr, "moatd: %s\n", r.error().message().c_str());
+    return 3;
+  }
+  return 0;
+}

@@ -1,2 +1,179 @@
-// sandbox/protocol.cc: frame encoding and decoding.
+// sandbox/protocol.cc: frame encoding, incremental decoding and message validation.
 #include "sandbox/protocol.h"
+
+#include <utility>
+
+#include "base/check.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+// One required field: its name and the JSON type it must have.
+struct Field {
+  const char* name;
+  json::value_t type;
+};
+
+const char* type_name(json::value_t t) {
+  switch (t) {
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::number_unsigned:
+    case json::value_t::number_integer:
+      return "an integer";
+    case json::value_t::boolean:
+      return "a boolean";
+    default:
+      return "a value";
+  }
+}
+
+bool has_type(const json& v, json::value_t want) {
+  if (want == json::value_t::number_unsigned || want == json::value_t::number_integer)
+    return v.is_number_integer();
+  return v.type() == want;
+}
+
+Result<void> require_fields(const json& m, const std::string& type,
+                            std::initializer_list<Field> fields) {
+  for (const Field& f : fields) {
+    auto it = m.find(f.name);
+    if (it == m.end())
+      return fail("'" + type + "' frame is missing the field '" + f.name + "' (" +
+                  type_name(f.type) + ")");
+    if (!has_type(*it, f.type))
+      return fail("'" + type + "' frame field '" + f.name + "' must be " + type_name(f.type));
+  }
+  return {};
+}
+
+Result<std::string> frame_type(const json& m) {
+  auto it = m.find("type");
+  if (it == m.end() || !it->is_string())
+    return fail(std::string("frame has no string field 'type'"));
+  return it->get<std::string>();
+}
+
+constexpr auto kStr = json::value_t::string;
+constexpr auto kObj = json::value_t::object;
+constexpr auto kInt = json::value_t::number_integer;
+constexpr auto kArr = json::value_t::array;
+constexpr auto kBool = json::value_t::boolean;
+
+}  // namespace
+
+std::string encode_frame(const nlohmann::json& message) {
+  // error_handler replace: a tool's output may hold invalid UTF-8; it must not throw here.
+  std::string payload = message.dump(-1, ' ', false, json::error_handler_t::replace);
+  MOAT_CHECK(payload.size() <= kMaxFrameBytes);
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string out;
+  out.reserve(4 + payload.size());
+  out.push_back(static_cast<char>((n >> 24) & 0xff));
+  out.push_back(static_cast<char>((n >> 16) & 0xff));
+  out.push_back(static_cast<char>((n >> 8) & 0xff));
+  out.push_back(static_cast<char>(n & 0xff));
+  out += payload;
+  return out;
+}
+
+void FrameDecoder::feed(std::string_view bytes) {
+  if (error_) return;
+  // Compact before growing so a long-lived connection does not keep consumed bytes.
+  if (pos_ > 0 && pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  } else if (pos_ > (1u << 20)) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  buf_.append(bytes);
+}
+
+Result<std::optional<nlohmann::json>> FrameDecoder::next() {
+  if (error_) return fail(*error_);
+  if (buffered() < 4) return std::optional<json>{};
+  const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
+  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  // Checked before waiting for the payload: a peer announcing 4 GiB gets its error at once
+  // instead of making us buffer it.
+  if (n > kMaxFrameBytes) {
+    error_ = Error::msg("frame of " + std::to_string(n) + " bytes exceeds the " +
+                        std::to_string(kMaxFrameBytes) + "-byte limit");
+    return fail(*error_);
+  }
+  if (buffered() < 4 + std::size_t{n}) return std::optional<json>{};
+  std::string_view payload(buf_.data() + pos_ + 4, n);
+  pos_ += 4 + n;
+  json parsed = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    // Re-parse with exceptions only to get the byte position for the message.
+    std::string why = "malformed JSON";
+    try {
+      json reparsed = json::parse(payload);
+      (void)reparsed;
+    } catch (const json::parse_error& e) {
+      why = std::string("malformed JSON: ") + e.what();
+    }
+    error_ = Error::msg(why);
+    return fail(*error_);
+  }
+  if (!parsed.is_object()) {
+    error_ = Error::msg("frame is not a JSON object");
+    return fail(*error_);
+  }
+  return std::optional<json>{std::move(parsed)};
+}
+
+Result<ClientMessage> validate_client_message(const nlohmann::json& m) {
+  MOAT_ASSIGN_OR_RETURN(std::string type, frame_type(m));
+  if (type == "hello") {
+    MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"workspace", kStr}}));
+    return ClientMessage::kHello;
+  }
+  if (type == "call") {
+    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"tool", kStr}, {"arguments", kObj}}));
+    if (m["id"].get_ref<const std::string&>().empty() || m["id"].get<std::string>().size() > 128)
+      return fail(std::string("'call' frame field 'id' must be 1 to 128 characters"));
+    return ClientMessage::kCall;
+  }
+  if (type == "cancel") {
+    MOAT_TRY(require_fields(m, type, {{"id", kStr}}));
+    return ClientMessage::kCancel;
+  }
+  if (type == "bye") return ClientMessage::kBye;
+  return fail("unknown frame type '" + type.substr(0, 64) +
+              "' (a client may send hello, call, cancel, bye)");
+}
+
+Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
+  MOAT_ASSIGN_OR_RETURN(std::string type, frame_type(m));
+  if (type == "welcome") {
+    MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"session", kStr}, {"tools", kArr}}));
+    return ServerMessage::kWelcome;
+  }
+  if (type == "result") {
+    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"isError", kBool}, {"content", kArr}}));
+    return ServerMessage::kResult;
+  }
+  if (type == "progress") {
+    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"chunk", kStr}}));
+    return ServerMessage::kProgress;
+  }
+  if (type == "error") {
+    MOAT_TRY(require_fields(m, type, {{"message", kStr}}));
+    return ServerMessage::kError;
+  }
+  if (type == "bye") return ServerMessage::kBye;
+  return fail("unknown frame type '" + type.substr(0, 64) +
+              "' (a server may send welcome, result, progress, error, bye)");
+}
+
+}  // namespace moat::sandbox

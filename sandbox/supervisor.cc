@@ -1,0 +1,531 @@
+// sandbox/supervisor.cc: moatd's serving loop: frames in, policy and audit, sandboxed calls.
+#include "sandbox/supervisor.h"
+
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <openssl/sha.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "sandbox/protocol.h"
+#include "sandbox/session.h"
+#include "sandbox/session_runner.h"
+#include "sessions/audit.h"
+#include "tools/registry.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  std::size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(buf.data() + got, bytes - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : buf) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : md) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+json rule_json(const policy::RuleRef& r) {
+  return {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
+}
+
+// "refused by policy: rule org.no-force-push (system, /etc/moat/policy.d/00.toml:17): why"
+std::string refusal_text(const policy::Decision& d, std::string_view what) {
+  std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
+                  "): rule " + d.deciding.id + " (" + d.deciding.layer;
+  if (!d.deciding.file.empty())
+    s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
+  s += ")";
+  if (!d.reason.empty()) s += ": " + d.reason;
+  if (d.verdict == policy::Verdict::kAsk)
+    s += ". It needs a person's approval, which this session cannot ask for (headless).";
+  return s;
+}
+
+// Turns the policy's combined resources into the sandbox's limits.
+Limits limits_from(const json& r) {
+  Limits l;
+  auto num = [&](const char* key, auto& field) {
+    if (r.contains(key) && r[key].is_number())
+      field = r[key].get<std::remove_reference_t<decltype(field)>>();
+  };
+  num("wall_time_s", l.wall_time_s);
+  num("cpu_time_s", l.cpu_time_s);
+  num("memory_bytes", l.memory_bytes);
+  num("pids", l.pids);
+  num("file_size", l.file_size);
+  num("open_files", l.open_files);
+  num("output_bytes", l.output_bytes);
+  num("session_wall_time_s", l.session_wall_time_s);
+  num("tmp_size", l.tmp_size);
+  return l;
+}
+
+class Connection {
+ public:
+  Connection(const SupervisorOptions& options, UniqueFd fd, PeerCred peer)
+      : options_(options), fd_(std::move(fd)), peer_(peer) {}
+  ~Connection() { finish(); }
+
+  void run();
+
+ private:
+  void send(const json& m);
+  void send_error(const std::string& message, const std::string& code,
+                  const std::string& id = "");
+  Result<void> on_hello(const json& m);
+  void on_call(const json& m);
+  void on_cancel(const json& m);
+  void run_call(const std::string& id, const std::string& tool, const json& args,
+                std::shared_ptr<std::atomic<bool>> cancel);
+  Result<void> audit(const std::string& type, json fields);
+  Result<std::string> audit_decision(const policy::Decision& d, const std::string& tool,
+                                     const std::string& call_id, json input);
+  void finish();
+
+  const SupervisorOptions& options_;
+  UniqueFd fd_;
+  PeerCred peer_;
+  std::mutex send_mu_;
+  bool greeted_ = false;
+  bool headless_ = true;
+  std::string session_id_;
+  std::string workspace_;
+  std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<SessionRunner> runner_;
+  std::unique_ptr<sessions::AuditLog> audit_;
+  std::mutex calls_mu_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> inflight_;
+  std::vector<std::thread> threads_;
+  std::set<std::string> granted_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  bool finished_ = false;
+  int calls_ = 0;
+};
+
+void Connection::send(const json& m) {
+  const std::string frame = encode_frame(m);
+  std::lock_guard<std::mutex> lock(send_mu_);
+  std::size_t off = 0;
+  while (off < frame.size()) {
+    // MSG_NOSIGNAL: a client that hung up must not kill moatd with SIGPIPE.
+    ssize_t n = ::send(fd_.get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // the reader notices the hang-up and ends the connection
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+void Connection::send_error(const std::string& message, const std::string& code,
+                            const std::string& id) {
+  json e = {{"type", "error"}, {"message", message}, {"code", code}};
+  if (!id.empty()) e["id"] = id;
+  send(e);
+}
+
+Result<void> Connection::audit(const std::string& type, json fields) {
+  if (!audit_) return fail(std::string("audit log is not open"));
+  auto r = audit_->append(type, std::move(fields));
+  if (!r) {
+    MOAT_LOG_ERROR("audit append %s: %s", type.c_str(), r.error().message().c_str());
+    if (policy_ && policy_->audit_required()) return r;
+  }
+  return {};
+}
+
+// Writes the decision record before anything runs (write-ahead). With audit_required, a
+// failed write refuses the action: an action that cannot be audited does not happen.
+Result<std::string> Connection::audit_decision(const policy::Decision& d, const std::string& tool,
+                                               const std::string& call_id, json input) {
+  const std::string decision_id = random_hex(16);
+  json matched = json::array();
+  for (const auto& m : d.matched) matched.push_back(m.id);
+  json rec = {{"decision_id", decision_id},
+              {"tool", tool},
+              {"call_id", call_id},
+              {"input", std::move(input)},
+              {"result", policy::verdict_name(d.verdict)},
+              {"deciding_rule", rule_json(d.deciding)},
+              {"matched", matched},
+              {"decided_by", d.decided_by},
+              {"interactive", !headless_},
+              {"policy_hash", policy_->policy_hash()}};
+  if (!d.detail.is_null()) rec["units"] = d.detail;
+  MOAT_TRY(audit("decision", std::move(rec)));
+  return decision_id;
+}
+
+void Connection::run() {
+  FrameDecoder decoder;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // hang-up or error: the session ends
+    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    for (;;) {
+      auto frame = decoder.next();
+      if (!frame) {
+        send_error(frame.error().message(), "protocol");
+        return;
+      }
+      if (!frame->has_value()) break;
+      const json& m = **frame;
+      auto type = validate_client_message(m);
+      if (!type) {
+        send_error(type.error().message(), "protocol");
+        return;
+      }
+      if (!greeted_ && *type != ClientMessage::kHello) {
+        send_error("the first frame must be 'hello'", "protocol");
+        return;
+      }
+      switch (*type) {
+        case ClientMessage::kHello: {
+          if (greeted_) {
+            send_error("'hello' was already received", "protocol");
+            return;
+          }
+          if (auto r = on_hello(m); !r) return;  // on_hello sent the error
+          break;
+        }
+        case ClientMessage::kCall:
+          on_call(m);
+          break;
+        case ClientMessage::kCancel:
+          on_cancel(m);
+          break;
+        case ClientMessage::kBye:
+          finish();
+          send({{"type", "bye"}});
+          return;
+      }
+    }
+  }
+}
+
+Result<void> Connection::on_hello(const json& m) {
+  if (m["version"].get<long long>() != kProtocolVersion) {
+    send_error("protocol version " + m["version"].dump() + " is not supported (this moatd speaks " +
+                   std::to_string(kProtocolVersion) + ")",
+               "protocol");
+    return fail(std::string("version"));
+  }
+  if (m.contains("headless") && m["headless"].is_boolean()) headless_ = m["headless"].get<bool>();
+  // The workspace: absolute, an existing directory, resolved, and the peer's own (or the
+  // peer is root). moatd may be root: it must not lend its rights to another user's path.
+  const std::string requested = m["workspace"].get<std::string>();
+  char real[PATH_MAX];
+  struct stat st {};
+  if (requested.empty() || requested[0] != '/' || ::realpath(requested.c_str(), real) == nullptr ||
+      ::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    send_error("workspace " + moat::quoted(requested) + " is not an existing absolute directory",
+               "workspace");
+    return fail(std::string("workspace"));
+  }
+  if (peer_.uid != 0 && st.st_uid != peer_.uid) {
+    send_error("workspace " + moat::quoted(real) + " is not owned by the connecting user (uid " +
+                   std::to_string(peer_.uid) + ")",
+               "workspace");
+    return fail(std::string("workspace"));
+  }
+  workspace_ = real;
+  session_id_ = random_hex(16);
+
+  policy::LoadOptions lo = options_.policy;
+  lo.workspace = workspace_;
+  lo.headless = headless_;
+  auto pol = policy::Policy::load(lo);
+  if (!pol) {
+    send_error("policy: " + pol.error().message(), "policy");
+    return fail(pol.error());
+  }
+  policy_ = std::move(*pol);
+
+  auto log = sessions::AuditLog::open(options_.audit_dir, session_id_, policy_->policy_hash());
+  if (!log) {
+    MOAT_LOG_ERROR("audit log: %s", log.error().message().c_str());
+    if (policy_->audit_required()) {
+      send_error("audit log: " + log.error().message() + " (the policy requires an audit log)",
+                 "audit");
+      return fail(log.error());
+    }
+  } else {
+    audit_ = std::move(*log);
+  }
+
+  SessionConfig cfg;
+  cfg.workspace = workspace_;
+  cfg.protected_paths = {".git/hooks", ".git/config", ".moat"};
+  for (const auto& g : policy_->protected_globs()) cfg.protected_paths.push_back(g);
+  cfg.limits = limits_from(policy_->resources());
+  cfg.unprivileged_uid = options_.unprivileged_uid;
+  cfg.unprivileged_gid = options_.unprivileged_gid;
+  cfg.allow_without = options_.allow_without;
+  cfg.handler = &tools::handle_in_sandbox;
+  auto session = Session::create(cfg);
+  if (!session) {
+    send_error("sandbox: " + session.error().message(), "sandbox");
+    (void)audit("session.refused", {{"reason", session.error().message()},
+                                    {"peer", {{"uid", peer_.uid}, {"gid", peer_.gid},
+                                              {"pid", peer_.pid}}}});
+    return fail(session.error());
+  }
+  session_ = std::move(*session);
+  runner_ = std::make_unique<SessionRunner>(*session_);
+
+  json tools = json::array();
+  json granted_names = json::array();
+  for (const auto& t : tools::all_tools()) {
+    if (policy_->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
+    granted_.insert(t.name);
+    granted_names.push_back(t.name);
+    tools.push_back({{"name", t.name},
+                     {"description", t.description},
+                     {"parameters", t.parameters},
+                     {"mutates", t.mutates},
+                     {"sequential", t.sequential}});
+  }
+  json start = {{"moat_version", MOAT_VERSION},
+                {"peer", {{"uid", peer_.uid}, {"gid", peer_.gid}, {"pid", peer_.pid}}},
+                {"workspace", workspace_},
+                {"interactive", !headless_},
+                {"layers", policy_->layers_json()},
+                {"policy_hash", policy_->policy_hash()},
+                {"sandbox", json::parse(session_->describe_json(), nullptr, false)},
+                {"tools", granted_names}};
+  if (auto r = audit("session.start", std::move(start)); !r) {
+    send_error("audit log: " + r.error().message() + " (the policy requires an audit log)",
+               "audit");
+    return r;
+  }
+  greeted_ = true;
+  send({{"type", "welcome"},
+        {"version", kProtocolVersion},
+        {"session", session_id_},
+        {"tools", tools},
+        {"workspace", workspace_},
+        {"audit", audit_ ? audit_->path() : ""},
+        {"sandbox", json::parse(session_->describe_json(), nullptr, false)}});
+  return {};
+}
+
+void Connection::on_call(const json& m) {
+  const std::string id = m["id"].get<std::string>();
+  const std::string tool = m["tool"].get<std::string>();
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    if (inflight_.count(id) != 0) {
+      send({{"type", "result"}, {"id", id}, {"isError", true},
+            {"content", {{{"type", "text"}, {"text", "call id " + moat::quoted(id) + " is already running"}}}}});
+      return;
+    }
+    inflight_[id] = cancel;
+  }
+  ++calls_;
+  threads_.emplace_back([this, id, tool, args = m["arguments"], cancel] {
+    run_call(id, tool, args, cancel);
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    inflight_.erase(id);
+  });
+}
+
+void Connection::on_cancel(const json& m) {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  auto it = inflight_.find(m["id"].get<std::string>());
+  if (it != inflight_.end()) it->second->store(true);
+}
+
+void Connection::run_call(const std::string& id, const std::string& tool, const json& args,
+                          std::shared_ptr<std::atomic<bool>> cancel) {
+  auto reply = [&](const tools::ToolResult& r) {
+    json out = r.to_json();
+    out["type"] = "result";
+    out["id"] = id;
+    send(out);
+  };
+  // Only announced tools may be called; an unknown name is the model's mistake, answered
+  // as an error result it can read, and audited as a refusal.
+  if (granted_.count(tool) == 0) {
+    policy::Decision d = policy_->decide_tool(tool);
+    if (tools::find_tool(tool) == nullptr) d.reason = "no such tool";
+    d.verdict = policy::Verdict::kDeny;
+    (void)audit_decision(d, tool, id, {{"tool", tool}});
+    std::string names;
+    for (const auto& g : granted_) names += (names.empty() ? "" : ", ") + g;
+    reply(tools::ToolResult::error("unknown or refused tool " + moat::quoted(tool) +
+                                   "; the tools of this session are: " + names));
+    return;
+  }
+  policy::Decision d = policy_->decide_tool(tool);
+  json input = {{"tool", tool}};
+  if (tool == "bash" && args.contains("command") && args["command"].is_string()) {
+    const std::string line = args["command"].get<std::string>();
+    policy::Decision cd = policy_->decide_command(line, workspace_);
+    if (cd.verdict >= d.verdict) d = cd;
+    input["script_sha256"] = sha256_hex(line);
+    input["command"] = line;
+    input["cwd"] = workspace_;
+  }
+  auto decision_id = audit_decision(d, tool, id, input);
+  if (!decision_id) {
+    reply(tools::ToolResult::error("refused: the audit log could not be written (" +
+                                   decision_id.error().message() + ")"));
+    return;
+  }
+  if (d.verdict != policy::Verdict::kAllow) {
+    reply(tools::ToolResult::error(refusal_text(d, "this call was")));
+    return;
+  }
+
+  tools::CallContext ctx;
+  ctx.runner = runner_.get();
+  ctx.workspace = workspace_;
+  ctx.cancel = cancel.get();
+  json res = policy_->resources();
+  if (res.contains("wall_time_s") && res["wall_time_s"].is_number())
+    ctx.default_timeout_s = std::min(120.0, res["wall_time_s"].get<double>());
+  if (res.contains("output_bytes") && res["output_bytes"].is_number())
+    ctx.output_ceiling = res["output_bytes"].get<std::uint64_t>();
+  ctx.progress = [this, &id](std::string_view chunk) {
+    send({{"type", "progress"}, {"id", id}, {"chunk", std::string(chunk)}});
+  };
+  ctx.authorize = [this, &id, &tool](const std::string& path,
+                                     tools::PathAccess access) -> std::optional<std::string> {
+    const auto acc = access == tools::PathAccess::kWrite ? policy::Access::kWrite
+                                                         : policy::Access::kRead;
+    policy::Decision pd = policy_->decide_path(path, acc);
+    auto did = audit_decision(pd, tool, id,
+                              {{"path", path},
+                               {"access", access == tools::PathAccess::kWrite ? "write" : "read"}});
+    if (!did) return "refused: the audit log could not be written (" + did.error().message() + ")";
+    if (pd.verdict != policy::Verdict::kAllow)
+      return refusal_text(pd, std::string("access to ") + moat::quoted(path) + " was");
+    return std::nullopt;
+  };
+
+  const auto t0 = std::chrono::system_clock::now();
+  tools::ToolResult result = tools::execute(tool, args, ctx);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now() - t0)
+                      .count();
+  json exec = {{"decision_id", *decision_id}, {"call_id", id}, {"tool", tool},
+               {"cwd", workspace_}, {"duration_ms", ms}, {"is_error", result.is_error}};
+  if (tool == "bash") exec["argv"] = {"bash", "--noprofile", "--norc", "-c", args["command"]};
+  for (const char* key : {"pid", "exitCode", "signal", "limit", "outputBytes", "outputSha256",
+                          "filesMutated", "path", "fullOutputPath"})
+    if (result.details.contains(key)) exec[key] = result.details[key];
+  (void)audit("exec", std::move(exec));
+  reply(result);
+}
+
+void Connection::finish() {
+  if (finished_) return;
+  finished_ = true;
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    for (auto& [id, flag] : inflight_) flag->store(true);
+  }
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  if (greeted_) {
+    const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
+    (void)audit("session.end", {{"calls", calls_}, {"duration_s", secs.count()}});
+  }
+  runner_.reset();
+  session_.reset();  // kills the session's init, and with it every process of the session
+}
+
+}  // namespace
+
+Result<PeerCred> peer_credentials(int fd) {
+  struct ucred cred {};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return fail(Error::from_errno("getsockopt", errno, "SO_PEERCRED"));
+  return PeerCred{cred.pid, cred.uid, cred.gid};
+}
+
+void Supervisor::serve_connection(UniqueFd conn) {
+  auto peer = peer_credentials(conn.get());
+  if (!peer) {
+    MOAT_LOG_ERROR("%s", peer.error().message().c_str());
+    return;
+  }
+  try {
+    Connection c(options_, std::move(conn), *peer);
+    c.run();
+  } catch (const std::exception& e) {
+    // A bug must not take the daemon down with every other client's session.
+    MOAT_LOG_ERROR("connection from pid %d ended by an exception: %s", peer->pid, e.what());
+  }
+}
+
+Result<void> Supervisor::serve_socket(const std::string& path, const std::atomic<bool>& stop) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + path);
+  path.copy(addr.sun_path, path.size());
+  UniqueFd lfd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!lfd.valid()) return fail(Error::from_errno("socket", errno, "AF_UNIX"));
+  ::unlink(path.c_str());
+  if (::bind(lfd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail(Error::from_errno("bind", errno, path));
+  // Anyone who can reach the socket may connect: SO_PEERCRED says who they are, and the
+  // policy, the sandbox and the workspace ownership check decide what they may do.
+  ::chmod(path.c_str(), 0666);
+  if (::listen(lfd.get(), 64) != 0) return fail(Error::from_errno("listen", errno, path));
+  std::vector<std::thread> clients;
+  while (!stop.load()) {
+    pollfd p{lfd.get(), POLLIN, 0};
+    int r = ::poll(&p, 1, 200);
+    if (r <= 0) continue;
+    int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    clients.emplace_back([this, c] { serve_connection(UniqueFd(c)); });
+  }
+  for (auto& t : clients) t.join();
+  ::unlink(path.c_str());
+  return {};
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,52 @@
+// sandbox/supervisor.h: moatd's serving side: one connection = one agent session. The
+// supervisor validates every frame, asks the policy, writes the audit log, and runs the
+// calls in the session's sandbox. The agent on the other end is untrusted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "policy/policy.h"
+
+namespace moat::sandbox {
+
+struct SupervisorOptions {
+  policy::LoadOptions policy;   // workspace and headless are filled in from each hello
+  std::string audit_dir;        // where per-session audit logs go
+  bool system_daemon = false;   // serving other users over a socket path
+  uid_t unprivileged_uid = 65534;
+  gid_t unprivileged_gid = 65534;
+  std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack
+};
+
+// The identity of the peer, from SO_PEERCRED: the kernel's word, not the client's.
+struct PeerCred {
+  pid_t pid = -1;
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorOptions options) : options_(std::move(options)) {}
+
+  // Serves one connection until the client says bye, hangs up, or breaks the protocol.
+  // Never throws; a misbehaving client gets an error frame and a closed connection.
+  void serve_connection(UniqueFd conn);
+
+  // Listens on a Unix socket path (mode 0666 unless the directory restricts it; the peer
+  // is identified by SO_PEERCRED) and serves each client on its own thread until *stop.
+  Result<void> serve_socket(const std::string& path, const std::atomic<bool>& stop);
+
+ private:
+  SupervisorOptions options_;
+};
+
+Result<PeerCred> peer_credentials(int fd);
+
+}  // namespace moat::sandbox
