@@ -1,8 +1,15 @@
 // sessions/audit.h: the supervisor-owned, hash-chained audit log (one JSONL file per session).
+//
+// Record (POLICY.md "Audit record schema"): {"v":1,"seq":N,"ts":RFC 3339 ns UTC,"type":..,
+// "session":..,"id":UUIDv7, ...fields, "prev":"sha256:<hex>","hash":"sha256:<hex>"}, where
+// hash = SHA-256 of the RFC 8785 canonical JSON of the record without "hash", and each line
+// is itself the canonical JSON of the whole record. seq starts at 1; the first record's prev
+// is the genesis below, and the first record carries "policy_hash" so verify can recompute it.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -10,20 +17,35 @@
 
 namespace moat::sessions {
 
+inline constexpr int kAuditFormatVersion = 1;
+
 class AuditLog {
  public:
   virtual ~AuditLog() = default;
-  // Opens <dir>/<date>/<session>.jsonl for appending, creating it with mode 0600. The
-  // chain's genesis is SHA-256("moat-audit/1" | session | policy_hash).
+  // Opens <dir>/<date>/<session>.jsonl for appending, creating it with mode 0600 (and the
+  // directories it creates 0700). The chain's genesis is
+  // SHA-256("moat-audit/1" | session | policy_hash). If a file for this session already exists
+  // under any <date>/ folder, the chain continues there (after dropping a torn last line,
+  // which was never acknowledged); a damaged last record refuses the open.
   static Result<std::unique_ptr<AuditLog>> open(const std::string& dir, const std::string& session,
                                                 const std::string& policy_hash);
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev
   // and hash; the line is written and fdatasync'd before this returns (write-ahead).
+  // EINVAL if `fields` is not an object or uses one of those reserved names. After a write
+  // that could not be undone, every later append fails (fail-closed). Thread-safe.
   virtual Result<void> append(const std::string& type, nlohmann::json fields) = 0;
   virtual std::string path() const = 0;
+  virtual uint64_t last_seq() const = 0;   // 0 before the first record
+  virtual std::string head() const = 0;    // the last record's hash (the genesis before one)
 };
 
 // The default directory: /var/log/moat for a system moatd, $XDG_STATE_HOME/moat/audit else.
 std::string default_audit_dir(bool system_daemon);
+
+// "sha256:" + hex SHA-256 of "moat-audit/1|<session>|<policy_hash>".
+std::string audit_genesis(const std::string& session, const std::string& policy_hash);
+
+// "sha256:" + hex SHA-256 of the canonical JSON of `record` minus its "hash" member.
+Result<std::string> audit_record_hash(const nlohmann::json& record);
 
 }  // namespace moat::sessions

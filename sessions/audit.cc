@@ -1,0 +1,185 @@
+// sessions/audit.cc: AuditLog: canonical, hash-chained, write-ahead JSONL records.
+#include "sessions/audit.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <mutex>
+
+#include "base/log.h"
+#include "base/unique_fd.h"
+#include "sessions/digest.h"
+#include "sessions/ids.h"
+#include "sessions/jcs.h"
+#include "sessions/json_util.h"
+#include "sessions/jsonl.h"
+
+namespace moat::sessions {
+namespace {
+
+// The log must not be readable by other users (argv can hold secrets) nor writable by
+// anyone but the supervisor; the directory likewise hides which sessions exist.
+constexpr mode_t kFileMode = 0600;
+constexpr mode_t kDirMode = 0700;
+
+const char* const kReserved[] = {"v", "seq", "ts", "type", "session", "id", "prev", "hash"};
+
+std::string utc_date() {
+  const time_t t = time(nullptr);
+  tm parts{};
+  gmtime_r(&t, &parts);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &parts);
+  return buf;
+}
+
+// An existing <dir>/<date>/<session>.jsonl, so a resumed session continues its chain.
+std::string find_existing(const std::string& dir, const std::string& session) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return "";
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string candidate = dir + "/" + name + "/" + session + ".jsonl";
+    struct stat st {};
+    // The newest date folder wins: that file holds the chain's current head.
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && candidate > found)
+      found = candidate;
+  }
+  ::closedir(d);
+  return found;
+}
+
+class JsonlAuditLog final : public AuditLog {
+ public:
+  JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash)
+      : path_(std::move(path)), fd_(std::move(fd)), session_(std::move(session)),
+        policy_hash_(std::move(policy_hash)), head_(audit_genesis(session_, policy_hash_)) {}
+
+  Result<void> append(const std::string& type, nlohmann::json fields) override;
+  std::string path() const override { return path_; }
+  uint64_t last_seq() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seq_;
+  }
+  std::string head() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return head_;
+  }
+
+  Result<void> resume_chain();
+
+ private:
+  std::string path_;
+  UniqueFd fd_;
+  std::string session_;
+  std::string policy_hash_;
+  mutable std::mutex mu_;  // moatd appends from concurrent calls; seq and prev need one order
+  uint64_t seq_ = 0;
+  std::string head_;
+  off_t size_ = 0;
+  bool broken_ = false;
+};
+
+Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields) {
+  if (!fields.is_object()) return fail(Error::from_errno("audit append", EINVAL, "fields"));
+  for (const char* key : kReserved)
+    if (fields.contains(key)) return fail(Error::from_errno("audit append", EINVAL, key));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
+  nlohmann::json record = std::move(fields);
+  record["v"] = kAuditFormatVersion;
+  record["seq"] = seq_ + 1;
+  record["ts"] = now_rfc3339_ns();
+  record["type"] = type;
+  record["session"] = session_;
+  record["id"] = uuid_v7();
+  record["prev"] = head_;
+  if (seq_ == 0 && !record.contains("policy_hash")) record["policy_hash"] = policy_hash_;
+  MOAT_ASSIGN_OR_RETURN(std::string hash, audit_record_hash(record));
+  record["hash"] = hash;
+  MOAT_ASSIGN_OR_RETURN(std::string line, canonical_json(record));
+  line += '\n';
+  if (auto w = append_line(fd_.get(), line, size_); !w) {
+    // append_line undid a short write unless its ftruncate failed: then the file ends in a
+    // torn record and nothing more may be chained after it.
+    if (w.error().context.rfind("ftruncate", 0) == 0) broken_ = true;
+    return fail(w.error().with_context("audit " + path_));
+  }
+  // Write-ahead: the caller runs the action only after this returns, so the record must be
+  // on disk first, not in the page cache.
+  if (::fdatasync(fd_.get()) != 0) {
+    broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
+    return fail(Error::from_errno("fdatasync", errno, path_));
+  }
+  size_ += static_cast<off_t>(line.size());
+  ++seq_;
+  head_ = std::move(hash);
+  return {};
+}
+
+Result<void> JsonlAuditLog::resume_chain() {
+  MOAT_ASSIGN_OR_RETURN(std::string data, read_file(path_));
+  size_t torn = 0;
+  const std::vector<Line> lines = whole_lines(data, &torn);
+  size_ = static_cast<off_t>(data.size() - torn);
+  if (torn > 0) {
+    MOAT_LOG_WARN("audit %s: dropping %zu bytes of a torn last record", path_.c_str(), torn);
+    if (::ftruncate(fd_.get(), size_) != 0)
+      return fail(Error::from_errno("ftruncate torn tail", errno, path_));
+  }
+  if (lines.empty()) return {};
+  const nlohmann::json last = parse_json(lines.back().text);
+  const std::string hash = str_field(last, "hash");
+  const int64_t seq = int_field(last, "seq", -1);
+  if (hash.empty() || seq < 1 || str_field(last, "session") != session_)
+    return fail(Error::msg("audit " + path_ + ": last record at byte " +
+                           std::to_string(lines.back().offset) +
+                           " is damaged; run `moat audit verify`"));
+  seq_ = static_cast<uint64_t>(seq);
+  head_ = hash;
+  return {};
+}
+
+}  // namespace
+
+std::string audit_genesis(const std::string& session, const std::string& policy_hash) {
+  return "sha256:" + sha256_hex("moat-audit/1|" + session + "|" + policy_hash);
+}
+
+Result<std::string> audit_record_hash(const nlohmann::json& record) {
+  nlohmann::json copy = record;
+  copy.erase("hash");
+  MOAT_ASSIGN_OR_RETURN(std::string canon, canonical_json(copy));
+  return "sha256:" + sha256_hex(canon);
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const std::string& session,
+                                                 const std::string& policy_hash) {
+  // The session id becomes a file name: refuse anything that could leave the directory.
+  if (session.empty() || session.find('/') != std::string::npos || session[0] == '.')
+    return fail(Error::from_errno("audit open", EINVAL, session));
+  MOAT_TRY(make_dirs(dir, kDirMode));
+  std::string path = find_existing(dir, session);
+  const bool fresh = path.empty();
+  if (fresh) {
+    const std::string day_dir = dir + "/" + utc_date();
+    MOAT_TRY(make_dirs(day_dir, kDirMode));
+    path = day_dir + "/" + session + ".jsonl";
+  }
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_for_append(path, fresh, kFileMode));
+  auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash);
+  if (fresh) {
+    MOAT_TRY(fsync_dir(dirname_of(path)));
+  } else {
+    MOAT_TRY(log->resume_chain());
+  }
+  return std::unique_ptr<AuditLog>(std::move(log));
+}
+
+}  // namespace moat::sessions

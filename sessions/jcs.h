@@ -1,0 +1,20 @@
+// sessions/jcs.h: RFC 8785 JSON Canonicalization Scheme, the byte form audit hashes cover.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "base/result.h"
+
+namespace moat::sessions {
+
+// The canonical form of `value` (RFC 8785): no whitespace, object members sorted by their
+// UTF-16 code units, strings with the minimal escapes, numbers as ECMAScript prints them.
+// Fails on invalid UTF-8 and on NaN or infinity, which JCS cannot express.
+Result<std::string> canonical_json(const nlohmann::json& value);
+
+// ECMAScript Number::toString of a finite double ("1e+21", "0.000001", "-5", "1.5e-7").
+std::string es_number(double v);
+
+}  // namespace moat::sessions
