@@ -40,6 +40,7 @@ class JsonlSessionStore final : public SessionStore {
   }
 
   Result<std::string> append(Entry entry) override;
+  Result<void> append_copy(const Entry& entry) override;
   Result<void> sync() override;
   Result<void> set_leaf(const std::string& entry_id) override;
   std::vector<Entry> path_to_leaf() const override { return path_to(leaf_); }
@@ -59,6 +60,7 @@ class JsonlSessionStore final : public SessionStore {
 
  private:
   std::string new_entry_id() const;
+  Result<void> write_entry(Entry entry);
   Result<void> load_entry(const Line& line, size_t line_no);
 
   std::string path_;
@@ -86,15 +88,31 @@ Result<std::string> JsonlSessionStore::append(Entry entry) {
   if (!is_entry_type(type)) return fail(Error::msg("unknown session entry type " + type));
   const std::string entry_id = new_entry_id();
   entry["id"] = entry_id;
-  entry["parentId"] = leaf_.empty() ? Entry(nullptr) : Entry(leaf_);
   entry["timestamp"] = now_rfc3339_ms();
+  MOAT_TRY(write_entry(std::move(entry)));
+  return entry_id;
+}
+
+Result<void> JsonlSessionStore::append_copy(const Entry& entry) {
+  if (!fd_.valid()) return fail(Error::from_errno("append", EBADF, path_));
+  const std::string entry_id = str_field(entry, "id");
+  if (entry_id.empty() || !is_entry_type(str_field(entry, "type")))
+    return fail(Error::msg("append_copy: not a session entry"));
+  if (index_.count(entry_id) != 0) return fail(Error::from_errno("append_copy", EEXIST, entry_id));
+  return write_entry(entry);
+}
+
+// Sets parentId to the leaf, writes the line, then indexes the entry: memory follows disk.
+Result<void> JsonlSessionStore::write_entry(Entry entry) {
+  const std::string entry_id = str_field(entry, "id");
+  entry["parentId"] = leaf_.empty() ? Entry(nullptr) : Entry(leaf_);
   const std::string line = dump_json(entry) + "\n";
   MOAT_TRY(append_line(fd_.get(), line, size_));
   size_ += static_cast<off_t>(line.size());
   index_.emplace(entry_id, entries_.size());
   entries_.push_back(std::move(entry));
   leaf_ = entry_id;
-  return entry_id;
+  return {};
 }
 
 Result<void> JsonlSessionStore::sync() {

@@ -52,6 +52,9 @@ class SessionStore {
   // Appends an entry (type and type fields given; id, parentId = current leaf, timestamp
   // are filled in), moves the leaf to it, and returns its id. One write() per line.
   virtual Result<std::string> append(Entry entry) = 0;
+  // Appends a copy of an entry from another session (fork): its id and timestamp are kept,
+  // parentId becomes the current leaf. EEXIST if the id is already in this file.
+  virtual Result<void> append_copy(const Entry& entry) = 0;
   virtual Result<void> sync() = 0;  // fdatasync: called at the end of every turn
   // The newest entry on the current branch; "" before the first entry.
   virtual const std::string& leaf() const = 0;
@@ -113,7 +116,8 @@ Result<std::unique_ptr<SessionStore>> resume_session(const std::string& sessions
                                                      const std::string& ref);
 
 // `--fork ID[@ENTRY]`: a new session file (in `workspace`'s folder, header parentSession =
-// the source id) holding a copy of the source's root-to-ENTRY path (ids kept), synced.
+// the source id) holding a copy of the source's root-to-ENTRY path (ids kept), synced;
+// its leaf is ENTRY's copy.
 Result<std::unique_ptr<SessionStore>> fork_session(const std::string& sessions_dir,
                                                    const std::string& ref,
                                                    const std::string& workspace);

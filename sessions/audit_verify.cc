@@ -1,0 +1,115 @@
+// sessions/audit_verify.cc: the chain walk behind `moat audit verify`.
+#include "sessions/audit_verify.h"
+
+#include <vector>
+
+#include "sessions/audit.h"
+#include "sessions/jcs.h"
+#include "sessions/json_util.h"
+#include "sessions/jsonl.h"
+
+namespace moat::sessions {
+namespace {
+
+AuditVerdict broken(AuditVerdict v, AuditProblem p, uint64_t offset, std::string detail) {
+  v.problem = p;
+  v.offset = offset;
+  v.detail = std::move(detail);
+  return v;
+}
+
+// Whether a record with seq `want` appears after line `from`: tells a moved record from a
+// deleted one.
+bool seq_appears_later(const std::vector<Line>& lines, size_t from, uint64_t want) {
+  for (size_t i = from; i < lines.size(); ++i)
+    if (int_field(parse_json(lines[i].text), "seq", -1) == static_cast<int64_t>(want)) return true;
+  return false;
+}
+
+// Checks one record against the chain so far; kNone when it extends the chain.
+AuditVerdict check_record(AuditVerdict v, const std::vector<Line>& lines, size_t i) {
+  const Line& line = lines[i];
+  const uint64_t want = v.records + 1;
+  const std::string at = "record at byte " + std::to_string(line.offset);
+  const nlohmann::json rec = parse_json(line.text);
+  if (rec.is_discarded() || !rec.is_object())
+    return broken(v, AuditProblem::kUnparseable, line.offset, at + " is not a JSON object");
+  auto hash = audit_record_hash(rec);
+  if (!hash || str_field(rec, "hash") != *hash)
+    return broken(v, AuditProblem::kChanged, line.offset, at + ": hash does not match content");
+  // Content that hashes right but is not byte-identical to its canonical form was edited in
+  // a way JSON parsing hides (escapes, spacing): still a change to the file.
+  auto canon = canonical_json(rec);
+  if (!canon || *canon != line.text)
+    return broken(v, AuditProblem::kChanged, line.offset, at + ": not in canonical form");
+  const int64_t seq = int_field(rec, "seq", -1);
+  if (seq != static_cast<int64_t>(want)) {
+    const bool moved = seq_appears_later(lines, i + 1, want);
+    return broken(v, moved ? AuditProblem::kReordered : AuditProblem::kMissing, line.offset,
+                  at + " has seq " + std::to_string(seq) + ", expected " + std::to_string(want) +
+                      (moved ? " (records reordered)" : " (record deleted)"));
+  }
+  if (want == 1) {
+    v.session = str_field(rec, "session");
+    v.head = audit_genesis(v.session, str_field(rec, "policy_hash"));
+  }
+  if (str_field(rec, "session") != v.session)
+    return broken(v, AuditProblem::kWrongPrev, line.offset, at + " belongs to another session");
+  if (str_field(rec, "prev") != v.head)
+    return broken(v, AuditProblem::kWrongPrev, line.offset,
+                  at + ": prev is not the previous record's hash");
+  v.head = *hash;
+  v.records = want;
+  return v;
+}
+
+}  // namespace
+
+const char* problem_name(AuditProblem p) {
+  switch (p) {
+    case AuditProblem::kNone: return "ok";
+    case AuditProblem::kEmpty: return "empty";
+    case AuditProblem::kUnparseable: return "unparseable";
+    case AuditProblem::kChanged: return "changed";
+    case AuditProblem::kMissing: return "missing";
+    case AuditProblem::kReordered: return "reordered";
+    case AuditProblem::kWrongPrev: return "wrong-prev";
+    case AuditProblem::kTruncated: return "truncated";
+    case AuditProblem::kIncomplete: return "incomplete";
+  }
+  return "unknown";
+}
+
+AuditVerdict verify_audit(std::string_view data, bool require_end) {
+  size_t torn = 0;
+  const std::vector<Line> lines = whole_lines(data, &torn);
+  AuditVerdict v;
+  std::string last_type;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    v = check_record(std::move(v), lines, i);
+    if (!v.ok()) {
+      v.seq = v.records + 1;
+      return v;
+    }
+    last_type = str_field(parse_json(lines[i].text), "type");
+  }
+  v.seq = v.records + 1;
+  if (torn > 0)
+    return broken(v, AuditProblem::kTruncated, data.size() - torn,
+                  "file ends inside a record (" + std::to_string(torn) + " bytes) after seq " +
+                      std::to_string(v.records));
+  if (lines.empty()) return broken(v, AuditProblem::kEmpty, 0, "no records");
+  if (require_end && last_type != "session.end")
+    return broken(v, AuditProblem::kIncomplete, data.size(),
+                  "ends at seq " + std::to_string(v.records) +
+                      " without session.end: truncated, or the session is still running");
+  v.seq = 0;
+  return v;
+}
+
+Result<AuditVerdict> verify_audit_file(const std::string& path, bool require_end) {
+  MOAT_ASSIGN_OR_RETURN(std::string data, read_file(path));
+  return verify_audit(data, require_end);
+}
+
+}  // namespace moat::sessions

@@ -1,0 +1,190 @@
+// sessions/tree.cc: the session tree across files: list, continue, resume, fork, labels.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "base/log.h"
+#include "sessions/json_util.h"
+#include "sessions/store.h"
+
+namespace moat::sessions {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> list_dir(const std::string& dir, bool want_dirs) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    const std::string full = dir + "/" + name;
+    if (::stat(full.c_str(), &st) != 0) continue;
+    if (want_dirs ? S_ISDIR(st.st_mode) : (S_ISREG(st.st_mode) && ends_with(name, ".jsonl")))
+      out.push_back(full);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string first_user_text(const std::vector<Entry>& entries) {
+  for (const Entry& e : entries) {
+    if (str_field(e, "type") != "message") continue;
+    const Entry& m = e["message"];
+    if (str_field(m, "role") != "user" || !m.contains("content")) continue;
+    const Entry& content = m["content"];
+    std::string text = content.is_string() ? content.get<std::string>() : "";
+    if (content.is_array())
+      for (const Entry& block : content) text += str_field(block, "text");
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text.substr(0, 80);
+  }
+  return "";
+}
+
+SessionInfo info_of(const SessionStore& s, int64_t mtime_ns) {
+  SessionInfo info;
+  info.path = s.path();
+  info.id = s.id();
+  info.workspace = str_field(s.header(), "workspace");
+  info.created = str_field(s.header(), "timestamp");
+  info.parent_session = str_field(s.header(), "parentSession");
+  info.entries = s.entries().size();
+  info.modified_ns = mtime_ns;
+  info.first_message = first_user_text(s.entries());
+  for (const Entry& e : s.entries())
+    if (str_field(e, "type") == "session_info") info.name = str_field(e, "name");
+  return info;
+}
+
+// Unique prefix match of `want` among `candidates`; ENOENT / EINVAL (ambiguous).
+template <typename Get>
+Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, const char* what) {
+  size_t found = count;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string& c = get(i);
+    if (c == want) return i;  // an exact match beats prefixes of longer ids
+    if (c.compare(0, want.size(), want) == 0) {
+      if (found != count) return fail(Error::from_errno(what, EINVAL, want + " is ambiguous"));
+      found = i;
+    }
+  }
+  if (found == count) return fail(Error::from_errno(what, ENOENT, want));
+  return found;
+}
+
+}  // namespace
+
+Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
+                                               const std::string& workspace) {
+  std::vector<std::string> dirs;
+  if (workspace.empty()) dirs = list_dir(sessions_dir, /*want_dirs=*/true);
+  else dirs.push_back(sessions_dir + "/" + workspace_slug(workspace));
+  std::vector<SessionInfo> out;
+  for (const std::string& dir : dirs) {
+    for (const std::string& file : list_dir(dir, /*want_dirs=*/false)) {
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0) continue;
+      auto store = SessionStore::open_read_only(file);
+      if (!store) {
+        MOAT_LOG_WARN("skipping %s: %s", moat::quoted(file).c_str(), store.error().message().c_str());
+        continue;
+      }
+      out.push_back(info_of(**store, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SessionInfo& a, const SessionInfo& b) {
+    return a.modified_ns != b.modified_ns ? a.modified_ns > b.modified_ns : a.path > b.path;
+  });
+  return out;
+}
+
+Result<std::string> find_latest_session(const std::string& sessions_dir,
+                                        const std::string& workspace) {
+  MOAT_ASSIGN_OR_RETURN(std::vector<SessionInfo> all, list_sessions(sessions_dir, workspace));
+  if (all.empty()) return fail(Error::from_errno("no session for workspace", ENOENT, workspace));
+  return all.front().path;
+}
+
+Result<std::string> resolve_entry(const SessionStore& store, const std::string& name) {
+  // A label names its newest target; labels win over id prefixes, being chosen by a person.
+  for (const auto& [target, label] : labels_of(store))
+    if (label == name) return target;
+  const auto& entries = store.entries();
+  std::vector<std::string> ids;
+  ids.reserve(entries.size());
+  for (const Entry& e : entries) ids.push_back(str_field(e, "id"));
+  MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(name, ids.size(),
+                                                [&](size_t k) -> const std::string& { return ids[k]; },
+                                                "entry"));
+  return ids[i];
+}
+
+std::vector<std::pair<std::string, std::string>> labels_of(const SessionStore& store) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  for (const Entry& e : store.entries()) {
+    if (str_field(e, "type") != "label") continue;
+    const std::string target = str_field(e, "targetId");
+    const std::string label = str_field(e, "label");
+    auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& p) { return p.first == target; });
+    if (it != labels.end()) labels.erase(it);
+    if (!label.empty()) labels.emplace_back(target, label);
+  }
+  return labels;
+}
+
+Result<SessionRef> resolve_session_ref(const std::string& sessions_dir, const std::string& ref) {
+  const size_t at = ref.find('@');
+  const std::string id_part = ref.substr(0, at);
+  const std::string entry_part = at == std::string::npos ? "" : ref.substr(at + 1);
+  if (id_part.empty()) return fail(Error::from_errno("session reference", EINVAL, ref));
+  SessionRef out;
+  struct stat st {};
+  if (id_part.find('/') != std::string::npos && ::stat(id_part.c_str(), &st) == 0) {
+    out.path = id_part;
+  } else {
+    MOAT_ASSIGN_OR_RETURN(std::vector<SessionInfo> all, list_sessions(sessions_dir));
+    MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(id_part, all.size(),
+                                                  [&](size_t k) -> const std::string& { return all[k].id; },
+                                                  "session"));
+    out.path = all[i].path;
+  }
+  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open_read_only(out.path));
+  out.session_id = store->id();
+  if (!entry_part.empty()) {
+    MOAT_ASSIGN_OR_RETURN(out.entry_id, resolve_entry(*store, entry_part));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<SessionStore>> resume_session(const std::string& sessions_dir,
+                                                     const std::string& ref) {
+  MOAT_ASSIGN_OR_RETURN(SessionRef r, resolve_session_ref(sessions_dir, ref));
+  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open(r.path));
+  if (!r.entry_id.empty()) MOAT_TRY(store->set_leaf(r.entry_id));
+  return store;
+}
+
+Result<std::unique_ptr<SessionStore>> fork_session(const std::string& sessions_dir,
+                                                   const std::string& ref,
+                                                   const std::string& workspace) {
+  MOAT_ASSIGN_OR_RETURN(SessionRef r, resolve_session_ref(sessions_dir, ref));
+  MOAT_ASSIGN_OR_RETURN(auto source, SessionStore::open_read_only(r.path));
+  const std::vector<Entry> path = r.entry_id.empty() ? source->path_to_leaf()
+                                                     : source->path_to(r.entry_id);
+  MOAT_ASSIGN_OR_RETURN(auto fork, SessionStore::create(sessions_dir, workspace, source->id()));
+  // Ids and timestamps are kept, so ID@ENTRY, labels and compactions mean the same entry in
+  // the fork as in its parent.
+  for (const Entry& e : path) MOAT_TRY(fork->append_copy(e));
+  MOAT_TRY(fork->sync());
+  return fork;
+}
+
+}  // namespace moat::sessions
