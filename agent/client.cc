@@ -1,0 +1,271 @@
+// agent/client.cc: moatd client: spawning a private moatd, framing, the reader thread.
+#include "agent/client.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/process/args.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/exe.hpp>
+
+#include <climits>
+#include <cstdlib>
+
+#include "base/log.h"
+#include "sandbox/protocol.h"
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+namespace bp = boost::process;
+
+std::string dirname_of(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+// The environment moatd gets: enough to find its state and config directories, and
+// nothing else. API keys and tokens stay in the agent process.
+bp::environment scrubbed_environment() {
+  bp::environment env;
+  env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+  for (const char* key : {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "MOAT_LOG",
+                          "MOAT_AUDIT_DIR", "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "LANG"}) {
+    if (const char* v = std::getenv(key); v != nullptr) env[key] = v;
+  }
+  return env;
+}
+
+}  // namespace
+
+std::string find_moatd() {
+  if (const char* v = std::getenv("MOATD_BIN"); v != nullptr && *v != '\0') return v;
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    const std::string dir = dirname_of(self);
+    for (const std::string& c : {dir + "/moatd", dir + "/../sandbox/moatd"})
+      if (is_executable(c)) return c;
+  }
+  return "moatd";
+}
+
+Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
+    const std::vector<std::string>& moatd_args) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return fail(Error::from_errno("socketpair", errno));
+  UniqueFd ours(sv[0]);
+  UniqueFd theirs(sv[1]);
+  // The child's end must survive exec: clear close-on-exec on it only.
+  if (::fcntl(theirs.get(), F_SETFD, 0) != 0) return fail(Error::from_errno("fcntl", errno));
+  std::vector<std::string> args = {"--fd", std::to_string(theirs.get())};
+  args.insert(args.end(), moatd_args.begin(), moatd_args.end());
+  const std::string exe = find_moatd();
+  pid_t pid = -1;
+  try {
+    bp::child child(bp::exe = exe, bp::args = args, scrubbed_environment());
+    pid = child.id();
+    child.detach();  // reaped in ~MoatdClient
+  } catch (const std::exception& e) {
+    return fail("starting moatd (" + exe + "): " + e.what());
+  }
+  theirs.reset();
+  auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(ours), pid));
+  client->reader_ = std::thread([c = client.get()] { c->reader_loop(); });
+  return client;
+}
+
+Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& socket_path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + socket_path);
+  socket_path.copy(addr.sun_path, socket_path.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return fail(Error::from_errno("socket", errno));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail(Error::from_errno("connect", errno, socket_path));
+  auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1));
+  client->reader_ = std::thread([c = client.get()] { c->reader_loop(); });
+  return client;
+}
+
+MoatdClient::~MoatdClient() {
+  bye();
+  if (reader_.joinable()) reader_.join();
+  if (child_pid_ > 0) {
+    int status = 0;
+    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+Result<void> MoatdClient::send(const json& m) {
+  const std::string frame = sandbox::encode_frame(m);
+  std::lock_guard<std::mutex> lock(send_mu_);
+  std::size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::send(fd_.get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(Error::from_errno("send", errno, "moatd socket"));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+void MoatdClient::reader_loop() {
+  sandbox::FrameDecoder decoder;
+  char buf[65536];
+  std::string why = "moatd closed the connection";
+  for (bool running = true; running;) {
+    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    for (;;) {
+      auto frame = decoder.next();
+      if (!frame) {
+        why = "moatd sent a bad frame: " + frame.error().message();
+        running = false;
+        break;
+      }
+      if (!frame->has_value()) break;
+      json m = std::move(**frame);
+      auto type = sandbox::validate_server_message(m);
+      if (!type) {
+        why = "moatd sent a bad frame: " + type.error().message();
+        running = false;
+        break;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      switch (*type) {
+        case sandbox::ServerMessage::kWelcome:
+          welcome_ = std::move(m);
+          cv_.notify_all();
+          break;
+        case sandbox::ServerMessage::kProgress: {
+          auto it = pending_.find(m["id"].get<std::string>());
+          if (it != pending_.end() && it->second->on_progress) {
+            auto cb = it->second->on_progress;
+            lock.unlock();
+            cb(m["chunk"].get<std::string>());
+          }
+          break;
+        }
+        case sandbox::ServerMessage::kResult: {
+          auto it = pending_.find(m["id"].get<std::string>());
+          if (it != pending_.end()) {
+            it->second->result = tools::ToolResult::from_json(m);
+            it->second->done = true;
+            cv_.notify_all();
+          }
+          break;
+        }
+        case sandbox::ServerMessage::kError:
+          why = "moatd: " + m["message"].get<std::string>();
+          if (!welcome_) {
+            // A refused hello: keep the error frame for hello() to report.
+            welcome_ = std::move(m);
+            cv_.notify_all();
+          }
+          break;
+        case sandbox::ServerMessage::kBye:
+          running = false;
+          break;
+      }
+      if (!running) break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  fatal_ = why;
+  cv_.notify_all();
+}
+
+Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why) {
+  auto set_why = [&](std::string code, std::string msg) {
+    if (why != nullptr) *why = WelcomeError{std::move(code), msg};
+    return fail(std::move(msg));
+  };
+  if (auto r = send({{"type", "hello"}, {"version", sandbox::kProtocolVersion},
+                     {"client", std::string("moat/") + MOAT_VERSION}, {"workspace", workspace},
+                     {"headless", headless}});
+      !r)
+    return set_why("io", r.error().message());
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return welcome_.has_value() || closed_; });
+  if (!welcome_) return set_why("io", fatal_);
+  const json& w = *welcome_;
+  if (w["type"] == "error")
+    return set_why(w.value("code", "protocol"), w["message"].get<std::string>());
+  Welcome out;
+  out.session = w["session"].get<std::string>();
+  out.audit_path = w.value("audit", "");
+  out.sandbox = w.value("sandbox", json::object());
+  for (const auto& t : w["tools"]) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
+    tools::ToolSpec spec;
+    spec.name = t["name"].get<std::string>();
+    spec.description = t.value("description", "");
+    spec.parameters = t.value("parameters", json::object());
+    spec.mutates = t.value("mutates", false);
+    spec.sequential = t.value("sequential", false);
+    out.tools.push_back(std::move(spec));
+  }
+  return out;
+}
+
+tools::ToolResult MoatdClient::call(const std::string& id, const std::string& tool,
+                                    const json& arguments,
+                                    const std::function<void(std::string_view)>& on_progress,
+                                    const std::atomic<bool>* cancel) {
+  auto p = std::make_shared<Pending>();
+  p->on_progress = on_progress;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return tools::ToolResult::error("tool not run: " + fatal_);
+    pending_[id] = p;
+  }
+  if (auto r = send({{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", arguments}}); !r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(id);
+    return tools::ToolResult::error("tool not run: " + r.error().message());
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  bool cancel_sent = false;
+  while (!p->done && !closed_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+    if (cancel != nullptr && cancel->load() && !cancel_sent) {
+      cancel_sent = true;
+      lock.unlock();
+      (void)send({{"type", "cancel"}, {"id", id}});
+      lock.lock();
+    }
+  }
+  pending_.erase(id);
+  if (!p->done) return tools::ToolResult::error("tool result lost: " + fatal_);
+  return p->result;
+}
+
+void MoatdClient::bye() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+  }
+  (void)send({{"type", "bye"}});
+  // moatd answers bye after finishing its calls; then the reader sees EOF.
+  ::shutdown(fd_.get(), SHUT_WR);
+}
+
+}  // namespace moat::agent

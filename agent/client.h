@@ -1,0 +1,87 @@
+// agent/client.h: the agent's side of the moatd protocol: spawn or connect, hello/welcome,
+// concurrent calls with streamed progress, cancel, bye. Trusts nothing moatd sends either.
+#pragma once
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "tools/tool.h"
+
+namespace moat::agent {
+
+// Why a hello failed, so the CLI can pick its exit code (sandbox → 3, else 2).
+struct WelcomeError {
+  std::string code;     // "sandbox" | "policy" | "workspace" | "protocol" | "audit" | "io"
+  std::string message;
+};
+
+struct Welcome {
+  std::string session;
+  std::string audit_path;
+  std::vector<tools::ToolSpec> tools;
+  nlohmann::json sandbox;
+};
+
+class MoatdClient {
+ public:
+  // Starts a private moatd on a socketpair (its environment scrubbed: no API keys) and
+  // returns a client connected to it. moatd_args are passed through (e.g. --audit-dir).
+  static Result<std::unique_ptr<MoatdClient>> spawn_private(const std::vector<std::string>& moatd_args);
+  // Connects to a running moatd's socket.
+  static Result<std::unique_ptr<MoatdClient>> connect(const std::string& socket_path);
+  ~MoatdClient();
+
+  // Sends hello and waits for welcome. On failure *why says which layer refused.
+  Result<Welcome> hello(const std::string& workspace, bool headless, WelcomeError* why);
+
+  // Runs one call and waits for its result; progress chunks go to on_progress (may be
+  // called from the reader thread). Thread-safe: calls may run concurrently.
+  tools::ToolResult call(const std::string& id, const std::string& tool,
+                         const nlohmann::json& arguments,
+                         const std::function<void(std::string_view)>& on_progress,
+                         const std::atomic<bool>* cancel);
+
+  void bye();
+  pid_t moatd_pid() const { return child_pid_; }
+  int fd() const { return fd_.get(); }
+
+ private:
+  explicit MoatdClient(UniqueFd fd, pid_t child) : fd_(std::move(fd)), child_pid_(child) {}
+  Result<void> send(const nlohmann::json& m);
+  void reader_loop();
+
+  struct Pending {
+    bool done = false;
+    tools::ToolResult result;
+    std::function<void(std::string_view)> on_progress;
+  };
+
+  UniqueFd fd_;
+  pid_t child_pid_ = -1;
+  std::mutex send_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Pending>> pending_;
+  std::optional<nlohmann::json> welcome_;
+  std::string fatal_;  // set when the connection broke: every waiter gets it
+  bool closed_ = false;
+  std::thread reader_;
+};
+
+// Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).
+std::string find_moatd();
+
+}  // namespace moat::agent

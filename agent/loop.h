@@ -1,0 +1,67 @@
+// agent/loop.h: the agent loop, slots 1–5 of DESIGN.md: call the model, take the calls,
+// decide to stop, execute through moatd, persist.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/provider.h"
+#include "sessions/store.h"
+#include "tools/tool.h"
+
+namespace moat::agent {
+
+// Host gates, checked only after a batch's results are persisted (0 = no gate).
+struct LoopConfig {
+  int max_turns = 50;
+  std::uint64_t max_total_tokens = 0;
+  double max_cost = 0;
+  double max_wall_s = 0;
+  int repeat_warn = 3;   // the same failing call this many times: tell the model to change
+  int repeat_limit = 6;  // ...and this many times: stop the run
+  int max_output_tokens = 8192;
+};
+
+// How the loop runs one tool call (moatd, via MoatdClient::call, in production).
+using CallTool = std::function<tools::ToolResult(const std::string& id, const std::string& tool,
+                                                 const nlohmann::json& arguments,
+                                                 const std::atomic<bool>* cancel)>;
+
+// What the person sees; every callback may be empty.
+struct LoopEvents {
+  std::function<void(std::string_view)> on_text;
+  std::function<void(const std::string& tool, const nlohmann::json& args)> on_call;
+  std::function<void(const std::string& tool, const tools::ToolResult& result)> on_result;
+  std::function<void(const std::string& note)> on_note;  // gates, repetition, cut-offs
+};
+
+enum class LoopStop {
+  kDone,            // the model answered without tool calls
+  kGate,            // a host gate stopped it (turns, tokens, cost, wall time)
+  kRepetition,      // the same failing call too many times
+  kProviderError,   // the model call failed
+  kCancelled,       // the person cancelled
+  kTerminated,      // every tool of the last batch suggested stopping
+};
+
+struct LoopOutcome {
+  LoopStop stop = LoopStop::kDone;
+  std::string detail;
+  int turns = 0;
+  std::uint64_t total_tokens = 0;
+  double cost = 0;
+};
+
+// Runs until a stop rule fires. The task must already be the session's last user message.
+LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
+                     const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
+                     const LoopConfig& config, const LoopEvents& events,
+                     const std::atomic<bool>* cancel);
+
+// The context for the next model call: the messages on the root-to-leaf path.
+std::vector<Message> context_messages(const sessions::SessionStore& store);
+
+}  // namespace moat::agent

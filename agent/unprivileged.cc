@@ -1,0 +1,104 @@
+// agent/unprivileged.cc: identity switch, capability drop, no_new_privs and the loop's filter.
+#include "agent/unprivileged.h"
+
+#include <grp.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+#include <memory>
+
+namespace moat::agent {
+namespace {
+
+// Every namespace flag clone(2) and unshare(2) take: a new user namespace hands its
+// creator CAP_SYS_ADMIN inside it, which is the first step of most namespace escapes.
+constexpr unsigned long kNamespaceFlags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+                                          CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                                          CLONE_NEWCGROUP | CLONE_NEWTIME;
+
+Result<void> switch_identity(const DropOptions& o) {
+  if (::geteuid() != 0) return {};
+  // Groups first: after setuid we could no longer drop root's supplementary groups.
+  if (::setgroups(0, nullptr) != 0) return fail(Error::from_errno("setgroups", errno, "0"));
+  if (::setresgid(o.gid, o.gid, o.gid) != 0)
+    return fail(Error::from_errno("setresgid", errno, std::to_string(o.gid)));
+  if (::setresuid(o.uid, o.uid, o.uid) != 0)
+    return fail(Error::from_errno("setresuid", errno, std::to_string(o.uid)));
+  // A switch that can be undone was no switch at all.
+  if (::setuid(0) == 0) return fail(std::string("setuid(0) succeeded after dropping root"));
+  return {};
+}
+
+Result<void> drop_bounding_set() {
+  // Needs CAP_SETPCAP, which only root still has: for anyone else the set is already
+  // useless (no_new_privs below blocks setuid binaries), so EPERM is not an error.
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL && errno != EPERM)
+      return fail(Error::from_errno("prctl(PR_CAPBSET_DROP)", errno, std::to_string(cap)));
+  }
+  return {};
+}
+
+Result<void> drop_capabilities() {
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return fail(Error::from_errno("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", errno));
+  std::unique_ptr<_cap_struct, int (*)(void*)> caps(cap_init(), cap_free);
+  if (!caps) return fail(Error::from_errno("cap_init", errno));
+  if (cap_set_proc(caps.get()) != 0) return fail(Error::from_errno("cap_set_proc", errno));
+  // Refuse to continue if anything is left: a capability we failed to drop is a hole.
+  std::unique_ptr<_cap_struct, int (*)(void*)> now(cap_get_proc(), cap_free);
+  std::unique_ptr<_cap_struct, int (*)(void*)> none(cap_init(), cap_free);
+  if (!now || !none || cap_compare(now.get(), none.get()) != 0)
+    return fail(std::string("capabilities remain after dropping them"));
+  return {};
+}
+
+}  // namespace
+
+Result<void> install_loop_filter() {
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx) return fail(std::string("seccomp_init failed"));
+  auto deny = [&](int nr, int err) { return seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(err), nr, 0); };
+  // The loop talks to the model and to moatd; running programs is moatd's job alone.
+  for (int nr : {SCMP_SYS(execve), SCMP_SYS(execveat),
+                 // Reading or steering another process's memory.
+                 SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+                 // The filesystem view and namespaces are fixed for this process.
+                 SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root), SCMP_SYS(setns),
+                 SCMP_SYS(unshare), SCMP_SYS(open_tree), SCMP_SYS(move_mount), SCMP_SYS(fsopen),
+                 SCMP_SYS(fsmount), SCMP_SYS(fsconfig), SCMP_SYS(mount_setattr)}) {
+    if (int rc = deny(nr, EPERM); rc != 0) return fail(Error::from_errno("seccomp_rule_add", -rc));
+  }
+  // clone3 passes its flags behind a pointer the filter cannot read; ENOSYS makes glibc
+  // fall back to clone(2), whose flags argument is checked below.
+  if (int rc = deny(SCMP_SYS(clone3), ENOSYS); rc != 0)
+    return fail(Error::from_errno("seccomp_rule_add(clone3)", -rc));
+  // One rule per flag: a masked compare tests "this bit is set", and rules with the same
+  // action are ORed, so any namespace flag in clone's flags fails with EPERM.
+  for (unsigned long flag = 1; flag != 0; flag <<= 1) {
+    if ((kNamespaceFlags & flag) == 0) continue;
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                  SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+        rc != 0)
+      return fail(Error::from_errno("seccomp_rule_add(clone)", -rc));
+  }
+  if (int rc = seccomp_load(ctx.get()); rc != 0) return fail(Error::from_errno("seccomp_load", -rc));
+  return {};
+}
+
+Result<void> drop_to_unprivileged_loop(const DropOptions& options) {
+  MOAT_TRY(drop_bounding_set());  // first: only root may, and root is about to be gone
+  MOAT_TRY(switch_identity(options));
+  MOAT_TRY(drop_capabilities());
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return fail(Error::from_errno("prctl(PR_SET_NO_NEW_PRIVS)", errno));
+  MOAT_TRY(install_loop_filter());
+  return {};
+}
+
+}  // namespace moat::agent
