@@ -1,10 +1,111 @@
-// tools/registry.cc: the tool set (filled in by the tools work: read, bash, edit, ...).
+// tools/registry.cc: the tool set, execute() (repair -> validate -> resolve -> authorize ->
+// run) and the worker-side dispatch of handle_in_sandbox().
 #include "tools/registry.h"
 
+#include <unistd.h>
+
+#include <exception>
+
+#include "base/log.h"
+#include "tools/bash.h"
+#include "tools/read.h"
+#include "tools/resolve.h"
+#include "tools/schema.h"
+
 namespace moat::tools {
+namespace {
+
+using SandboxOp = ToolResult (*)(const std::string& canonical, const nlohmann::json& args);
+
+// A tool whose work is a file operation inside the sandbox.
+struct FileTool {
+  const char* name;
+  PathAccess access;
+  const char* default_path;  // when `path` is optional; nullptr when it is required
+  SandboxOp op;
+};
+
+const FileTool kFileTools[] = {
+    {"read", PathAccess::kRead, nullptr, &read_in_sandbox},
+};
+
+const FileTool* find_file_tool(std::string_view name) {
+  for (const auto& t : kFileTools)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string dump(const nlohmann::json& j) {
+  // Replace, not throw: text from the sandbox may hold invalid UTF-8.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// One round trip to a worker running handle_in_sandbox().
+Result<nlohmann::json> call_worker(CallContext& ctx, const nlohmann::json& request) {
+  MOAT_ASSIGN_OR_RETURN(std::string response, ctx.runner->run_handler(dump(request)));
+  auto j = nlohmann::json::parse(response, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return fail(std::string("the sandbox worker returned malformed JSON"));
+  return j;
+}
+
+std::string tool_names() {
+  std::string out;
+  for (const auto& t : all_tools()) out += (out.empty() ? "" : ", ") + t.name;
+  return out;
+}
+
+ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohmann::json& args,
+                         CallContext& ctx) {
+  MutationQueue& queue = ctx.mutations ? *ctx.mutations : MutationQueue::process_default();
+  if (spec.mutates && !ctx.mutation_ticket)
+    ctx.mutation_ticket = std::make_shared<MutationQueue::Ticket>(queue.enter());
+  // Every way out of this function leaves the queue, or later calls would wait forever.
+  struct LeaveQueue {
+    CallContext& ctx;
+    ~LeaveQueue() {
+      if (ctx.mutation_ticket) ctx.mutation_ticket->release();
+    }
+  } leave{ctx};
+  const std::string path = args.contains("path") ? args["path"].get<std::string>()
+                                                 : std::string(tool.default_path);
+  auto resolved = call_worker(ctx, {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}});
+  if (!resolved) return ToolResult::error("could not resolve " + path + ": " + resolved.error().message());
+  if (resolved->contains("error"))
+    return ToolResult::error("could not resolve " + path + ": " + (*resolved)["error"].get<std::string>());
+  const std::string canonical = (*resolved)["path"];
+  if (tool.access == PathAccess::kRead && !(*resolved)["exists"].get<bool>())
+    return ToolResult::error("path not found: " + path + " (resolved to " + canonical + ")");
+  if (ctx.authorize) {
+    if (auto refusal = ctx.authorize(canonical, tool.access))
+      return ToolResult::error("refused by policy: " + *refusal);
+  }
+  if (spec.mutates) queue.acquire(*ctx.mutation_ticket, canonical);
+  auto response = call_worker(ctx, {{"op", tool.name}, {"path", canonical}, {"args", args}});
+  if (ctx.mutation_ticket) ctx.mutation_ticket->release();  // before the JSON work below
+  if (!response) return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + response.error().message());
+  if (response->contains("error"))
+    return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + (*response)["error"].get<std::string>());
+  return ToolResult::from_json(*response);
+}
+
+ToolResult execute_validated(const ToolSpec& spec, const nlohmann::json& args, CallContext& ctx) {
+  if (ctx.runner == nullptr) return ToolResult::error("no sandbox to run " + spec.name + " in");
+  if (spec.name == "bash") return run_bash(args, ctx);
+  if (const FileTool* ft = find_file_tool(spec.name)) return run_file_tool(*ft, spec, args, ctx);
+  return ToolResult::error("tool " + spec.name + " has no implementation in this build");
+}
+
+std::string resolve_in_sandbox(const nlohmann::json& req) {
+  auto r = resolve_in_root(req.value("path", ""), req.value("cwd", "/"));
+  if (!r) return dump({{"error", r.error().message()}});
+  return dump({{"path", r->path}, {"exists", r->exists}, {"isDir", r->is_dir}});
+}
+
+}  // namespace
 
 const std::vector<ToolSpec>& all_tools() {
-  static const std::vector<ToolSpec> kTools;
+  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec()};
   return kTools;
 }
 
@@ -14,10 +115,49 @@ const ToolSpec* find_tool(std::string_view name) {
   return nullptr;
 }
 
-ToolResult execute(const std::string& tool, const nlohmann::json&, CallContext&) {
-  return ToolResult::error("unknown tool " + tool);
+void take_mutation_ticket(const std::string& tool, CallContext& ctx) {
+  const ToolSpec* spec = find_tool(tool);
+  if (spec == nullptr || !spec->mutates || ctx.mutation_ticket) return;
+  MutationQueue& queue = ctx.mutations ? *ctx.mutations : MutationQueue::process_default();
+  ctx.mutation_ticket = std::make_shared<MutationQueue::Ticket>(queue.enter());
 }
 
-std::string handle_in_sandbox(std::string_view) { return R"({"isError":true})"; }
+ToolResult execute(const std::string& tool, const nlohmann::json& arguments, CallContext& ctx) {
+  const ToolSpec* spec = find_tool(tool);
+  if (spec == nullptr)
+    return ToolResult::error("unknown tool " + moat::quoted(tool) + "; the available tools are: " + tool_names());
+  std::vector<std::string> notes;
+  const nlohmann::json args = repair_arguments(tool, arguments, spec->parameters, &notes);
+  const auto errors = validate_against_schema(args, spec->parameters);
+  if (!errors.empty()) {
+    std::string msg = "invalid arguments for " + tool + ":";
+    for (const auto& e : errors) msg += "\n- " + e;
+    msg += "\nThe schema is: " + spec->parameters.dump();
+    return ToolResult::error(msg);
+  }
+  // The boundary of the tools: nothing a tool throws (a JSON accessor on a shape the
+  // schema let through) may reach moatd's thread.
+  try {
+    ToolResult r = execute_validated(*spec, args, ctx);
+    if (!notes.empty()) r.details["repairs"] = notes;
+    return r;
+  } catch (const std::exception& e) {
+    return ToolResult::error(tool + " failed: " + e.what());
+  }
+}
+
+std::string handle_in_sandbox(std::string_view request) {
+  try {
+    const auto req = nlohmann::json::parse(request, nullptr, false);
+    if (req.is_discarded() || !req.is_object()) return dump({{"error", "malformed request"}});
+    const std::string op = req.value("op", "");
+    if (op == "resolve") return resolve_in_sandbox(req);
+    if (const FileTool* ft = find_file_tool(op))
+      return dump(ft->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
+    return dump({{"error", "unknown operation " + moat::quoted(op)}});
+  } catch (const std::exception& e) {
+    return dump({{"error", std::string("handler failed: ") + e.what()}});
+  }
+}
 
 }  // namespace moat::tools

@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tools/mutation_queue.h"
 #include "tools/runner.h"
 #include "tools/tool.h"
 
@@ -33,7 +35,18 @@ struct CallContext {
   const std::atomic<bool>* cancel = nullptr;
   double default_timeout_s = 120;        // from the policy's resources
   std::uint64_t output_ceiling = 16ull << 20;  // bash: bytes before the command is killed
+  // edit/write are serialised per canonical path through this queue (one per moatd;
+  // nullptr = MutationQueue::process_default()).
+  MutationQueue* mutations = nullptr;
+  // The call's place in request order. moatd sets it with take_mutation_ticket() in the
+  // thread that reads the calls, before starting execute() in its own thread; when empty,
+  // execute() takes one on entry.
+  std::shared_ptr<MutationQueue::Ticket> mutation_ticket;
 };
+
+// For a mutating tool (spec.mutates), takes the call's place in the mutation queue now, so
+// calls keep the order they arrived in even though each runs on its own thread.
+void take_mutation_ticket(const std::string& tool, CallContext& ctx);
 
 // Validates the arguments against the tool's schema (after the deterministic repair) and
 // runs it. Every failure is a ToolResult with is_error set, never an exception.

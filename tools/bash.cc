@@ -1,0 +1,148 @@
+// tools/bash.cc: `bash`: one `bash -c` per call in a fresh sandbox worker.
+#include "tools/bash.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "tools/bash_output.h"
+#include "tools/truncate.h"
+
+namespace moat::tools {
+namespace {
+
+std::string random_id() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+  return buf;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// Mirrors the caller's cancel flag into the flag handed to exec, which the output ceiling
+// also sets: exec takes one flag, and two reasons can kill the command.
+class CancelMirror {
+ public:
+  CancelMirror(const std::atomic<bool>* outer, std::atomic<bool>* inner) {
+    if (outer == nullptr) return;
+    thread_ = std::thread([this, outer, inner] {
+      std::unique_lock lock(mu_);
+      while (!done_) {
+        if (outer->load()) {
+          cancelled_ = true;
+          inner->store(true);
+          return;
+        }
+        cv_.wait_for(lock, std::chrono::milliseconds(10));
+      }
+    });
+  }
+  CancelMirror(const CancelMirror&) = delete;
+  CancelMirror& operator=(const CancelMirror&) = delete;
+  ~CancelMirror() { stop(); }
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  bool cancelled() {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool cancelled_ = false;
+  std::thread thread_;
+};
+
+// Why the command did not succeed, or "" when it did.
+std::string failure_reason(const ExecStatus& st, const BashOutput& out, bool cancelled,
+                           double timeout_s) {
+  if (out.ceiling_hit())
+    return "killed: the output passed the " + format_size(out.total_bytes()) +
+           " output ceiling" +
+           (out.spill_error().empty() ? "; everything up to it is in " + out.spill_path() : "");
+  if (cancelled || st.cancelled) return "cancelled";
+  if (st.timed_out) return "timed out after " + format_seconds(timeout_s) + " s";
+  if (!st.limit.empty()) return "killed: the sandbox's " + st.limit + " limit was reached";
+  if (st.signal != 0) return "killed by signal " + std::to_string(st.signal);
+  if (st.exit_code != 0) return "exit code " + std::to_string(st.exit_code);
+  return "";
+}
+
+}  // namespace
+
+ToolSpec bash_spec() {
+  ToolSpec s;
+  s.name = "bash";
+  s.description =
+      "Execute a bash command in the workspace, inside the sandbox (stdin is /dev/null, stdout "
+      "and stderr are interleaved). Returns the last " + std::to_string(kMaxLines) +
+      " lines or " + format_size(kMaxBytes) +
+      " of output (whichever is hit first); when output is truncated, the full output is saved "
+      "to a file under /tmp that you can read with the read tool. A non-zero exit code, a "
+      "timeout or a cancel is an error. Optionally give a timeout in seconds.";
+  s.parameters = {
+      {"type", "object"},
+      {"properties",
+       {{"command", {{"type", "string"}, {"description", "Bash command to execute"}}},
+        {"timeout", {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "Timeout in seconds"}}}}},
+      {"required", {"command"}},
+      {"additionalProperties", false}};
+  s.sequential = false;
+  return s;
+}
+
+ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
+  const std::string command = args.at("command").get<std::string>();
+  const double timeout_s = args.contains("timeout") ? args["timeout"].get<double>()
+                                                    : ctx.default_timeout_s;
+  std::atomic<bool> kill{false};
+  BashOutput::Options options;
+  options.ceiling = ctx.output_ceiling;
+  options.progress = ctx.progress;
+  options.open_spill = [&ctx](std::string* path) {
+    *path = "/tmp/moat-bash-" + random_id() + ".log";
+    return ctx.runner->create_file(*path);
+  };
+  BashOutput out(std::move(options), &kill);
+  CancelMirror mirror(ctx.cancel, &kill);
+  auto status = ctx.runner->exec({"bash", "--noprofile", "--norc", "-c", command}, ctx.workspace,
+                                 timeout_s, [&out](std::string_view c) { out.add(c); }, &kill);
+  mirror.stop();
+  out.finish();
+  if (!status) return ToolResult::error("could not run bash: " + status.error().message());
+  const std::string reason = failure_reason(*status, out, mirror.cancelled(), timeout_s);
+  std::string text = out.render();
+  if (!reason.empty()) {
+    if (text.back() == '\n') text.pop_back();
+    text += "\n\n" + reason;
+  }
+  ToolResult r = ToolResult::text(std::move(text), !reason.empty());
+  r.details = {{"exitCode", status->exit_code},
+               {"signal", status->signal},
+               {"timedOut", status->timed_out},
+               {"outputBytes", out.total_bytes()},
+               {"durationMs", status->duration.count()}};
+  if (!out.spill_path().empty() && out.spill_error().empty())
+    r.details["fullOutputPath"] = out.spill_path();
+  return r;
+}
+
+}  // namespace moat::tools

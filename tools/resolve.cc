@@ -1,0 +1,101 @@
+// tools/resolve.cc: openat2-based canonicalisation. tools/ cannot include sandbox/sys.h, so
+// the two openat2 calls the file tools need live here.
+#include "tools/resolve.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace moat::tools {
+namespace {
+
+Result<UniqueFd> openat2_fd(int dirfd, const std::string& path, int flags, mode_t mode,
+                            std::uint64_t resolve) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = resolve;
+  long fd;
+  do {
+    fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EAGAIN);  // RESOLVE_IN_ROOT retries on a concurrent rename
+  if (fd < 0) return fail(Error::from_errno("openat2", errno, path));
+  return UniqueFd(static_cast<int>(fd));
+}
+
+std::vector<std::string> split_components(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t slash = path.find('/', i);
+    if (slash == std::string::npos) slash = path.size();
+    if (slash > i) out.push_back(path.substr(i, slash - i));
+    i = slash + 1;
+  }
+  return out;
+}
+
+std::string join_components(const std::vector<std::string>& parts, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += "/" + parts[i];
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace
+
+Result<std::string> fd_path(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char buf[PATH_MAX + 1];
+  const ssize_t n = ::readlink(link, buf, PATH_MAX);
+  if (n < 0) return fail(Error::from_errno("readlink", errno, link));
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd) {
+  if (path.empty()) return fail(Error{ENOENT, "empty path"});
+  const std::string full = path[0] == '/' ? path : cwd + "/" + path;
+  const auto parts = split_components(full);
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
+  // The longest prefix that exists; the components after it must be plain names.
+  for (std::size_t n = parts.size() + 1; n-- > 0;) {
+    auto fd = openat2_fd(root.get(), join_components(parts, n), O_PATH, 0,
+                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (!fd) {
+      if (fd.error().code == ENOENT) continue;
+      return fail(fd.error());
+    }
+    struct stat st{};
+    if (::fstat(fd->get(), &st) != 0) return fail(Error::from_errno("fstat", errno, full));
+    MOAT_ASSIGN_OR_RETURN(std::string base, fd_path(fd->get()));
+    Resolved r;
+    r.exists = n == parts.size();
+    r.is_dir = S_ISDIR(st.st_mode);
+    if (!r.exists && !r.is_dir) return fail(Error::from_errno("resolve", ENOTDIR, base));
+    r.path = base;
+    for (std::size_t i = n; i < parts.size(); ++i) {
+      if (parts[i] == ".") continue;
+      if (parts[i] == "..")
+        return fail(Error{EINVAL, "'..' after a directory that does not exist in " + full});
+      if (r.path.back() != '/') r.path += '/';
+      r.path += parts[i];
+    }
+    return r;
+  }
+  return fail(Error::from_errno("resolve", ENOENT, full));
+}
+
+Result<UniqueFd> open_canonical(const std::string& canonical, int flags, mode_t mode) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
+  return openat2_fd(root.get(), canonical, flags, mode,
+                    RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+}
+
+}  // namespace moat::tools
