@@ -1,0 +1,247 @@
+// tests/unit/sessions/audit_test.cc: AuditLog appends and the verifier's view of tampering.
+#include "sessions/audit.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "sessions/audit_verify.h"
+#include "sessions/jcs.h"
+#include "sessions/json_util.h"
+#include "sessions/jsonl.h"
+#include "temp_dir.h"
+
+namespace moat::sessions {
+namespace {
+
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+constexpr const char* kSession = "01890a5d-ac96-774b-bcce-b302099a8057";
+constexpr const char* kPolicy = "sha256:5e1c";
+
+// A finished session: start, decisions and execs, end.
+std::string write_log(const TempDir& dir, int n_middle) {
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  EXPECT_TRUE(log.has_value()) << log.error().message();
+  EXPECT_TRUE((*log)->append("session.start", {{"version", "0.1.0"}, {"uid", 1000}}).has_value());
+  for (int i = 0; i < n_middle; ++i) {
+    EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"result", i % 2 ? "allow" : "deny"},
+                                            {"input", {{"argv", {"git", "status"}}}}})
+                    .has_value());
+  }
+  EXPECT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
+  return (*log)->path();
+}
+
+std::vector<std::string> split_lines(const std::string& data) {
+  std::vector<std::string> out;
+  for (const Line& l : whole_lines(data)) out.emplace_back(l.text);
+  return out;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(AuditLog, RecordsCarryTheSchemaFieldsAndChain) {
+  TempDir dir;
+  const std::string path = write_log(dir, 2);
+  const auto lines = split_lines(slurp(path));
+  ASSERT_EQ(lines.size(), 4u);
+  std::string prev = audit_genesis(kSession, kPolicy);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json r = parse_json(lines[i]);
+    EXPECT_EQ(int_field(r, "v"), 1);
+    EXPECT_EQ(int_field(r, "seq"), static_cast<int64_t>(i + 1));
+    EXPECT_EQ(str_field(r, "session"), kSession);
+    EXPECT_EQ(str_field(r, "id").size(), 36u);
+    EXPECT_EQ(str_field(r, "id")[14], '7');  // UUID version 7
+    const std::string ts = str_field(r, "ts");
+    ASSERT_EQ(ts.size(), 30u) << ts;  // 2026-03-04T10:15:02.118233140Z
+    EXPECT_EQ(ts.back(), 'Z');
+    EXPECT_EQ(str_field(r, "prev"), prev);
+    EXPECT_EQ(str_field(r, "hash"), *audit_record_hash(r));
+    EXPECT_EQ(*canonical_json(r), lines[i]);  // each line is canonical JSON
+    prev = str_field(r, "hash");
+  }
+  EXPECT_EQ(str_field(parse_json(lines[0]), "policy_hash"), kPolicy);
+}
+
+TEST(AuditLog, FileIs0600AndDirectories0700) {
+  TempDir dir;
+  const std::string root = dir.path() + "/audit";
+  auto log = AuditLog::open(root, kSession, kPolicy);
+  ASSERT_TRUE(log.has_value());
+  struct stat st {};
+  ASSERT_EQ(::stat((*log)->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat(dirname_of((*log)->path()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(AuditLog, ReservedFieldNamesAreRefusedWithEinval) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value());
+  for (const char* key : {"v", "seq", "ts", "type", "session", "id", "prev", "hash"}) {
+    auto r = (*log)->append("decision", {{key, 1}});
+    ASSERT_FALSE(r.has_value()) << key;
+    EXPECT_EQ(r.error().code, EINVAL);
+  }
+  EXPECT_EQ((*log)->last_seq(), 0u);
+}
+
+TEST(AuditLog, SessionIdThatCouldLeaveTheDirectoryIsRefused) {
+  TempDir dir;
+  EXPECT_EQ(AuditLog::open(dir.path(), "../x", kPolicy).error().code, EINVAL);
+  EXPECT_EQ(AuditLog::open(dir.path(), "", kPolicy).error().code, EINVAL);
+}
+
+TEST(AuditLog, ReopeningContinuesTheChain) {
+  TempDir dir;
+  std::string path;
+  {
+    auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+    ASSERT_TRUE(log.has_value());
+    ASSERT_TRUE((*log)->append("session.start", nlohmann::json::object()).has_value());
+    path = (*log)->path();
+  }
+  spit(path, slurp(path) + "{\"v\":1,\"se");  // a record torn by a crash
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value()) << log.error().message();
+  EXPECT_EQ((*log)->path(), path);
+  EXPECT_EQ((*log)->last_seq(), 1u);
+  ASSERT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
+  const AuditVerdict v = *verify_audit_file(path);
+  EXPECT_TRUE(v.ok()) << v.detail;
+  EXPECT_EQ(v.records, 2u);
+}
+
+TEST(AuditLog, ConcurrentAppendsKeepOneContiguousChain) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) EXPECT_TRUE((*log)->append("decision", {{"n", i}}).has_value());
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
+  const AuditVerdict v = *verify_audit_file((*log)->path());
+  EXPECT_TRUE(v.ok()) << v.detail;
+  EXPECT_EQ(v.records, 41u);
+}
+
+TEST(AuditVerify, IntactLogPasses) {
+  TempDir dir;
+  const AuditVerdict v = *verify_audit_file(write_log(dir, 5));
+  EXPECT_TRUE(v.ok()) << v.detail;
+  EXPECT_EQ(v.records, 7u);
+  EXPECT_EQ(v.session, kSession);
+}
+
+TEST(AuditVerify, RunningSessionPassesOnlyWithoutRequireEnd) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE((*log)->append("session.start", nlohmann::json::object()).has_value());
+  EXPECT_EQ(verify_audit_file((*log)->path())->problem, AuditProblem::kIncomplete);
+  EXPECT_TRUE(verify_audit_file((*log)->path(), /*require_end=*/false)->ok());
+}
+
+TEST(AuditVerify, EveryFlippedByteIsCaught) {
+  TempDir dir;
+  const std::string data = slurp(write_log(dir, 2));
+  for (size_t i = 0; i < data.size(); ++i) {
+    SCOPED_TRACE("flip at byte " + std::to_string(i));
+    std::string bad = data;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    const AuditVerdict v = verify_audit(bad);
+    ASSERT_FALSE(v.ok());
+    // The break is reported at the record holding the byte (or, for a flipped newline, at
+    // the record it glued to its neighbour).
+    const size_t line_start = data.rfind('\n', i == 0 ? 0 : i - 1);
+    const size_t expect_offset = (i == 0 || line_start == std::string::npos) ? 0 : line_start + 1;
+    EXPECT_EQ(v.offset, expect_offset) << v.detail;
+  }
+}
+
+TEST(AuditVerify, DeletedRecordIsReportedMissingBySeqAndOffset) {
+  TempDir dir;
+  auto lines = split_lines(slurp(write_log(dir, 4)));
+  const size_t offset = lines[0].size() + 1 + lines[1].size() + 1;
+  lines.erase(lines.begin() + 2);  // seq 3
+  const AuditVerdict v = verify_audit(join_lines(lines));
+  EXPECT_EQ(v.problem, AuditProblem::kMissing) << v.detail;
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.offset, offset);
+  EXPECT_EQ(v.records, 2u);
+}
+
+TEST(AuditVerify, SwappedRecordsAreReportedReordered) {
+  TempDir dir;
+  auto lines = split_lines(slurp(write_log(dir, 4)));
+  std::swap(lines[2], lines[3]);  // seq 3 and 4
+  const AuditVerdict v = verify_audit(join_lines(lines));
+  EXPECT_EQ(v.problem, AuditProblem::kReordered) << v.detail;
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.offset, lines[0].size() + 1 + lines[1].size() + 1);
+}
+
+TEST(AuditVerify, RenumberedRecordFailsItsHash) {
+  TempDir dir;
+  auto lines = split_lines(slurp(write_log(dir, 3)));
+  const size_t at = lines[2].find("\"seq\":3");
+  ASSERT_NE(at, std::string::npos);
+  lines[2].replace(at, 7, "\"seq\":9");
+  const AuditVerdict v = verify_audit(join_lines(lines));
+  EXPECT_EQ(v.problem, AuditProblem::kChanged);
+  EXPECT_EQ(v.seq, 3u);
+}
+
+TEST(AuditVerify, RecordFromAnotherChainFailsPrev) {
+  TempDir a, b;
+  auto la = split_lines(slurp(write_log(a, 3)));
+  auto lb = split_lines(slurp(write_log(b, 3)));
+  la[2] = lb[2];  // same session and seq, a valid record, but another chain
+  const AuditVerdict v = verify_audit(join_lines(la));
+  EXPECT_EQ(v.problem, AuditProblem::kWrongPrev) << v.detail;
+  EXPECT_EQ(v.seq, 3u);
+}
+
+TEST(AuditVerify, AnyTruncationIsReportedAtTheCut) {
+  TempDir dir;
+  const std::string data = slurp(write_log(dir, 3));
+  const auto lines = whole_lines(data);
+  for (size_t cut = 0; cut < data.size(); ++cut) {
+    SCOPED_TRACE("cut at byte " + std::to_string(cut));
+    const AuditVerdict v = verify_audit(std::string_view(data).substr(0, cut));
+    ASSERT_FALSE(v.ok());
+    const uint64_t whole = static_cast<uint64_t>(std::count(data.begin(), data.begin() + cut, '\n'));
+    EXPECT_EQ(v.records, whole);
+    EXPECT_EQ(v.seq, whole + 1);
+    if (cut == 0) {
+      EXPECT_EQ(v.problem, AuditProblem::kEmpty);
+    } else if (data[cut - 1] == '\n') {
+      EXPECT_EQ(v.problem, AuditProblem::kIncomplete);
+      EXPECT_EQ(v.offset, cut);
+    } else {
+      EXPECT_EQ(v.problem, AuditProblem::kTruncated);
+      EXPECT_EQ(v.offset, lines[whole].offset);
+    }
+  }
+  EXPECT_TRUE(verify_audit(data).ok());
+}
+
+}  // namespace
+}  // namespace moat::sessions
