@@ -1,10 +1,158 @@
-// agent/cli_run.cc: `moat run`: the agent loop against a provider, tools run by moatd.
+// agent/cli_run.cc: `moat run`: spawn (or connect to) moatd, drop privileges, run the loop.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "agent/cli.h"
+#include "agent/client.h"
+#include "agent/loop.h"
+#include "agent/replay_provider.h"
+#include "agent/run_support.h"
+#include "agent/unprivileged.h"
+#include "sessions/store.h"
 
 namespace moat::agent {
+namespace {
 
-void add_run_command(CLI::App& app, int& /*exit_code*/) {
-  app.add_subcommand("run", "Run the agent on a task");
+using nlohmann::json;
+
+struct RunOptions {
+  std::string model;
+  std::string workspace;
+  std::string connect;
+  std::vector<std::string> task_words;
+  std::string task_file;
+  bool headless = false;
+  bool interactive = false;
+  LoopConfig loop;
+  unsigned uid = 65534, gid = 65534;
+  std::string sessions_dir;
+  MoatdPassThrough moatd;
+};
+
+std::atomic<bool> g_cancel{false};
+void on_sigint(int) { g_cancel.store(true); }
+
+Result<std::string> read_task(const RunOptions& o) {
+  if (!o.task_file.empty()) {
+    std::ifstream in(o.task_file);
+    if (!in) return fail(Error::from_errno("open", errno, "task file " + o.task_file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string task;
+  for (const auto& w : o.task_words) task += (task.empty() ? "" : " ") + w;
+  if (task.empty()) return fail(std::string("no task given (pass it as words or --task-file FILE)"));
+  return task;
+}
+
+int exit_code_for(LoopStop stop) {
+  switch (stop) {
+    case LoopStop::kDone:
+    case LoopStop::kTerminated:
+      return kExitDone;
+    case LoopStop::kProviderError:
+      return kExitProvider;
+    default:
+      return kExitTaskFailed;
+  }
+}
+
+int run(RunOptions& o) {
+  MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
+  MOAT_ASSIGN_OR_RETURN_CODE(std::string task, read_task(o), kExitUsage);
+  // Everything the loop needs is opened before privileges go: the provider (its script or
+  // its key), moatd, and the session file.
+  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<Provider> provider, open_provider(o.model), kExitUsage);
+  const bool headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
+  WelcomeError why;
+  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
+                             start_moatd(o.connect, o.moatd), kExitSandbox);
+  auto welcome = client->hello(workspace, headless, &why);
+  if (!welcome) {
+    std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
+    return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
+  }
+  std::string sessions_dir = o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
+  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<sessions::SessionStore> store,
+                             sessions::SessionStore::create(sessions_dir, workspace), kExitUsage);
+  (void)store->append({{"type", "model_change"}, {"provider", provider->name()},
+                       {"model", provider->model()}});
+  json tool_names = json::array();
+  for (const auto& t : welcome->tools) tool_names.push_back(t.name);
+  (void)store->append({{"type", "tools_change"}, {"tools", tool_names},
+                       {"moatd_session", welcome->session}});
+  (void)store->append({{"type", "message"},
+                       {"message", {{"role", "user"},
+                                    {"content", {{{"type", "text"}, {"text", task}}}}}}});
+  if (auto r = store->sync(); !r) {
+    std::fprintf(stderr, "moat: session file: %s\n", r.error().message().c_str());
+    return kExitUsage;
+  }
+
+  if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
+    std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
+                 r.error().message().c_str());
+    return kExitSandbox;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
+  MoatdClient* c = client.get();
+  CallTool call_tool = [c](const std::string& id, const std::string& tool, const json& args,
+                           const std::atomic<bool>* cancel) {
+    return c->call(id, tool, args, nullptr, cancel);
+  };
+  LoopOutcome outcome = run_loop(*provider, call_tool, *store, system_prompt, welcome->tools,
+                                 o.loop, console_events(), &g_cancel);
+  client->bye();
+  print_summary(outcome, *store, welcome->audit_path);
+  return exit_code_for(outcome.stop);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run the agent on a task; tools run in moatd's sandbox");
+  cmd->footer(
+      "Exit codes: 0 done, 1 the task failed or a gate stopped it, 2 usage or configuration "
+      "error, 3 the sandbox could not be set up, 4 the model provider failed.");
+  cmd->add_option("task", opts->task_words, "The task, as words");
+  cmd->add_option("--task-file", opts->task_file, "Read the task from a file");
+  cmd->add_option("--model", opts->model,
+                  "replay:FILE (recorded turns, no API key) or PROVIDER/MODEL-ID")
+      ->required();
+  cmd->add_option("--workspace,-C", opts->workspace, "The repository to work in (default: .)");
+  cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
+  cmd->add_flag("--headless", opts->headless, "Never ask a person: 'ask' decisions become deny");
+  cmd->add_flag("--interactive", opts->interactive, "Ask the person for 'ask' decisions");
+  cmd->add_option("--max-turns", opts->loop.max_turns, "Gate: model turns")->capture_default_str();
+  cmd->add_option("--max-tokens", opts->loop.max_total_tokens, "Gate: total tokens (0 = none)");
+  cmd->add_option("--max-cost", opts->loop.max_cost, "Gate: cost in USD (0 = none)");
+  cmd->add_option("--max-wall", opts->loop.max_wall_s, "Gate: wall time in seconds (0 = none)");
+  cmd->add_option("--repeat-limit", opts->loop.repeat_limit,
+                  "Stop when the same call fails the same way this many times")
+      ->capture_default_str();
+  cmd->add_option("--uid", opts->uid, "Unprivileged uid of the loop when started as root")
+      ->capture_default_str();
+  cmd->add_option("--gid", opts->gid, "Unprivileged gid of the loop when started as root")
+      ->capture_default_str();
+  cmd->add_option("--sessions-dir", opts->sessions_dir,
+                  "Where session files go (default $XDG_STATE_HOME/moat/sessions)");
+  add_moatd_pass_through(*cmd, opts->moatd);
+  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 
 }  // namespace moat::agent

@@ -1,10 +1,98 @@
-// agent/cli_sandbox.cc: `moat sandbox exec`, `moat sandbox explain-filter`, `moat doctor`.
+// agent/cli_sandbox.cc: `moat sandbox exec` (one command through moatd, the session init and
+// a worker, exactly as a tool call runs).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "agent/cli.h"
+#include "agent/run_support.h"
 
 namespace moat::agent {
+namespace {
 
-void add_sandbox_commands(CLI::App& app, int& /*exit_code*/) {
-  app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
+using nlohmann::json;
+
+struct ExecOptions {
+  std::vector<std::string> argv;
+  std::string workspace;
+  double timeout_s = 0;
+  std::string connect;
+  MoatdPassThrough moatd;
+};
+
+// Quotes each word for bash so the command runs with exactly these argv words.
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& w : argv) {
+    if (!out.empty()) out += ' ';
+    out += '\'';
+    for (char c : w) {
+      if (c == '\'')
+        out += "'\\''";
+      else
+        out += c;
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+int run_exec(const ExecOptions& o) {
+  if (o.argv.empty()) {
+    std::fprintf(stderr, "moat sandbox exec: no command given (usage: moat sandbox exec -- CMD ARGS...)\n");
+    return kExitUsage;
+  }
+  MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
+  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client, start_moatd(o.connect, o.moatd),
+                             kExitSandbox);
+  WelcomeError why;
+  auto welcome = client->hello(workspace, /*headless=*/true, &why);
+  if (!welcome) {
+    std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
+    return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
+  }
+  json args = {{"command", shell_join(o.argv)}};
+  if (o.timeout_s > 0) args["timeout"] = o.timeout_s;
+  bool streamed = false;
+  auto result = client->call("exec-1", "bash", args,
+                             [&streamed](std::string_view chunk) {
+                               streamed = true;
+                               std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+                               std::fflush(stdout);
+                             },
+                             nullptr);
+  client->bye();
+  const json& d = result.details;
+  const bool ran = d.is_object() && (d.contains("exitCode") || d.contains("signal"));
+  if (!streamed || !ran) {
+    for (const auto& b : result.content)
+      if (b.value("type", "") == "text")
+        std::fprintf(result.is_error ? stderr : stdout, "%s\n", b.value("text", "").c_str());
+  }
+  if (!ran) return result.is_error ? kExitTaskFailed : kExitDone;
+  if (d.contains("signal") && d["signal"].is_number_integer() && d["signal"].get<int>() > 0)
+    return 128 + d["signal"].get<int>();
+  return d.contains("exitCode") && d["exitCode"].is_number_integer() ? d["exitCode"].get<int>()
+                                                                       : kExitTaskFailed;
+}
+
+}  // namespace
+
+void add_sandbox_commands(CLI::App& app, int& exit_code) {
+  auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
+  sandbox->require_subcommand(1);
+  auto eo = std::make_shared<ExecOptions>();
+  auto* exec = sandbox->add_subcommand(
+      "exec", "Run one command in a fresh session sandbox, through moatd, as a tool call runs");
+  exec->footer("Exits with the command's status (128+N when killed by signal N); 1 when the "
+               "policy refused it, 2 on usage errors, 3 when the sandbox could not be set up.");
+  exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
+  exec->add_option("--timeout", eo->timeout_s, "Wall-clock timeout in seconds");
+  exec->add_option("--connect", eo->connect, "Use a running moatd at this socket path");
+  add_moatd_pass_through(*exec, eo->moatd);
+  exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
+  exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
 }
 
 }  // namespace moat::agent

@@ -1,0 +1,57 @@
+// agent/run_support.h: what `moat run` and `moat sandbox exec` share: resolving the
+// workspace, opening the provider, starting moatd, printing progress and the summary.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/client.h"
+#include "agent/loop.h"
+#include "agent/provider.h"
+#include "base/result.h"
+#include "sessions/store.h"
+
+// Like MOAT_ASSIGN_OR_RETURN, for CLI functions that return an exit code: prints the error.
+#define MOAT_ASSIGN_OR_RETURN_CODE(lhs, expr, code)                                    \
+  auto MOAT_CONCAT_(moat_aorc_, __LINE__) = (expr);                                    \
+  if (!MOAT_CONCAT_(moat_aorc_, __LINE__)) {                                           \
+    std::fprintf(stderr, "moat: %s\n",                                                 \
+                 MOAT_CONCAT_(moat_aorc_, __LINE__).error().message().c_str());       \
+    return code;                                                                       \
+  }                                                                                    \
+  lhs = std::move(MOAT_CONCAT_(moat_aorc_, __LINE__)).value()
+
+namespace moat::agent {
+
+// Options handed through to a private moatd.
+struct MoatdPassThrough {
+  std::string audit_dir;
+  std::string system_policy_dir;
+  std::string user_policy_dir;
+  std::vector<std::string> allow_without;
+};
+void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o);
+
+// An existing directory, made absolute and resolved ("" = the current directory).
+Result<std::string> canonical_workspace(const std::string& path);
+
+// "replay:FILE" or "provider/model-id".
+Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
+
+// Connects to `socket_path` when given, else starts a private moatd.
+Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
+                                                 const MoatdPassThrough& o);
+
+std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
+                              const std::string& workspace);
+
+// Prints the model's text, each call and a short form of each result.
+LoopEvents console_events();
+
+void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
+                   const std::string& audit_path);
+
+}  // namespace moat::agent
