@@ -1,0 +1,51 @@
+// sessions/context.h: the model's context rebuilt from a root-to-leaf path (storage is
+// never rewritten; only this view of it changes after a compaction).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "sessions/store.h"
+
+namespace moat::sessions {
+
+using Message = nlohmann::json;  // agent/provider.h's message shape
+
+struct SessionContext {
+  std::string summary;                      // the newest compaction's summary on the path
+  std::vector<std::string> read_files;      // that compaction's file lists
+  std::vector<std::string> modified_files;
+  std::vector<Message> messages;            // live messages: retained tail + later messages
+  std::string provider;                     // from the newest model_change ("" if none)
+  std::string model;
+  size_t compactions = 0;                   // compaction entries on the path
+
+  // What the provider is sent: the summary as a user message (when compacted), then the
+  // live messages.
+  std::vector<Message> for_provider() const;
+};
+
+// Walks `path` (SessionStore::path_to_leaf()): message entries become messages, a
+// branch_summary becomes a user message, and a compaction replaces everything before it
+// with its summary and its copy of the retained tail.
+SessionContext build_context(const std::vector<Entry>& path);
+
+// The user message that carries a compaction summary and its file lists.
+Message summary_message(const std::string& summary, const std::vector<std::string>& read_files,
+                        const std::vector<std::string>& modified_files);
+
+// Tool calls on the path that have no toolResult (the process died mid-call). On resume the
+// loop appends an error result for each, in this order, before anything else, so the
+// context is valid for the provider again.
+struct DanglingCall {
+  std::string id;
+  std::string name;
+};
+std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path);
+
+// The toolResult message that answers a dangling call: isError, saying it was interrupted.
+Message interrupted_result(const DanglingCall& call);
+
+}  // namespace moat::sessions
