@@ -112,7 +112,7 @@ LoopEvents console_events() {
     for (const auto& b : r.content)
       if (b.value("type", "") == "text") text += b.value("text", "");
     // The tail: for a test run, the last lines say whether it passed.
-    std::string tail = text.size() > 600 ? "..." + text.substr(text.size() - 600) : text;
+    std::string tail = text.size() > 4000 ? "..." + text.substr(text.size() - 4000) : text;
     std::printf("    %s\n", r.is_error ? "[error]" : "[ok]");
     std::size_t start = 0;
     while (start < tail.size()) {

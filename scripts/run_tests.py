@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Runs moat's GoogleTest suites and counts individual test cases.
+
+Pass 1 runs `meson test` (every suite) as the invoking user. When that user is root, pass 2
+runs the integration suite again as an unprivileged user (uid 65534 by default), because
+the two runs prove different things: as root the sandbox maps its users to an unprivileged
+host uid; unprivileged, it must get there through user namespaces alone.
+
+The last line printed is `N passed, N failed, N skipped`; the exit status is non-zero if any
+case failed or any test binary died without reporting.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+BUILD_DIR = "."
+
+
+def count_xml(path, label, counts, failures):
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as e:
+        counts["failed"] += 1
+        failures.append(f"{label}: unreadable result file {path}: {e}")
+        return
+    for case in root.iter("testcase"):
+        name = f"{label}: {case.get('classname')}.{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            counts["failed"] += 1
+            failures.append(name)
+        elif case.get("result") == "skipped" or case.find("skipped") is not None:
+            counts["skipped"] += 1
+        elif case.get("status") == "notrun" or case.get("result") == "suppressed":
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+
+
+def introspect_tests(build):
+    out = subprocess.run(["meson", "introspect", "--tests", build], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_pass(tests, outdir, label, counts, failures, demote=None, timeout_scale=1):
+    """Runs each test binary itself with --gtest_output, optionally as another user."""
+    for t in tests:
+        xml_path = os.path.join(outdir, f"{t['name']}.xml")
+        cmd = list(t["cmd"]) + [f"--gtest_output=xml:{xml_path}"]
+        env = dict(os.environ)
+        env.update(t.get("env") or {})
+        if demote is not None:
+            env["HOME"] = demote["home"]
+            env["XDG_STATE_HOME"] = os.path.join(demote["home"], ".local/state")
+            env["XDG_CONFIG_HOME"] = os.path.join(demote["home"], ".config")
+            env["TMPDIR"] = demote["home"]
+            cmd = ["setpriv", f"--reuid={demote['uid']}", f"--regid={demote['gid']}",
+                   "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"] + cmd
+        timeout = (t.get("timeout") or 300) * timeout_scale
+        print(f"[{label}] {t['name']} ...", flush=True)
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=t.get("workdir") or BUILD_DIR,
+                                  timeout=timeout, capture_output=True, text=True,
+                                  errors="replace")
+            rc = proc.returncode
+            output = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as e:
+            rc = -1
+            output = f"timed out after {timeout} s\n" + (e.stdout or b"").decode(errors="replace") \
+                if isinstance(e.stdout, bytes) else f"timed out after {timeout} s"
+        if os.path.exists(xml_path):
+            before = counts["failed"]
+            count_xml(xml_path, f"{label} {t['name']}", counts, failures)
+            if rc != 0 and counts["failed"] == before:
+                counts["failed"] += 1
+                failures.append(f"{label} {t['name']}: exited {rc} although every case passed")
+        else:
+            counts["failed"] += 1
+            failures.append(f"{label} {t['name']}: died without a result file (exit {rc})")
+        if rc != 0:
+            sys.stdout.write(output[-8000:])
+            sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--suite", action="append", help="only these meson suites")
+    ap.add_argument("--no-unprivileged", action="store_true")
+    ap.add_argument("--uid", type=int, default=65534)
+    ap.add_argument("--gid", type=int, default=65534)
+    args = ap.parse_args()
+    global BUILD_DIR
+    BUILD_DIR = os.path.abspath(args.build)
+
+    tests = [t for t in introspect_tests(args.build)
+             if not args.suite or any(s.split(":")[-1] in args.suite for s in t["suite"])]
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    failures = []
+    outdir = tempfile.mkdtemp(prefix="moat-test-")
+    try:
+        run_pass(tests, outdir, "root" if os.geteuid() == 0 else "user", counts, failures)
+        if os.geteuid() == 0 and not args.no_unprivileged and shutil.which("setpriv"):
+            integ = [t for t in tests if any(s.split(":")[-1] == "integration" for s in t["suite"])]
+            home = tempfile.mkdtemp(prefix="moat-unpriv-")
+            os.chown(home, args.uid, args.gid)
+            os.chmod(outdir, 0o777)
+            run_pass(integ, outdir, f"uid{args.uid}", counts, failures,
+                     demote={"uid": args.uid, "gid": args.gid, "home": home})
+            shutil.rmtree(home, ignore_errors=True)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+    if failures:
+        print("\nFailed:")
+        for f in failures:
+            print(f"  {f}")
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
