@@ -8,9 +8,11 @@
 
 #include "base/log.h"
 #include "tools/bash.h"
+#include "tools/edit.h"
 #include "tools/read.h"
 #include "tools/resolve.h"
 #include "tools/schema.h"
+#include "tools/write.h"
 
 namespace moat::tools {
 namespace {
@@ -22,11 +24,14 @@ struct FileTool {
   const char* name;
   PathAccess access;
   const char* default_path;  // when `path` is optional; nullptr when it is required
+  bool must_exist;           // false: the operation creates it (write)
   SandboxOp op;
 };
 
 const FileTool kFileTools[] = {
-    {"read", PathAccess::kRead, nullptr, &read_in_sandbox},
+    {"read", PathAccess::kRead, nullptr, true, &read_in_sandbox},
+    {"edit", PathAccess::kWrite, nullptr, true, &edit_in_sandbox},
+    {"write", PathAccess::kWrite, nullptr, false, &write_in_sandbox},
 };
 
 const FileTool* find_file_tool(std::string_view name) {
@@ -74,7 +79,7 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
   if (resolved->contains("error"))
     return ToolResult::error("could not resolve " + path + ": " + (*resolved)["error"].get<std::string>());
   const std::string canonical = (*resolved)["path"];
-  if (tool.access == PathAccess::kRead && !(*resolved)["exists"].get<bool>())
+  if (tool.must_exist && !(*resolved)["exists"].get<bool>())
     return ToolResult::error("path not found: " + path + " (resolved to " + canonical + ")");
   if (ctx.authorize) {
     if (auto refusal = ctx.authorize(canonical, tool.access))
@@ -105,7 +110,7 @@ std::string resolve_in_sandbox(const nlohmann::json& req) {
 }  // namespace
 
 const std::vector<ToolSpec>& all_tools() {
-  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec()};
+  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec(), edit_spec(), write_spec()};
   return kTools;
 }
 

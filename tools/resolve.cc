@@ -59,22 +59,25 @@ Result<std::string> fd_path(int fd) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd) {
-  if (path.empty()) return fail(Error{ENOENT, "empty path"});
-  const std::string full = path[0] == '/' ? path : cwd + "/" + path;
+namespace {
+
+// One attempt; ESTALE when the file was replaced (renamed over) between the open and the
+// readlink, which then names the unlinked inode "<path> (deleted)" (proc(5)).
+Result<Resolved> resolve_once(int root, const std::string& full) {
   const auto parts = split_components(full);
-  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
   // The longest prefix that exists; the components after it must be plain names.
   for (std::size_t n = parts.size() + 1; n-- > 0;) {
-    auto fd = openat2_fd(root.get(), join_components(parts, n), O_PATH, 0,
+    auto fd = openat2_fd(root, join_components(parts, n), O_PATH, 0,
                          RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
     if (!fd) {
       if (fd.error().code == ENOENT) continue;
       return fail(fd.error());
     }
+    // readlink before fstat: an unlink between them then shows as st_nlink == 0.
+    MOAT_ASSIGN_OR_RETURN(std::string base, fd_path(fd->get()));
     struct stat st{};
     if (::fstat(fd->get(), &st) != 0) return fail(Error::from_errno("fstat", errno, full));
-    MOAT_ASSIGN_OR_RETURN(std::string base, fd_path(fd->get()));
+    if (st.st_nlink == 0 && !S_ISDIR(st.st_mode)) return fail(Error::from_errno("resolve", ESTALE, full));
     Resolved r;
     r.exists = n == parts.size();
     r.is_dir = S_ISDIR(st.st_mode);
@@ -90,6 +93,20 @@ Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd
     return r;
   }
   return fail(Error::from_errno("resolve", ENOENT, full));
+}
+
+}  // namespace
+
+Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd) {
+  if (path.empty()) return fail(Error{ENOENT, "empty path"});
+  const std::string full = path[0] == '/' ? path : cwd + "/" + path;
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
+  // A concurrent atomic replace (our own write/edit, or the sandboxed code's) can unlink
+  // the inode we opened; the path is then simply resolved again.
+  for (int attempt = 0;; ++attempt) {
+    auto r = resolve_once(root.get(), full);
+    if (r || r.error().code != ESTALE || attempt == 100) return r;
+  }
 }
 
 Result<UniqueFd> open_canonical(const std::string& canonical, int flags, mode_t mode) {

@@ -1,0 +1,88 @@
+// tools/edit.cc: `edit`: read, match (tools/edit_match), replace atomically, diff.
+#include "tools/edit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "tools/atomic_write.h"
+#include "tools/diff.h"
+#include "tools/edit_match.h"
+#include "tools/resolve.h"
+#include "tools/truncate.h"
+
+namespace moat::tools {
+namespace {
+
+Result<std::string> read_regular_file(const std::string& canonical) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_canonical(canonical, O_RDONLY | O_NOCTTY | O_NONBLOCK));
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return fail(Error::from_errno("fstat", errno, canonical));
+  if (S_ISDIR(st.st_mode)) return fail(Error{EISDIR, canonical + " is a directory"});
+  if (!S_ISREG(st.st_mode)) return fail(Error{EINVAL, canonical + " is not a regular file"});
+  if (static_cast<std::size_t>(st.st_size) > kMaxReadFileBytes)
+    return fail(Error{EFBIG, canonical + " is too large to edit (" +
+                                 format_size(static_cast<std::size_t>(st.st_size)) + ")"});
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Error::from_errno("read", errno, canonical));
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+ToolSpec edit_spec() {
+  ToolSpec s;
+  s.name = "edit";
+  s.description =
+      "Edit a file by replacing exact text. Each edits[].oldText must match a unique, "
+      "non-overlapping region of the original file (include enough context to make it "
+      "unique); all edits are matched against the original and applied together. If an exact "
+      "match fails, matching retries ignoring trailing whitespace, Unicode quotes, dashes and "
+      "spaces. Line endings (CRLF) and a BOM are preserved. Returns a unified diff.";
+  const nlohmann::json edit_item = {
+      {"type", "object"},
+      {"properties",
+       {{"oldText", {{"type", "string"}, {"minLength", 1}, {"description", "Exact text to replace"}}},
+        {"newText", {{"type", "string"}, {"description", "Text to put in its place"}}}}},
+      {"required", {"oldText", "newText"}},
+      {"additionalProperties", false}};
+  s.parameters = {
+      {"type", "object"},
+      {"properties",
+       {{"path", {{"type", "string"}, {"minLength", 1}, {"description", "Path to the file to edit (relative to the workspace or absolute)"}}},
+        {"edits", {{"type", "array"}, {"minItems", 1}, {"items", edit_item}, {"description", "Replacements, matched against the original file"}}}}},
+      {"required", {"path", "edits"}},
+      {"additionalProperties", false}};
+  s.mutates = true;
+  return s;
+}
+
+ToolResult edit_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
+  const std::string shown = args.value("path", canonical);
+  auto original = read_regular_file(canonical);
+  if (!original) return ToolResult::error("cannot edit " + shown + ": " + original.error().message());
+  std::vector<EditSpec> edits;
+  for (const auto& e : args.at("edits"))
+    edits.push_back({e.at("oldText").get<std::string>(), e.at("newText").get<std::string>()});
+  auto outcome = apply_edits(*original, edits, shown);
+  if (!outcome) return ToolResult::error(outcome.error().message());
+  if (auto w = replace_file(canonical, outcome->content, /*create_parents=*/false); !w)
+    return ToolResult::error("cannot write " + shown + ": " + w.error().message());
+  const std::string diff = sanitize_utf8(unified_diff(*original, outcome->content, shown));
+  ToolResult r = ToolResult::text("Applied " + std::to_string(edits.size()) + " edit(s) to " + shown +
+                                  (outcome->normalised ? " (matched ignoring whitespace/Unicode lookalikes)" : "") +
+                                  ".\n\n" + diff);
+  r.details = {{"diff", diff}, {"normalisedMatch", outcome->normalised}, {"path", canonical}};
+  return r;
+}
+
+}  // namespace moat::tools

@@ -1,0 +1,35 @@
+// tools/write.cc: `write`.
+#include "tools/write.h"
+
+#include "tools/atomic_write.h"
+
+namespace moat::tools {
+
+ToolSpec write_spec() {
+  ToolSpec s;
+  s.name = "write";
+  s.description =
+      "Write content to a file. Creates the file if it does not exist and replaces it "
+      "atomically if it does (readers see the old or the new content, never a mix); creates "
+      "missing parent directories. Use edit for changes to part of an existing file.";
+  s.parameters = {
+      {"type", "object"},
+      {"properties",
+       {{"path", {{"type", "string"}, {"minLength", 1}, {"description", "Path to the file to write (relative to the workspace or absolute)"}}},
+        {"content", {{"type", "string"}, {"description", "Content to write to the file"}}}}},
+      {"required", {"path", "content"}},
+      {"additionalProperties", false}};
+  s.mutates = true;
+  return s;
+}
+
+ToolResult write_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
+  const std::string& content = args.at("content").get_ref<const std::string&>();
+  if (auto r = replace_file(canonical, content, /*create_parents=*/true); !r)
+    return ToolResult::error("cannot write " + canonical + ": " + r.error().message());
+  ToolResult r = ToolResult::text("Wrote " + std::to_string(content.size()) + " bytes to " + canonical);
+  r.details = {{"bytes", content.size()}, {"path", canonical}};
+  return r;
+}
+
+}  // namespace moat::tools
