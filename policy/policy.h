@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct Decision {
   std::string decided_by;         // "policy" | "default" | "constraint"
   std::string reason;             // the rule's reason, for the model and the person
   nlohmann::json detail;          // per-unit breakdown for shell lines (policy explain)
+  bool headless_downgraded = false;  // the policy said ask; headless made it deny
 };
 
 enum class Access { kRead, kWrite, kExec };
@@ -43,6 +45,15 @@ struct LoadOptions {
   bool headless = true;          // ask => deny
   std::vector<std::string> extra_files;  // --policy FILE: a narrowing CLI layer
   bool use_builtin_default = true;       // the shipped default policy as the base layer
+                                         // (only when the system layer has no files)
+  std::string home;                      // expands ~ and $HOME; default $HOME
+  // Where bare program names are looked up; default: the host PATH restricted to the
+  // read-only system trees the sandbox binds (/usr, /bin, /sbin, /lib, /etc).
+  std::vector<std::string> search_path;
+  // Files here can be planted by sandboxed code, so no allow rule matches a program in
+  // them; default {workspace, /tmp, /var/tmp, /dev/shm}.
+  std::vector<std::string> writable_roots;
+  std::map<std::string, std::string> path_vars;  // $NAME in path patterns (AUDIT_DIR, ...)
 };
 
 class Policy {
@@ -64,6 +75,16 @@ class Policy {
   // [{name, revision, file, sha256}] for session.start; and the hash over all layers.
   virtual nlohmann::json layers_json() const = 0;
   virtual std::string policy_hash() const = 0;
+
+  // A connection; no [[network]] allow exists yet, so this is ask or deny.
+  virtual Decision decide_network(const std::string& host, int port) const = 0;
+  // The organisation's allowed_modes (empty: every mode).
+  virtual bool mode_allowed(const std::string& mode) const = 0;
+  virtual bool headless() const = 0;
+  // What the load skipped or ignored (untrusted project policy, lower-layer constraints).
+  virtual const std::vector<std::string>& notices() const = 0;
+  // Every effective rule: [{id, kind, decision, layer, file, line, ignored, reason, tests}].
+  virtual nlohmann::json rules_json() const = 0;
 };
 
 }  // namespace moat::policy

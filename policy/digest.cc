@@ -1,0 +1,61 @@
+// policy/digest.cc: SHA-256 through OpenSSL's EVP interface.
+#include "policy/digest.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "base/unique_fd.h"
+
+namespace moat::policy {
+namespace {
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+std::string hex(const unsigned char* d, unsigned n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (unsigned i = 0; i < n; ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), d, &n, EVP_sha256(), nullptr);
+  return hex(d, n);
+}
+
+Result<std::string> sha256_file_hex(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  char buf[65536];
+  std::size_t total = 0;
+  while (true) {
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return fail(Error::from_errno("read", errno, path));
+    if (r == 0) break;
+    total += static_cast<std::size_t>(r);
+    if (total > max_bytes) return fail(Error::from_errno("read", EFBIG, path));
+    EVP_DigestUpdate(ctx.get(), buf, static_cast<std::size_t>(r));
+  }
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_DigestFinal_ex(ctx.get(), d, &n);
+  return hex(d, n);
+}
+
+}  // namespace moat::policy

@@ -1,0 +1,210 @@
+// policy/layer.cc: reads the layers from disk. The system layer is the organisation's
+// lock, so anything wrong with it (ownership, a parse error) stops the load instead of
+// being skipped (POLICY.md lesson 5).
+#include "policy/layer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "base/unique_fd.h"
+#include "policy/digest.h"
+#include "policy/globs.h"
+#include "policy/paths.h"
+#include "policy/toml_load.h"
+
+namespace moat::policy {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && v[0] == '/') ? std::string(v) : fallback;
+}
+
+std::string home_dir() { return env_or("HOME", "/"); }
+
+Result<std::string> read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return fail(Error::from_errno("read", errno, path));
+    if (r == 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+    if (out.size() > kMaxPolicyFileBytes) return fail(path + ":1:1: file is larger than 1 MiB");
+  }
+  return out;
+}
+
+// *.toml in `dir`, sorted by name (00-org.toml before 10-team.toml); a missing dir is empty.
+Result<std::vector<std::string>> toml_files(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return out;
+    return fail(Error::from_errno("opendir", errno, dir));
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0 && name[0] != '.')
+      out.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<PolicyFile> parse_file(const std::string& path, bool strict,
+                              std::vector<std::string>* notices) {
+  MOAT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  ParseOptions po;
+  po.file = path;
+  po.unknown_keys_are_errors = strict;
+  MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(text, po, notices));
+  p.sha256 = sha256_hex(text);
+  if (p.layer.name.empty()) p.layer.name = std::string(base_name(path));
+  return p;
+}
+
+Result<void> load_dir(const std::string& dir, const std::string& kind, bool strict,
+                      std::vector<LoadedLayer>& out, std::vector<std::string>* notices) {
+  MOAT_ASSIGN_OR_RETURN(std::vector<std::string> files, toml_files(dir));
+  for (const auto& f : files) {
+    MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(f, strict, notices));
+    out.push_back({kind, std::move(p)});
+  }
+  return {};
+}
+
+std::string pin_path(const std::string& workspace, const std::string& trust_dir) {
+  return trust_dir + "/" + sha256_hex(canonical_path(workspace, "/")) + ".pin";
+}
+
+Result<void> make_dirs(const std::string& dir) {
+  std::string partial;
+  for (auto part : split_path(dir)) {
+    partial += "/" + std::string(part);
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      return fail(Error::from_errno("mkdir", errno, partial));
+  }
+  return {};
+}
+
+Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedLayer>& out,
+                          std::vector<std::string>* notices) {
+  if (o.workspace.empty()) return {};
+  const std::string trust_dir = o.trust_dir.empty() ? default_trust_dir() : o.trust_dir;
+  MOAT_ASSIGN_OR_RETURN(ProjectTrust t, project_trust(o.workspace, trust_dir));
+  if (t.state == TrustState::kNoProjectPolicy) return {};
+  if (o.trust_project && t.state != TrustState::kTrusted) {
+    MOAT_TRY(pin_project(o.workspace, trust_dir, t.sha256));
+    t.state = TrustState::kTrusted;
+  }
+  if (t.state != TrustState::kTrusted) {
+    if (notices != nullptr)
+      notices->push_back(t.file + ": project policy not loaded: " +
+                         (t.state == TrustState::kChanged ? "it changed since it was trusted"
+                                                          : "the workspace is not trusted") +
+                         " (sha256 " + t.sha256 + ")");
+    return {};
+  }
+  MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(t.file, strict, notices));
+  // The hash that was accepted is the hash that is loaded: a swap between the two reads
+  // would otherwise load unaccepted text.
+  if (p.sha256 != t.sha256) return fail(t.file + ":1:1: changed while it was being loaded");
+  out.push_back({"project", std::move(p)});
+  return {};
+}
+
+}  // namespace
+
+std::string default_trust_dir() {
+  return env_or("XDG_STATE_HOME", home_dir() + "/.local/state") + "/moat/trust";
+}
+
+std::string default_user_dir() {
+  return env_or("XDG_CONFIG_HOME", home_dir() + "/.config") + "/moat/policy.d";
+}
+
+Result<void> check_root_owned(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, path));
+  if (S_ISLNK(st.st_mode)) return fail(path + ": a symlink; the system policy must be a real file");
+  if (st.st_uid != 0)
+    return fail(path + ": owned by uid " + std::to_string(st.st_uid) +
+                "; the system policy must be owned by root");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return fail(path + ": writable by group or others; the system policy must not be");
+  return {};
+}
+
+Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir) {
+  ProjectTrust t;
+  t.file = lexical_absolute(".moat/policy.toml", canonical_path(workspace, "/"));
+  struct stat st;
+  if (::stat(t.file.c_str(), &st) != 0) return t;
+  MOAT_ASSIGN_OR_RETURN(std::string text, read_file(t.file));
+  t.sha256 = sha256_hex(text);
+  std::ifstream pin(pin_path(workspace, trust_dir));
+  std::string line;
+  if (pin && std::getline(pin, line)) t.pinned = line.substr(0, line.find(' '));
+  t.state = t.pinned.empty() ? TrustState::kUntrusted
+            : t.pinned == t.sha256 ? TrustState::kTrusted
+                                   : TrustState::kChanged;
+  return t;
+}
+
+Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,
+                         const std::string& sha256) {
+  MOAT_TRY(make_dirs(trust_dir));
+  const std::string path = pin_path(workspace, trust_dir);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << sha256 << "  " << canonical_path(workspace, "/") << "\n";
+    if (!out) return fail(Error::from_errno("write", errno, tmp));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Error::from_errno("rename", errno, path));
+  return {};
+}
+
+Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<std::string>* notices) {
+  std::vector<LoadedLayer> layers;
+  // System layer: ownership of the directory and of every file first, then parse.
+  MOAT_ASSIGN_OR_RETURN(std::vector<std::string> system_files, toml_files(o.system_dir));
+  if (!system_files.empty()) MOAT_TRY(check_root_owned(o.system_dir));
+  for (const auto& f : system_files) MOAT_TRY(check_root_owned(f));
+  MOAT_TRY(load_dir(o.system_dir, "system", true, layers, notices));
+  // The built-in default is the policy of a person's own machine; an organisation's
+  // system layer replaces it (otherwise its asks could never be loosened by anyone).
+  if (o.use_builtin_default && layers.empty()) {
+    ParseOptions po;
+    po.file = "builtin:default.toml";
+    MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(builtin_default_policy_text(), po, notices));
+    p.sha256 = sha256_hex(builtin_default_policy_text());
+    p.layer.name = p.layer.name.empty() ? "default" : p.layer.name;
+    layers.insert(layers.begin(), LoadedLayer{"builtin", std::move(p)});
+  }
+  bool strict = true;
+  for (const auto& l : layers)
+    if (l.kind == "system" && l.file.constraints && l.file.constraints->unknown_keys == "warn")
+      strict = false;
+  MOAT_TRY(load_dir(o.user_dir.empty() ? default_user_dir() : o.user_dir, "user", strict, layers, notices));
+  MOAT_TRY(load_project(o, strict, layers, notices));
+  for (const auto& f : o.extra_files) {
+    MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(f, strict, notices));
+    layers.push_back({"cli", std::move(p)});
+  }
+  return layers;
+}
+
+}  // namespace moat::policy

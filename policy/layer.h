@@ -1,0 +1,53 @@
+// policy/layer.h: finding and reading the layers (builtin, system, user, project, cli),
+// the system layer's ownership check, and the project layer's trust pin.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/policy.h"
+#include "policy/schema.h"
+
+namespace moat::policy {
+
+struct LoadedLayer {
+  std::string kind;  // "builtin" | "system" | "user" | "project" | "cli"
+  PolicyFile file;
+};
+
+// Every layer in precedence order (builtin or system first, cli last). Parse errors in
+// any layer fail the load; so does a system directory or file that is not root-owned or
+// is group/world-writable. `notices` gets what was skipped and why.
+Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& options,
+                                             std::vector<std::string>* notices);
+
+// Root-owned and not writable by group or others (lstat: a symlink is refused).
+Result<void> check_root_owned(const std::string& path);
+
+// The text of the compiled-in default policy (also shipped as examples/policies/default.toml).
+std::string_view builtin_default_policy_text();
+
+// Combines loaded layers into the effective policy (policy.cc).
+Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers,
+                                             const LoadOptions& options,
+                                             std::vector<std::string> notices);
+
+enum class TrustState { kNoProjectPolicy, kTrusted, kUntrusted, kChanged };
+
+struct ProjectTrust {
+  TrustState state = TrustState::kNoProjectPolicy;
+  std::string file;    // <workspace>/.moat/policy.toml
+  std::string sha256;  // of its current bytes
+  std::string pinned;  // the accepted hash, if any
+};
+
+std::string default_trust_dir();
+std::string default_user_dir();
+Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir);
+// Records that the person accepted `sha256` for this workspace's project policy.
+Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,
+                         const std::string& sha256);
+
+}  // namespace moat::policy

@@ -1,0 +1,243 @@
+// policy/match.cc: rule-by-rule matching; each check returns the conservative answer for
+// the rule's decision (see match.h).
+#include "policy/match.h"
+
+#include <algorithm>
+
+#include "policy/digest.h"
+#include "policy/paths.h"
+
+namespace moat::policy {
+namespace {
+
+// Global options that take a value, per program: skipped to find the subcommand
+// (`git -C dir push` is a push). From git(1), npm(1), make(1), cargo(1), docker(1).
+bool global_option_takes_value(std::string_view prog, std::string_view opt) {
+  struct Entry { std::string_view prog; std::vector<std::string_view> opts; };
+  static const Entry kTable[] = {
+      {"git", {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}},
+      {"npm", {"--prefix", "-w", "--workspace"}},
+      {"make", {"-C", "-f", "--directory", "--file", "--makefile", "-I", "-o", "-W"}},
+      {"cargo", {"-C", "--config", "-Z", "--color"}},
+      {"docker", {"-H", "--host", "--config", "--context", "-c", "-l", "--log-level"}},
+      {"kubectl", {"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server"}},
+  };
+  for (const auto& e : kTable)
+    if (e.prog == prog) return std::find(e.opts.begin(), e.opts.end(), opt) != e.opts.end();
+  return false;
+}
+
+bool is_under_any(const std::string& path, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return is_under(path, r); });
+}
+
+bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
+  if (allow) {
+    // Allow: the name as typed, a file from outside the writable roots, and the pins.
+    if (!p.resolved.found || !p.trusted_location) return false;
+    if (!r.program_paths.empty() &&
+        std::find(r.program_paths.begin(), r.program_paths.end(), p.resolved.real_path) == r.program_paths.end())
+      return false;
+    if (!r.sha256.empty()) {
+      auto digest = sha256_file_hex(p.resolved.real_path);
+      if (!digest || *digest != r.sha256) return false;
+    }
+    if (r.program.empty()) return true;
+    for (const auto& name : r.program) {
+      if (name[0] == '/') {
+        if (p.resolved.real_path == name || p.resolved.typed_path == name) return true;
+      } else if (word_glob_matches(name, p.argv0_base)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // Deny/ask: the basename as typed or of the real file, or either full path.
+  if (r.program.empty()) return true;
+  std::string_view real_base = base_name(p.resolved.real_path);
+  for (const auto& name : r.program) {
+    if (name[0] == '/') {
+      if (p.argv0 == name || p.resolved.typed_path == name || p.resolved.real_path == name) return true;
+    } else if (word_glob_matches(name, p.argv0_base) ||
+               (!real_base.empty() && !p.resolved.builtin && word_glob_matches(name, real_base))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool args_from(const std::vector<ArgPattern>& pats, std::size_t pi, const std::vector<const Arg*>& words,
+               std::size_t wi, bool conservative) {
+  if (pi == pats.size()) {
+    if (wi == words.size()) return true;
+    // Leftover words that may expand to nothing could still make an exact match.
+    return conservative && std::all_of(words.begin() + static_cast<std::ptrdiff_t>(wi), words.end(),
+                                       [](const Arg* a) { return a->may_split; });
+  }
+  const auto& alts = pats[pi].alternatives;
+  if (alts.size() == 1 && alts[0] == "**") return true;
+  if (wi == words.size()) return false;
+  const Arg& w = *words[wi];
+  if (w.may_split) return conservative;
+  if (!w.known) {
+    bool star = std::find(alts.begin(), alts.end(), "*") != alts.end();
+    return (conservative || star) && args_from(pats, pi + 1, words, wi + 1, conservative);
+  }
+  for (const auto& alt : alts)
+    if (word_glob_matches(alt, w.text)) return args_from(pats, pi + 1, words, wi + 1, conservative);
+  return false;
+}
+
+bool args_match(const CommandRule& r, const CommandUnit& u, bool conservative) {
+  if (r.args.empty()) return true;
+  std::vector<const Arg*> words;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) words.push_back(&u.argv[i]);
+  if (args_from(r.args, 0, words, 0, conservative)) return true;
+  // Again with the program's leading global options skipped: `git -C d --no-pager push`.
+  std::string_view prog = u.argv.empty() ? "" : base_name(u.argv[0].text);
+  std::size_t i = 0;
+  while (i < words.size() && words[i]->known && words[i]->text.size() > 1 && words[i]->text[0] == '-') {
+    std::string_view opt = words[i]->text;
+    opt = opt.substr(0, opt.find('='));
+    bool takes = global_option_takes_value(prog, opt) && words[i]->text.find('=') == std::string::npos;
+    i += takes ? 2 : 1;
+  }
+  if (i == 0 || i > words.size()) return false;
+  std::vector<const Arg*> rest(words.begin() + static_cast<std::ptrdiff_t>(i), words.end());
+  return args_from(r.args, 0, rest, 0, conservative);
+}
+
+bool has_flag(const CommandUnit& u, const std::string& spec) {
+  return std::any_of(u.flags.begin(), u.flags.end(),
+                     [&](const std::string& f) { return word_glob_matches(spec, f); });
+}
+
+// "any of these flags is present": unknown flags count only for conservative checks.
+bool any_flag_present(const Strings& specs, const CommandUnit& u, bool unknown_counts) {
+  for (const auto& s : specs)
+    if (has_flag(u, s)) return true;
+  return unknown_counts && u.flags_unknown;
+}
+
+bool any_operand_matches(const Strings& globs, const CommandUnit& u, bool unknown_counts) {
+  for (std::size_t i : u.operands) {
+    const Arg& a = u.argv[i];
+    if (!a.known || a.home) {
+      if (unknown_counts) return true;
+      continue;
+    }
+    for (const auto& g : globs)
+      if (word_glob_matches(g, a.text)) return true;
+  }
+  return false;
+}
+
+bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, const MatchEnv& env,
+                         bool conservative) {
+  if (r.script_globs.empty()) return true;
+  if (u.operands.empty()) return false;
+  const Arg& a = u.argv[u.operands.front()];
+  if (!a.known && !a.home) return conservative;
+  bool all = true, any = false;
+  for (const auto& cwd : u.cwds) {
+    if (cwd.empty() && !a.home && (a.text.empty() || a.text[0] != '/')) {
+      all = false;
+      any = any || conservative;
+      continue;
+    }
+    std::string path = a.home ? canonical_path(env.home + a.text, "/") : canonical_path(a.text, cwd);
+    bool hit = std::any_of(r.script_globs.begin(), r.script_globs.end(),
+                           [&](const PathGlob& g) { return path_glob_matches(g, path); });
+    all = all && hit;
+    any = any || hit;
+  }
+  return conservative ? any : all;
+}
+
+}  // namespace
+
+ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolver,
+                         const std::vector<std::string>& writable_roots) {
+  ProgramInfo p;
+  if (unit.argv.empty()) return p;
+  p.argv0 = unit.argv[0].text;
+  p.argv0_base = std::string(base_name(p.argv0));
+  bool relative_path = p.argv0.find('/') != std::string::npos && p.argv0[0] != '/';
+  bool cwd_certain = unit.cwds.size() == 1 && !unit.cwds[0].empty();
+  if (relative_path && !cwd_certain) return p;  // which file it names depends on a cd
+  p.resolved = resolver.resolve(p.argv0, unit.cwds.empty() ? "/" : unit.cwds[0]);
+  if (p.resolved.builtin) {
+    p.trusted_location = true;
+  } else if (p.resolved.found && !p.resolved.real_path.empty()) {
+    p.trusted_location = !is_under_any(p.resolved.typed_path, writable_roots) &&
+                         !is_under_any(p.resolved.real_path, writable_roots);
+  }
+  return p;
+}
+
+bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u,
+                          const ProgramInfo& p, const MatchEnv& env) {
+  const CommandRule& r = *cr.rule;
+  const bool allow = r.decision == Verdict::kAllow;
+  const bool conservative = !allow;
+  if (u.argv.empty()) return false;
+  if (!program_matches(r, p, allow)) return false;
+  if (!r.any_flag.empty() && !any_flag_present(r.any_flag, u, conservative)) return false;
+  for (const auto& f : r.all_flags)
+    if (!has_flag(u, f) && !(conservative && u.flags_unknown)) return false;
+  for (const auto& f : r.no_flag)
+    if (has_flag(u, f)) return false;
+  if (!r.no_flag.empty() && allow && u.flags_unknown) return false;
+  if (!r.any_env.empty()) {
+    bool hit = std::any_of(u.env.begin(), u.env.end(), [&](const std::string& name) {
+      return std::any_of(r.any_env.begin(), r.any_env.end(),
+                         [&](const std::string& g) { return word_glob_matches(g, name); });
+    });
+    if (!hit) return false;
+  }
+  if (!r.any_arg.empty() && !any_operand_matches(r.any_arg, u, conservative)) return false;
+  if (!args_match(r, u, conservative)) return false;
+  if (!script_path_matches(cr, u, env, conservative)) return false;
+  // unless: an exception applies when known to; for allows also when it might.
+  if (!r.unless.any_flag.empty() && any_flag_present(r.unless.any_flag, u, allow)) return false;
+  if (!r.unless.any_arg.empty() && any_operand_matches(r.unless.any_arg, u, allow)) return false;
+  return true;
+}
+
+bool path_rule_matches(const CompiledPathRule& r, const std::string& path) {
+  auto hit = [&](const PathGlob& g) { return path_glob_matches(g, path); };
+  if (!std::any_of(r.globs.begin(), r.globs.end(), hit)) return false;
+  return std::none_of(r.unless.begin(), r.unless.end(), hit);
+}
+
+bool path_rule_matches_under(const CompiledPathRule& r, const std::string& dir) {
+  if (r.rule->decision == Verdict::kAllow) {
+    if (!std::any_of(r.globs.begin(), r.globs.end(),
+                     [&](const PathGlob& g) { return path_glob_covers_all_under(g, dir); }))
+      return false;
+    return std::none_of(r.unless.begin(), r.unless.end(),
+                        [&](const PathGlob& g) { return path_glob_may_match_under(g, dir); });
+  }
+  if (!std::any_of(r.globs.begin(), r.globs.end(),
+                   [&](const PathGlob& g) { return path_glob_may_match_under(g, dir); }))
+    return false;
+  return std::none_of(r.unless.begin(), r.unless.end(),
+                      [&](const PathGlob& g) { return path_glob_covers_all_under(g, dir); });
+}
+
+bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool) {
+  const ToolRule& r = *cr.rule;
+  auto hit = [&](const Strings& globs, const std::string& s) {
+    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return word_glob_matches(g, s); });
+  };
+  if (!hit(r.tool, tool)) return false;
+  if (hit(r.unless.tool, tool)) return false;
+  if (!r.unless.server.empty() && tool.rfind("mcp:", 0) == 0) {
+    std::string rest = tool.substr(4);
+    std::string server = rest.substr(0, rest.find(':'));
+    if (hit(r.unless.server, server)) return false;
+  }
+  return true;
+}
+
+}  // namespace moat::policy

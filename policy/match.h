@@ -1,0 +1,64 @@
+// policy/match.h: does one rule match one command unit, tool name or path. Deny and ask
+// rules match when an unknown value *could* make them match; allow rules only when every
+// value they depend on is known to fit (so an expansion never earns an allow).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/globs.h"
+#include "policy/policy.h"
+#include "policy/resolve.h"
+#include "policy/schema.h"
+#include "policy/units.h"
+
+namespace moat::policy {
+
+struct CompiledCommandRule {
+  const CommandRule* rule = nullptr;
+  RuleRef ref;
+  std::vector<PathGlob> script_globs;
+  bool allow_ignored = false;  // a lower layer's allow under managed_allows_only / the cli layer
+};
+
+struct CompiledPathRule {
+  const PathRule* rule = nullptr;
+  RuleRef ref;
+  std::vector<PathGlob> globs, unless;
+  bool read = false, write = false, exec = false;
+  bool allow_ignored = false;
+};
+
+struct CompiledToolRule {
+  const ToolRule* rule = nullptr;
+  RuleRef ref;
+  bool allow_ignored = false;
+};
+
+// What the matcher knows about a unit's program.
+struct ProgramInfo {
+  std::string argv0;          // as typed (NFC)
+  std::string argv0_base;
+  ResolvedProgram resolved;   // found=false when not on PATH or the cwd is uncertain
+  bool trusted_location = false;  // typed and real path outside every writable root
+};
+
+struct MatchEnv {
+  std::string home;
+  const std::vector<std::string>* writable_roots = nullptr;
+};
+
+ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolver,
+                         const std::vector<std::string>& writable_roots);
+
+bool command_rule_matches(const CompiledCommandRule& rule, const CommandUnit& unit,
+                          const ProgramInfo& program, const MatchEnv& env);
+
+// Exact: `path` is canonical.
+bool path_rule_matches(const CompiledPathRule& rule, const std::string& path);
+// Uncertain: some path at or below `dir` (an expansion hides which).
+bool path_rule_matches_under(const CompiledPathRule& rule, const std::string& dir);
+
+bool tool_rule_matches(const CompiledToolRule& rule, const std::string& tool);
+
+}  // namespace moat::policy

@@ -1,0 +1,73 @@
+// policy/paths.cc: lexical normalisation and realpath of the existing prefix.
+#include "policy/paths.h"
+
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+namespace moat::policy {
+
+std::string lexical_absolute(std::string_view path, std::string_view cwd) {
+  std::string joined;
+  if (!path.empty() && path[0] == '/') {
+    joined = std::string(path);
+  } else {
+    joined = std::string(cwd.empty() ? "/" : cwd) + "/" + std::string(path);
+  }
+  std::vector<std::string_view> parts;
+  std::string_view s(joined);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == '/') ++i;
+    std::size_t start = i;
+    while (i < s.size() && s[i] != '/') ++i;
+    std::string_view part = s.substr(start, i - start);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (auto p : parts) {
+    out += '/';
+    out += p;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::string canonical_path(std::string_view path, std::string_view cwd) {
+  std::string abs = lexical_absolute(path, cwd);
+  if (is_under(abs, "/dev") || is_under(abs, "/proc")) return abs;
+  // Try the whole path, then ever shorter prefixes; the missing tail is appended as is.
+  std::string head = abs, tail;
+  for (int guard = 0; guard < 4096; ++guard) {
+    char buf[PATH_MAX];
+    if (::realpath(head.c_str(), buf) != nullptr) {
+      std::string real(buf);
+      if (tail.empty()) return real;
+      return lexical_absolute(tail, real);
+    }
+    if (head == "/") break;
+    auto slash = head.rfind('/');
+    std::string last = head.substr(slash + 1);
+    tail = tail.empty() ? last : last + "/" + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  return abs;
+}
+
+bool is_under(std::string_view path, std::string_view root) {
+  if (root == "/") return !path.empty() && path[0] == '/';
+  if (path.size() < root.size() || path.substr(0, root.size()) != root) return false;
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
+std::string_view base_name(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace moat::policy

@@ -1,0 +1,518 @@
+// policy/policy.cc: the effective policy: layers combined (deny > ask > allow across all
+// layers, strictest defaults, minimum ceilings, organisation constraints) and the decide_*
+// entry points moatd calls.
+#include "policy/policy.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/check.h"
+#include "policy/digest.h"
+#include "policy/layer.h"
+#include "policy/match.h"
+#include "policy/paths.h"
+#include "policy/resolve.h"
+#include "policy/units.h"
+
+namespace moat::policy {
+namespace {
+
+using json = nlohmann::json;
+
+// One rule's (or default's) say in a decision.
+struct Vote {
+  Verdict verdict;
+  RuleRef ref;
+  std::string reason;
+  bool is_default = false;
+};
+
+// The strictest vote decides; the first one at that strictness is named.
+Decision combine(const std::vector<Vote>& votes, bool headless) {
+  Decision d;
+  const Vote* best = nullptr;
+  for (const auto& v : votes) {
+    if (best == nullptr || v.verdict > best->verdict) best = &v;
+    bool seen = std::any_of(d.matched.begin(), d.matched.end(), [&](const RuleRef& r) {
+      return r.id == v.ref.id && r.layer == v.ref.layer && r.file == v.ref.file;
+    });
+    if (!seen) d.matched.push_back(v.ref);
+  }
+  MOAT_CHECK(best != nullptr);
+  d.verdict = best->verdict;
+  d.deciding = best->ref;
+  d.reason = best->reason;
+  d.decided_by = best->is_default ? "default" : "policy";
+  if (headless && d.verdict == Verdict::kAsk) {
+    d.verdict = Verdict::kDeny;
+    d.headless_downgraded = true;
+    d.reason += std::string(d.reason.empty() ? "" : " ") + "(headless: nobody to ask, so ask becomes deny)";
+  }
+  return d;
+}
+
+// glob(3) relative to `cwd`, as the shell would expand it; false when there are too many
+// matches to judge one by one.
+bool expand_glob(const std::string& pattern, const std::string& cwd, std::vector<std::string>& out) {
+  constexpr std::size_t kMaxMatches = 256;
+  std::string abs = pattern[0] == '/' ? pattern : cwd + "/" + pattern;
+  glob_t g{};
+  int rc = ::glob(abs.c_str(), GLOB_NOSORT, nullptr, &g);
+  bool ok = rc == 0 || rc == GLOB_NOMATCH;
+  if (rc == 0 && g.gl_pathc > kMaxMatches) ok = false;
+  if (rc == 0 && ok)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return ok;
+}
+
+json ref_json(const RuleRef& r) {
+  return {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
+}
+
+struct DefaultSlot {
+  Verdict verdict;
+  RuleRef ref;
+};
+
+class PolicyImpl final : public Policy {
+ public:
+  PolicyImpl(std::vector<LoadedLayer> layers, const LoadOptions& o, std::vector<std::string> notices)
+      : layers_(std::move(layers)),
+        headless_(o.headless),
+        home_(o.home.empty() ? (std::getenv("HOME") ? std::getenv("HOME") : "/") : o.home),
+        workspace_(o.workspace.empty() ? std::string() : canonical_path(o.workspace, "/")),
+        resolver_(o.search_path.empty()
+                      ? sandbox_search_path(std::getenv("PATH") ? std::getenv("PATH")
+                                                                : "/usr/local/bin:/usr/bin:/bin")
+                      : o.search_path),
+        notices_(std::move(notices)) {
+    writable_roots_ = o.writable_roots;
+    if (writable_roots_.empty()) {
+      if (!workspace_.empty()) writable_roots_.push_back(workspace_);
+      for (const char* d : {"/tmp", "/var/tmp", "/dev/shm"}) writable_roots_.push_back(d);
+    }
+    for (auto& r : writable_roots_) r = canonical_path(r, "/");
+    vars_.home = home_;
+    vars_.workspace = workspace_.empty() ? canonical_path(".", "/") : workspace_;
+    vars_.vars = o.path_vars;
+    if (!vars_.vars.count("AUDIT_DIR")) {
+      const char* state = std::getenv("XDG_STATE_HOME");
+      vars_.vars["AUDIT_DIR"] = (state && state[0] == '/') ? std::string(state) + "/moat/audit"
+                                                          : home_ + "/.local/state/moat/audit";
+    }
+    match_env_.home = home_;
+    match_env_.writable_roots = &writable_roots_;
+  }
+
+  Result<void> compile() {
+    for (const auto& l : layers_)
+      if (l.file.constraints && l.kind == "system") constraints_.push_back(&*l.file.constraints);
+    for (const auto& l : layers_) {
+      if (l.file.constraints && l.kind != "system")
+        notices_.push_back(l.file.file + ": [constraints] is honoured only in the system layer; ignored");
+      MOAT_TRY(compile_layer(l));
+    }
+    compile_defaults();
+    return {};
+  }
+
+  Decision decide_tool(const std::string& tool) const override {
+    std::vector<Vote> votes;
+    for (const auto& r : tools_) {
+      if (r.allow_ignored || !tool_rule_matches(r, tool)) continue;
+      votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+    }
+    if (votes.empty()) votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
+    return combine(votes, headless_);
+  }
+
+  Decision decide_command(const std::string& line, const std::string& cwd) const override {
+    LinePlan plan = plan_line(line, cwd.empty() ? vars_.workspace : canonical_path(cwd, "/"), home_);
+    std::vector<Vote> votes;
+    json units = json::array();
+    if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
+    for (const auto& u : plan.units) {
+      std::vector<Vote> unit_votes = judge_unit(u);
+      json matched = json::array();
+      for (const auto& v : unit_votes)
+        matched.push_back({{"id", v.ref.id}, {"layer", v.ref.layer}, {"file", v.ref.file},
+                           {"line", v.ref.line}, {"decision", verdict_name(v.verdict)}});
+      json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
+      if (!u.origin.empty()) unit["origin"] = u.origin;
+      if (!u.wrapper.empty()) unit["via"] = u.wrapper;
+      if (u.rules_only) unit["wrapper"] = true;
+      if (!u.problems.empty()) unit["problems"] = u.problems;
+      if (unit_votes.empty()) {
+        unit["decision"] = "none";  // a wrapper no rule names: its inner command decides
+      } else {
+        Decision ud = combine(unit_votes, false);
+        unit["decision"] = verdict_name(ud.verdict);
+        unit["deciding_rule"] = ref_json(ud.deciding);
+      }
+      units.push_back(std::move(unit));
+      votes.insert(votes.end(), unit_votes.begin(), unit_votes.end());
+    }
+    if (votes.empty())  // an empty line or only comments: nothing runs
+      votes.push_back({Verdict::kAllow, RuleRef{"empty-line", "builtin", "", 0}, "nothing to run", true});
+    Decision d = combine(votes, headless_);
+    d.detail = {{"units", units}, {"problems", plan.problems}};
+    return d;
+  }
+
+  Decision decide_path(const std::string& path, Access access) const override {
+    std::vector<Vote> votes;
+    path_votes(path, std::string(), access, votes, true);
+    return combine(votes, headless_);
+  }
+
+  Decision decide_network(const std::string& host, int port) const override {
+    std::vector<Vote> votes;
+    for (const auto& [rule, ref] : network_) {
+      bool port_ok = rule->ports.empty() ||
+                     std::find(rule->ports.begin(), rule->ports.end(), port) != rule->ports.end();
+      bool host_ok = std::any_of(rule->domains.begin(), rule->domains.end(), [&](const std::string& d) {
+        if (d.rfind("*.", 0) == 0) {
+          std::string suffix = d.substr(1);
+          return host.size() > suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
+        }
+        return d == host;
+      });
+      if (port_ok && host_ok) votes.push_back({rule->decision, ref, rule->reason});
+    }
+    if (votes.empty()) votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
+    return combine(votes, headless_);
+  }
+
+  json resources() const override {
+    // Effective ceilings: the minimum over the layers that set one, else schema.h's default.
+    auto min_of = [&](auto member, std::int64_t fallback) {
+      std::optional<std::int64_t> best;
+      for (const auto& l : layers_) {
+        const auto& v = l.file.resources.*member;
+        if (v && (!best || *v < *best)) best = v;
+      }
+      return best.value_or(fallback);
+    };
+    return {{"wall_time_s", min_of(&Resources::wall_time, 600)},
+            {"cpu_time_s", min_of(&Resources::cpu_time, 600)},
+            {"memory_bytes", min_of(&Resources::memory, std::int64_t{4} << 30)},
+            {"pids", min_of(&Resources::pids, 512)},
+            {"output_bytes", min_of(&Resources::output, std::int64_t{16} << 20)},
+            {"file_size", min_of(&Resources::file_size, std::int64_t{2} << 30)},
+            {"open_files", min_of(&Resources::open_files, 1024)}};
+  }
+
+  std::vector<std::string> protected_globs() const override { return workspace_globs(Access::kWrite); }
+  std::vector<std::string> unreadable_globs() const override { return workspace_globs(Access::kRead); }
+
+  bool audit_required() const override {
+    return std::any_of(constraints_.begin(), constraints_.end(),
+                       [](const Constraints* c) { return c->audit_required; });
+  }
+
+  bool mode_allowed(const std::string& mode) const override {
+    for (const auto* c : constraints_)
+      if (!c->allowed_modes.empty() &&
+          std::find(c->allowed_modes.begin(), c->allowed_modes.end(), mode) == c->allowed_modes.end())
+        return false;
+    return true;
+  }
+
+  bool headless() const override { return headless_; }
+  const std::vector<std::string>& notices() const override { return notices_; }
+
+  json layers_json() const override {
+    json out = json::array();
+    for (const auto& l : layers_)
+      out.push_back({{"layer", l.kind}, {"name", l.file.layer.name}, {"revision", l.file.layer.revision},
+                     {"file", l.file.file}, {"sha256", l.file.sha256}});
+    return out;
+  }
+
+  std::string policy_hash() const override {
+    std::string all;
+    for (const auto& l : layers_) all += l.kind + '\0' + l.file.file + '\0' + l.file.sha256 + '\n';
+    return "sha256:" + sha256_hex(all);
+  }
+
+  json rules_json() const override {
+    json out = json::array();
+    auto add = [&](const char* kind, const RuleRef& ref, Verdict v, bool ignored, const std::string& reason,
+                   const RuleTests* tests, const json& what) {
+      json r = {{"kind", kind}, {"id", ref.id}, {"decision", verdict_name(v)}, {"layer", ref.layer},
+                {"file", ref.file}, {"line", ref.line}, {"ignored", ignored}, {"reason", reason},
+                {"match", what}};
+      if (tests) r["tests"] = {{"match", tests->match}, {"not_match", tests->not_match}};
+      out.push_back(std::move(r));
+    };
+    for (const auto& r : commands_)
+      add("command", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
+          {{"program", r.rule->program}});
+    for (const auto& r : paths_)
+      add("path", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
+          {{"paths", r.rule->paths}, {"access", r.rule->access}});
+    for (const auto& r : tools_)
+      add("tool", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
+          {{"tool", r.rule->tool}});
+    for (const auto& [rule, ref] : network_)
+      add("network", ref, rule->decision, false, rule->reason, nullptr, {{"domains", rule->domains}});
+    for (const auto& [key, slot] : defaults_)
+      add("default", slot.ref, slot.verdict, false, "", nullptr, {{"key", key}});
+    return out;
+  }
+
+ private:
+  bool allow_ignored(const LoadedLayer& l, Verdict v, const char* category) const {
+    if (v != Verdict::kAllow) return false;
+    if (l.kind == "cli") return true;  // command-line files may only narrow
+    if (l.kind == "system" || l.kind == "builtin") return false;
+    for (const auto* c : constraints_)
+      if (std::find(c->managed_allows_only.begin(), c->managed_allows_only.end(), category) !=
+          c->managed_allows_only.end())
+        return true;
+    return false;
+  }
+
+  static RuleRef ref_of(const LoadedLayer& l, const std::string& id, const SourcePos& pos) {
+    return RuleRef{id, l.kind, pos.file, pos.line};
+  }
+
+  Result<void> compile_layer(const LoadedLayer& l) {
+    auto where = [&](const SourcePos& pos) {
+      return pos.file + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) + ": ";
+    };
+    for (const auto& r : l.file.command) {
+      CompiledCommandRule c{&r, ref_of(l, r.id, r.pos), {}, allow_ignored(l, r.decision, "command")};
+      for (const auto& p : r.script_paths) {
+        auto g = compile_path_glob(p, vars_);
+        if (!g) return fail(where(r.pos) + "script_paths: " + g.error().message());
+        c.script_globs.push_back(std::move(*g));
+      }
+      commands_.push_back(std::move(c));
+    }
+    for (const auto& r : l.file.path) {
+      CompiledPathRule c;
+      c.rule = &r;
+      c.ref = ref_of(l, r.id, r.pos);
+      c.allow_ignored = allow_ignored(l, r.decision, "path");
+      for (const auto& a : r.access) {
+        c.read = c.read || a == "read";
+        c.write = c.write || a == "write";
+        c.exec = c.exec || a == "exec";
+      }
+      for (const auto& p : r.paths) {
+        auto g = compile_path_glob(p, vars_);
+        if (!g) return fail(where(r.pos) + "paths: " + g.error().message());
+        c.globs.push_back(std::move(*g));
+      }
+      for (const auto& p : r.unless.paths) {
+        auto g = compile_path_glob(p, vars_);
+        if (!g) return fail(where(r.pos) + "unless.paths: " + g.error().message());
+        c.unless.push_back(std::move(*g));
+      }
+      paths_.push_back(std::move(c));
+    }
+    for (const auto& r : l.file.tool)
+      tools_.push_back({&r, ref_of(l, r.id, r.pos), allow_ignored(l, r.decision, "tool")});
+    for (const auto& r : l.file.network) network_.emplace_back(&r, ref_of(l, r.id, r.pos));
+    return {};
+  }
+
+  // Each default is the strictest value any layer sets; schema.h's default otherwise.
+  void compile_defaults() {
+    struct Key { const char* name; std::optional<Verdict> Defaults::*member; Verdict fallback; };
+    const Key keys[] = {{"tool", &Defaults::tool, Verdict::kAsk},
+                        {"command", &Defaults::command, Verdict::kAsk},
+                        {"read", &Defaults::read, Verdict::kAllow},
+                        {"write", &Defaults::write, Verdict::kAsk},
+                        {"exec", &Defaults::exec, Verdict::kAllow},
+                        {"network", &Defaults::network, Verdict::kDeny},
+                        {"unparseable_shell", &Defaults::unparseable_shell, Verdict::kAsk}};
+    for (const auto& k : keys) {
+      DefaultSlot slot{k.fallback, RuleRef{std::string("defaults.") + k.name, "builtin", "", 0}};
+      bool set = false;
+      for (const auto& l : layers_) {
+        const auto& v = l.file.defaults.*(k.member);
+        if (!v) continue;
+        // The first layer to set a default sets it; later ones only make it stricter. A
+        // command-line file never loosens, not even schema.h's fallback.
+        bool first = !set && l.kind != "cli";
+        if (!first && *v <= slot.verdict) continue;
+        slot = {*v, RuleRef{std::string("defaults.") + k.name, l.kind, l.file.defaults_pos.file,
+                            l.file.defaults_pos.line}};
+        set = true;
+      }
+      defaults_.emplace(k.name, slot);
+    }
+  }
+
+  static Vote default_vote(const DefaultSlot& slot, const std::string& reason) {
+    return Vote{slot.verdict, slot.ref, reason, true};
+  }
+
+  Vote unparseable_vote(const std::vector<std::string>& problems) const {
+    std::string reason = "cannot be judged statically: ";
+    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) reason += (i ? "; " : "") + problems[i];
+    return default_vote(defaults_.at("unparseable_shell"), reason);
+  }
+
+  std::vector<Vote> judge_unit(const CommandUnit& u) const {
+    std::vector<Vote> votes;
+    if (!u.problems.empty()) {
+      votes.push_back(unparseable_vote(u.problems));
+    } else if (!u.argv.empty()) {
+      ProgramInfo p = program_info(u, resolver_, writable_roots_);
+      bool matched = false;
+      for (const auto& r : commands_) {
+        if (!command_rule_matches(r, u, p, match_env_)) continue;
+        if (r.allow_ignored) continue;  // still unmatched: the default applies
+        matched = true;
+        votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+      }
+      if (!matched && !u.rules_only)
+        votes.push_back(default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
+      exec_votes(p, votes);
+    }
+    for (const auto& w : u.writes) write_votes(w, votes);
+    return votes;
+  }
+
+  // The executed file is a path with access "exec": a binary planted in the workspace
+  // meets the exec rules whatever name it was typed by (bypass classes 9 and 10).
+  void exec_votes(const ProgramInfo& p, std::vector<Vote>& votes) const {
+    if (!p.resolved.found || p.resolved.builtin) return;
+    std::vector<Vote> found;
+    for (const std::string* path : {&p.resolved.typed_path, &p.resolved.real_path}) {
+      if (path->empty()) continue;
+      path_votes(*path, std::string(), Access::kExec, found, false);
+    }
+    votes.insert(votes.end(), found.begin(), found.end());
+    if (found.empty() && defaults_.at("exec").verdict != Verdict::kAllow)
+      votes.push_back(default_vote(defaults_.at("exec"), "no [[path]] exec rule matches " + p.resolved.real_path));
+  }
+
+  void write_votes(const WriteTarget& w, std::vector<Vote>& votes) const {
+    const Arg& a = w.path;
+    if (!a.glob.empty() && !w.cwd.empty()) {
+      // Pathname expansion: the shell expands it against the same files we can see.
+      std::vector<std::string> hits;
+      if (expand_glob(a.glob, w.cwd, hits)) {
+        for (const auto& h : hits) path_votes(canonical_path(h, w.cwd), std::string(), Access::kWrite, votes, true);
+        if (!hits.empty()) return;
+        WriteTarget literal = w;  // no match: the shell passes the word unchanged
+        literal.path.known = true;
+        literal.path.glob.clear();
+        return write_votes(literal, votes);
+      }
+    }
+    if (a.home || a.known) {
+      if (!a.home && w.cwd.empty() && (a.text.empty() || a.text[0] != '/')) {
+        path_votes(std::string(), "/", Access::kWrite, votes, true);  // relative to an unknown cwd
+        return;
+      }
+      std::string path = a.home ? canonical_path(home_ + a.text, "/") : canonical_path(a.text, w.cwd);
+      path_votes(path, std::string(), Access::kWrite, votes, true);
+      return;
+    }
+    // Unknown target: judge everything below the directory its known prefix names.
+    std::string prefix = a.prefix;
+    std::string dir;
+    auto slash = prefix.rfind('/');
+    std::string dir_part = slash == std::string::npos ? "" : prefix.substr(0, slash + 1);
+    if (!dir_part.empty() && dir_part[0] == '/') dir = canonical_path(dir_part, "/");
+    else if (w.cwd.empty()) dir = "/";
+    else dir = canonical_path(dir_part.empty() ? "." : dir_part, w.cwd);
+    std::size_t first = votes.size();
+    path_votes(std::string(), dir, Access::kWrite, votes, true);
+    // The rule may or may not cover the real target: that is a question for a person.
+    for (std::size_t i = first; i < votes.size(); ++i) {
+      if (votes[i].verdict != Verdict::kDeny || votes[i].is_default) continue;
+      votes[i].verdict = Verdict::kAsk;
+      votes[i].reason = "the target (" + a.text + ") is not known before it runs and may be a path this rule denies" +
+                        (votes[i].reason.empty() ? "" : ": " + votes[i].reason);
+    }
+  }
+
+  // Votes of the path rules for one access; exactly one of `path` (canonical) and
+  // `under_dir` (an unknown path below it) is set. The access default applies when
+  // `with_default` and no rule matched.
+  void path_votes(const std::string& path, const std::string& under_dir, Access access,
+                  std::vector<Vote>& votes, bool with_default) const {
+    bool matched = false;
+    for (const auto& r : paths_) {
+      bool covers = access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
+      if (!covers || r.allow_ignored) continue;
+      bool hit = under_dir.empty() ? path_rule_matches(r, path) : path_rule_matches_under(r, under_dir);
+      if (!hit) continue;
+      matched = true;
+      votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+    }
+    if (matched || !with_default) return;
+    const char* key = access == Access::kRead ? "read" : access == Access::kWrite ? "write" : "exec";
+    std::string what = under_dir.empty() ? path : under_dir + "/<unknown>";
+    votes.push_back(default_vote(defaults_.at(key), std::string("no [[path]] ") + key + " rule matches " + what));
+  }
+
+  // Deny rules inside the workspace, as workspace-relative globs for the sandbox to mask.
+  std::vector<std::string> workspace_globs(Access access) const {
+    std::vector<std::string> out;
+    auto ws = split_path(vars_.workspace);
+    for (const auto& r : paths_) {
+      bool covers = access == Access::kRead ? r.read : r.write;
+      if (!covers || r.rule->decision != Verdict::kDeny) continue;
+      for (const auto& g : r.globs) {
+        std::vector<std::string> rel;
+        if (!g.parts.empty() && g.parts[0] == "**") {
+          rel.assign(g.parts.begin() + 1, g.parts.end());
+          if (rel.empty()) continue;
+        } else {
+          if (g.parts.size() <= ws.size() || !std::equal(ws.begin(), ws.end(), g.parts.begin())) continue;
+          rel.assign(g.parts.begin() + static_cast<std::ptrdiff_t>(ws.size()), g.parts.end());
+        }
+        if (rel.size() > 1 && rel.back() == "**") rel.pop_back();  // the directory itself
+        std::string s;
+        for (const auto& part : rel) s += (s.empty() ? "" : "/") + part;
+        if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+        if (!g.parts.empty() && g.parts[0] == "**" && std::find(out.begin(), out.end(), "**/" + s) == out.end())
+          out.push_back("**/" + s);
+      }
+    }
+    return out;
+  }
+
+  std::vector<LoadedLayer> layers_;
+  bool headless_;
+  std::string home_;
+  std::string workspace_;
+  ProgramResolver resolver_;
+  std::vector<std::string> notices_;
+  std::vector<std::string> writable_roots_;
+  PathVars vars_;
+  MatchEnv match_env_;
+  std::vector<const Constraints*> constraints_;
+  std::vector<CompiledCommandRule> commands_;
+  std::vector<CompiledPathRule> paths_;
+  std::vector<CompiledToolRule> tools_;
+  std::vector<std::pair<const NetworkRule*, RuleRef>> network_;
+  std::map<std::string, DefaultSlot> defaults_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers, const LoadOptions& options,
+                                             std::vector<std::string> notices) {
+  auto p = std::make_unique<PolicyImpl>(std::move(layers), options, std::move(notices));
+  MOAT_TRY(p->compile());
+  return std::unique_ptr<Policy>(std::move(p));
+}
+
+Result<std::unique_ptr<Policy>> Policy::load(const LoadOptions& options) {
+  std::vector<std::string> notices;
+  MOAT_ASSIGN_OR_RETURN(std::vector<LoadedLayer> layers, load_layers(options, &notices));
+  return build_policy(std::move(layers), options, std::move(notices));
+}
+
+}  // namespace moat::policy

@@ -1,0 +1,163 @@
+// policy/schema.h: one struct per TOML table of a policy file; the single source for the
+// loader's accepted keys and for docs/policy.md (a test checks both against this file).
+//
+// Format, relied on by tests/unit/policy/schema_docs_test.cc: a struct is introduced by a
+// comment line "// [table]" or "// [[table]]" (or "// <table>.<key> = { ... }" for inline
+// tables); each TOML key is a member named exactly like the key, followed by
+// "// default: <value>. <doc>" or "// required. <doc>". Members whose comment starts with
+// "(not a TOML key)" are bookkeeping.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+
+namespace moat::policy {
+
+// Where something was read from; every rule keeps one so decisions can name file:line.
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+// A single-word glob list, written in TOML as a string or an array of strings.
+using Strings = std::vector<std::string>;
+
+// One element of `args`: a single token pattern, or a list of alternatives.
+struct ArgPattern {
+  Strings alternatives;  // (not a TOML key) "*" = one word, "**" = the rest, else a glob
+};
+
+// defaults = { ... }
+struct Defaults {
+  std::optional<Verdict> tool;               // default: "ask". Tool calls no [[tool]] rule matches
+  std::optional<Verdict> command;            // default: "ask". Simple commands no [[command]] rule matches
+  std::optional<Verdict> read;               // default: "allow". Path reads no [[path]] rule matches
+  std::optional<Verdict> write;              // default: "ask". Path writes (and redirections) no [[path]] rule matches
+  std::optional<Verdict> exec;               // default: "allow". Executed files no [[path]] rule with access "exec" matches
+  std::optional<Verdict> network;            // default: "deny". Connections no [[network]] rule matches
+  std::optional<Verdict> unparseable_shell;  // default: "ask". Shell lines that cannot be judged statically
+};
+
+// resources = { ... }
+struct Resources {
+  std::optional<std::int64_t> wall_time;   // default: "10m". Wall-clock limit per call (duration: 90, "30s", "10m", "1h")
+  std::optional<std::int64_t> cpu_time;    // default: "10m". CPU time limit per call (duration)
+  std::optional<std::int64_t> memory;      // default: "4GiB". Memory ceiling (size: bytes, "512MiB", "4GiB")
+  std::optional<std::int64_t> pids;        // default: 512. Maximum number of processes
+  std::optional<std::int64_t> output;      // default: "16MiB". Output kept per call before it is truncated (size)
+  std::optional<std::int64_t> file_size;   // default: "2GiB". Largest file a call may write (size)
+  std::optional<std::int64_t> open_files;  // default: 1024. Maximum open file descriptors
+};
+
+// [layer]
+struct LayerInfo {
+  std::string name;      // default: the file name. Layer name copied into every audit record
+  std::string revision;  // default: "". Revision copied into every audit record
+};
+
+// [constraints]
+struct Constraints {
+  Strings managed_allows_only;       // default: []. Categories ("command", "path", "network", "tool") whose allows only the system layer may grant
+  Strings allowed_modes;             // default: []. Modes a session may run in; empty means any
+  bool audit_required = false;       // default: false. If the audit log cannot be written, nothing runs
+  std::string unknown_keys = "error";  // default: "error". "error" or "warn": how lower layers' unknown keys are treated
+};
+
+// <rule>.tests = { ... }
+struct RuleTests {
+  Strings match;      // default: []. Inputs the rule must match (`moat policy test`)
+  Strings not_match;  // default: []. Inputs the rule must not match
+};
+
+// [[command]].unless = { ... }
+struct CommandUnless {
+  Strings any_flag;  // default: []. The rule does not apply if any of these flags is present
+  Strings any_arg;   // default: []. The rule does not apply if any operand matches one of these globs
+};
+
+// [[command]]
+struct CommandRule {
+  std::string id;                   // required. Unique id named in every decision
+  Verdict decision = Verdict::kAsk;  // required. "allow", "ask" or "deny"
+  Strings program;                  // default: any program. Basename(s) or absolute path(s) of argv0
+  Strings program_paths;            // default: []. Allow only: the resolved real path must be one of these
+  std::string sha256;               // default: "". Allow only: the resolved file's SHA-256 must equal this
+  std::vector<ArgPattern> args;     // default: []. Ordered operand patterns: "x", ["a","b"], "*" (one), "**" (rest)
+  Strings any_flag;                 // default: []. Matches if any of these flags is present (order-free)
+  Strings all_flags;                // default: []. Matches only if all of these flags are present
+  Strings no_flag;                  // default: []. Matches only if none of these flags is present
+  Strings any_arg;                  // default: []. Matches if any operand matches one of these globs
+  Strings any_env;                  // default: []. Matches if the command sets one of these variables (globs)
+  Strings script_paths;             // default: []. The first operand, resolved against the cwd, must match one of these path globs
+  CommandUnless unless;             // default: {}. Exceptions inside the rule
+  std::string reason;               // default: "". Told to the model and the person
+  RuleTests tests;                  // default: {}. Shell lines for `moat policy test`
+  SourcePos pos;                    // (not a TOML key) where the rule starts
+};
+
+// [[path]].unless = { ... }
+struct PathUnless {
+  Strings paths;  // default: []. The rule does not apply to paths matching these globs
+};
+
+// [[path]]
+struct PathRule {
+  std::string id;                   // required. Unique id named in every decision
+  Verdict decision = Verdict::kAsk;  // required. "allow", "ask" or "deny"
+  Strings access;                   // required. Any of "read", "write", "exec"
+  Strings paths;                    // required. gitignore-style globs: "/abs/**", "~/.ssh/**", "$WORKSPACE/**", "*.pem", ".git/config"
+  PathUnless unless;                // default: {}. Exceptions inside the rule
+  std::string reason;               // default: "". Told to the model and the person
+  RuleTests tests;                  // default: {}. Paths for `moat policy test` (checked with the first access)
+  SourcePos pos;                    // (not a TOML key) where the rule starts
+};
+
+// [[network]]
+struct NetworkRule {
+  std::string id;                   // required. Unique id named in every decision
+  Verdict decision = Verdict::kAsk;  // required. "ask" or "deny" ("allow" is refused until the proxy exists)
+  Strings domains;                  // required. Host names; "*.x" covers subdomains, not the apex
+  std::vector<std::int64_t> ports;  // default: []. Ports; empty means any
+  std::string reason;               // default: "". Told to the model and the person
+  SourcePos pos;                    // (not a TOML key) where the rule starts
+};
+
+// [[tool]].unless = { ... }
+struct ToolUnless {
+  Strings tool;    // default: []. The rule does not apply to tools matching these globs
+  Strings server;  // default: []. The rule does not apply to tools of these MCP servers ("mcp:<server>:<tool>")
+};
+
+// [[tool]]
+struct ToolRule {
+  std::string id;                   // required. Unique id named in every decision
+  Verdict decision = Verdict::kAsk;  // required. "allow", "ask" or "deny"
+  Strings tool;                     // required. Tool name globs: "bash", "mcp:*"
+  ToolUnless unless;                // default: {}. Exceptions inside the rule
+  std::string reason;               // default: "". Told to the model and the person
+  RuleTests tests;                  // default: {}. Tool names for `moat policy test`
+  SourcePos pos;                    // (not a TOML key) where the rule starts
+};
+
+// [top]
+struct PolicyFile {
+  std::int64_t schema = 1;          // required. Schema version; only 1 exists
+  Defaults defaults;                // default: {}. Verdicts for unmatched actions; the strictest layer wins
+  Resources resources;              // default: {}. Ceilings; the minimum over layers wins
+  LayerInfo layer;                  // default: {}. Name and revision of this layer
+  std::optional<Constraints> constraints;  // default: none. Organisation constraints, honoured only in the system layer
+  std::vector<CommandRule> command;  // default: []. Command rules
+  std::vector<PathRule> path;       // default: []. Path rules
+  std::vector<NetworkRule> network;  // default: []. Network rules
+  std::vector<ToolRule> tool;       // default: []. Tool rules
+  SourcePos defaults_pos;           // (not a TOML key) where defaults is written
+  std::string file;                 // (not a TOML key) the file it was read from
+  std::string sha256;               // (not a TOML key) hex SHA-256 of the file's bytes
+};
+
+}  // namespace moat::policy

@@ -1,0 +1,536 @@
+// policy/toml_load.cc: TOML text to PolicyFile. The only file that sees toml++'s
+// exceptions; each becomes an Error that names file:line:col.
+#include "policy/toml_load.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+namespace moat::policy {
+namespace {
+
+const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> keys = {
+      {"top", {"schema", "defaults", "resources", "layer", "constraints", "command", "path",
+               "network", "tool"}},
+      {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
+      {"resources",
+       {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files"}},
+      {"layer", {"name", "revision"}},
+      {"constraints",
+       {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
+      {"tests", {"match", "not_match"}},
+      {"command",
+       {"id", "decision", "program", "program_paths", "sha256", "args", "any_flag", "all_flags",
+        "no_flag", "any_arg", "any_env", "script_paths", "unless", "reason", "tests"}},
+      {"command.unless", {"any_flag", "any_arg"}},
+      {"path", {"id", "decision", "access", "paths", "unless", "reason", "tests"}},
+      {"path.unless", {"paths"}},
+      {"network", {"id", "decision", "domains", "ports", "reason"}},
+      {"tool", {"id", "decision", "tool", "unless", "reason", "tests"}},
+      {"tool.unless", {"tool", "server"}},
+  };
+  return keys;
+}
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    default: return "a date/time";
+  }
+}
+
+// Reads one file, carrying the file name and where a failure is reported.
+class Reader {
+ public:
+  Reader(const ParseOptions& options, std::vector<std::string>* notices)
+      : options_(options), notices_(notices) {}
+
+  Failure error_at(const toml::source_region& src, const std::string& key,
+                   const std::string& what) const {
+    return fail(options_.file + ":" + std::to_string(src.begin.line) + ":" +
+                std::to_string(src.begin.column) + ": " + key + ": " + what);
+  }
+
+  // Unknown keys are errors (or notices, when the organisation says "warn").
+  Result<void> check_keys(const toml::table& t, std::string_view table, const std::string& path) {
+    const auto& allowed = key_table().find(table)->second;
+    for (auto&& [k, v] : t) {
+      if (std::find(allowed.begin(), allowed.end(), k.str()) != allowed.end()) continue;
+      std::string accepted;
+      for (const auto& a : allowed) accepted += (accepted.empty() ? "" : ", ") + a;
+      const std::string key = path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
+      auto err = error_at(k.source(), key, "unknown key; accepted keys here: " + accepted);
+      if (options_.unknown_keys_are_errors) return err;
+      if (notices_ != nullptr) notices_->push_back(err.error.context + " (ignored)");
+    }
+    return {};
+  }
+
+  Result<std::string> string(const toml::node& n, const std::string& key) {
+    if (const auto* s = n.as_string()) return std::string(s->get());
+    return error_at(n.source(), key, "expected a string, got " + type_name(n));
+  }
+
+  Result<Verdict> verdict(const toml::node& n, const std::string& key) {
+    MOAT_ASSIGN_OR_RETURN(std::string s, string(n, key));
+    if (s == "allow") return Verdict::kAllow;
+    if (s == "ask") return Verdict::kAsk;
+    if (s == "deny") return Verdict::kDeny;
+    return error_at(n.source(), key,
+                    "expected one of \"allow\", \"ask\", \"deny\", got \"" + s + "\"");
+  }
+
+  // A string or an array of strings; empty strings are refused (they match nothing useful).
+  Result<Strings> strings(const toml::node& n, const std::string& key) {
+    Strings out;
+    if (const auto* s = n.as_string()) {
+      out.push_back(std::string(s->get()));
+    } else if (const auto* a = n.as_array()) {
+      for (const auto& e : *a) {
+        const auto* s2 = e.as_string();
+        if (s2 == nullptr)
+          return error_at(e.source(), key,
+                          "expected a string or an array of strings, found " + type_name(e));
+        out.push_back(std::string(s2->get()));
+      }
+    } else {
+      return error_at(n.source(), key,
+                      "expected a string or an array of strings, got " + type_name(n));
+    }
+    for (const auto& s : out)
+      if (s.empty()) return error_at(n.source(), key, "empty strings are not accepted");
+    return out;
+  }
+
+  Result<Strings> one_of(const toml::node& n, const std::string& key,
+                         const std::vector<std::string>& accepted) {
+    MOAT_ASSIGN_OR_RETURN(Strings values, strings(n, key));
+    for (const auto& v : values) {
+      if (std::find(accepted.begin(), accepted.end(), v) != accepted.end()) continue;
+      std::string list;
+      for (const auto& a : accepted) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+      return error_at(n.source(), key, "expected any of " + list + ", got \"" + v + "\"");
+    }
+    return values;
+  }
+
+  Result<std::int64_t> integer(const toml::node& n, const std::string& key, std::int64_t lo,
+                               std::int64_t hi) {
+    const auto* i = n.as_integer();
+    if (i == nullptr) return error_at(n.source(), key, "expected an integer, got " + type_name(n));
+    if (i->get() < lo || i->get() > hi)
+      return error_at(n.source(), key,
+                      "expected an integer from " + std::to_string(lo) + " to " +
+                          std::to_string(hi) + ", got " + std::to_string(i->get()));
+    return i->get();
+  }
+
+  Result<bool> boolean(const toml::node& n, const std::string& key) {
+    if (const auto* b = n.as_boolean()) return b->get();
+    return error_at(n.source(), key, "expected true or false, got " + type_name(n));
+  }
+
+  Result<const toml::table*> table(const toml::node& n, const std::string& key) {
+    if (const auto* t = n.as_table()) return t;
+    return error_at(n.source(), key, "expected a table, got " + type_name(n));
+  }
+
+  // Durations and sizes: an integer, or a string with a unit.
+  Result<std::int64_t> quantity(const toml::node& n, const std::string& key, bool duration) {
+    if (const auto* i = n.as_integer()) {
+      if (i->get() <= 0)
+        return error_at(n.source(), key, "expected a positive value, got " + std::to_string(i->get()));
+      return i->get();
+    }
+    const char* accepted = duration ? "a duration (90, \"30s\", \"10m\", \"1h\")"
+                                    : "a size (1024, \"512KiB\", \"16MiB\", \"4GiB\")";
+    const auto* s = n.as_string();
+    if (s == nullptr) return error_at(n.source(), key, std::string("expected ") + accepted);
+    auto v = duration ? parse_duration_seconds(s->get()) : parse_size_bytes(s->get());
+    if (!v) return error_at(n.source(), key, std::string("expected ") + accepted + ", got \"" +
+                                                 std::string(s->get()) + "\"");
+    return *v;
+  }
+
+  const ParseOptions& options() const { return options_; }
+
+ private:
+  const ParseOptions& options_;
+  std::vector<std::string>* notices_;
+};
+
+Result<void> read_defaults(Reader& r, const toml::table& t, Defaults& d) {
+  MOAT_TRY(r.check_keys(t, "defaults", "defaults"));
+  struct Slot { const char* key; std::optional<Verdict>* out; };
+  const Slot slots[] = {{"tool", &d.tool},     {"command", &d.command}, {"read", &d.read},
+                        {"write", &d.write},   {"exec", &d.exec},       {"network", &d.network},
+                        {"unparseable_shell", &d.unparseable_shell}};
+  for (const auto& slot : slots) {
+    if (const auto* n = t.get(slot.key)) {
+      MOAT_ASSIGN_OR_RETURN(*slot.out, r.verdict(*n, std::string("defaults.") + slot.key));
+    }
+  }
+  return {};
+}
+
+Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
+  MOAT_TRY(r.check_keys(t, "resources", "resources"));
+  struct Slot { const char* key; std::optional<std::int64_t>* out; int kind; };  // 0 dur 1 size 2 count
+  const Slot slots[] = {{"wall_time", &res.wall_time, 0}, {"cpu_time", &res.cpu_time, 0},
+                        {"memory", &res.memory, 1},       {"pids", &res.pids, 2},
+                        {"output", &res.output, 1},       {"file_size", &res.file_size, 1},
+                        {"open_files", &res.open_files, 2}};
+  for (const auto& slot : slots) {
+    const auto* n = t.get(slot.key);
+    if (n == nullptr) continue;
+    const std::string key = std::string("resources.") + slot.key;
+    if (slot.kind == 2) {
+      MOAT_ASSIGN_OR_RETURN(*slot.out, r.integer(*n, key, 1, 1 << 20));
+    } else {
+      MOAT_ASSIGN_OR_RETURN(*slot.out, r.quantity(*n, key, slot.kind == 0));
+    }
+  }
+  return {};
+}
+
+Result<void> read_constraints(Reader& r, const toml::table& t, Constraints& c) {
+  MOAT_TRY(r.check_keys(t, "constraints", "constraints"));
+  if (const auto* n = t.get("managed_allows_only")) {
+    MOAT_ASSIGN_OR_RETURN(c.managed_allows_only,
+                          r.one_of(*n, "constraints.managed_allows_only",
+                                   {"command", "path", "network", "tool"}));
+  }
+  if (const auto* n = t.get("allowed_modes")) {
+    MOAT_ASSIGN_OR_RETURN(c.allowed_modes, r.strings(*n, "constraints.allowed_modes"));
+  }
+  if (const auto* n = t.get("audit_required")) {
+    MOAT_ASSIGN_OR_RETURN(c.audit_required, r.boolean(*n, "constraints.audit_required"));
+  }
+  if (const auto* n = t.get("unknown_keys")) {
+    MOAT_ASSIGN_OR_RETURN(Strings v, r.one_of(*n, "constraints.unknown_keys", {"error", "warn"}));
+    if (v.size() != 1) return r.error_at(n->source(), "constraints.unknown_keys", "expected one string");
+    c.unknown_keys = v[0];
+  }
+  return {};
+}
+
+Result<void> read_tests(Reader& r, const toml::node& n, const std::string& key, RuleTests& tests) {
+  MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(n, key));
+  MOAT_TRY(r.check_keys(*t, "tests", key));
+  if (const auto* m = t->get("match")) {
+    MOAT_ASSIGN_OR_RETURN(tests.match, r.strings(*m, key + ".match"));
+  }
+  if (const auto* m = t->get("not_match")) {
+    MOAT_ASSIGN_OR_RETURN(tests.not_match, r.strings(*m, key + ".not_match"));
+  }
+  return {};
+}
+
+// The fields every rule kind shares: id (required), decision (required), reason.
+template <typename Rule>
+Result<void> read_rule_head(Reader& r, const toml::table& t, const std::string& key, Rule& rule) {
+  rule.pos = SourcePos{r.options().file, static_cast<int>(t.source().begin.line),
+                       static_cast<int>(t.source().begin.column)};
+  const auto* id = t.get("id");
+  if (id == nullptr) return r.error_at(t.source(), key + ".id", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.id, r.string(*id, key + ".id"));
+  for (unsigned char c : rule.id)
+    if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':'))
+      return r.error_at(id->source(), key + ".id", "expected letters, digits and . - _ : only");
+  const auto* d = t.get("decision");
+  if (d == nullptr) return r.error_at(t.source(), key + ".decision", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.decision, r.verdict(*d, key + ".decision"));
+  if (const auto* n = t.get("reason")) {
+    MOAT_ASSIGN_OR_RETURN(rule.reason, r.string(*n, key + ".reason"));
+  }
+  return {};
+}
+
+Result<std::vector<ArgPattern>> read_args(Reader& r, const toml::node& n, const std::string& key) {
+  const auto* a = n.as_array();
+  if (a == nullptr)
+    return r.error_at(n.source(), key, "expected an array of strings or arrays of strings");
+  std::vector<ArgPattern> out;
+  for (const auto& e : *a) {
+    if (e.is_array() && e.as_array()->empty())
+      return r.error_at(e.source(), key, "an alternatives list must not be empty");
+    MOAT_ASSIGN_OR_RETURN(Strings alts, r.strings(e, key));
+    if (alts.size() > 1 && std::find(alts.begin(), alts.end(), "**") != alts.end())
+      return r.error_at(e.source(), key, "\"**\" cannot be one of several alternatives");
+    out.push_back(ArgPattern{std::move(alts)});
+  }
+  for (std::size_t i = 0; i + 1 < out.size(); ++i)
+    if (out[i].alternatives == Strings{"**"})
+      return r.error_at(n.source(), key, "\"**\" (the rest) must be the last pattern");
+  return out;
+}
+
+Result<CommandRule> read_command(Reader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(t, "command", key));
+  CommandRule rule;
+  MOAT_TRY(read_rule_head(r, t, key, rule));
+  struct Slot { const char* key; Strings* out; };
+  const Slot slots[] = {{"program", &rule.program},     {"program_paths", &rule.program_paths},
+                        {"any_flag", &rule.any_flag},   {"all_flags", &rule.all_flags},
+                        {"no_flag", &rule.no_flag},     {"any_arg", &rule.any_arg},
+                        {"any_env", &rule.any_env},     {"script_paths", &rule.script_paths}};
+  for (const auto& slot : slots) {
+    if (const auto* n = t.get(slot.key)) {
+      MOAT_ASSIGN_OR_RETURN(*slot.out, r.strings(*n, key + "." + slot.key));
+    }
+  }
+  for (const auto& p : rule.program_paths)
+    if (p.front() != '/')
+      return r.error_at(t.get("program_paths")->source(), key + ".program_paths",
+                        "expected absolute paths, got \"" + p + "\"");
+  if (const auto* n = t.get("sha256")) {
+    MOAT_ASSIGN_OR_RETURN(rule.sha256, r.string(*n, key + ".sha256"));
+    bool hex = rule.sha256.size() == 64 &&
+               std::all_of(rule.sha256.begin(), rule.sha256.end(),
+                           [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    if (!hex) return r.error_at(n->source(), key + ".sha256", "expected 64 hex digits");
+    std::transform(rule.sha256.begin(), rule.sha256.end(), rule.sha256.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  }
+  if ((!rule.program_paths.empty() || !rule.sha256.empty()) && rule.decision != Verdict::kAllow)
+    return r.error_at(t.source(), key + ".program_paths",
+                      "pins (program_paths, sha256) only narrow allow rules; use program for deny/ask");
+  if (const auto* n = t.get("args")) {
+    MOAT_ASSIGN_OR_RETURN(rule.args, read_args(r, *n, key + ".args"));
+  }
+  if (const auto* n = t.get("unless")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
+    MOAT_TRY(r.check_keys(*u, "command.unless", key + ".unless"));
+    if (const auto* m = u->get("any_flag")) {
+      MOAT_ASSIGN_OR_RETURN(rule.unless.any_flag, r.strings(*m, key + ".unless.any_flag"));
+    }
+    if (const auto* m = u->get("any_arg")) {
+      MOAT_ASSIGN_OR_RETURN(rule.unless.any_arg, r.strings(*m, key + ".unless.any_arg"));
+    }
+  }
+  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  return rule;
+}
+
+Result<PathRule> read_path(Reader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(t, "path", key));
+  PathRule rule;
+  MOAT_TRY(read_rule_head(r, t, key, rule));
+  const auto* access = t.get("access");
+  if (access == nullptr) return r.error_at(t.source(), key + ".access", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.access, r.one_of(*access, key + ".access", {"read", "write", "exec"}));
+  const auto* paths = t.get("paths");
+  if (paths == nullptr) return r.error_at(t.source(), key + ".paths", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.paths, r.strings(*paths, key + ".paths"));
+  if (const auto* n = t.get("unless")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
+    MOAT_TRY(r.check_keys(*u, "path.unless", key + ".unless"));
+    if (const auto* m = u->get("paths")) {
+      MOAT_ASSIGN_OR_RETURN(rule.unless.paths, r.strings(*m, key + ".unless.paths"));
+    }
+  }
+  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  return rule;
+}
+
+Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(t, "network", key));
+  NetworkRule rule;
+  MOAT_TRY(read_rule_head(r, t, key, rule));
+  // Nothing filters connections yet, so an allow would be a promise nobody keeps.
+  if (rule.decision == Verdict::kAllow)
+    return r.error_at(t.get("decision")->source(), key + ".decision",
+                      "network allow rules are not supported yet (the filtering proxy does not "
+                      "exist); accepted: \"ask\", \"deny\"");
+  const auto* domains = t.get("domains");
+  if (domains == nullptr) return r.error_at(t.source(), key + ".domains", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.domains, r.strings(*domains, key + ".domains"));
+  if (const auto* n = t.get("ports")) {
+    const auto* a = n->as_array();
+    if (a == nullptr) return r.error_at(n->source(), key + ".ports", "expected an array of integers");
+    for (const auto& e : *a) {
+      MOAT_ASSIGN_OR_RETURN(std::int64_t port, r.integer(e, key + ".ports", 1, 65535));
+      rule.ports.push_back(port);
+    }
+  }
+  return rule;
+}
+
+Result<ToolRule> read_tool(Reader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(t, "tool", key));
+  ToolRule rule;
+  MOAT_TRY(read_rule_head(r, t, key, rule));
+  const auto* tool = t.get("tool");
+  if (tool == nullptr) return r.error_at(t.source(), key + ".tool", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(rule.tool, r.strings(*tool, key + ".tool"));
+  if (const auto* n = t.get("unless")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
+    MOAT_TRY(r.check_keys(*u, "tool.unless", key + ".unless"));
+    if (const auto* m = u->get("tool")) {
+      MOAT_ASSIGN_OR_RETURN(rule.unless.tool, r.strings(*m, key + ".unless.tool"));
+    }
+    if (const auto* m = u->get("server")) {
+      MOAT_ASSIGN_OR_RETURN(rule.unless.server, r.strings(*m, key + ".unless.server"));
+    }
+  }
+  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  return rule;
+}
+
+// Reads every table of an array of tables ([[command]] etc.) with `read`.
+template <typename Rule, typename Fn>
+Result<void> read_rules(Reader& r, const toml::node& n, const std::string& name,
+                        std::vector<Rule>& out, Fn read) {
+  const auto* a = n.as_array();
+  if (a == nullptr) return r.error_at(n.source(), name, "expected an array of tables ([[" + name + "]])");
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const std::string key = name + "[" + std::to_string(i) + "]";
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table((*a)[i], key));
+    MOAT_ASSIGN_OR_RETURN(Rule rule, read(r, *t, key));
+    out.push_back(std::move(rule));
+  }
+  return {};
+}
+
+Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
+  MOAT_TRY(r.check_keys(top, "top", ""));
+  PolicyFile p;
+  p.file = r.options().file;
+  const auto* schema = top.get("schema");
+  if (schema == nullptr) return r.error_at(top.source(), "schema", "required key is missing; accepted: 1");
+  MOAT_ASSIGN_OR_RETURN(p.schema, r.integer(*schema, "schema", 1, 1));
+  if (const auto* n = top.get("defaults")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "defaults"));
+    MOAT_TRY(read_defaults(r, *t, p.defaults));
+    p.defaults_pos = SourcePos{p.file, static_cast<int>(n->source().begin.line),
+                               static_cast<int>(n->source().begin.column)};
+  }
+  if (const auto* n = top.get("resources")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "resources"));
+    MOAT_TRY(read_resources(r, *t, p.resources));
+  }
+  if (const auto* n = top.get("layer")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "layer"));
+    MOAT_TRY(r.check_keys(*t, "layer", "layer"));
+    if (const auto* m = t->get("name")) {
+      MOAT_ASSIGN_OR_RETURN(p.layer.name, r.string(*m, "layer.name"));
+    }
+    if (const auto* m = t->get("revision")) {
+      MOAT_ASSIGN_OR_RETURN(p.layer.revision, r.string(*m, "layer.revision"));
+    }
+  }
+  if (const auto* n = top.get("constraints")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "constraints"));
+    p.constraints.emplace();
+    MOAT_TRY(read_constraints(r, *t, *p.constraints));
+  }
+  if (const auto* n = top.get("command")) MOAT_TRY(read_rules(r, *n, "command", p.command, read_command));
+  if (const auto* n = top.get("path")) MOAT_TRY(read_rules(r, *n, "path", p.path, read_path));
+  if (const auto* n = top.get("network")) MOAT_TRY(read_rules(r, *n, "network", p.network, read_network));
+  if (const auto* n = top.get("tool")) MOAT_TRY(read_rules(r, *n, "tool", p.tool, read_tool));
+  return p;
+}
+
+// Ids name rules in audit records, so two rules of one file may not share one.
+Result<void> check_unique_ids(const PolicyFile& p) {
+  std::set<std::string> seen;
+  auto check = [&](const std::string& id, const SourcePos& pos) -> Result<void> {
+    if (seen.insert(id).second) return {};
+    return fail(pos.file + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) +
+                ": id: \"" + id + "\" is used by an earlier rule; ids must be unique");
+  };
+  for (const auto& r : p.command) MOAT_TRY(check(r.id, r.pos));
+  for (const auto& r : p.path) MOAT_TRY(check(r.id, r.pos));
+  for (const auto& r : p.network) MOAT_TRY(check(r.id, r.pos));
+  for (const auto& r : p.tool) MOAT_TRY(check(r.id, r.pos));
+  return {};
+}
+
+// Splits "1h30m" into (number, unit) pairs and sums them with `unit_value`.
+template <typename UnitFn>
+Result<std::int64_t> sum_units(std::string_view text, UnitFn unit_value) {
+  if (text.empty()) return fail("empty quantity");
+  std::int64_t total = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::int64_t number = 0;
+    std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (number > (std::int64_t{1} << 40)) return fail("quantity too large");
+      number = number * 10 + (text[i++] - '0');
+    }
+    if (i == start) return fail("expected a number");
+    std::size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    auto unit = unit_value(text.substr(unit_start, i - unit_start));
+    if (!unit) return fail("unknown unit");
+    if (*unit != 0 && number > (std::int64_t{1} << 62) / *unit) return fail("quantity too large");
+    total += number * *unit;
+    if (total > (std::int64_t{1} << 62)) return fail("quantity too large");
+  }
+  if (total <= 0) return fail("quantity must be positive");
+  return total;
+}
+
+}  // namespace
+
+Result<std::int64_t> parse_duration_seconds(std::string_view text) {
+  return sum_units(text, [](std::string_view u) -> std::optional<std::int64_t> {
+    if (u.empty() || u == "s") return 1;
+    if (u == "m") return 60;
+    if (u == "h") return 3600;
+    if (u == "d") return 86400;
+    return std::nullopt;
+  });
+}
+
+Result<std::int64_t> parse_size_bytes(std::string_view text) {
+  return sum_units(text, [](std::string_view u) -> std::optional<std::int64_t> {
+    if (u.empty() || u == "B") return 1;
+    if (u == "KiB" || u == "K") return std::int64_t{1} << 10;
+    if (u == "MiB" || u == "M") return std::int64_t{1} << 20;
+    if (u == "GiB" || u == "G") return std::int64_t{1} << 30;
+    if (u == "TiB" || u == "T") return std::int64_t{1} << 40;
+    if (u == "KB") return 1000;
+    if (u == "MB") return 1000 * 1000;
+    if (u == "GB") return std::int64_t{1000} * 1000 * 1000;
+    return std::nullopt;
+  });
+}
+
+const std::vector<std::string>& known_keys(std::string_view table) {
+  static const std::vector<std::string> none;
+  auto it = key_table().find(table);
+  return it == key_table().end() ? none : it->second;
+}
+
+Result<PolicyFile> parse_policy_text(std::string_view text, const ParseOptions& options,
+                                     std::vector<std::string>* notices) {
+  if (text.size() > kMaxPolicyFileBytes)
+    return fail(options.file + ":1:1: file is larger than " +
+                std::to_string(kMaxPolicyFileBytes) + " bytes");
+  Reader reader(options, notices);
+  toml::table top;
+  try {
+    top = toml::parse(text, options.file);
+  } catch (const toml::parse_error& e) {
+    return reader.error_at(e.source(), "syntax", std::string(e.description()));
+  } catch (const std::exception& e) {
+    // toml++ may also throw std::bad_alloc etc.; none may leave this file.
+    return fail(options.file + ":1:1: syntax: " + e.what());
+  }
+  MOAT_ASSIGN_OR_RETURN(PolicyFile p, read_top(reader, top));
+  MOAT_TRY(check_unique_ids(p));
+  return p;
+}
+
+}  // namespace moat::policy

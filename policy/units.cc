@@ -1,0 +1,551 @@
+// policy/units.cc: parse -> units. The wrapper table lives here: each entry is the option
+// spec of one exec wrapper, so `timeout -s KILL 5 rm -rf x` yields the units
+// [timeout -s KILL 5] (rules only) and [rm -rf x] (POLICY.md bypass class 5).
+#include "policy/units.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "policy/paths.h"
+
+namespace moat::policy {
+namespace {
+
+enum class WrapKind {
+  kPrefix,   // options, then fixed operands, then the command
+  kEnv,      // like kPrefix, plus NAME=VALUE operands and -S "split string"
+  kBusybox,  // the next word is the applet
+  kShell,    // sh -c SCRIPT: the script is parsed; without -c it is a plain command
+  kFind,     // find ... -exec CMD ... ; (or +)
+  kXargs,    // like kPrefix; the command also gets words from stdin
+};
+
+struct WrapperSpec {
+  std::string_view name;
+  WrapKind kind;
+  std::string_view value_short;                // short options that take a value
+  std::vector<std::string_view> value_long;    // long options that take a value (no "=")
+  int fixed_operands = 0;                      // operands before the command (timeout's duration)
+  std::string_view lookup_flags;               // short flags that mean "do not run" (command -v)
+};
+
+// Option specs from each tool's man page (coreutils 9, util-linux 2.38, findutils 4.9,
+// sudo 1.9, bash 5.2). Only options that take a value matter: they decide where the inner
+// command starts.
+const std::vector<WrapperSpec>& wrappers() {
+  static const std::vector<WrapperSpec> table = {
+      {"env", WrapKind::kEnv, "uCS", {"--unset", "--chdir", "--split-string", "--block-signal", "--default-signal", "--ignore-signal"}, 0, ""},
+      {"timeout", WrapKind::kPrefix, "sk", {"--signal", "--kill-after"}, 1, ""},
+      {"nice", WrapKind::kPrefix, "n", {"--adjustment"}, 0, ""},
+      {"ionice", WrapKind::kPrefix, "cnpPu", {"--class", "--classdata", "--pid", "--pgid", "--uid"}, 0, "pPu"},
+      {"nohup", WrapKind::kPrefix, "", {}, 0, ""},
+      {"stdbuf", WrapKind::kPrefix, "ioe", {"--input", "--output", "--error"}, 0, ""},
+      {"setsid", WrapKind::kPrefix, "", {}, 0, ""},
+      {"xargs", WrapKind::kXargs, "adEILnPs", {"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, 0, ""},
+      {"command", WrapKind::kPrefix, "", {}, 0, "vV"},
+      {"builtin", WrapKind::kPrefix, "", {}, 0, ""},
+      {"exec", WrapKind::kPrefix, "a", {}, 0, ""},
+      {"time", WrapKind::kPrefix, "fo", {"--format", "--output"}, 0, ""},
+      {"busybox", WrapKind::kBusybox, "", {}, 0, ""},
+      {"sudo", WrapKind::kPrefix, "CDghpRrTtUu", {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user"}, 0, "lvkK"},
+      {"doas", WrapKind::kPrefix, "uC", {}, 0, "L"},
+      {"chroot", WrapKind::kPrefix, "", {"--userspec", "--groups"}, 1, ""},
+      {"find", WrapKind::kFind, "", {}, 0, ""},
+      {"sh", WrapKind::kShell, "oO", {"--rcfile", "--init-file"}, 0, ""},
+      {"bash", WrapKind::kShell, "oO", {"--rcfile", "--init-file"}, 0, ""},
+      {"dash", WrapKind::kShell, "oO", {}, 0, ""},
+      {"zsh", WrapKind::kShell, "oO", {}, 0, ""},
+      {"ksh", WrapKind::kShell, "oO", {}, 0, ""},
+  };
+  return table;
+}
+
+const WrapperSpec* find_wrapper(std::string_view name) {
+  for (const auto& w : wrappers())
+    if (w.name == name) return &w;
+  return nullptr;
+}
+
+// Builtins whose argument is code run later or elsewhere: nothing static can judge them.
+bool runs_code_from_text(std::string_view name) {
+  return name == "eval" || name == "source" || name == "." || name == "alias" ||
+         name == "trap" || name == "enable" || name == "coproc";
+}
+
+std::string nfc(const std::string& s, bool& valid) {
+  valid = true;
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+    return s;
+  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+  if (out == nullptr) {
+    valid = false;
+    return s;
+  }
+  std::string r(reinterpret_cast<char*>(out));
+  std::free(out);
+  return r;
+}
+
+Arg to_arg(const Word& w) {
+  Arg a;
+  bool valid = true;
+  a.known = w.is_literal();
+  a.text = nfc(a.known ? w.literal() : w.literal(), valid);
+  a.prefix = nfc(w.literal_prefix(), valid);
+  a.may_split = w.may_split();
+  // Only pathname expansion unknown: keep a glob(3) pattern, quoted parts escaped.
+  bool glob_only = std::all_of(w.segs.begin(), w.segs.end(), [](const Segment& s) {
+    return s.kind == SegKind::kLiteral || s.kind == SegKind::kGlob;
+  });
+  if (!a.known && glob_only) {
+    for (const auto& s : w.segs) {
+      if (s.kind == SegKind::kGlob) {
+        a.glob += s.text;
+        continue;
+      }
+      for (char c : s.text) {
+        if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') a.glob += '\\';
+        a.glob += c;
+      }
+    }
+  }
+  // ~/rest and $HOME/rest: resolvable paths if the rest is literal.
+  if (!w.segs.empty() && ((w.segs[0].kind == SegKind::kTilde && w.segs[0].text.empty()) ||
+                          (w.segs[0].kind == SegKind::kVar && w.segs[0].text == "HOME"))) {
+    bool rest_literal = std::all_of(w.segs.begin() + 1, w.segs.end(), [](const Segment& s) {
+      return s.kind == SegKind::kLiteral;
+    });
+    if (rest_literal) {
+      std::string rest;
+      for (auto it = w.segs.begin() + 1; it != w.segs.end(); ++it) rest += it->text;
+      if (rest.empty() || rest[0] == '/') {
+        a.home = true;
+        a.text = nfc(rest, valid);
+        a.may_split = false;
+      }
+    }
+  }
+  return a;
+}
+
+Arg unknown_arg(const char* what) {
+  Arg a;
+  a.text = what;
+  a.known = false;
+  a.may_split = true;
+  return a;
+}
+
+bool is_flag_word(const Arg& a) {
+  return a.known && a.text.size() > 1 && a.text[0] == '-';
+}
+
+// Which operands a program writes, by its documented argument convention.
+std::vector<std::size_t> operand_writes(std::string_view prog, const CommandUnit& u) {
+  const auto& ops = u.operands;
+  std::vector<std::size_t> out;
+  auto has_flag = [&](std::string_view f) {
+    return std::find(u.flags.begin(), u.flags.end(), f) != u.flags.end();
+  };
+  if (prog == "tee" || prog == "rm" || prog == "rmdir" || prog == "touch" || prog == "mkdir" ||
+      prog == "truncate" || prog == "shred" || prog == "unlink" || prog == "mv") {
+    out = ops;  // mv removes its sources too
+  } else if (prog == "cp" || prog == "ln" || prog == "install") {
+    if (!ops.empty()) out.push_back(ops.back());
+  } else if (prog == "chmod" || prog == "chown" || prog == "chgrp") {
+    if (ops.size() > 1) out.assign(ops.begin() + 1, ops.end());
+  } else if (prog == "sed" || prog == "perl") {
+    if (has_flag("-i") || has_flag("--in-place")) {
+      bool script_in_flags = has_flag("-e") || has_flag("-f") || has_flag("--expression");
+      out.assign(ops.begin() + (script_in_flags || ops.empty() ? 0 : 1), ops.end());
+    }
+  } else if (prog == "dd") {
+    for (std::size_t i : ops)
+      if (u.argv[i].prefix.rfind("of=", 0) == 0) out.push_back(i);
+  }
+  return out;
+}
+
+void add_operand_writes(CommandUnit& u) {
+  if (u.argv.empty() || !u.argv[0].known) return;
+  std::string prog(base_name(u.argv[0].text));
+  for (std::size_t i : operand_writes(prog, u)) {
+    Arg target = u.argv[i];
+    if (prog == "dd") {  // of=FILE
+      target.text = target.text.substr(std::min<std::size_t>(3, target.text.size()));
+      target.prefix = target.prefix.substr(std::min<std::size_t>(3, target.prefix.size()));
+    }
+    for (const auto& cwd : u.cwds) u.writes.push_back({target, cwd, "operand of " + prog});
+  }
+}
+
+class Planner {
+ public:
+  Planner(const std::string& home, LinePlan& plan) : home_(home), plan_(plan) {}
+
+  void script(std::string_view text, int depth, const std::string& origin,
+              std::vector<std::string> cwds) {
+    ShellParse parsed = parse_shell(text, depth);
+    for (auto& p : parsed.problems) plan_.problems.push_back(std::move(p));
+    for (const auto& cmd : parsed.commands) {
+      CommandUnit u = from_simple(cmd, cwds);
+      if (!origin.empty() && u.origin.empty()) u.origin = origin;
+      track_cd(u, cwds);
+      expand(std::move(u), 0);
+    }
+  }
+
+ private:
+  CommandUnit from_simple(const SimpleCommand& cmd, const std::vector<std::string>& cwds) {
+    CommandUnit u;
+    u.depth = cmd.depth;
+    u.origin = cmd.origin;
+    u.cwds = cwds;
+    for (const auto& [name, value] : cmd.assignments) u.env.push_back(name);
+    for (const auto& w : cmd.words) u.argv.push_back(to_arg(w));
+    for (const auto& r : cmd.redirects) {
+      if (!r.writes()) continue;
+      for (const auto& cwd : cwds) u.writes.push_back({to_arg(r.target), cwd, "redirect " + r.op});
+    }
+    return u;
+  }
+
+  // `cd X` changes where later relative paths point. Subshells and pipelines may undo it,
+  // so the old directories stay candidates and each path is judged against all of them.
+  void track_cd(const CommandUnit& u, std::vector<std::string>& cwds) {
+    if (u.argv.empty() || !u.argv[0].known || (u.argv[0].text != "cd" && u.argv[0].text != "pushd"))
+      return;
+    const Arg* target = nullptr;
+    for (std::size_t i = 1; i < u.argv.size(); ++i)
+      if (!is_flag_word(u.argv[i])) {
+        target = &u.argv[i];
+        break;
+      }
+    std::vector<std::string> next = cwds;
+    for (const auto& cwd : cwds) {
+      std::string moved;
+      if (target == nullptr) moved = home_;
+      else if (target->home) moved = lexical_absolute("." + target->text, home_);
+      else if (target->known && target->text != "-" && !cwd.empty()) moved = canonical_path(target->text, cwd);
+      if (std::find(next.begin(), next.end(), moved) == next.end()) next.push_back(moved);
+    }
+    if (next.size() > 8) next = {cwds.front(), ""};
+    cwds = std::move(next);
+  }
+
+  void finish(CommandUnit u) {
+    normalise_flags(u);
+    add_operand_writes(u);
+    plan_.units.push_back(std::move(u));
+  }
+
+  // Splits off the wrapper's own argv [0, start) as a rules-only unit and continues with
+  // the inner command argv[start..].
+  void split(CommandUnit u, std::size_t start, const WrapperSpec& spec, int level,
+             std::vector<std::string> extra_env = {}, bool stdin_args = false) {
+    CommandUnit inner;
+    inner.argv.assign(u.argv.begin() + static_cast<std::ptrdiff_t>(start), u.argv.end());
+    if (stdin_args) inner.argv.push_back(unknown_arg("<stdin words>"));
+    inner.env = u.env;
+    inner.env.insert(inner.env.end(), extra_env.begin(), extra_env.end());
+    inner.cwds = u.cwds;
+    inner.depth = u.depth;
+    inner.origin = u.origin;
+    inner.wrapper = std::string(spec.name);
+    u.argv.resize(start);
+    u.rules_only = true;
+    finish(std::move(u));
+    expand(std::move(inner), level + 1);
+  }
+
+  void expand(CommandUnit u, int level) {
+    if (u.argv.empty()) return finish(std::move(u));
+    const Arg& a0 = u.argv[0];
+    if (!a0.known) {
+      u.problems.push_back("the program name is an expansion (" + a0.text + ")");
+      return finish(std::move(u));
+    }
+    if (level > 8) {
+      u.problems.push_back("wrappers nested too deeply");
+      return finish(std::move(u));
+    }
+    std::string_view name = base_name(a0.text);
+    if (runs_code_from_text(name)) {
+      u.problems.push_back("'" + std::string(name) + "' runs code from text");
+      return finish(std::move(u));
+    }
+    const WrapperSpec* spec = find_wrapper(name);
+    if (spec == nullptr) return finish(std::move(u));
+    switch (spec->kind) {
+      case WrapKind::kFind: return expand_find(std::move(u), level);
+      case WrapKind::kShell: return expand_shell(std::move(u), *spec, level);
+      case WrapKind::kBusybox:
+        if (u.argv.size() > 1 && u.argv[1].known && u.argv[1].text[0] != '-')
+          return split(std::move(u), 1, *spec, level);
+        return finish(std::move(u));
+      default: return expand_prefix(std::move(u), *spec, level);
+    }
+  }
+
+  // Walks the wrapper's options by its spec. Returns the index of the first operand, or
+  // npos (with a problem recorded) when an expansion hides where the options end.
+  std::size_t skip_options(CommandUnit& u, const WrapperSpec& spec, bool& lookup_only,
+                           std::string* split_string) {
+    std::size_t i = 1;
+    while (i < u.argv.size()) {
+      const Arg& a = u.argv[i];
+      if (!a.known) {
+        if (a.may_be_flag()) {
+          u.problems.push_back("an expansion among " + std::string(spec.name) + "'s options");
+          return std::string::npos;
+        }
+        return i;
+      }
+      if (a.text == "--") return i + 1;
+      if (a.text.size() < 2 || a.text[0] != '-') return i;
+      if (a.text[1] == '-') {
+        std::string opt = a.text.substr(0, a.text.find('='));
+        bool takes = std::find(spec.value_long.begin(), spec.value_long.end(), opt) != spec.value_long.end();
+        if (opt == "--split-string" && split_string != nullptr) {
+          *split_string = a.text.find('=') != std::string::npos ? a.text.substr(a.text.find('=') + 1)
+                          : i + 1 < u.argv.size() ? u.argv[i + 1].text : "";
+        }
+        i += (takes && a.text.find('=') == std::string::npos) ? 2 : 1;
+        continue;
+      }
+      std::size_t next = i + 1;
+      for (std::size_t k = 1; k < a.text.size(); ++k) {
+        char c = a.text[k];
+        if (spec.lookup_flags.find(c) != std::string_view::npos) lookup_only = true;
+        if (spec.value_short.find(c) != std::string_view::npos) {
+          std::string value = k + 1 < a.text.size() ? a.text.substr(k + 1)
+                              : i + 1 < u.argv.size() ? u.argv[i + 1].text : "";
+          if (c == 'S' && split_string != nullptr) *split_string = value;
+          if (k + 1 == a.text.size()) next = i + 2;
+          break;
+        }
+      }
+      i = next;
+    }
+    return i;
+  }
+
+  void expand_prefix(CommandUnit u, const WrapperSpec& spec, int level) {
+    bool lookup_only = false;
+    std::string split_string;
+    std::size_t i = skip_options(u, spec, lookup_only, spec.kind == WrapKind::kEnv ? &split_string : nullptr);
+    if (i == std::string::npos || lookup_only) return finish(std::move(u));
+    i += static_cast<std::size_t>(spec.fixed_operands);
+    std::vector<std::string> env;
+    if (spec.kind == WrapKind::kEnv) {
+      for (; i < u.argv.size() && u.argv[i].known && u.argv[i].text.find('=') != std::string::npos &&
+             u.argv[i].text[0] != '=';
+           ++i)
+        env.push_back(u.argv[i].text.substr(0, u.argv[i].text.find('=')));
+      if (i < u.argv.size() && !u.argv[i].known && u.argv[i].prefix.find('=') == std::string::npos) {
+        u.problems.push_back("env: an expansion where the command or NAME=VALUE should be");
+        return finish(std::move(u));
+      }
+      if (!split_string.empty()) return expand_split_string(std::move(u), i, split_string, env, level);
+    }
+    if (i >= u.argv.size()) return finish(std::move(u));  // no inner command: judge it as is
+    split(std::move(u), i, spec, level, env, spec.kind == WrapKind::kXargs);
+  }
+
+  // env -S 'rm -rf x' splits its argument into words, which become the command.
+  void expand_split_string(CommandUnit u, std::size_t i, const std::string& text,
+                           const std::vector<std::string>& env, int level) {
+    ShellParse words = parse_shell(text, u.depth + 1);
+    if (!words.problems.empty() || words.commands.size() != 1 ||
+        !words.commands[0].redirects.empty()) {
+      u.problems.push_back("env -S: the split string is not a plain word list");
+      return finish(std::move(u));
+    }
+    CommandUnit inner;
+    for (const auto& w : words.commands[0].words) inner.argv.push_back(to_arg(w));
+    inner.argv.insert(inner.argv.end(), u.argv.begin() + static_cast<std::ptrdiff_t>(i), u.argv.end());
+    inner.env = u.env;
+    for (const auto& [n, v] : words.commands[0].assignments) inner.env.push_back(n);
+    inner.env.insert(inner.env.end(), env.begin(), env.end());
+    inner.cwds = u.cwds;
+    inner.depth = u.depth;
+    inner.origin = u.origin;
+    inner.wrapper = "env -S";
+    u.rules_only = true;
+    u.argv.resize(std::min(i, u.argv.size()));
+    finish(std::move(u));
+    expand(std::move(inner), level + 1);
+  }
+
+  void expand_find(CommandUnit u, int level) {
+    std::vector<CommandUnit> inners;
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      const Arg& a = u.argv[i];
+      if (!a.known || (a.text != "-exec" && a.text != "-execdir" && a.text != "-ok" && a.text != "-okdir"))
+        continue;
+      CommandUnit inner;
+      std::size_t k = i + 1;
+      for (; k < u.argv.size(); ++k) {
+        const Arg& w = u.argv[k];
+        if (w.known && (w.text == ";" || w.text == "+")) break;
+        if (w.known && w.text.find("{}") != std::string::npos) {
+          Arg path = w;  // a found path: not a flag, value unknown
+          path.known = false;
+          path.prefix = w.text.substr(0, w.text.find("{}"));
+          if (path.prefix.empty()) path.prefix = "./";
+          inner.argv.push_back(path);
+        } else {
+          inner.argv.push_back(w);
+        }
+      }
+      if (k >= u.argv.size()) u.problems.push_back("find " + a.text + " without a terminating ';' or '+'");
+      inner.env = u.env;
+      inner.cwds = u.cwds;
+      inner.depth = u.depth;
+      inner.origin = u.origin;
+      inner.wrapper = "find " + a.text;
+      if (!inner.argv.empty()) inners.push_back(std::move(inner));
+      i = k;
+    }
+    finish(std::move(u));  // find itself is judged as a command (-delete, -fprint write)
+    for (auto& inner : inners) expand(std::move(inner), level + 1);
+  }
+
+  // sh [options] -c SCRIPT [name args...]: the script is parsed one level deeper.
+  void expand_shell(CommandUnit u, const WrapperSpec& spec, int level) {
+    bool has_c = false;
+    std::size_t i = 1;
+    for (; i < u.argv.size(); ++i) {
+      const Arg& a = u.argv[i];
+      if (!a.known) break;
+      if (a.text == "--" || a.text == "-") {
+        ++i;
+        break;
+      }
+      if (a.text.size() < 2 || (a.text[0] != '-' && a.text[0] != '+')) break;
+      if (a.text[1] == '-') {
+        if (std::find(spec.value_long.begin(), spec.value_long.end(), a.text) != spec.value_long.end()) ++i;
+        continue;
+      }
+      bool value = false;
+      for (std::size_t k = 1; k < a.text.size(); ++k) {
+        if (a.text[k] == 'c' && a.text[0] == '-') has_c = true;
+        if (spec.value_short.find(a.text[k]) != std::string_view::npos) value = true;
+      }
+      if (value) ++i;
+    }
+    if (!has_c) return finish(std::move(u));  // runs a script file or stdin: a plain command
+    if (i >= u.argv.size()) {
+      u.problems.push_back(std::string(spec.name) + " -c without a script");
+      return finish(std::move(u));
+    }
+    if (!u.argv[i].known) {
+      u.problems.push_back(std::string(spec.name) + " -c with a script that is an expansion");
+      return finish(std::move(u));
+    }
+    std::string text = u.argv[i].text;
+    int depth = u.depth + 1;
+    std::vector<std::string> cwds = u.cwds;
+    std::string origin = std::string(spec.name) + " -c";
+    u.argv.resize(i);
+    u.rules_only = true;
+    finish(std::move(u));
+    if (depth > kMaxShellDepth) {
+      plan_.problems.push_back("sh -c nested too deeply");
+      return;
+    }
+    (void)level;
+    script(text, depth, origin, cwds);
+  }
+
+  const std::string& home_;
+  LinePlan& plan_;
+};
+
+}  // namespace
+
+std::string CommandUnit::argv_text() const {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = a.known && !a.text.empty() &&
+                 a.text.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}~#") == std::string::npos;
+    if (plain || !a.known) {
+      out += a.home ? "~" + a.text : a.text;
+    } else {
+      out += '\'';
+      for (char c : a.text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return out;
+}
+
+void normalise_flags(CommandUnit& u) {
+  u.flags.clear();
+  u.operands.clear();
+  u.flags_unknown = false;
+  bool after_dashdash = false;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const Arg& a = u.argv[i];
+    if (after_dashdash) {
+      u.operands.push_back(i);
+      continue;
+    }
+    if (!a.known) {
+      if (a.prefix.size() > 2 && a.prefix.rfind("--", 0) == 0) {
+        u.flags.push_back(a.prefix.substr(0, a.prefix.find('=')));
+        if (a.prefix.find('=') == std::string::npos) u.flags_unknown = true;
+      } else if (a.may_be_flag()) {
+        u.flags_unknown = true;
+        u.operands.push_back(i);  // it may as well be an operand
+      } else {
+        u.operands.push_back(i);
+      }
+      continue;
+    }
+    const std::string& t = a.text;
+    if (t == "--") {
+      after_dashdash = true;
+      continue;
+    }
+    if (t.size() < 2 || t[0] != '-') {
+      u.operands.push_back(i);
+      continue;
+    }
+    if (t[1] == '-') {
+      u.flags.push_back(t.substr(0, t.find('=')));
+      continue;
+    }
+    u.flags.push_back(t);  // as written: single-dash long options (find -exec, -delete)
+    for (std::size_t k = 1; k < t.size(); ++k) {
+      unsigned char c = static_cast<unsigned char>(t[k]);
+      if (!std::isalnum(c)) break;  // -i.bak, -n5: the rest is a value
+      u.flags.push_back(std::string("-") + t[k]);
+    }
+  }
+}
+
+LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home) {
+  LinePlan plan;
+  Planner planner(home, plan);
+  planner.script(line, 0, "", {cwd});
+  for (auto& u : plan.units) {
+    if (u.argv.empty() || !u.argv[0].known) continue;
+    const std::string& a0 = u.argv[0].text;
+    bool valid = true;
+    (void)nfc(a0, valid);
+    if (!valid) u.problems.push_back("the program name is not valid UTF-8");
+    if (std::any_of(a0.begin(), a0.end(), [](char c) {
+          unsigned char b = static_cast<unsigned char>(c);
+          return b >= 0x80 || b < 0x20 || b == 0x7f;
+        }))
+      u.problems.push_back("the program name has non-ASCII or control characters");
+  }
+  return plan;
+}
+
+}  // namespace moat::policy

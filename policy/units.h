@@ -1,0 +1,60 @@
+// policy/units.h: a shell line to the command units the matcher judges: parsed, wrappers
+// unwrapped by option spec, sh -c scripts parsed recursively, flags normalised, and write
+// targets (redirections, write operands) collected.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/shell_parse.h"
+
+namespace moat::policy {
+
+// One argv word with what is known about it before the shell runs.
+struct Arg {
+  std::string text;        // the value (NFC), or the word as written when not known
+  bool known = true;       // the value is exactly `text`
+  bool may_split = false;  // an unquoted expansion: may become several words, or none
+  std::string prefix;      // the known leading part ("--out=" of --out=$X)
+  bool home = false;       // ~/rest or $HOME/rest with a known rest: `text` is the rest
+  std::string glob;        // unknown only through pathname expansion: the glob(3) pattern
+  bool may_be_flag() const { return !known && (prefix.empty() || prefix[0] == '-'); }
+};
+
+// A path the unit writes, resolved against one of the possible working directories.
+struct WriteTarget {
+  Arg path;
+  std::string cwd;     // "" when the working directory is not known (after `cd $X`)
+  std::string via;     // "redirect >" or "operand of tee"
+};
+
+struct CommandUnit {
+  std::vector<Arg> argv;              // may be empty for a redirection-only command
+  std::vector<std::string> env;       // variable names set for this command
+  std::vector<std::string> flags;     // normalised: "-r" "-f" from -rf, "--opt" from --opt=v, raw words
+  bool flags_unknown = false;         // an expansion could add any flag
+  std::vector<std::size_t> operands;  // indexes into argv of the non-flag words
+  std::vector<WriteTarget> writes;
+  std::vector<std::string> cwds;      // possible working directories; "" = unknown
+  int depth = 0;
+  std::string origin;                 // "" | "$()" | "``" | "<()" | "sh -c" | "find -exec" ...
+  std::string wrapper;                // the wrapper this unit was unwrapped from
+  bool rules_only = false;            // a wrapper's own argv: judged only by rules that match it
+  std::vector<std::string> problems;  // why it cannot be judged statically
+
+  std::string argv_text() const;      // for explain and audit records
+};
+
+struct LinePlan {
+  std::vector<CommandUnit> units;
+  std::vector<std::string> problems;  // line-level: syntax, limits, control characters
+};
+
+// `home` expands ~ and $HOME in write targets and script paths.
+LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home);
+
+// Normalises flags and finds operands of argv[1..]; used for units and for tests.
+void normalise_flags(CommandUnit& unit);
+
+}  // namespace moat::policy
