@@ -9,6 +9,9 @@
 #include "base/log.h"
 #include "tools/bash.h"
 #include "tools/edit.h"
+#include "tools/find.h"
+#include "tools/grep.h"
+#include "tools/ls.h"
 #include "tools/read.h"
 #include "tools/resolve.h"
 #include "tools/schema.h"
@@ -26,12 +29,17 @@ struct FileTool {
   const char* default_path;  // when `path` is optional; nullptr when it is required
   bool must_exist;           // false: the operation creates it (write)
   SandboxOp op;
+  // Programs that replace the built-in back end when the sandbox has one of them.
+  std::vector<std::string> external;
 };
 
-const FileTool kFileTools[] = {
-    {"read", PathAccess::kRead, nullptr, true, &read_in_sandbox},
-    {"edit", PathAccess::kWrite, nullptr, true, &edit_in_sandbox},
-    {"write", PathAccess::kWrite, nullptr, false, &write_in_sandbox},
+const std::vector<FileTool> kFileTools = {
+    {"read", PathAccess::kRead, nullptr, true, &read_in_sandbox, {}},
+    {"edit", PathAccess::kWrite, nullptr, true, &edit_in_sandbox, {}},
+    {"write", PathAccess::kWrite, nullptr, false, &write_in_sandbox, {}},
+    {"grep", PathAccess::kRead, ".", true, &grep_in_sandbox, {"rg"}},
+    {"find", PathAccess::kRead, ".", true, &find_in_sandbox, {"fdfind", "fd"}},
+    {"ls", PathAccess::kRead, ".", true, &ls_in_sandbox, {}},
 };
 
 const FileTool* find_file_tool(std::string_view name) {
@@ -74,7 +82,8 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
   } leave{ctx};
   const std::string path = args.contains("path") ? args["path"].get<std::string>()
                                                  : std::string(tool.default_path);
-  auto resolved = call_worker(ctx, {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}});
+  nlohmann::json which = ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
+  auto resolved = call_worker(ctx, {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}, {"which", which}});
   if (!resolved) return ToolResult::error("could not resolve " + path + ": " + resolved.error().message());
   if (resolved->contains("error"))
     return ToolResult::error("could not resolve " + path + ": " + (*resolved)["error"].get<std::string>());
@@ -86,7 +95,17 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
       return ToolResult::error("refused by policy: " + *refusal);
   }
   if (spec.mutates) queue.acquire(*ctx.mutation_ticket, canonical);
-  auto response = call_worker(ctx, {{"op", tool.name}, {"path", canonical}, {"args", args}});
+  nlohmann::json op_args = args;
+  const std::string program = resolved->value("program", "");
+  if (!program.empty() && spec.name == "grep")
+    return grep_with_rg(program, canonical, (*resolved)["isDir"].get<bool>(), args, ctx);
+  if (!program.empty() && spec.name == "find") {
+    if (!(*resolved)["isDir"].get<bool>()) return ToolResult::error(canonical + " is not a directory");
+    auto listed = list_with_fd(program, canonical, ctx);
+    if (!listed) return ToolResult::error("find failed: " + listed.error().message());
+    op_args["_listed"] = *listed;
+  }
+  auto response = call_worker(ctx, {{"op", tool.name}, {"path", canonical}, {"args", op_args}});
   if (ctx.mutation_ticket) ctx.mutation_ticket->release();  // before the JSON work below
   if (!response) return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + response.error().message());
   if (response->contains("error"))
@@ -101,16 +120,30 @@ ToolResult execute_validated(const ToolSpec& spec, const nlohmann::json& args, C
   return ToolResult::error("tool " + spec.name + " has no implementation in this build");
 }
 
+// The first of `names` that is an executable file in the sandbox's usual binary dirs.
+std::string find_program(const nlohmann::json& names) {
+  static const char* const kDirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+  for (const auto& n : names)
+    for (const char* dir : kDirs) {
+      const std::string path = std::string(dir) + "/" + n.get<std::string>();
+      if (::access(path.c_str(), X_OK) == 0) return path;
+    }
+  return "";
+}
+
 std::string resolve_in_sandbox(const nlohmann::json& req) {
   auto r = resolve_in_root(req.value("path", ""), req.value("cwd", "/"));
   if (!r) return dump({{"error", r.error().message()}});
-  return dump({{"path", r->path}, {"exists", r->exists}, {"isDir", r->is_dir}});
+  return dump({{"path", r->path},
+               {"exists", r->exists},
+               {"isDir", r->is_dir},
+               {"program", find_program(req.value("which", nlohmann::json::array()))}});
 }
 
 }  // namespace
 
 const std::vector<ToolSpec>& all_tools() {
-  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec(), edit_spec(), write_spec()};
+  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec(), edit_spec(), write_spec(), grep_spec(), find_spec(), ls_spec()};
   return kTools;
 }
 

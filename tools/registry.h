@@ -42,6 +42,9 @@ struct CallContext {
   // thread that reads the calls, before starting execute() in its own thread; when empty,
   // execute() takes one on entry.
   std::shared_ptr<MutationQueue::Ticket> mutation_ticket;
+  // grep/find use rg/fdfind when the sandbox has them; false forces the built-in back ends
+  // (their output is identical; tests run both).
+  bool use_external_search = true;
 };
 
 // For a mutating tool (spec.mutates), takes the call's place in the mutation queue now, so

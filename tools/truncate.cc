@@ -153,6 +153,14 @@ std::string format_size(std::size_t bytes) {
   return buf;
 }
 
+std::string append_notices(std::string text, const std::vector<std::string>& notices) {
+  if (notices.empty()) return text;
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  text += "\n\n[";
+  for (std::size_t i = 0; i < notices.size(); ++i) text += (i ? ". " : "") + notices[i];
+  return text + "]";
+}
+
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());

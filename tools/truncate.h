@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace moat::tools {
 
@@ -47,6 +48,10 @@ std::string format_size(std::size_t bytes);
 
 // Replaces every invalid UTF-8 sequence with U+FFFD, so a result always serialises as JSON.
 std::string sanitize_utf8(std::string_view s);
+
+// Appends "\n\n[notice. notice]" (a trailing newline of text is dropped first); text is
+// returned unchanged when there are no notices.
+std::string append_notices(std::string text, const std::vector<std::string>& notices);
 
 // Counts lines the way the tools number them: "a\nb" and "a\nb\n" both have 2 lines.
 std::size_t count_lines(std::string_view text);

@@ -1,0 +1,75 @@
+// tools/ls.cc: `ls`.
+#include "tools/ls.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "tools/gitignore.h"
+#include "tools/resolve.h"
+#include "tools/truncate.h"
+
+namespace moat::tools {
+
+ToolSpec ls_spec() {
+  ToolSpec s;
+  s.name = "ls";
+  s.description =
+      "List a directory's entries, sorted alphabetically, including dotfiles; entries ignored by "
+      ".gitignore are left out and directories end with '/'. Returns at most " +
+      std::to_string(kLsDefaultLimit) + " entries by default (set limit for more) and at most " +
+      format_size(kMaxBytes) + " of output.";
+  s.parameters = {
+      {"type", "object"},
+      {"properties",
+       {{"path", {{"type", "string"}, {"description", "Directory to list (default: the workspace)"}}},
+        {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "Maximum number of entries (default " + std::to_string(kLsDefaultLimit) + ")"}}}}},
+      {"additionalProperties", false}};
+  return s;
+}
+
+ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
+  auto fd = open_canonical(canonical, O_RDONLY | O_DIRECTORY);
+  if (!fd) {
+    if (fd.error().code == ENOTDIR) return ToolResult::error(canonical + " is not a directory; use read for files");
+    return ToolResult::error("cannot list " + canonical + ": " + fd.error().message());
+  }
+  DIR* d = ::fdopendir(fd->release());
+  if (d == nullptr) return ToolResult::error("cannot list " + canonical + ": " + std::strerror(errno));
+  std::unique_ptr<DIR, int (*)(DIR*)> owner(d, &::closedir);
+  GitIgnore ignore;
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st{};
+    const bool is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    const std::string path = canonical == "/" ? "/" + name : canonical + "/" + name;
+    if (ignore.is_ignored(path, is_dir)) continue;
+    names.push_back(is_dir ? name + "/" : name);
+  }
+  if (names.empty()) return ToolResult::text("(empty directory)");
+  std::sort(names.begin(), names.end());
+  const std::size_t limit = args.value("limit", kLsDefaultLimit);
+  std::vector<std::string> notices;
+  if (names.size() > limit) {
+    names.resize(limit);
+    notices.push_back(std::to_string(limit) + " entries limit reached. Use limit=" +
+                      std::to_string(limit * 2) + " for more");
+  }
+  std::string listing;
+  for (const auto& n : names) listing += sanitize_utf8(n) + "\n";
+  Truncation t = truncate_head(listing, kMaxLines, kMaxBytes);
+  if (t.truncated) notices.push_back(format_size(kMaxBytes) + " limit reached");
+  std::string text = t.text;
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  ToolResult r = ToolResult::text(append_notices(std::move(text), notices));
+  r.details = {{"entries", names.size()}, {"truncated", t.truncated || !notices.empty()}};
+  return r;
+}
+
+}  // namespace moat::tools
