@@ -55,6 +55,10 @@ struct SessionConfig {
   // "landlock", "cgroup", ...). Anything not listed that cannot be applied refuses the session.
   std::set<std::string> allow_without;
   WorkerHandler handler = nullptr;     // used by run_handler()
+  // Tests only: every worker of the session leaves out this step ("caps", "seccomp", ...; see
+  // sandbox/worker.h), so a test can show its assertion fails without the step. moatd never
+  // sets it.
+  std::string test_skip_step;
 };
 
 struct ExecSpec {

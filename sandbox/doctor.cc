@@ -1,0 +1,101 @@
+// sandbox/doctor.cc: probing the machine's isolation layers (see doctor.h). Every namespace
+// probe forks a child that tries the unshare, so moatd itself never changes.
+#include "sandbox/doctor.h"
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/landlock.h"
+#include "sandbox/ns_user.h"
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+nlohmann::json verdict(bool ok, const std::string& reason) {
+  return {{"ok", ok}, {"reason", reason}};
+}
+
+// Returns 0 or the errno of unshare(flags) tried in a child (after a user namespace when
+// with_user is set, which is how the session creates everything).
+int try_unshare_in_child(int flags, bool with_user) {
+  pid_t pid = fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {
+    if (with_user && unshare(CLONE_NEWUSER) != 0) _exit(errno & 0xff);
+    _exit(unshare(flags) == 0 ? 0 : (errno & 0xff));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+}
+
+nlohmann::json probe_idmap() {
+  if (geteuid() != 0)
+    return verdict(true, "not needed: rootless sessions map the caller's own uid to 0");
+  auto userns = make_userns_fd(IdMap{0, 65534}, IdMap{0, 65534});
+  if (!userns) return verdict(false, userns.error().message());
+  auto tree = sys::clone_tree("/tmp", false);
+  if (!tree) return verdict(false, tree.error().message());
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<std::uint64_t>(userns->get());
+  if (mount_setattr(tree->get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+    return verdict(false, std::string("mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ") +
+                              std::strerror(errno));
+  return verdict(true, "idmapped mounts work on /tmp's filesystem");
+}
+
+nlohmann::json probe_cgroup(const char* path) {
+  if (access(path, W_OK) == 0) return verdict(true, std::string(path) + " is writable");
+  return verdict(false, std::string(path) + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+nlohmann::json doctor_report() {
+  nlohmann::json r;
+  r["running_as_root"] = geteuid() == 0;
+  int user = try_unshare_in_child(CLONE_NEWUSER, false);
+  r["user_ns"] = verdict(user == 0, user == 0 ? "unshare(CLONE_NEWUSER) works"
+                                              : std::string("unshare(CLONE_NEWUSER): ") +
+                                                    std::strerror(user));
+  const std::pair<int, const char*> kOthers[] = {
+      {CLONE_NEWNS, "mount_ns"}, {CLONE_NEWPID, "pid_ns"},   {CLONE_NEWNET, "net_ns"},
+      {CLONE_NEWIPC, "ipc_ns"},  {CLONE_NEWUTS, "uts_ns"},   {CLONE_NEWCGROUP, "cgroup_ns"}};
+  for (const auto& [flag, name] : kOthers) {
+    int err = try_unshare_in_child(flag, true);
+    r[name] = verdict(err == 0, err == 0 ? "works inside a user namespace"
+                                         : std::string("unshare: ") + std::strerror(err));
+  }
+  bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+  std::uint32_t action = SECCOMP_RET_KILL_PROCESS;
+  bool kill_process = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+  r["seccomp"] = verdict(seccomp && kill_process,
+                         seccomp ? (kill_process ? "filter mode with SECCOMP_RET_KILL_PROCESS"
+                                                 : "no SECCOMP_RET_KILL_PROCESS (kernel < 4.14)")
+                                 : std::string("prctl(PR_GET_SECCOMP): ") + std::strerror(errno));
+  int abi = landlock_abi();
+  r["landlock"] = verdict(abi > 0, abi > 0 ? "ABI " + std::to_string(abi) +
+                                                 (abi >= 6 ? " (with signal and abstract unix "
+                                                             "socket scoping)"
+                                                           : " (no scoping: needs ABI 6)")
+                                           : "landlock_create_ruleset: not available");
+  r["landlock"]["abi"] = abi;
+  r["cgroup_v1"] = probe_cgroup("/sys/fs/cgroup/pids");
+  r["cgroup_v2"] = probe_cgroup("/sys/fs/cgroup/unified/cgroup.procs");
+  r["idmap"] = probe_idmap();
+  return r;
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,30 @@
+// sandbox/ns_mount.h: the session's filesystem view: a fresh tmpfs root with read-only system
+// directories, the workspace read-write at its own path, private /tmp, new /proc, minimal /dev.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace moat::sandbox {
+
+// System directories bound read-only when the policy names none. Never /root or /home:
+// the host's secrets live there.
+const std::vector<std::string>& default_read_only_paths();
+
+struct MountPlan {
+  std::string workspace;               // host path, bound read-write at the same path
+  std::vector<std::string> read_only;  // host paths, bound read-only (missing ones skipped)
+  std::uint64_t tmp_size = 256ull << 20;
+  std::string hostname = "moat";
+  int workspace_tree = -1;  // a detached (idmapped) tree made by moatd, or -1: bind here
+};
+
+// Runs in the session init: pid 1 of the new pid namespace (so the new /proc shows only
+// the session), inside the new mount and user namespaces. Builds the view under a staging
+// tmpfs, pivot_roots into it and detaches the old root. Errors name the mount step.
+Result<void> build_view_in_init(const MountPlan& plan);
+
+}  // namespace moat::sandbox

@@ -1,0 +1,26 @@
+// sandbox/ns_net.cc: loopback in the session's network namespace (see ns_net.h).
+#include "sandbox/ns_net.h"
+
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/unique_fd.h"
+
+namespace moat::sandbox {
+
+Result<void> bring_up_loopback() {
+  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return fail(Error::from_errno("socket", errno, "AF_INET"));
+  ifreq req{};
+  std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0) return fail(Error::from_errno("SIOCGIFFLAGS", errno, "lo"));
+  req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
+  if (ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0) return fail(Error::from_errno("SIOCSIFFLAGS", errno, "lo"));
+  return {};
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,114 @@
+// sandbox/protect.cc: masking protected workspace paths (see protect.h).
+#include "sandbox/protect.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "base/unique_fd.h"
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+constexpr const char* kEmptyFile = "/run/moat/empty";
+constexpr std::size_t kMaxGlobEntries = 20000;  // a huge tree must not stall every call
+
+bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
+
+Result<std::uint64_t> mount_id(const std::string& path) {
+  struct statx st{};
+  if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &st) != 0)
+    return fail(Error::from_errno("statx", errno, path));
+  return static_cast<std::uint64_t>(st.stx_mnt_id);
+}
+
+// A mount point differs in mount id from its parent directory.
+bool is_mount_point(const std::string& path) {
+  auto self = mount_id(path);
+  auto parent = mount_id(path.substr(0, path.rfind('/')));
+  return self && parent && *self != *parent;
+}
+
+Result<void> bind_read_only(const std::string& source, const std::string& target) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree(source, true));
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+    return fail(Error::from_errno("mount_setattr", errno, target));
+  // No MOVE_MOUNT_T_SYMLINKS: a symlink target is covered itself, never followed.
+  if (move_mount(tree.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return fail(Error::from_errno("move_mount", errno, target));
+  return {};
+}
+
+Result<void> mask_one(const std::string& target) {
+  if (is_mount_point(target)) return {};  // masked by an earlier call
+  struct stat st;
+  if (::lstat(target.c_str(), &st) != 0) {
+    if (errno != ENOENT) return fail(Error::from_errno("lstat", errno, target));
+    if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail(Error::from_errno("mkdir", errno, target));
+    return bind_read_only(target, target);
+  }
+  if (S_ISLNK(st.st_mode)) return bind_read_only(kEmptyFile, target);
+  return bind_read_only(target, target);
+}
+
+void glob_targets(const std::string& workspace, const std::string& pattern,
+                  std::vector<std::string>& out) {
+  namespace fs = std::filesystem;
+  int flags = pattern.find("**") != std::string::npos ? 0 : FNM_PATHNAME;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(workspace, fs::directory_options::none, ec), end;
+  std::size_t seen = 0;
+  for (; !ec && it != end && seen < kMaxGlobEntries; it.increment(ec), ++seen) {
+    std::string rel = it->path().string().substr(workspace.size() + 1);
+    if (fnmatch(pattern.c_str(), rel.c_str(), flags) == 0) {
+      out.push_back(it->path().string());
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::string> mask_target(const std::string& workspace, const std::string& relative) {
+  std::string cur = workspace;
+  std::size_t pos = 0;
+  while (pos < relative.size()) {
+    std::size_t next = relative.find('/', pos);
+    if (next == std::string::npos) next = relative.size();
+    std::string comp = relative.substr(pos, next - pos);
+    pos = next + 1;
+    if (comp.empty() || comp == ".") continue;
+    if (comp == "..") return fail(Error::from_errno("protected path", EINVAL, relative));
+    cur += "/" + comp;
+    struct stat st;
+    if (::lstat(cur.c_str(), &st) != 0) return cur;   // first missing component
+    if (S_ISLNK(st.st_mode)) return cur;              // the link itself
+    if (!S_ISDIR(st.st_mode)) return cur;             // a file in the middle: cover it
+  }
+  return cur;
+}
+
+Result<void> mask_protected_paths(const std::string& workspace,
+                                  const std::vector<std::string>& patterns) {
+  for (const std::string& p : patterns) {
+    std::vector<std::string> targets;
+    if (is_glob(p)) {
+      glob_targets(workspace, p, targets);
+    } else {
+      MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
+      targets.push_back(std::move(t));
+    }
+    for (const auto& t : targets) MOAT_TRY(mask_one(t));
+  }
+  return {};
+}
+
+}  // namespace moat::sandbox

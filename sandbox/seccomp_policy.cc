@@ -1,0 +1,205 @@
+// sandbox/seccomp_policy.cc: the ordered seccomp decisions (see seccomp_policy.h).
+//
+// Shape of the filter, first match wins:
+//   1. any ABI but x86-64 (i386 via int 0x80, x32) -> kill the process: a second syscall
+//      table would need a second policy, and nothing we run needs one.
+//   2. argument-checked syscalls (clone, unshare, socket, socketpair, ioctl, personality).
+//   3. deny sets -> their errno (EPERM, or ENOSYS for the obsolete set and clone3).
+//   4. numbers below kFilterMaxSyscall that no set names -> ENOSYS.
+//   5. everything else (the allow sets) -> allow.
+// The default action is allow because libseccomp lets an unconditional rule override the
+// conditional ones of the same syscall: "allow ioctl except TIOCSTI" is only expressible as
+// a conditional deny over an allowing default. Step 4 keeps that default from admitting
+// syscalls the table has never reviewed.
+#include "sandbox/seccomp_policy.h"
+
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <set>
+
+#include "sandbox/seccomp_sets.h"
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+using FilterCtx = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
+
+// CLONE_NEWTIME (0x80) is absent: in clone(2)'s first argument those bits are the exit signal.
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                             CLONE_NEWCGROUP};
+constexpr unsigned long kCloneNewTime = 0x80;
+
+Result<void> add(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
+                 const scmp_arg_cmp* cmp, const char* what) {
+  int rc = seccomp_rule_add_array(ctx, action, nr, count, cmp);
+  if (rc != 0) return fail(Error::from_errno("seccomp_rule_add", -rc, what));
+  return {};
+}
+
+Result<int> resolve(const char* name) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return fail(Error::from_errno("seccomp_syscall_resolve_name", ENOENT, name));
+  return nr;
+}
+
+Result<void> add_namespace_flag_rules(scmp_filter_ctx ctx, int nr, bool with_newtime) {
+  for (unsigned long flag : kNamespaceFlags) {
+    scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "namespace flag"));
+  }
+  if (with_newtime) {
+    scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneNewTime, kCloneNewTime);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "CLONE_NEWTIME"));
+  }
+  return {};
+}
+
+// Every family but the allowed ones fails as if the kernel lacked it, which is what
+// programs already handle (glibc's getaddrinfo falls back when netlink is missing).
+Result<void> add_socket_family_rules(scmp_filter_ctx ctx, bool network) {
+  for (const char* name : {"socket", "socketpair"}) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(name));
+    for (int family = 0; family < AF_MAX; ++family) {
+      if (family == AF_UNIX) continue;
+      if (network && (family == AF_INET || family == AF_INET6)) continue;
+      scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family));
+      MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &cmp, name));
+    }
+    // Families above AF_MAX do not exist today; a future one must not slip through.
+    scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &high, name));
+  }
+  return {};
+}
+
+// TIOCSTI pushes bytes into the terminal's input queue (a sandbox escape when the tty is
+// shared, CVE-2017-5226); TIOCLINUX can read the console. The kernel compares only the low
+// 32 bits of the request, so the filter does too.
+Result<void> add_ioctl_rules(scmp_filter_ctx ctx) {
+  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
+                                static_cast<unsigned long>(TIOCLINUX)}) {
+    scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp, "ioctl"));
+  }
+  return {};
+}
+
+// personality(2) takes an unsigned int: allow 0 (PER_LINUX) and 0xffffffff (the query).
+// One comparison per argument per rule, so: bit 31 clear with any other bit set, or bit 31
+// set with any other bit clear, is denied. ADDR_NO_RANDOMIZE and READ_IMPLIES_EXEC are why.
+Result<void> add_personality_rules(scmp_filter_ctx ctx) {
+  for (int bit = 0; bit < 31; ++bit) {
+    const scmp_datum_t b = 1UL << bit, top = 1UL << 31;
+    scmp_arg_cmp low_set = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, b);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &low_set, "personality"));
+    scmp_arg_cmp high_partial = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &high_partial,
+                 "personality"));
+  }
+  return {};
+}
+
+Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
+  for (const SyscallSet& set : syscall_sets()) {
+    for (const SyscallEntry& e : set.entries) {
+      MOAT_ASSIGN_OR_RETURN(int nr, resolve(e.name));
+      known.insert(nr);
+      if (set.action == SetAction::kErrno)
+        MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(static_cast<uint16_t>(set.errno_value)), nr, 0, nullptr,
+                     e.name));
+    }
+  }
+  for (const SyscallEntry& e : argument_checked_syscalls()) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(e.name));
+    known.insert(nr);
+  }
+  return {};
+}
+
+Result<FilterCtx> build(bool network) {
+  FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx) return fail(Error::from_errno("seccomp_init", ENOMEM));
+  int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc != 0) return fail(Error::from_errno("seccomp_attr_set", -rc, "badarch"));
+  // The worker sets no_new_privs itself, as a checked step of its own.
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
+  if (rc != 0) return fail(Error::from_errno("seccomp_attr_set", -rc, "nnp"));
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);  // binary search on numbers
+  if (rc != 0) return fail(Error::from_errno("seccomp_attr_set", -rc, "optimize"));
+  std::set<int> known;
+  MOAT_TRY(add_set_rules(ctx.get(), known));
+  MOAT_TRY(add_namespace_flag_rules(ctx.get(), SCMP_SYS(clone), false));
+  MOAT_TRY(add_namespace_flag_rules(ctx.get(), SCMP_SYS(unshare), true));
+  MOAT_TRY(add_socket_family_rules(ctx.get(), network));
+  MOAT_TRY(add_ioctl_rules(ctx.get()));
+  MOAT_TRY(add_personality_rules(ctx.get()));
+  for (int nr = 0; nr < kFilterMaxSyscall; ++nr)
+    if (known.count(nr) == 0) MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
+  return ctx;
+}
+
+const char* action_name(const SyscallSet& set) {
+  if (set.action == SetAction::kAllow) return "allow";
+  return set.errno_value == ENOSYS ? "errno ENOSYS" : "errno EPERM";
+}
+
+}  // namespace
+
+Result<BpfProgram> compile_filter(bool network) {
+  MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd mem, sys::memfd("moat-seccomp"));
+  int rc = seccomp_export_bpf(ctx.get(), mem.get());
+  if (rc != 0) return fail(Error::from_errno("seccomp_export_bpf", -rc));
+  if (lseek(mem.get(), 0, SEEK_SET) != 0) return fail(Error::from_errno("lseek", errno));
+  MOAT_ASSIGN_OR_RETURN(std::string bytes, sys::read_to_end(mem.get(), 1 << 20));
+  if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0)
+    return fail("seccomp_export_bpf: malformed program");
+  BpfProgram program;
+  program.insns.resize(bytes.size() / sizeof(sock_filter));
+  std::memcpy(program.insns.data(), bytes.data(), bytes.size());
+  return program;
+}
+
+std::string explain_filter(bool network) {
+  std::string out = "seccomp filter (x86-64; first match wins)\n";
+  out += "  1. any other architecture (i386 int 0x80, x32): kill process\n";
+  out += "  2. argument-checked syscalls:\n";
+  for (const SyscallEntry& e : argument_checked_syscalls())
+    out += std::string("       ") + e.name + ": " + e.reason + "\n";
+  out += network ? "       (network granted: AF_INET and AF_INET6 allowed)\n"
+                 : "       (no network: AF_INET and AF_INET6 fail with EAFNOSUPPORT)\n";
+  out += "  3. named sets:\n";
+  for (const SyscallSet& set : syscall_sets()) {
+    out += std::string("     [") + set.name + "] " + action_name(set) + ": " + set.reason + "\n";
+    for (const SyscallEntry& e : set.entries) {
+      out += std::string("       ") + e.name;
+      if (e.reason[0] != '\0') out += std::string(": ") + e.reason;
+      out += "\n";
+    }
+  }
+  out += "  4. any other syscall number below " + std::to_string(kFilterMaxSyscall) +
+         ": errno ENOSYS (not in the table, so never reviewed)\n";
+  out += "  5. default: allow (only reachable for numbers the kernel does not have)\n";
+  return out;
+}
+
+int install_filter_in_child(const BpfProgram& program) {
+  sock_fprog prog{};
+  prog.len = static_cast<unsigned short>(program.insns.size());
+  prog.filter = const_cast<sock_filter*>(program.insns.data());
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return errno;
+  return 0;
+}
+
+}  // namespace moat::sandbox

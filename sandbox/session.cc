@@ -1,0 +1,481 @@
+// sandbox/session.cc: Session::create and the moatd side of a session (see session.h): it
+// forks the namespace keeper, writes its id maps, and talks to the session init per call.
+//
+// Processes: moatd -> keeper (moatd's child, in the new namespaces but the host pid
+// namespace; it only waits) -> init (pid 1 of the new pid namespace) -> workers. Each link
+// has PR_SET_PDEATHSIG=SIGKILL, so moatd dying kills the keeper, which kills the init, and
+// the kernel kills every process of a pid namespace whose init dies.
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sandbox/ns_user.h"
+#include "sandbox/session.h"
+#include "sandbox/session_init.h"
+#include "sandbox/sys.h"
+#include "sandbox/worker.h"
+
+namespace moat::sandbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kKeeperCtlFd = 3;
+constexpr int kKeeperTreeFd = 4;
+
+struct NamespaceLayer {
+  int flag;
+  const char* name;
+};
+// The user namespace comes first: it is what lets an unprivileged moatd create the others,
+// and every later namespace is owned by it.
+constexpr NamespaceLayer kNamespaces[] = {
+    {CLONE_NEWUSER, "user_ns"}, {CLONE_NEWNS, "mount_ns"},   {CLONE_NEWPID, "pid_ns"},
+    {CLONE_NEWNET, "net_ns"},   {CLONE_NEWIPC, "ipc_ns"},    {CLONE_NEWUTS, "uts_ns"},
+    {CLONE_NEWCGROUP, "cgroup_ns"}};
+
+// The call's fds on moatd's side.
+struct CallFds {
+  UniqueFd channel;
+  UniqueFd status;
+  UniqueFd io;
+  pid_t host_pid = -1;
+};
+
+[[noreturn]] void fail_in_child(int ctl, const std::string& message) {
+  std::string msg = "E" + message;
+  auto sent = sys::send_with_fds(ctl, msg.data(), msg.size(), nullptr, 0);
+  (void)sent;
+  _exit(1);
+}
+
+// Keeps exactly the control socket and the workspace tree: the init must not hold moatd's
+// client sockets or log files open (a peer would never see EOF).
+void keep_only_session_fds(int& ctl, int& tree) {
+  int c = fcntl(ctl, F_DUPFD_CLOEXEC, 100);
+  int t = tree >= 0 ? fcntl(tree, F_DUPFD_CLOEXEC, 100) : -1;
+  if (c < 0 || dup3(c, kKeeperCtlFd, O_CLOEXEC) < 0) _exit(1);
+  ctl = kKeeperCtlFd;
+  if (t >= 0) {
+    if (dup3(t, kKeeperTreeFd, O_CLOEXEC) < 0) _exit(1);
+    tree = kKeeperTreeFd;
+  }
+  syscall(SYS_close_range, kKeeperTreeFd + 1, ~0U, 0);
+  if (tree < 0) close(kKeeperTreeFd);
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    dup2(null_fd, 0);
+    dup2(null_fd, 1);
+    close(null_fd);
+  }
+}
+
+[[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, pid_t moatd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != moatd) _exit(1);  // moatd died before the line above
+  keep_only_session_fds(ctl, tree);
+  clearenv();  // nothing of moatd's environment is consulted inside the session
+  for (const auto& ns : kNamespaces)
+    if (unshare(ns.flag) != 0)
+      fail_in_child(ctl, std::string(ns.name) + ": unshare: " + std::strerror(errno));
+  char c = 'U';
+  if (!sys::send_with_fds(ctl, &c, 1, nullptr, 0)) _exit(1);
+  if (::read(ctl, &c, 1) != 1 || c != 'M') _exit(1);
+  if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
+    fail_in_child(ctl, std::string("user_ns: setresuid: ") + std::strerror(errno));
+  pid_t init = fork();  // pid 1 of the new pid namespace
+  if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
+  if (init == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    InitContext ctx{std::move(config), ctl, tree};
+    run_session_init(ctx);
+  }
+  close(ctl);
+  if (tree >= 0) close(tree);
+  int status = 0;
+  while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
+  }
+  _exit(0);
+}
+
+Result<std::string> recv_message(int ctl) {
+  char buf[65536];
+  std::size_t nfds = 0;
+  MOAT_ASSIGN_OR_RETURN(std::size_t n, sys::recv_with_fds(ctl, buf, sizeof buf, nullptr, 0, &nfds));
+  if (n == 0) return fail("session init exited during setup");
+  return std::string(buf, n);
+}
+
+// The idmapped workspace (moatd as root): files of the workspace's owner appear owned by the
+// sandbox's uid 0, and what the sandbox writes lands on disk as that owner. Without it the
+// sandbox's unprivileged host uid could not write a root- or user-owned workspace.
+Result<UniqueFd> make_idmapped_workspace(const std::string& ws, const SandboxIds& ids) {
+  struct stat st;
+  if (::stat(ws.c_str(), &st) != 0) return fail(Error::from_errno("stat", errno, ws));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd userns, make_userns_fd(IdMap{st.st_uid, ids.uid.outside},
+                                                        IdMap{st.st_gid, ids.gid.outside}));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree(ws, true));
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<std::uint64_t>(userns.get());
+  if (mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+    return fail(Error::from_errno("mount_setattr(MOUNT_ATTR_IDMAP)", errno, ws));
+  return tree;
+}
+
+pid_t child_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = -1;
+  in >> child;
+  return child;
+}
+
+pid_t host_pid_of(int pidfd) {
+  std::ifstream in("/proc/self/fdinfo/" + std::to_string(pidfd));
+  std::string key;
+  while (in >> key) {
+    if (key == "Pid:") {
+      pid_t pid = -1;
+      in >> pid;
+      return pid;
+    }
+  }
+  return -1;
+}
+
+const char* limit_for_signal(int sig) {
+  if (sig == SIGXCPU) return "cpu";
+  if (sig == SIGXFSZ) return "file_size";
+  return "";
+}
+
+class LinuxSession final : public Session {
+ public:
+  LinuxSession(SessionConfig config, pid_t keeper, pid_t init, UniqueFd ctl, std::string describe)
+      : config_(std::move(config)), keeper_(keeper), init_(init), ctl_(std::move(ctl)),
+        describe_(std::move(describe)), created_(Clock::now()) {}
+
+  ~LinuxSession() override {
+    ctl_.reset();
+    kill(keeper_, SIGKILL);  // the init follows through its parent-death signal
+    int status;
+    while (waitpid(keeper_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+
+  Result<ExecOutcome> exec(const ExecSpec& spec,
+                           const std::function<void(std::string_view)>& on_output,
+                           const std::atomic<bool>* cancel) override;
+  Result<std::string> run_handler(std::string_view request) override;
+  Result<UniqueFd> create_file(const std::string& sandbox_path) override;
+  std::string describe_json() const override { return describe_; }
+  pid_t init_pid() const override { return init_; }
+
+ private:
+  Result<CallFds> start(nlohmann::json request, bool exec_kind);
+  Result<void> check_status(int status_fd);
+  Result<int> wait_exit(int channel, Clock::time_point deadline);
+  double session_seconds_left() const;
+
+  SessionConfig config_;
+  pid_t keeper_;
+  pid_t init_;
+  UniqueFd ctl_;
+  std::string describe_;
+  Clock::time_point created_;
+};
+
+Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_pipe());
+  sys::FdPair io;
+  if (exec_kind) {
+    MOAT_ASSIGN_OR_RETURN(io, sys::make_pipe());
+  } else {
+    MOAT_ASSIGN_OR_RETURN(io, sys::make_socketpair(SOCK_STREAM));
+  }
+  if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
+  int fds[3] = {channel.second.get(), status.second.get(), io.second.get()};
+  char kind = 'c';
+  // One SOCK_SEQPACKET record per call: concurrent callers cannot interleave.
+  if (auto sent = sys::send_with_fds(ctl_.get(), &kind, 1, fds, 3); !sent)
+    return fail(sent.error().with_context("session init"));
+  channel.second.reset();
+  status.second.reset();
+  io.second.reset();
+  std::string frame = request.dump();
+  std::uint32_t len = static_cast<std::uint32_t>(frame.size());
+  MOAT_TRY(sys::write_all(channel.first.get(), &len, sizeof len));
+  MOAT_TRY(sys::write_all(channel.first.get(), frame.data(), frame.size()));
+  ChannelRecord rec{};
+  UniqueFd pidfd;
+  std::size_t nfds = 0;
+  MOAT_ASSIGN_OR_RETURN(std::size_t n, sys::recv_with_fds(channel.first.get(), &rec, sizeof rec,
+                                                          &pidfd, 1, &nfds));
+  if (n != sizeof rec) return fail("session init closed the call (session ended?)");
+  if (rec.type == ChannelMsg::kFailed)
+    return fail(Error::from_errno("session init: start worker", rec.value));
+  CallFds call{std::move(channel.first), std::move(status.first), std::move(io.first)};
+  call.host_pid = pidfd.valid() ? host_pid_of(pidfd.get()) : -1;
+  return call;
+}
+
+// EOF without a record: the worker reached exec (or its handler). A record names the step.
+Result<void> LinuxSession::check_status(int status_fd) {
+  StatusRecord rec{};
+  MOAT_ASSIGN_OR_RETURN(bool got, sys::read_exact(status_fd, &rec, sizeof rec, true));
+  if (!got) return {};
+  return fail(Error{rec.err, std::string("worker step ") + step_name(static_cast<Step>(rec.step))});
+}
+
+double LinuxSession::session_seconds_left() const {
+  if (config_.limits.session_wall_time_s <= 0) return 1e9;
+  std::chrono::duration<double> used = Clock::now() - created_;
+  return config_.limits.session_wall_time_s - used.count();
+}
+
+// Waits for the init's kExited record; returns the wait status. EOF = the session ended.
+Result<int> LinuxSession::wait_exit(int channel, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{channel, POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    int rc = poll(&p, 1, static_cast<int>(std::max<long long>(0, left.count())));
+    if (rc == 0) {
+      char k = kKillRequest;
+      (void)::send(channel, &k, 1, MSG_NOSIGNAL);
+      deadline = Clock::now() + std::chrono::seconds(5);
+      continue;
+    }
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return fail(Error::from_errno("poll", errno));
+    }
+    ChannelRecord rec{};
+    MOAT_ASSIGN_OR_RETURN(bool got, sys::read_exact(channel, &rec, sizeof rec, true));
+    if (!got) return fail("session ended during the call");
+    if (rec.type == ChannelMsg::kExited) return rec.value;
+  }
+}
+
+Result<ExecOutcome> LinuxSession::exec(const ExecSpec& spec,
+                                       const std::function<void(std::string_view)>& on_output,
+                                       const std::atomic<bool>* cancel) {
+  ExecOutcome out;
+  out.start = std::chrono::system_clock::now();
+  const auto t0 = Clock::now();
+  nlohmann::json req = {{"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd},
+                        {"env", spec.env}};
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true));
+  out.pid = call.host_pid;
+  MOAT_TRY(check_status(call.status.get()));
+  const double timeout = spec.timeout_s > 0 ? spec.timeout_s : config_.limits.wall_time_s;
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
+  bool killed = false, out_open = true;
+  auto kill_call = [&] {
+    char k = kKillRequest;
+    if (!killed) (void)::send(call.channel.get(), &k, 1, MSG_NOSIGNAL);
+    killed = true;
+  };
+  int wait_status = -1;
+  char buf[65536];
+  while (wait_status < 0) {
+    pollfd fds[2] = {{call.channel.get(), POLLIN, 0}, {out_open ? call.io.get() : -1, POLLIN, 0}};
+    int rc = poll(fds, 2, 50);  // the tick at which cancel and the deadline are checked
+    if (rc < 0 && errno != EINTR) return fail(Error::from_errno("poll", errno));
+    if (fds[1].revents) {
+      ssize_t n = ::read(call.io.get(), buf, sizeof buf);
+      if (n <= 0) {
+        out_open = false;
+      } else {
+        out.output_bytes += static_cast<std::uint64_t>(n);
+        if (config_.limits.output_bytes && out.output_bytes > config_.limits.output_bytes) {
+          if (out.limit.empty()) out.limit = "output";
+          kill_call();
+        } else if (on_output) {
+          on_output(std::string_view(buf, static_cast<std::size_t>(n)));
+        }
+      }
+    }
+    if (fds[0].revents) {
+      ChannelRecord rec{};
+      MOAT_ASSIGN_OR_RETURN(bool got, sys::read_exact(call.channel.get(), &rec, sizeof rec, true));
+      if (!got) {
+        if (session_seconds_left() > 0) return fail("session init died during the call");
+        out.limit = "session_wall_time";
+        out.signal = SIGKILL;
+        break;
+      }
+      if (rec.type == ChannelMsg::kExited) wait_status = rec.value;
+    }
+    if (!killed && Clock::now() >= deadline) {
+      out.timed_out = true;
+      if (out.limit.empty()) out.limit = "wall_time";
+      kill_call();
+    }
+    if (!killed && cancel != nullptr && cancel->load()) {
+      out.cancelled = true;
+      kill_call();
+    }
+  }
+  // Drain what the pipe still holds: the group was killed, so EOF follows at once unless a
+  // process escaped the group with setsid, which we do not wait for.
+  while (out_open && wait_status >= 0) {
+    pollfd p{call.io.get(), POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) break;
+    ssize_t n = ::read(call.io.get(), buf, sizeof buf);
+    if (n <= 0) break;
+    out.output_bytes += static_cast<std::uint64_t>(n);
+    if (config_.limits.output_bytes && out.output_bytes > config_.limits.output_bytes) {
+      if (out.limit.empty()) out.limit = "output";
+      break;
+    }
+    if (on_output) on_output(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+  if (wait_status >= 0) {
+    if (WIFEXITED(wait_status)) out.exit_code = WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) {
+      out.signal = WTERMSIG(wait_status);
+      if (out.limit.empty()) out.limit = limit_for_signal(out.signal);
+    }
+  }
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  return out;
+}
+
+Result<std::string> LinuxSession::run_handler(std::string_view request) {
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start({{"kind", "handler"}}, false));
+  MOAT_TRY(check_status(call.status.get()));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(config_.limits.wall_time_s > 0 ? config_.limits.wall_time_s : 1e9));
+  auto sent = sys::write_all(call.io.get(), request.data(), request.size());
+  ::shutdown(call.io.get(), SHUT_WR);
+  std::string response;
+  char buf[65536];
+  for (;;) {
+    pollfd p{call.io.get(), POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) == 0) {
+      char k = kKillRequest;
+      (void)::send(call.channel.get(), &k, 1, MSG_NOSIGNAL);
+      return fail(Error::from_errno("sandbox handler", ETIMEDOUT));
+    }
+    ssize_t n = ::read(call.io.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    response.append(buf, static_cast<std::size_t>(n));
+  }
+  MOAT_ASSIGN_OR_RETURN(int status, wait_exit(call.channel.get(), deadline));
+  if (!sent) return fail(sent.error().with_context("sandbox handler: send request"));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail("sandbox handler: worker ended with wait status " + std::to_string(status));
+  return response;
+}
+
+Result<UniqueFd> LinuxSession::create_file(const std::string& sandbox_path) {
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start({{"kind", "create"}, {"path", sandbox_path}}, false));
+  MOAT_TRY(check_status(call.status.get()));
+  std::int32_t err = 0;
+  UniqueFd fd;
+  std::size_t nfds = 0;
+  auto got = sys::recv_with_fds(call.io.get(), &err, sizeof err, &fd, 1, &nfds);
+  auto status = wait_exit(call.channel.get(), Clock::now() + std::chrono::seconds(30));
+  if (!got) return fail(got.error());
+  if (*got != sizeof err) return fail("create_file: worker ended without an answer");
+  if (err != 0 || nfds != 1) return fail(Error::from_errno("create_file", err, sandbox_path));
+  (void)status;
+  return fd;
+}
+
+Result<std::string> canonical_workspace(const std::string& ws) {
+  if (ws.empty() || ws[0] != '/') return fail("workspace: not an absolute path: " + ws);
+  char buf[PATH_MAX];
+  if (::realpath(ws.c_str(), buf) == nullptr) return fail(Error::from_errno("realpath", errno, ws));
+  struct stat st;
+  if (::stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail(Error::from_errno("workspace", ENOTDIR, ws));
+  std::string out = buf;
+  if (out == "/") return fail("workspace: refusing / as a workspace");
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
+  SessionConfig config = in;
+  MOAT_ASSIGN_OR_RETURN(config.workspace, canonical_workspace(in.workspace));
+  const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
+  nlohmann::json skipped = nlohmann::json::object();
+  UniqueFd tree;
+  if (!ids.rootless) {
+    auto idmapped = make_idmapped_workspace(config.workspace, ids);
+    if (idmapped) {
+      tree = std::move(*idmapped);
+    } else if (config.allow_without.count("idmap")) {
+      skipped["idmap"] = idmapped.error().message();
+    } else {
+      return fail(idmapped.error().with_context("idmap"));
+    }
+  }
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
+  const pid_t moatd = getpid();
+  pid_t keeper = fork();
+  if (keeper < 0) return fail(Error::from_errno("fork", errno, "session"));
+  if (keeper == 0) {
+    ctl.first.reset();
+    int tree_fd = tree.valid() ? tree.get() : -1;
+    run_keeper_in_child(config, ctl.second.get(), tree_fd, moatd);
+  }
+  ctl.second.reset();
+  tree.reset();
+  auto reap = [&] {
+    kill(keeper, SIGKILL);
+    int st;
+    while (waitpid(keeper, &st, 0) < 0 && errno == EINTR) {
+    }
+  };
+  auto first = recv_message(ctl.first.get());
+  if (!first || *first != "U") {
+    reap();
+    return fail(first ? Error::msg(first->substr(1)) : first.error());
+  }
+  if (auto maps = write_id_maps_in_parent(keeper, ids.uid, ids.gid); !maps) {
+    reap();
+    return fail(maps.error().with_context("user_ns"));
+  }
+  char go = 'M';
+  (void)sys::write_all(ctl.first.get(), &go, 1);
+  auto ready = recv_message(ctl.first.get());
+  if (!ready || ready->empty() || (*ready)[0] != 'R') {
+    reap();
+    return fail(ready ? Error::msg(ready->substr(1)) : ready.error());
+  }
+  auto describe = nlohmann::json::parse(ready->substr(1), nullptr, false);
+  for (const auto& ns : kNamespaces) describe[ns.name] = true;
+  describe["rootless"] = ids.rootless;
+  describe["uid_map"] = ids.uid.line().substr(0, ids.uid.line().size() - 1);
+  describe["idmap"] = !ids.rootless && !skipped.contains("idmap");
+  describe["cgroup"] = false;
+  describe["skipped"]["cgroup"] = "no per-session cgroup: RLIMIT_NPROC bounds processes";
+  for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
+  pid_t init = child_of(keeper);
+  return std::unique_ptr<Session>(
+      new LinuxSession(std::move(config), keeper, init, std::move(ctl.first), describe.dump()));
+}
+
+}  // namespace moat::sandbox

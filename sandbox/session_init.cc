@@ -1,0 +1,297 @@
+// sandbox/session_init.cc: the session's init (see session_init.h). Single-threaded: one poll
+// loop over moatd's control socket, SIGCHLD (signalfd), the session timer and the channels
+// of running calls. Workers are forked from here, so they may use the heap until exec.
+#include "sandbox/session_init.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "sandbox/landlock.h"
+#include "sandbox/ns_mount.h"
+#include "sandbox/ns_net.h"
+#include "sandbox/protect.h"
+#include "sandbox/seccomp_policy.h"
+#include "sandbox/sys.h"
+#include "sandbox/worker.h"
+
+namespace moat::sandbox {
+namespace {
+
+constexpr std::size_t kMaxFrame = 64u << 20;
+
+// What a call's worker needs that must outlive the fork: the strings its char* arrays point to.
+struct PreparedCall {
+  WorkerKind kind = WorkerKind::kExec;
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+  std::string cwd, path_env, create_path;
+  Step skip = Step::kNone;
+};
+
+struct Running {
+  pid_t pid;
+  UniqueFd channel;
+};
+
+void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1) {
+  ChannelRecord rec{type, value};
+  auto sent = sys::send_with_fds(fd, &rec, sizeof rec, &pass_fd, pass_fd >= 0 ? 1 : 0);
+  (void)sent;  // moatd gone: the channel's EOF kills the worker on the next loop
+}
+
+// The environment is built, never inherited: nothing of moatd's (API keys) can reach it.
+std::vector<std::string> build_env(const SessionConfig& config, const nlohmann::json& extra,
+                                   std::string& path_env) {
+  std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"},
+                                            {"HOME", "/tmp"},
+                                            {"LANG", "C.UTF-8"},
+                                            {"TERM", "dumb"}};
+  for (const auto& [k, v] : config.env) env[k] = v;
+  for (const auto& [k, v] : extra.items())
+    if (v.is_string()) env[k] = v.get<std::string>();
+  path_env = env["PATH"];
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+Result<PreparedCall> prepare(const SessionConfig& config, const nlohmann::json& req) {
+  PreparedCall call;
+  const std::string kind = req.value("kind", "");
+  call.kind = kind == "exec"      ? WorkerKind::kExec
+              : kind == "handler" ? WorkerKind::kHandler
+                                  : WorkerKind::kCreateFile;
+  if (kind != "exec" && kind != "handler" && kind != "create") return fail("bad call kind");
+  call.skip = step_from_name(req.value("skip", "none").c_str());
+  call.cwd = req.value("cwd", "");
+  if (call.cwd.empty()) call.cwd = config.workspace;
+  call.create_path = req.value("path", "");
+  if (call.kind == WorkerKind::kExec) {
+    call.args = req.value("argv", std::vector<std::string>{});
+    if (call.args.empty()) return fail("exec: empty argv");
+    call.env = build_env(config, req.value("env", nlohmann::json::object()), call.path_env);
+    for (auto& a : call.args) call.argv.push_back(a.data());
+    for (auto& e : call.env) call.envp.push_back(e.data());
+    call.argv.push_back(nullptr);
+    call.envp.push_back(nullptr);
+  }
+  return call;
+}
+
+class Init {
+ public:
+  explicit Init(const InitContext& ctx) : ctx_(ctx), config_(ctx.config) {}
+
+  Result<void> setup();
+  [[noreturn]] void serve();
+  std::string describe() const { return describe_.dump(); }
+
+ private:
+  Result<void> setup_filter();
+  Result<void> setup_landlock();
+  void on_request();
+  Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io);
+  void on_sigchld();
+  void on_channel(int fd);
+  void kill_group(pid_t pid) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);  // before its setsid the worker is not yet a group leader
+  }
+
+  const InitContext& ctx_;
+  const SessionConfig& config_;
+  std::optional<BpfProgram> filter_;
+  std::optional<LandlockRuleset> landlock_;
+  nlohmann::json describe_ = nlohmann::json::object();
+  std::map<int, Running> calls_;  // by channel fd
+  UniqueFd sigchld_, timer_;
+};
+
+Result<void> Init::setup_filter() {
+  auto program = compile_filter(config_.network);
+  if (program) {
+    filter_ = std::move(*program);
+    describe_["seccomp"] = true;
+    return {};
+  }
+  if (!config_.allow_without.count("seccomp"))
+    return fail(program.error().with_context("seccomp"));
+  describe_["seccomp"] = false;
+  describe_["skipped"]["seccomp"] = program.error().message();
+  return {};
+}
+
+Result<void> Init::setup_landlock() {
+  std::vector<std::string> writable = {config_.workspace, "/tmp", "/dev/shm"};
+  auto rs = make_landlock_ruleset(writable);
+  if (rs) {
+    describe_["landlock"] = true;
+    describe_["landlock_abi"] = rs->abi;
+    describe_["landlock_scoped"] = rs->scoped;
+    landlock_ = std::move(*rs);
+    return {};
+  }
+  if (!config_.allow_without.count("landlock")) return fail(rs.error().with_context("landlock"));
+  describe_["landlock"] = false;
+  describe_["skipped"]["landlock"] = rs.error().message();
+  return {};
+}
+
+Result<void> Init::setup() {
+  // moatd's memory is this process's memory: keep other processes of the session from
+  // reading it through /proc or ptrace (they also lack the capabilities it has).
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (sethostname(config_.hostname.data(), config_.hostname.size()) != 0)
+    return fail(Error::from_errno("sethostname", errno).with_context("uts_ns"));
+  if (auto lo = bring_up_loopback(); !lo) return fail(lo.error().with_context("net_ns"));
+  MountPlan plan;
+  plan.workspace = config_.workspace;
+  plan.read_only = config_.read_only.empty() ? default_read_only_paths() : config_.read_only;
+  plan.tmp_size = config_.limits.tmp_size;
+  plan.hostname = config_.hostname;
+  plan.workspace_tree = ctx_.workspace_tree;
+  if (auto view = build_view_in_init(plan); !view) return fail(view.error().with_context("mount"));
+  if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
+  MOAT_TRY(setup_filter());
+  MOAT_TRY(setup_landlock());
+  MOAT_ASSIGN_OR_RETURN(sigchld_, sys::signalfd_for_sigchld());
+  if (config_.limits.session_wall_time_s > 0) {
+    MOAT_ASSIGN_OR_RETURN(timer_, sys::timerfd_after(config_.limits.session_wall_time_s));
+  }
+  return {};
+}
+
+void Init::serve() {
+  for (;;) {
+    std::vector<pollfd> fds = {{ctx_.ctl_fd, POLLIN, 0}, {sigchld_.get(), POLLIN, 0}};
+    if (timer_.valid()) fds.push_back({timer_.get(), POLLIN, 0});
+    for (const auto& [fd, call] : calls_) fds.push_back({fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR
+    if (fds[1].revents) on_sigchld();
+    if (timer_.valid() && fds[2].revents) {
+      kill(-1, SIGKILL);  // the session's wall time: everything but us, then us
+      _exit(0);
+    }
+    for (std::size_t i = timer_.valid() ? 3 : 2; i < fds.size(); ++i)
+      if (fds[i].revents) on_channel(fds[i].fd);
+    if (fds[0].revents & (POLLHUP | POLLERR)) _exit(0);  // moatd is gone: so is the session
+    if (fds[0].revents & POLLIN) on_request();
+  }
+}
+
+void Init::on_request() {
+  char kind = 0;
+  UniqueFd fds[3];
+  std::size_t nfds = 0;
+  auto n = sys::recv_with_fds(ctx_.ctl_fd, &kind, 1, fds, 3, &nfds);
+  if (!n || *n == 0) _exit(0);
+  if (nfds != 3) return;  // malformed: the dropped fds close, moatd sees EOF
+  auto started = start_call(std::move(fds[0]), std::move(fds[1]), std::move(fds[2]));
+  (void)started;  // failures were reported on the channel
+}
+
+Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
+  timeval tv{10, 0};  // a stuck moatd thread must not stall every other call
+  setsockopt(channel.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::uint32_t len = 0;
+  auto got = sys::read_exact(channel.get(), &len, sizeof len, false);
+  if (!got || len > kMaxFrame) return fail("bad frame");
+  std::string frame(len, '\0');
+  if (!sys::read_exact(channel.get(), frame.data(), len, false)) return fail("bad frame");
+  auto req = nlohmann::json::parse(frame, nullptr, false);
+  auto call = req.is_discarded() ? Result<PreparedCall>(fail("bad json")) : prepare(config_, req);
+  if (!call) {
+    send_record(channel.get(), ChannelMsg::kFailed, EINVAL);
+    return fail(call.error());
+  }
+  if (auto masked = mask_protected_paths(config_.workspace, config_.protected_paths); !masked) {
+    send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);
+    return fail(masked.error());
+  }
+  WorkerPlan plan;
+  plan.kind = call->kind;
+  plan.argv = call->argv.data();
+  plan.envp = call->envp.data();
+  plan.path_env = call->path_env.c_str();
+  plan.cwd = call->cwd.c_str();
+  plan.create_path = call->create_path.c_str();
+  plan.handler = config_.handler;
+  plan.io_fd = io.get();
+  plan.status_fd = status.get();
+  plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
+  plan.filter = filter_ ? &*filter_ : nullptr;
+  plan.rlimits = plan_rlimits(config_.limits);
+  plan.skip = call->skip;
+  if (plan.kind == WorkerKind::kHandler && plan.handler == nullptr) {
+    send_record(channel.get(), ChannelMsg::kFailed, ENOSYS);
+    return fail("no handler");
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    send_record(channel.get(), ChannelMsg::kFailed, errno);
+    return fail(Error::from_errno("fork", errno));
+  }
+  if (pid == 0) run_worker_in_child(plan);
+  auto pidfd = sys::pidfd_open(pid);
+  send_record(channel.get(), ChannelMsg::kStarted, pid, pidfd ? pidfd->get() : -1);
+  int key = channel.get();
+  calls_.emplace(key, Running{pid, std::move(channel)});
+  return {};
+}
+
+void Init::on_sigchld() {
+  signalfd_siginfo info;
+  while (::read(sigchld_.get(), &info, sizeof info) > 0) {
+  }
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+      if (it->second.pid != pid) continue;
+      // A call ends with its process: what it left running in its group goes too, so a
+      // background job cannot hold the output pipe or outlive the call. Done before any
+      // new fork, so the group id cannot have been reused.
+      kill_group(pid);
+      send_record(it->first, ChannelMsg::kExited, status);
+      calls_.erase(it);
+      break;
+    }
+  }
+}
+
+void Init::on_channel(int fd) {
+  auto it = calls_.find(fd);
+  if (it == calls_.end()) return;
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  kill_group(it->second.pid);  // kKillRequest, or EOF: moatd gave up on the call
+  if (n == 0 || n < 0) {
+    // Keep the pid reaped by on_sigchld from matching a dead channel: forget the call.
+    calls_.erase(it);
+  }
+}
+
+}  // namespace
+
+void run_session_init(const InitContext& ctx) {
+  Init init(ctx);
+  auto ready = init.setup();
+  std::string msg = ready ? "R" + init.describe() : "E" + ready.error().message();
+  if (!sys::send_with_fds(ctx.ctl_fd, msg.data(), msg.size(), nullptr, 0) || !ready) _exit(1);
+  init.serve();
+}
+
+}  // namespace moat::sandbox

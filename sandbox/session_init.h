@@ -1,0 +1,36 @@
+// sandbox/session_init.h: the session's init: pid 1 of the session's pid namespace. It builds
+// the filesystem view, then reaps and forks a worker per call on moatd's request; when it
+// dies, the kernel kills everything in the session.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sandbox/session.h"
+
+namespace moat::sandbox {
+
+// Messages on a call's channel, init -> moatd. kStarted carries the worker's pidfd.
+enum class ChannelMsg : std::int32_t { kStarted = 1, kExited = 2, kFailed = 3 };
+struct ChannelRecord {
+  ChannelMsg type;
+  std::int32_t value;  // kStarted: pid in the session; kExited: wait status; kFailed: errno
+};
+
+// Bytes moatd sends on a call's channel: kill the worker's process group. EOF means the same.
+inline constexpr char kKillRequest = 'k';
+
+// The control socket's handshake, child -> moatd: 'U' after unshare (write the id maps),
+// then 'R' + describe JSON when ready or 'E' + message when a layer failed. moatd -> child:
+// 'M' once the maps are written.
+struct InitContext {
+  SessionConfig config;
+  int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
+  int workspace_tree = -1;  // idmapped detached tree from moatd, or -1
+};
+
+// Runs in the session's pid 1 after the namespaces exist and the ids are mapped; never
+// returns. Sends 'R' or 'E' on ctl_fd.
+[[noreturn]] void run_session_init(const InitContext& ctx);
+
+}  // namespace moat::sandbox

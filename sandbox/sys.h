@@ -1,0 +1,51 @@
+// sandbox/sys.h: the only place raw fd-returning syscalls happen (pipes, sockets, mount
+// trees, pidfds, memfds), each returning a UniqueFd and always close-on-exec.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace moat::sandbox::sys {
+
+struct FdPair {
+  UniqueFd first;   // pipe: read end; socketpair: one end
+  UniqueFd second;  // pipe: write end; socketpair: the other end
+};
+
+Result<FdPair> make_pipe();
+Result<FdPair> make_socketpair(int type);  // AF_UNIX; type is SOCK_STREAM or SOCK_SEQPACKET
+Result<UniqueFd> open_path(const std::string& path, int flags, mode_t mode = 0);
+// openat2 with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS when asked):
+// EXDEV when rel escapes root, ELOOP when a component is a symlink and symlinks are refused.
+Result<UniqueFd> open_beneath(int root, const std::string& rel, int flags, bool no_symlinks);
+// A detached copy of the mount tree at path (open_tree OPEN_TREE_CLONE), recursive when asked.
+Result<UniqueFd> clone_tree(const std::string& path, bool recursive);
+Result<UniqueFd> clone_tree_at(int dirfd, const std::string& rel, bool recursive);
+Result<UniqueFd> pidfd_open(pid_t pid);
+Result<UniqueFd> memfd(const char* name);
+Result<UniqueFd> signalfd_for_sigchld();  // blocks SIGCHLD in the caller first
+Result<UniqueFd> timerfd_after(double seconds);
+Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size);
+
+// Sends len bytes with up to 4 fds attached (SCM_RIGHTS). The fds stay owned by the caller.
+Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
+                           std::size_t nfds);
+// Receives one message and up to max_fds fds into fds[]; returns the byte count (0 = EOF).
+Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueFd* fds,
+                                  std::size_t max_fds, std::size_t* nfds);
+
+// Writes all of data (retrying short writes and EINTR); MSG_NOSIGNAL on sockets.
+Result<void> write_all(int fd, const void* data, std::size_t len);
+// Reads exactly len bytes; EOF before that is an error with code 0 unless nothing was read
+// and eof_ok, then returns false.
+Result<bool> read_exact(int fd, void* data, std::size_t len, bool eof_ok);
+// Reads until EOF, at most limit bytes (more is an EFBIG error).
+Result<std::string> read_to_end(int fd, std::size_t limit);
+
+}  // namespace moat::sandbox::sys

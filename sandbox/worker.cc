@@ -1,0 +1,175 @@
+// sandbox/worker.cc: the worker's pre-exec sequence (see worker.h). Runs in the child after
+// fork: raw syscalls only, each step returns 0 or an errno, and run_step reports the first
+// failure as {step, errno} on the status pipe and exits.
+#include "sandbox/worker.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "sandbox/caps.h"
+#include "sandbox/landlock.h"
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+constexpr int kStatusFd = 3;
+constexpr int kDataFd = 4;
+constexpr int kLandlockFd = 5;
+constexpr int kFirstFree = 6;
+constexpr int kParkBase = 100;  // fds are parked here so the final dup2s cannot collide
+
+constexpr const char* kStepNames[] = {"none",   "signals", "setsid",  "close_fds",
+                                      "rlimits", "caps",   "no_new_privs", "landlock",
+                                      "chdir",  "seccomp", "exec",    "handler"};
+
+int status_fd_now = -1;  // where run_step reports: moves from plan.status_fd to kStatusFd
+
+[[noreturn]] void report_and_exit(Step step, int err) {
+  StatusRecord rec{static_cast<std::int32_t>(step), err};
+  ssize_t n = ::write(status_fd_now, &rec, sizeof rec);
+  (void)n;
+  _exit(127);
+}
+
+void run_step(const WorkerPlan& plan, Step step, int (*fn)(const WorkerPlan&)) {
+  // close_fds also lays out stdio, which a skipped close must still do: it checks itself.
+  if (plan.skip == step && step != Step::kCloseFds) return;
+  if (int err = fn(plan); err != 0) report_and_exit(step, err);
+}
+
+int reset_signals(const WorkerPlan&) {
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);  // EINVAL for KILL/STOP: fine
+  sigset_t none;
+  sigemptyset(&none);
+  return sigprocmask(SIG_SETMASK, &none, nullptr) == 0 ? 0 : errno;
+}
+
+int new_session(const WorkerPlan&) { return setsid() < 0 ? errno : 0; }
+
+int park(int fd) {
+  if (fd < 0) return -1;
+  return fcntl(fd, F_DUPFD_CLOEXEC, kParkBase);
+}
+
+// stdin is /dev/null; stdout and stderr are the call's output pipe for exec (interleaved,
+// as a terminal would show them), /dev/null otherwise.
+int close_fds(const WorkerPlan& plan) {
+  int io = park(plan.io_fd), status = park(plan.status_fd), ll = park(plan.landlock_fd);
+  if (io < 0 || status < 0 || (plan.landlock_fd >= 0 && ll < 0)) return errno;
+  int null_fd = open("/dev/null", O_RDWR);
+  if (null_fd < 0) return errno;
+  int out = plan.kind == WorkerKind::kExec ? io : null_fd;
+  if (dup2(null_fd, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) return errno;
+  if (dup3(status, kStatusFd, O_CLOEXEC) < 0) return errno;
+  status_fd_now = kStatusFd;
+  if (plan.kind != WorkerKind::kExec && dup2(io, kDataFd) < 0) return errno;
+  if (ll >= 0 && dup3(ll, kLandlockFd, O_CLOEXEC) < 0) return errno;
+  if (plan.skip == Step::kCloseFds) return 0;
+  if (syscall(SYS_close_range, kFirstFree, ~0U, 0) != 0) return errno;
+  return 0;
+}
+
+int apply_rlimits(const WorkerPlan& plan) { return apply_rlimits_in_child(plan.rlimits); }
+int drop_caps(const WorkerPlan&) { return drop_all_caps_in_child(); }
+int set_no_new_privs(const WorkerPlan&) {
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
+}
+int apply_landlock(const WorkerPlan& plan) {
+  if (plan.landlock_fd < 0) return 0;
+  int err = restrict_self_in_child(kLandlockFd);
+  close(kLandlockFd);
+  return err;
+}
+int change_dir(const WorkerPlan& plan) { return chdir(plan.cwd) == 0 ? 0 : errno; }
+int install_seccomp(const WorkerPlan& plan) {
+  if (plan.filter == nullptr) return 0;
+  return install_filter_in_child(*plan.filter);
+}
+
+// execvpe without the heap: glibc's execvpe searches the caller's PATH, not envp's, and the
+// init has no environment. EACCES from any candidate wins over a later ENOENT (as in sh).
+int exec_resolved(const WorkerPlan& plan) {
+  const char* name = plan.argv[0];
+  if (std::strchr(name, '/') != nullptr) {
+    execve(name, plan.argv, plan.envp);
+    return errno;
+  }
+  int err = ENOENT;
+  const char* p = plan.path_env ? plan.path_env : "/usr/local/bin:/usr/bin:/bin";
+  char buf[4096];
+  while (*p != '\0') {
+    const char* end = std::strchr(p, ':');
+    std::size_t len = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
+    std::size_t name_len = std::strlen(name);
+    if (len + name_len + 2 < sizeof buf) {
+      std::memcpy(buf, p, len);
+      buf[len] = '/';
+      std::memcpy(buf + len + 1, name, name_len + 1);
+      execve(len == 0 ? name : buf, plan.argv, plan.envp);
+      if (errno == EACCES) err = EACCES;
+      else if (errno != ENOENT && errno != ENOTDIR) return errno;
+    }
+    if (end == nullptr) break;
+    p = end + 1;
+  }
+  return err;
+}
+
+// After setup succeeded the status pipe is closed, which moatd reads as "running".
+[[noreturn]] void run_handler(const WorkerPlan& plan) {
+  close(kStatusFd);
+  auto request = sys::read_to_end(kDataFd, std::size_t{1} << 30);
+  std::string response = request ? plan.handler(*request) : std::string();
+  auto written = sys::write_all(kDataFd, response.data(), response.size());
+  _exit(request && written ? 0 : 1);
+}
+
+// Opens (creating, truncating) the file inside the view with the worker's restrictions and
+// hands the fd back: a symlink planted by the code resolves inside the view, never the host.
+[[noreturn]] void run_create_file(const WorkerPlan& plan) {
+  close(kStatusFd);
+  int fd = open(plan.create_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0644);
+  std::int32_t err = fd < 0 ? errno : 0;
+  auto sent = sys::send_with_fds(kDataFd, &err, sizeof err, &fd, fd < 0 ? 0 : 1);
+  _exit(sent ? 0 : 1);
+}
+
+}  // namespace
+
+const char* step_name(Step step) {
+  auto i = static_cast<std::size_t>(step);
+  return i < std::size(kStepNames) ? kStepNames[i] : "unknown";
+}
+
+Step step_from_name(const char* name) {
+  for (std::size_t i = 0; i < std::size(kStepNames); ++i)
+    if (std::strcmp(kStepNames[i], name) == 0) return static_cast<Step>(i);
+  return Step::kNone;
+}
+
+void run_worker_in_child(const WorkerPlan& plan) {
+  status_fd_now = plan.status_fd;
+  run_step(plan, Step::kSignals, reset_signals);    // init blocks SIGCHLD for its signalfd
+  run_step(plan, Step::kSetsid, new_session);       // no controlling tty; timeout kills the group
+  run_step(plan, Step::kCloseFds, close_fds);       // nothing of the init leaks in
+  run_step(plan, Step::kRlimits, apply_rlimits);    // inherited by exec and every child
+  run_step(plan, Step::kCaps, drop_caps);           // exec cannot regain any
+  run_step(plan, Step::kNoNewPrivs, set_no_new_privs);  // Landlock and seccomp need it
+  run_step(plan, Step::kLandlock, apply_landlock);  // second filesystem layer, scoping
+  run_step(plan, Step::kChdir, change_dir);         // as the restricted code would
+  run_step(plan, Step::kSeccomp, install_seccomp);  // last: the steps above need denied calls
+  if (plan.kind == WorkerKind::kHandler) run_handler(plan);
+  if (plan.kind == WorkerKind::kCreateFile) run_create_file(plan);
+  report_and_exit(Step::kExec, exec_resolved(plan));  // env carries no moatd secrets
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,60 @@
+// sandbox/worker.h: the pre-exec sequence of a worker (one per call), forked from the session
+// init. The order is the content; see run_worker_in_child.
+#pragma once
+
+#include <cstdint>
+
+#include "sandbox/rlimits.h"
+#include "sandbox/seccomp_policy.h"
+#include "sandbox/session.h"
+
+namespace moat::sandbox {
+
+// Each checked step of the worker, in order. The numbers travel on the status pipe.
+enum class Step : std::int32_t {
+  kNone = 0,
+  kSignals = 1,     // default dispositions and an empty mask (init blocks SIGCHLD)
+  kSetsid = 2,      // new session and process group: no controlling tty (TIOCSTI), group kill
+  kCloseFds = 3,    // only the call's pipes survive
+  kRlimits = 4,
+  kCaps = 5,        // every set emptied, securebits locked, verified
+  kNoNewPrivs = 6,  // exec cannot gain privileges (setuid files, file caps)
+  kLandlock = 7,
+  kChdir = 8,       // after the restrictions: the directory is reached as the code would
+  kSeccomp = 9,     // last: the steps above need syscalls it denies
+  kExec = 10,
+  kHandler = 11,
+};
+const char* step_name(Step step);
+Step step_from_name(const char* name);  // kNone for an unknown name
+
+// The record a failing step writes on the status pipe. EOF without a record = exec worked.
+struct StatusRecord {
+  std::int32_t step;
+  std::int32_t err;
+};
+
+enum class WorkerKind { kExec, kHandler, kCreateFile };
+
+// Everything the child needs, prepared by the init before fork so the child allocates nothing.
+struct WorkerPlan {
+  WorkerKind kind = WorkerKind::kExec;
+  char* const* argv = nullptr;      // kExec
+  char* const* envp = nullptr;      // kExec
+  const char* path_env = nullptr;   // PATH used to resolve argv[0]
+  const char* cwd = "/";
+  const char* create_path = nullptr;  // kCreateFile
+  WorkerHandler handler = nullptr;    // kHandler
+  int io_fd = -1;        // kExec: stdout+stderr pipe; otherwise the data socket
+  int status_fd = -1;
+  int landlock_fd = -1;  // -1 = Landlock not applied (allowed without)
+  const BpfProgram* filter = nullptr;  // nullptr = seccomp not applied (allowed without)
+  RlimitPlan rlimits;
+  Step skip = Step::kNone;  // tests only: prove each step matters by leaving it out
+};
+
+// Runs in the forked child; never returns. Layout after kCloseFds: 0 = /dev/null,
+// 1 and 2 = output (exec) or /dev/null, 3 = status (close-on-exec), 4 = data socket.
+[[noreturn]] void run_worker_in_child(const WorkerPlan& plan);
+
+}  // namespace moat::sandbox

@@ -1,0 +1,197 @@
+// tests/integration/sandbox/session_test.cc: a session's isolation as the sandboxed code sees
+// it (ids, pid namespace, hostname, filesystem view, environment), as root and rootless.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sandbox/test_util.h"
+
+namespace moat::sandbox {
+namespace {
+
+using testing::TempDir;
+
+SessionConfig config_for(const TempDir& ws) {
+  SessionConfig c;
+  c.workspace = ws.path();
+  return c;
+}
+
+TEST(Session, IdProcAndHostnameAreIsolated) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "id; ls /proc | wc -l; cat /etc/hostname; hostname");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.exit_code, 0) << r->output;
+  EXPECT_NE(r->output.find("uid=0(root) gid=0(root)"), std::string::npos) << r->output;
+  // A fresh pid namespace: /proc lists the init, sh, ls and wc plus ~60 kernel entries,
+  // far below the host's hundreds of pids.
+  std::istringstream lines(r->output);
+  std::string id_line, count_line, etc_hostname, hostname;
+  std::getline(lines, id_line);
+  std::getline(lines, count_line);
+  std::getline(lines, etc_hostname);
+  std::getline(lines, hostname);
+  int entries = std::stoi(count_line);
+  int pids = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc"))
+    if (std::isdigit(e.path().filename().string()[0])) ++pids;
+  EXPECT_LT(entries, 90);
+  EXPECT_EQ(etc_hostname, "moat");
+  EXPECT_EQ(hostname, "moat");
+}
+
+TEST(Session, SandboxRootIsNotHostRoot) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "cat /proc/self/uid_map");
+  ASSERT_TRUE(r) << r.error().message();
+  std::istringstream in(r->output);
+  unsigned inside = 1, outside = 0, count = 0;
+  in >> inside >> outside >> count;
+  EXPECT_EQ(inside, 0u);
+  EXPECT_EQ(count, 1u);
+  if (geteuid() == 0) {
+    EXPECT_EQ(outside, 65534u) << "as root the sandbox's uid 0 must be an unprivileged host uid";
+  } else {
+    EXPECT_EQ(outside, geteuid());
+  }
+}
+
+TEST(Session, WorkspaceIsWritableAndWritesLandAsItsOwner) {
+  TempDir ws;
+  ws.write("in.txt", "hello\n");
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "cat in.txt && echo written > out.txt && mkdir -p d/e && pwd");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.exit_code, 0) << r->output;
+  EXPECT_EQ(r->output, "hello\n" + ws.path() + "\n");
+  EXPECT_EQ(ws.read("out.txt"), "written\n");
+  struct stat st;
+  ASSERT_EQ(stat(ws.file("out.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid()) << "writes must land on disk as the workspace's owner";
+}
+
+TEST(Session, HostHomeAndRootAreNotVisible) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "ls -d /root /home 2>&1; ls / | tr '\\n' ' '");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_NE(r->output.find("/root': No such file or directory"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("/home': No such file or directory"), std::string::npos) << r->output;
+}
+
+TEST(Session, SystemDirectoriesAreReadOnly) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "touch /usr/moat-x 2>&1; touch /etc/moat-x 2>&1; mkdir /newdir 2>&1;"
+                          " echo end");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(std::count(r->output.begin(), r->output.end(), '\n'), 4) << r->output;
+  EXPECT_NE(r->output.find("Read-only file system"), std::string::npos) << r->output;
+  EXPECT_FALSE(std::filesystem::exists("/usr/moat-x"));
+}
+
+TEST(Session, EnvironmentComesFromTheAllowlistOnly) {
+  setenv("MOAT_CANARY_SECRET", "canary-7f3a9", 1);
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.env["POLICY_VAR"] = "p1";
+  MOAT_SESSION_OR_SKIP(s, c);
+  ExecSpec spec;
+  spec.argv = {"/usr/bin/env"};
+  spec.env["CALL_VAR"] = "c1";
+  std::string out;
+  auto r = s.exec(spec, [&](std::string_view chunk) { out.append(chunk); }, nullptr);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(out.find("canary-7f3a9"), std::string::npos);
+  std::set<std::string> names;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) names.insert(line.substr(0, line.find('=')));
+  EXPECT_EQ(names, (std::set<std::string>{"CALL_VAR", "HOME", "LANG", "PATH", "POLICY_VAR", "TERM"}));
+  unsetenv("MOAT_CANARY_SECRET");
+}
+
+TEST(Session, TmpIsPrivateToTheSession) {
+  TempDir ws, host_tmp;
+  host_tmp.write("host-canary", "x");
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "ls -A /tmp; echo x > /tmp/inside; cat /tmp/inside");
+  ASSERT_TRUE(r) << r.error().message();
+  // Only the workspace's own path may show through (when it lives under /tmp).
+  EXPECT_EQ(r->output.find(std::filesystem::path(host_tmp.path()).filename().string()),
+            std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("x\n"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists("/tmp/inside"));
+}
+
+TEST(Session, CommandNotFoundNamesTheExecStep) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::run(s, {"moat-no-such-command"});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ENOENT);
+  EXPECT_EQ(r.error().context, "worker step exec");
+}
+
+std::string echo_handler(std::string_view request) {
+  char cwd[4096] = {};
+  if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '?';
+  return "got:" + std::string(request) + " uid:" + std::to_string(getuid()) + " cwd:" + cwd;
+}
+
+TEST(Session, RunHandlerRunsTheFunctionInsideTheSandbox) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.handler = echo_handler;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = s.run_handler("{\"x\":1}");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(*r, "got:{\"x\":1} uid:0 cwd:" + ws.path());
+  std::string big(3 << 20, 'a');  // larger than any socket buffer
+  auto r2 = s.run_handler(big);
+  ASSERT_TRUE(r2) << r2.error().message();
+  EXPECT_EQ(r2->size(), big.size() + std::string("got: uid:0 cwd:").size() + ws.path().size());
+}
+
+TEST(Session, CreateFileOpensInsideTheViewForTheHost) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto fd = s.create_file(ws.path() + "/spill.txt");
+  ASSERT_TRUE(fd) << fd.error().message();
+  ASSERT_EQ(::write(fd->get(), "spilled", 7), 7);
+  EXPECT_EQ(ws.read("spill.txt"), "spilled");
+  auto outside = s.create_file("/usr/moat-spill");
+  ASSERT_FALSE(outside);
+  EXPECT_EQ(outside.error().code, EROFS);
+}
+
+TEST(Session, DescribeJsonNamesEveryLayer) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto j = nlohmann::json::parse(s.describe_json());
+  for (const char* k : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
+                        "cgroup_ns", "seccomp", "landlock"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_TRUE(j["seccomp"].get<bool>());
+  EXPECT_TRUE(j.contains("skipped"));
+  EXPECT_GT(s.init_pid(), 1);
+}
+
+TEST(Session, ConcurrentCallsAllComplete) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto r = testing::sh(s, "echo " + std::to_string(i));
+      if (r && r->output == std::to_string(i) + "\n") ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+}
+
+}  // namespace
+}  // namespace moat::sandbox
