@@ -69,9 +69,9 @@ tests.not_match = ["/dev/sda"]
 id = "default.exec-writable"
 decision = "ask"
 access = ["exec"]
-paths = ["$WORKSPACE/**", "/tmp/**", "/var/tmp/**", "/dev/shm/**"]
+paths = ["$WORKSPACE/**"]
 reason = "This program is a file the sandboxed code could have written or replaced."
-tests.match = ["$WORKSPACE/rm", "/tmp/x"]
+tests.match = ["$WORKSPACE/rm", "$WORKSPACE/node_modules/.bin/x"]
 tests.not_match = ["/usr/bin/ls"]
 
 # ---------------------------------------------------------------- commands that ask

@@ -377,7 +377,15 @@ class PolicyImpl final : public Policy {
       exec_votes(p, votes);
     }
     for (const auto& w : u.writes) write_votes(w, votes);
-    return votes;
+    // One vote per rule and verdict: two globbed files under one rule are one match.
+    std::vector<Vote> unique;
+    for (auto& v : votes) {
+      bool dup = std::any_of(unique.begin(), unique.end(), [&](const Vote& o) {
+        return o.verdict == v.verdict && o.ref.id == v.ref.id && o.ref.file == v.ref.file;
+      });
+      if (!dup) unique.push_back(std::move(v));
+    }
+    return unique;
   }
 
   // The executed file is a path with access "exec": a binary planted in the workspace

@@ -762,8 +762,11 @@ class Parser {
         return parse_command({});
       }
     }
-    if (!cmd.words.empty() || !cmd.assignments.empty() || !cmd.redirects.empty())
-      out_.commands.push_back(std::move(cmd));
+    if (cmd.words.empty() && cmd.assignments.empty() && cmd.redirects.empty()) {
+      if (!failed_) syntax("expected a command, got " + describe(cur()));
+      return;
+    }
+    out_.commands.push_back(std::move(cmd));
   }
 
   // Every substitution inside a word is a script of its own, judged one level deeper.

@@ -1,0 +1,272 @@
+// tests/unit/policy/policy_test.cc: loading layers and combining them, through the Policy
+// interface moatd uses.
+#include "policy/policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "policy/layer.h"
+#include "tests/unit/policy/policy_fixture.h"
+
+namespace moat::policy {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::PolicyWorld;
+using testing::write_file;
+
+TEST(Policy, DefaultPolicyAllowsTheHeadlessRefactorLoop) {
+  PolicyWorld w;
+  w.options.headless = true;
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  auto d = p->decide_command("sed -i 's/old_name/new_name/g' src/*.py && sh ./run_tests.sh", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason << "\n" << d.detail.dump(2);
+  EXPECT_EQ(p->decide_tool("bash").verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_tool("mcp:x:y").verdict, Verdict::kDeny);  // ask, headless
+}
+
+TEST(Policy, DecisionsNameTheDecidingRuleWithLayerAndLine) {
+  PolicyWorld w;
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  auto d = p->decide_command("git status; rm -rf /", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kAsk);
+  EXPECT_EQ(d.deciding.id, "default.rm-recursive");
+  EXPECT_EQ(d.deciding.layer, "builtin");
+  EXPECT_EQ(d.deciding.file, "builtin:default.toml");
+  EXPECT_GT(d.deciding.line, 0);
+  EXPECT_EQ(d.decided_by, "policy");
+  bool git_seen = false;
+  for (const auto& m : d.matched) git_seen = git_seen || m.id == "default.git";
+  EXPECT_TRUE(git_seen);
+  ASSERT_EQ(d.detail["units"].size(), 2u);
+}
+
+TEST(Policy, HeadlessTurnsAskIntoDeny) {
+  PolicyWorld w;
+  w.options.headless = true;
+  auto p = w.load();
+  auto d = p->decide_command("rm -rf build", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_TRUE(d.headless_downgraded);
+  EXPECT_EQ(d.deciding.id, "default.rm-recursive");
+}
+
+TEST(Policy, PathsOfTheDefaultPolicy) {
+  PolicyWorld w;
+  auto p = w.load();
+  EXPECT_EQ(p->decide_path(w.home + "/.ssh/id_rsa", Access::kRead).deciding.id, "default.secrets");
+  EXPECT_EQ(p->decide_path(w.home + "/.ssh/id_rsa", Access::kRead).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.env", Access::kRead).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_path(w.workspace + "/src/a.py", Access::kWrite).verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.git/hooks/pre-commit", Access::kWrite).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.git/config", Access::kWrite).deciding.id, "default.protected-meta");
+  EXPECT_EQ(p->decide_path(w.workspace + "/.git/config", Access::kRead).verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.moat/policy.toml", Access::kWrite).verdict, Verdict::kDeny);
+  // (The test's home is under /tmp, which the default lets the sandbox write; /etc is not.)
+  auto outside = p->decide_path("/etc/profile.d/x.sh", Access::kWrite);
+  EXPECT_EQ(outside.verdict, Verdict::kAsk);
+  EXPECT_EQ(outside.deciding.id, "defaults.write");
+  EXPECT_EQ(outside.decided_by, "default");
+}
+
+TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/10.toml", "schema = 1\nresources = { memory = \"1GiB\", wall_time = \"1h\" }\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  auto r = p->resources();
+  EXPECT_EQ(r["memory_bytes"], std::int64_t{1} << 30);
+  EXPECT_EQ(r["wall_time_s"], 600);  // the default's 10m is lower than 1h
+  EXPECT_EQ(r["pids"], 512);
+  for (const char* k : {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes", "file_size", "open_files"})
+    EXPECT_TRUE(r.contains(k)) << k;
+}
+
+TEST(Policy, ALowerLayerAllowCannotBeatADeny) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/10.toml",
+             "schema = 1\n[[command]]\nid = \"user.rm\"\ndecision = \"allow\"\nprogram = \"rm\"\n");
+  auto p = w.load();
+  auto d = p->decide_command("rm -rf x", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kAsk);
+  EXPECT_EQ(d.deciding.id, "default.rm-recursive");
+  std::vector<std::string> ids;
+  for (const auto& m : d.matched) ids.push_back(m.id);
+  EXPECT_THAT(ids, ::testing::IsSupersetOf({"default.rm-recursive", "default.edit-tools", "user.rm",
+                                            "default.workspace-write"}));
+}
+
+TEST(Policy, StrictestDefaultWins) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/10.toml", "schema = 1\ndefaults = { command = \"deny\", read = \"allow\" }\n");
+  auto p = w.load();
+  auto d = p->decide_command("frobnicate", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.deciding.id, "defaults.command");
+  EXPECT_EQ(d.deciding.layer, "user");
+  EXPECT_EQ(d.deciding.line, 2);
+}
+
+TEST(Policy, CliFilesOnlyNarrow) {
+  PolicyWorld w;
+  write_file(w.root + "/cli.toml",
+             "schema = 1\ndefaults = { command = \"allow\", write = \"allow\" }\n"
+             "[[command]]\nid = \"cli.any\"\ndecision = \"allow\"\nprogram = \"frob\"\n"
+             "[[command]]\nid = \"cli.no-make\"\ndecision = \"deny\"\nprogram = \"make\"\n");
+  w.options.extra_files = {w.root + "/cli.toml"};
+  w.add_program("frob");
+  auto p = w.load();
+  EXPECT_EQ(p->decide_command("frob", w.workspace).verdict, Verdict::kAsk);
+  EXPECT_EQ(p->decide_command("make", w.workspace).deciding.id, "cli.no-make");
+  EXPECT_EQ(p->decide_path("/etc/x", Access::kWrite).verdict, Verdict::kAsk);
+}
+
+TEST(Policy, ProjectLayerLoadsOnlyWhenTrustedAndUnchanged) {
+  PolicyWorld w;
+  const std::string proj = w.workspace + "/.moat/policy.toml";
+  write_file(proj, "schema = 1\n[[command]]\nid = \"proj.no-make\"\ndecision = \"deny\"\nprogram = \"make\"\n");
+  auto untrusted = w.load();
+  EXPECT_EQ(untrusted->decide_command("make", w.workspace).verdict, Verdict::kAllow);
+  ASSERT_EQ(untrusted->notices().size(), 1u);
+  EXPECT_THAT(untrusted->notices()[0], HasSubstr("not trusted"));
+
+  w.options.trust_project = true;  // the person accepts the current hash
+  auto trusted = w.load();
+  EXPECT_EQ(trusted->decide_command("make", w.workspace).deciding.id, "proj.no-make");
+  EXPECT_EQ(trusted->decide_command("make", w.workspace).deciding.layer, "project");
+
+  w.options.trust_project = false;  // the pin alone is enough while the file is unchanged
+  EXPECT_EQ(w.load()->decide_command("make", w.workspace).verdict, Verdict::kDeny);
+
+  write_file(proj, "schema = 1\n");  // changed: asked again, not loaded
+  auto changed = w.load();
+  EXPECT_EQ(changed->decide_command("make", w.workspace).verdict, Verdict::kAllow);
+  EXPECT_THAT(changed->notices()[0], HasSubstr("changed since it was trusted"));
+}
+
+TEST(Policy, SystemLayerMustBeRootOwnedAndNotWritableByOthers) {
+  PolicyWorld w;
+  const std::string sys = w.root + "/system.d";
+  write_file(sys + "/00-org.toml", "schema = 1\n[constraints]\naudit_required = true\n");
+  ::chmod(sys.c_str(), 0755);
+  w.options.system_dir = sys;
+  if (::geteuid() != 0) {
+    auto p = Policy::load(w.options);
+    ASSERT_FALSE(p.has_value());
+    EXPECT_THAT(p.error().message(), HasSubstr("must be owned by root"));
+    GTEST_SKIP() << "the accepted case needs root to own the directory";
+  }
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(p->audit_required());
+  EXPECT_EQ(p->layers_json()[0]["layer"], "system");  // the builtin default is replaced
+  ::chmod((sys + "/00-org.toml").c_str(), 0666);
+  auto bad = Policy::load(w.options);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("writable by group or others"));
+  ::chmod((sys + "/00-org.toml").c_str(), 0644);
+  ::chmod(sys.c_str(), 0775);
+  EXPECT_FALSE(Policy::load(w.options).has_value());
+  ::chmod(sys.c_str(), 0755);
+  write_file(sys + "/01-broken.toml", "schema = 1\n[[command\n");
+  auto broken = Policy::load(w.options);
+  ASSERT_FALSE(broken.has_value());
+  EXPECT_THAT(broken.error().message(), HasSubstr("01-broken.toml:2:"));
+}
+
+TEST(Policy, ManagedAllowsOnlyIgnoresLowerLayerAllows) {
+  PolicyWorld w;
+  if (::geteuid() != 0) GTEST_SKIP() << "a system layer needs a root-owned directory";
+  const std::string sys = w.root + "/system.d";
+  write_file(sys + "/00-org.toml",
+             "schema = 1\ndefaults = { command = \"ask\" }\n[constraints]\nmanaged_allows_only = [\"command\"]\n"
+             "allowed_modes = [\"ask\"]\n[[command]]\nid = \"org.git\"\ndecision = \"allow\"\nprogram = \"git\"\n");
+  ::chmod(sys.c_str(), 0755);
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[command]]\nid = \"user.make\"\ndecision = \"allow\"\nprogram = \"make\"\n");
+  w.options.system_dir = sys;
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->decide_command("git log", w.workspace).verdict, Verdict::kAllow);
+  auto make = p->decide_command("make", w.workspace);
+  EXPECT_EQ(make.verdict, Verdict::kAsk);
+  EXPECT_EQ(make.deciding.id, "defaults.command");
+  EXPECT_TRUE(p->mode_allowed("ask"));
+  EXPECT_FALSE(p->mode_allowed("unrestricted"));
+}
+
+TEST(Policy, ConstraintsOutsideTheSystemLayerAreIgnoredWithANotice) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[constraints]\naudit_required = true\n");
+  auto p = w.load();
+  EXPECT_FALSE(p->audit_required());
+  EXPECT_THAT(p->notices().back(), HasSubstr("honoured only in the system layer"));
+}
+
+TEST(Policy, LayersJsonAndHashDescribeEveryLayer) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"3\"\n");
+  auto p = w.load();
+  auto layers = p->layers_json();
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0]["layer"], "builtin");
+  EXPECT_EQ(layers[1]["name"], "mine");
+  EXPECT_EQ(layers[1]["revision"], "3");
+  EXPECT_EQ(layers[1]["sha256"].get<std::string>().size(), 64u);
+  std::string h1 = p->policy_hash();
+  EXPECT_EQ(h1.rfind("sha256:", 0), 0u);
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"4\"\n");
+  EXPECT_NE(w.load()->policy_hash(), h1);
+}
+
+TEST(Policy, ParseErrorsInAnyLayerFailTheLoadWithFileLineColumn) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[[command]]\nid = \"x\"\ndecision = \"maybe\"\n");
+  auto p = Policy::load(w.options);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_THAT(p.error().message(), HasSubstr("u.toml:4:12: command[0].decision"));
+}
+
+TEST(Policy, ProtectedAndUnreadableGlobsAreWorkspaceRelative) {
+  PolicyWorld w;
+  auto p = w.load();
+  auto prot = p->protected_globs();
+  EXPECT_THAT(prot, ::testing::IsSupersetOf({".git/hooks", ".git/config", ".moat"}));
+  auto unreadable = p->unreadable_globs();
+  EXPECT_THAT(unreadable, ::testing::IsSupersetOf({".env", "**/.env", "*.pem"}));
+}
+
+TEST(Policy, ToolRulesWithUnless) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[tool]]\nid = \"u.mcp\"\ndecision = \"allow\"\ntool = \"mcp:*\"\n"
+             "[[tool]]\nid = \"u.mcp-untrusted\"\ndecision = \"deny\"\ntool = \"mcp:*\"\nunless = { server = [\"jira\"] }\n");
+  auto p = w.load();
+  EXPECT_EQ(p->decide_tool("mcp:jira:search").verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_tool("mcp:evil:run").verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_tool("mcp:evil:run").deciding.id, "u.mcp-untrusted");
+}
+
+TEST(Policy, NetworkHasNoAllowYet) {
+  PolicyWorld w;
+  auto p = w.load();
+  auto d = p->decide_network("example.com", 443);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.deciding.id, "defaults.network");
+}
+
+TEST(Policy, BuiltinDefaultTextEqualsTheShippedExample) {
+  std::ifstream in(std::string(MOAT_SOURCE_ROOT) + "/examples/policies/default.toml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  EXPECT_EQ(ss.str(), std::string(builtin_default_policy_text()));
+}
+
+}  // namespace
+}  // namespace moat::policy
