@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include <fcntl.h>
+
 #include "tools/gitignore.h"
+#include "tools/resolve.h"
 #include "tools/glob.h"
 #include "tools/truncate.h"
 #include "tools/walk.h"
@@ -56,6 +59,8 @@ ToolSpec find_spec() {
 }
 
 ToolResult find_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
+  if (!open_canonical(canonical, O_PATH | O_DIRECTORY))
+    return ToolResult::error(canonical + " is not a directory");
   auto files = matching_files(canonical, args);
   if (files.empty()) return ToolResult::text("No files found matching pattern");
   const std::size_t limit = args.value("limit", kFindDefaultLimit);

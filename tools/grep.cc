@@ -215,7 +215,8 @@ ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, boo
   if (args.value("ignoreCase", false)) argv.push_back("--ignore-case");
   if (args.value("literal", false)) argv.push_back("--fixed-strings");
   if (args.value("context", 0) > 0) argv.insert(argv.end(), {"--context", std::to_string(args["context"].get<int>())});
-  if (args.contains("glob")) argv.insert(argv.end(), {"--glob", args["glob"].get<std::string>()});
+  // No --glob for the caller's glob: rg lets a whitelist glob override .gitignore, the
+  // built-in does not; the glob is applied to rg's results below instead.
   argv.insert(argv.end(), {"--regexp", args.at("pattern").get<std::string>(), "--", canonical});
   std::string out;
   bool overflow = false;
@@ -248,8 +249,10 @@ ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, boo
   if (status->exit_code == 2 && files.empty())
     return ToolResult::error("grep failed: " + sanitize_utf8(errors.empty() ? "rg exited with 2" : errors));
   if (overflow) return ToolResult::error("grep produced more than " + format_size(ctx.output_ceiling) + "; refine the pattern");
+  const std::string glob = args.value("glob", "");
   std::vector<FileHits> hits;
-  for (auto& [_, f] : files) hits.push_back(std::move(f));
+  for (auto& [_, f] : files)
+    if (glob.empty() || !is_dir || glob_match_relative(glob, f.rel)) hits.push_back(std::move(f));
   return format_hits(std::move(hits), args);
 }
 

@@ -42,7 +42,7 @@ ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& arg
   if (d == nullptr) return ToolResult::error("cannot list " + canonical + ": " + std::strerror(errno));
   std::unique_ptr<DIR, int (*)(DIR*)> owner(d, &::closedir);
   GitIgnore ignore;
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, bool>> entries;  // name, is a directory
   while (const dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
@@ -50,10 +50,12 @@ ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& arg
     const bool is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
     const std::string path = canonical == "/" ? "/" + name : canonical + "/" + name;
     if (ignore.is_ignored(path, is_dir)) continue;
-    names.push_back(is_dir ? name + "/" : name);
+    entries.emplace_back(std::move(name), is_dir);
   }
-  if (names.empty()) return ToolResult::text("(empty directory)");
-  std::sort(names.begin(), names.end());
+  if (entries.empty()) return ToolResult::text("(empty directory)");
+  std::sort(entries.begin(), entries.end());  // by name; the '/' is added after sorting
+  std::vector<std::string> names;
+  for (const auto& [name, is_dir] : entries) names.push_back(is_dir ? name + "/" : name);
   const std::size_t limit = args.value("limit", kLsDefaultLimit);
   std::vector<std::string> notices;
   if (names.size() > limit) {

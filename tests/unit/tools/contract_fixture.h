@@ -21,13 +21,14 @@
 namespace moat::tools::testing {
 
 class ToolContractTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     std::string dir = make_workspace_dir();
     ASSERT_FALSE(dir.empty()) << "mkdtemp failed";
     ws_ = std::filesystem::canonical(dir).string();
     harness_ = make_harness(ws_);
     if (!harness_->skip_reason().empty()) GTEST_SKIP() << harness_->skip_reason();
+    ASSERT_EQ(harness_->setup_error(), "");
     ctx_.runner = harness_->runner();
     ctx_.workspace = ws_;
     ctx_.mutations = &queue_;

@@ -16,6 +16,8 @@ class Harness {
   virtual SandboxRunner* runner() = 0;
   // Non-empty: the contract tests skip with this reason (no namespaces on this host).
   virtual std::string skip_reason() const { return ""; }
+  // Non-empty: the harness should have worked on this host and did not; the test fails.
+  virtual std::string setup_error() const { return ""; }
   // Whether commands see the host's view (rg/fdfind availability is then the host's).
   virtual bool is_sandboxed() const = 0;
 };
