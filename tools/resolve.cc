@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -16,18 +17,66 @@
 namespace moat::tools {
 namespace {
 
+std::atomic<bool> g_use_openat2{true};
+
+std::vector<std::string> split_components(const std::string& path);
+
+// openat2(2) is missing (ENOSYS) where the sandbox's seccomp filter hides it (its how
+// struct sits behind a pointer a filter cannot read). The equivalent then:
+// - RESOLVE_IN_ROOT: a plain openat. In a worker the process root *is* the session's
+//   root, so ".." and absolute symlinks stop there exactly as RESOLVE_IN_ROOT would.
+// - RESOLVE_NO_SYMLINKS: one openat per component with O_NOFOLLOW, and a symlink at any
+//   step fails with ELOOP, as openat2 would.
+Result<UniqueFd> open_without_symlinks(int dirfd, const std::string& path, int flags, mode_t mode) {
+  const auto parts = split_components(path);
+  UniqueFd cur(::openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur.valid()) return fail(Error::from_errno("openat", errno, path));
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == ".") continue;
+    if (parts[i] == "..") return fail(Error::from_errno("openat", EXDEV, path));
+    struct stat st{};
+    if (::fstatat(cur.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+      return fail(Error::from_errno("openat", ELOOP, path));
+    const bool last = i + 1 == parts.size();
+    const int f = last ? (flags | O_NOFOLLOW | O_CLOEXEC) : (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int fd = ::openat(cur.get(), parts[i].c_str(), f, mode);
+    if (fd < 0) return fail(Error::from_errno("openat", errno, path));
+    cur.reset(fd);
+  }
+  if (parts.empty() || parts.back() == ".") {
+    // The directory itself, reopened with the caller's flags.
+    const int fd = ::openat(cur.get(), ".", flags | O_CLOEXEC, mode);
+    if (fd < 0) return fail(Error::from_errno("openat", errno, path));
+    cur.reset(fd);
+  }
+  return cur;
+}
+
 Result<UniqueFd> openat2_fd(int dirfd, const std::string& path, int flags, mode_t mode,
                             std::uint64_t resolve) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = resolve;
-  long fd;
-  do {
-    fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
-  } while (fd < 0 && errno == EAGAIN);  // RESOLVE_IN_ROOT retries on a concurrent rename
-  if (fd < 0) return fail(Error::from_errno("openat2", errno, path));
-  return UniqueFd(static_cast<int>(fd));
+  if (g_use_openat2.load()) {
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = resolve;
+    long fd;
+    do {
+      fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+    } while (fd < 0 && errno == EAGAIN);  // RESOLVE_IN_ROOT retries on a concurrent rename
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != ENOSYS) return fail(Error::from_errno("openat2", errno, path));
+  }
+  const std::string rel = path.empty() || path[0] != '/' ? path : path.substr(1);
+  if (resolve & RESOLVE_NO_SYMLINKS) return open_without_symlinks(dirfd, rel, flags, mode);
+  const int fd = ::openat(dirfd, rel.empty() ? "." : rel.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) return fail(Error::from_errno("openat", errno, path));
+  return UniqueFd(fd);
+}
+
+Result<UniqueFd> open_root() {
+  const int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return fail(Error::from_errno("open", errno, "/"));
+  return UniqueFd(fd);
 }
 
 std::vector<std::string> split_components(const std::string& path) {
@@ -100,7 +149,7 @@ Result<Resolved> resolve_once(int root, const std::string& full) {
 Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd) {
   if (path.empty()) return fail(Error{ENOENT, "empty path"});
   const std::string full = path[0] == '/' ? path : cwd + "/" + path;
-  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, open_root());
   // A concurrent atomic replace (our own write/edit, or the sandboxed code's) can unlink
   // the inode we opened; the path is then simply resolved again.
   for (int attempt = 0;; ++attempt) {
@@ -110,9 +159,11 @@ Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd
 }
 
 Result<UniqueFd> open_canonical(const std::string& canonical, int flags, mode_t mode) {
-  MOAT_ASSIGN_OR_RETURN(UniqueFd root, openat2_fd(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, 0));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, open_root());
   return openat2_fd(root.get(), canonical, flags, mode,
                     RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
+
+void set_openat2_enabled_for_testing(bool enabled) { g_use_openat2 = enabled; }
 
 }  // namespace moat::tools

@@ -1,7 +1,8 @@
 // tools/resolve.h: path canonicalisation inside the sandbox's root (runs in the worker).
 // Paths mean what they mean to the sandboxed code: symlinks resolve with openat2's
 // RESOLVE_IN_ROOT against "/" of the calling process, which inside a worker is the
-// session's root, so a planted symlink can never name a host path.
+// session's root, so a planted symlink can never name a host path. Where openat2 is
+// filtered (ENOSYS), plain openat in the worker is the equivalent: its root is the same.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +31,9 @@ Result<Resolved> resolve_in_root(const std::string& path, const std::string& cwd
 // sandboxed code swapped a component for a symlink after the policy check, this fails
 // with ELOOP instead of following it.
 Result<UniqueFd> open_canonical(const std::string& canonical, int flags, mode_t mode = 0);
+
+// Tests: forces the openat(2)-per-component equivalent used where seccomp hides openat2.
+void set_openat2_enabled_for_testing(bool enabled);
 
 // The path of an open fd, as the calling process sees it (/proc/self/fd).
 Result<std::string> fd_path(int fd);

@@ -52,7 +52,9 @@ TEST(ToolDescriptions, EveryNumberInADescriptionIsAnEnforcedConstant) {
   const std::regex number(R"((\d+(?:\.\d+)?)( (?:B|KB|MB)\b)?)");
   for (const auto& spec : all_tools()) {
     SCOPED_TRACE(spec.name);
-    const std::string text = all_text(spec);
+    std::string text = all_text(spec);
+    // "1-based" describes numbering, not a limit.
+    for (std::size_t p; (p = text.find("1-based")) != std::string::npos;) text.erase(p, 7);
     for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
       const std::string found = it->str();
       EXPECT_TRUE(expected.at(spec.name).count(found)) << "stale number " << found << " in: " << text;

@@ -14,8 +14,8 @@ TEST(ValidateAgainstSchema, ListsEveryOffendingFieldWithItsPath) {
   const auto errors = validate_against_schema(
       {{"path", 7}, {"edits", {{{"oldText", ""}, {"newText", "x"}, {"extra", 1}}, "str"}}}, schema);
   const std::vector<std::string> expected = {
-      "edits[0].oldText: must not be empty",
       "edits[0].extra: unknown field (allowed: newText, oldText)",
+      "edits[0].oldText: must not be empty",
       "edits[1]: expected object, got string",
       "path: expected string, got integer"};
   EXPECT_EQ(errors, expected);
