@@ -1,11 +1,213 @@
-// agent/cli_sessions.cc: `moat sessions ...` and `moat audit ...`.
+// agent/cli_sessions.cc: `moat sessions list|show|tree|export` and `moat audit verify|show|export`.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "agent/cli.h"
+#include "base/log.h"
+#include "sessions/audit_verify.h"
+#include "sessions/render_audit.h"
+#include "sessions/render_session.h"
+#include "sessions/json_util.h"
+#include "sessions/store.h"
 
 namespace moat::agent {
+namespace {
 
-void add_sessions_commands(CLI::App& app, int& /*exit_code*/) {
-  app.add_subcommand("sessions", "List, show and export sessions");
-  app.add_subcommand("audit", "Verify, show and export audit logs");
+struct SessionsOptions {
+  std::string dir;        // --dir, else default_sessions_dir()
+  std::string workspace;  // --workspace, else the current directory
+  bool all = false;
+  std::string ref;        // ID[@ENTRY]
+  bool html = false;
+  std::string output;     // -o FILE, else stdout
+};
+
+struct AuditOptions {
+  std::vector<std::string> files;
+  bool allow_open = false;
+  sessions::AuditFilter filter;
+  bool html = false;
+  std::string output;
+};
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf) == nullptr) return ".";
+  return buf;
+}
+
+int report(const Error& e) {
+  std::fprintf(stderr, "moat: %s\n", e.message().c_str());
+  return kExitUsage;
+}
+
+// Writes `text` to `output` (or stdout when empty); kExitDone or kExitUsage.
+int emit(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitDone;
+  }
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.good()) return report(Error::from_errno("write", EIO, output));
+  std::fprintf(stderr, "wrote %s\n", output.c_str());
+  return kExitDone;
+}
+
+std::string sessions_dir(const SessionsOptions& o) {
+  return o.dir.empty() ? sessions::default_sessions_dir() : o.dir;
+}
+
+int run_list(const SessionsOptions& o) {
+  const std::string ws = o.all ? "" : (o.workspace.empty() ? current_dir() : o.workspace);
+  auto list = sessions::list_sessions(sessions_dir(o), ws);
+  if (!list) return report(list.error());
+  for (const auto& s : *list) {
+    std::printf("%s  %s  %5zu entries  %s%s\n", s.id.c_str(), s.created.c_str(), s.entries,
+                moat::quoted(s.name.empty() ? s.first_message : s.name).c_str(),
+                s.parent_session.empty() ? "" : ("  (fork of " + s.parent_session + ")").c_str());
+    if (o.all) std::printf("    %s\n", moat::quoted(s.workspace).c_str());
+  }
+  if (list->empty()) std::fprintf(stderr, "no sessions%s\n", ws.empty() ? "" : (" for " + ws).c_str());
+  return kExitDone;
+}
+
+// Loads the session and the path a ref names: the entry's path, else the newest leaf's.
+struct Loaded {
+  std::unique_ptr<sessions::SessionStore> store;
+  std::vector<sessions::Entry> path;
+};
+Result<Loaded> load_ref(const SessionsOptions& o) {
+  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref, sessions::resolve_session_ref(sessions_dir(o), o.ref));
+  Loaded l;
+  MOAT_ASSIGN_OR_RETURN(l.store, sessions::SessionStore::open_read_only(ref.path));
+  l.path = ref.entry_id.empty() ? l.store->path_to_leaf() : l.store->path_to(ref.entry_id);
+  return l;
+}
+
+int run_show(const SessionsOptions& o) {
+  auto l = load_ref(o);
+  if (!l) return report(l.error());
+  std::printf("session %s\nfile %s\nworkspace %s\n\n", l->store->id().c_str(), l->store->path().c_str(),
+              moat::quoted(sessions::str_field(l->store->header(), "workspace")).c_str());
+  return emit(sessions::render_transcript(l->path), "");
+}
+
+int run_tree(const SessionsOptions& o) {
+  auto l = load_ref(o);
+  if (!l) return report(l.error());
+  return emit(sessions::render_tree(*l->store), "");
+}
+
+int run_export(const SessionsOptions& o) {
+  if (!o.html) return report(Error::msg("export: only --html is supported; pass --html"));
+  auto l = load_ref(o);
+  if (!l) return report(l.error());
+  return emit(sessions::session_html(*l->store, l->path), o.output);
+}
+
+int run_verify(const AuditOptions& o) {
+  int rc = kExitDone;
+  for (const auto& file : o.files) {
+    auto v = sessions::verify_audit_file(file, !o.allow_open);
+    if (!v) {
+      std::fprintf(stderr, "moat: %s\n", v.error().message().c_str());
+      rc = kExitTaskFailed;
+      continue;
+    }
+    if (v->ok()) {
+      std::printf("%s: ok, %llu records, session %s, head %s\n", file.c_str(),
+                  static_cast<unsigned long long>(v->records), v->session.c_str(), v->head.c_str());
+    } else {
+      std::printf("%s: BROKEN (%s) at seq %llu, byte offset %llu: %s\n", file.c_str(),
+                  sessions::problem_name(v->problem), static_cast<unsigned long long>(v->seq),
+                  static_cast<unsigned long long>(v->offset), v->detail.c_str());
+      rc = kExitTaskFailed;
+    }
+  }
+  return rc;
+}
+
+int run_audit_show(const AuditOptions& o) {
+  for (const auto& file : o.files) {
+    auto records = sessions::load_audit_records(file);
+    if (!records) return report(records.error());
+    for (const auto& r : *records)
+      if (sessions::audit_matches(r, o.filter)) std::printf("%s\n", sessions::audit_line(r).c_str());
+  }
+  return kExitDone;
+}
+
+int run_audit_export(const AuditOptions& o) {
+  if (!o.html) return report(Error::msg("export: only --html is supported; pass --html"));
+  if (o.files.size() != 1) return report(Error::msg("export: give exactly one audit file"));
+  auto records = sessions::load_audit_records(o.files[0]);
+  if (!records) return report(records.error());
+  auto verdict = sessions::verify_audit_file(o.files[0], /*require_end=*/false);
+  if (!verdict) return report(verdict.error());
+  return emit(sessions::audit_html(*records, *verdict, o.files[0]), o.output);
+}
+
+void add_sessions_group(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<SessionsOptions>();
+  auto* group = app.add_subcommand("sessions", "List, show and export sessions");
+  group->require_subcommand(1);
+  group->add_option("--dir", opts->dir, "Sessions directory (default: $MOAT_SESSIONS_DIR, "
+                                        "$XDG_STATE_HOME/moat/sessions)");
+  auto* list = group->add_subcommand("list", "Sessions of this workspace, newest first");
+  list->add_option("--workspace", opts->workspace, "Workspace directory (default: the current one)");
+  list->add_flag("--all", opts->all, "Sessions of every workspace");
+  list->callback([opts, &exit_code] { exit_code = run_list(*opts); });
+  auto* show = group->add_subcommand("show", "Print a session's current path (or up to ENTRY)");
+  show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")->required();
+  show->callback([opts, &exit_code] { exit_code = run_show(*opts); });
+  auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
+  tree->add_option("ref", opts->ref, "session id or prefix")->required();
+  tree->callback([opts, &exit_code] { exit_code = run_tree(*opts); });
+  auto* exp = group->add_subcommand("export", "Export a session's path as a page");
+  exp->add_option("ref", opts->ref, "ID[@ENTRY]")->required();
+  exp->add_flag("--html", opts->html, "Self-contained HTML")->required();
+  exp->add_option("-o,--output", opts->output, "Output file (default: stdout)");
+  exp->callback([opts, &exit_code] { exit_code = run_export(*opts); });
+}
+
+void add_audit_group(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<AuditOptions>();
+  auto* group = app.add_subcommand("audit", "Verify, show and export audit logs");
+  group->require_subcommand(1);
+  auto* verify = group->add_subcommand(
+      "verify", "Walk the hash chain; report the first broken record by seq and byte offset "
+                "(exit 1 if any file is broken)");
+  verify->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
+  verify->add_flag("--allow-open", opts->allow_open,
+                   "Accept a log without session.end (a session still running)");
+  verify->callback([opts, &exit_code] { exit_code = run_verify(*opts); });
+  auto* show = group->add_subcommand("show", "Print a readable timeline");
+  show->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
+  show->add_option("--session", opts->filter.session, "Only this session (id or prefix)");
+  show->add_option("--type", opts->filter.type, "Only this record type (decision, exec, ...)");
+  show->add_option("--decision", opts->filter.decision, "Only decisions with this result")
+      ->check(CLI::IsMember({"allow", "ask", "deny"}));
+  show->callback([opts, &exit_code] { exit_code = run_audit_show(*opts); });
+  auto* exp = group->add_subcommand("export", "Render one session's audit log as a timeline page");
+  exp->add_option("files", opts->files, "Audit file")->required()->check(CLI::ExistingFile);
+  exp->add_flag("--html", opts->html, "Self-contained HTML")->required();
+  exp->add_option("-o,--output", opts->output, "Output file (default: stdout)");
+  exp->callback([opts, &exit_code] { exit_code = run_audit_export(*opts); });
+}
+
+}  // namespace
+
+void add_sessions_commands(CLI::App& app, int& exit_code) {
+  add_sessions_group(app, exit_code);
+  add_audit_group(app, exit_code);
 }
 
 }  // namespace moat::agent

@@ -217,7 +217,7 @@ SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_t
 
 Result<sessions::Entry> compact(const sessions::SessionContext& context,
                                 const CompactionSettings& settings, const Summarizer& summarize) {
-  const std::vector<Message>& msgs = context.messages;
+  const std::vector<Message> msgs = context.live_messages();
   const CutPoint cut = find_cut_point(msgs, settings.keep_recent_tokens);
   if (cut.first_kept == 0)
     return fail(Error::msg("compact: the context is within keep_recent_tokens; nothing to summarise"));

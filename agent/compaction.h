@@ -70,7 +70,8 @@ SummaryRequest history_summary_request(const std::vector<Message>& messages,
 // The summary of the early part of a turn the cut splits.
 SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_tokens);
 
-// Builds the compaction entry for `context` (sessions::build_context of the current path):
+// Builds the compaction entry for `context` (sessions::build_context of the current path;
+// the cut is chosen among its live messages):
 // {"type":"compaction","summary","retained":[messages],"tokensBefore","readFiles",
 //  "modifiedFiles","splitTurn","summarizedMessages"}. The loop appends it with
 // SessionStore::append and rebuilds the context. Fails when there is nothing to summarise

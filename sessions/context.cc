@@ -39,49 +39,61 @@ Message summary_message(const std::string& summary, const std::vector<std::strin
   return user_text(std::move(text));
 }
 
-std::vector<Message> SessionContext::for_provider() const {
-  std::vector<Message> out;
-  out.reserve(messages.size() + 1);
-  if (compactions > 0) out.push_back(summary_message(summary, read_files, modified_files));
-  out.insert(out.end(), messages.begin(), messages.end());
-  return out;
+std::vector<Message> SessionContext::live_messages() const {
+  return std::vector<Message>(messages.begin() + static_cast<std::ptrdiff_t>(live_begin), messages.end());
 }
 
-SessionContext build_context(const std::vector<Entry>& path) {
+SessionContext build_context(const std::vector<const Entry*>& path) {
   SessionContext ctx;
   size_t start = 0;
   for (size_t i = path.size(); i-- > 0;) {
-    if (str_field(path[i], "type") != "compaction") continue;
-    const Entry& c = path[i];
+    const Entry& c = *path[i];
+    if (str_field(c, "type") != "compaction") continue;
     ctx.summary = str_field(c, "summary");
     ctx.read_files = string_list(c, "readFiles");
     ctx.modified_files = string_list(c, "modifiedFiles");
+    ctx.messages.push_back(summary_message(ctx.summary, ctx.read_files, ctx.modified_files));
+    ctx.live_begin = 1;
     if (c.contains("retained") && c["retained"].is_array())
-      ctx.messages.assign(c["retained"].begin(), c["retained"].end());
+      ctx.messages.insert(ctx.messages.end(), c["retained"].begin(), c["retained"].end());
     start = i + 1;
     break;
   }
+  ctx.messages.reserve(ctx.messages.size() + path.size() - start);
   for (size_t i = 0; i < path.size(); ++i) {
-    const std::string type = str_field(path[i], "type");
+    const Entry& e = *path[i];
+    const std::string type = str_field(e, "type");
     if (type == "compaction") ++ctx.compactions;
     if (type == "model_change") {
-      ctx.provider = str_field(path[i], "provider");
-      ctx.model = str_field(path[i], "model");
+      ctx.provider = str_field(e, "provider");
+      ctx.model = str_field(e, "model");
     }
     if (i < start) continue;
-    if (type == "message" && path[i].contains("message")) {
-      ctx.messages.push_back(path[i]["message"]);
+    if (type == "message") {
+      if (auto m = e.find("message"); m != e.end()) ctx.messages.push_back(*m);
     } else if (type == "branch_summary") {
       ctx.messages.push_back(user_text(
           "The following summarises a branch of this conversation that was left:\n\n<summary>\n" +
-          str_field(path[i], "summary") + "\n</summary>"));
+          str_field(e, "summary") + "\n</summary>"));
     }
   }
   return ctx;
 }
 
-std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path) {
-  const SessionContext ctx = build_context(path);
+SessionContext build_context(const std::vector<Entry>& path) {
+  std::vector<const Entry*> refs;
+  refs.reserve(path.size());
+  for (const Entry& e : path) refs.push_back(&e);
+  return build_context(refs);
+}
+
+SessionContext build_context(const SessionStore& store) {
+  return build_context(store.path_refs(store.leaf()));
+}
+
+namespace {
+
+std::vector<DanglingCall> unanswered(const SessionContext& ctx) {
   std::vector<DanglingCall> calls;
   std::unordered_set<std::string> answered;
   for (const Message& m : ctx.messages) {
@@ -96,6 +108,16 @@ std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path) {
   for (auto& c : calls)
     if (answered.count(c.id) == 0) out.push_back(std::move(c));
   return out;
+}
+
+}  // namespace
+
+std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path) {
+  return unanswered(build_context(path));
+}
+
+std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store) {
+  return unanswered(build_context(store));
 }
 
 Message interrupted_result(const DanglingCall& call) {

@@ -17,20 +17,25 @@ struct SessionContext {
   std::string summary;                      // the newest compaction's summary on the path
   std::vector<std::string> read_files;      // that compaction's file lists
   std::vector<std::string> modified_files;
-  std::vector<Message> messages;            // live messages: retained tail + later messages
+  // What the provider is sent: the summary as a user message when compacted (then
+  // live_begin is 1), then the live messages (retained tail + later messages).
+  std::vector<Message> messages;
+  size_t live_begin = 0;
   std::string provider;                     // from the newest model_change ("" if none)
   std::string model;
   size_t compactions = 0;                   // compaction entries on the path
 
-  // What the provider is sent: the summary as a user message (when compacted), then the
-  // live messages.
-  std::vector<Message> for_provider() const;
+  const std::vector<Message>& for_provider() const { return messages; }
+  std::vector<Message> live_messages() const;  // messages[live_begin, end)
 };
 
-// Walks `path` (SessionStore::path_to_leaf()): message entries become messages, a
-// branch_summary becomes a user message, and a compaction replaces everything before it
-// with its summary and its copy of the retained tail.
+// Walks `path` (root to leaf): message entries become messages, a branch_summary becomes a
+// user message, and a compaction replaces everything before it with its summary and its
+// copy of the retained tail.
+SessionContext build_context(const std::vector<const Entry*>& path);
 SessionContext build_context(const std::vector<Entry>& path);
+// The context of the store's current leaf (no copy of the path is made).
+SessionContext build_context(const SessionStore& store);
 
 // The user message that carries a compaction summary and its file lists.
 Message summary_message(const std::string& summary, const std::vector<std::string>& read_files,
@@ -44,6 +49,7 @@ struct DanglingCall {
   std::string name;
 };
 std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path);
+std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store);
 
 // The toolResult message that answers a dangling call: isError, saying it was interrupted.
 Message interrupted_result(const DanglingCall& call);

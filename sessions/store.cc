@@ -45,6 +45,7 @@ class JsonlSessionStore final : public SessionStore {
   Result<void> set_leaf(const std::string& entry_id) override;
   std::vector<Entry> path_to_leaf() const override { return path_to(leaf_); }
   std::vector<Entry> path_to(const std::string& entry_id) const override;
+  std::vector<const Entry*> path_refs(const std::string& entry_id) const override;
 
   Result<void> write_header(const std::string& workspace, const std::string& parent);
   Result<void> load(std::string_view data);
@@ -128,18 +129,25 @@ Result<void> JsonlSessionStore::set_leaf(const std::string& entry_id) {
   return {};
 }
 
-std::vector<Entry> JsonlSessionStore::path_to(const std::string& entry_id) const {
-  std::vector<Entry> path;
-  std::string cur = entry_id;
+std::vector<const Entry*> JsonlSessionStore::path_refs(const std::string& entry_id) const {
+  std::vector<const Entry*> path;
+  auto it = index_.find(entry_id);
   // The loader only accepts parents that appear earlier in the file, so this walk ends;
   // the size bound is a second guard.
-  while (!cur.empty() && path.size() <= entries_.size()) {
-    auto it = index_.find(cur);
-    if (it == index_.end()) break;
-    path.push_back(entries_[it->second]);
-    cur = str_field(entries_[it->second], "parentId");
+  while (it != index_.end() && path.size() <= entries_.size()) {
+    const Entry& e = entries_[it->second];
+    path.push_back(&e);
+    auto parent = e.find("parentId");
+    if (parent == e.end() || !parent->is_string()) break;
+    it = index_.find(parent->get_ref<const std::string&>());
   }
   std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<Entry> JsonlSessionStore::path_to(const std::string& entry_id) const {
+  std::vector<Entry> path;
+  for (const Entry* e : path_refs(entry_id)) path.push_back(*e);
   return path;
 }
 

@@ -64,6 +64,8 @@ class SessionStore {
   virtual std::vector<Entry> path_to_leaf() const = 0;
   // The entries from the root to `entry_id`, in order (empty if unknown).
   virtual std::vector<Entry> path_to(const std::string& entry_id) const = 0;
+  // The same path without copying: pointers into entries(), valid until the next append.
+  virtual std::vector<const Entry*> path_refs(const std::string& entry_id) const = 0;
   virtual const std::vector<Entry>& entries() const = 0;
   virtual const Entry* find(const std::string& entry_id) const = 0;
   // Bytes of a torn last line that open() dropped (0 for a clean file).

@@ -56,10 +56,12 @@ TEST(BuildContext, CompactionReplacesThePastWithSummaryAndRetainedTail) {
   };
   const SessionContext ctx = build_context(path);
   EXPECT_EQ(ctx.summary, "S1");
-  ASSERT_EQ(ctx.messages.size(), 2u);
-  EXPECT_EQ(ctx.messages[0], user("kept"));
-  EXPECT_EQ(ctx.messages[1], user("after"));
-  const auto sent = ctx.for_provider();
+  EXPECT_EQ(ctx.live_begin, 1u);
+  const auto live = ctx.live_messages();
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0], user("kept"));
+  EXPECT_EQ(live[1], user("after"));
+  const auto& sent = ctx.for_provider();
   ASSERT_EQ(sent.size(), 3u);
   const std::string text = str_field(sent[0]["content"][0], "text");
   EXPECT_NE(text.find("<summary>\nS1\n</summary>"), std::string::npos);
@@ -77,7 +79,8 @@ TEST(BuildContext, OnlyTheNewestCompactionCounts) {
   const SessionContext ctx = build_context(path);
   EXPECT_EQ(ctx.summary, "S2");
   EXPECT_EQ(ctx.compactions, 2u);
-  ASSERT_EQ(ctx.messages.size(), 1u);
+  ASSERT_EQ(ctx.live_messages().size(), 1u);
+  EXPECT_EQ(ctx.messages.size(), 2u);
 }
 
 TEST(BuildContext, BranchSummaryBecomesAUserMessage) {
@@ -120,8 +123,8 @@ TEST(DanglingToolCalls, StoreReopenedAfterACrashMidTurnIsAnsweredThenClean) {
   ASSERT_EQ(dangling.size(), 1u);
   EXPECT_EQ(dangling[0].id, "c2");
   for (const auto& d : dangling) ASSERT_TRUE((*s)->append(msg(interrupted_result(d))));
-  EXPECT_TRUE(dangling_tool_calls((*s)->path_to_leaf()).empty());
-  EXPECT_EQ(build_context((*s)->path_to_leaf()).messages.size(), 4u);
+  EXPECT_TRUE(dangling_tool_calls(**s).empty());
+  EXPECT_EQ(build_context(**s).messages.size(), 4u);
 }
 
 }  // namespace
