@@ -225,6 +225,11 @@ Result<void> pivot_into(const std::string& root) {
   if (::mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
               nullptr) != 0)
     return fail(Error::from_errno("remount", errno, "/ read-only"));
+  // /dev's own tmpfs holds only mount points: no file may be added there. The devices are
+  // separate bind mounts and stay writable, as do /dev/shm and /dev/pts.
+  if (::mount(nullptr, "/dev", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+              nullptr) != 0)
+    return fail(Error::from_errno("remount", errno, "/dev read-only"));
   if (::mount(nullptr, "/run", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
               nullptr) != 0)
     return fail(Error::from_errno("remount", errno, "/run read-only"));

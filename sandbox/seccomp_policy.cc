@@ -3,7 +3,8 @@
 // Shape of the filter, first match wins:
 //   1. any ABI but x86-64 (i386 via int 0x80, x32) -> kill the process: a second syscall
 //      table would need a second policy, and nothing we run needs one.
-//   2. argument-checked syscalls (clone, unshare, socket, socketpair, ioctl, personality).
+//   2. argument-checked syscalls (clone, unshare, socket, socketpair, ioctl, personality,
+//      and the mode argument of open/chmod/mkdir/mknod: no setuid or setgid bits).
 //   3. deny sets -> their errno (EPERM, or ENOSYS for the obsolete set and clone3).
 //   4. numbers below kFilterMaxSyscall that no set names -> ENOSYS.
 //   5. everything else (the allow sets) -> allow.
@@ -19,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,6 +112,28 @@ Result<void> add_personality_rules(scmp_filter_ctx ctx) {
   return {};
 }
 
+// Setuid and setgid bits never come from the sandbox: the workspace is an idmapped mount, so
+// a setuid file created inside is, on the host, a setuid file of the workspace's owner.
+// (fchmodat2 and openat2 are not in the table, so they get ENOSYS.)
+Result<void> add_mode_rules(scmp_filter_ctx ctx) {
+  struct ModeArg {
+    const char* name;
+    unsigned arg;
+  };
+  constexpr ModeArg kModeArgs[] = {{"open", 2},     {"openat", 3}, {"creat", 1},
+                                   {"chmod", 1},    {"fchmod", 1}, {"fchmodat", 2},
+                                   {"mkdir", 1},    {"mkdirat", 2}, {"mknod", 1},
+                                   {"mknodat", 2}};
+  for (const ModeArg& m : kModeArgs) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(m.name));
+    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      scmp_arg_cmp cmp{m.arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, m.name));
+    }
+  }
+  return {};
+}
+
 Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
   for (const SyscallSet& set : syscall_sets()) {
     for (const SyscallEntry& e : set.entries) {
@@ -144,6 +168,7 @@ Result<FilterCtx> build(bool network) {
   MOAT_TRY(add_socket_family_rules(ctx.get(), network));
   MOAT_TRY(add_ioctl_rules(ctx.get()));
   MOAT_TRY(add_personality_rules(ctx.get()));
+  MOAT_TRY(add_mode_rules(ctx.get()));
   for (int nr = 0; nr < kFilterMaxSyscall; ++nr)
     if (known.count(nr) == 0) MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
   return ctx;

@@ -77,3 +77,30 @@ inline Result<std::unique_ptr<Session>> make_session(SessionConfig config) {
   auto& var = *var##_made.value()
 
 }  // namespace moat::sandbox::testing
+
+namespace moat::sandbox::testing {
+
+// The moat_probe binary built next to this test (MOAT_BUILD_ROOT, else next to /proc/self/exe).
+inline std::string probe_binary() {
+  const char* root = std::getenv("MOAT_BUILD_ROOT");
+  if (root != nullptr) return std::string(root) + "/tests/integration/sandbox/moat_probe";
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "moat_probe").string();
+}
+
+// Copies moat_probe into the workspace (the sandbox sees only the workspace and system dirs).
+inline void install_probe(const TempDir& ws) {
+  std::filesystem::copy_file(probe_binary(), ws.file("moat_probe"),
+                             std::filesystem::copy_options::overwrite_existing);
+}
+
+inline std::string probe(Session& s, const TempDir& ws, std::vector<std::string> args) {
+  args.insert(args.begin(), ws.file("moat_probe"));
+  auto r = run(s, args);
+  if (!r) return "error: " + r.error().message();
+  std::string out = r->output;
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  if (r->outcome.signal != 0) out += "signal:" + std::to_string(r->outcome.signal);
+  return out;
+}
+
+}  // namespace moat::sandbox::testing

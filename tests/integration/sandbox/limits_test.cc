@@ -1,0 +1,192 @@
+// tests/integration/sandbox/limits_test.cc: per-call and session limits, and lifetime: a
+// timeout kills the group, output is bounded, a fork bomb and a disk fill stay inside, and
+// moatd dying leaves nothing running.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/integration/sandbox/test_util.h"
+
+namespace moat::sandbox {
+namespace {
+
+using testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+SessionConfig config_for(const TempDir& ws) {
+  SessionConfig c;
+  c.workspace = ws.path();
+  return c;
+}
+
+bool process_exists(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+TEST(Limits, TimeoutKillsTheWholeProcessGroup) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto t0 = Clock::now();
+  auto r = testing::sh(s, "sleep 100 & echo started; sleep 100", 0.5);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->outcome.timed_out);
+  EXPECT_EQ(r->outcome.limit, "wall_time");
+  EXPECT_EQ(r->outcome.signal, SIGKILL);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  auto after = testing::sh(s, "ls /proc | grep -c '^[0-9]'");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->output, "3\n") << "init, sh and grep only: the background sleep was killed";
+}
+
+TEST(Limits, BackgroundJobsDieWithTheCall) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "sleep 100 & echo bg");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome.exit_code, 0);
+  auto after = testing::sh(s, "ls /proc | grep -c '^[0-9]'");
+  EXPECT_EQ(after->output, "3\n");
+}
+
+TEST(Limits, OutputBeyondTheLimitKillsTheCall) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.output_bytes = 100000;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "yes");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.limit, "output");
+  EXPECT_LE(r->output.size(), 100000u);
+  EXPECT_GT(r->outcome.output_bytes, 100000u);
+}
+
+TEST(Limits, CancelKillsTheCall) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  ExecSpec spec;
+  spec.argv = {"sleep", "100"};
+  auto r = s.exec(spec, nullptr, &cancel);
+  t.join();
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_EQ(r->signal, SIGKILL);
+}
+
+TEST(Limits, ForkBombHitsNprocAndTheSessionSurvives) {
+  TempDir ws;
+  testing::install_probe(ws);
+  SessionConfig c = config_for(ws);
+  c.limits.pids = 64;
+  MOAT_SESSION_OR_SKIP(s, c);
+  std::string out = testing::probe(s, ws, {"fork-bomb"});
+  EXPECT_EQ(out.rfind("fork EAGAIN after ", 0), 0u) << out;
+  auto after = testing::sh(s, "echo alive");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->output, "alive\n");
+}
+
+TEST(Limits, DiskFillOfTmpStopsAtTheTmpfsSize) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.tmp_size = 4 << 20;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; du -k /tmp/fill");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->output.find("No space left on device"), std::string::npos) << r->output;
+}
+
+TEST(Limits, FileSizeLimitIsReported) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.file_size = 1 << 20;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "exec dd if=/dev/zero of=big bs=1M count=4");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome.signal, SIGXFSZ);
+  EXPECT_EQ(r->outcome.limit, "file_size");
+}
+
+TEST(Limits, SessionWallTimeEndsTheSession) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.session_wall_time_s = 0.7;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "sleep 30", 20);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.limit, "session_wall_time");
+  EXPECT_FALSE(testing::sh(s, "true"));
+}
+
+TEST(Limits, MoatdDyingKillsEverySandboxProcess) {
+  TempDir ws;
+  {
+    auto probe = Session::create(config_for(ws));
+    if (!probe) GTEST_SKIP() << probe.error().message();
+  }
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t fake_moatd = fork();
+  if (fake_moatd == 0) {
+    auto s = Session::create(config_for(ws));
+    if (!s) _exit(1);
+    ExecSpec spec;
+    spec.argv = {"sleep", "1000"};
+    std::thread t([&] {
+      (void)(*s)->exec(spec, nullptr, nullptr);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    pid_t init = (*s)->init_pid();
+    (void)!write(pipefd[1], &init, sizeof init);
+    pause();
+    _exit(0);
+  }
+  close(pipefd[1]);
+  pid_t init = -1;
+  ASSERT_EQ(read(pipefd[0], &init, sizeof init), static_cast<ssize_t>(sizeof init));
+  close(pipefd[0]);
+  ASSERT_TRUE(process_exists(init));
+  kill(fake_moatd, SIGKILL);
+  waitpid(fake_moatd, nullptr, 0);
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (process_exists(init) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(process_exists(init)) << "the session init outlived moatd";
+}
+
+TEST(FailClosed, UnmappableUidRefusesTheSessionNamingUserNs) {
+  if (geteuid() != 0) GTEST_SKIP() << "the unprivileged uid is only used when moatd is root";
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.unprivileged_uid = static_cast<uid_t>(-1);  // not a valid id: uid_map refuses it
+  auto s = Session::create(c);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message().find("user_ns"), std::string::npos) << s.error().message();
+}
+
+TEST(FailClosed, WorkspaceWithoutIdmapSupportIsRefusedUnlessAllowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "idmapped workspaces are only used when moatd is root";
+  SessionConfig c;
+  c.workspace = "/proc/self/fdinfo";  // procfs has no idmapped mounts
+  auto s = Session::create(c);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message().rfind("idmap: ", 0), 0u) << s.error().message();
+  c.allow_without.insert("idmap");
+  auto allowed = Session::create(c);
+  ASSERT_TRUE(allowed) << allowed.error().message();
+  EXPECT_NE((*allowed)->describe_json().find("\"idmap\":false"), std::string::npos);
+}
+
+TEST(FailClosed, RelativeWorkspaceIsRefused) {
+  SessionConfig c;
+  c.workspace = "relative/path";
+  EXPECT_FALSE(Session::create(c));
+}
+
+}  // namespace
+}  // namespace moat::sandbox

@@ -1,0 +1,81 @@
+// tests/integration/sandbox/protect_test.cc: protected workspace paths are read-only inside
+// the session, also when missing, or when the code plants a symlink, and are re-derived at
+// every call.
+#include <sys/stat.h>
+
+#include "tests/integration/sandbox/test_util.h"
+
+namespace moat::sandbox {
+namespace {
+
+using testing::TempDir;
+
+SessionConfig protected_config(const TempDir& ws) {
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.protected_paths = {".git/hooks", ".git/config", ".moat", "*.pem"};
+  return c;
+}
+
+TEST(ProtectedPaths, ExistingHooksAreReadOnly) {
+  TempDir ws;
+  ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
+  ws.write(".git/config", "[core]\n");
+  ws.write("src/main.c", "int main;\n");
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  auto r = testing::sh(s, "echo evil > .git/hooks/pre-commit; echo evil > .git/hooks/post-checkout;"
+                          " echo evil >> .git/config; echo ok > src/main.c; cat .git/config");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ws.read(".git/hooks/pre-commit"), "#!/bin/sh\n");
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git/hooks/post-checkout")));
+  EXPECT_EQ(ws.read(".git/config"), "[core]\n");
+  EXPECT_EQ(ws.read("src/main.c"), "ok\n");
+  EXPECT_NE(r->output.find("[core]"), std::string::npos) << "protected files stay readable";
+}
+
+TEST(ProtectedPaths, MissingPathIsMaskedAtItsFirstMissingComponent) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  auto r = testing::sh(s, "mkdir -p .git/hooks 2>&1; mkdir .moat/x 2>&1; echo x > .moat/p 2>&1; true");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git/hooks")));
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".moat/p")));
+  EXPECT_NE(r->output.find("Read-only file system"), std::string::npos) << r->output;
+}
+
+TEST(ProtectedPaths, SymlinkPlantedByTheCodeIsMaskedItself) {
+  TempDir ws, elsewhere;
+  std::filesystem::create_directories(ws.file(".git"));
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  // Call 1 plants .git/hooks -> elsewhere (allowed: .git/hooks is masked only at the next call
+  // when it was missing... it was masked as a missing component, so the plant fails).
+  auto r1 = testing::sh(s, "ln -s " + elsewhere.path() + " .git/hooks 2>&1; true");
+  ASSERT_TRUE(r1);
+  auto r2 = testing::sh(s, "echo evil > .git/hooks/pre-commit 2>&1; true");
+  ASSERT_TRUE(r2);
+  EXPECT_FALSE(std::filesystem::exists(elsewhere.file("pre-commit")));
+}
+
+TEST(ProtectedPaths, HostSymlinkIsCoveredNotFollowed) {
+  TempDir ws, elsewhere;
+  std::filesystem::create_directories(ws.file(".git"));
+  std::filesystem::create_directory_symlink(elsewhere.path(), ws.file(".git/hooks"));
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  auto r = testing::sh(s, "echo evil > .git/hooks/pre-commit 2>&1; true");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(std::filesystem::exists(elsewhere.file("pre-commit")));
+  EXPECT_TRUE(std::filesystem::is_symlink(ws.file(".git/hooks")));
+}
+
+TEST(ProtectedPaths, GlobMatchesAreReDerivedAtEveryCall) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  ws.write("key.pem", "secret-v1\n");  // appears after the session started
+  auto r = testing::sh(s, "echo changed > key.pem 2>&1; cat key.pem");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ws.read("key.pem"), "secret-v1\n");
+  EXPECT_NE(r->output.find("secret-v1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace moat::sandbox

@@ -1,0 +1,144 @@
+// tests/probes/probe.cc: moat_probe, run inside a sandbox worker: tries one thing and prints
+// the outcome ("ok" or the errno's name), like bwrap's try-syscall.c. Arguments are chosen so
+// an allowed syscall fails with EBADF, EFAULT or EINVAL, while a filtered one fails with the
+// filter's errno: the printed name says which layer answered. Plain libc only, no moat code:
+// it is copied into the workspace and must run with what the sandbox shows.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+namespace {
+
+int report(long rc) {
+  if (rc < 0) {
+    const char* name = strerrorname_np(errno);
+    printf("%s\n", name ? name : "E?");
+  } else {
+    printf("ok\n");
+  }
+  return 0;
+}
+
+unsigned long arg(int argc, char** argv, int i) {
+  return i < argc ? strtoul(argv[i], nullptr, 0) : 0;
+}
+
+// syscall NR [a0..a5]: "-1" is parsed as all ones (an invalid fd and a bad pointer at once).
+int raw_syscall(int argc, char** argv) {
+  long nr = strtol(argv[2], nullptr, 0);
+  unsigned long a[6];
+  for (int i = 0; i < 6; ++i) a[i] = arg(argc, argv, 3 + i);
+  errno = 0;
+  return report(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+}
+
+int socket_family(const char* family) {
+  return report(socket(atoi(family), SOCK_DGRAM, 0));  // a type every family has
+}
+
+int connect_tcp(const char* host, const char* port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return report(fd);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(atoi(port)));
+  inet_pton(AF_INET, host, &addr.sin_addr);
+  return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+}
+
+int connect_abstract(const char* name) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return report(fd);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  strncpy(addr.sun_path + 1, name, sizeof addr.sun_path - 2);
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(name));
+  return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
+}
+
+// x32 and i386 entry points: the filter kills the process (SIGSYS), so "alive" must never
+// be printed.
+int x32_getpid() {
+  syscall(0x40000000L | SYS_getpid);
+  printf("alive\n");
+  return 0;
+}
+
+int int80_getpid() {
+  long ret;
+  asm volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");  // i386 getpid
+  printf("alive %ld\n", ret);
+  return 0;
+}
+
+// Forks until the kernel refuses; the children wait to be killed with the worker's group.
+int fork_bomb() {
+  for (int n = 0;; ++n) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    if (pid < 0) {
+      printf("fork %s after %d\n", strerrorname_np(errno), n);
+      return 0;
+    }
+  }
+}
+
+int setuid_file(const char* path) {
+  int fd = open(path, O_WRONLY | O_CREAT, 04755);
+  printf("create ");
+  report(fd);
+  if (fd >= 0) close(fd);
+  fd = open(path, O_WRONLY | O_CREAT, 0755);
+  if (fd >= 0) close(fd);
+  printf("chmod ");
+  report(chmod(path, 04755));
+  printf("chmod-g ");
+  return report(chmod(path, 02755));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IONBF, 0);
+  if (argc < 2) {
+    fprintf(stderr, "usage: moat_probe <probe> [args]\n");
+    return 2;
+  }
+  const char* p = argv[1];
+  if (!strcmp(p, "syscall") && argc >= 3) return raw_syscall(argc, argv);
+  if (!strcmp(p, "socket") && argc == 3) return socket_family(argv[2]);
+  if (!strcmp(p, "socketpair") && argc == 3) {
+    int sv[2];
+    return report(socketpair(atoi(argv[2]), SOCK_DGRAM, 0, sv));
+  }
+  if (!strcmp(p, "connect") && argc == 4) return connect_tcp(argv[2], argv[3]);
+  if (!strcmp(p, "abstract") && argc == 3) return connect_abstract(argv[2]);
+  if (!strcmp(p, "ioctl") && argc == 3) return report(syscall(SYS_ioctl, -1, arg(argc, argv, 2), 0));
+  if (!strcmp(p, "personality") && argc == 3)
+    return report(syscall(SYS_personality, arg(argc, argv, 2)));
+  if (!strcmp(p, "x32")) return x32_getpid();
+  if (!strcmp(p, "int80")) return int80_getpid();
+  if (!strcmp(p, "fork-bomb")) return fork_bomb();
+  if (!strcmp(p, "setuid-file") && argc == 3) return setuid_file(argv[2]);
+  if (!strcmp(p, "kill") && argc == 3) return report(kill(atoi(argv[2]), 0));
+  fprintf(stderr, "moat_probe: unknown probe %s\n", p);
+  return 2;
+}
