@@ -51,8 +51,11 @@ Result<void> mask_one(const std::string& target) {
   struct stat st;
   if (::lstat(target.c_str(), &st) != 0) {
     if (errno != ENOENT) return fail(Error::from_errno("lstat", errno, target));
-    if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST)
-      return fail(Error::from_errno("mkdir", errno, target));
+    if (::mkdir(target.c_str(), 0755) != 0) {
+      // EROFS: an enclosing protected path is already a read-only mask, which covers this one.
+      if (errno == EROFS) return {};
+      if (errno != EEXIST) return fail(Error::from_errno("mkdir", errno, target));
+    }
     return bind_read_only(target, target);
   }
   if (S_ISLNK(st.st_mode)) return bind_read_only(kEmptyFile, target);
