@@ -23,7 +23,8 @@ TEST(UnifiedDiff, FarApartChangesGetTwoHunks) {
 }
 
 TEST(UnifiedDiff, InsertionAtTheStartHasAnEmptyOldRange) {
-  EXPECT_EQ(unified_diff("a\n", "new\na\n", "f"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+new\n a\n");
+  EXPECT_EQ(unified_diff("", "new\n", "f"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+new\n");
+  EXPECT_EQ(unified_diff("a\n", "new\na\n", "f"), "--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n+new\n a\n");
 }
 
 TEST(UnifiedDiff, DeletionAtTheEnd) {
