@@ -1,0 +1,241 @@
+// tests/unit/loop/loop_test.cc: the loop's slots against the replay provider, a real session
+// store in a temporary directory, and a tool function standing in for moatd.
+#include "agent/loop.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "agent/replay_provider.h"
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class LoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/moat-loop-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto s = sessions::SessionStore::create(dir_ + "/sessions", dir_);
+    ASSERT_TRUE(s) << s.error().message();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->append({{"type", "message"},
+                                {"message", {{"role", "user"},
+                                             {"content", {{{"type", "text"}, {"text", "go"}}}}}}}));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Provider> script(const std::vector<std::string>& lines) {
+    const std::string path = dir_ + "/script.jsonl";
+    std::ofstream out(path);
+    for (const auto& l : lines) out << l << "\n";
+    out.close();
+    auto p = make_replay_provider(path);
+    EXPECT_TRUE(p) << p.error().message();
+    return p ? std::move(*p) : nullptr;
+  }
+
+  std::vector<json> messages() { return context_messages(*store_); }
+
+  LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}) {
+    std::vector<tools::ToolSpec> specs = {{"bash", "run", json::object(), false, false},
+                                          {"read", "read", json::object(), false, false},
+                                          {"one_at_a_time", "x", json::object(), false, true}};
+    return run_loop(p, tool, *store_, "system", specs, cfg, {}, nullptr);
+  }
+
+  std::string dir_;
+  std::unique_ptr<sessions::SessionStore> store_;
+};
+
+tools::ToolResult ok(const std::string& text) { return tools::ToolResult::text(text); }
+
+TEST_F(LoopTest, AnAnswerWithoutCallsIsDone) {
+  auto p = script({R"({"text":"nothing to do"})"});
+  int calls = 0;
+  auto out = run(*p, [&](auto&&...) { ++calls; return ok(""); });
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_EQ(out.turns, 1);
+  EXPECT_EQ(calls, 0);
+  ASSERT_EQ(messages().size(), 2u);
+  EXPECT_EQ(messages()[1]["role"], "assistant");
+}
+
+TEST_F(LoopTest, ResultsArePersistedInCallOrderWhateverOrderTheyFinishIn) {
+  auto p = script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"slow"}},)"
+                   R"({"id":"b","name":"bash","arguments":{"command":"fast"}}]})",
+                   R"({"text":"done"})"});
+  std::atomic<int> running{0};
+  std::atomic<int> max_running{0};
+  auto out = run(*p, [&](const std::string& id, const std::string&, const json& args, auto) {
+    int now = ++running;
+    max_running = std::max(max_running.load(), now);
+    std::this_thread::sleep_for(std::chrono::milliseconds(args["command"] == "slow" ? 200 : 10));
+    --running;
+    return ok("result of " + id);
+  });
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_EQ(max_running.load(), 2) << "calls of one answer run concurrently";
+  auto m = messages();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[2]["toolCallId"], "a");
+  EXPECT_EQ(m[3]["toolCallId"], "b");
+  EXPECT_EQ(m[2]["content"][0]["text"], "result of a");
+}
+
+TEST_F(LoopTest, ASequentialToolMakesItsBatchSequential) {
+  auto p = script({R"({"tool_calls":[{"name":"one_at_a_time"},{"name":"bash","arguments":{}}]})",
+                   R"({"text":"done"})"});
+  std::atomic<int> running{0};
+  std::atomic<int> max_running{0};
+  auto out = run(*p, [&](auto&&...) {
+    int now = ++running;
+    max_running = std::max(max_running.load(), now);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    --running;
+    return ok("");
+  });
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_EQ(max_running.load(), 1);
+}
+
+TEST_F(LoopTest, AnAnswerCutOffByTheOutputLimitExecutesNoneOfItsCalls) {
+  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf"}}],"stop_reason":"length"})",
+                   R"({"text":"ok"})"});
+  int calls = 0;
+  auto out = run(*p, [&](auto&&...) { ++calls; return ok(""); });
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  auto m = messages();
+  ASSERT_GE(m.size(), 3u);
+  EXPECT_TRUE(m[2]["isError"].get<bool>());
+  EXPECT_NE(m[2]["content"][0]["text"].get<std::string>().find("cut off by the output token limit"),
+            std::string::npos);
+}
+
+TEST_F(LoopTest, MaxTurnsGateStopsAfterTheResultsArePersisted) {
+  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"1"}}]})",
+                   R"({"tool_calls":[{"name":"bash","arguments":{"command":"2"}}]})",
+                   R"({"text":"never reached"})"});
+  LoopConfig cfg;
+  cfg.max_turns = 2;
+  auto out = run(*p, [&](auto&&...) { return ok("fine"); }, cfg);
+  EXPECT_EQ(out.stop, LoopStop::kGate);
+  EXPECT_EQ(out.turns, 2);
+  auto m = messages();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m.back()["role"], "toolResult") << "the gate fires only after results are stored";
+}
+
+TEST_F(LoopTest, TheSameFailingCallIsFlaggedThenStopsTheRun) {
+  std::vector<std::string> lines(8, R"({"tool_calls":[{"name":"bash","arguments":{"command":"make"}}]})");
+  auto p = script(lines);
+  LoopConfig cfg;
+  cfg.repeat_warn = 3;
+  cfg.repeat_limit = 5;
+  auto out = run(*p, [&](auto&&...) { return tools::ToolResult::error("exit code 2"); }, cfg);
+  EXPECT_EQ(out.stop, LoopStop::kRepetition);
+  EXPECT_EQ(out.turns, 5);
+  auto m = messages();
+  const json& third = m[6];  // user, (assistant, result) x3
+  ASSERT_EQ(third["role"], "toolResult");
+  ASSERT_EQ(third["content"].size(), 2u);
+  EXPECT_NE(third["content"][1]["text"].get<std::string>().find("change your approach"),
+            std::string::npos);
+  EXPECT_EQ(m[4]["content"].size(), 1u) << "the second failure is not flagged yet";
+}
+
+TEST_F(LoopTest, TerminateEndsTheRunOnlyWhenEveryResultAgrees) {
+  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"a"}},{"name":"bash","arguments":{"command":"b"}}]})",
+                   R"({"tool_calls":[{"name":"bash","arguments":{"command":"c"}},{"name":"bash","arguments":{"command":"d"}}]})",
+                   R"({"text":"unreached"})"});
+  auto out = run(*p, [&](const std::string&, const std::string&, const json& args, auto) {
+    tools::ToolResult r = ok("x");
+    const std::string c = args["command"];
+    // First batch: only one of two asks to stop, so the run goes on.
+    r.details["terminate"] = (c == "a" || c == "c" || c == "d");
+    return r;
+  });
+  EXPECT_EQ(out.stop, LoopStop::kTerminated);
+  EXPECT_EQ(out.turns, 2);
+}
+
+TEST_F(LoopTest, AProviderFailureStopsWithItsMessage) {
+  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{}}]})"});
+  auto out = run(*p, [&](auto&&...) { return ok(""); });
+  EXPECT_EQ(out.stop, LoopStop::kProviderError);
+  EXPECT_NE(out.detail.find("has no turn 2"), std::string::npos) << out.detail;
+}
+
+TEST_F(LoopTest, EveryTurnIsOnDiskWhenTheLoopReturns) {
+  auto p = script({R"({"tool_calls":[{"name":"read","arguments":{"path":"x"}}]})", R"({"text":"bye"})"});
+  auto out = run(*p, [&](auto&&...) { return ok("content"); });
+  ASSERT_EQ(out.stop, LoopStop::kDone);
+  auto reopened = sessions::SessionStore::open_read_only(store_->path());
+  ASSERT_TRUE(reopened) << reopened.error().message();
+  EXPECT_EQ(context_messages(**reopened).size(), 4u);
+}
+
+TEST(ReplayProvider, MalformedJsonNamesFileLineAndColumn) {
+  char tmpl[] = "/tmp/moat-replay-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/bad.jsonl";
+  std::ofstream(path) << "# comment\n{\"text\":\"ok\"}\n{\"text\": nope}\n";
+  auto p = make_replay_provider(path);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find(path + ":3:11: malformed JSON"), std::string::npos)
+      << p.error().message();
+  fs::remove_all(tmpl);
+}
+
+TEST(ReplayProvider, UnknownKeysAndBadStopReasonsSayWhatIsAccepted) {
+  char tmpl[] = "/tmp/moat-replay-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/bad.jsonl";
+  std::ofstream(path) << "{\"txt\":\"typo\"}\n";
+  auto p = make_replay_provider(path);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find(":1:1: unknown key 'txt' (accepted: text, reasoning, "
+                                     "tool_calls, stop_reason, usage)"),
+            std::string::npos)
+      << p.error().message();
+  std::ofstream(path) << "{\"stop_reason\":\"maybe\"}\n";
+  p = make_replay_provider(path);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find("is not one of stop, length, toolUse"), std::string::npos);
+  fs::remove_all(tmpl);
+}
+
+TEST(ReplayProvider, PlaysTurnsAsAssistantMessages) {
+  char tmpl[] = "/tmp/moat-replay-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/ok.jsonl";
+  std::ofstream(path) << R"({"text":"hi","tool_calls":[{"name":"bash","arguments":{"command":"ls"}}],"usage":{"input":10,"cacheRead":4}})"
+                      << "\n";
+  auto p = make_replay_provider(path);
+  ASSERT_TRUE(p) << p.error().message();
+  std::string streamed;
+  StreamCallbacks cb;
+  cb.on_text = [&](std::string_view t) { streamed += t; };
+  auto m = (*p)->complete({}, cb, nullptr);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(streamed, "hi");
+  EXPECT_EQ((*m)["stopReason"], "toolUse");
+  EXPECT_EQ((*m)["usage"]["cacheRead"], 4);
+  EXPECT_EQ((*m)["content"][1]["type"], "toolCall");
+  EXPECT_EQ((*m)["content"][1]["id"], "replay_1_0");
+  fs::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace moat::agent
