@@ -1,10 +1,215 @@
 // agent/cli_policy.cc: `moat policy lint|test|list|explain`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "agent/cli.h"
+#include "policy/explain.h"
+#include "policy/lint.h"
+#include "policy/policy.h"
 
 namespace moat::agent {
+namespace {
 
-void add_policy_commands(CLI::App& app, int& /*exit_code*/) {
-  app.add_subcommand("policy", "Check, test and explain policies");
+using nlohmann::json;
+
+// Where the layers come from. Every directory has a flag and an environment variable so
+// tests and people trying a policy never need to touch /etc.
+struct PolicyFlags {
+  std::string system_dir;
+  std::string user_dir;
+  std::string workspace;
+  std::string trust_dir;
+  std::vector<std::string> files;
+  bool trust_project = false;
+  bool no_default = false;
+  bool headless = false;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--policy-dir,--system-dir", system_dir,
+                    "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]");
+    cmd->add_option("--user-dir", user_dir,
+                    "User layer directory [env MOAT_USER_POLICY_DIR, default $XDG_CONFIG_HOME/moat/policy.d]");
+    cmd->add_option("--workspace", workspace, "Workspace (project layer, $WORKSPACE) [default: cwd]");
+    cmd->add_option("--trust-dir", trust_dir, "Where project trust pins live [env MOAT_TRUST_DIR]");
+    cmd->add_option("--policy", files, "An extra policy file that may only narrow (repeatable)");
+    cmd->add_flag("--trust-project", trust_project, "Accept (and pin) the project policy's current hash");
+    cmd->add_flag("--no-default-policy", no_default, "Leave out the built-in default policy");
+  }
+
+  policy::LoadOptions options() const {
+    policy::LoadOptions o;
+    auto env = [](const char* name) { const char* v = std::getenv(name); return v ? std::string(v) : std::string(); };
+    if (!system_dir.empty()) o.system_dir = system_dir;
+    else if (!env("MOAT_POLICY_DIR").empty()) o.system_dir = env("MOAT_POLICY_DIR");
+    o.user_dir = !user_dir.empty() ? user_dir : env("MOAT_USER_POLICY_DIR");
+    o.trust_dir = !trust_dir.empty() ? trust_dir : env("MOAT_TRUST_DIR");
+    if (workspace.empty()) {
+      char buf[4096];
+      o.workspace = ::getcwd(buf, sizeof buf) ? buf : ".";
+    } else {
+      o.workspace = workspace;
+    }
+    o.extra_files = files;
+    o.trust_project = trust_project;
+    o.use_builtin_default = !no_default;
+    o.headless = headless;
+    return o;
+  }
+};
+
+std::unique_ptr<policy::Policy> load_or_report(const PolicyFlags& flags, int& exit_code) {
+  auto p = policy::Policy::load(flags.options());
+  if (!p) {
+    std::fprintf(stderr, "moat policy: %s\n", p.error().message().c_str());
+    exit_code = kExitUsage;
+    return nullptr;
+  }
+  for (const auto& n : (*p)->notices()) std::fprintf(stderr, "notice: %s\n", n.c_str());
+  return std::move(*p);
+}
+
+// Shell-quotes one argv word, so `explain -- sh -c 'a && b'` keeps its meaning.
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void add_lint(CLI::App* policy_cmd, int& exit_code) {
+  auto flags = std::make_shared<PolicyFlags>();
+  auto* cmd = policy_cmd->add_subcommand("lint", "Check schema, unknown keys, ownership and unreachable rules");
+  flags->add_to(cmd);
+  cmd->callback([flags, &exit_code] {
+    int errors = 0, warnings = 0;
+    for (const auto& f : policy::lint_policy(flags->options())) {
+      errors += f.severity == "error";
+      warnings += f.severity == "warning";
+      std::printf("%s: %s%s\n", f.severity.c_str(), f.where.empty() ? "" : (f.where + ": ").c_str(), f.message.c_str());
+    }
+    std::printf("%d error(s), %d warning(s)\n", errors, warnings);
+    exit_code = errors > 0 ? kExitUsage : warnings > 0 ? kExitTaskFailed : kExitDone;
+  });
+}
+
+void add_test(CLI::App* policy_cmd, int& exit_code) {
+  auto flags = std::make_shared<PolicyFlags>();
+  auto* cmd = policy_cmd->add_subcommand("test", "Run every rule's tests.match and tests.not_match");
+  flags->add_to(cmd);
+  cmd->callback([flags, &exit_code] {
+    auto p = load_or_report(*flags, exit_code);
+    if (!p) return;
+    int pass = 0, failed = 0, skipped = 0;
+    for (const auto& r : policy::run_rule_tests(*p, flags->options().workspace)) {
+      if (r.outcome == "pass") {
+        ++pass;
+        continue;
+      }
+      (r.outcome == "fail" ? failed : skipped)++;
+      std::printf("%s  %s (%s)  %s %s: %s\n", r.outcome == "fail" ? "FAIL" : "skip", r.rule.c_str(), r.where.c_str(),
+                  r.expect_match ? "match" : "not_match", shell_quote(r.input).c_str(), r.detail.c_str());
+    }
+    std::printf("%d passed, %d failed, %d skipped\n", pass, failed, skipped);
+    exit_code = failed > 0 ? kExitTaskFailed : kExitDone;
+  });
+}
+
+void add_list(CLI::App* policy_cmd, int& exit_code) {
+  auto flags = std::make_shared<PolicyFlags>();
+  auto as_json = std::make_shared<bool>(false);
+  auto* cmd = policy_cmd->add_subcommand("list", "Effective rules with their layer and file:line");
+  flags->add_to(cmd);
+  cmd->add_flag("--json", *as_json, "Print JSON");
+  cmd->callback([flags, as_json, &exit_code] {
+    auto p = load_or_report(*flags, exit_code);
+    if (!p) return;
+    json rules = p->rules_json();
+    if (*as_json) {
+      std::printf("%s\n", json({{"layers", p->layers_json()}, {"policy_hash", p->policy_hash()},
+                                {"resources", p->resources()}, {"rules", rules}}).dump(2).c_str());
+      return;
+    }
+    for (const auto& l : p->layers_json())
+      std::printf("layer  %-8s %-20s rev %-10s %s\n", l["layer"].get<std::string>().c_str(),
+                  l["name"].get<std::string>().c_str(), l["revision"].get<std::string>().c_str(),
+                  l["file"].get<std::string>().c_str());
+    for (const auto& r : rules) {
+      std::string where = r["file"].get<std::string>().empty()
+                              ? "-" : r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>());
+      std::printf("%-8s %-5s %-32s %-8s %s%s\n", r["kind"].get<std::string>().c_str(),
+                  r["decision"].get<std::string>().c_str(), r["id"].get<std::string>().c_str(),
+                  r["layer"].get<std::string>().c_str(), where.c_str(), r["ignored"].get<bool>() ? "  (ignored)" : "");
+    }
+    std::printf("policy_hash %s\n", p->policy_hash().c_str());
+  });
+}
+
+void add_explain(CLI::App* policy_cmd, int& exit_code) {
+  struct Args {
+    PolicyFlags flags;
+    bool json = false;
+    std::string path, access = "read", tool, cwd;
+    std::vector<std::string> words;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = policy_cmd->add_subcommand("explain", "Show how a shell line, path or tool is decided");
+  a->flags.add_to(cmd);
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->add_flag("--headless", a->flags.headless, "Decide as a headless run (ask becomes deny)");
+  cmd->add_option("--path", a->path, "Explain a path access instead of a shell line");
+  cmd->add_option("--access", a->access, "Access for --path")->check(CLI::IsMember({"read", "write", "exec"}));
+  cmd->add_option("--tool", a->tool, "Explain a tool call instead of a shell line");
+  cmd->add_option("--cwd", a->cwd, "Working directory of the shell line [default: the workspace]");
+  cmd->add_option("line", a->words, "The shell line (one argument), or an argv after --");
+  cmd->callback([a, &exit_code] {
+    auto p = load_or_report(a->flags, exit_code);
+    if (!p) return;
+    policy::Decision d;
+    std::string input;
+    if (!a->path.empty()) {
+      input = a->path;
+      auto access = a->access == "write" ? policy::Access::kWrite
+                    : a->access == "exec" ? policy::Access::kExec : policy::Access::kRead;
+      d = p->decide_path(p->expand_path(a->path), access);
+    } else if (!a->tool.empty()) {
+      input = a->tool;
+      d = p->decide_tool(a->tool);
+    } else if (!a->words.empty()) {
+      if (a->words.size() == 1) {
+        input = a->words[0];
+      } else {
+        for (const auto& w : a->words) input += (input.empty() ? "" : " ") + shell_quote(w);
+      }
+      d = p->decide_command(input, a->cwd.empty() ? a->flags.options().workspace : a->cwd);
+    } else {
+      std::fprintf(stderr, "moat policy explain: give a shell line, --path or --tool\n");
+      exit_code = kExitUsage;
+      return;
+    }
+    if (a->json) {
+      std::printf("%s\n", policy::explain_json(d, *p, input).dump(2).c_str());
+    } else {
+      std::fputs(policy::explain_text(d, *p, input).c_str(), stdout);
+    }
+  });
+}
+
+}  // namespace
+
+void add_policy_commands(CLI::App& app, int& exit_code) {
+  auto* policy_cmd = app.add_subcommand("policy", "Check, test and explain policies");
+  policy_cmd->require_subcommand(1);
+  add_lint(policy_cmd, exit_code);
+  add_test(policy_cmd, exit_code);
+  add_list(policy_cmd, exit_code);
+  add_explain(policy_cmd, exit_code);
 }
 
 }  // namespace moat::agent

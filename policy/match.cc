@@ -2,6 +2,8 @@
 // the rule's decision (see match.h).
 #include "policy/match.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "policy/digest.h"
@@ -148,6 +150,10 @@ bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, con
     std::string path = a.home ? canonical_path(env.home + a.text, "/") : canonical_path(a.text, cwd);
     bool hit = std::any_of(r.script_globs.begin(), r.script_globs.end(),
                            [&](const PathGlob& g) { return path_glob_matches(g, path); });
+    // An allow names a script file; an operand that is not one (a module name, a file
+    // to be created later) is not what the rule allowed.
+    struct stat st;
+    if (hit && !conservative && (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) hit = false;
     all = all && hit;
     any = any || hit;
   }

@@ -6,6 +6,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "base/check.h"
@@ -145,6 +146,11 @@ class PolicyImpl final : public Policy {
       if (!u.wrapper.empty()) unit["via"] = u.wrapper;
       if (u.rules_only) unit["wrapper"] = true;
       if (!u.problems.empty()) unit["problems"] = u.problems;
+      if (!u.argv.empty() && u.problems.empty()) {
+        ProgramInfo p = program_info(u, resolver_, writable_roots_);
+        unit["program"] = p.resolved.found ? json(p.resolved.real_path) : json(nullptr);
+        if (p.resolved.found && !p.trusted_location) unit["program_writable"] = true;
+      }
       if (unit_votes.empty()) {
         unit["decision"] = "none";  // a wrapper no rule names: its inner command decides
       } else {
@@ -222,6 +228,21 @@ class PolicyImpl final : public Policy {
   }
 
   bool headless() const override { return headless_; }
+
+  std::string expand_path(const std::string& path) const override {
+    std::string p = path;
+    if (p == "~" || p.rfind("~/", 0) == 0) {
+      p = home_ + p.substr(1);
+    } else if (!p.empty() && p[0] == '$') {
+      std::size_t end = 1;
+      while (end < p.size() && (std::isalnum(static_cast<unsigned char>(p[end])) || p[end] == '_')) ++end;
+      std::string name = p.substr(1, end - 1);
+      std::string value = name == "WORKSPACE" ? vars_.workspace : name == "HOME" ? home_ : "";
+      if (auto it = vars_.vars.find(name); it != vars_.vars.end()) value = it->second;
+      if (!value.empty()) p = value + p.substr(end);
+    }
+    return lexical_absolute(p, vars_.workspace);
+  }
   const std::vector<std::string>& notices() const override { return notices_; }
 
   json layers_json() const override {
@@ -372,9 +393,9 @@ class PolicyImpl final : public Policy {
         matched = true;
         votes.push_back({r.rule->decision, r.ref, r.rule->reason});
       }
+      exec_votes(p, votes);  // before the default: a planted file is the better reason
       if (!matched && !u.rules_only)
         votes.push_back(default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
-      exec_votes(p, votes);
     }
     for (const auto& w : u.writes) write_votes(w, votes);
     // One vote per rule and verdict: two globbed files under one rule are one match.

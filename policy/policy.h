@@ -85,6 +85,9 @@ class Policy {
   virtual const std::vector<std::string>& notices() const = 0;
   // Every effective rule: [{id, kind, decision, layer, file, line, ignored, reason, tests}].
   virtual nlohmann::json rules_json() const = 0;
+  // Expands ~, $WORKSPACE, $HOME and the other path variables the way path patterns do,
+  // and makes a relative path absolute against the workspace (for tests and explain).
+  virtual std::string expand_path(const std::string& path) const = 0;
 };
 
 }  // namespace moat::policy

@@ -410,8 +410,10 @@ class Planner {
       if (!inner.argv.empty()) inners.push_back(std::move(inner));
       i = k;
     }
-    finish(std::move(u));  // find itself is judged as a command (-delete, -fprint write)
+    // The executed commands first, so the most specific rule is the one named; find
+    // itself is judged as a command too (-delete, -fprint write).
     for (auto& inner : inners) expand(std::move(inner), level + 1);
+    finish(std::move(u));
   }
 
   // sh [options] -c SCRIPT [name args...]: the script is parsed one level deeper.

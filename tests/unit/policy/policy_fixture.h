@@ -36,11 +36,12 @@ class PolicyWorld {
   PolicyWorld() {
     root = make_temp_dir();
     workspace = root + "/ws";
-    home = root + "/home";
+    // Lexical only, never created: the default policy lets the sandbox write /tmp, where
+    // the test's own directories live, and home must not look writable.
+    home = "/home/moat-policy-test-nobody";
     bin = root + "/sysbin";
     std::filesystem::create_directories(workspace + "/src");
     std::filesystem::create_directories(workspace + "/.git/hooks");
-    std::filesystem::create_directories(home);
     std::filesystem::create_directories(bin);
     for (const char* p : kPrograms) add_program(p);
     // Like Debian: sh is dash, python3 is python3.11, awk is mawk.

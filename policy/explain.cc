@@ -1,0 +1,109 @@
+// policy/explain.cc: decisions for people; everything shown comes from Decision and its
+// detail, so explain cannot disagree with what moatd enforces.
+#include "policy/explain.h"
+
+#include <cstdio>
+
+#include "base/log.h"
+
+namespace moat::policy {
+namespace {
+
+using json = nlohmann::json;
+
+std::string where(const json& ref) {
+  std::string file = ref.value("file", "");
+  int line = ref.value("line", 0);
+  if (file.empty()) return "-";
+  return file + (line > 0 ? ":" + std::to_string(line) : "");
+}
+
+std::string pad(std::string s, std::size_t n) {
+  if (s.size() < n) s.append(n - s.size(), ' ');
+  return s + " ";
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+json ref_json(const RuleRef& r, const char* decision = nullptr) {
+  json j = {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
+  if (decision != nullptr) j["decision"] = decision;
+  return j;
+}
+
+}  // namespace
+
+json explain_json(const Decision& d, const Policy& policy, const std::string& input) {
+  json units = d.detail.is_object() && d.detail.contains("units") ? d.detail["units"] : json::array();
+  json matched = json::array();
+  for (const auto& m : d.matched) matched.push_back(ref_json(m));
+  json out = {{"input", input},
+              {"units", units},
+              {"matched", matched},
+              {"decision", verdict_name(d.verdict)},
+              {"deciding_rule", ref_json(d.deciding)},
+              {"decided_by", d.decided_by},
+              {"reason", d.reason},
+              {"policy_hash", policy.policy_hash()},
+              {"mode", policy.headless() ? "headless" : "interactive"}};
+  if (d.detail.is_object() && d.detail.contains("problems")) out["problems"] = d.detail["problems"];
+  if (d.headless_downgraded) out["headless_downgraded"] = true;
+  return out;
+}
+
+std::string explain_text(const Decision& d, const Policy& policy, const std::string& input) {
+  std::string out;
+  const json units = d.detail.is_object() && d.detail.contains("units") ? d.detail["units"] : json::array();
+  if (!units.empty()) {
+    int wrappers = 0;
+    for (const auto& u : units) wrappers += u.value("wrapper", false) ? 1 : 0;
+    out += pad("shell", 7) + pad(moat::quoted(input), 30) + "parsed: " + std::to_string(units.size()) +
+           " units" + (wrappers ? " (" + std::to_string(wrappers) + " wrapper)" : "") + "\n";
+    for (const auto& p : d.detail.value("problems", json::array()))
+      out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
+    int n = 0;
+    for (const auto& u : units) {
+      std::string label = "unit " + std::to_string(++n);
+      std::string argv = u.value("argv", "");
+      if (u.contains("via")) argv += "   (via " + u["via"].get<std::string>() + ")";
+      if (u.value("depth", 0) > 0) argv += "   (depth " + std::to_string(u["depth"].get<int>()) + ")";
+      std::string decision = u.value("decision", "none");
+      if (!u.contains("deciding_rule")) {
+        out += pad(label, 7) + pad(argv, 30) + "wrapper: no rule names it; its command decides\n";
+        continue;
+      }
+      const json& dr = u["deciding_rule"];
+      out += pad(label, 7) + pad(argv, 30) + pad(decision, 6) + pad(dr.value("id", ""), 26) +
+             pad(dr.value("layer", ""), 8) + where(dr) + "\n";
+      if (u.contains("program"))
+        out += pad("", 7) + "program: " + (u["program"].is_null() ? std::string("not found on the sandbox PATH")
+                                                                   : u["program"].get<std::string>()) +
+               (u.value("program_writable", false) ? " (in a writable root: never allowed by name)" : "") + "\n";
+      for (const auto& p : u.value("problems", json::array()))
+        out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
+      for (const auto& m : u.value("matched", json::array())) {
+        if (m.value("id", "") == dr.value("id", "") && m.value("file", "") == dr.value("file", "")) continue;
+        std::string md = m.value("decision", "");
+        out += pad("", 7) + "also matched: " + m.value("id", "") + " (" + md + ", " + m.value("layer", "") + ")" +
+               (md != decision ? " -> overridden (" + decision + " > " + md + ")" : "") + "\n";
+      }
+    }
+  } else {
+    out += pad("input", 7) + moat::quoted(input) + "\n";
+    for (const auto& m : d.matched) {
+      if (m.id == d.deciding.id && m.file == d.deciding.file) continue;
+      out += pad("", 7) + "also matched: " + m.id + " (" + m.layer + ")\n";
+    }
+  }
+  std::string deciding = d.deciding.id;
+  out += pad("result", 7) + pad(upper(verdict_name(d.verdict)), 6) + " deciding=" + deciding + "  " +
+         d.deciding.layer + "  " + (d.deciding.file.empty() ? "-" : d.deciding.file + ":" + std::to_string(d.deciding.line)) +
+         "  policy_hash=" + policy.policy_hash() + "  mode=" + (policy.headless() ? "headless" : "interactive") + "\n";
+  if (!d.reason.empty()) out += pad("reason", 7) + d.reason + "\n";
+  return out;
+}
+
+}  // namespace moat::policy

