@@ -11,7 +11,7 @@ Result<Api> parse_api(std::string_view name) {
   if (name == "openai-chat") return Api::kOpenAiChat;
   if (name == "anthropic") return Api::kAnthropic;
   if (name == "openai-responses") return Api::kOpenAiResponses;
-  return fail("unknown API " + quoted(name) +
+  return fail("unknown API " + ::moat::quoted(name) +
               " (expected openai-chat, anthropic or openai-responses)");
 }
 

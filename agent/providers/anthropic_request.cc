@@ -1,0 +1,94 @@
+// agent/providers/anthropic_request.cc: the Messages request body, with cache breakpoints.
+#include "agent/providers/json_util.h"
+#include "agent/providers/request_body.h"
+
+namespace moat::agent::providers {
+namespace {
+
+const json kEphemeral = {{"type", "ephemeral"}};
+
+json content_blocks(const json& content) {
+  json out = json::array();
+  if (content.is_string()) {
+    out.push_back({{"type", "text"}, {"text", content}});
+    return out;
+  }
+  if (!content.is_array()) return out;
+  for (const auto& b : content) {
+    const std::string t = string_field(b, "type").value_or("");
+    if (t == "text" && !string_field(b, "text").value_or("").empty()) {
+      out.push_back({{"type", "text"}, {"text", b["text"]}});
+    } else if (t == "image") {
+      out.push_back({{"type", "image"},
+                     {"source", {{"type", "base64"}, {"media_type", raw_field(b, "mimeType")},
+                                 {"data", raw_field(b, "data")}}}});
+    } else if (t == "thinking") {
+      // A thinking block is only accepted back with the signature Anthropic gave it.
+      if (auto sig = string_field(b, "signature"); sig && !sig->empty())
+        out.push_back({{"type", "thinking"}, {"thinking", raw_field(b, "thinking")},
+                       {"signature", *sig}});
+    } else if (t == "toolCall") {
+      json input = raw_field(b, "arguments");
+      out.push_back({{"type", "tool_use"}, {"id", raw_field(b, "id")},
+                     {"name", raw_field(b, "name")},
+                     {"input", input.is_object() ? input : json::object()}});
+    }
+  }
+  return out;
+}
+
+json tool_result_block(const json& m) {
+  json block = {{"type", "tool_result"}, {"tool_use_id", raw_field(m, "toolCallId")},
+                {"content", content_blocks(raw_field(m, "content"))}};
+  if (field(m, "isError") && m["isError"].is_boolean() && m["isError"].get<bool>())
+    block["is_error"] = true;
+  return block;
+}
+
+// Consecutive tool results travel in one user message, as the API requires.
+json wire_messages(const std::vector<Message>& messages) {
+  json out = json::array();
+  for (const auto& m : messages) {
+    const std::string role = string_field(m, "role").value_or("");
+    if (role == "toolResult") {
+      const bool extend = !out.empty() && out.back()["role"] == "user" &&
+                          !out.back()["content"].empty() &&
+                          out.back()["content"].back().value("type", "") == "tool_result";
+      if (!extend) out.push_back({{"role", "user"}, {"content", json::array()}});
+      out.back()["content"].push_back(tool_result_block(m));
+    } else if (role == "user" || role == "assistant") {
+      json blocks = content_blocks(raw_field(m, "content"));
+      if (!blocks.empty()) out.push_back({{"role", role}, {"content", blocks}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json anthropic_body(const ModelRequest& request, const BodyOptions& options) {
+  json body = {{"model", options.model}, {"max_tokens", request.max_output_tokens},
+               {"stream", true}};
+  json tools = json::array();
+  for (const auto& t : request.tools)
+    tools.push_back({{"name", t.name}, {"description", t.description},
+                     {"input_schema", t.parameters}});
+  json system = json::array();
+  if (!request.system.empty()) system.push_back({{"type", "text"}, {"text", request.system}});
+  json messages = wire_messages(request.messages);
+  if (options.cache_breakpoints) {
+    // The cache key covers tools, then system, then messages: a breakpoint after the system
+    // prompt caches the stable prefix; one on the last block of the last message lets the
+    // next turn read everything this turn sent (docs.anthropic.com, prompt caching).
+    if (!system.empty()) system.back()["cache_control"] = kEphemeral;
+    else if (!tools.empty()) tools.back()["cache_control"] = kEphemeral;
+    if (!messages.empty() && !messages.back()["content"].empty())
+      messages.back()["content"].back()["cache_control"] = kEphemeral;
+  }
+  if (!tools.empty()) body["tools"] = tools;
+  if (!system.empty()) body["system"] = system;
+  body["messages"] = messages;
+  return body;
+}
+
+}  // namespace moat::agent::providers

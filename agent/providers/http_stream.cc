@@ -1,0 +1,167 @@
+// agent/providers/http_stream.cc: libcurl (multi interface) transfer loop.
+#include "agent/providers/http_stream.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+
+namespace moat::agent::providers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Transfer {
+  CURL* easy;
+  const HttpRequest* request;
+  const std::function<bool(std::string_view)>* on_body;
+  HttpOutcome outcome;
+  Clock::time_point last_byte = Clock::now();
+  bool stopped_by_sink = false;
+  bool cancelled = false;
+  bool idle = false;
+};
+
+bool is_success(long status) { return status >= 200 && status < 300; }
+
+long status_of(CURL* easy) {
+  long code = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+  return code;
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  t->last_byte = Clock::now();
+  // A new status line (after a 100 Continue or a redirect) starts a new header set.
+  if (line.substr(0, 5) == "HTTP/") t->outcome.headers.clear();
+  const size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
+    t->outcome.headers[name] = std::string(value);
+  }
+  return size * n;
+}
+
+size_t on_write(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  t->last_byte = Clock::now();
+  std::string_view chunk(data, size * n);
+  // The body starts after the headers, so the status is final here; it routes the body.
+  t->outcome.status = status_of(t->easy);
+  if (!is_success(t->outcome.status)) {
+    // Error bodies are small JSON documents; keep at most 64 KiB of one.
+    if (t->outcome.error_body.size() < 65536) t->outcome.error_body.append(chunk);
+    return chunk.size();
+  }
+  if (!(*t->on_body)(chunk)) {
+    t->stopped_by_sink = true;
+    return CURL_WRITEFUNC_ERROR;
+  }
+  return chunk.size();
+}
+
+bool should_abort(Transfer* t) {
+  const HttpRequest& r = *t->request;
+  if (r.cancel && r.cancel->load()) t->cancelled = true;
+  if (Clock::now() - t->last_byte > r.idle_timeout) t->idle = true;
+  return t->cancelled || t->idle;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return should_abort(static_cast<Transfer*>(user)) ? 1 : 0;
+}
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+struct EasyDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct MultiDeleter {
+  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+};
+
+void configure(CURL* easy, Transfer& t, curl_slist* headers) {
+  const HttpRequest& r = *t.request;
+  curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(easy, CURLOPT_POST, 1L);
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r.body.data());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &t);
+  // Signals are how the loop's owner sees Ctrl-C; libcurl must not install handlers.
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+}
+
+}  // namespace
+
+HttpOutcome http_post_stream(const HttpRequest& request,
+                             const std::function<bool(std::string_view)>& on_body) {
+  static CurlGlobal global;  // curl_global_init is not thread-safe; a static is
+  std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
+  Transfer t{easy.get(), &request, &on_body, {}, Clock::now(), false, false, false};
+  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+  std::unique_ptr<curl_slist, SlistDeleter> headers;
+  for (const auto& h : request.headers)
+    headers.reset(curl_slist_append(headers.release(), h.c_str()));
+  configure(easy.get(), t, headers.get());
+  curl_multi_add_handle(multi.get(), easy.get());
+  CURLcode result = CURLE_OK;
+  for (int running = 1; running;) {
+    curl_multi_perform(multi.get(), &running);
+    t.outcome.status = status_of(easy.get());
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued))
+      if (msg->msg == CURLMSG_DONE) result = msg->data.result;
+    if (!running) break;
+    // Wake at least every 50 ms so a cancel or an idle timeout takes effect at once, even
+    // while the server sends nothing and libcurl would not call the progress function.
+    if (should_abort(&t)) {
+      result = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
+  }
+  curl_multi_remove_handle(multi.get(), easy.get());
+  t.outcome.status = status_of(easy.get());
+  if (t.cancelled) {
+    t.outcome.transport = Transport::kCancelled;
+  } else if (t.idle) {
+    t.outcome.transport = Transport::kIdleTimeout;
+  } else if (t.stopped_by_sink) {
+    t.outcome.transport = Transport::kStopped;
+  } else if (result == CURLE_COULDNT_CONNECT || result == CURLE_COULDNT_RESOLVE_HOST ||
+             (result == CURLE_OPERATION_TIMEDOUT && t.outcome.status == 0) ||
+             result == CURLE_SSL_CONNECT_ERROR) {
+    t.outcome.transport = Transport::kConnectFailed;
+  } else if (result != CURLE_OK) {
+    t.outcome.transport = Transport::kBroken;
+  }
+  if (result != CURLE_OK) t.outcome.detail = curl_easy_strerror(result);
+  return t.outcome;
+}
+
+}  // namespace moat::agent::providers

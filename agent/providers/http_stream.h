@@ -1,0 +1,47 @@
+// agent/providers/http_stream.h: one streaming HTTP POST over libcurl, with connect and
+// idle timeouts and cancellation.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moat::agent::providers {
+
+struct HttpRequest {
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"; may hold the API key, never logged
+  std::string body;
+  std::chrono::milliseconds connect_timeout{10000};
+  // No byte for this long aborts the transfer: a stalled stream must not hang the loop.
+  std::chrono::milliseconds idle_timeout{120000};
+  const std::atomic<bool>* cancel = nullptr;  // checked every 50 ms and on every progress
+};
+
+enum class Transport {
+  kOk,            // the server answered; see status
+  kConnectFailed, // DNS, refused, TLS, or the connect timeout
+  kIdleTimeout,   // no byte within idle_timeout
+  kCancelled,     // *cancel became true
+  kStopped,       // on_body asked to stop (the decoder saw a failure)
+  kBroken,        // the connection broke mid-transfer
+};
+
+struct HttpOutcome {
+  Transport transport = Transport::kOk;
+  long status = 0;                             // HTTP status, 0 if none arrived
+  std::map<std::string, std::string> headers;  // lower-cased names, last value wins
+  std::string error_body;                      // the body of a non-2xx answer
+  std::string detail;                          // libcurl's description of a transport failure
+};
+
+// POSTs the request. A 2xx body goes to on_body as it arrives (return false to stop); any
+// other status's body is collected into error_body, since it is JSON, not a stream.
+HttpOutcome http_post_stream(const HttpRequest& request,
+                             const std::function<bool(std::string_view)>& on_body);
+
+}  // namespace moat::agent::providers

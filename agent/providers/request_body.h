@@ -1,0 +1,32 @@
+// agent/providers/request_body.h: moat's request (system, tools, messages) in each API's
+// wire shape.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "agent/provider.h"
+
+namespace moat::agent::providers {
+
+struct BodyOptions {
+  std::string model;
+  // OpenAI-compatible servers (vLLM, llama.cpp, Ollama) predate max_completion_tokens.
+  bool legacy_max_tokens = false;
+  // Anthropic: cache_control breakpoints on the stable prefix (tools, system) and on the
+  // last message, so each turn reads the previous turn's prefix from the cache.
+  bool cache_breakpoints = true;
+};
+
+// POST /v1/chat/completions, streaming with include_usage.
+nlohmann::json openai_chat_body(const ModelRequest& request, const BodyOptions& options);
+// POST /v1/messages, streaming.
+nlohmann::json anthropic_body(const ModelRequest& request, const BodyOptions& options);
+// POST /v1/responses, streaming, store:false (the whole context is sent each turn).
+nlohmann::json responses_body(const ModelRequest& request, const BodyOptions& options);
+
+// The text blocks of a content array (or a plain string) joined with "\n".
+std::string joined_text(const nlohmann::json& content);
+
+}  // namespace moat::agent::providers

@@ -1,0 +1,74 @@
+// agent/providers/responses_request.cc: the Responses API request body.
+#include "agent/providers/json_util.h"
+#include "agent/providers/request_body.h"
+
+namespace moat::agent::providers {
+namespace {
+
+json user_parts(const json& content) {
+  json parts = json::array();
+  if (content.is_string()) {
+    parts.push_back({{"type", "input_text"}, {"text", content}});
+    return parts;
+  }
+  if (!content.is_array()) return parts;
+  for (const auto& b : content) {
+    const std::string t = string_field(b, "type").value_or("");
+    if (t == "text") parts.push_back({{"type", "input_text"}, {"text", raw_field(b, "text")}});
+    if (t == "image")
+      parts.push_back({{"type", "input_image"},
+                       {"image_url", "data:" + string_field(b, "mimeType").value_or("") +
+                                         ";base64," + string_field(b, "data").value_or("")}});
+  }
+  return parts;
+}
+
+void append_assistant(const json& m, json& input) {
+  const json content = raw_field(m, "content");
+  if (!content.is_array()) return;
+  for (const auto& b : content) {
+    const std::string t = string_field(b, "type").value_or("");
+    if (t == "text" && !string_field(b, "text").value_or("").empty()) {
+      input.push_back({{"type", "message"}, {"role", "assistant"},
+                       {"content", json::array({{{"type", "output_text"}, {"text", b["text"]}}})}});
+    } else if (t == "toolCall") {
+      const json args = raw_field(b, "arguments");
+      input.push_back({{"type", "function_call"}, {"call_id", raw_field(b, "id")},
+                       {"name", raw_field(b, "name")},
+                       {"arguments", args.is_null() ? std::string("{}") : args.dump()}});
+    }
+    // Reasoning is not sent back: with store:false the API needs its encrypted form,
+    // which we do not request.
+  }
+}
+
+}  // namespace
+
+json responses_body(const ModelRequest& request, const BodyOptions& options) {
+  json input = json::array();
+  for (const auto& m : request.messages) {
+    const std::string role = string_field(m, "role").value_or("");
+    if (role == "user") {
+      input.push_back({{"role", "user"}, {"content", user_parts(raw_field(m, "content"))}});
+    } else if (role == "assistant") {
+      append_assistant(m, input);
+    } else if (role == "toolResult") {
+      input.push_back({{"type", "function_call_output"}, {"call_id", raw_field(m, "toolCallId")},
+                       {"output", joined_text(raw_field(m, "content"))}});
+    }
+  }
+  json body = {{"model", options.model}, {"input", input}, {"stream", true}, {"store", false},
+               {"max_output_tokens", request.max_output_tokens}};
+  if (!request.system.empty()) body["instructions"] = request.system;
+  if (!request.tools.empty()) {
+    json tools = json::array();
+    for (const auto& t : request.tools)
+      tools.push_back({{"type", "function"}, {"name", t.name}, {"description", t.description},
+                       {"parameters", t.parameters}});
+    body["tools"] = tools;
+    body["tool_choice"] = "auto";
+  }
+  return body;
+}
+
+}  // namespace moat::agent::providers
