@@ -116,21 +116,30 @@ std::string render_tree(const SessionStore& store) {
   for (const auto& [target, label] : labels_of(store)) labels[target] = label;
   std::string out = "session " + store.id() + "  " + str_field(store.header(), "workspace") + "\n";
   // Iterative depth-first walk: entries are a chain of up to 100,000, too deep to recurse.
-  struct Item { size_t index; std::string indent; };
+  // Only a fork point indents its children (with tree connectors); a linear run continues
+  // at its parent's indentation.
+  struct Item { size_t index; std::string line_prefix; std::string indent; };
   std::vector<Item> stack;
-  for (size_t r = roots.size(); r-- > 0;) stack.push_back({roots[r], roots.size() > 1 ? "  " : ""});
+  for (size_t r = roots.size(); r-- > 0;) {
+    const bool last = r + 1 == roots.size();
+    if (roots.size() > 1) stack.push_back({roots[r], last ? "└─ " : "├─ ", last ? "   " : "│  "});
+    else stack.push_back({roots[r], "", ""});
+  }
   while (!stack.empty()) {
     Item item = std::move(stack.back());
     stack.pop_back();
     const Entry& e = entries[item.index];
     const std::string id = str_field(e, "id");
-    out += item.indent + id + "  " + entry_summary(e, 70);
+    out += item.line_prefix + id + "  " + entry_summary(e, 70);
     if (auto it = labels.find(id); it != labels.end()) out += "  [" + one_line(it->second, 40) + "]";
     if (id == store.leaf()) out += "  <- leaf";
     out += "\n";
     const auto& kids = children[id];
-    const std::string next = kids.size() > 1 ? item.indent + "  " : item.indent;
-    for (size_t k = kids.size(); k-- > 0;) stack.push_back({kids[k], next});
+    for (size_t k = kids.size(); k-- > 0;) {
+      const bool last = k + 1 == kids.size();
+      if (kids.size() == 1) stack.push_back({kids[k], item.indent, item.indent});
+      else stack.push_back({kids[k], item.indent + (last ? "└─ " : "├─ "), item.indent + (last ? "   " : "│  ")});
+    }
   }
   return out;
 }
