@@ -16,33 +16,61 @@
 namespace moat::tools {
 namespace {
 
-// A file's bytes, read with read(2), not mmap: a file the sandboxed code truncates while
-// we read it must give a short read, not a SIGBUS. The buffer is not zero-filled first
-// (make_unique_for_overwrite): for a 10 MB file that would double the memory traffic.
-struct FileBytes {
-  std::unique_ptr<char[]> data;
-  std::size_t size = 0;
-  std::string_view view() const { return {data.get(), size}; }
+// What one pass over a text file yields: the line count, and the lines the caller asked
+// for, kept up to kMaxBytes + 1 bytes (one more than the limit, so truncate_head always
+// sees that there was more).
+struct Scan {
+  std::size_t total_lines = 0;
+  std::string slice;                // lines [offset, offset + want), capped
+  std::size_t first_line_bytes = 0; // full length of line `offset`, without its newline
 };
 
-Result<FileBytes> read_all(int fd, std::size_t size_hint) {
-  FileBytes out;
-  std::size_t capacity = size_hint + 1;  // +1: a read of 0 at the end confirms EOF
-  out.data = std::make_unique_for_overwrite<char[]>(capacity);
+// Streams the file through a fixed buffer with read(2): memory stays bounded whatever the
+// file's size, a fresh worker does not fault in a file-sized buffer, and a file the
+// sandboxed code truncates meanwhile gives a short read (mmap would raise SIGBUS).
+Result<Scan> scan_lines(int fd, std::size_t offset, std::size_t want) {
+  constexpr std::size_t kChunk = 256 * 1024;
+  const std::size_t cap = kMaxBytes + 1;
+  auto buf = std::make_unique_for_overwrite<char[]>(kChunk);
+  Scan scan;
+  std::size_t line = 1;
+  std::size_t newlines = 0;
+  char last = '\n';
   for (;;) {
-    if (out.size == capacity) {
-      if (capacity > kMaxReadFileBytes) return fail(Error{EFBIG, "file grew while reading"});
-      auto bigger = std::make_unique_for_overwrite<char[]>(capacity * 2);
-      std::memcpy(bigger.get(), out.data.get(), out.size);
-      out.data = std::move(bigger);
-      capacity *= 2;
-    }
-    const ssize_t n = ::read(fd, out.data.get() + out.size, capacity - out.size);
+    const ssize_t n = ::read(fd, buf.get(), kChunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(Error::from_errno("read", errno));
     if (n == 0) break;
-    out.size += static_cast<std::size_t>(n);
+    const char* p = buf.get();
+    const char* end = p + n;
+    last = end[-1];
+    while (p < end) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+      const char* seg_end = nl ? nl + 1 : end;  // the segment keeps its newline
+      if (line >= offset && line - offset < want && scan.slice.size() < cap)
+        scan.slice.append(p, std::min<std::size_t>(static_cast<std::size_t>(seg_end - p), cap - scan.slice.size()));
+      if (line == offset) scan.first_line_bytes += static_cast<std::size_t>((nl ? nl : end) - p);
+      if (nl == nullptr) break;
+      ++newlines;
+      ++line;
+      p = nl + 1;
+    }
   }
+  scan.total_lines = newlines + (last != '\n' ? 1 : 0);
+  return scan;
+}
+
+Result<std::string> read_whole(int fd, std::size_t size) {
+  std::string out(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, out.data() + got, size - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Error::from_errno("pread", errno));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
   return out;
 }
 
@@ -52,34 +80,7 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Byte offset where 1-based line `line` starts, or npos when the file has fewer lines.
-std::size_t line_start(std::string_view text, std::size_t line) {
-  std::size_t pos = 0;
-  for (std::size_t l = 1; l < line; ++l) {
-    const void* nl = std::memchr(text.data() + pos, '\n', text.size() - pos);
-    if (nl == nullptr) return std::string_view::npos;
-    pos = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
-  }
-  return pos < text.size() ? pos : std::string_view::npos;
-}
-
-std::size_t count_newlines(std::string_view text) {
-  std::size_t n = 0;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
-    if (nl == nullptr) break;
-    ++n;
-    p = static_cast<const char*>(nl) + 1;
-  }
-  return n;
-}
-
 ToolResult read_image(std::string_view bytes, const std::string& mime) {
-  if (bytes.size() > kMaxImageBytes)
-    return ToolResult::error("image is " + format_size(bytes.size()) + ", over the " +
-                             format_size(kMaxImageBytes) + " limit of one image block");
   ToolResult r;
   r.content.push_back({{"type", "text"}, {"text", "Read image file [" + mime + "]"}});
   r.content.push_back({{"type", "image"}, {"mimeType", mime}, {"data", base64_encode(bytes)}});
@@ -87,30 +88,25 @@ ToolResult read_image(std::string_view bytes, const std::string& mime) {
   return r;
 }
 
-ToolResult read_text(std::string_view all, const nlohmann::json& args) {
+ToolResult read_text(int fd, const nlohmann::json& args) {
   const std::string shown_path = args.value("path", std::string());
-  const std::size_t total = all.empty() ? 0 : count_newlines(all) + (all.back() == '\n' ? 0 : 1);
   const std::size_t offset = args.value("offset", std::size_t{1});
-  const std::size_t start = line_start(all, offset);
-  if (start == std::string_view::npos) {
+  const bool user_limit = args.contains("limit");
+  const std::size_t want = user_limit ? args["limit"].get<std::size_t>() : kMaxLines;
+  auto scanned = scan_lines(fd, offset, want);
+  if (!scanned) return ToolResult::error("cannot read " + shown_path + ": " + scanned.error().message());
+  const Scan& scan = *scanned;
+  const std::size_t total = scan.total_lines;
+  if (offset > total) {
     if (total == 0 && offset == 1) return ToolResult::text("[empty file]");
     return ToolResult::error("offset " + std::to_string(offset) + " is beyond end of file (" +
                              std::to_string(total) + " lines)");
   }
-  const bool user_limit = args.contains("limit");
-  const std::size_t want = user_limit ? args["limit"].get<std::size_t>() : kMaxLines;
-  // Cut the slice at `want` lines before truncating, so truncate_head only ever sees
-  // what the caller asked for.
-  std::string_view rest = all.substr(start);
-  const std::size_t slice_end = line_start(rest, want + 1);
-  std::string_view slice = slice_end == std::string_view::npos ? rest : rest.substr(0, slice_end);
-  Truncation t = truncate_head(slice, kMaxLines, kMaxBytes);
+  Truncation t = truncate_head(scan.slice, kMaxLines, kMaxBytes);
   const std::size_t last = offset + t.output_lines - 1;
   const std::size_t next = last + 1;
-  nlohmann::json details = {{"totalLines", total}, {"firstLine", offset}, {"lastLine", last}};
   if (t.first_line_exceeds_limit) {
-    const std::size_t line_bytes = std::min(slice.find('\n'), slice.size());
-    return ToolResult::text("[Line " + std::to_string(offset) + " is " + format_size(line_bytes) +
+    return ToolResult::text("[Line " + std::to_string(offset) + " is " + format_size(scan.first_line_bytes) +
                             ", over the " + format_size(kMaxBytes) + " limit. Use bash: sed -n '" +
                             std::to_string(offset) + "p' " + shell_quote(shown_path) +
                             " | head -c " + std::to_string(kMaxBytes) + "]");
@@ -119,22 +115,18 @@ ToolResult read_text(std::string_view all, const nlohmann::json& args) {
   // Without a limit from the caller, stopping before the end is truncation; with one, it
   // is what was asked for and the notice only counts what is left.
   const bool truncated = t.truncated || (!user_limit && last < total);
-  if (truncated || last < total) {
-    if (!text.empty() && text.back() == '\n') text.pop_back();
-    text += "\n\n[";
-  }
+  std::vector<std::string> notices;
   if (truncated) {
-    text += "Showing lines " + std::to_string(offset) + "-" + std::to_string(last) + " of " +
-            std::to_string(total) +
-            (t.truncated_by == "bytes" ? " (" + format_size(kMaxBytes) + " limit)" : "") +
-            ". Use offset=" + std::to_string(next) + " to continue.]";
+    notices.push_back("Showing lines " + std::to_string(offset) + "-" + std::to_string(last) + " of " +
+                      std::to_string(total) +
+                      (t.truncated_by == "bytes" ? " (" + format_size(kMaxBytes) + " limit)" : "") +
+                      ". Use offset=" + std::to_string(next) + " to continue.");
   } else if (last < total) {
-    text += std::to_string(total - last) + " more lines in file. Use offset=" +
-            std::to_string(next) + " to continue.]";
+    notices.push_back(std::to_string(total - last) + " more lines in file. Use offset=" +
+                      std::to_string(next) + " to continue.");
   }
-  ToolResult r = ToolResult::text(std::move(text));
-  details["truncated"] = truncated;
-  r.details = std::move(details);
+  ToolResult r = ToolResult::text(append_notices(std::move(text), notices));
+  r.details = {{"totalLines", total}, {"firstLine", offset}, {"lastLine", last}, {"truncated", truncated}};
   return r;
 }
 
@@ -172,19 +164,23 @@ ToolResult read_in_sandbox(const std::string& canonical, const nlohmann::json& a
   if (!S_ISREG(st.st_mode))
     return ToolResult::error(canonical + " is not a regular file (device, fifo or socket)");
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size > kMaxReadFileBytes)
-    return ToolResult::error(canonical + " is " + format_size(size) + ", over the " +
-                             format_size(kMaxReadFileBytes) +
-                             " read limit; use bash (sed -n, head, tail) to look at parts of it");
-  auto content = read_all(fd->get(), size);
-  if (!content) return ToolResult::error("cannot read " + canonical + ": " + content.error().message());
-  const std::string_view bytes = content->view();
-  if (auto mime = sniff_image_mime(bytes.substr(0, 16))) return read_image(bytes, *mime);
-  if (std::memchr(bytes.data(), '\0', std::min<std::size_t>(bytes.size(), 8192)) != nullptr)
+  char head[8192];
+  const ssize_t n = ::pread(fd->get(), head, sizeof head, 0);
+  if (n < 0) return ToolResult::error("cannot read " + canonical + ": " + std::strerror(errno));
+  const std::string_view first(head, static_cast<std::size_t>(n));
+  if (auto mime = sniff_image_mime(first.substr(0, 16))) {
+    if (size > kMaxImageBytes)
+      return ToolResult::error("image is " + format_size(size) + ", over the " +
+                               format_size(kMaxImageBytes) + " limit of one image block");
+    auto bytes = read_whole(fd->get(), size);
+    if (!bytes) return ToolResult::error("cannot read " + canonical + ": " + bytes.error().message());
+    return read_image(*bytes, *mime);
+  }
+  if (std::memchr(first.data(), '\0', first.size()) != nullptr)
     return ToolResult::error(canonical + " looks binary (" + format_size(size) +
                              "); inspect it with bash, e.g. xxd " + shell_quote(canonical) +
                              " | head");
-  return read_text(bytes, args);
+  return read_text(fd->get(), args);
 }
 
 }  // namespace moat::tools

@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
     auto r = moat::tools::execute("read", read_args, ctx);
     if (r.is_error) std::fprintf(stderr, "read failed: %s\n", r.to_json().dump().c_str());
   });
+  // Where the read's time goes: one worker round trip (the resolve step) of its two.
+  const std::string resolve = nlohmann::json{{"op", "resolve"}, {"path", "big.txt"}, {"cwd", ws}}.dump();
+  const double round_trip = median_ms(iterations, [&] { (void)runner.run_handler(resolve); });
   const double host_read = median_ms(iterations, [&] { host_read_middle(file, 50'000); });
   const double tool_bash = median_ms(iterations, [&] {
     auto r = moat::tools::execute("bash", {{"command", "true"}}, ctx);
@@ -124,6 +127,7 @@ int main(int argc, char** argv) {
               (*session)->describe_json().c_str());
   report("read 10 MB, offset 50000 of 100000", tool_read, host_read);
   report("bash `true`", tool_bash, host_bash);
+  std::printf("%-38s %8.3f ms/op\n", "one handler worker round trip", round_trip);
   std::filesystem::remove_all(ws);
   return 0;
 }

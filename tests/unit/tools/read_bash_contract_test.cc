@@ -61,6 +61,37 @@ TEST_F(ReadContract, MoreThanMaxBytesIsTruncatedAtAWholeLine) {
   EXPECT_LE(t.find("\n\n["), kMaxBytes);
 }
 
+TEST_F(ReadContract, ABigFileReadsTheSameLinesAcrossBufferBoundaries) {
+  // ~3.6 MB of lines of varying length: slices start and end at every kind of place
+  // relative to the read buffer.
+  std::vector<std::string> lines;
+  std::string content;
+  for (int i = 1; i <= 40000; ++i) {
+    lines.push_back("row " + std::to_string(i) + " " + std::string(static_cast<std::size_t>(i * 7919 % 150), 'q'));
+    content += lines.back() + "\n";
+  }
+  write("big.txt", content);
+  for (std::size_t offset : {1u, 1733u, 2561u, 20000u, 39999u}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    const auto r = run("read", {{"path", "big.txt"}, {"offset", offset}, {"limit", 3}});
+    ASSERT_FALSE(r.is_error) << text(r);
+    std::string expected;
+    for (std::size_t k = offset; k < std::min<std::size_t>(offset + 3, 40001); ++k) expected += lines[k - 1] + "\n";
+    if (offset + 2 < 40000)
+      expected += "\n[" + std::to_string(40000 - (offset + 2)) + " more lines in file. Use offset=" +
+                  std::to_string(offset + 3) + " to continue.]";
+    EXPECT_EQ(text(r), expected);
+  }
+}
+
+TEST_F(ReadContract, ImageOverTheLimitIsAnError) {
+  write("huge.gif", "GIF89a" + std::string(kMaxImageBytes, 'x'));
+  const auto r = run("read", {{"path", "huge.gif"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(text(r), "image is " + format_size(kMaxImageBytes + 6) + ", over the " +
+                         format_size(kMaxImageBytes) + " limit of one image block");
+}
+
 TEST_F(ReadContract, OffsetBeyondEndOfFileIsAnErrorNamingTheLineCount) {
   write("a.txt", numbered_lines(10));
   const auto r = run("read", {{"path", "a.txt"}, {"offset", 11}});
