@@ -1,0 +1,131 @@
+// tests/unit/sessions/cli_test.cc: `moat sessions ...` and `moat audit ...` through the binary.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sessions/audit.h"
+#include "sessions/jsonl.h"
+#include "sessions/store.h"
+#include "temp_dir.h"
+
+namespace moat::sessions {
+namespace {
+
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+struct CliRun {
+  int rc = -1;
+  std::string out;
+};
+
+// Runs `moat <args>` (stdout and stderr together); args are test-made paths and ids.
+CliRun moat(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(std::getenv("MOAT_BIN")) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class MoatCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("MOAT_BIN");
+    if (bin == nullptr || ::access(bin, X_OK) != 0) GTEST_SKIP() << "MOAT_BIN is not built";
+  }
+  std::string write_audit(int decisions) {
+    auto log = AuditLog::open(dir_.path() + "/audit", "01900000-0000-7000-8000-000000000001", "sha256:p");
+    EXPECT_TRUE(log.has_value());
+    EXPECT_TRUE((*log)->append("session.start", {{"version", "t"}}));
+    for (int i = 0; i < decisions; ++i)
+      EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"result", i % 2 ? "allow" : "deny"},
+                                              {"input", {{"argv", {"cmd" + std::to_string(i)}}}}}));
+    EXPECT_TRUE((*log)->append("session.end", nlohmann::json::object()));
+    return (*log)->path();
+  }
+  TempDir dir_;
+};
+
+TEST_F(MoatCliTest, AuditVerifyPassesAnIntactLog) {
+  const CliRun r = moat("audit verify " + write_audit(3));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("ok, 5 records"), std::string::npos) << r.out;
+}
+
+TEST_F(MoatCliTest, AuditVerifyNamesTheDeletedRecordAndExits1) {
+  const std::string path = write_audit(3);
+  const std::string data = slurp(path);
+  const auto lines = whole_lines(data);
+  spit(path, data.substr(0, lines[2].offset) + data.substr(lines[3].offset));  // drop seq 3
+  const CliRun r = moat("audit verify " + path);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("BROKEN (missing) at seq 3, byte offset " + std::to_string(lines[2].offset)),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(MoatCliTest, AuditVerifyReportsATruncatedLog) {
+  const std::string path = write_audit(2);
+  const std::string data = slurp(path);
+  spit(path, data.substr(0, data.size() - 10));
+  const CliRun r = moat("audit verify " + path);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("BROKEN (truncated) at seq 4"), std::string::npos) << r.out;
+}
+
+TEST_F(MoatCliTest, AuditShowFiltersByDecision) {
+  const CliRun r = moat("audit show --decision deny " + write_audit(4));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("deny  cmd0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deny  cmd2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("allow"), std::string::npos) << r.out;
+}
+
+TEST_F(MoatCliTest, AuditExportWritesAnHtmlTimeline) {
+  const std::string out = dir_.path() + "/a.html";
+  const CliRun r = moat("audit export --html -o " + out + " " + write_audit(2));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  const std::string html = slurp(out);
+  EXPECT_NE(html.find("Chain verified: 4 records"), std::string::npos);
+  EXPECT_NE(html.find("cmd1"), std::string::npos);
+}
+
+TEST_F(MoatCliTest, SessionsListShowTreeAndExport) {
+  auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
+  ASSERT_TRUE(s);
+  auto a = (*s)->append({{"type", "message"},
+                         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "hello moat"}}}}}}});
+  ASSERT_TRUE(a);
+  ASSERT_TRUE((*s)->append({{"type", "label"}, {"targetId", *a}, {"label", "start"}}));
+  const std::string id = (*s)->id();
+  const std::string d = "sessions --dir " + dir_.path() + "/s ";
+  CliRun r = moat(d + "list --workspace /w/repo");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hello moat"), std::string::npos) << r.out;
+  r = moat(d + "show " + id.substr(0, 20) + "@start");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("user: hello moat"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("label"), std::string::npos) << r.out;  // the path ends at the label target
+  r = moat(d + "tree " + id);
+  EXPECT_NE(r.out.find("[start]"), std::string::npos) << r.out;
+  r = moat(d + "export --html " + id + " -o " + dir_.path() + "/s.html");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(slurp(dir_.path() + "/s.html").find("hello moat"), std::string::npos);
+  r = moat(d + "show nosuchsession");
+  EXPECT_EQ(r.rc, 2) << r.out;
+}
+
+}  // namespace
+}  // namespace moat::sessions
