@@ -55,6 +55,20 @@ std::string find_existing(const std::string& dir, const std::string& session) {
   return found;
 }
 
+// The chain proves order and content, not authorship: whoever can write the directory can
+// replace a whole file. So it must be ours alone (POLICY.md: a directory the agent cannot
+// write); a shared or foreign directory is refused rather than trusted.
+Result<void> check_private_dir(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, dir));
+  if (!S_ISDIR(st.st_mode)) return fail(Error::from_errno("audit dir", ENOTDIR, dir));
+  if (st.st_uid != ::geteuid())
+    return fail(Error::from_errno("audit dir owned by another user", EPERM, dir));
+  if ((st.st_mode & 022) != 0)
+    return fail(Error::from_errno("audit dir is group- or world-writable", EPERM, dir));
+  return {};
+}
+
 class JsonlAuditLog final : public AuditLog {
  public:
   JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash)
@@ -165,6 +179,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   if (session.empty() || session.find('/') != std::string::npos || session[0] == '.')
     return fail(Error::from_errno("audit open", EINVAL, session));
   MOAT_TRY(make_dirs(dir, kDirMode));
+  MOAT_TRY(check_private_dir(dir));
   std::string path = find_existing(dir, session);
   const bool fresh = path.empty();
   if (fresh) {

@@ -26,7 +26,8 @@ class AuditLog {
   // directories it creates 0700). The chain's genesis is
   // SHA-256("moat-audit/1" | session | policy_hash). If a file for this session already exists
   // under any <date>/ folder, the chain continues there (after dropping a torn last line,
-  // which was never acknowledged); a damaged last record refuses the open.
+  // which was never acknowledged); a damaged last record refuses the open. EPERM if `dir`
+  // is not owned by this user or is group- or world-writable.
   static Result<std::unique_ptr<AuditLog>> open(const std::string& dir, const std::string& session,
                                                 const std::string& policy_hash);
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev

@@ -107,6 +107,14 @@ TEST(AuditLog, SessionIdThatCouldLeaveTheDirectoryIsRefused) {
   EXPECT_EQ(AuditLog::open(dir.path(), "", kPolicy).error().code, EINVAL);
 }
 
+TEST(AuditLog, SharedDirectoryIsRefusedWithEperm) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_FALSE(log.has_value());
+  EXPECT_EQ(log.error().code, EPERM);
+}
+
 TEST(AuditLog, ReopeningContinuesTheChain) {
   TempDir dir;
   std::string path;
