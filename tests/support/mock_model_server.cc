@@ -40,9 +40,8 @@ void strip_cache_control(json& j) {
   }
 }
 
-// The prompt as a provider's cache sees it: tools, system, then messages, one element per
-// line. A request that repeats the previous one and appends to it has the previous prompt
-// as an exact prefix. cache_control markers are not part of the key (they move every turn).
+}  // namespace
+
 std::string canonical_prompt(Api api, json body) {
   strip_cache_control(body);
   std::string out;
@@ -58,6 +57,8 @@ std::string canonical_prompt(Api api, json body) {
   add_each(api == Api::kOpenAiResponses ? "input" : "messages");
   return out;
 }
+
+namespace {
 
 bool has_cache_control(const json& j) {
   if (j.is_object()) {

@@ -64,6 +64,11 @@ struct ServedUsage {
   int64_t output = 0;
 };
 
+// The prompt as a provider's cache keys it: tools, system, then messages (input), one
+// element per line, cache_control markers removed (they move every turn). If request B
+// repeats request A and appends to it, A's canonical prompt is a prefix of B's.
+std::string canonical_prompt(agent::providers::Api api, nlohmann::json body);
+
 class MockModelServer {
  public:
   using Api = agent::providers::Api;

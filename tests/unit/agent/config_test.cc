@@ -1,0 +1,129 @@
+// tests/unit/agent/config_test.cc: config.toml, the catalogue, and --model resolution.
+#include "agent/providers/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/providers/factory.h"
+
+namespace moat::agent::providers {
+namespace {
+
+constexpr const char* kToml = R"(
+[providers.corp]
+kind = "anthropic"
+base_url = "https://llm.corp.example/v1/"
+api_key_env = "CORP_KEY"
+headers = { "X-Team" = "infra" }
+
+[[models]]
+provider = "corp"
+id = "big"
+context_window = 500000
+max_output = 32000
+price = { input = 2, output = 10, cache_read = 0.2, cache_write = 2.5, cache_write_1h = 4 }
+tiers = [ { above_input_tokens = 200000, input = 4, output = 20, cache_read = 0.4, cache_write = 5 } ]
+
+[[models]]
+provider = "anthropic"
+id = "claude-haiku-4-5"
+context_window = 1000
+)";
+
+TEST(ParseConfig, ReadsProvidersModelsPricesAndTiers) {
+  auto c = parse_config(kToml, builtin_config(), "test.toml");
+  ASSERT_TRUE(c) << c.error().message();
+  const ProviderConfig& p = c->providers.at("corp");
+  EXPECT_EQ(p.kind, Api::kAnthropic);
+  EXPECT_EQ(p.base_url, "https://llm.corp.example/v1");  // trailing slash dropped
+  EXPECT_EQ(p.api_key_env, "CORP_KEY");
+  EXPECT_EQ(p.headers.at("X-Team"), "infra");
+  auto m = c->model("corp", "big");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->known);
+  EXPECT_EQ(m->context_window, 500000);
+  EXPECT_DOUBLE_EQ(m->pricing.cache_write_1h.value(), 4);
+  ASSERT_EQ(m->pricing.tiers.size(), 1u);
+  EXPECT_EQ(m->pricing.tiers[0].above_input_tokens, 200000);
+  EXPECT_DOUBLE_EQ(m->pricing.tiers[0].output, 20);
+}
+
+TEST(ParseConfig, SameModelReplacesTheCatalogueEntry) {
+  auto c = parse_config(kToml, builtin_config(), "test.toml");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->model("anthropic", "claude-haiku-4-5")->context_window, 1000);
+  size_t n = 0;
+  for (const auto& m : c->models) n += m.provider == "anthropic" && m.id == "claude-haiku-4-5";
+  EXPECT_EQ(n, 1u);
+}
+
+TEST(ParseConfig, UnknownKeyIsAnErrorNamingIt) {
+  auto c = parse_config("[providers.x]\nkind = \"openai-chat\"\nbase_url = \"http://h\"\napi_key = \"sk\"\n",
+                        builtin_config(), "u.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("unknown key 'api_key'"), std::string::npos) << c.error().message();
+}
+
+TEST(ParseConfig, BadKindAndSyntaxErrorsAreReported) {
+  EXPECT_FALSE(parse_config("[providers.x]\nkind = \"grpc\"\nbase_url = \"http://h\"\n", {}, "k.toml"));
+  auto bad = parse_config("[providers.x\n", {}, "s.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("s.toml"), std::string::npos);
+  EXPECT_FALSE(parse_config("[[models]]\nprovider = \"nope\"\nid = \"m\"\n", builtin_config(), "m.toml"));
+}
+
+TEST(LoadConfig, ReadsXdgConfigHome) {
+  char tmpl[] = "/tmp/moat-config-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::filesystem::path dir(tmpl);
+  std::filesystem::create_directories(dir / "moat");
+  std::ofstream(dir / "moat" / "config.toml") << kToml;
+  const char* old = getenv("XDG_CONFIG_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CONFIG_HOME", tmpl, 1);
+  auto c = load_config();
+  if (old) setenv("XDG_CONFIG_HOME", saved.c_str(), 1); else unsetenv("XDG_CONFIG_HOME");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_TRUE(c->providers.count("corp"));
+  EXPECT_TRUE(c->providers.count("anthropic"));  // the catalogue is still there
+}
+
+TEST(ResolveModel, SplitsAtTheFirstSlash) {
+  auto r = resolve_model("openrouter/anthropic/claude-sonnet-4.5", builtin_config());
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->provider.name, "openrouter");
+  EXPECT_EQ(r->model.id, "anthropic/claude-sonnet-4.5");
+  EXPECT_FALSE(r->model.known);
+  EXPECT_TRUE(resolve_model("anthropic/claude-sonnet-4-5", builtin_config())->model.known);
+}
+
+TEST(ResolveModel, RejectsMalformedSpecsAndUnknownProviders) {
+  EXPECT_FALSE(resolve_model("claude", builtin_config()));
+  EXPECT_FALSE(resolve_model("/x", builtin_config()));
+  EXPECT_FALSE(resolve_model("anthropic/", builtin_config()));
+  auto r = resolve_model("nope/x", builtin_config());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("known: "), std::string::npos);
+}
+
+TEST(MakeProvider, MissingKeyNamesTheVariable) {
+  auto p = make_provider("anthropic/claude-haiku-4-5", builtin_config(),
+                         [](const char*) -> const char* { return nullptr; });
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find("$ANTHROPIC_API_KEY"), std::string::npos);
+}
+
+TEST(MakeProvider, LocalProvidersNeedNoKey) {
+  auto p = make_provider("ollama/qwen3:8b", builtin_config(),
+                         [](const char*) -> const char* { return nullptr; });
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ((*p)->name(), "ollama");
+  EXPECT_EQ((*p)->model(), "qwen3:8b");
+}
+
+}  // namespace
+}  // namespace moat::agent::providers
