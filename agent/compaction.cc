@@ -247,6 +247,20 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
   };
 }
 
+Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
+                         const Summarizer& summarize) {
+  MOAT_ASSIGN_OR_RETURN(sessions::Entry entry, compact(sessions::build_context(store), settings, summarize));
+  MOAT_TRY(store.append(std::move(entry)));
+  return store.sync();
+}
+
+Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int64_t window,
+                               const CompactionSettings& settings, const Summarizer& summarize) {
+  if (!should_compact(used, window, settings.reserve_tokens)) return false;
+  MOAT_TRY(compact_now(store, settings, summarize));
+  return true;
+}
+
 Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel) {
   return [&provider, cancel](const SummaryRequest& req) -> Result<std::string> {
     ModelRequest request;

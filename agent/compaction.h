@@ -79,6 +79,15 @@ SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_t
 Result<sessions::Entry> compact(const sessions::SessionContext& context,
                                 const CompactionSettings& settings, const Summarizer& summarize);
 
+// The loop's step after a turn's results are persisted: when should_compact(used, window,
+// reserve), builds the compaction for the store's current path, appends it and syncs.
+// Returns whether it compacted; the loop then sends sessions::build_context(store).
+Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int64_t window,
+                               const CompactionSettings& settings, const Summarizer& summarize);
+// The same without the threshold: after a provider's context-overflow error (then retry once).
+Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
+                         const Summarizer& summarize);
+
 // A Summarizer that asks `provider` (no tools offered); `cancel` may be null.
 Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel);
 

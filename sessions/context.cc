@@ -131,4 +131,12 @@ Message interrupted_result(const DanglingCall& call) {
                       "outcome is unknown. Check the state before repeating it."}}}}};
 }
 
+Result<size_t> answer_dangling_calls(SessionStore& store) {
+  const std::vector<DanglingCall> calls = dangling_tool_calls(store);
+  for (const DanglingCall& c : calls)
+    MOAT_TRY(store.append({{"type", "message"}, {"message", interrupted_result(c)}}));
+  if (!calls.empty()) MOAT_TRY(store.sync());
+  return calls.size();
+}
+
 }  // namespace moat::sessions

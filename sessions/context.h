@@ -54,4 +54,8 @@ std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store);
 // The toolResult message that answers a dangling call: isError, saying it was interrupted.
 Message interrupted_result(const DanglingCall& call);
 
+// On resume: appends interrupted_result for every dangling call on the store's current path
+// (in call order) and syncs; returns how many were answered (0: nothing to do).
+Result<size_t> answer_dangling_calls(SessionStore& store);
+
 }  // namespace moat::sessions

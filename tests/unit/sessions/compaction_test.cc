@@ -169,6 +169,29 @@ TEST(Compaction, Scripted200TurnSessionStaysUnderTheWindowAndKeepsCallsWithResul
   EXPECT_EQ((*reloaded)->entries().size(), all.size() + static_cast<size_t>(compactions));
 }
 
+TEST(Compaction, CompactIfNeededAppendsOnlyPastTheThreshold) {
+  sessions::testing::TempDir dir;
+  auto store = sessions::SessionStore::create(dir.path(), "/w");
+  ASSERT_TRUE(store);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", user(std::string(4000, 'a'))}}));
+  CompactionSettings s;
+  s.keep_recent_tokens = 5000;
+  s.reserve_tokens = 1000;
+  ScriptedSummarizer summarizer;
+  auto no = compact_if_needed(**store, 8999, 10000, s, summarizer.fn());
+  ASSERT_TRUE(no);
+  EXPECT_FALSE(*no);
+  EXPECT_EQ((*store)->entries().size(), 20u);
+  auto yes = compact_if_needed(**store, 9001, 10000, s, summarizer.fn());
+  ASSERT_TRUE(yes) << yes.error().message();
+  EXPECT_TRUE(*yes);
+  EXPECT_EQ(str_field((*store)->entries().back(), "type"), "compaction");
+  const auto ctx = sessions::build_context(**store);
+  EXPECT_EQ(ctx.compactions, 1u);
+  EXPECT_LT(estimate_tokens(ctx.for_provider()), 10000 - 1000);
+}
+
 TEST(Compaction, CutNeverLandsOnAToolResultForAnyKeepRecent) {
   const Script script = make_script(12);
   std::vector<Message> msgs;

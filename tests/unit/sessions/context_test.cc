@@ -122,8 +122,12 @@ TEST(DanglingToolCalls, StoreReopenedAfterACrashMidTurnIsAnsweredThenClean) {
   auto dangling = dangling_tool_calls((*s)->path_to_leaf());
   ASSERT_EQ(dangling.size(), 1u);
   EXPECT_EQ(dangling[0].id, "c2");
-  for (const auto& d : dangling) ASSERT_TRUE((*s)->append(msg(interrupted_result(d))));
+  auto answered = answer_dangling_calls(**s);
+  ASSERT_TRUE(answered.has_value());
+  EXPECT_EQ(*answered, 1u);
+  EXPECT_EQ(str_field((*s)->entries().back()["message"], "toolCallId"), "c2");
   EXPECT_TRUE(dangling_tool_calls(**s).empty());
+  EXPECT_EQ(*answer_dangling_calls(**s), 0u);
   EXPECT_EQ(build_context(**s).messages.size(), 4u);
 }
 
