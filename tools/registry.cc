@@ -68,6 +68,45 @@ std::string tool_names() {
   return out;
 }
 
+// Where a file tool's path leads inside the sandbox.
+struct Target {
+  std::string canonical;
+  bool is_dir = false;
+  std::string program;  // rg / fdfind inside the sandbox, when asked for and present
+};
+
+Result<Target> resolve_target(const FileTool& tool, const std::string& path, CallContext& ctx) {
+  const nlohmann::json which =
+      ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
+  MOAT_ASSIGN_OR_RETURN(nlohmann::json r, call_worker(ctx, {{"op", "resolve"}, {"path", path},
+                                                            {"cwd", ctx.workspace}, {"which", which}}));
+  if (r.contains("error")) return fail("could not resolve " + path + ": " + r["error"].get<std::string>());
+  Target t{r["path"].get<std::string>(), r["isDir"].get<bool>(), r.value("program", "")};
+  if (tool.must_exist && !r["exists"].get<bool>())
+    return fail("path not found: " + path + " (resolved to " + t.canonical + ")");
+  return t;
+}
+
+// The operation itself, in a worker; find first lists with fdfind when the sandbox has it.
+ToolResult run_operation(const FileTool& tool, const Target& target, const nlohmann::json& args,
+                         CallContext& ctx) {
+  nlohmann::json op_args = args;
+  if (!target.program.empty() && std::string_view(tool.name) == "grep")
+    return grep_with_rg(target.program, target.canonical, target.is_dir, args, ctx);
+  if (!target.program.empty() && std::string_view(tool.name) == "find") {
+    if (!target.is_dir) return ToolResult::error(target.canonical + " is not a directory");
+    auto listed = list_with_fd(target.program, target.canonical, ctx);
+    if (!listed) return ToolResult::error("find failed: " + listed.error().message());
+    op_args["_listed"] = std::move(*listed);
+  }
+  auto response = call_worker(ctx, {{"op", tool.name}, {"path", target.canonical}, {"args", op_args}});
+  if (!response) return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + response.error().message());
+  if (response->contains("error"))
+    return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + (*response)["error"].get<std::string>());
+  return ToolResult::from_json(*response);
+}
+
+// resolve -> authorize (moatd checks the policy and audits) -> queue (mutations) -> run.
 ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohmann::json& args,
                          CallContext& ctx) {
   MutationQueue& queue = ctx.mutations ? *ctx.mutations : MutationQueue::process_default();
@@ -80,44 +119,22 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
       if (ctx.mutation_ticket) ctx.mutation_ticket->release();
     }
   } leave{ctx};
-  const std::string path = args.contains("path") ? args["path"].get<std::string>()
-                                                 : std::string(tool.default_path);
-  nlohmann::json which = ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
-  auto resolved = call_worker(ctx, {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}, {"which", which}});
-  if (!resolved) return ToolResult::error("could not resolve " + path + ": " + resolved.error().message());
-  if (resolved->contains("error"))
-    return ToolResult::error("could not resolve " + path + ": " + (*resolved)["error"].get<std::string>());
-  const std::string canonical = (*resolved)["path"];
-  if (tool.must_exist && !(*resolved)["exists"].get<bool>())
-    return ToolResult::error("path not found: " + path + " (resolved to " + canonical + ")");
+  const std::string path = args.contains("path") ? args["path"].get<std::string>() : tool.default_path;
+  auto target = resolve_target(tool, path, ctx);
+  if (!target) return ToolResult::error(target.error().message());
   if (ctx.authorize) {
-    if (auto refusal = ctx.authorize(canonical, tool.access))
+    if (auto refusal = ctx.authorize(target->canonical, tool.access))
       return ToolResult::error("refused by policy: " + *refusal);
   }
-  if (spec.mutates) queue.acquire(*ctx.mutation_ticket, canonical);
-  nlohmann::json op_args = args;
-  const std::string program = resolved->value("program", "");
-  if (!program.empty() && spec.name == "grep")
-    return grep_with_rg(program, canonical, (*resolved)["isDir"].get<bool>(), args, ctx);
-  if (!program.empty() && spec.name == "find") {
-    if (!(*resolved)["isDir"].get<bool>()) return ToolResult::error(canonical + " is not a directory");
-    auto listed = list_with_fd(program, canonical, ctx);
-    if (!listed) return ToolResult::error("find failed: " + listed.error().message());
-    op_args["_listed"] = *listed;
-  }
-  auto response = call_worker(ctx, {{"op", tool.name}, {"path", canonical}, {"args", op_args}});
-  if (ctx.mutation_ticket) ctx.mutation_ticket->release();  // before the JSON work below
-  if (!response) return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + response.error().message());
-  if (response->contains("error"))
-    return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + (*response)["error"].get<std::string>());
-  return ToolResult::from_json(*response);
+  if (spec.mutates) queue.acquire(*ctx.mutation_ticket, target->canonical);
+  return run_operation(tool, *target, args, ctx);
 }
 
 ToolResult execute_validated(const ToolSpec& spec, const nlohmann::json& args, CallContext& ctx) {
   if (ctx.runner == nullptr) return ToolResult::error("no sandbox to run " + spec.name + " in");
   if (spec.name == "bash") return run_bash(args, ctx);
   if (const FileTool* ft = find_file_tool(spec.name)) return run_file_tool(*ft, spec, args, ctx);
-  return ToolResult::error("tool " + spec.name + " has no implementation in this build");
+  return ToolResult::error("internal error: no handler for tool " + spec.name);
 }
 
 // The first of `names` that is an executable file in the sandbox's usual binary dirs.
