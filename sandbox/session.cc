@@ -18,12 +18,15 @@
 #include <unistd.h>
 
 #include <climits>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "sandbox/cgroup.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/session.h"
 #include "sandbox/session_init.h"
@@ -113,6 +116,56 @@ void keep_only_session_fds(int& ctl, int& tree) {
   _exit(0);
 }
 
+// PR_SET_PDEATHSIG fires when the parent *thread* exits, not the parent process. Forking the
+// keeper from a thread that lives as long as moatd ties each session to moatd's lifetime, not
+// to that of whichever (per-connection) thread asked for it.
+class LifetimeForker {
+ public:
+  static LifetimeForker& get() {
+    // Never destroyed: it outlives every session. A forked copy of moatd has the object but
+    // not its thread, so each process makes its own.
+    static std::mutex mu;
+    static LifetimeForker* forker = nullptr;
+    static pid_t owner = -1;
+    std::lock_guard<std::mutex> lock(mu);
+    if (forker == nullptr || owner != getpid()) {
+      forker = new LifetimeForker();
+      owner = getpid();
+    }
+    return *forker;
+  }
+  // Forks from the lifetime thread; the child runs child_main (which must not return).
+  pid_t fork_with(const std::function<void()>& child_main) {
+    std::lock_guard<std::mutex> one_at_a_time(call_mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = &child_main;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return job_ == nullptr; });
+    return result_;
+  }
+
+ private:
+  LifetimeForker() { std::thread([this] { loop(); }).detach(); }
+  [[noreturn]] void loop() {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return job_ != nullptr; });
+      pid_t pid = fork();
+      if (pid == 0) {
+        (*job_)();
+        _exit(1);
+      }
+      result_ = pid < 0 ? -errno : pid;
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex call_mu_, mu_;
+  std::condition_variable cv_;
+  const std::function<void()>* job_ = nullptr;
+  pid_t result_ = -1;
+};
+
 Result<std::string> recv_message(int ctl) {
   char buf[65536];
   std::size_t nfds = 0;
@@ -166,9 +219,10 @@ const char* limit_for_signal(int sig) {
 
 class LinuxSession final : public Session {
  public:
-  LinuxSession(SessionConfig config, pid_t keeper, pid_t init, UniqueFd ctl, std::string describe)
+  LinuxSession(SessionConfig config, pid_t keeper, pid_t init, UniqueFd ctl, std::string describe,
+               ScopedCgroup cgroup, Clock::time_point created)
       : config_(std::move(config)), keeper_(keeper), init_(init), ctl_(std::move(ctl)),
-        describe_(std::move(describe)), created_(Clock::now()) {}
+        describe_(std::move(describe)), created_(created), cgroup_(std::move(cgroup)) {}
 
   ~LinuxSession() override {
     ctl_.reset();
@@ -197,7 +251,10 @@ class LinuxSession final : public Session {
   pid_t init_;
   UniqueFd ctl_;
   std::string describe_;
+  // Taken before the fork, so it is earlier than the init's own session timer: when the init
+  // ends the session for its wall time, moatd's clock agrees that the time is up.
   Clock::time_point created_;
+  ScopedCgroup cgroup_;  // declared last: removed after the keeper is reaped
 };
 
 Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
@@ -434,13 +491,14 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   }
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   const pid_t moatd = getpid();
-  pid_t keeper = fork();
-  if (keeper < 0) return fail(Error::from_errno("fork", errno, "session"));
-  if (keeper == 0) {
-    ctl.first.reset();
-    int tree_fd = tree.valid() ? tree.get() : -1;
-    run_keeper_in_child(config, ctl.second.get(), tree_fd, moatd);
-  }
+  const auto created = Clock::now();
+  const int parent_end = ctl.first.get(), child_end = ctl.second.get();
+  const int tree_fd = tree.valid() ? tree.get() : -1;
+  (void)parent_end;  // the child keeps only its own end (keep_only_session_fds)
+  pid_t keeper = LifetimeForker::get().fork_with([&] {
+    run_keeper_in_child(config, child_end, tree_fd, moatd);
+  });
+  if (keeper < 0) return fail(Error::from_errno("fork", -keeper, "session"));
   ctl.second.reset();
   tree.reset();
   auto reap = [&] {
@@ -453,6 +511,28 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   if (!first || *first != "U") {
     reap();
     return fail(first ? Error::msg(first->substr(1)) : first.error());
+  }
+  // The keeper joins the session's cgroup before it forks the init: every process of the
+  // session inherits it, and none can leave (cgroup.procs of the parent is not writable).
+  ScopedCgroup cgroup;
+  if (auto made = ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits);
+      made && made->active()) {
+    cgroup = std::move(*made);
+    if (auto attached = cgroup.attach(keeper); !attached) {
+      if (!config.allow_without.count("cgroup")) {
+        reap();
+        return fail(attached.error().with_context("cgroup"));
+      }
+      skipped["cgroup"] = attached.error().message();
+    }
+  } else if (!made) {
+    if (!config.allow_without.count("cgroup")) {
+      reap();
+      return fail(made.error().with_context("cgroup"));
+    }
+    skipped["cgroup"] = made.error().message();
+  } else {
+    skipped["cgroup"] = ScopedCgroup::unavailable_reason();
   }
   if (auto maps = write_id_maps_in_parent(keeper, ids.uid, ids.gid); !maps) {
     reap();
@@ -470,12 +550,14 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   describe["rootless"] = ids.rootless;
   describe["uid_map"] = ids.uid.line().substr(0, ids.uid.line().size() - 1);
   describe["idmap"] = !ids.rootless && !skipped.contains("idmap");
-  describe["cgroup"] = false;
-  describe["skipped"]["cgroup"] = "no per-session cgroup: RLIMIT_NPROC bounds processes";
+  describe["cgroup"] = cgroup.active() && !skipped.contains("cgroup");
+  if (cgroup.active()) describe["cgroup_dirs"] = cgroup.dirs();
+  if (!describe.contains("skipped")) describe["skipped"] = nlohmann::json::object();
   for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
   pid_t init = child_of(keeper);
   return std::unique_ptr<Session>(
-      new LinuxSession(std::move(config), keeper, init, std::move(ctl.first), describe.dump()));
+      new LinuxSession(std::move(config), keeper, init, std::move(ctl.first), describe.dump(),
+                       std::move(cgroup), created));
 }
 
 }  // namespace moat::sandbox

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/integration/sandbox/test_util.h"
 
@@ -191,6 +192,57 @@ TEST(Session, ConcurrentCallsAllComplete) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 8);
+}
+
+TEST(Session, OutlivesTheThreadThatCreatedIt) {
+  TempDir ws;
+  {
+    auto probe = Session::create(config_for(ws));
+    if (!probe) GTEST_SKIP() << probe.error().message();
+  }
+  // PR_SET_PDEATHSIG follows the creating thread: a per-connection thread of moatd that
+  // ends must not take the session with it.
+  std::unique_ptr<Session> s;
+  std::thread([&] { s = std::move(*Session::create(config_for(ws))); }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto r = testing::sh(*s, "echo alive");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "alive\n");
+}
+
+TEST(Session, ExecReportsTheHostPidOfTheWorker) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s, "echo $$");
+  ASSERT_TRUE(r);
+  EXPECT_GT(r->outcome.pid, 1);
+  EXPECT_NE(r->outcome.pid, s.init_pid());
+  EXPECT_NE(std::to_string(r->outcome.pid) + "\n", r->output) << "host pid, not the session's";
+}
+
+TEST(Session, CgroupBoundsTheSessionWhenAHierarchyIsWritable) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.pids = 40;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto j = nlohmann::json::parse(s.describe_json());
+  if (!j["cgroup"].get<bool>()) GTEST_SKIP() << "no cgroup: " << j["skipped"]["cgroup"];
+  bool found_pids = false;
+  for (const auto& dir : j["cgroup_dirs"]) {
+    std::string d = dir.get<std::string>();
+    if (d.find("/pids/") == std::string::npos && d.find("unified") == std::string::npos) continue;
+    found_pids = true;
+    std::ifstream in(d + "/pids.max");
+    std::string v;
+    in >> v;
+    EXPECT_EQ(v, "40");
+    std::ifstream procs(d + "/cgroup.procs");
+    pid_t p = 0;
+    bool has_init = false;
+    while (procs >> p) has_init |= p == s.init_pid();
+    EXPECT_TRUE(has_init) << "the session init runs in the session's cgroup";
+  }
+  EXPECT_TRUE(found_pids);
 }
 
 }  // namespace
