@@ -49,6 +49,34 @@ std::string first_user_text(const std::vector<Entry>& entries) {
   return "";
 }
 
+struct SessionFile {
+  std::string path;
+  std::string id;  // from the name <time>_<id>.jsonl
+  int64_t modified_ns = 0;
+};
+
+// Session files under `sessions_dir` (only `workspace`'s when non-empty), newest mtime first.
+std::vector<SessionFile> session_files(const std::string& sessions_dir, const std::string& workspace) {
+  std::vector<std::string> dirs;
+  if (workspace.empty()) dirs = list_dir(sessions_dir, /*want_dirs=*/true);
+  else dirs.push_back(sessions_dir + "/" + workspace_slug(workspace));
+  std::vector<SessionFile> out;
+  for (const std::string& dir : dirs) {
+    for (const std::string& file : list_dir(dir, /*want_dirs=*/false)) {
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0) continue;
+      const size_t us = file.rfind('_');
+      const size_t slash = file.rfind('/');
+      const std::string id = us == std::string::npos || us < slash ? "" : file.substr(us + 1, file.size() - us - 7);
+      out.push_back({file, id, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SessionFile& a, const SessionFile& b) {
+    return a.modified_ns != b.modified_ns ? a.modified_ns > b.modified_ns : a.path > b.path;
+  });
+  return out;
+}
+
 SessionInfo info_of(const SessionStore& s, int64_t mtime_ns) {
   SessionInfo info;
   info.path = s.path();
@@ -84,33 +112,26 @@ Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, con
 
 Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
                                                const std::string& workspace) {
-  std::vector<std::string> dirs;
-  if (workspace.empty()) dirs = list_dir(sessions_dir, /*want_dirs=*/true);
-  else dirs.push_back(sessions_dir + "/" + workspace_slug(workspace));
   std::vector<SessionInfo> out;
-  for (const std::string& dir : dirs) {
-    for (const std::string& file : list_dir(dir, /*want_dirs=*/false)) {
-      struct stat st {};
-      if (::stat(file.c_str(), &st) != 0) continue;
-      auto store = SessionStore::open_read_only(file);
-      if (!store) {
-        MOAT_LOG_WARN("skipping %s: %s", moat::quoted(file).c_str(), store.error().message().c_str());
-        continue;
-      }
-      out.push_back(info_of(**store, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec));
+  for (const SessionFile& f : session_files(sessions_dir, workspace)) {
+    auto store = SessionStore::open_read_only(f.path);
+    if (!store) {
+      MOAT_LOG_WARN("skipping %s: %s", moat::quoted(f.path).c_str(), store.error().message().c_str());
+      continue;
     }
+    out.push_back(info_of(**store, f.modified_ns));
   }
-  std::stable_sort(out.begin(), out.end(), [](const SessionInfo& a, const SessionInfo& b) {
-    return a.modified_ns != b.modified_ns ? a.modified_ns > b.modified_ns : a.path > b.path;
-  });
   return out;
 }
 
 Result<std::string> find_latest_session(const std::string& sessions_dir,
                                         const std::string& workspace) {
-  MOAT_ASSIGN_OR_RETURN(std::vector<SessionInfo> all, list_sessions(sessions_dir, workspace));
-  if (all.empty()) return fail(Error::from_errno("no session for workspace", ENOENT, workspace));
-  return all.front().path;
+  // Newest first, and only as many loads as it takes to find one that opens.
+  for (const SessionFile& f : session_files(sessions_dir, workspace)) {
+    if (SessionStore::open_read_only(f.path)) return f.path;
+    MOAT_LOG_WARN("skipping unreadable session %s", moat::quoted(f.path).c_str());
+  }
+  return fail(Error::from_errno("no session for workspace", ENOENT, workspace));
 }
 
 Result<std::string> resolve_entry(const SessionStore& store, const std::string& name) {
@@ -150,14 +171,18 @@ Result<SessionRef> resolve_session_ref(const std::string& sessions_dir, const st
   if (id_part.find('/') != std::string::npos && ::stat(id_part.c_str(), &st) == 0) {
     out.path = id_part;
   } else {
-    MOAT_ASSIGN_OR_RETURN(std::vector<SessionInfo> all, list_sessions(sessions_dir));
-    MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(id_part, all.size(),
-                                                  [&](size_t k) -> const std::string& { return all[k].id; },
+    // File names end in _<id>.jsonl, so the match needs no file to be loaded.
+    const std::vector<SessionFile> files = session_files(sessions_dir, "");
+    MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(id_part, files.size(),
+                                                  [&](size_t k) -> const std::string& { return files[k].id; },
                                                   "session"));
-    out.path = all[i].path;
+    out.path = files[i].path;
   }
   MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open_read_only(out.path));
   out.session_id = store->id();
+  if (id_part.find('/') == std::string::npos && out.session_id.rfind(id_part, 0) != 0)
+    return fail(Error::msg(out.path + ": its header names session " + out.session_id +
+                           ", not the one its file name says"));
   if (!entry_part.empty()) {
     MOAT_ASSIGN_OR_RETURN(out.entry_id, resolve_entry(*store, entry_part));
   }
