@@ -46,7 +46,23 @@ Result<void> bind_read_only(const std::string& source, const std::string& target
   return {};
 }
 
-Result<void> mask_one(const std::string& target) {
+// Every directory between the workspace and a protected path becomes a mount point (a
+// read-write bind of itself): rename(2) and rmdir(2) of a mount point fail with EBUSY, so the
+// code cannot move `.git` aside and create a fresh, unmasked `.git/hooks` in the same call.
+Result<void> pin_ancestors(const std::string& workspace, const std::string& target) {
+  for (std::size_t pos = target.find('/', workspace.size() + 1); pos != std::string::npos;
+       pos = target.find('/', pos + 1)) {
+    std::string dir = target.substr(0, pos);
+    if (is_mount_point(dir)) continue;
+    MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree(dir, true));
+    if (move_mount(tree.get(), "", AT_FDCWD, dir.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return fail(Error::from_errno("move_mount", errno, dir));
+  }
+  return {};
+}
+
+Result<void> mask_one(const std::string& workspace, const std::string& target) {
+  MOAT_TRY(pin_ancestors(workspace, target));
   if (is_mount_point(target)) return {};  // masked by an earlier call
   struct stat st;
   if (::lstat(target.c_str(), &st) != 0) {
@@ -109,7 +125,7 @@ Result<void> mask_protected_paths(const std::string& workspace,
       MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
       targets.push_back(std::move(t));
     }
-    for (const auto& t : targets) MOAT_TRY(mask_one(t));
+    for (const auto& t : targets) MOAT_TRY(mask_one(workspace, t));
   }
   return {};
 }

@@ -20,7 +20,9 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 // gets a read-only bind of itself; a missing target is first created as an empty directory
 // (a mount needs a mount point; a directory blocks both a file and a directory of that name);
 // a symlink is covered by an empty read-only file. Glob patterns (*, ?, [) are matched
-// against the workspace's current entries (** crosses directories).
+// against the workspace's current entries (** crosses directories). Every directory between
+// the workspace and a target is made a mount point too, so it cannot be renamed or removed
+// (EBUSY): masks cannot be carried away with a renamed parent.
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns);
 

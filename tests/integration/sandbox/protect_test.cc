@@ -47,8 +47,8 @@ TEST(ProtectedPaths, SymlinkPlantedByTheCodeIsMaskedItself) {
   TempDir ws, elsewhere;
   std::filesystem::create_directories(ws.file(".git"));
   MOAT_SESSION_OR_SKIP(s, protected_config(ws));
-  // Call 1 plants .git/hooks -> elsewhere (allowed: .git/hooks is masked only at the next call
-  // when it was missing... it was masked as a missing component, so the plant fails).
+  // .git exists, .git/hooks does not: it is masked as the first missing component, so the
+  // code cannot plant a symlink there, and the next call cannot write through one.
   auto r1 = testing::sh(s, "ln -s " + elsewhere.path() + " .git/hooks 2>&1; true");
   ASSERT_TRUE(r1);
   auto r2 = testing::sh(s, "echo evil > .git/hooks/pre-commit 2>&1; true");
@@ -75,6 +75,20 @@ TEST(ProtectedPaths, GlobMatchesAreReDerivedAtEveryCall) {
   ASSERT_TRUE(r);
   EXPECT_EQ(ws.read("key.pem"), "secret-v1\n");
   EXPECT_NE(r->output.find("secret-v1"), std::string::npos);
+}
+
+TEST(ProtectedPaths, RenamingTheParentAwayFailsWithEbusy) {
+  TempDir ws;
+  std::filesystem::create_directories(ws.file(".git/hooks"));
+  ws.write(".git/HEAD", "ref: refs/heads/main\n");
+  MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+  auto r = testing::sh(s, "mv .git .git2 2>&1; rm -rf .git 2>&1; mkdir -p .git/hooks; "
+                          "echo evil > .git/hooks/pre-commit 2>&1; echo ok > .git/HEAD; true");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->output.find("Device or resource busy"), std::string::npos) << r->output;
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git2")));
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git/hooks/pre-commit")));
+  EXPECT_EQ(ws.read(".git/HEAD"), "ok\n") << "the rest of .git stays writable";
 }
 
 }  // namespace
