@@ -15,6 +15,7 @@
 
 #include "tools/gitignore.h"
 #include "tools/glob.h"
+#include "tools/image.h"
 #include "tools/resolve.h"
 #include "tools/truncate.h"
 #include "tools/walk.h"
@@ -131,9 +132,9 @@ void take_rg_message(const nlohmann::json& msg, const std::string& root, bool ro
   const auto& data = msg["data"];
   auto text_of = [](const nlohmann::json& field) -> std::string {
     if (field.contains("text")) return field["text"].get<std::string>();
-    // rg sends non-UTF-8 as base64 "bytes"; decoding is not needed to show it, only to
-    // replace the invalid bytes, so it is shown as the replacement the formatter would give.
-    return "\xEF\xBF\xBD";
+    // rg sends non-UTF-8 as base64 "bytes"; decoded, the formatter replaces the invalid
+    // bytes exactly as it does for the built-in back end.
+    return base64_decode(field.value("bytes", ""));
   };
   const std::string path = text_of(data["path"]);
   std::string line = text_of(data["lines"]);
@@ -145,6 +146,27 @@ void take_rg_message(const nlohmann::json& msg, const std::string& root, bool ro
   f.rel = rel;
   f.lines[n] = line;
   if (type == "match") f.matches.insert(n);
+}
+
+// rg --json output, one message per line; stderr is interleaved, so a line that is not
+// JSON is rg's own error text.
+std::map<std::string, FileHits> parse_rg_stream(const std::string& out, const std::string& root,
+                                                bool root_is_dir, std::string* errors) {
+  std::map<std::string, FileHits> files;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    std::size_t nl = out.find('\n', start);
+    if (nl == std::string::npos) nl = out.size();
+    const std::string line = out.substr(start, nl - start);
+    start = nl + 1;
+    auto msg = nlohmann::json::parse(line, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) {
+      *errors += line + "\n";
+      continue;
+    }
+    take_rg_message(msg, root, root_is_dir, &files);
+  }
+  return files;
 }
 
 }  // namespace
@@ -231,21 +253,8 @@ ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, boo
                                  },
                                  &stop);
   if (!status) return ToolResult::error("could not run rg: " + status.error().message());
-  std::map<std::string, FileHits> files;
   std::string errors;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t nl = out.find('\n', start);
-    if (nl == std::string::npos) nl = out.size();
-    const std::string line = out.substr(start, nl - start);
-    start = nl + 1;
-    auto msg = nlohmann::json::parse(line, nullptr, false);
-    if (msg.is_discarded() || !msg.is_object()) {
-      errors += line + "\n";  // stderr is interleaved: rg's own error text
-      continue;
-    }
-    take_rg_message(msg, canonical, is_dir, &files);
-  }
+  std::map<std::string, FileHits> files = parse_rg_stream(out, canonical, is_dir, &errors);
   if (status->exit_code == 2 && files.empty())
     return ToolResult::error("grep failed: " + sanitize_utf8(errors.empty() ? "rg exited with 2" : errors));
   if (overflow) return ToolResult::error("grep produced more than " + format_size(ctx.output_ceiling) + "; refine the pattern");

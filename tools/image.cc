@@ -39,4 +39,29 @@ std::string base64_encode(std::string_view in) {
   return out;
 }
 
+std::string base64_decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  unsigned acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const int v = value(c);
+    if (v < 0) break;  // '=' padding or garbage ends the data
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
 }  // namespace moat::tools

@@ -13,5 +13,8 @@ namespace moat::tools {
 std::optional<std::string> sniff_image_mime(std::string_view head);
 
 std::string base64_encode(std::string_view bytes);
+// Decodes standard base64 (rg --json sends non-UTF-8 lines that way); stops at the first
+// character outside the alphabet.
+std::string base64_decode(std::string_view text);
 
 }  // namespace moat::tools

@@ -108,6 +108,13 @@ TEST_P(SearchContract, GrepOutputPastTheByteLimitIsCut) {
   EXPECT_LE(text(r).size(), kMaxBytes + 100);
 }
 
+TEST_P(SearchContract, GrepShowsInvalidUtf8AsReplacementCharacters) {
+  SKIP_WITHOUT("rg");
+  write("latin1.txt", "caf\xE9 main\n");
+  const auto r = run("grep", {{"pattern", "main"}, {"path", "latin1.txt"}});
+  EXPECT_EQ(text(r), "latin1.txt:1: caf\xEF\xBF\xBD main\n");
+}
+
 TEST_P(SearchContract, GrepWithoutMatchesSaysSo) {
   SKIP_WITHOUT("rg");
   const auto r = run("grep", {{"pattern", "nothing-like-this"}});
