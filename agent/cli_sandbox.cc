@@ -1,5 +1,5 @@
 // agent/cli_sandbox.cc: `moat sandbox exec` (one command through moatd, the session init and
-// a worker, exactly as a tool call runs).
+// a worker, exactly as a tool call runs), `moat sandbox explain-filter` and `moat doctor`.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +7,8 @@
 
 #include "agent/cli.h"
 #include "agent/run_support.h"
+#include "sandbox/doctor.h"
+#include "sandbox/seccomp_policy.h"
 
 namespace moat::agent {
 namespace {
@@ -93,6 +95,36 @@ void add_sandbox_commands(CLI::App& app, int& exit_code) {
   add_moatd_pass_through(*exec, eo->moatd);
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
   exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
+
+  auto network = std::make_shared<bool>(false);
+  auto* explain = sandbox->add_subcommand(
+      "explain-filter", "Print the workers' seccomp filter: every set, entry, action and reason");
+  explain->add_flag("--network", *network, "The filter of a session the policy grants network");
+  explain->callback([network] { std::fputs(sandbox::explain_filter(*network).c_str(), stdout); });
+
+  auto as_json = std::make_shared<bool>(false);
+  auto* doctor = app.add_subcommand("doctor", "Report which isolation layers this machine supports");
+  doctor->add_flag("--json", *as_json, "Print the report as JSON");
+  doctor->callback([as_json, &exit_code] {
+    const json report = sandbox::doctor_report();
+    if (*as_json) {
+      std::printf("%s\n", report.dump(2).c_str());
+    } else {
+      for (const auto& [layer, v] : report.items()) {
+        if (!v.is_object()) {
+          std::printf("%-18s %s\n", layer.c_str(), v.dump().c_str());
+          continue;
+        }
+        const bool ok = v.value("ok", false);
+        std::string extra = v.contains("abi") ? " (ABI " + v["abi"].dump() + ")" : "";
+        std::printf("%-18s %-4s %s%s\n", layer.c_str(), ok ? "yes" : "NO", v.value("reason", "").c_str(),
+                    extra.c_str());
+      }
+    }
+    // Exit 3 when a layer every session needs is missing, so scripts can check the machine.
+    for (const char* needed : {"mount_ns", "pid_ns", "net_ns", "seccomp"})
+      if (report.contains(needed) && !report[needed].value("ok", false)) exit_code = kExitSandbox;
+  });
 }
 
 }  // namespace moat::agent

@@ -50,6 +50,9 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
                  "Organisation policy directory (default /etc/moat/policy.d)");
   cmd.add_option("--user-policy-dir", o.user_policy_dir,
                  "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
+  cmd.add_option("--policy", o.policy_files,
+                 "An extra policy file, layered last (it may only narrow)")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--allow-without", o.allow_without,
                  "Let the private moatd run sessions without this sandbox layer");
 }
@@ -62,6 +65,12 @@ Result<std::string> canonical_workspace(const std::string& path) {
     return fail(Error::from_errno("realpath", errno, "workspace " + p));
   if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
     return fail("workspace " + p + " is not a directory");
+  return std::string(real);
+}
+
+Result<std::string> canonical_path(const std::string& path) {
+  char real[PATH_MAX];
+  if (::realpath(path.c_str(), real) == nullptr) return fail(Error::from_errno("realpath", errno, path));
   return std::string(real);
 }
 
@@ -79,6 +88,10 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
     args.insert(args.end(), {"--system-policy-dir", o.system_policy_dir});
   if (!o.user_policy_dir.empty()) args.insert(args.end(), {"--user-policy-dir", o.user_policy_dir});
   for (const auto& l : o.allow_without) args.insert(args.end(), {"--allow-without", l});
+  for (const auto& f : o.policy_files) {
+    auto abs = canonical_path(f);
+    args.insert(args.end(), {"--policy", abs ? *abs : f});
+  }
   return MoatdClient::spawn_private(args);
 }
 

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   std::string user_policy_dir;
   unsigned uid = 65534, gid = 65534;
   std::vector<std::string> allow_without;
+  std::vector<std::string> policy_files;
   auto* sock_opt = app.add_option("--socket", socket_path, "Serve many clients on this Unix socket");
   app.add_option("--fd", fd, "Serve one client on this inherited connected socket (moat run)")
       ->excludes(sock_opt);
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
   app.add_option("--allow-without", allow_without,
                  "Let sessions run without this sandbox layer (user_ns, seccomp, landlock, "
                  "cgroup, ...); recorded in every session.start");
+  app.add_option("--policy", policy_files,
+                 "An extra policy file, layered last; it may only narrow what the others allow")
+      ->check(CLI::ExistingFile);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
       audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : audit_dir;
   options.policy.system_dir = system_policy_dir;
   options.policy.user_dir = user_policy_dir;
+  options.policy.extra_files = policy_files;
   options.unprivileged_uid = uid;
   options.unprivileged_gid = gid;
   options.allow_without.insert(allow_without.begin(), allow_without.end());

@@ -8,9 +8,10 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
+#include <openssl/evp.h>
 
 #include <chrono>
+#include <ctime>
 #include <climits>
 #include <cstdlib>
 #include <map>
@@ -24,6 +25,7 @@
 #include "sandbox/session.h"
 #include "sandbox/session_runner.h"
 #include "sessions/audit.h"
+#include "sessions/digest.h"
 #include "tools/registry.h"
 
 namespace moat::sandbox {
@@ -47,17 +49,29 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
-  static const char* const kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : md) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
+// Incremental SHA-256 over a call's output as it streams (EVP: the non-deprecated API).
+class Sha256Stream {
+ public:
+  Sha256Stream() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+    EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr);
   }
-  return out;
-}
+  void update(std::string_view d) { EVP_DigestUpdate(ctx_.get(), d.data(), d.size()); }
+  std::string hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_.get(), md, &n);
+    static const char* const kHex = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < n; ++i) {
+      out += kHex[md[i] >> 4];
+      out += kHex[md[i] & 15];
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
+};
 
 json rule_json(const policy::RuleRef& r) {
   return {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
@@ -94,6 +108,73 @@ Limits limits_from(const json& r) {
   num("tmp_size", l.tmp_size);
   return l;
 }
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>(ns % 1000000000));
+  return buf;
+}
+
+// Wraps the session's runner for one call: every process the call executes is recorded
+// (pid, exit, signal, the limit that killed it, output bytes and their SHA-256) from what
+// moatd itself observed, not from what the tool reports.
+class AuditingRunner final : public tools::SandboxRunner {
+ public:
+  explicit AuditingRunner(tools::SandboxRunner& inner) : inner_(inner) {}
+
+  Result<tools::ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
+                                 double timeout_s,
+                                 const std::function<void(std::string_view)>& on_output,
+                                 const std::atomic<bool>* cancel) override {
+    Sha256Stream sha;
+    const auto start = std::chrono::system_clock::now();
+    auto st = inner_.exec(argv, cwd, timeout_s,
+                          [&](std::string_view chunk) {
+                            sha.update(chunk);
+                            if (on_output) on_output(chunk);
+                          },
+                          cancel);
+    json rec = {{"argv", argv}, {"cwd", cwd}, {"start", iso_time(start)}};
+    if (!st) {
+      rec["error"] = st.error().message();
+    } else {
+      const std::string hex = sha.hex();
+      rec["pid"] = st->pid;
+      rec["duration_ms"] = st->duration.count();
+      rec["exit"] = {{"code", st->signal == 0 ? json(st->exit_code) : json(nullptr)},
+                     {"signal", st->signal != 0 ? json(st->signal) : json(nullptr)},
+                     {"limit", st->limit.empty() ? (st->timed_out ? json("wall_time") : json(nullptr))
+                                                 : json(st->limit)}};
+      rec["cancelled"] = st->cancelled;
+      rec["output_bytes"] = st->output_bytes;
+      rec["output_sha256"] = "sha256:" + hex;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    processes_.push_back(std::move(rec));
+    return st;
+  }
+  Result<std::string> run_handler(std::string_view request) override {
+    return inner_.run_handler(request);
+  }
+  Result<UniqueFd> create_file(const std::string& sandbox_path) override {
+    return inner_.create_file(sandbox_path);
+  }
+  json processes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return processes_;
+  }
+
+ private:
+  tools::SandboxRunner& inner_;
+  mutable std::mutex mu_;
+  json processes_ = json::array();
+};
 
 class Connection {
  public:
@@ -401,7 +482,7 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
     const std::string line = args["command"].get<std::string>();
     policy::Decision cd = policy_->decide_command(line, workspace_);
     if (cd.verdict >= d.verdict) d = cd;
-    input["script_sha256"] = sha256_hex(line);
+    input["script_sha256"] = "sha256:" + sessions::sha256_hex(line);
     input["command"] = line;
     input["cwd"] = workspace_;
   }
@@ -416,8 +497,9 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
     return;
   }
 
+  AuditingRunner auditing(*runner_);
   tools::CallContext ctx;
-  ctx.runner = runner_.get();
+  ctx.runner = &auditing;
   ctx.workspace = workspace_;
   ctx.cancel = cancel.get();
   json res = policy_->resources();
@@ -449,10 +531,9 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
                       .count();
   json exec = {{"decision_id", *decision_id}, {"call_id", id}, {"tool", tool},
                {"cwd", workspace_}, {"duration_ms", ms}, {"is_error", result.is_error}};
-  if (tool == "bash") exec["argv"] = {"bash", "--noprofile", "--norc", "-c", args["command"]};
-  for (const char* key : {"pid", "exitCode", "signal", "limit", "outputBytes", "outputSha256",
-                          "filesMutated", "path", "fullOutputPath"})
-    if (result.details.contains(key)) exec[key] = result.details[key];
+  exec["processes"] = auditing.processes();
+  for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
+    if (result.details.is_object() && result.details.contains(key)) exec[key] = result.details[key];
   (void)audit("exec", std::move(exec));
   reply(result);
 }

@@ -1,0 +1,67 @@
+// tests/integration/e2e/e2e_support.h: running moat and moatd as real processes from tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace moat::e2e {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr, interleaved
+};
+
+std::string env_or(const char* name, const std::string& fallback);
+std::string moat_bin();
+std::string moatd_bin();
+std::string source_root();
+
+// A fresh directory under /tmp, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs argv to completion with extra environment variables; captures the output.
+Run run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
+        int timeout_s = 120);
+// Starts argv in the background; returns its pid. Output goes to `log_path`.
+pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
+            const std::vector<std::string>& extra_env = {});
+int wait_exit(pid_t pid, int timeout_s);
+
+// Whether this host can build a session sandbox (root, or unprivileged user namespaces).
+bool sandbox_available(std::string* why);
+
+// Copies examples/untrusted-calc into dir/workspace as a fresh git repository.
+std::string make_example_workspace(const std::string& dir);
+
+// A raw protocol connection to a moatd socket.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& socket_path);
+  ~RawClient();
+  bool connected() const { return fd_ >= 0; }
+  void send_bytes(const std::string& bytes);
+  void send_json(const nlohmann::json& m);
+  // The next frame, or a JSON null when the connection closed (or timeout).
+  nlohmann::json read_frame(int timeout_ms = 20000);
+  bool closed_by_peer(int timeout_ms = 5000);
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+std::string frame_of(const std::string& payload);
+
+}  // namespace moat::e2e

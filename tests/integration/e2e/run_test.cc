@@ -1,0 +1,175 @@
+// tests/integration/e2e/run_test.cc: `moat run` and `moat sandbox exec` as real processes:
+// the demo flow end to end, the sandbox's identity, and the unprivileged loop process.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace moat::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> state_env(const TempDir& d) {
+  return {"XDG_STATE_HOME=" + d.path() + "/state", "XDG_CONFIG_HOME=" + d.path() + "/config",
+          "MOATD_BIN=" + moatd_bin()};
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  }
+  TempDir dir_;
+};
+
+TEST_F(RunTest, SandboxExecShowsTheSandboxsOwnIdentityPidSpaceAndHostname) {
+  auto r = run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir",
+                dir_.path() + "/audit", "--", "sh", "-c",
+                "id -u; ls /proc | grep -c '^[0-9]'; cat /etc/hostname"},
+               state_env(dir_));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::string uid, pids, host;
+  std::getline(lines, uid);
+  std::getline(lines, pids);
+  std::getline(lines, host);
+  EXPECT_EQ(uid, "0") << "the sandbox's own root, mapped to an unprivileged host uid";
+  EXPECT_LE(std::stoi(pids), 6) << "only the session's processes are visible:\n" << r.out;
+  EXPECT_EQ(host, "moat");
+}
+
+TEST_F(RunTest, SandboxExecExitsWithTheCommandsStatus) {
+  auto r = run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir",
+                dir_.path() + "/audit", "--", "sh", "-c", "exit 7"},
+               state_env(dir_));
+  EXPECT_EQ(r.exit_code, 7) << r.out;
+}
+
+TEST_F(RunTest, SandboxExecCannotSeeTheHostsHomeOrReachTheNetwork) {
+  auto r = run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir",
+                dir_.path() + "/audit", "--", "sh", "-c",
+                "ls /root 2>&1; ls /home 2>&1; cat /proc/net/dev | grep -c :"},
+               state_env(dir_));
+  EXPECT_NE(r.out.find("No such file or directory"), std::string::npos) << r.out;
+  // A new network namespace has exactly one interface: lo.
+  EXPECT_NE(r.out.find("\n1\n"), std::string::npos) << r.out;
+}
+
+TEST_F(RunTest, TheDemoFlowRenamesRunsTheTestsAndBlocksEveryProbe) {
+  const std::string ws = make_example_workspace(dir_.path());
+  fs::create_directories(dir_.path() + "/outside");
+  std::ofstream(dir_.path() + "/outside/canary.txt") << "untouched\n";
+  std::ofstream(ws + "/.canary-paths")
+      << "SSH_CANARY=" << dir_.path() << "/home/.ssh/id_canary\n"
+      << "OUTSIDE_CANARY=" << dir_.path() << "/outside/canary.txt\nLISTENER_PORT=9\n";
+  fs::create_directories(dir_.path() + "/home/.ssh");
+  std::ofstream(dir_.path() + "/home/.ssh/id_canary") << "CANARY-KEY\n";
+  const std::string git_config_before = read_file(ws + "/.git/config");
+  auto env = state_env(dir_);
+  env.push_back("OPENAI_API_KEY=sk-e2e-canary-value");
+  auto r = run({moat_bin(), "run", "--headless", "--model",
+                "replay:" + source_root() + "/examples/untrusted-calc/rename.replay.jsonl", "-C", ws,
+                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
+                "Rename compute_total to sum_line_items and run the tests."},
+               env, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The rename landed everywhere.
+  EXPECT_NE(read_file(ws + "/calc/core.py").find("def sum_line_items"), std::string::npos);
+  for (const char* f : {"calc/__init__.py", "calc/invoice.py", "calc/report.py",
+                        "tests/test_calc.py", "README.md"})
+    EXPECT_EQ(read_file(ws + "/" + f).find("compute_total"), std::string::npos) << f;
+  // The tests passed inside the sandbox, and every hostile probe was blocked.
+  EXPECT_NE(r.out.find("Ran 6 tests"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| OK"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ESCAPED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BLOCKED: plant .git/hooks/pre-commit"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(ws + "/.git/hooks/pre-commit"));
+  EXPECT_EQ(read_file(ws + "/.git/config"), git_config_before);
+  EXPECT_EQ(read_file(dir_.path() + "/outside/canary.txt"), "untouched\n");
+  EXPECT_EQ(r.out.find("sk-e2e-canary-value"), std::string::npos);
+  // The session file and the audit log exist and say where they are.
+  EXPECT_NE(r.out.find("session file: " + dir_.path() + "/sessions/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("audit log:    " + dir_.path() + "/audit/"), std::string::npos) << r.out;
+}
+
+TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  const std::string script = dir_.path() + "/slow.jsonl";
+  std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"sleep 3"}}]})"
+                        << "\n" << R"({"text":"done"})" << "\n";
+  const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C",
+                           ws, "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
+                           dir_.path() + "/audit", "wait"},
+                          dir_.path() + "/run.log", state_env(dir_));
+  // Poll the loop process while its tool call runs.
+  std::string status;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    status = read_file("/proc/" + std::to_string(pid) + "/status");
+    if (status.find("NoNewPrivs:\t1") != std::string::npos) break;
+  }
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;
+  EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
+  EXPECT_NE(status.find("CapPrm:\t0000000000000000"), std::string::npos) << status;
+  if (geteuid() == 0) {
+    EXPECT_NE(status.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << status;
+    EXPECT_NE(status.find("CapBnd:\t0000000000000000"), std::string::npos) << status;
+  }
+  EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
+}
+
+TEST_F(RunTest, ABadReplayScriptIsAUsageErrorNamingTheLine) {
+  const std::string script = dir_.path() + "/bad.jsonl";
+  std::ofstream(script) << "{\"text\":\"fine\"}\n{oops\n";
+  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(),
+                "task"},
+               state_env(dir_));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(script + ":2:"), std::string::npos) << r.out;
+}
+
+TEST_F(RunTest, AnExhaustedScriptIsAProviderErrorExitingFour) {
+  const std::string script = dir_.path() + "/short.jsonl";
+  std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"true"}}]})"
+                        << "\n";
+  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(),
+                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
+                "task"},
+               state_env(dir_));
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+}
+
+TEST_F(RunTest, TheMaxTurnsGateExitsOne) {
+  const std::string script = dir_.path() + "/loop.jsonl";
+  std::ofstream out(script);
+  for (int i = 0; i < 5; ++i)
+    out << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo )" << i << R"("}}]})" << "\n";
+  out.close();
+  auto r = run({moat_bin(), "run", "--headless", "--max-turns", "2", "--model", "replay:" + script,
+                "-C", dir_.path(), "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
+                dir_.path() + "/audit", "task"},
+               state_env(dir_));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("max turns (2) reached"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace moat::e2e
