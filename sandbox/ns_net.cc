@@ -9,12 +9,12 @@
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 
 Result<void> bring_up_loopback() {
-  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!sock.valid()) return fail(Error::from_errno("socket", errno, "AF_INET"));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd sock, sys::make_socket(AF_INET, SOCK_DGRAM));
   ifreq req{};
   std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
   if (ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0) return fail(Error::from_errno("SIOCGIFFLAGS", errno, "lo"));

@@ -31,6 +31,12 @@ Result<FdPair> make_socketpair(int type) {
   return FdPair{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
+Result<UniqueFd> make_socket(int family, int type) {
+  int fd = ::socket(family, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(Error::from_errno("socket", errno, std::to_string(family)));
+  return UniqueFd(fd);
+}
+
 Result<UniqueFd> open_path(const std::string& path, int flags, mode_t mode) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
   if (fd < 0) return fail(Error::from_errno("open", errno, path));

@@ -20,6 +20,7 @@ struct FdPair {
 
 Result<FdPair> make_pipe();
 Result<FdPair> make_socketpair(int type);  // AF_UNIX; type is SOCK_STREAM or SOCK_SEQPACKET
+Result<UniqueFd> make_socket(int family, int type);
 Result<UniqueFd> open_path(const std::string& path, int flags, mode_t mode = 0);
 // openat2 with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS when asked):
 // EXDEV when rel escapes root, ELOOP when a component is a symlink and symlinks are refused.
