@@ -25,6 +25,8 @@ MutationQueue::Ticket MutationQueue::enter() {
 }
 
 void MutationQueue::acquire(Ticket& ticket, const std::string& key) {
+  // A ticket that already left (or never entered) takes the next place in line.
+  if (ticket.queue_ != this) ticket = enter();
   std::unique_lock lock(mu_);
   live_[ticket.seq()] = key;
   cv_.notify_all();  // tickets behind this one may now know it is not theirs

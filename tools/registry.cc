@@ -113,10 +113,12 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
   if (spec.mutates && !ctx.mutation_ticket)
     ctx.mutation_ticket = std::make_shared<MutationQueue::Ticket>(queue.enter());
   // Every way out of this function leaves the queue, or later calls would wait forever.
+  // The ticket is dropped too, so a context reused for another call takes a fresh one.
   struct LeaveQueue {
     CallContext& ctx;
     ~LeaveQueue() {
       if (ctx.mutation_ticket) ctx.mutation_ticket->release();
+      ctx.mutation_ticket.reset();
     }
   } leave{ctx};
   const std::string path = args.contains("path") ? args["path"].get<std::string>() : tool.default_path;

@@ -230,5 +230,16 @@ TEST_F(MutationContract, WritesToOneFileLandInRequestOrder) {
   EXPECT_EQ(slurp(path("o.txt")), "19");
 }
 
+TEST_F(MutationContract, AContextReusedForManyCallsNeverBlocks) {
+  CallContext ctx = ctx_;
+  for (int i = 0; i < 5; ++i) {
+    const auto r = execute("write", {{"path", "r.txt"}, {"content", std::to_string(i)}}, ctx);
+    ASSERT_FALSE(r.is_error) << text(r);
+  }
+  take_mutation_ticket("write", ctx);
+  EXPECT_FALSE(execute("write", {{"path", "r.txt"}, {"content", "last"}}, ctx).is_error);
+  EXPECT_EQ(slurp(path("r.txt")), "last");
+}
+
 }  // namespace
 }  // namespace moat::tools::testing

@@ -82,5 +82,23 @@ TEST(MutationQueue, ReleasingAnUnnamedTicketUnblocksLaterOnes) {
   SUCCEED();
 }
 
+TEST(MutationQueue, AReleasedTicketTakesANewPlaceWhenReused) {
+  MutationQueue q;
+  auto a = q.enter();
+  a.release();
+  auto b = q.enter();
+  q.acquire(b, "/w/f");
+  std::atomic<bool> got_a{false};
+  std::thread t([&] {
+    q.acquire(a, "/w/f");  // behind b now, not a stale place ahead of everyone
+    got_a = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(got_a);
+  b.release();
+  t.join();
+  EXPECT_TRUE(got_a);
+}
+
 }  // namespace
 }  // namespace moat::tools
