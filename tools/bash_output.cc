@@ -19,6 +19,17 @@ Result<void> write_all(int fd, std::string_view bytes) {
   return {};
 }
 
+// Length of the longest prefix that does not end inside a multi-byte UTF-8 sequence.
+std::size_t complete_utf8_prefix(std::string_view s) {
+  for (std::size_t back = 1; back <= 4 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? s.size() - back : s.size();
+  }
+  return s.size();
+}
+
 }  // namespace
 
 BashOutput::BashOutput(Options options, std::atomic<bool>* kill)
@@ -55,15 +66,20 @@ void BashOutput::add(std::string_view chunk) {
       pending_progress_.erase(0, pending_progress_.size() - kMaxBytes);
     const auto now = std::chrono::steady_clock::now();
     if (now - last_progress_ >= options_.progress_interval) {
-      options_.progress(pending_progress_);
-      pending_progress_.clear();
-      last_progress_ = now;
+      // A chunk may end inside a UTF-8 sequence: hold those bytes back for the next frame,
+      // so every frame is valid UTF-8 (it travels as a JSON string).
+      const std::size_t cut = complete_utf8_prefix(pending_progress_);
+      if (cut > 0) {
+        options_.progress(sanitize_utf8(std::string_view(pending_progress_).substr(0, cut)));
+        pending_progress_.erase(0, cut);
+        last_progress_ = now;
+      }
     }
   }
 }
 
 void BashOutput::finish() {
-  if (options_.progress && !pending_progress_.empty()) options_.progress(pending_progress_);
+  if (options_.progress && !pending_progress_.empty()) options_.progress(sanitize_utf8(pending_progress_));
   pending_progress_.clear();
 }
 

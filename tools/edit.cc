@@ -81,7 +81,8 @@ ToolResult edit_in_sandbox(const std::string& canonical, const nlohmann::json& a
   ToolResult r = ToolResult::text("Applied " + std::to_string(edits.size()) + " edit(s) to " + shown +
                                   (outcome->normalised ? " (matched ignoring whitespace/Unicode lookalikes)" : "") +
                                   ".\n\n" + diff);
-  r.details = {{"diff", diff}, {"normalisedMatch", outcome->normalised}, {"path", canonical}};
+  r.details = {{"diff", diff}, {"normalisedMatch", outcome->normalised}, {"path", canonical},
+               {"filesMutated", {canonical}}};
   return r;
 }
 

@@ -28,7 +28,7 @@ ToolResult write_in_sandbox(const std::string& canonical, const nlohmann::json& 
   if (auto r = replace_file(canonical, content, /*create_parents=*/true); !r)
     return ToolResult::error("cannot write " + canonical + ": " + r.error().message());
   ToolResult r = ToolResult::text("Wrote " + std::to_string(content.size()) + " bytes to " + canonical);
-  r.details = {{"bytes", content.size()}, {"path", canonical}};
+  r.details = {{"bytes", content.size()}, {"path", canonical}, {"filesMutated", {canonical}}};
   return r;
 }
 

@@ -336,6 +336,25 @@ TEST_F(BashContract, ProgressIsStreamedWhileTheCommandRuns) {
   EXPECT_GE(chunks.size(), 2u);
 }
 
+TEST_F(BashContract, ProgressFramesAreValidUtf8EvenWhenOutputSplitsACharacter) {
+  std::vector<std::string> chunks;
+  std::mutex mu;
+  ctx_.progress = [&](std::string_view c) {
+    std::lock_guard lock(mu);
+    chunks.emplace_back(c);
+  };
+  // "é" is C3 A9: the first byte, a pause longer than the throttle, then the second.
+  const auto r = run("bash", {{"command", "printf 'a\\303'; sleep 0.3; printf '\\251b\\n'"}});
+  EXPECT_FALSE(r.is_error) << text(r);
+  std::string all;
+  for (const auto& c : chunks) {
+    EXPECT_EQ(sanitize_utf8(c), c);
+    all += c;
+  }
+  EXPECT_EQ(all, "a\xC3\xA9" "b\n");
+  EXPECT_EQ(text(r), "a\xC3\xA9" "b\n");
+}
+
 TEST_F(BashContract, MissingCommandIsASchemaError) {
   const auto r = run("bash", {{"cmd", "ls"}});
   EXPECT_TRUE(r.is_error);
