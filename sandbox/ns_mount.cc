@@ -22,7 +22,7 @@ namespace {
 // cloned (open_tree) before the staging tmpfs covers it, and the mount namespace is private.
 constexpr const char* kStage = "/tmp";
 
-enum class OpKind { kTree, kTmpfs, kProc, kDevpts, kSymlink, kFile, kSelfReadOnly };
+enum class OpKind { kTree, kTmpfs, kProc, kDevpts, kSymlink, kFile, kDir, kSelfReadOnly };
 
 struct Op {
   OpKind kind;
@@ -147,8 +147,9 @@ Result<void> plan_view(const MountPlan& plan, std::vector<Op>& ops) {
   // /etc/hostname would otherwise name the host: the session's hostname replaces it.
   ops.push_back({OpKind::kTmpfs, "/run", {}, "mode=0755,size=65536"});
   ops.push_back({OpKind::kFile, "/run/moat/hostname", {}, plan.hostname + "\n"});
-  // Mask source for protected paths that are symlinks (see protect.h).
+  // Mask sources: for protected symlinks, and for hidden files and directories (protect.h).
   ops.push_back({OpKind::kFile, "/run/moat/empty", {}, ""});
+  ops.push_back({OpKind::kDir, "/run/moat/empty.d", {}, ""});
   ops.push_back({OpKind::kSelfReadOnly, "/etc/hostname", {}, "/run/moat/hostname", false, 2});
   std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
     if (depth(a.target) != depth(b.target)) return depth(a.target) < depth(b.target);
@@ -208,6 +209,8 @@ Result<void> run_op(const std::string& root, Op& op) {
       MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(target, O_WRONLY | O_CREAT | O_TRUNC, 0644));
       return sys::write_all(fd.get(), op.data.data(), op.data.size());
     }
+    case OpKind::kDir:
+      return mkdir_p(target, 0555);
     case OpKind::kSelfReadOnly:
       return run_self_read_only(root, op);
   }

@@ -16,6 +16,7 @@ namespace moat::sandbox {
 namespace {
 
 constexpr const char* kEmptyFile = "/run/moat/empty";
+constexpr const char* kEmptyDir = "/run/moat/empty.d";
 constexpr std::size_t kMaxGlobEntries = 20000;  // a huge tree must not stall every call
 
 bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
@@ -94,7 +95,31 @@ void glob_targets(const std::string& workspace, const std::string& pattern,
   }
 }
 
+Result<void> hide_one(const std::string& workspace, const std::string& target) {
+  struct stat st;
+  if (::lstat(target.c_str(), &st) != 0) return {};  // missing: nothing to hide
+  MOAT_TRY(pin_ancestors(workspace, target));
+  if (is_mount_point(target)) return {};  // hidden by an earlier call
+  return bind_read_only(S_ISDIR(st.st_mode) ? kEmptyDir : kEmptyFile, target);
+}
+
+std::vector<std::string> targets_of(const std::string& workspace, const std::string& pattern) {
+  std::vector<std::string> targets;
+  if (is_glob(pattern)) {
+    glob_targets(workspace, pattern, targets);
+  } else if (pattern.find("..") == std::string::npos) {
+    targets.push_back(workspace + "/" + pattern);
+  }
+  return targets;
+}
+
 }  // namespace
+
+Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns) {
+  for (const std::string& p : patterns)
+    for (const auto& t : targets_of(workspace, p)) MOAT_TRY(hide_one(workspace, t));
+  return {};
+}
 
 Result<std::string> mask_target(const std::string& workspace, const std::string& relative) {
   std::string cur = workspace;

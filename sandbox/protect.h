@@ -26,4 +26,9 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns);
 
+// Runs in the session init before every fork, before mask_protected_paths: each existing
+// match is covered by an empty read-only directory (for a directory) or file (otherwise, a
+// symlink included), so its content cannot be read. Patterns as in mask_protected_paths.
+Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns);
+
 }  // namespace moat::sandbox

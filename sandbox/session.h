@@ -45,6 +45,10 @@ struct SessionConfig {
   // Workspace-relative protected paths (".git/hooks", ".git/config", ".moat") and
   // policy-denied globs, re-derived and masked before every call.
   std::vector<std::string> protected_paths;
+  // Workspace-relative paths and globs the policy denies reading (policy::unreadable_globs()):
+  // covered by an empty read-only file or directory before every call, so their content is
+  // invisible inside the sandbox. Missing ones are left alone (nothing to hide).
+  std::vector<std::string> hidden_paths;
   bool network = false;                // false: a net namespace with loopback only
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist

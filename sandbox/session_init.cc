@@ -215,7 +215,9 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     send_record(channel.get(), ChannelMsg::kFailed, EINVAL);
     return fail(call.error());
   }
-  if (auto masked = mask_protected_paths(config_.workspace, config_.protected_paths); !masked) {
+  auto masked = hide_paths(config_.workspace, config_.hidden_paths);
+  if (masked) masked = mask_protected_paths(config_.workspace, config_.protected_paths);
+  if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);
     return fail(masked.error());
   }

@@ -91,5 +91,23 @@ TEST(ProtectedPaths, RenamingTheParentAwayFailsWithEbusy) {
   EXPECT_EQ(ws.read(".git/HEAD"), "ok\n") << "the rest of .git stays writable";
 }
 
+TEST(HiddenPaths, DeniedFilesAndDirectoriesAreEmptyInside) {
+  TempDir ws;
+  ws.write(".env", "API_KEY=canary-41c7\n");
+  ws.write("secrets/prod.key", "canary-41c7\n");
+  ws.write("src/app.env", "canary-41c7\n");
+  ws.write("src/main.c", "int main;\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.hidden_paths = {".env", "secrets", "**/*.env"};
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "cat .env src/app.env secrets/prod.key 2>&1; ls -A secrets; "
+                          "cat src/main.c; echo x > .env 2>&1; true");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->output.find("canary-41c7"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("int main;"), std::string::npos) << r->output;
+  EXPECT_EQ(ws.read(".env"), "API_KEY=canary-41c7\n") << "the host's file is untouched";
+}
+
 }  // namespace
 }  // namespace moat::sandbox
