@@ -174,6 +174,21 @@ TEST_F(ReadContract, SymlinksResolveAndThePolicySeesTheCanonicalPath) {
   EXPECT_EQ(asked[0].second, PathAccess::kRead);
 }
 
+// A symlink planted in the workspace is judged by where it leads, never by its name; ".."
+// past the root stays at the root.
+TEST_F(ReadContract, ASymlinkOutOfTheWorkspaceIsJudgedAtItsTarget) {
+  ASSERT_EQ(::symlink("/etc/hostname", path("escape").c_str()), 0);
+  ASSERT_EQ(::symlink("../../../../../../../../../../../etc/hostname", path("climb").c_str()), 0);
+  refuse("/etc/hostname");
+  for (const char* name : {"escape", "climb"}) {
+    SCOPED_TRACE(name);
+    const auto r = run("read", {{"path", name}});
+    EXPECT_TRUE(r.is_error);
+    EXPECT_EQ(text(r), "refused by policy: path /etc/hostname is denied by rule test.deny");
+    EXPECT_EQ(asked().back().first, "/etc/hostname");
+  }
+}
+
 TEST_F(ReadContract, RefusalByPolicyIsAnErrorCarryingTheReason) {
   write("secret.txt", "s3cret\n");
   refuse(path("secret.txt"));
