@@ -309,6 +309,8 @@ MockModelServer::MockModelServer(Api api) : api_(api), server_(std::make_unique<
   };
   for (const char* path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
     server_->Post(path, route);
+  // Small SSE writes must not wait for delayed ACKs (Nagle): real servers flush each event.
+  server_->set_tcp_nodelay(true);
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
