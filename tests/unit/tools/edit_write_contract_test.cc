@@ -183,6 +183,28 @@ TEST_F(WriteContract, ParentDotDotAfterAMissingDirectoryIsRefused) {
   EXPECT_NE(text(r).find("'..' after a directory that does not exist"), std::string::npos) << text(r);
 }
 
+// The policy approved real/…; if the sandboxed code swaps real for a symlink to elsewhere
+// before the operation runs, the operation fails instead of following it.
+TEST_F(WriteContract, ASymlinkSwappedInAfterThePolicyCheckIsNotFollowed) {
+  write("real/f.txt", "approved\n");
+  write("other/f.txt", "elsewhere\n");
+  ctx_.authorize = [this](const std::string&, PathAccess) -> std::optional<std::string> {
+    std::filesystem::rename(path("real"), path("moved"));
+    std::filesystem::create_directory_symlink("other", path("real"));
+    return std::nullopt;
+  };
+  const auto w = run("write", {{"path", "real/f.txt"}, {"content", "overwritten\n"}});
+  EXPECT_TRUE(w.is_error);
+  EXPECT_NE(text(w).find("Too many levels of symbolic links"), std::string::npos) << text(w);
+  EXPECT_EQ(slurp(path("other/f.txt")), "elsewhere\n");
+  // Again for read, with the tree restored first.
+  std::filesystem::remove(path("real"));
+  std::filesystem::rename(path("moved"), path("real"));
+  const auto r = run("read", {{"path", "real/f.txt"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(text(r).find("elsewhere"), std::string::npos) << text(r);
+}
+
 TEST_F(WriteContract, RefusalCreatesNothing) {
   refuse(path("no.txt"));
   const auto r = run("write", {{"path", "no.txt"}, {"content", "x"}});
