@@ -99,6 +99,8 @@ int run(RunOptions& o) {
     return kExitUsage;
   }
 
+  // Project docs (AGENTS.md) are read while we can still read what the person can.
+  const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
   if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
     std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
                  r.error().message().c_str());
@@ -108,14 +110,13 @@ int run(RunOptions& o) {
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);
 
-  const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
   MoatdClient* c = client.get();
   CallTool call_tool = [c](const std::string& id, const std::string& tool, const json& args,
                            const std::atomic<bool>* cancel) {
     return c->call(id, tool, args, nullptr, cancel);
   };
   LoopOutcome outcome = run_loop(*provider, call_tool, *store, system_prompt, welcome->tools,
-                                 o.loop, console_events(), &g_cancel);
+                                 o.loop, console_events(o.model), &g_cancel);
   client->bye();
   print_summary(outcome, *store, welcome->audit_path);
   return exit_code_for(outcome.stop);

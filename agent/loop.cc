@@ -141,6 +141,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
       return out;
     }
     Message assistant = std::move(*answer);
+    if (events.on_answer) events.on_answer(assistant);
     ++out.turns;
     out.total_tokens += tokens_of(assistant);
     out.cost += cost_of(assistant);

@@ -36,6 +36,9 @@ struct LoopEvents {
   std::function<void(const std::string& tool, const nlohmann::json& args)> on_call;
   std::function<void(const std::string& tool, const tools::ToolResult& result)> on_result;
   std::function<void(const std::string& note)> on_note;  // gates, repetition, cut-offs
+  // Called with each answer before it is persisted: the host adds its cost and the
+  // cache-miss audit (usage accounting lives with the provider's prices, not here).
+  std::function<void(Message& answer)> on_answer;
 };
 
 enum class LoopStop {

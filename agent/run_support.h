@@ -51,8 +51,9 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
 std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
                               const std::string& workspace);
 
-// Prints the model's text, each call and a short form of each result.
-LoopEvents console_events();
+// Prints the model's text, each call and a short form of each result. `model_spec` selects
+// the prices used to cost each answer (replay and unknown models cost 0).
+LoopEvents console_events(const std::string& model_spec);
 
 void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
                    const std::string& audit_path);

@@ -31,15 +31,16 @@ moat_install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# moat_build [TARGET...]: configures once, then builds the targets (default: everything).
 moat_build() {
   local buildtype="${MOAT_BUILDTYPE:-debugoptimized}"
   if [ ! -f "$MOAT_BUILD/build.ninja" ]; then
     meson setup "$MOAT_BUILD" "$MOAT_ROOT" --buildtype="$buildtype" -Dwerror=true >&2
   fi
-  ninja -C "$MOAT_BUILD" >&2
+  ninja -C "$MOAT_BUILD" "$@" >&2
 }
 
 moat_setup() {
   moat_install_packages
-  moat_build
+  moat_build "$@"
 }
