@@ -1,0 +1,89 @@
+// tests/unit/agent/request_body_test.cc: our request bodies have the shape the providers'
+// recorded requests have (wire-fixtures *.request.json).
+#include "agent/providers/request_body.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace moat::agent::providers {
+namespace {
+
+using nlohmann::json;
+
+std::optional<json> recorded(const char* name) {
+  const char* dir = std::getenv("MOAT_FIXTURES");
+  if (!dir) return std::nullopt;
+  std::ifstream in(std::filesystem::path(dir) / name);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str())["body"];
+}
+
+json text(const std::string& t) { return json::array({{{"type", "text"}, {"text", t}}}); }
+
+TEST(RequestBody, OpenAiChatToolRoundTripMatchesTheRecording) {
+  auto rec = recorded("openai-chat-text-after-tool.request.json");
+  if (!rec) GTEST_SKIP() << "MOAT_FIXTURES is not available";
+  ModelRequest r;
+  r.messages = {{{"role", "user"}, {"content", text("What is the capital of the UK? Use the tool, then answer.")}},
+                {{"role", "assistant"},
+                 {"content", json::array({{{"type", "toolCall"}, {"id", "call_ZR5UUuTt3pf61kjwAJIYdVMj"},
+                                           {"name", "get_capital"}, {"arguments", {{"country", "UK"}}}}})}},
+                {{"role", "toolResult"}, {"toolCallId", "call_ZR5UUuTt3pf61kjwAJIYdVMj"}, {"toolName", "get_capital"},
+                 {"content", text("London")}, {"isError", false}}};
+  const json body = openai_chat_body(r, {"gpt-4o-mini", false, true});
+  EXPECT_EQ(body["messages"], (*rec)["messages"]);
+  EXPECT_EQ(body["stream_options"], (*rec)["stream_options"]);
+}
+
+TEST(RequestBody, AnthropicToolResultsShareOneUserMessageLikeTheRecording) {
+  auto rec = recorded("anthropic-parallel-tools.turn2.request.json");
+  if (!rec) GTEST_SKIP() << "MOAT_FIXTURES is not available";
+  ModelRequest r;
+  r.system = "You are a helpful assistant. Always use both add and multiply at the same time.";
+  r.messages = {{{"role", "user"}, {"content", text("Add and multiply the number 2 and 3")}},
+                {{"role", "assistant"},
+                 {"content", json::array({{{"type", "text"}, {"text", "I'll add and multiply the numbers 2 and 3 for you."}},
+                                          {{"type", "toolCall"}, {"id", "toolu_01UYxUYC2zRPY8wiutnF48eP"}, {"name", "add"}, {"arguments", {{"a", 2}, {"b", 3}}}},
+                                          {{"type", "toolCall"}, {"id", "toolu_01VaRx1jpWCvPhi7L4kywAcd"}, {"name", "multiply"}, {"arguments", {{"a", 2}, {"b", 3}}}}})}},
+                {{"role", "toolResult"}, {"toolCallId", "toolu_01UYxUYC2zRPY8wiutnF48eP"}, {"content", text("5")}, {"isError", false}},
+                {{"role", "toolResult"}, {"toolCallId", "toolu_01VaRx1jpWCvPhi7L4kywAcd"}, {"content", text("6")}, {"isError", false}}};
+  const json no_cache = anthropic_body(r, {"claude-sonnet-4-20250514", false, false});
+  EXPECT_EQ(no_cache["messages"], (*rec)["messages"]);
+  EXPECT_EQ(no_cache["system"], (*rec)["system"]);
+  // With breakpoints: the system block and the last block of the last message carry them.
+  const json cached = anthropic_body(r, {"claude-sonnet-4-20250514", false, true});
+  EXPECT_EQ(cached["system"][0]["cache_control"], json({{"type", "ephemeral"}}));
+  EXPECT_EQ(cached["messages"][2]["content"][1]["cache_control"], json({{"type", "ephemeral"}}));
+  EXPECT_FALSE(cached["messages"][2]["content"][0].contains("cache_control"));
+}
+
+TEST(RequestBody, ResponsesInputMatchesTheRecordingsItemShapes) {
+  auto rec = recorded("responses-function-call.request.json");
+  if (!rec) GTEST_SKIP() << "MOAT_FIXTURES is not available";
+  ModelRequest r;
+  r.system = "You are a helpful assistant";
+  r.max_output_tokens = 4000;
+  r.messages = {{{"role", "user"}, {"content", text("What's the weather in Florence,Italy?")}}};
+  const json body = responses_body(r, {"gpt-4o-mini", false, true});
+  EXPECT_EQ(body["input"][0], (*rec)["input"][1]);  // the user item; we send system as instructions
+  EXPECT_EQ(body["max_output_tokens"], (*rec)["max_output_tokens"]);
+  EXPECT_EQ(body["store"], (*rec)["store"]);
+}
+
+TEST(RequestBody, ResponsesSendsCallsAndOutputsByCallId) {
+  ModelRequest r;
+  r.messages = {{{"role", "assistant"}, {"content", json::array({{{"type", "toolCall"}, {"id", "call_1"}, {"name", "read"}, {"arguments", {{"path", "a"}}}}})}},
+                {{"role", "toolResult"}, {"toolCallId", "call_1"}, {"content", text("data")}, {"isError", false}}};
+  const json body = responses_body(r, {"m", false, true});
+  EXPECT_EQ(body["input"][0], json({{"type", "function_call"}, {"call_id", "call_1"}, {"name", "read"}, {"arguments", "{\"path\":\"a\"}"}}));
+  EXPECT_EQ(body["input"][1], json({{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "data"}}));
+}
+
+}  // namespace
+}  // namespace moat::agent::providers
