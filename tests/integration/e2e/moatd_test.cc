@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "sandbox/protocol.h"
 
 namespace moat::e2e {
 namespace {

@@ -136,6 +136,26 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
 }
 
+TEST_F(RunTest, RunConnectsToASharedMoatdOverItsSocket) {
+  const std::string sock = dir_.path() + "/moatd.sock";
+  const pid_t moatd = start({moatd_bin(), "--socket", sock, "--audit-dir", dir_.path() + "/audit"},
+                            dir_.path() + "/moatd.log", state_env(dir_));
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  const std::string script = dir_.path() + "/s.jsonl";
+  std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo via-socket > out.txt"}}]})"
+                        << "\n" << R"({"text":"done"})" << "\n";
+  for (int i = 0; i < 100 && !fs::exists(sock); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto r = run({moat_bin(), "run", "--headless", "--connect", sock, "--model", "replay:" + script,
+                "-C", ws, "--sessions-dir", dir_.path() + "/sessions", "task"},
+               state_env(dir_));
+  kill(moatd, SIGTERM);
+  wait_exit(moatd, 10);
+  ASSERT_EQ(r.exit_code, 0) << r.out << read_file(dir_.path() + "/moatd.log");
+  EXPECT_EQ(read_file(ws + "/out.txt"), "via-socket\n");
+}
+
 TEST_F(RunTest, ABadReplayScriptIsAUsageErrorNamingTheLine) {
   const std::string script = dir_.path() + "/bad.jsonl";
   std::ofstream(script) << "{\"text\":\"fine\"}\n{oops\n";
