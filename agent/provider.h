@@ -16,9 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -39,6 +41,10 @@ struct ModelRequest {
 struct StreamCallbacks {
   std::function<void(std::string_view)> on_text;
   std::function<void(std::string_view)> on_reasoning;
+  // Before a retry: the attempt about to start (1 = first retry), the wait before it, and
+  // why (no key in it). Text already streamed will be streamed again by the new attempt.
+  std::function<void(int attempt, std::chrono::milliseconds delay, std::string_view reason)>
+      on_retry;
 };
 
 // Provider failures keep the HTTP status so the CLI can exit 4 and say what happened.

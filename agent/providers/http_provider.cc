@@ -75,6 +75,7 @@ class HttpProvider final : public Provider {
         delay = *asked;
       }
       if (s_.on_retry) s_.on_retry({attempt + 1, delay, reason});
+      if (stream.on_retry) stream.on_retry(attempt + 1, delay, reason);
       MOAT_LOG_INFO("%s: retry %d in %lld ms: %s", s_.name.c_str(), attempt + 1,
                     static_cast<long long>(delay.count()), reason.c_str());
       if (!sleep_unless_cancelled(delay, cancel)) return aborted_message();

@@ -326,6 +326,11 @@ std::string MockModelServer::base_url() const {
   return "http://127.0.0.1:" + std::to_string(port_) + "/v1";
 }
 
+std::string MockModelServer::provider_toml(const std::string& name) const {
+  return "[providers." + name + "]\nkind = \"" + std::string(agent::providers::api_name(api_)) +
+         "\"\nbase_url = \"" + base_url() + "\"\nlocal = true\n";
+}
+
 void MockModelServer::push_turn(ScriptedTurn turn) {
   std::lock_guard<std::mutex> lock(mu_);
   turns_.push_back(std::move(turn));

@@ -80,6 +80,9 @@ class MockModelServer {
   MockModelServer& operator=(const MockModelServer&) = delete;
 
   std::string base_url() const;  // "http://127.0.0.1:PORT/v1"
+  // A config.toml provider table for this server (no key), so `moat run --model
+  // NAME/any-id` with XDG_CONFIG_HOME pointing at it talks to the mock.
+  std::string provider_toml(const std::string& name) const;
 
   void push_turn(ScriptedTurn turn);
   // Used when no scripted turn is queued: computes the answer from the request body.

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "agent/providers/factory.h"
+#include "tests/support/mock_model_server.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -115,6 +116,21 @@ TEST(MakeProvider, MissingKeyNamesTheVariable) {
                          [](const char*) -> const char* { return nullptr; });
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message().find("$ANTHROPIC_API_KEY"), std::string::npos);
+}
+
+TEST(MakeProvider, ConfiguredProviderReachesTheMockServer) {
+  moat::testing::MockModelServer server(Api::kAnthropic);
+  server.push_turn({"configured", "", {}, false});
+  auto c = parse_config(server.provider_toml("mockp"), builtin_config(), "mock.toml");
+  ASSERT_TRUE(c) << c.error().message();
+  auto p = make_provider("mockp/some-model", *c);
+  ASSERT_TRUE(p) << p.error().message();
+  ModelRequest r;
+  r.messages.push_back({{"role", "user"}, {"content", "hi"}});
+  auto answer = (*p)->complete(r, {}, nullptr);
+  ASSERT_TRUE(answer) << answer.error().message();
+  EXPECT_EQ((*answer)["content"][0]["text"], "configured");
+  EXPECT_EQ(nlohmann::json::parse(server.requests().at(0).body)["model"], "some-model");
 }
 
 TEST(MakeProvider, LocalProvidersNeedNoKey) {

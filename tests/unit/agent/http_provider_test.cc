@@ -160,6 +160,20 @@ TEST_P(HttpProviderTest, RateLimitIsRetriedAfterTheServersRetryAfter) {
   EXPECT_NE(notices_[0].reason.find("HTTP 429"), std::string::npos);
 }
 
+TEST_P(HttpProviderTest, StreamCallbacksHearAboutRetries) {
+  server_.inject(Fault::kServerError);
+  server_.push_turn(text_turn("ok"));
+  auto p = make_http_provider(settings());
+  std::vector<std::string> heard;
+  StreamCallbacks cb;
+  cb.on_retry = [&](int attempt, std::chrono::milliseconds, std::string_view reason) {
+    heard.push_back(std::to_string(attempt) + " " + std::string(reason));
+  };
+  ASSERT_TRUE(p->complete(request(), cb, nullptr));
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].rfind("1 HTTP 500", 0), 0u) << heard[0];
+}
+
 TEST_P(HttpProviderTest, RetryAfterOverTheCapFailsWithoutWaiting) {
   server_.inject(Fault::kRateLimit);
   server_.set_retry_after(120s);
