@@ -85,7 +85,7 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
       for (const auto& p : u.value("problems", json::array()))
         out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
       for (const auto& m : u.value("matched", json::array())) {
-        if (m.value("id", "") == dr.value("id", "") && m.value("file", "") == dr.value("file", "")) continue;
+        if (m.value("id", "") == dr.value("id", "") && m.value("layer", "") == dr.value("layer", "")) continue;
         std::string md = m.value("decision", "");
         out += pad("", 7) + "also matched: " + m.value("id", "") + " (" + md + ", " + m.value("layer", "") + ")" +
                (md != decision ? " -> overridden (" + decision + " > " + md + ")" : "") + "\n";

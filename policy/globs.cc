@@ -67,6 +67,7 @@ bool has_glob_chars(std::string_view s) {
 }
 
 bool word_glob_matches(std::string_view p, std::string_view w) {
+  if (p.find_first_of("*?[\\") == std::string_view::npos) return p == w;  // most patterns are words
   std::size_t pi = 0, wi = 0;
   std::size_t star_p = std::string_view::npos, star_w = 0;
   while (wi < w.size()) {
@@ -143,12 +144,17 @@ Result<PathGlob> compile_path_glob(std::string_view pattern, const PathVars& var
       ++end;
     }
     std::string value;
-    if (name == "WORKSPACE") value = vars.workspace;
-    else if (name == "HOME") value = vars.home;
-    else if (auto it = vars.vars.find(name); it != vars.vars.end()) value = it->second;
-    else return fail("path \"" + g.text + "\": unknown variable $" + name +
-                     "; accepted: $WORKSPACE, $HOME" +
-                     [&] { std::string s; for (const auto& [k, v] : vars.vars) s += ", $" + k; return s; }());
+    if (name == "WORKSPACE") {
+      value = vars.workspace;
+    } else if (name == "HOME") {
+      value = vars.home;
+    } else if (auto it = vars.vars.find(name); it != vars.vars.end()) {
+      value = it->second;
+    } else {
+      std::string accepted = "$WORKSPACE, $HOME";
+      for (const auto& entry : vars.vars) accepted += ", $" + entry.first;
+      return fail("path \"" + g.text + "\": unknown variable $" + name + "; accepted: " + accepted);
+    }
     if (value.empty() || value[0] != '/')
       return fail("path \"" + g.text + "\": $" + name + " is not set to an absolute path");
     expanded = value + std::string(pattern.substr(end));
@@ -176,6 +182,10 @@ Result<PathGlob> compile_path_glob(std::string_view pattern, const PathVars& var
 
 bool path_glob_matches(const PathGlob& glob, std::string_view path) {
   return match_parts(glob.parts, 0, split_path(path), 0, false);
+}
+
+bool path_glob_matches_parts(const PathGlob& glob, const std::vector<std::string_view>& parts) {
+  return match_parts(glob.parts, 0, parts, 0, false);
 }
 
 bool path_glob_may_match_under(const PathGlob& glob, std::string_view dir) {

@@ -39,6 +39,8 @@ Result<PathGlob> compile_path_glob(std::string_view pattern, const PathVars& var
 
 // `path` is canonical and absolute ("/a/b"); "/" has no components.
 bool path_glob_matches(const PathGlob& glob, std::string_view path);
+// The same, for a path already split with split_path (one split for many patterns).
+bool path_glob_matches_parts(const PathGlob& glob, const std::vector<std::string_view>& parts);
 // True if the pattern matches `dir` or any path below it (a write whose exact target is
 // unknown below `dir` might hit it).
 bool path_glob_may_match_under(const PathGlob& glob, std::string_view dir);

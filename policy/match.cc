@@ -210,8 +210,8 @@ bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u,
   return true;
 }
 
-bool path_rule_matches(const CompiledPathRule& r, const std::string& path) {
-  auto hit = [&](const PathGlob& g) { return path_glob_matches(g, path); };
+bool path_rule_matches(const CompiledPathRule& r, const std::vector<std::string_view>& parts) {
+  auto hit = [&](const PathGlob& g) { return path_glob_matches_parts(g, parts); };
   if (!std::any_of(r.globs.begin(), r.globs.end(), hit)) return false;
   return std::none_of(r.unless.begin(), r.unless.end(), hit);
 }

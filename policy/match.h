@@ -54,8 +54,8 @@ ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolve
 bool command_rule_matches(const CompiledCommandRule& rule, const CommandUnit& unit,
                           const ProgramInfo& program, const MatchEnv& env);
 
-// Exact: `path` is canonical.
-bool path_rule_matches(const CompiledPathRule& rule, const std::string& path);
+// Exact: `parts` is a canonical path split with split_path.
+bool path_rule_matches(const CompiledPathRule& rule, const std::vector<std::string_view>& parts);
 // Uncertain: some path at or below `dir` (an expansion hides which).
 bool path_rule_matches_under(const CompiledPathRule& rule, const std::string& dir);
 

@@ -136,18 +136,19 @@ class PolicyImpl final : public Policy {
     json units = json::array();
     if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
     for (const auto& u : plan.units) {
-      std::vector<Vote> unit_votes = judge_unit(u);
+      ProgramInfo p;
+      if (!u.argv.empty() && u.problems.empty()) p = program_info(u, resolver_, writable_roots_);
+      std::vector<Vote> unit_votes = judge_unit(u, p);
+      // Per unit: id, layer and decision; file and line are in Decision::matched.
       json matched = json::array();
       for (const auto& v : unit_votes)
-        matched.push_back({{"id", v.ref.id}, {"layer", v.ref.layer}, {"file", v.ref.file},
-                           {"line", v.ref.line}, {"decision", verdict_name(v.verdict)}});
+        matched.push_back({{"id", v.ref.id}, {"layer", v.ref.layer}, {"decision", verdict_name(v.verdict)}});
       json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
       if (!u.origin.empty()) unit["origin"] = u.origin;
       if (!u.wrapper.empty()) unit["via"] = u.wrapper;
       if (u.rules_only) unit["wrapper"] = true;
       if (!u.problems.empty()) unit["problems"] = u.problems;
       if (!u.argv.empty() && u.problems.empty()) {
-        ProgramInfo p = program_info(u, resolver_, writable_roots_);
         unit["program"] = p.resolved.found ? json(p.resolved.real_path) : json(nullptr);
         if (p.resolved.found && !p.trusted_location) unit["program_writable"] = true;
       }
@@ -380,12 +381,11 @@ class PolicyImpl final : public Policy {
     return default_vote(defaults_.at("unparseable_shell"), reason);
   }
 
-  std::vector<Vote> judge_unit(const CommandUnit& u) const {
+  std::vector<Vote> judge_unit(const CommandUnit& u, const ProgramInfo& p) const {
     std::vector<Vote> votes;
     if (!u.problems.empty()) {
       votes.push_back(unparseable_vote(u.problems));
     } else if (!u.argv.empty()) {
-      ProgramInfo p = program_info(u, resolver_, writable_roots_);
       bool matched = false;
       for (const auto& r : commands_) {
         if (!command_rule_matches(r, u, p, match_env_)) continue;
@@ -471,10 +471,11 @@ class PolicyImpl final : public Policy {
   void path_votes(const std::string& path, const std::string& under_dir, Access access,
                   std::vector<Vote>& votes, bool with_default) const {
     bool matched = false;
+    const auto parts = split_path(path);  // once for every rule
     for (const auto& r : paths_) {
       bool covers = access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
       if (!covers || r.allow_ignored) continue;
-      bool hit = under_dir.empty() ? path_rule_matches(r, path) : path_rule_matches_under(r, under_dir);
+      bool hit = under_dir.empty() ? path_rule_matches(r, parts) : path_rule_matches_under(r, under_dir);
       if (!hit) continue;
       matched = true;
       votes.push_back({r.rule->decision, r.ref, r.rule->reason});

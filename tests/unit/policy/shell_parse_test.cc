@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace moat::policy {
 namespace {
 
@@ -157,6 +159,20 @@ TEST(ShellParse, LineContinuationsAndCommentsAreHandled) {
   ASSERT_EQ(p.commands.size(), 2u);
   EXPECT_EQ(argv_of(p.commands[0]), (V{"ls", "-la"}));
   EXPECT_EQ(argv_of(p.commands[1]), (V{"echo", "a # b"}));
+}
+
+// Random lines over the shell's special characters never crash the parser (the libFuzzer
+// target in tests/fuzz goes further).
+TEST(ShellParse, RandomLinesNeverCrash) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "ab -|&;<>()$`'\"\\{}[]*?~#=\n\t!0123456789cdEOF";
+  for (int round = 0; round < 20000; ++round) {
+    std::string line;
+    std::size_t len = rng() % 64;
+    for (std::size_t i = 0; i < len; ++i) line += alphabet[rng() % alphabet.size()];
+    auto p = parse_shell(line);
+    for (const auto& c : p.commands) EXPECT_LE(c.depth, kMaxShellDepth);
+  }
 }
 
 }  // namespace
