@@ -101,6 +101,7 @@ int run(RunOptions& o) {
 
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
+  if (!headless) client->set_ask_handler(terminal_ask_handler());
   if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
     std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
                  r.error().message().c_str());

@@ -102,6 +102,7 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& soc
 MoatdClient::~MoatdClient() {
   bye();
   if (reader_.joinable()) reader_.join();
+  for (auto& t : ask_threads_) t.join();
   if (child_pid_ > 0) {
     int status = 0;
     while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
@@ -170,6 +171,21 @@ void MoatdClient::reader_loop() {
             it->second->done = true;
             cv_.notify_all();
           }
+          break;
+        }
+        case sandbox::ServerMessage::kAsk: {
+          // Without a handler (headless) the answer is no; moatd never asks headless
+          // sessions, so this only guards against a confused supervisor.
+          auto handler = ask_handler_;
+          const std::string ask_id = m["ask"].get<std::string>();
+          const std::string question = m["question"].get<std::string>();
+          lock.unlock();
+          ask_threads_.emplace_back([this, handler, ask_id, question] {
+            Answer a = handler ? handler(question) : Answer{};
+            (void)send({{"type", "answer"}, {"ask", ask_id},
+                        {"decision", a.allow ? "allow" : "deny"},
+                        {"scope", a.for_session ? "session" : "once"}});
+          });
           break;
         }
         case sandbox::ServerMessage::kError:

@@ -54,6 +54,16 @@ class MoatdClient {
                          const std::function<void(std::string_view)>& on_progress,
                          const std::atomic<bool>* cancel);
 
+  // Interactive sessions: moatd asks the person about an `ask` decision. The handler gets
+  // the question and returns {allow, for_session}; it runs on a thread of its own.
+  struct Answer {
+    bool allow = false;
+    bool for_session = false;
+  };
+  void set_ask_handler(std::function<Answer(const std::string& question)> handler) {
+    ask_handler_ = std::move(handler);
+  }
+
   void bye();
   pid_t moatd_pid() const { return child_pid_; }
   int fd() const { return fd_.get(); }
@@ -79,6 +89,8 @@ class MoatdClient {
   std::string fatal_;  // set when the connection broke: every waiter gets it
   bool closed_ = false;
   std::thread reader_;
+  std::function<Answer(const std::string&)> ask_handler_;
+  std::vector<std::thread> ask_threads_;
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

@@ -15,6 +15,7 @@ struct ToolCall {
   std::string id;
   std::string name;
   json arguments;
+  bool incomplete = false;  // the provider could not parse its arguments (cut off, bad JSON)
 };
 
 std::vector<ToolCall> tool_calls_of(const Message& m) {
@@ -22,7 +23,8 @@ std::vector<ToolCall> tool_calls_of(const Message& m) {
   if (!m.contains("content") || !m["content"].is_array()) return calls;
   for (const auto& b : m["content"]) {
     if (b.value("type", "") != "toolCall") continue;
-    calls.push_back({b.value("id", ""), b.value("name", ""), b.value("arguments", json::object())});
+    calls.push_back({b.value("id", ""), b.value("name", ""), b.value("arguments", json::object()),
+                     b.value("incomplete", false)});
   }
   return calls;
 }
@@ -77,16 +79,21 @@ std::vector<tools::ToolResult> execute_batch(const std::vector<ToolCall>& calls,
     for (const auto& t : tools)
       if (t.name == c.name && t.sequential) sequential = true;
   std::vector<tools::ToolResult> results(calls.size());
+  // Arguments the provider could not parse never reach moatd: the model re-issues them.
+  auto run_one = [&call_tool, cancel](const ToolCall& c) {
+    if (c.incomplete)
+      return tools::ToolResult::error("Not executed: the arguments of this " + c.name +
+                                      " call are not valid JSON. Re-issue it with complete, "
+                                      "valid arguments.");
+    return call_tool(c.id, c.name, c.arguments, cancel);
+  };
   if (sequential || calls.size() == 1) {
-    for (std::size_t i = 0; i < calls.size(); ++i)
-      results[i] = call_tool(calls[i].id, calls[i].name, calls[i].arguments, cancel);
+    for (std::size_t i = 0; i < calls.size(); ++i) results[i] = run_one(calls[i]);
     return results;
   }
   std::vector<std::future<tools::ToolResult>> futures;
   for (const auto& c : calls)
-    futures.push_back(std::async(std::launch::async, [&call_tool, &c, cancel] {
-      return call_tool(c.id, c.name, c.arguments, cancel);
-    }));
+    futures.push_back(std::async(std::launch::async, [&run_one, &c] { return run_one(c); }));
   for (std::size_t i = 0; i < calls.size(); ++i) results[i] = futures[i].get();
   return results;
 }
@@ -155,6 +162,12 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
     // Slot 2: take the calls.
     const std::vector<ToolCall> calls = tool_calls_of(assistant);
     const bool cut_off = assistant.value("stopReason", "") == "length";
+    if (assistant.value("stopReason", "") == "aborted") {
+      (void)store.sync();
+      out.stop = LoopStop::kCancelled;
+      out.detail = "the model call was cancelled";
+      return out;
+    }
     if (calls.empty()) {
       (void)store.sync();
       if (cut_off) {

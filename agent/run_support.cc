@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 
 #include "agent/providers/config.h"
@@ -172,6 +173,24 @@ LoopEvents console_events(const std::string& model_spec) {
   };
   ev.on_note = [](const std::string& n) { std::printf("moat: %s\n", n.c_str()); };
   return ev;
+}
+
+std::function<MoatdClient::Answer(const std::string&)> terminal_ask_handler() {
+  auto mu = std::make_shared<std::mutex>();
+  return [mu](const std::string& question) {
+    std::lock_guard<std::mutex> lock(*mu);
+    std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
+                 one_line(question, 400).c_str());
+    std::fflush(stderr);
+    char line[64] = {0};
+    MoatdClient::Answer a;
+    if (std::fgets(line, sizeof line, stdin) != nullptr) {
+      a.allow = line[0] == 'y' || line[0] == 'Y' || line[0] == 's' || line[0] == 'S';
+      a.for_session = line[0] == 's' || line[0] == 'S';
+    }
+    std::fprintf(stderr, "moat: %s\n", a.allow ? (a.for_session ? "allowed for this session" : "allowed once") : "denied");
+    return a;
+  };
 }
 
 void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,

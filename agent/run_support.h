@@ -55,6 +55,10 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
 // the prices used to cost each answer (replay and unknown models cost 0).
 LoopEvents console_events(const std::string& model_spec);
 
+// Asks the person on the terminal (stdin): y = allow once, s = allow for the session,
+// anything else = deny. One question at a time.
+std::function<MoatdClient::Answer(const std::string&)> terminal_ask_handler();
+
 void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
                    const std::string& audit_path);
 

@@ -148,9 +148,18 @@ Result<ClientMessage> validate_client_message(const nlohmann::json& m) {
     MOAT_TRY(require_fields(m, type, {{"id", kStr}}));
     return ClientMessage::kCancel;
   }
+  if (type == "answer") {
+    MOAT_TRY(require_fields(m, type, {{"ask", kStr}, {"decision", kStr}}));
+    const std::string d = m["decision"].get<std::string>();
+    if (d != "allow" && d != "deny")
+      return fail(std::string("'answer' frame field 'decision' must be \"allow\" or \"deny\""));
+    if (m.contains("scope") && m["scope"] != "once" && m["scope"] != "session")
+      return fail(std::string("'answer' frame field 'scope' must be \"once\" or \"session\""));
+    return ClientMessage::kAnswer;
+  }
   if (type == "bye") return ClientMessage::kBye;
   return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a client may send hello, call, cancel, bye)");
+              "' (a client may send hello, call, cancel, answer, bye)");
 }
 
 Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
@@ -167,13 +176,17 @@ Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
     MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"chunk", kStr}}));
     return ServerMessage::kProgress;
   }
+  if (type == "ask") {
+    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"ask", kStr}, {"question", kStr}}));
+    return ServerMessage::kAsk;
+  }
   if (type == "error") {
     MOAT_TRY(require_fields(m, type, {{"message", kStr}}));
     return ServerMessage::kError;
   }
   if (type == "bye") return ServerMessage::kBye;
   return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a server may send welcome, result, progress, error, bye)");
+              "' (a server may send welcome, result, progress, ask, error, bye)");
 }
 
 }  // namespace moat::sandbox

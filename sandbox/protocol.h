@@ -42,8 +42,8 @@ class FrameDecoder {
 };
 
 // The message types, and the fields each must carry (validated on receipt).
-enum class ClientMessage { kHello, kCall, kCancel, kBye };
-enum class ServerMessage { kWelcome, kResult, kProgress, kError, kBye };
+enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye };
+enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye };
 
 // Validates a frame sent by a client: a known type and every required field with the
 // right JSON type. Returns the type, or an error naming the field and what was expected.

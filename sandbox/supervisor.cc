@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <set>
 #include <ctime>
 #include <climits>
 #include <cstdlib>
@@ -79,6 +81,9 @@ json rule_json(const policy::RuleRef& r) {
 
 // "refused by policy: rule org.no-force-push (system, /etc/moat/policy.d/00.toml:17): why"
 std::string refusal_text(const policy::Decision& d, std::string_view what) {
+  if (d.decided_by == "user")
+    return std::string(what) + " declined by the person (rule " + d.deciding.id +
+           " asked for approval). Do not retry it; find another way or ask the person.";
   std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
                   "): rule " + d.deciding.id + " (" + d.deciding.layer;
   if (!d.deciding.file.empty())
@@ -191,6 +196,12 @@ class Connection {
   Result<void> on_hello(const json& m);
   void on_call(const json& m);
   void on_cancel(const json& m);
+  void on_answer(const json& m);
+  // Interactive sessions: an `ask` verdict goes to the person through the client. Returns
+  // the decision with decided_by "user" and the answer recorded in `answer`.
+  policy::Decision ask_person(policy::Decision d, const std::string& call_id,
+                              const std::string& what, const std::atomic<bool>& cancel,
+                              json& answer);
   void run_call(const std::string& id, const std::string& tool, const json& args,
                 std::shared_ptr<std::atomic<bool>> cancel);
   Result<void> audit(const std::string& type, json fields);
@@ -214,6 +225,10 @@ class Connection {
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> inflight_;
   std::vector<std::thread> threads_;
   std::set<std::string> granted_;
+  std::mutex ask_mu_;
+  std::condition_variable ask_cv_;
+  std::map<std::string, json> answers_;      // ask id -> the client's answer frame
+  std::set<std::string> session_allows_;     // "for the session" answers, by what was asked
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool finished_ = false;
   int calls_ = 0;
@@ -267,6 +282,7 @@ Result<std::string> Connection::audit_decision(const policy::Decision& d, const 
               {"matched", matched},
               {"decided_by", d.decided_by},
               {"interactive", !headless_},
+              {"mode", headless_ ? "auto" : "ask"},
               {"policy_hash", policy_->policy_hash()}};
   if (!d.detail.is_null()) rec["units"] = d.detail;
   MOAT_TRY(audit("decision", std::move(rec)));
@@ -312,6 +328,9 @@ void Connection::run() {
           break;
         case ClientMessage::kCancel:
           on_cancel(m);
+          break;
+        case ClientMessage::kAnswer:
+          on_answer(m);
           break;
         case ClientMessage::kBye:
           finish();
@@ -359,6 +378,14 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(pol.error());
   }
   policy_ = std::move(*pol);
+  // The organisation may restrict how sessions run: headless sessions run in "auto" mode
+  // (ask becomes deny), interactive ones in "ask" mode.
+  const std::string mode = headless_ ? "auto" : "ask";
+  if (!policy_->mode_allowed(mode)) {
+    send_error("policy: mode '" + mode + "' is not allowed by the organisation's constraints",
+               "policy");
+    return fail(std::string("mode"));
+  }
 
   auto log = sessions::AuditLog::open(options_.audit_dir, session_id_, policy_->policy_hash());
   if (!log) {
@@ -376,6 +403,9 @@ Result<void> Connection::on_hello(const json& m) {
   cfg.workspace = workspace_;
   cfg.protected_paths = {".git/hooks", ".git/config", ".moat"};
   for (const auto& g : policy_->protected_globs()) cfg.protected_paths.push_back(g);
+  // Read-denied paths (.env, *.pem, ...) are hidden from the code too, not only from the
+  // file tools: the policy's path rules and the sandbox's view must agree.
+  cfg.hidden_paths = policy_->unreadable_globs();
   cfg.limits = limits_from(policy_->resources());
   cfg.unprivileged_uid = options_.unprivileged_uid;
   cfg.unprivileged_gid = options_.unprivileged_gid;
@@ -455,6 +485,52 @@ void Connection::on_cancel(const json& m) {
   if (it != inflight_.end()) it->second->store(true);
 }
 
+void Connection::on_answer(const json& m) {
+  std::lock_guard<std::mutex> lock(ask_mu_);
+  answers_[m["ask"].get<std::string>()] = m;
+  ask_cv_.notify_all();
+}
+
+policy::Decision Connection::ask_person(policy::Decision d, const std::string& call_id,
+                                        const std::string& what, const std::atomic<bool>& cancel,
+                                        json& answer) {
+  if (d.verdict != policy::Verdict::kAsk || headless_) return d;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    if (session_allows_.count(what) != 0) {
+      d.verdict = policy::Verdict::kAllow;
+      d.decided_by = "user";
+      answer = {{"answer", "allow"}, {"scope", "session"}, {"remembered", true}, {"latency_ms", 0}};
+      return d;
+    }
+  }
+  const std::string ask_id = random_hex(8);
+  std::string question = what + " needs your approval: rule " + d.deciding.id + " (" +
+                         d.deciding.layer + ") says ask";
+  if (!d.reason.empty()) question += ": " + d.reason;
+  send({{"type", "ask"}, {"id", call_id}, {"ask", ask_id}, {"question", question},
+        {"rule", rule_json(d.deciding)}});
+  std::unique_lock<std::mutex> lock(ask_mu_);
+  // No answer (cancel, hang-up) is a no: the action does not run.
+  while (answers_.count(ask_id) == 0 && !cancel.load())
+    ask_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  json reply = answers_.count(ask_id) != 0 ? answers_[ask_id] : json{{"decision", "deny"}};
+  answers_.erase(ask_id);
+  const bool allow = reply.value("decision", "deny") == "allow";
+  const std::string scope = reply.value("scope", "once");
+  if (allow && scope == "session") session_allows_.insert(what);
+  d.verdict = allow ? policy::Verdict::kAllow : policy::Verdict::kDeny;
+  d.decided_by = "user";
+  answer = {{"answer", allow ? "allow" : "deny"},
+            {"scope", scope},
+            {"latency_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count()}};
+  if (!allow) d.reason = "the person declined";
+  return d;
+}
+
 void Connection::run_call(const std::string& id, const std::string& tool, const json& args,
                           std::shared_ptr<std::atomic<bool>> cancel) {
   auto reply = [&](const tools::ToolResult& r) {
@@ -486,6 +562,13 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
     input["command"] = line;
     input["cwd"] = workspace_;
   }
+  json answer;
+  d = ask_person(std::move(d), id,
+                 tool == "bash" && input.contains("command")
+                     ? "the command " + moat::quoted(input["command"].get<std::string>())
+                     : "the tool " + tool,
+                 *cancel, answer);
+  if (!answer.is_null()) input["user"] = answer;
   auto decision_id = audit_decision(d, tool, id, input);
   if (!decision_id) {
     reply(tools::ToolResult::error("refused: the audit log could not be written (" +
@@ -510,14 +593,18 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
   ctx.progress = [this, &id](std::string_view chunk) {
     send({{"type", "progress"}, {"id", id}, {"chunk", std::string(chunk)}});
   };
-  ctx.authorize = [this, &id, &tool](const std::string& path,
-                                     tools::PathAccess access) -> std::optional<std::string> {
-    const auto acc = access == tools::PathAccess::kWrite ? policy::Access::kWrite
-                                                         : policy::Access::kRead;
-    policy::Decision pd = policy_->decide_path(path, acc);
-    auto did = audit_decision(pd, tool, id,
-                              {{"path", path},
-                               {"access", access == tools::PathAccess::kWrite ? "write" : "read"}});
+  ctx.authorize = [this, &id, &tool, &cancel](const std::string& path,
+                                              tools::PathAccess access) -> std::optional<std::string> {
+    const bool write = access == tools::PathAccess::kWrite;
+    policy::Decision pd = policy_->decide_path(path, write ? policy::Access::kWrite
+                                                           : policy::Access::kRead);
+    json answer;
+    pd = ask_person(std::move(pd), id,
+                    std::string(write ? "writing " : "reading ") + moat::quoted(path), *cancel,
+                    answer);
+    json in = {{"path", path}, {"access", write ? "write" : "read"}};
+    if (!answer.is_null()) in["user"] = answer;
+    auto did = audit_decision(pd, tool, id, in);
     if (!did) return "refused: the audit log could not be written (" + did.error().message() + ")";
     if (pd.verdict != policy::Verdict::kAllow)
       return refusal_text(pd, std::string("access to ") + moat::quoted(path) + " was");

@@ -44,13 +44,13 @@ TempDir::~TempDir() {
 namespace {
 
 pid_t spawn(const std::vector<std::string>& argv, int out_fd,
-            const std::vector<std::string>& extra_env) {
+            const std::vector<std::string>& extra_env, int in_fd = -1) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_fd, 1);
     dup2(out_fd, 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
+    int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+    dup2(in, 0);
     for (const auto& kv : extra_env) putenv(const_cast<char*>(kv.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -83,11 +83,18 @@ int wait_exit(pid_t pid, int timeout_s) {
 }
 
 Run run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-        int timeout_s) {
+        int timeout_s, const std::string& stdin_data) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) std::abort();
-  pid_t pid = spawn(argv, p[1], extra_env);
+  int in[2] = {-1, -1};
+  if (!stdin_data.empty()) {
+    if (pipe2(in, O_CLOEXEC) != 0) std::abort();
+    (void)!write(in[1], stdin_data.data(), stdin_data.size());  // small: fits the pipe
+    close(in[1]);
+  }
+  pid_t pid = spawn(argv, p[1], extra_env, in[0]);
   close(p[1]);
+  if (in[0] >= 0) close(in[0]);
   Run r;
   std::thread reader([&] {
     char buf[8192];

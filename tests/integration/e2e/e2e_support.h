@@ -32,8 +32,9 @@ class TempDir {
 };
 
 // Runs argv to completion with extra environment variables; captures the output.
+// `stdin_data` is what the process reads on stdin (empty: /dev/null).
 Run run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
-        int timeout_s = 120);
+        int timeout_s = 120, const std::string& stdin_data = "");
 // Starts argv in the background; returns its pid. Output goes to `log_path`.
 pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
             const std::vector<std::string>& extra_env = {});

@@ -156,6 +156,59 @@ TEST_F(RunTest, RunConnectsToASharedMoatdOverItsSocket) {
   EXPECT_EQ(read_file(ws + "/out.txt"), "via-socket\n");
 }
 
+// An interactive session sends `ask` verdicts to the person; headless turns them into deny.
+class AskTest : public RunTest {
+ protected:
+  e2e::Run run_with(const std::vector<std::string>& mode, const std::string& answers) {
+    ws_ = dir_.path() + "/ws";
+    fs::create_directories(ws_ + "/build/sub");
+    const std::string script = dir_.path() + "/ask.jsonl";
+    std::ofstream(script)
+        << R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf build"}}]})" << "\n"
+        << R"({"text":"done"})" << "\n";
+    std::vector<std::string> argv = {moat_bin(), "run"};
+    argv.insert(argv.end(), mode.begin(), mode.end());
+    for (const std::string& a : {std::string("--model"), "replay:" + script, std::string("-C"), ws_,
+                                 std::string("--sessions-dir"), dir_.path() + "/sessions",
+                                 std::string("--audit-dir"), dir_.path() + "/audit",
+                                 std::string("clean up")})
+      argv.push_back(a);
+    return run(argv, state_env(dir_), 60, answers);
+  }
+  std::string audit_text() {
+    std::string all;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit"))
+      if (e.is_regular_file()) all += read_file(e.path());
+    return all;
+  }
+  std::string ws_;
+};
+
+TEST_F(AskTest, HeadlessTurnsAskIntoDeny) {
+  auto r = run_with({"--headless"}, "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(ws_ + "/build/sub")) << "the recursive delete must not run";
+  EXPECT_NE(r.out.find("default.rm-recursive"), std::string::npos) << r.out;
+}
+
+TEST_F(AskTest, ThePersonCanAllowOnce) {
+  auto r = run_with({"--interactive"}, "y\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("needs your approval"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(ws_ + "/build")) << r.out;
+  const std::string audit = audit_text();
+  EXPECT_NE(audit.find("\"decided_by\":\"user\""), std::string::npos) << audit;
+  EXPECT_NE(audit.find("\"answer\":\"allow\""), std::string::npos) << audit;
+}
+
+TEST_F(AskTest, ThePersonCanDecline) {
+  auto r = run_with({"--interactive"}, "n\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(ws_ + "/build/sub"));
+  EXPECT_NE(r.out.find("declined by the person"), std::string::npos) << r.out;
+  EXPECT_NE(audit_text().find("\"answer\":\"deny\""), std::string::npos);
+}
+
 TEST_F(RunTest, ABadReplayScriptIsAUsageErrorNamingTheLine) {
   const std::string script = dir_.path() + "/bad.jsonl";
   std::ofstream(script) << "{\"text\":\"fine\"}\n{oops\n";
