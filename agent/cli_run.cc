@@ -17,6 +17,7 @@
 #include "agent/replay_provider.h"
 #include "agent/run_support.h"
 #include "agent/unprivileged.h"
+#include "sessions/context.h"
 #include "sessions/store.h"
 
 namespace moat::agent {
@@ -35,8 +36,32 @@ struct RunOptions {
   LoopConfig loop;
   unsigned uid = 65534, gid = 65534;
   std::string sessions_dir;
+  std::string resume;
+  std::string fork;
+  bool continue_latest = false;
   MoatdPassThrough moatd;
 };
+
+// The session to append to: a new one, or --resume / --fork / --continue of an earlier one.
+// On resume, tool calls that never got a result (the agent was killed mid-call) are
+// answered with error results first, so the context is valid for the provider.
+Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o,
+                                                             const std::string& dir,
+                                                             const std::string& workspace) {
+  std::unique_ptr<sessions::SessionStore> store;
+  if (!o.fork.empty()) {
+    MOAT_ASSIGN_OR_RETURN(store, sessions::fork_session(dir, o.fork, workspace));
+  } else if (!o.resume.empty()) {
+    MOAT_ASSIGN_OR_RETURN(store, sessions::resume_session(dir, o.resume));
+  } else if (o.continue_latest) {
+    MOAT_ASSIGN_OR_RETURN(std::string latest, sessions::find_latest_session(dir, workspace));
+    MOAT_ASSIGN_OR_RETURN(store, sessions::resume_session(dir, latest));
+  } else {
+    return sessions::SessionStore::create(dir, workspace);
+  }
+  MOAT_TRY(sessions::answer_dangling_calls(*store));
+  return store;
+}
 
 std::atomic<bool> g_cancel{false};
 void on_sigint(int) { g_cancel.store(true); }
@@ -69,7 +94,11 @@ int exit_code_for(LoopStop stop) {
 
 int run(RunOptions& o) {
   MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
-  MOAT_ASSIGN_OR_RETURN_CODE(std::string task, read_task(o), kExitUsage);
+  const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
+  std::string task;
+  if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
+    MOAT_ASSIGN_OR_RETURN_CODE(task, read_task(o), kExitUsage);
+  }
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<Provider> provider, open_provider(o.model), kExitUsage);
@@ -84,16 +113,17 @@ int run(RunOptions& o) {
   }
   std::string sessions_dir = o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<sessions::SessionStore> store,
-                             sessions::SessionStore::create(sessions_dir, workspace), kExitUsage);
+                             open_session(o, sessions_dir, workspace), kExitUsage);
   (void)store->append({{"type", "model_change"}, {"provider", provider->name()},
                        {"model", provider->model()}});
   json tool_names = json::array();
   for (const auto& t : welcome->tools) tool_names.push_back(t.name);
   (void)store->append({{"type", "tools_change"}, {"tools", tool_names},
                        {"moatd_session", welcome->session}});
-  (void)store->append({{"type", "message"},
-                       {"message", {{"role", "user"},
-                                    {"content", {{{"type", "text"}, {"text", task}}}}}}});
+  if (!task.empty())
+    (void)store->append({{"type", "message"},
+                         {"message", {{"role", "user"},
+                                      {"content", {{{"type", "text"}, {"text", task}}}}}}});
   if (auto r = store->sync(); !r) {
     std::fprintf(stderr, "moat: session file: %s\n", r.error().message().c_str());
     return kExitUsage;
@@ -153,6 +183,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--sessions-dir", opts->sessions_dir,
                   "Where session files go (default $XDG_STATE_HOME/moat/sessions)");
+  auto* resume = cmd->add_option("--resume", opts->resume,
+                                 "Continue session ID (or ID@ENTRY: branch from that entry)");
+  auto* fork = cmd->add_option("--fork", opts->fork,
+                               "Start a new session from a copy of ID (or ID@ENTRY)")
+                   ->excludes(resume);
+  cmd->add_flag("--continue", opts->continue_latest,
+                "Continue the newest session of this workspace")
+      ->excludes(resume)
+      ->excludes(fork);
   add_moatd_pass_through(*cmd, opts->moatd);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }

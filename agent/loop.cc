@@ -1,6 +1,8 @@
 // agent/loop.cc: the agent loop. Reads top to bottom: model, calls, execute, persist, stop.
 #include "agent/loop.h"
 
+#include "sessions/context.h"
+
 #include <chrono>
 #include <future>
 #include <map>
@@ -114,11 +116,9 @@ class RepetitionTracker {
 }  // namespace
 
 std::vector<Message> context_messages(const sessions::SessionStore& store) {
-  std::vector<Message> out;
-  for (const auto& e : store.path_to_leaf()) {
-    if (e.value("type", "") == "message" && e.contains("message")) out.push_back(e["message"]);
-  }
-  return out;
+  // The context as storage defines it: a compaction's summary and retained tail stand in
+  // for what it summarised; branch summaries are included (sessions/context.h).
+  return sessions::build_context(store).for_provider();
 }
 
 LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,

@@ -156,6 +156,47 @@ TEST_F(RunTest, RunConnectsToASharedMoatdOverItsSocket) {
   EXPECT_EQ(read_file(ws + "/out.txt"), "via-socket\n");
 }
 
+TEST_F(RunTest, AKilledRunResumesWithTheInterruptedCallAnsweredAsAnError) {
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  const std::string first = dir_.path() + "/first.jsonl";
+  std::ofstream(first) << R"({"tool_calls":[{"id":"call_sleep","name":"bash","arguments":{"command":"sleep 30"}}]})"
+                       << "\n" << R"({"text":"unreached"})" << "\n";
+  const std::string sessions = dir_.path() + "/sessions";
+  const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + first, "-C", ws,
+                           "--sessions-dir", sessions, "--audit-dir", dir_.path() + "/audit",
+                           "sleep a while"},
+                          dir_.path() + "/first.log", state_env(dir_));
+  // Kill the agent while its tool call runs: once the answer holding the call is on disk.
+  std::string session_file;
+  for (int i = 0; i < 200 && session_file.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!fs::exists(sessions)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(sessions))
+      if (e.is_regular_file() && read_file(e.path()).find("call_sleep") != std::string::npos)
+        session_file = e.path();
+  }
+  ASSERT_FALSE(session_file.empty()) << read_file(dir_.path() + "/first.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGKILL);
+  wait_exit(pid, 10);
+
+  const std::string second = dir_.path() + "/second.jsonl";
+  std::ofstream(second) << R"({"text":"resumed after the crash"})" << "\n";
+  auto r = run({moat_bin(), "run", "--headless", "--continue", "--model", "replay:" + second, "-C",
+                ws, "--sessions-dir", sessions, "--audit-dir", dir_.path() + "/audit"},
+               state_env(dir_));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string text = read_file(session_file);
+  const auto result_at = text.find("\"toolCallId\":\"call_sleep\"");
+  ASSERT_NE(result_at, std::string::npos) << "the interrupted call got a result:\n" << text;
+  EXPECT_NE(text.find("\"isError\":true"), std::string::npos) << text;
+  const auto resumed_at = text.find("resumed after the crash");
+  ASSERT_NE(resumed_at, std::string::npos) << text;
+  EXPECT_LT(result_at, resumed_at) << "the error result comes before the resumed answer";
+  EXPECT_NE(text.find("sleep a while"), std::string::npos) << "the acknowledged task is kept";
+}
+
 // An interactive session sends `ask` verdicts to the person; headless turns them into deny.
 class AskTest : public RunTest {
  protected:
