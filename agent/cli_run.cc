@@ -102,6 +102,7 @@ int run(RunOptions& o) {
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<Provider> provider, open_provider(o.model), kExitUsage);
+  if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
   const bool headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
   WelcomeError why;
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
@@ -176,6 +177,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-wall", opts->loop.max_wall_s, "Gate: wall time in seconds (0 = none)");
   cmd->add_option("--repeat-limit", opts->loop.repeat_limit,
                   "Stop when the same call fails the same way this many times")
+      ->capture_default_str();
+  cmd->add_option("--context-window", opts->loop.context_window,
+                  "Compact when the context passes this size minus the reserve (default: the "
+                  "model's window; 0 with replay)");
+  cmd->add_option("--compaction-reserve", opts->loop.compaction_reserve, "Tokens kept free")
+      ->capture_default_str();
+  cmd->add_option("--keep-recent", opts->loop.compaction_keep_recent,
+                  "Tokens kept verbatim after a compaction")
       ->capture_default_str();
   cmd->add_option("--uid", opts->uid, "Unprivileged uid of the loop when started as root")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 // agent/loop.cc: the agent loop. Reads top to bottom: model, calls, execute, persist, stop.
 #include "agent/loop.h"
 
+#include "agent/compaction.h"
 #include "sessions/context.h"
 
 #include <chrono>
@@ -113,6 +114,23 @@ class RepetitionTracker {
   std::map<std::string, int> seen_;
 };
 
+CompactionSettings compaction_settings(const LoopConfig& c) {
+  CompactionSettings s;
+  s.reserve_tokens = c.compaction_reserve;
+  s.keep_recent_tokens = c.compaction_keep_recent;
+  return s;
+}
+
+// What the context occupies after this answer: its whole prompt plus what it produced.
+std::int64_t used_tokens(const Message& m) {
+  if (!m.contains("usage") || !m["usage"].is_object()) return 0;
+  std::int64_t n = 0;
+  for (const char* k : {"input", "output", "cacheRead", "cacheWrite"})
+    if (m["usage"].contains(k) && m["usage"][k].is_number_integer())
+      n += m["usage"][k].get<std::int64_t>();
+  return n;
+}
+
 }  // namespace
 
 std::vector<Message> context_messages(const sessions::SessionStore& store) {
@@ -142,6 +160,14 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
     StreamCallbacks stream;
     stream.on_text = events.on_text;
     auto answer = provider.complete(request, stream, cancel);
+    // A context-overflow error gets one compaction and one retry.
+    if (!answer && config.context_window > 0 && is_context_overflow(answer.error())) {
+      note("the context did not fit: compacting and retrying once");
+      if (auto c = compact_now(store, compaction_settings(config), summarizer_for(provider, cancel)); c)
+        answer = provider.complete(
+            ModelRequest{system_prompt, tools, context_messages(store), config.max_output_tokens},
+            stream, cancel);
+    }
     if (!answer) {
       out.stop = LoopStop::kProviderError;
       out.detail = answer.error().message();
@@ -208,6 +234,13 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
       }
     }
     (void)store.sync();  // the end of a turn: everything acknowledged is on disk
+    if (config.context_window > 0) {
+      auto compacted = compact_if_needed(store, used_tokens(assistant), config.context_window,
+                                         compaction_settings(config),
+                                         summarizer_for(provider, cancel));
+      if (!compacted) note("compaction failed: " + compacted.error().message());
+      else if (*compacted) note("the context was compacted");
+    }
 
     // Slot 3: stop rules, only now that the results are persisted.
     if (all_terminate) {

@@ -23,6 +23,11 @@ struct LoopConfig {
   int repeat_warn = 3;   // the same failing call this many times: tell the model to change
   int repeat_limit = 6;  // ...and this many times: stop the run
   int max_output_tokens = 8192;
+  // Compaction (0 = off): when the last answer's prompt + output passes
+  // context_window - reserve, the model summarises the older context (agent/compaction.h).
+  std::int64_t context_window = 0;
+  std::int64_t compaction_reserve = 16384;
+  std::int64_t compaction_keep_recent = 20000;
 };
 
 // How the loop runs one tool call (moatd, via MoatdClient::call, in production).

@@ -87,6 +87,14 @@ Result<std::unique_ptr<Provider>> open_provider(const std::string& spec) {
   return providers::make_provider(spec, config);
 }
 
+std::int64_t model_context_window(const std::string& spec) {
+  if (spec.rfind("replay:", 0) == 0) return 0;
+  auto cfg = providers::load_config();
+  if (!cfg) return 0;
+  auto m = providers::resolve_model(spec, *cfg);
+  return m ? m->model.context_window : 0;
+}
+
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o) {
   if (!socket_path.empty()) return MoatdClient::connect(socket_path);

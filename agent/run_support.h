@@ -44,6 +44,9 @@ Result<std::string> canonical_path(const std::string& path);
 // "replay:FILE" or "provider/model-id".
 Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
 
+// The model's context window from the configuration (0 for replay or unknown models).
+std::int64_t model_context_window(const std::string& spec);
+
 // Connects to `socket_path` when given, else starts a private moatd.
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o);

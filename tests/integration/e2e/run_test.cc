@@ -197,6 +197,32 @@ TEST_F(RunTest, AKilledRunResumesWithTheInterruptedCallAnsweredAsAnError) {
   EXPECT_NE(text.find("sleep a while"), std::string::npos) << "the acknowledged task is kept";
 }
 
+TEST_F(RunTest, APassedWindowCompactsTheContextThroughTheModel) {
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  const std::string script = dir_.path() + "/compact.jsonl";
+  std::ofstream out(script);
+  for (int i = 0; i < 3; ++i)
+    out << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo step )" << i
+        << R"("}}],"usage":{"input":)" << 1000 * (i + 1) << R"(,"output":50}})" << "\n";
+  // The fourth model call is the summary request the loop makes when 3050 > 3500 - 1000.
+  out << R"({"text":"## Goal\nEcho three steps.\n## Progress\nDone: steps 0-2."})" << "\n"
+      << R"({"text":"all steps done"})" << "\n";
+  out.close();
+  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws,
+                "--context-window", "3500", "--compaction-reserve", "1000", "--keep-recent", "10",
+                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
+                "echo three steps"},
+               state_env(dir_));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("the context was compacted"), std::string::npos) << r.out;
+  std::string text;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/sessions"))
+    if (e.is_regular_file()) text += read_file(e.path());
+  EXPECT_NE(text.find("\"type\":\"compaction\""), std::string::npos) << text;
+  EXPECT_NE(text.find("Echo three steps."), std::string::npos) << text;
+}
+
 // An interactive session sends `ask` verdicts to the person; headless turns them into deny.
 class AskTest : public RunTest {
  protected:
