@@ -203,7 +203,8 @@ class Connection {
                               const std::string& what, const std::atomic<bool>& cancel,
                               json& answer);
   void run_call(const std::string& id, const std::string& tool, const json& args,
-                std::shared_ptr<std::atomic<bool>> cancel);
+                std::shared_ptr<std::atomic<bool>> cancel,
+                std::shared_ptr<tools::MutationQueue::Ticket> ticket);
   Result<void> audit(const std::string& type, json fields);
   Result<std::string> audit_decision(const policy::Decision& d, const std::string& tool,
                                      const std::string& call_id, json input);
@@ -472,8 +473,13 @@ void Connection::on_call(const json& m) {
     inflight_[id] = cancel;
   }
   ++calls_;
-  threads_.emplace_back([this, id, tool, args = m["arguments"], cancel] {
-    run_call(id, tool, args, cancel);
+  // edit/write take their place in the per-path mutation queue here, on the thread that
+  // reads frames, so they run in the order they arrived whatever order their threads start.
+  tools::CallContext order;
+  tools::take_mutation_ticket(tool, order);
+  threads_.emplace_back([this, id, tool, args = m["arguments"], cancel,
+                         ticket = std::move(order.mutation_ticket)] {
+    run_call(id, tool, args, cancel, ticket);
     std::lock_guard<std::mutex> lock(calls_mu_);
     inflight_.erase(id);
   });
@@ -532,7 +538,8 @@ policy::Decision Connection::ask_person(policy::Decision d, const std::string& c
 }
 
 void Connection::run_call(const std::string& id, const std::string& tool, const json& args,
-                          std::shared_ptr<std::atomic<bool>> cancel) {
+                          std::shared_ptr<std::atomic<bool>> cancel,
+                          std::shared_ptr<tools::MutationQueue::Ticket> ticket) {
   auto reply = [&](const tools::ToolResult& r) {
     json out = r.to_json();
     out["type"] = "result";
@@ -583,6 +590,7 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
   AuditingRunner auditing(*runner_);
   tools::CallContext ctx;
   ctx.runner = &auditing;
+  ctx.mutation_ticket = std::move(ticket);
   ctx.workspace = workspace_;
   ctx.cancel = cancel.get();
   json res = policy_->resources();
