@@ -51,7 +51,8 @@ def introspect_tests(build):
 def run_pass(tests, outdir, label, counts, failures, demote=None, timeout_scale=1):
     """Runs each test binary itself with --gtest_output, optionally as another user."""
     for t in tests:
-        xml_path = os.path.join(outdir, f"{t['name']}.xml")
+        # One file per pass: the unprivileged pass cannot overwrite root's files.
+        xml_path = os.path.join(outdir, f"{label}-{t['name']}.xml")
         cmd = list(t["cmd"]) + [f"--gtest_output=xml:{xml_path}"]
         env = dict(os.environ)
         env.update(t.get("env") or {})
