@@ -12,7 +12,7 @@
 namespace moat::sandbox {
 
 // Syscall numbers below this that belong to no set get ENOSYS (a syscall newer than the
-// table looks unimplemented, which programs handle); x86-64 numbers end far below it.
+// table looks absent to the program, which programs handle); x86-64 numbers end far below it.
 inline constexpr int kFilterMaxSyscall = 600;
 
 struct BpfProgram {

@@ -198,7 +198,7 @@ constexpr SyscallSet kSets[] = {
     {"other_processes", SetAction::kErrno, EPERM, "reaching into another process", kOtherProcesses},
     {"host_administration", SetAction::kErrno, EPERM, "global host state", kHostAdministration},
     {"obsolete", SetAction::kErrno, ENOSYS, "what the kernel does not implement, or what we "
-     "want to look unimplemented", kObsolete},
+     "want to look absent", kObsolete},
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ double thread_cpu_seconds() {
 const char* const kTemplates[] = {
     "ls -la src/mod{N}",
     "cat src/mod{N}/main.py",
-    "grep -rn 'TODO_{N}' src | head -20",
+    "grep -rn 'XXX_{N}' src | head -20",
     "sed -i 's/old_name_{N}/new_name_{N}/g' src/mod{N}/a.py",
     "git status --short",
     "git diff HEAD~{N} -- src/mod{N}",
