@@ -48,6 +48,22 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   return len;
 }
 
+// Fills the totals; when the text fits both limits, it is the whole result (true).
+// Otherwise marks it truncated (by lines until a byte limit says otherwise).
+bool fits_whole(std::string_view text, std::size_t line_count, std::size_t max_lines,
+                std::size_t max_bytes, Truncation& t) {
+  t.total_lines = line_count;
+  t.total_bytes = text.size();
+  if (line_count <= max_lines && text.size() <= max_bytes) {
+    t.text = std::string(text);
+    t.output_lines = line_count;
+    return true;
+  }
+  t.truncated = true;
+  t.truncated_by = "lines";
+  return false;
+}
+
 }  // namespace
 
 std::size_t count_lines(std::string_view text) { return split_lines(text).size(); }
@@ -55,15 +71,7 @@ std::size_t count_lines(std::string_view text) { return split_lines(text).size()
 Truncation truncate_head(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
   const auto lines = split_lines(text);
   Truncation t;
-  t.total_lines = lines.size();
-  t.total_bytes = text.size();
-  if (lines.size() <= max_lines && text.size() <= max_bytes) {
-    t.text = std::string(text);
-    t.output_lines = lines.size();
-    return t;
-  }
-  t.truncated = true;
-  t.truncated_by = "lines";
+  if (fits_whole(text, lines.size(), max_lines, max_bytes, t)) return t;
   std::size_t bytes = 0;
   std::size_t kept = 0;
   for (; kept < lines.size() && kept < max_lines; ++kept) {
@@ -86,15 +94,7 @@ Truncation truncate_head(std::string_view text, std::size_t max_lines, std::size
 Truncation truncate_tail(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
   const auto lines = split_lines(text);
   Truncation t;
-  t.total_lines = lines.size();
-  t.total_bytes = text.size();
-  if (lines.size() <= max_lines && text.size() <= max_bytes) {
-    t.text = std::string(text);
-    t.output_lines = lines.size();
-    return t;
-  }
-  t.truncated = true;
-  t.truncated_by = "lines";
+  if (fits_whole(text, lines.size(), max_lines, max_bytes, t)) return t;
   std::size_t bytes = 0;
   std::size_t kept = 0;
   while (kept < lines.size() && kept < max_lines) {
