@@ -37,7 +37,8 @@ json ref_json(const RuleRef& r, const char* decision = nullptr) {
 }  // namespace
 
 json explain_json(const Decision& d, const Policy& policy, const std::string& input) {
-  json units = d.detail.is_object() && d.detail.contains("units") ? d.detail["units"] : json::array();
+  const json detail = d.detail();
+  json units = detail.is_object() && detail.contains("units") ? detail["units"] : json::array();
   json matched = json::array();
   for (const auto& m : d.matched) matched.push_back(ref_json(m));
   json out = {{"input", input},
@@ -49,20 +50,21 @@ json explain_json(const Decision& d, const Policy& policy, const std::string& in
               {"reason", d.reason},
               {"policy_hash", policy.policy_hash()},
               {"mode", policy.headless() ? "headless" : "interactive"}};
-  if (d.detail.is_object() && d.detail.contains("problems")) out["problems"] = d.detail["problems"];
+  if (detail.is_object() && detail.contains("problems")) out["problems"] = detail["problems"];
   if (d.headless_downgraded) out["headless_downgraded"] = true;
   return out;
 }
 
 std::string explain_text(const Decision& d, const Policy& policy, const std::string& input) {
   std::string out;
-  const json units = d.detail.is_object() && d.detail.contains("units") ? d.detail["units"] : json::array();
+  const json detail = d.detail();
+  const json units = detail.is_object() && detail.contains("units") ? detail["units"] : json::array();
   if (!units.empty()) {
     int wrappers = 0;
     for (const auto& u : units) wrappers += u.value("wrapper", false) ? 1 : 0;
     out += pad("shell", 7) + pad(moat::quoted(input), 30) + "parsed: " + std::to_string(units.size()) +
            " units" + (wrappers ? " (" + std::to_string(wrappers) + " wrapper)" : "") + "\n";
-    for (const auto& p : d.detail.value("problems", json::array()))
+    for (const auto& p : detail.value("problems", json::array()))
       out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
     int n = 0;
     for (const auto& u : units) {

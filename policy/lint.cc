@@ -74,8 +74,9 @@ bool in_matched(const Decision& d, const json& rule) {
 
 // A test line whose program is not installed cannot show an allow rule matching.
 std::string missing_program(const Decision& d) {
-  if (!d.detail.is_object()) return {};
-  for (const auto& u : d.detail.value("units", json::array()))
+  const json detail = d.detail();
+  if (!detail.is_object()) return {};
+  for (const auto& u : detail.value("units", json::array()))
     if (u.contains("program") && u["program"].is_null()) return u.value("argv", "");
   return {};
 }

@@ -147,7 +147,7 @@ bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, con
       any = any || conservative;
       continue;
     }
-    std::string path = a.home ? canonical_path(env.home + a.text, "/") : canonical_path(a.text, cwd);
+    std::string path = a.home ? env.paths->canonical(env.home + a.text, "/") : env.paths->canonical(a.text, cwd);
     bool hit = std::any_of(r.script_globs.begin(), r.script_globs.end(),
                            [&](const PathGlob& g) { return path_glob_matches(g, path); });
     // An allow names a script file; an operand that is not one (a module name, a file

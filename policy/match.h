@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "policy/globs.h"
+#include "policy/paths.h"
 #include "policy/policy.h"
 #include "policy/resolve.h"
 #include "policy/schema.h"
@@ -46,6 +47,7 @@ struct ProgramInfo {
 struct MatchEnv {
   std::string home;
   const std::vector<std::string>* writable_roots = nullptr;
+  PathCache* paths = nullptr;  // this decision's canonicalisation cache (required)
 };
 
 ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolver,

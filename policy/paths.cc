@@ -1,6 +1,9 @@
 // policy/paths.cc: lexical normalisation and realpath of the existing prefix.
 #include "policy/paths.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <vector>
@@ -54,6 +57,29 @@ std::string canonical_path(std::string_view path, std::string_view cwd) {
     std::string last = head.substr(slash + 1);
     tail = tail.empty() ? last : last + "/" + tail;
     head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  return abs;
+}
+
+std::string PathCache::canonical(std::string_view path, std::string_view cwd) {
+  std::string abs = lexical_absolute(path, cwd);
+  if (is_under(abs, "/dev") || is_under(abs, "/proc")) return abs;
+  std::size_t done = 0;  // abs[0, done) is known to exist with no symlink in it
+  if (root_ != nullptr && *root_ != "/" && is_under(abs, *root_)) done = root_->size();
+  for (const auto& p : plain_)
+    if (p.size() > done && is_under(abs, p)) done = p.size();
+  // One component at a time: readlink(2) tells a symlink (resolve the whole path the slow
+  // way) from a plain entry (EINVAL) from a missing one (the rest stays as written, which
+  // is what canonical_path appends to the realpath of the existing part).
+  while (done < abs.size()) {
+    std::size_t next = abs.find('/', done + 1);
+    if (next == std::string::npos) next = abs.size();
+    const std::string prefix = abs.substr(0, next);
+    char byte;
+    if (::readlink(prefix.c_str(), &byte, 1) >= 0) return canonical_path(abs, "/");
+    if (errno != EINVAL) return abs;
+    if (plain_.size() < 64) plain_.push_back(prefix);
+    done = next;
   }
   return abs;
 }

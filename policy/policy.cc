@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <span>
+#include <unordered_map>
 
 #include "base/check.h"
 #include "policy/digest.h"
@@ -22,29 +24,45 @@ namespace {
 
 using json = nlohmann::json;
 
-// One rule's (or default's) say in a decision.
+// One rule's (or default's) say in a decision. Refs and rule reasons point into the
+// compiled policy (it outlives every decision), so a vote costs no string copies.
 struct Vote {
   Verdict verdict;
-  RuleRef ref;
-  std::string reason;
+  const RuleRef* ref;
+  const std::string* reason = nullptr;  // the rule's own reason
+  std::string note;                     // a reason made for this action (defaults, unknown targets)
   bool is_default = false;
+  std::string text() const {
+    if (reason == nullptr || reason->empty()) return note;
+    return note.empty() ? *reason : note + ": " + *reason;
+  }
 };
 
+Vote rule_vote(Verdict v, const RuleRef& ref, const std::string& reason) {
+  return Vote{v, &ref, &reason, std::string(), false};
+}
+
+bool same_ref(const RuleRef& a, const RuleRef& b) {
+  return &a == &b || (a.id == b.id && a.layer == b.layer && a.file == b.file);
+}
+
 // The strictest vote decides; the first one at that strictness is named.
-Decision combine(const std::vector<Vote>& votes, bool headless) {
+Decision combine(std::span<const Vote> votes, bool headless) {
   Decision d;
   const Vote* best = nullptr;
+  std::vector<const RuleRef*> seen;
+  seen.reserve(votes.size());
   for (const auto& v : votes) {
     if (best == nullptr || v.verdict > best->verdict) best = &v;
-    bool seen = std::any_of(d.matched.begin(), d.matched.end(), [&](const RuleRef& r) {
-      return r.id == v.ref.id && r.layer == v.ref.layer && r.file == v.ref.file;
-    });
-    if (!seen) d.matched.push_back(v.ref);
+    bool dup = std::any_of(seen.begin(), seen.end(), [&](const RuleRef* r) { return same_ref(*r, *v.ref); });
+    if (!dup) seen.push_back(v.ref);
   }
   MOAT_CHECK(best != nullptr);
+  d.matched.reserve(seen.size());
+  for (const RuleRef* r : seen) d.matched.push_back(*r);
   d.verdict = best->verdict;
-  d.deciding = best->ref;
-  d.reason = best->reason;
+  d.deciding = *best->ref;
+  d.reason = best->text();
   d.decided_by = best->is_default ? "default" : "policy";
   if (headless && d.verdict == Verdict::kAsk) {
     d.verdict = Verdict::kDeny;
@@ -72,6 +90,58 @@ bool expand_glob(const std::string& pattern, const std::string& cwd, std::vector
 json ref_json(const RuleRef& r) {
   return {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
 }
+
+// What a shell line's detail() is built from, kept alive by the Decision's closure. Vote
+// refs point into the policy, so detail() is valid while the policy lives.
+struct LineTrace {
+  LinePlan plan;
+  std::vector<ProgramInfo> programs;                      // per unit
+  std::vector<Vote> votes;                                // every unit's votes, in order
+  std::vector<std::pair<std::size_t, std::size_t>> spans; // per unit: [begin, end) in votes
+};
+
+json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vote>& unit_votes) {
+  // Per unit: id, layer and decision; file and line are in Decision::matched.
+  json matched = json::array();
+  for (const auto& v : unit_votes)
+    matched.push_back({{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}});
+  json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
+  if (!u.origin.empty()) unit["origin"] = u.origin;
+  if (!u.wrapper.empty()) unit["via"] = u.wrapper;
+  if (u.rules_only) unit["wrapper"] = true;
+  if (!u.problems.empty()) unit["problems"] = u.problems;
+  if (!u.argv.empty() && u.problems.empty()) {
+    unit["program"] = p.resolved.found ? json(p.resolved.real_path) : json(nullptr);
+    if (p.resolved.found && !p.trusted_location) unit["program_writable"] = true;
+  }
+  if (unit_votes.empty()) {
+    unit["decision"] = "none";  // a wrapper no rule names: its inner command decides
+  } else {
+    Decision ud = combine(unit_votes, false);
+    unit["decision"] = verdict_name(ud.verdict);
+    unit["deciding_rule"] = ref_json(ud.deciding);
+  }
+  return unit;
+}
+
+json line_detail(const LineTrace& t) {
+  json units = json::array();
+  for (std::size_t i = 0; i < t.plan.units.size(); ++i) {
+    const auto [begin, end] = t.spans[i];
+    std::vector<Vote> unit_votes(t.votes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 t.votes.begin() + static_cast<std::ptrdiff_t>(end));
+    units.push_back(unit_json(t.plan.units[i], t.programs[i], unit_votes));
+  }
+  return {{"units", units}, {"problems", t.plan.problems}};
+}
+
+const RuleRef kEmptyLineRef{"empty-line", "builtin", "", 0};
+
+// Lets the rule index be searched with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 struct DefaultSlot {
   Verdict verdict;
@@ -117,6 +187,7 @@ class PolicyImpl final : public Policy {
       MOAT_TRY(compile_layer(l));
     }
     compile_defaults();
+    index_command_rules();
     return {};
   }
 
@@ -124,48 +195,35 @@ class PolicyImpl final : public Policy {
     std::vector<Vote> votes;
     for (const auto& r : tools_) {
       if (r.allow_ignored || !tool_rule_matches(r, tool)) continue;
-      votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+      votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
     if (votes.empty()) votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
     return combine(votes, headless_);
   }
 
   Decision decide_command(const std::string& line, const std::string& cwd) const override {
-    LinePlan plan = plan_line(line, cwd.empty() ? vars_.workspace : canonical_path(cwd, "/"), home_);
-    std::vector<Vote> votes;
-    json units = json::array();
+    PathCache paths(workspace_.empty() ? nullptr : &workspace_);
+    MatchEnv env = match_env_;
+    env.paths = &paths;
+    auto trace = std::make_shared<LineTrace>();
+    trace->plan = plan_line(line, cwd.empty() ? vars_.workspace : paths.canonical(cwd, "/"), home_, &paths);
+    const LinePlan& plan = trace->plan;
+    std::vector<Vote>& votes = trace->votes;
     if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
-    for (const auto& u : plan.units) {
-      ProgramInfo p;
+    trace->programs.resize(plan.units.size());
+    trace->spans.reserve(plan.units.size());
+    for (std::size_t i = 0; i < plan.units.size(); ++i) {
+      const CommandUnit& u = plan.units[i];
+      ProgramInfo& p = trace->programs[i];
       if (!u.argv.empty() && u.problems.empty()) p = program_info(u, resolver_, writable_roots_);
-      std::vector<Vote> unit_votes = judge_unit(u, p);
-      // Per unit: id, layer and decision; file and line are in Decision::matched.
-      json matched = json::array();
-      for (const auto& v : unit_votes)
-        matched.push_back({{"id", v.ref.id}, {"layer", v.ref.layer}, {"decision", verdict_name(v.verdict)}});
-      json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
-      if (!u.origin.empty()) unit["origin"] = u.origin;
-      if (!u.wrapper.empty()) unit["via"] = u.wrapper;
-      if (u.rules_only) unit["wrapper"] = true;
-      if (!u.problems.empty()) unit["problems"] = u.problems;
-      if (!u.argv.empty() && u.problems.empty()) {
-        unit["program"] = p.resolved.found ? json(p.resolved.real_path) : json(nullptr);
-        if (p.resolved.found && !p.trusted_location) unit["program_writable"] = true;
-      }
-      if (unit_votes.empty()) {
-        unit["decision"] = "none";  // a wrapper no rule names: its inner command decides
-      } else {
-        Decision ud = combine(unit_votes, false);
-        unit["decision"] = verdict_name(ud.verdict);
-        unit["deciding_rule"] = ref_json(ud.deciding);
-      }
-      units.push_back(std::move(unit));
-      votes.insert(votes.end(), unit_votes.begin(), unit_votes.end());
+      const std::size_t begin = votes.size();
+      judge_unit(u, p, env, votes);
+      trace->spans.emplace_back(begin, votes.size());
     }
-    if (votes.empty())  // an empty line or only comments: nothing runs
-      votes.push_back({Verdict::kAllow, RuleRef{"empty-line", "builtin", "", 0}, "nothing to run", true});
-    Decision d = combine(votes, headless_);
-    d.detail = {{"units", units}, {"problems", plan.problems}};
+    static const std::vector<Vote> empty_line = {Vote{Verdict::kAllow, &kEmptyLineRef, nullptr, "nothing to run", true}};
+    // An empty line or only comments: nothing runs.
+    Decision d = combine(votes.empty() ? empty_line : votes, headless_);
+    d.detail_fn = [trace] { return line_detail(*trace); };
     return d;
   }
 
@@ -187,7 +245,7 @@ class PolicyImpl final : public Policy {
         }
         return d == host;
       });
-      if (port_ok && host_ok) votes.push_back({rule->decision, ref, rule->reason});
+      if (port_ok && host_ok) votes.push_back(rule_vote(rule->decision, ref, rule->reason));
     }
     if (votes.empty()) votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
     return combine(votes, headless_);
@@ -371,8 +429,8 @@ class PolicyImpl final : public Policy {
     }
   }
 
-  static Vote default_vote(const DefaultSlot& slot, const std::string& reason) {
-    return Vote{slot.verdict, slot.ref, reason, true};
+  static Vote default_vote(const DefaultSlot& slot, std::string note) {
+    return Vote{slot.verdict, &slot.ref, nullptr, std::move(note), true};
   }
 
   Vote unparseable_vote(const std::vector<std::string>& problems) const {
@@ -381,60 +439,100 @@ class PolicyImpl final : public Policy {
     return default_vote(defaults_.at("unparseable_shell"), reason);
   }
 
-  std::vector<Vote> judge_unit(const CommandUnit& u, const ProgramInfo& p) const {
-    std::vector<Vote> votes;
+  // Appends the unit's votes to `votes`: one per rule and verdict (two globbed files
+  // under one rule are one match).
+  void judge_unit(const CommandUnit& u, const ProgramInfo& p, const MatchEnv& env,
+                  std::vector<Vote>& votes) const {
+    const std::size_t first = votes.size();
     if (!u.problems.empty()) {
       votes.push_back(unparseable_vote(u.problems));
     } else if (!u.argv.empty()) {
       bool matched = false;
-      for (const auto& r : commands_) {
-        if (!command_rule_matches(r, u, p, match_env_)) continue;
+      for (std::size_t i : candidate_rules(p)) {
+        const CompiledCommandRule& r = commands_[i];
+        if (!command_rule_matches(r, u, p, env)) continue;
         if (r.allow_ignored) continue;  // still unmatched: the default applies
         matched = true;
-        votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+        votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
       }
       exec_votes(p, votes);  // before the default: a planted file is the better reason
       if (!matched && !u.rules_only)
         votes.push_back(default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
     }
-    for (const auto& w : u.writes) write_votes(w, votes);
-    // One vote per rule and verdict: two globbed files under one rule are one match.
-    std::vector<Vote> unique;
-    for (auto& v : votes) {
-      bool dup = std::any_of(unique.begin(), unique.end(), [&](const Vote& o) {
-        return o.verdict == v.verdict && o.ref.id == v.ref.id && o.ref.file == v.ref.file;
-      });
-      if (!dup) unique.push_back(std::move(v));
+    for (const auto& w : u.writes) write_votes(w, *env.paths, votes);
+    std::size_t kept = first;
+    for (std::size_t i = first; i < votes.size(); ++i) {
+      bool dup = std::any_of(votes.begin() + static_cast<std::ptrdiff_t>(first),
+                             votes.begin() + static_cast<std::ptrdiff_t>(kept), [&](const Vote& o) {
+                               return o.verdict == votes[i].verdict && o.ref->id == votes[i].ref->id &&
+                                      o.ref->file == votes[i].ref->file;
+                             });
+      if (dup) continue;
+      if (kept != i) votes[kept] = std::move(votes[i]);
+      ++kept;
     }
-    return unique;
+    votes.erase(votes.begin() + static_cast<std::ptrdiff_t>(kept), votes.end());
+  }
+
+  // Indexes of the [[command]] rules whose `program` could match this unit, in rule order.
+  // Exact: a rule whose names are all plain words can only match a unit whose typed or real
+  // basename is one of them (match.cc program_matches); every other rule is a candidate.
+  std::vector<std::size_t> candidate_rules(const ProgramInfo& p) const {
+    std::vector<std::size_t> out = any_program_;
+    auto add = [&](std::string_view name) {
+      if (auto it = by_program_.find(name); it != by_program_.end())
+        out.insert(out.end(), it->second.begin(), it->second.end());
+    };
+    add(p.argv0_base);
+    std::string_view real_base = base_name(p.resolved.real_path);
+    if (!p.resolved.builtin && !real_base.empty() && real_base != p.argv0_base) add(real_base);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  void index_command_rules() {
+    for (std::size_t i = 0; i < commands_.size(); ++i) {
+      const Strings& names = commands_[i].rule->program;
+      bool plain = !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) {
+        return !n.empty() && n[0] != '/' && !has_glob_chars(n) && n.find('\\') == std::string::npos;
+      });
+      if (!plain) {
+        any_program_.push_back(i);
+        continue;
+      }
+      for (const auto& n : names) {
+        auto& list = by_program_[n];
+        if (list.empty() || list.back() != i) list.push_back(i);
+      }
+    }
   }
 
   // The executed file is a path with access "exec": a binary planted in the workspace
   // meets the exec rules whatever name it was typed by (bypass classes 9 and 10).
   void exec_votes(const ProgramInfo& p, std::vector<Vote>& votes) const {
     if (!p.resolved.found || p.resolved.builtin) return;
-    std::vector<Vote> found;
+    const std::size_t first = votes.size();
     for (const std::string* path : {&p.resolved.typed_path, &p.resolved.real_path}) {
       if (path->empty()) continue;
-      path_votes(*path, std::string(), Access::kExec, found, false);
+      path_votes(*path, std::string(), Access::kExec, votes, false);
     }
-    votes.insert(votes.end(), found.begin(), found.end());
-    if (found.empty() && defaults_.at("exec").verdict != Verdict::kAllow)
+    if (votes.size() == first && defaults_.at("exec").verdict != Verdict::kAllow)
       votes.push_back(default_vote(defaults_.at("exec"), "no [[path]] exec rule matches " + p.resolved.real_path));
   }
 
-  void write_votes(const WriteTarget& w, std::vector<Vote>& votes) const {
+  void write_votes(const WriteTarget& w, PathCache& paths, std::vector<Vote>& votes) const {
     const Arg& a = w.path;
     if (!a.glob.empty() && !w.cwd.empty()) {
       // Pathname expansion: the shell expands it against the same files we can see.
       std::vector<std::string> hits;
       if (expand_glob(a.glob, w.cwd, hits)) {
-        for (const auto& h : hits) path_votes(canonical_path(h, w.cwd), std::string(), Access::kWrite, votes, true);
+        for (const auto& h : hits) path_votes(paths.canonical(h, w.cwd), std::string(), Access::kWrite, votes, true);
         if (!hits.empty()) return;
         WriteTarget literal = w;  // no match: the shell passes the word unchanged
         literal.path.known = true;
         literal.path.glob.clear();
-        return write_votes(literal, votes);
+        return write_votes(literal, paths, votes);
       }
     }
     if (a.home || a.known) {
@@ -442,7 +540,7 @@ class PolicyImpl final : public Policy {
         path_votes(std::string(), "/", Access::kWrite, votes, true);  // relative to an unknown cwd
         return;
       }
-      std::string path = a.home ? canonical_path(home_ + a.text, "/") : canonical_path(a.text, w.cwd);
+      std::string path = a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, w.cwd);
       path_votes(path, std::string(), Access::kWrite, votes, true);
       return;
     }
@@ -451,17 +549,16 @@ class PolicyImpl final : public Policy {
     std::string dir;
     auto slash = prefix.rfind('/');
     std::string dir_part = slash == std::string::npos ? "" : prefix.substr(0, slash + 1);
-    if (!dir_part.empty() && dir_part[0] == '/') dir = canonical_path(dir_part, "/");
+    if (!dir_part.empty() && dir_part[0] == '/') dir = paths.canonical(dir_part, "/");
     else if (w.cwd.empty()) dir = "/";
-    else dir = canonical_path(dir_part.empty() ? "." : dir_part, w.cwd);
+    else dir = paths.canonical(dir_part.empty() ? "." : dir_part, w.cwd);
     std::size_t first = votes.size();
     path_votes(std::string(), dir, Access::kWrite, votes, true);
     // The rule may or may not cover the real target: that is a question for a person.
     for (std::size_t i = first; i < votes.size(); ++i) {
       if (votes[i].verdict != Verdict::kDeny || votes[i].is_default) continue;
       votes[i].verdict = Verdict::kAsk;
-      votes[i].reason = "the target (" + a.text + ") is not known before it runs and may be a path this rule denies" +
-                        (votes[i].reason.empty() ? "" : ": " + votes[i].reason);
+      votes[i].note = "the target (" + a.text + ") is not known before it runs and may be a path this rule denies";
     }
   }
 
@@ -478,7 +575,7 @@ class PolicyImpl final : public Policy {
       bool hit = under_dir.empty() ? path_rule_matches(r, parts) : path_rule_matches_under(r, under_dir);
       if (!hit) continue;
       matched = true;
-      votes.push_back({r.rule->decision, r.ref, r.rule->reason});
+      votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
     if (matched || !with_default) return;
     const char* key = access == Access::kRead ? "read" : access == Access::kWrite ? "write" : "exec";
@@ -524,6 +621,9 @@ class PolicyImpl final : public Policy {
   MatchEnv match_env_;
   std::vector<const Constraints*> constraints_;
   std::vector<CompiledCommandRule> commands_;
+  // commands_ indexes by plain program name, and those with globs, paths or no program.
+  std::unordered_map<std::string, std::vector<std::size_t>, StringHash, std::equal_to<>> by_program_;
+  std::vector<std::size_t> any_program_;
   std::vector<CompiledPathRule> paths_;
   std::vector<CompiledToolRule> tools_;
   std::vector<std::pair<const NetworkRule*, RuleRef>> network_;

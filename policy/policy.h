@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,8 +30,13 @@ struct Decision {
   std::vector<RuleRef> matched;   // every rule that matched, deciding one included
   std::string decided_by;         // "policy" | "default" | "constraint"
   std::string reason;             // the rule's reason, for the model and the person
-  nlohmann::json detail;          // per-unit breakdown for shell lines (policy explain)
   bool headless_downgraded = false;  // the policy said ask; headless made it deny
+
+  // Per-unit breakdown of a shell line ({units, problems}; null for other decisions), for
+  // the audit record and policy explain. Built on request: most decisions are never
+  // explained, and building it for each was over a third of decide_command's time.
+  nlohmann::json detail() const { return detail_fn ? detail_fn() : nlohmann::json(); }
+  std::function<nlohmann::json()> detail_fn;  // set by the policy; owns what it needs
 };
 
 enum class Access { kRead, kWrite, kExec };

@@ -184,7 +184,8 @@ void add_operand_writes(CommandUnit& u) {
 
 class Planner {
  public:
-  Planner(const std::string& home, LinePlan& plan) : home_(home), plan_(plan) {}
+  Planner(const std::string& home, LinePlan& plan, PathCache* paths)
+      : home_(home), plan_(plan), paths_(paths) {}
 
   void script(std::string_view text, int depth, const std::string& origin,
               std::vector<std::string> cwds) {
@@ -229,7 +230,8 @@ class Planner {
       std::string moved;
       if (target == nullptr) moved = home_;
       else if (target->home) moved = lexical_absolute("." + target->text, home_);
-      else if (target->known && target->text != "-" && !cwd.empty()) moved = canonical_path(target->text, cwd);
+      else if (target->known && target->text != "-" && !cwd.empty()) moved = paths_ != nullptr ? paths_->canonical(target->text, cwd)
+                                                                                       : canonical_path(target->text, cwd);
       if (std::find(next.begin(), next.end(), moved) == next.end()) next.push_back(moved);
     }
     if (next.size() > 8) next = {cwds.front(), ""};
@@ -465,6 +467,7 @@ class Planner {
 
   const std::string& home_;
   LinePlan& plan_;
+  PathCache* paths_;
 };
 
 }  // namespace
@@ -531,9 +534,10 @@ void normalise_flags(CommandUnit& u) {
   }
 }
 
-LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home) {
+LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home,
+                   PathCache* paths) {
   LinePlan plan;
-  Planner planner(home, plan);
+  Planner planner(home, plan, paths);
   planner.script(line, 0, "", {cwd});
   for (auto& u : plan.units) {
     if (u.argv.empty() || !u.argv[0].known) continue;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/paths.h"
 #include "policy/shell_parse.h"
 
 namespace moat::policy {
@@ -51,8 +52,10 @@ struct LinePlan {
   std::vector<std::string> problems;  // line-level: syntax, limits, control characters
 };
 
-// `home` expands ~ and $HOME in write targets and script paths.
-LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home);
+// `home` expands ~ and $HOME in write targets and script paths. `paths`, if given, is the
+// decision's canonicalisation cache (for `cd` targets).
+LinePlan plan_line(std::string_view line, const std::string& cwd, const std::string& home,
+                   PathCache* paths = nullptr);
 
 // Normalises flags and finds operands of argv[1..]; used for units and for tests.
 void normalise_flags(CommandUnit& unit);

@@ -285,7 +285,7 @@ Result<std::string> Connection::audit_decision(const policy::Decision& d, const 
               {"interactive", !headless_},
               {"mode", headless_ ? "auto" : "ask"},
               {"policy_hash", policy_->policy_hash()}};
-  if (!d.detail.is_null()) rec["units"] = d.detail;
+  if (json units = d.detail(); !units.is_null()) rec["units"] = std::move(units);
   MOAT_TRY(audit("decision", std::move(rec)));
   return decision_id;
 }

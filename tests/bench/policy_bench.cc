@@ -177,9 +177,20 @@ int main() {
   std::printf("policy_bench: %d rules, %zu lines (%zu allowed, %zu ask/deny headless)\n", rules, lines.size(),
               allow, ask_or_deny);
   std::printf("first pass (cold PATH cache): %.0f decisions/s\n", lines.size() / cold);
-  std::printf("steady state, one thread:     %.0f decisions/s wall, %.0f per CPU-second (%.2f us CPU per line)"
-              "  target >= 100000\n",
-              decisions / elapsed, decisions / cpu, 1e6 * cpu / decisions);
+  constexpr double kTarget = 100000;  // decisions per second on one core (issue 4)
+  const double per_cpu_second = decisions / cpu;
+  std::printf("steady state, one thread:     %.0f decisions/s wall, %.0f per CPU-second (%.2f us CPU per line)\n",
+              decisions / elapsed, per_cpu_second, 1e6 * cpu / decisions);
+  std::printf("target >= %.0f decisions/s:  %.2fx the target per CPU-second (%s)\n", kTarget,
+              per_cpu_second / kTarget, per_cpu_second >= kTarget ? "met" : "NOT met");
+  // The audit record and policy explain build each decision's per-unit detail; that cost
+  // is measured apart, since most decisions are never explained.
+  const double cpu1 = thread_cpu_seconds();
+  std::size_t detailed = 0;
+  for (const auto& l : lines) detailed += policy.decide_command(l, o.workspace).detail()["units"].size();
+  const double detail_cpu = thread_cpu_seconds() - cpu1;
+  std::printf("with detail() for the audit:  %.0f decisions per CPU-second (%zu units)\n",
+              lines.size() / detail_cpu, detailed);
   std::error_code ec;
   fs::remove_all(root, ec);
   return 0;

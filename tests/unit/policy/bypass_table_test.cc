@@ -308,8 +308,8 @@ TEST_F(BypassTable, EveryRowGetsItsDecisionAndDecidingRule) {
     SCOPED_TRACE("class " + std::to_string(row.cls) + ": " + row.line);
     Decision d = policy_->decide_command(line, w_.workspace);
     EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict)))
-        << d.reason << "\n" << d.detail.dump(1);
-    EXPECT_EQ(d.deciding.id, row.rule) << d.reason << "\n" << d.detail.dump(1);
+        << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(d.deciding.id, row.rule) << d.reason << "\n" << d.detail().dump(1);
     ++per_class[row.cls];
   }
   EXPECT_GE(std::size(kRows), 150u);

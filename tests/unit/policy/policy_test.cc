@@ -24,7 +24,7 @@ TEST(Policy, DefaultPolicyAllowsTheHeadlessRefactorLoop) {
   auto p = w.load();
   ASSERT_TRUE(p);
   auto d = p->decide_command("sed -i 's/old_name/new_name/g' src/*.py && sh ./run_tests.sh", w.workspace);
-  EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason << "\n" << d.detail.dump(2);
+  EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason << "\n" << d.detail().dump(2);
   EXPECT_EQ(p->decide_tool("bash").verdict, Verdict::kAllow);
   EXPECT_EQ(p->decide_tool("mcp:x:y").verdict, Verdict::kDeny);  // ask, headless
 }
@@ -43,7 +43,7 @@ TEST(Policy, DecisionsNameTheDecidingRuleWithLayerAndLine) {
   bool git_seen = false;
   for (const auto& m : d.matched) git_seen = git_seen || m.id == "default.git";
   EXPECT_TRUE(git_seen);
-  ASSERT_EQ(d.detail["units"].size(), 2u);
+  ASSERT_EQ(d.detail()["units"].size(), 2u);
 }
 
 TEST(Policy, HeadlessTurnsAskIntoDeny) {
