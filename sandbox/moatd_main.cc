@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "sessions/audit.h"
+#include "sandbox/session.h"
 #include "sandbox/supervisor.h"
 
 namespace {
@@ -49,8 +51,10 @@ int main(int argc, char** argv) {
   app.add_option("--gid", gid, "Host gid the sandbox's groups map to when moatd runs as root")
       ->capture_default_str();
   app.add_option("--allow-without", allow_without,
-                 "Let sessions run without this sandbox layer (user_ns, seccomp, landlock, "
-                 "cgroup, ...); recorded in every session.start");
+                 "Let sessions run without this sandbox layer (seccomp, landlock, idmap, "
+                 "cgroup; never a namespace); recorded in every session.start")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(moat::sandbox::kSkippableLayers),
+                                                     std::end(moat::sandbox::kSkippableLayers))));
   app.add_option("--policy", policy_files,
                  "An extra policy file, layered last; it may only narrow what the others allow")
       ->check(CLI::ExistingFile);

@@ -6,6 +6,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
@@ -62,16 +65,29 @@ Result<void> pin_ancestors(const std::string& workspace, const std::string& targ
   return {};
 }
 
-Result<void> mask_one(const std::string& workspace, const std::string& target) {
+// Records a directory this session created to mount on (see Placeholder).
+Result<void> record_placeholder(const std::string& workspace, const std::string& target,
+                                std::vector<Placeholder>* created) {
+  struct stat st;
+  if (::lstat(target.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, target));
+  if (created != nullptr)
+    created->push_back({target.substr(workspace.size() + 1), st.st_dev, st.st_ino});
+  return {};
+}
+
+Result<void> mask_one(const std::string& workspace, const std::string& target,
+                      std::vector<Placeholder>* created) {
   MOAT_TRY(pin_ancestors(workspace, target));
   if (is_mount_point(target)) return {};  // masked by an earlier call
   struct stat st;
   if (::lstat(target.c_str(), &st) != 0) {
     if (errno != ENOENT) return fail(Error::from_errno("lstat", errno, target));
-    if (::mkdir(target.c_str(), 0755) != 0) {
-      // EROFS: an enclosing protected path is already a read-only mask, which covers this one.
-      if (errno == EROFS) return {};
-      if (errno != EEXIST) return fail(Error::from_errno("mkdir", errno, target));
+    if (::mkdir(target.c_str(), 0755) == 0) {
+      MOAT_TRY(record_placeholder(workspace, target, created));
+    } else if (errno == EROFS) {
+      return {};  // an enclosing protected path is already a read-only mask: it covers this one
+    } else if (errno != EEXIST) {  // EEXIST: made by someone else meanwhile, not ours to remove
+      return fail(Error::from_errno("mkdir", errno, target));
     }
     return bind_read_only(target, target);
   }
@@ -141,7 +157,8 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 }
 
 Result<void> mask_protected_paths(const std::string& workspace,
-                                  const std::vector<std::string>& patterns) {
+                                  const std::vector<std::string>& patterns,
+                                  std::vector<Placeholder>* created) {
   for (const std::string& p : patterns) {
     std::vector<std::string> targets;
     if (is_glob(p)) {
@@ -150,9 +167,34 @@ Result<void> mask_protected_paths(const std::string& workspace,
       MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
       targets.push_back(std::move(t));
     }
-    for (const auto& t : targets) MOAT_TRY(mask_one(workspace, t));
+    for (const auto& t : targets) MOAT_TRY(mask_one(workspace, t, created));
   }
   return {};
+}
+
+Result<void> remove_placeholders(const std::string& workspace,
+                                 std::vector<Placeholder> placeholders) {
+  // Deepest first, so a placeholder inside another one is gone before its parent is tried.
+  std::sort(placeholders.begin(), placeholders.end(),
+            [](const Placeholder& a, const Placeholder& b) { return a.relative > b.relative; });
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, sys::open_path(workspace, O_PATH | O_DIRECTORY));
+  Result<void> first = {};
+  for (const Placeholder& p : placeholders) {
+    const std::size_t slash = p.relative.rfind('/');
+    const std::string parent_rel = slash == std::string::npos ? "." : p.relative.substr(0, slash);
+    const std::string name = p.relative.substr(slash == std::string::npos ? 0 : slash + 1);
+    // Beneath the workspace, no symlinks: a path swapped for a link cannot send us elsewhere.
+    auto parent = sys::open_beneath(root.get(), parent_rel, O_PATH | O_DIRECTORY, true);
+    if (!parent) continue;  // its parent is gone or replaced: so is the placeholder
+    struct stat st;
+    if (::fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) || st.st_dev != p.dev || st.st_ino != p.ino) continue;  // not ours
+    // rmdir removes only an empty directory: what someone put in it keeps it.
+    if (::unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOTEMPTY &&
+        errno != EEXIST && errno != ENOENT && first)
+      first = fail(Error::from_errno("rmdir", errno, workspace + "/" + p.relative));
+  }
+  return first;
 }
 
 }  // namespace moat::sandbox

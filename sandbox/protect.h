@@ -2,6 +2,8 @@
 // globs), masked read-only in the session's view and re-derived before every call.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -16,15 +18,31 @@ namespace moat::sandbox {
 // Never leaves the workspace: ".." components are refused (EINVAL).
 Result<std::string> mask_target(const std::string& workspace, const std::string& relative);
 
+// A directory mask_protected_paths created to mask a missing path. The workspace is the host's
+// directory, so it stays on the host's disk; the session removes it when it ends.
+struct Placeholder {
+  std::string relative;  // workspace-relative
+  dev_t dev = 0;         // the directory created: a same-named one made later is not ours
+  ino_t ino = 0;
+};
+
 // Runs in the session init before every fork. Each target that is not already a mount point
 // gets a read-only bind of itself; a missing target is first created as an empty directory
-// (a mount needs a mount point; a directory blocks both a file and a directory of that name);
-// a symlink is covered by an empty read-only file. Glob patterns (*, ?, [) are matched
+// (a mount needs a mount point; a directory blocks both a file and a directory of that name)
+// and appended to *created; a symlink is covered by an empty read-only file. Glob patterns (*, ?, [) are matched
 // against the workspace's current entries (** crosses directories). Every directory between
 // the workspace and a target is made a mount point too, so it cannot be renamed or removed
 // (EBUSY): masks cannot be carried away with a renamed parent.
 Result<void> mask_protected_paths(const std::string& workspace,
-                                  const std::vector<std::string>& patterns);
+                                  const std::vector<std::string>& patterns,
+                                  std::vector<Placeholder>* created);
+
+// Host side, once no process of the session is left: removes each placeholder that is still
+// the directory that was created (same device and inode) and still empty, deepest first,
+// reached beneath the workspace without following symlinks. A placeholder that is gone, was
+// replaced or holds something is left alone; the error is the first other failure.
+Result<void> remove_placeholders(const std::string& workspace,
+                                 std::vector<Placeholder> placeholders);
 
 // Runs in the session init before every fork, before mask_protected_paths: each existing
 // match is covered by an empty read-only directory (for a directory) or file (otherwise, a

@@ -26,8 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/log.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/ns_user.h"
+#include "sandbox/protect.h"
 #include "sandbox/session.h"
 #include "sandbox/session_init.h"
 #include "sandbox/sys.h"
@@ -211,6 +213,19 @@ pid_t host_pid_of(int pidfd) {
   return -1;
 }
 
+// The placeholder messages the init sent since 'R' (see session_init.h), without blocking.
+std::vector<Placeholder> drain_placeholders(int ctl) {
+  std::vector<Placeholder> out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return out;
+    if (auto p = parse_placeholder_message(std::string_view(buf, static_cast<std::size_t>(n))))
+      out.push_back(std::move(*p));
+  }
+}
+
 const char* limit_for_signal(int sig) {
   if (sig == SIGXCPU) return "cpu";
   if (sig == SIGXFSZ) return "file_size";
@@ -222,14 +237,26 @@ class LinuxSession final : public Session {
   LinuxSession(SessionConfig config, pid_t keeper, pid_t init, UniqueFd ctl, std::string describe,
                ScopedCgroup cgroup, Clock::time_point created)
       : config_(std::move(config)), keeper_(keeper), init_(init), ctl_(std::move(ctl)),
-        describe_(std::move(describe)), created_(created), cgroup_(std::move(cgroup)) {}
+        describe_(std::move(describe)), created_(created), cgroup_(std::move(cgroup)) {
+    if (auto pidfd = sys::pidfd_open(init_); pidfd) init_pidfd_ = std::move(*pidfd);
+  }
 
   ~LinuxSession() override {
-    ctl_.reset();
     kill(keeper_, SIGKILL);  // the init follows through its parent-death signal
     int status;
     while (waitpid(keeper_, &status, 0) < 0 && errno == EINTR) {
     }
+    // Once the init is gone, so is every process of the session: nothing inside can still
+    // report a placeholder, or write into one, while they are removed.
+    if (init_pidfd_.valid()) {
+      pollfd p{init_pidfd_.get(), POLLIN, 0};
+      while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
+      }
+    }
+    std::vector<Placeholder> created = drain_placeholders(ctl_.get());
+    ctl_.reset();
+    if (auto removed = remove_placeholders(config_.workspace, std::move(created)); !removed)
+      MOAT_LOG_WARN("session end: %s", removed.error().message().c_str());
   }
 
   Result<ExecOutcome> exec(const ExecSpec& spec,
@@ -249,6 +276,7 @@ class LinuxSession final : public Session {
   SessionConfig config_;
   pid_t keeper_;
   pid_t init_;
+  UniqueFd init_pidfd_;  // readable once the init has exited
   UniqueFd ctl_;
   std::string describe_;
   // Taken before the fork, so it is earlier than the init's own session timer: when the init
@@ -471,10 +499,26 @@ Result<std::string> canonical_workspace(const std::string& ws) {
   return out;
 }
 
+Result<void> check_allow_without(const std::set<std::string>& names) {
+  for (const std::string& name : names) {
+    bool known = false;
+    for (const char* layer : kSkippableLayers) known = known || name == layer;
+    if (known) continue;
+    bool is_namespace = false;
+    for (const auto& ns : kNamespaces) is_namespace = is_namespace || name == ns.name;
+    if (is_namespace)
+      return fail("allow_without: " + name + " cannot be skipped: the session is its namespaces");
+    return fail("allow_without: " + moat::quoted(name) +
+                " is not a layer that can be skipped (seccomp, landlock, idmap, cgroup)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   SessionConfig config = in;
+  MOAT_TRY(check_allow_without(config.allow_without));
   MOAT_ASSIGN_OR_RETURN(config.workspace, canonical_workspace(in.workspace));
   const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
   nlohmann::json skipped = nlohmann::json::object();

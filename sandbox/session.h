@@ -39,6 +39,11 @@ struct Limits {
 // is valid in its address space, a closure made later would not be.
 using WorkerHandler = std::string (*)(std::string_view request);
 
+// The layers SessionConfig::allow_without may name. The namespaces (user_ns, mount_ns, ...)
+// are not among them: the session is its namespaces, there is no running without one. Any
+// other name refuses the session, so a typo cannot leave a layer silently required or off.
+inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap", "cgroup"};
+
 struct SessionConfig {
   std::string workspace;               // host path; bound read-write at the same path
   std::vector<std::string> read_only;  // host paths bound read-only; empty = system default
@@ -55,8 +60,8 @@ struct SessionConfig {
   std::string hostname = "moat";
   uid_t unprivileged_uid = 65534;      // host uid the sandbox's users map to when moatd is root
   gid_t unprivileged_gid = 65534;
-  // Layers the policy explicitly lets the session run without ("user_ns", "seccomp",
-  // "landlock", "cgroup", ...). Anything not listed that cannot be applied refuses the session.
+  // Layers the policy explicitly lets the session run without (kSkippableLayers). Anything
+  // not listed that cannot be applied refuses the session; so does a name not in the list.
   std::set<std::string> allow_without;
   WorkerHandler handler = nullptr;     // used by run_handler()
   // Tests only: every worker of the session leaves out this step ("caps", "seccomp", ...; see

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -101,6 +102,7 @@ class Init {
   Result<void> setup_filter();
   Result<void> setup_landlock();
   void on_request();
+  void report_placeholders(const std::vector<Placeholder>& created) const;
   Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io);
   void on_sigchld();
   void on_channel(int fd);
@@ -215,8 +217,10 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     send_record(channel.get(), ChannelMsg::kFailed, EINVAL);
     return fail(call.error());
   }
+  std::vector<Placeholder> created;
   auto masked = hide_paths(config_.workspace, config_.hidden_paths);
-  if (masked) masked = mask_protected_paths(config_.workspace, config_.protected_paths);
+  if (masked) masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created);
+  report_placeholders(created);
   if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);
     return fail(masked.error());
@@ -239,17 +243,25 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     send_record(channel.get(), ChannelMsg::kFailed, ENOSYS);
     return fail("no handler");
   }
-  pid_t pid = fork();
+  pid_t pid = start_worker(plan);
   if (pid < 0) {
     send_record(channel.get(), ChannelMsg::kFailed, errno);
     return fail(Error::from_errno("fork", errno));
   }
-  if (pid == 0) run_worker_in_child(plan);
   auto pidfd = sys::pidfd_open(pid);
   send_record(channel.get(), ChannelMsg::kStarted, pid, pidfd ? pidfd->get() : -1);
   int key = channel.get();
   calls_.emplace(key, Running{pid, std::move(channel)});
   return {};
+}
+
+// Never blocks the init: were moatd's receive queue full, the directory would stay on disk,
+// which is the worst that can happen.
+void Init::report_placeholders(const std::vector<Placeholder>& created) const {
+  for (const Placeholder& p : created) {
+    const std::string msg = placeholder_message(p);
+    (void)::send(ctx_.ctl_fd, msg.data(), msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
 }
 
 void Init::on_sigchld() {
@@ -287,6 +299,21 @@ void Init::on_channel(int fd) {
 }
 
 }  // namespace
+
+std::string placeholder_message(const Placeholder& p) {
+  std::uint64_t ids[2] = {static_cast<std::uint64_t>(p.dev), static_cast<std::uint64_t>(p.ino)};
+  std::string msg = "P";
+  msg.append(reinterpret_cast<const char*>(ids), sizeof ids);
+  return msg + p.relative;
+}
+
+std::optional<Placeholder> parse_placeholder_message(std::string_view msg) {
+  std::uint64_t ids[2];
+  if (msg.size() <= 1 + sizeof ids || msg[0] != 'P') return std::nullopt;
+  std::memcpy(ids, msg.data() + 1, sizeof ids);
+  return Placeholder{std::string(msg.substr(1 + sizeof ids)), static_cast<dev_t>(ids[0]),
+                     static_cast<ino_t>(ids[1])};
+}
 
 void run_session_init(const InitContext& ctx) {
   Init init(ctx);

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
+#include "sandbox/protect.h"
 #include "sandbox/session.h"
 
 namespace moat::sandbox {
@@ -22,12 +25,18 @@ inline constexpr char kKillRequest = 'k';
 
 // The control socket's handshake, child -> moatd: 'U' after unshare (write the id maps),
 // then 'R' + describe JSON when ready or 'E' + message when a layer failed. moatd -> child:
-// 'M' once the maps are written.
+// 'M' once the maps are written. After 'R', the child sends 'P' messages unasked, one per
+// placeholder directory it created for a missing protected path (see placeholder_message);
+// moatd reads them when the session ends and removes what is still empty.
 struct InitContext {
   SessionConfig config;
   int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
   int workspace_tree = -1;  // idmapped detached tree from moatd, or -1
 };
+
+// 'P', then dev and ino (8 bytes each, native order), then the workspace-relative path.
+std::string placeholder_message(const Placeholder& p);
+std::optional<Placeholder> parse_placeholder_message(std::string_view msg);
 
 // Runs in the session's pid 1 after the namespaces exist and the ids are mapped; never
 // returns. Sends 'R' or 'E' on ctl_fd.

@@ -4,7 +4,9 @@
 #include "sandbox/worker.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -147,6 +149,41 @@ int exec_resolved(const WorkerPlan& plan) {
   _exit(sent ? 0 : 1);
 }
 
+// An exec worker is started the way posix_spawn starts a child: clone(CLONE_VM|CLONE_VFORK)
+// on a stack of its own. The init is a fork of moatd; fork() would copy the page tables of all
+// of that memory for a child that throws them away at exec, and the exec would tear the copy
+// down again: that is most of what a fork costs here. Sharing is safe because:
+//  - the init is single-threaded and CLONE_VFORK suspends it until the child has exec'd or
+//    exited, so nothing else runs on the shared memory meanwhile;
+//  - the steps allocate nothing and write no memory the init reads (status_fd_now and errno
+//    are the child's alone while the init is suspended);
+//  - every step changes per-task or per-process state the child does not share without
+//    CLONE_FILES/CLONE_FS/CLONE_SIGHAND/CLONE_THREAD: fds, cwd, signal dispositions and mask,
+//    session, rlimits, credentials, no_new_privs, Landlock domain, seccomp filter;
+//  - every signal is blocked across clone (as in posix_spawn), so no handler inherited from
+//    moatd runs in the child before kSignals resets the dispositions.
+// Handler and create-file workers run code after the restrictions (the heap, a tool handler):
+// they get a copy of the memory, fork().
+constexpr std::size_t kWorkerStackBytes = 256 * 1024;
+
+int exec_worker_entry(void* plan) {
+  run_worker_in_child(*static_cast<const WorkerPlan*>(plan));
+}
+
+// One stack for every exec worker: the init is single-threaded and suspended while a child
+// runs on it. Mapped once, with a guard page below it so an overflow faults.
+char* exec_worker_stack_top() {
+  static char* top = [] {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* base = mmap(nullptr, kWorkerStackBytes + page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED) return static_cast<char*>(nullptr);
+    if (mprotect(base, page, PROT_NONE) != 0) return static_cast<char*>(nullptr);
+    return static_cast<char*>(base) + page + kWorkerStackBytes;
+  }();
+  return top;
+}
+
 }  // namespace
 
 const char* step_name(Step step) {
@@ -174,6 +211,24 @@ void run_worker_in_child(const WorkerPlan& plan) {
   if (plan.kind == WorkerKind::kHandler) run_handler(plan);
   if (plan.kind == WorkerKind::kCreateFile) run_create_file(plan);
   report_and_exit(Step::kExec, exec_resolved(plan));  // env carries no moatd secrets
+}
+
+pid_t start_worker(const WorkerPlan& plan) {
+  char* stack = plan.kind == WorkerKind::kExec ? exec_worker_stack_top() : nullptr;
+  if (stack == nullptr) {  // a handler or create-file worker, or no stack could be mapped
+    pid_t pid = fork();
+    if (pid == 0) run_worker_in_child(plan);
+    return pid;
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = clone(exec_worker_entry, stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                    const_cast<WorkerPlan*>(&plan));
+  const int err = errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return pid;
 }
 
 }  // namespace moat::sandbox

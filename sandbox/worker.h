@@ -2,6 +2,8 @@
 // init. The order is the content; see run_worker_in_child.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 
 #include "sandbox/rlimits.h"
@@ -52,6 +54,10 @@ struct WorkerPlan {
   RlimitPlan rlimits;
   Step skip = Step::kNone;  // tests only: prove each step matters by leaving it out
 };
+
+// Starts the worker for plan in a child of the calling (single-threaded) init and returns
+// its pid, or -1 with errno. See worker.cc for why an exec worker shares the init's memory.
+pid_t start_worker(const WorkerPlan& plan);
 
 // Runs in the forked child; never returns. Layout after kCloseFds: 0 = /dev/null,
 // 1 and 2 = output (exec) or /dev/null, 3 = status (close-on-exec), 4 = data socket.

@@ -1,11 +1,24 @@
 // tests/bench/sandbox_bench.cc: what a sandboxed call costs. Prints, in one run, the median and
-// p99 of `true` run (1) through a warm sandbox::Session (the path every moatd tool call takes),
-// (2) by bare fork+exec on the host, (3) by `bwrap --unshare-all ... true`, with the ratios
-// (target: session <= 2x bare and <= 0.3x bwrap), and the session setup time.
+// p99 of `true` run
+//   (1) by bare fork+exec on the host (/bin/true, and bash -c true: the bash tool runs bash),
+//   (2) through a warm sandbox::Session (the sandbox alone: keeper, init, worker),
+//   (3) as a bash tool call through the real moatd binary on a warm session (the whole path:
+//       protocol, policy decision, write-ahead audit record, worker, exec record, result),
+//       once with the audit log on this disk and once on tmpfs (the difference is the two
+//       fdatasyncs per call),
+//   (4) by `bwrap --unshare-all ... true`,
+// with the ratios (target: moat <= 2x bare and <= 0.3x bwrap), and the setup time of a session
+// (Session::create, and moatd's hello -> welcome).
 //
-// Usage: sandbox_bench [iterations]   (default 300; bwrap gets a third of them).
-//        MOAT_BENCH_SKIP=seccomp sandbox_bench   shows one worker step's share.
+// The samples are interleaved: every round runs each path once, in an order that rotates from
+// round to round, so a burst of load on this shared machine hits every path alike and the
+// ratios compare like with like. bwrap runs every third round (it is slow).
+//
+// Usage: sandbox_bench [rounds]   (default 300). Needs moatd: $MOATD_BIN, else the build
+//        tree's sandbox/moatd (ninja sandbox/moatd tests/bench/sandbox_bench). MOAT_BENCH_SKIP=seccomp shows one worker step's share (the
+//        session path only; never for real use).
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,32 +26,41 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+#include "sandbox/protocol.h"
 #include "sandbox/session.h"
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct Stats {
   double median_ms = 0, p99_ms = 0;
 };
 
-Stats measure(int n, const std::function<bool()>& once) {
+struct Path {
+  const char* name;
+  int every;  // runs in rounds where round % every == 0
+  std::function<bool()> once;
   std::vector<double> ms;
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    if (!once()) {
-      std::fprintf(stderr, "run %d failed\n", i);
-      std::exit(1);
-    }
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+
+  Stats stats() const {
+    std::vector<double> s = ms;
+    std::sort(s.begin(), s.end());
+    return {s[s.size() / 2], s[std::min(s.size() - 1, s.size() * 99 / 100)]};
   }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)]};
+};
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
 bool fork_exec(const std::vector<const char*>& argv) {
@@ -52,59 +74,213 @@ bool fork_exec(const std::vector<const char*>& argv) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-void print(const char* name, const Stats& s) {
-  std::printf("%-28s median %8.3f ms   p99 %8.3f ms\n", name, s.median_ms, s.p99_ms);
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five;
+  in >> one >> five;
+  return one + " (1 min), " + five + " (5 min)";
+}
+
+std::string make_temp_dir(const fs::path& parent, const char* prefix) {
+  std::string tmpl = (parent / (std::string(prefix) + "-XXXXXX")).string();
+  return mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
+}
+
+// moatd from the build tree: tests/bench/sandbox_bench -> sandbox/moatd.
+std::string moatd_binary() {
+  if (const char* bin = std::getenv("MOATD_BIN")) return bin;
+  fs::path self = fs::read_symlink("/proc/self/exe");
+  return (self.parent_path().parent_path().parent_path() / "sandbox" / "moatd").string();
+}
+
+// A client of one private moatd (moatd --fd), speaking the protocol synchronously: one call at
+// a time, so a call's time is moatd's time plus a socket round trip.
+class MoatdConnection {
+ public:
+  // Starts moatd with the built-in default policy (empty policy dirs) and its audit log in
+  // audit_dir, and greets it: a warm session, ready for calls.
+  bool start(const std::string& workspace, const std::string& audit_dir,
+             const std::string& policy_dir, double* hello_ms) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return false;
+    fd_ = moat::UniqueFd(sv[0]);
+    moat::UniqueFd theirs(sv[1]);
+    const std::string exe = moatd_binary(), fd_arg = std::to_string(kMoatdFd);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(theirs.get(), kMoatdFd);  // dup2 clears close-on-exec on the copy
+      execl(exe.c_str(), exe.c_str(), "--fd", fd_arg.c_str(), "--audit-dir", audit_dir.c_str(),
+            "--system-policy-dir", policy_dir.c_str(), "--user-policy-dir", policy_dir.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto t0 = Clock::now();
+    auto welcome = round_trip({{"type", "hello"}, {"version", moat::sandbox::kProtocolVersion},
+                               {"workspace", workspace}, {"headless", true}}, "welcome");
+    *hello_ms = ms_since(t0);
+    if (!welcome) std::fprintf(stderr, "moatd (%s): no welcome\n", exe.c_str());
+    return welcome.has_value();
+  }
+
+  bool bash_true() {
+    const std::string id = "bench-" + std::to_string(calls_++);
+    auto result = round_trip({{"type", "call"}, {"id", id}, {"tool", "bash"},
+                              {"arguments", {{"command", "true"}}}}, "result");
+    if (result && result->value("isError", true))
+      std::fprintf(stderr, "moatd: %s\n", result->dump().c_str());
+    return result && !result->value("isError", true);
+  }
+
+  ~MoatdConnection() {
+    if (pid_ <= 0) return;
+    (void)round_trip({{"type", "bye"}}, "bye");
+    fd_.reset();
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+
+ private:
+  static constexpr int kMoatdFd = 3;
+
+  // Sends m and reads frames until one of type `until` (progress frames are skipped).
+  std::optional<nlohmann::json> round_trip(const nlohmann::json& m, const char* until) {
+    const std::string frame = moat::sandbox::encode_frame(m);
+    if (::send(fd_.get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(frame.size()))
+      return std::nullopt;
+    char buf[65536];
+    for (;;) {
+      auto next = decoder_.next();
+      if (!next) return std::nullopt;
+      if (next->has_value()) {
+        if ((**next).value("type", "") == until) return **next;
+        if ((**next).value("type", "") == "error") return std::nullopt;
+        continue;
+      }
+      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+  moat::UniqueFd fd_;
+  pid_t pid_ = -1;
+  int calls_ = 0;
+  moat::sandbox::FrameDecoder decoder_;
+};
+
+void print_row(const Path& p) {
+  Stats s = p.stats();
+  std::printf("  %-44s median %7.3f ms   p99 %7.3f ms   (%zu samples)\n", p.name, s.median_ms,
+              s.p99_ms, p.ms.size());
+}
+
+void print_ratio(const char* what, const Path& a, const Path& b, const char* target) {
+  Stats x = a.stats(), y = b.stats();
+  std::printf("  %-44s median %5.2fx   p99 %5.2fx   %s\n", what, x.median_ms / y.median_ms,
+              x.p99_ms / y.p99_ms, target);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 300;
-  std::string tmpl = (std::filesystem::temp_directory_path() / "moat-bench-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) return 1;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 300;
+  const fs::path tmp = fs::temp_directory_path();
+  // One workspace per session: each session masks its own protected paths in it.
+  const std::string ws = make_temp_dir(tmp, "moat-bench-ws");
+  const std::string ws_disk = make_temp_dir(tmp, "moat-bench-ws");
+  const std::string ws_shm = make_temp_dir(tmp, "moat-bench-ws");
+  const std::string disk_audit = make_temp_dir(tmp, "moat-bench-audit");
+  const std::string shm_audit = make_temp_dir("/dev/shm", "moat-bench-audit");
+  const std::string policy_dir = make_temp_dir(tmp, "moat-bench-policy");
+  if (ws.empty() || ws_disk.empty() || ws_shm.empty() || disk_audit.empty() || shm_audit.empty() || policy_dir.empty()) return 1;
   moat::sandbox::SessionConfig config;
-  config.workspace = tmpl;
-  // MOAT_BENCH_SKIP=<worker step> measures a step's share of the cost (never for real use).
+  config.workspace = ws;
+  config.protected_paths = {".git/hooks", ".git/config", ".moat"};  // as moatd sets them
   if (const char* skip = std::getenv("MOAT_BENCH_SKIP")) config.test_skip_step = skip;
+  std::printf("sandbox_bench: %d rounds of `true`; load average at start %s\n", rounds,
+              load_average().c_str());
 
   std::vector<double> setup_ms;
   for (int i = 0; i < 10; ++i) {
-    auto t0 = Clock::now();
+    const auto t0 = Clock::now();
     auto s = moat::sandbox::Session::create(config);
     if (!s) {
       std::fprintf(stderr, "no sandbox session here: %s\n", s.error().message().c_str());
       return 1;
     }
-    setup_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    setup_ms.push_back(ms_since(t0));
   }
-  std::sort(setup_ms.begin(), setup_ms.end());
   auto session = std::move(*moat::sandbox::Session::create(config));
+  double hello_disk_ms = 0, hello_shm_ms = 0;
+  auto moatd_disk = std::make_unique<MoatdConnection>();
+  auto moatd_shm = std::make_unique<MoatdConnection>();
+  if (!moatd_disk->start(ws_disk, disk_audit, policy_dir, &hello_disk_ms) ||
+      !moatd_shm->start(ws_shm, shm_audit, policy_dir, &hello_shm_ms))
+    return 1;
+
   moat::sandbox::ExecSpec spec;
   spec.argv = {"/bin/true"};
-  for (int i = 0; i < 20; ++i) (void)session->exec(spec, nullptr, nullptr);  // warm up
+  std::vector<Path> paths;
+  paths.push_back({"bare fork+exec /bin/true", 1,
+                   [] { return fork_exec({"/bin/true", nullptr}); }, {}});
+  paths.push_back({"bare fork+exec bash -c true", 1, [] {
+                     return fork_exec({"/bin/bash", "--noprofile", "--norc", "-c", "true",
+                                       nullptr});
+                   }, {}});
+  paths.push_back({"session exec /bin/true (warm)", 1, [&] {
+                     auto r = session->exec(spec, nullptr, nullptr);
+                     return r && r->exit_code == 0;
+                   }, {}});
+  paths.push_back({"moatd bash `true` (warm), audit on disk", 1, [&] { return moatd_disk->bash_true(); }, {}});
+  paths.push_back({"moatd bash `true` (warm), audit on tmpfs", 1, [&] { return moatd_shm->bash_true(); }, {}});
+  paths.push_back({"bwrap --unshare-all true", 3, [] {
+                     return fork_exec({"/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
+                                       "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                                       "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
+                                       "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/true",
+                                       nullptr});
+                   }, {}});
 
-  Stats moat = measure(n, [&] {
-    auto r = session->exec(spec, nullptr, nullptr);
-    return r && r->exit_code == 0;
-  });
-  Stats bare = measure(n, [] { return fork_exec({"/bin/true", nullptr}); });
-  Stats bwrap = measure(std::max(10, n / 3), [] {
-    return fork_exec({"/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr",
-                      "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-                      "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev",
-                      "/bin/true", nullptr});
-  });
+  for (int warm = 0; warm < 20; ++warm)  // page cache, the sessions' first calls
+    for (auto& p : paths) (void)p.once();
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      Path& p = paths[(k + static_cast<std::size_t>(round)) % paths.size()];
+      if (round % p.every != 0) continue;
+      const auto t0 = Clock::now();
+      if (!p.once()) {
+        std::fprintf(stderr, "%s: round %d failed\n", p.name, round);
+        return 1;
+      }
+      p.ms.push_back(ms_since(t0));
+    }
+  }
 
-  std::printf("sandbox_bench: %d iterations of `true`\n", n);
-  print("moat session (warm)", moat);
-  print("bare fork+exec", bare);
-  print("bwrap --unshare-all", bwrap);
-  std::printf("ratio moat/bare    median %.2fx  p99 %.2fx   (target <= 2x)\n",
-              moat.median_ms / bare.median_ms, moat.p99_ms / bare.p99_ms);
-  std::printf("ratio moat/bwrap   median %.2fx  p99 %.2fx   (target <= 0.3x)\n",
-              moat.median_ms / bwrap.median_ms, moat.p99_ms / bwrap.p99_ms);
-  std::printf("session setup      median %.3f ms (of 10)\n", setup_ms[setup_ms.size() / 2]);
+  const Path &bare = paths[0], &bare_bash = paths[1], &sess = paths[2], &moatd = paths[3],
+             &moatd_tmpfs = paths[4], &bwrap = paths[5];
+  std::printf("per call (interleaved):\n");
+  for (const auto& p : paths) print_row(p);
+  std::printf("ratios:\n");
+  print_ratio("moatd call / bare /bin/true", moatd, bare, "(target <= 2x)");
+  print_ratio("moatd call / bwrap", moatd, bwrap, "(target <= 0.3x)");
+  print_ratio("moatd call / bare bash -c true", moatd, bare_bash, "(same program both sides)");
+  print_ratio("moatd call, audit on tmpfs / bare bash", moatd_tmpfs, bare_bash, "");
+  print_ratio("session exec / bare /bin/true", sess, bare, "(the sandbox alone)");
+  print_ratio("session exec / bwrap", sess, bwrap, "");
+  std::printf("setup:\n");
+  std::printf("  %-44s median %7.3f ms   (of 10)\n", "Session::create", median(setup_ms));
+  std::printf("  %-44s %7.3f ms (audit on disk), %.3f ms (tmpfs)\n", "moatd hello -> welcome",
+              hello_disk_ms, hello_shm_ms);
+  std::printf("load average at end %s\n", load_average().c_str());
+  moatd_disk.reset();
+  moatd_shm.reset();
   session.reset();
-  std::filesystem::remove_all(tmpl);
+  for (const auto& d : {ws, ws_disk, ws_shm, disk_audit, shm_audit, policy_dir}) fs::remove_all(d);
   return 0;
 }

@@ -185,6 +185,22 @@ TEST(FailClosed, WorkspaceWithoutIdmapSupportIsRefusedUnlessAllowed) {
   EXPECT_NE((*allowed)->describe_json().find("\"idmap\":false"), std::string::npos);
 }
 
+TEST(FailClosed, AllowWithoutANamespaceOrAnUnknownLayerIsRefused) {
+  TempDir ws;
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.allow_without = {"user_ns"};
+  auto ns = Session::create(c);
+  ASSERT_FALSE(ns);
+  EXPECT_EQ(ns.error().message(),
+            "allow_without: user_ns cannot be skipped: the session is its namespaces");
+  c.allow_without = {"seccomp", "lanlock"};  // a typo must not pass silently
+  auto typo = Session::create(c);
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.error().message().find("'lanlock' is not a layer that can be skipped"),
+            std::string::npos) << typo.error().message();
+}
+
 TEST(FailClosed, RelativeWorkspaceIsRefused) {
   SessionConfig c;
   c.workspace = "relative/path";

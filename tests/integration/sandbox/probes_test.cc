@@ -1,6 +1,7 @@
 // tests/integration/sandbox/probes_test.cc: moat_probe inside a worker, one escape per test,
 // asserting the exact outcome; one test per deny-table row; host-side canaries.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -100,7 +102,33 @@ TEST_F(ProbeTest, NetlinkPacketAlgVsockFailWithEafnosupport) {
     EXPECT_EQ(probe({"socket", std::to_string(family)}), "EAFNOSUPPORT") << family;
 }
 TEST_F(ProbeTest, X32SyscallKillsTheProcess) { EXPECT_EQ(probe({"x32"}), "signal:" + std::to_string(SIGSYS)); }
-TEST_F(ProbeTest, Int80SyscallKillsTheProcess) { EXPECT_EQ(probe({"int80"}), "signal:" + std::to_string(SIGSYS)); }
+// The probe run on the host, outside any sandbox: its wait status.
+int probe_on_host(const std::vector<const char*>& args) {
+  const std::string exe = testing::probe_binary();
+  std::vector<const char*> argv = {exe.c_str()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    dup2(null_fd, 2);
+    execv(argv[0], const_cast<char* const*>(argv.data()));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(ProbeTest, Int80SyscallKillsTheProcess) {
+  // Some hypervisors (the 2-vCPU VM this suite was last run on, for one) do not deliver int 0x80 to the kernel's
+  // i386 entry at all: the instruction faults (SIGSEGV) before any filter could see it.
+  const int host = probe_on_host({"int80"});
+  if (WIFSIGNALED(host))
+    GTEST_SKIP() << "int 0x80 dies with signal " << WTERMSIG(host) << " on this host already";
+  EXPECT_EQ(probe({"int80"}), "signal:" + std::to_string(SIGSYS));
+}
 TEST_F(ProbeTest, OpenAt2FailsWithEnosys) { EXPECT_EQ(probe({"syscall", nr("openat2"), "-1", "0", "0", "0"}), "ENOSYS"); }
 TEST_F(ProbeTest, UnknownSyscallNumberFailsWithEnosys) { EXPECT_EQ(probe({"syscall", "499"}), "ENOSYS"); }
 

@@ -91,6 +91,68 @@ TEST(ProtectedPaths, RenamingTheParentAwayFailsWithEbusy) {
   EXPECT_EQ(ws.read(".git/HEAD"), "ok\n") << "the rest of .git stays writable";
 }
 
+// The placeholders a session creates to mask missing protected paths live on the host's disk
+// (the workspace is the host's directory); the session removes them when it ends.
+TEST(ProtectedPaths, PlaceholdersForMissingPathsAreRemovedWhenTheSessionEnds) {
+  TempDir ws;
+  std::filesystem::create_directories(ws.file("sub"));
+  SessionConfig c = protected_config(ws);
+  c.protected_paths.push_back("sub/deeper/x");
+  {
+    MOAT_SESSION_OR_SKIP(s, c);
+    ASSERT_TRUE(testing::sh(s, "true"));
+    // Masked at their first missing component: .git (for .git/hooks and .git/config), .moat,
+    // sub/deeper.
+    EXPECT_TRUE(std::filesystem::is_directory(ws.file(".git")));
+    EXPECT_TRUE(std::filesystem::is_directory(ws.file(".moat")));
+    EXPECT_TRUE(std::filesystem::is_directory(ws.file("sub/deeper")));
+  }
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git")));
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".moat")));
+  EXPECT_FALSE(std::filesystem::exists(ws.file("sub/deeper")));
+  EXPECT_TRUE(std::filesystem::is_directory(ws.file("sub"))) << "only what the session created";
+}
+
+TEST(ProtectedPaths, PlaceholderTheHostFilledDuringTheSessionIsKept) {
+  TempDir ws;
+  {
+    MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+    ASSERT_TRUE(testing::sh(s, "true"));
+    ASSERT_TRUE(std::filesystem::is_directory(ws.file(".git")));
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");  // e.g. `git init` on the host meanwhile
+  }
+  EXPECT_EQ(ws.read(".git/HEAD"), "ref: refs/heads/main\n");
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".moat"))) << "the empty one still goes";
+}
+
+TEST(ProtectedPaths, ExistingEmptyDirectoriesAreNotPlaceholders) {
+  TempDir ws;
+  std::filesystem::create_directories(ws.file(".git/hooks"));
+  std::filesystem::create_directories(ws.file(".moat"));
+  {
+    MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+    ASSERT_TRUE(testing::sh(s, "true"));
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(ws.file(".git/hooks")));
+  EXPECT_TRUE(std::filesystem::is_directory(ws.file(".moat")));
+  EXPECT_FALSE(std::filesystem::exists(ws.file(".git/config")))
+      << "the missing .git/config was masked by a placeholder, which is gone";
+}
+
+TEST(ProtectedPaths, PlaceholderReplacedByTheHostIsNotRemoved) {
+  TempDir ws;
+  {
+    MOAT_SESSION_OR_SKIP(s, protected_config(ws));
+    ASSERT_TRUE(testing::sh(s, "true"));
+    // The host replaces the mask with an empty .moat of its own: same name, not ours. (Made
+    // before the old one goes, so it cannot reuse its inode number.)
+    std::filesystem::create_directories(ws.file(".moat.new"));
+    std::filesystem::remove(ws.file(".moat"));
+    std::filesystem::rename(ws.file(".moat.new"), ws.file(".moat"));
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(ws.file(".moat")));
+}
+
 TEST(HiddenPaths, DeniedFilesAndDirectoriesAreEmptyInside) {
   TempDir ws;
   ws.write(".env", "API_KEY=canary-41c7\n");
