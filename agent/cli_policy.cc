@@ -1,4 +1,4 @@
-// agent/cli_policy.cc: `moat policy lint|test|list|explain`.
+// agent/cli_policy.cc: `moat policy lint|test|list|explain|trust`.
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +9,7 @@
 
 #include "agent/cli.h"
 #include "policy/explain.h"
+#include "policy/layer.h"
 #include "policy/lint.h"
 #include "policy/policy.h"
 
@@ -201,6 +202,50 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
   });
 }
 
+// Pins the project policy's current SHA-256 without a prompt (CI, scripted setups), or
+// removes the pin. moatd loads the project layer only while the file still has that hash.
+void add_trust(CLI::App* parent, int& exit_code) {
+  struct Args {
+    std::string workspace, trust_dir;
+    bool revoke = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = parent->add_subcommand(
+      "trust", "Trust the workspace's .moat/policy.toml: pin its current SHA-256 (or --revoke the pin)");
+  cmd->add_option("--workspace", a->workspace, "Workspace [default: cwd]");
+  cmd->add_option("--trust-dir", a->trust_dir,
+                  "Where pins live [env MOAT_TRUST_DIR, default $XDG_STATE_HOME/moat/trust]");
+  cmd->add_flag("--revoke", a->revoke,
+                "Remove the pin: headless runs skip the project policy, interactive ones ask again");
+  cmd->callback([a, &exit_code] {
+    char buf[4096];
+    const std::string ws = !a->workspace.empty() ? a->workspace : ::getcwd(buf, sizeof buf) ? buf : ".";
+    const std::string dir = !a->trust_dir.empty() ? a->trust_dir : policy::default_trust_dir();
+    if (a->revoke) {
+      if (auto r = policy::revoke_project(ws, dir); !r) {
+        std::fprintf(stderr, "moat policy trust: %s\n", r.error().message().c_str());
+        exit_code = kExitUsage;
+        return;
+      }
+      std::printf("revoked: the project policy of %s is no longer trusted\n", ws.c_str());
+      return;
+    }
+    auto t = policy::project_trust(ws, dir);
+    if (t && t->state == policy::TrustState::kNoProjectPolicy) {
+      std::fprintf(stderr, "moat policy trust: %s has no .moat/policy.toml\n", ws.c_str());
+      exit_code = kExitUsage;
+      return;
+    }
+    Result<void> pinned = t ? policy::pin_project(ws, dir, t->sha256) : Result<void>(fail(t.error()));
+    if (!pinned) {
+      std::fprintf(stderr, "moat policy trust: %s\n", pinned.error().message().c_str());
+      exit_code = kExitUsage;
+      return;
+    }
+    std::printf("trusted: %s\n  sha256 %s\n  pinned in %s\n", t->file.c_str(), t->sha256.c_str(), dir.c_str());
+  });
+}
+
 }  // namespace
 
 void add_policy_commands(CLI::App& app, int& exit_code) {
@@ -210,6 +255,7 @@ void add_policy_commands(CLI::App& app, int& exit_code) {
   add_test(policy_cmd, exit_code);
   add_list(policy_cmd, exit_code);
   add_explain(policy_cmd, exit_code);
+  add_trust(policy_cmd, exit_code);
 }
 
 }  // namespace moat::agent

@@ -99,8 +99,13 @@ Result<void> make_dirs(const std::string& dir) {
   return {};
 }
 
+// Sandboxed code can write inside the workspace; a pin it could write is no pin.
+bool trust_dir_in_workspace(const std::string& workspace, const std::string& trust_dir) {
+  return is_under(canonical_path(trust_dir, "/"), canonical_path(workspace, "/"));
+}
+
 Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedLayer>& out,
-                          std::vector<std::string>* notices) {
+                          std::vector<std::string>* notices, ProjectTrust* report) {
   if (o.workspace.empty()) return {};
   const std::string trust_dir = o.trust_dir.empty() ? default_trust_dir() : o.trust_dir;
   MOAT_ASSIGN_OR_RETURN(ProjectTrust t, project_trust(o.workspace, trust_dir));
@@ -108,13 +113,16 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
   if (o.trust_project && t.state != TrustState::kTrusted) {
     MOAT_TRY(pin_project(o.workspace, trust_dir, t.sha256));
     t.state = TrustState::kTrusted;
+    t.pinned = t.sha256;
   }
-  if (t.state != TrustState::kTrusted) {
+  if (t.state == TrustState::kTrusted && trust_dir_in_workspace(o.workspace, trust_dir))
+    t.skipped = "the trust directory " + trust_dir + " is inside the workspace";
+  else if (t.state != TrustState::kTrusted)
+    t.skipped = t.state == TrustState::kChanged ? "it changed since it was trusted" : "the workspace is not trusted";
+  if (!t.skipped.empty()) {
     if (notices != nullptr)
-      notices->push_back(t.file + ": project policy not loaded: " +
-                         (t.state == TrustState::kChanged ? "it changed since it was trusted"
-                                                          : "the workspace is not trusted") +
-                         " (sha256 " + t.sha256 + ")");
+      notices->push_back(t.file + ": project policy not loaded: " + t.skipped + " (sha256 " + t.sha256 + ")");
+    if (report != nullptr) *report = t;
     return {};
   }
   MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(t.file, strict, notices));
@@ -122,13 +130,25 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
   // would otherwise load unaccepted text.
   if (p.sha256 != t.sha256) return fail(t.file + ":1:1: changed while it was being loaded");
   out.push_back({"project", std::move(p)});
+  t.loaded = true;
+  if (report != nullptr) *report = t;
   return {};
 }
 
 }  // namespace
 
 std::string default_trust_dir() {
-  return env_or("XDG_STATE_HOME", home_dir() + "/.local/state") + "/moat/trust";
+  const std::string dir = env_or("MOAT_TRUST_DIR", "");
+  return !dir.empty() ? dir : env_or("XDG_STATE_HOME", home_dir() + "/.local/state") + "/moat/trust";
+}
+
+const char* trust_state_name(TrustState s) {
+  switch (s) {
+    case TrustState::kTrusted: return "trusted";
+    case TrustState::kUntrusted: return "untrusted";
+    case TrustState::kChanged: return "changed";
+    default: return "none";
+  }
 }
 
 std::string default_user_dir() {
@@ -165,6 +185,8 @@ Result<ProjectTrust> project_trust(const std::string& workspace, const std::stri
 
 Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,
                          const std::string& sha256) {
+  if (trust_dir_in_workspace(workspace, trust_dir))
+    return fail("the trust directory " + trust_dir + " is inside the workspace; sandboxed code could write its pins");
   MOAT_TRY(make_dirs(trust_dir));
   const std::string path = pin_path(workspace, trust_dir);
   const std::string tmp = path + ".tmp";
@@ -177,7 +199,14 @@ Result<void> pin_project(const std::string& workspace, const std::string& trust_
   return {};
 }
 
-Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<std::string>* notices) {
+Result<void> revoke_project(const std::string& workspace, const std::string& trust_dir) {
+  const std::string path = pin_path(workspace, trust_dir);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(Error::from_errno("unlink", errno, path));
+  return {};
+}
+
+Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<std::string>* notices,
+                                             ProjectTrust* project) {
   std::vector<LoadedLayer> layers;
   // System layer: ownership of the directory and of every file first, then parse.
   MOAT_ASSIGN_OR_RETURN(std::vector<std::string> system_files, toml_files(o.system_dir));
@@ -199,7 +228,7 @@ Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<s
     if (l.kind == "system" && l.file.constraints && l.file.constraints->unknown_keys == "warn")
       strict = false;
   MOAT_TRY(load_dir(o.user_dir.empty() ? default_user_dir() : o.user_dir, "user", strict, layers, notices));
-  MOAT_TRY(load_project(o, strict, layers, notices));
+  MOAT_TRY(load_project(o, strict, layers, notices, project));
   for (const auto& f : o.extra_files) {
     MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(f, strict, notices));
     layers.push_back({"cli", std::move(p)});

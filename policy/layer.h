@@ -17,11 +17,25 @@ struct LoadedLayer {
   PolicyFile file;
 };
 
+enum class TrustState { kNoProjectPolicy, kTrusted, kUntrusted, kChanged };
+const char* trust_state_name(TrustState s);  // "none" | "trusted" | "untrusted" | "changed"
+
+struct ProjectTrust {
+  TrustState state = TrustState::kNoProjectPolicy;
+  std::string file;    // <workspace>/.moat/policy.toml
+  std::string sha256;  // of its current bytes
+  std::string pinned;  // the accepted hash, if any
+  bool loaded = false; // the load used it (trusted, and read with the pinned hash)
+  std::string skipped; // why it was not loaded (empty when loaded or absent)
+};
+
 // Every layer in precedence order (builtin or system first, cli last). Parse errors in
 // any layer fail the load; so does a system directory or file that is not root-owned or
-// is group/world-writable. `notices` gets what was skipped and why.
+// is group/world-writable. `notices` gets what was skipped and why; `project`, if given,
+// what became of the project layer.
 Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& options,
-                                             std::vector<std::string>* notices);
+                                             std::vector<std::string>* notices,
+                                             ProjectTrust* project = nullptr);
 
 // Root-owned and not writable by group or others (lstat: a symlink is refused).
 Result<void> check_root_owned(const std::string& path);
@@ -32,22 +46,19 @@ std::string_view builtin_default_policy_text();
 // Combines loaded layers into the effective policy (policy.cc).
 Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers,
                                              const LoadOptions& options,
-                                             std::vector<std::string> notices);
+                                             std::vector<std::string> notices,
+                                             ProjectTrust project = {});
 
-enum class TrustState { kNoProjectPolicy, kTrusted, kUntrusted, kChanged };
-
-struct ProjectTrust {
-  TrustState state = TrustState::kNoProjectPolicy;
-  std::string file;    // <workspace>/.moat/policy.toml
-  std::string sha256;  // of its current bytes
-  std::string pinned;  // the accepted hash, if any
-};
-
+// $MOAT_TRUST_DIR, else $XDG_STATE_HOME/moat/trust (~/.local/state/moat/trust).
 std::string default_trust_dir();
 std::string default_user_dir();
+// The project policy's state: its current SHA-256 against the pin for this workspace.
 Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir);
-// Records that the person accepted `sha256` for this workspace's project policy.
+// Records that the person accepted `sha256` for this workspace's project policy. Refused
+// when the trust dir lies inside the workspace (sandboxed code could write its own pin).
 Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,
                          const std::string& sha256);
+// Removes the pin (no pin is not an error): the project policy is asked about again.
+Result<void> revoke_project(const std::string& workspace, const std::string& trust_dir);
 
 }  // namespace moat::policy

@@ -150,8 +150,10 @@ struct DefaultSlot {
 
 class PolicyImpl final : public Policy {
  public:
-  PolicyImpl(std::vector<LoadedLayer> layers, const LoadOptions& o, std::vector<std::string> notices)
+  PolicyImpl(std::vector<LoadedLayer> layers, const LoadOptions& o, std::vector<std::string> notices,
+             ProjectTrust project)
       : layers_(std::move(layers)),
+        project_(std::move(project)),
         headless_(o.headless),
         home_(o.home.empty() ? (std::getenv("HOME") ? std::getenv("HOME") : "/") : o.home),
         workspace_(o.workspace.empty() ? std::string() : canonical_path(o.workspace, "/")),
@@ -303,6 +305,15 @@ class PolicyImpl final : public Policy {
     return lexical_absolute(p, vars_.workspace);
   }
   const std::vector<std::string>& notices() const override { return notices_; }
+
+  json project_json() const override {
+    if (project_.state == TrustState::kNoProjectPolicy) return nullptr;
+    json j = {{"file", project_.file}, {"sha256", project_.sha256},
+              {"pinned", project_.pinned.empty() ? json(nullptr) : json(project_.pinned)},
+              {"state", trust_state_name(project_.state)}, {"loaded", project_.loaded}};
+    if (!project_.skipped.empty()) j["skipped"] = project_.skipped;
+    return j;
+  }
 
   json layers_json() const override {
     json out = json::array();
@@ -527,7 +538,7 @@ class PolicyImpl final : public Policy {
       // Pathname expansion: the shell expands it against the same files we can see.
       std::vector<std::string> hits;
       if (expand_glob(a.glob, w.cwd, hits)) {
-        for (const auto& h : hits) path_votes(paths.canonical(h, w.cwd), std::string(), Access::kWrite, votes, true);
+        for (const auto& h : hits) target_votes(paths.canonical(h, w.cwd), w, votes);
         if (!hits.empty()) return;
         WriteTarget literal = w;  // no match: the shell passes the word unchanged
         literal.path.known = true;
@@ -540,8 +551,7 @@ class PolicyImpl final : public Policy {
         path_votes(std::string(), "/", Access::kWrite, votes, true);  // relative to an unknown cwd
         return;
       }
-      std::string path = a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, w.cwd);
-      path_votes(path, std::string(), Access::kWrite, votes, true);
+      target_votes(a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, w.cwd), w, votes);
       return;
     }
     // Unknown target: judge everything below the directory its known prefix names.
@@ -552,13 +562,24 @@ class PolicyImpl final : public Policy {
     if (!dir_part.empty() && dir_part[0] == '/') dir = paths.canonical(dir_part, "/");
     else if (w.cwd.empty()) dir = "/";
     else dir = paths.canonical(dir_part.empty() ? "." : dir_part, w.cwd);
+    under_votes(dir, "the target (" + a.text + ")", votes);
+  }
+
+  // A known target: the path itself, or (tar -x -C DIR, unzip -d DIR) the paths below it.
+  void target_votes(const std::string& path, const WriteTarget& w, std::vector<Vote>& votes) const {
+    if (!w.below) return path_votes(path, std::string(), Access::kWrite, votes, true);
+    under_votes(path, "which paths below " + path + " " + w.via + " writes", votes);
+  }
+
+  // Some unknown path at or below `dir` is written. A deny rule may or may not cover the
+  // real target: that is a question for a person.
+  void under_votes(const std::string& dir, const std::string& what, std::vector<Vote>& votes) const {
     std::size_t first = votes.size();
     path_votes(std::string(), dir, Access::kWrite, votes, true);
-    // The rule may or may not cover the real target: that is a question for a person.
     for (std::size_t i = first; i < votes.size(); ++i) {
       if (votes[i].verdict != Verdict::kDeny || votes[i].is_default) continue;
       votes[i].verdict = Verdict::kAsk;
-      votes[i].note = "the target (" + a.text + ") is not known before it runs and may be a path this rule denies";
+      votes[i].note = what + " is not known before it runs and may be a path this rule denies";
     }
   }
 
@@ -611,6 +632,7 @@ class PolicyImpl final : public Policy {
   }
 
   std::vector<LoadedLayer> layers_;
+  ProjectTrust project_;
   bool headless_;
   std::string home_;
   std::string workspace_;
@@ -633,16 +655,17 @@ class PolicyImpl final : public Policy {
 }  // namespace
 
 Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers, const LoadOptions& options,
-                                             std::vector<std::string> notices) {
-  auto p = std::make_unique<PolicyImpl>(std::move(layers), options, std::move(notices));
+                                             std::vector<std::string> notices, ProjectTrust project) {
+  auto p = std::make_unique<PolicyImpl>(std::move(layers), options, std::move(notices), std::move(project));
   MOAT_TRY(p->compile());
   return std::unique_ptr<Policy>(std::move(p));
 }
 
 Result<std::unique_ptr<Policy>> Policy::load(const LoadOptions& options) {
   std::vector<std::string> notices;
-  MOAT_ASSIGN_OR_RETURN(std::vector<LoadedLayer> layers, load_layers(options, &notices));
-  return build_policy(std::move(layers), options, std::move(notices));
+  ProjectTrust project;
+  MOAT_ASSIGN_OR_RETURN(std::vector<LoadedLayer> layers, load_layers(options, &notices, &project));
+  return build_policy(std::move(layers), options, std::move(notices), std::move(project));
 }
 
 }  // namespace moat::policy

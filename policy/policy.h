@@ -89,6 +89,9 @@ class Policy {
   virtual bool headless() const = 0;
   // What the load skipped or ignored (untrusted project policy, lower-layer constraints).
   virtual const std::vector<std::string>& notices() const = 0;
+  // The project layer for session.start: null when the workspace has no .moat/policy.toml,
+  // else {file, sha256, pinned, state: trusted|untrusted|changed, loaded, skipped}.
+  virtual nlohmann::json project_json() const = 0;
   // Every effective rule: [{id, kind, decision, layer, file, line, ignored, reason, tests}].
   virtual nlohmann::json rules_json() const = 0;
   // Expands ~, $WORKSPACE, $HOME and the other path variables the way path patterns do,

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "policy/paths.h"
+#include "policy/write_targets.h"
 
 namespace moat::policy {
 namespace {
@@ -143,43 +144,10 @@ bool is_flag_word(const Arg& a) {
   return a.known && a.text.size() > 1 && a.text[0] == '-';
 }
 
-// Which operands a program writes, by its documented argument convention.
-std::vector<std::size_t> operand_writes(std::string_view prog, const CommandUnit& u) {
-  const auto& ops = u.operands;
-  std::vector<std::size_t> out;
-  auto has_flag = [&](std::string_view f) {
-    return std::find(u.flags.begin(), u.flags.end(), f) != u.flags.end();
-  };
-  if (prog == "tee" || prog == "rm" || prog == "rmdir" || prog == "touch" || prog == "mkdir" ||
-      prog == "truncate" || prog == "shred" || prog == "unlink" || prog == "mv") {
-    out = ops;  // mv removes its sources too
-  } else if (prog == "cp" || prog == "ln" || prog == "install") {
-    if (!ops.empty()) out.push_back(ops.back());
-  } else if (prog == "chmod" || prog == "chown" || prog == "chgrp") {
-    if (ops.size() > 1) out.assign(ops.begin() + 1, ops.end());
-  } else if (prog == "sed" || prog == "perl") {
-    if (has_flag("-i") || has_flag("--in-place")) {
-      bool script_in_flags = has_flag("-e") || has_flag("-f") || has_flag("--expression");
-      out.assign(ops.begin() + (script_in_flags || ops.empty() ? 0 : 1), ops.end());
-    }
-  } else if (prog == "dd") {
-    for (std::size_t i : ops)
-      if (u.argv[i].prefix.rfind("of=", 0) == 0) out.push_back(i);
-  }
-  return out;
-}
-
+// Write operands and option values (policy/write_targets.cc), once per possible cwd.
 void add_operand_writes(CommandUnit& u) {
-  if (u.argv.empty() || !u.argv[0].known) return;
-  std::string prog(base_name(u.argv[0].text));
-  for (std::size_t i : operand_writes(prog, u)) {
-    Arg target = u.argv[i];
-    if (prog == "dd") {  // of=FILE
-      target.text = target.text.substr(std::min<std::size_t>(3, target.text.size()));
-      target.prefix = target.prefix.substr(std::min<std::size_t>(3, target.prefix.size()));
-    }
-    for (const auto& cwd : u.cwds) u.writes.push_back({target, cwd, "operand of " + prog});
-  }
+  for (auto& w : operand_writes(u, u.problems))
+    for (const auto& cwd : u.cwds) u.writes.push_back({w.path, cwd, w.via, w.below});
 }
 
 class Planner {

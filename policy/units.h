@@ -28,6 +28,7 @@ struct WriteTarget {
   Arg path;
   std::string cwd;     // "" when the working directory is not known (after `cd $X`)
   std::string via;     // "redirect >" or "operand of tee"
+  bool below = false;  // some path at or below `path`, which one is not known (tar -x -C DIR)
 };
 
 struct CommandUnit {

@@ -443,6 +443,9 @@ Result<void> Connection::on_hello(const json& m) {
                 {"policy_hash", policy_->policy_hash()},
                 {"sandbox", json::parse(session_->describe_json(), nullptr, false)},
                 {"tools", granted_names}};
+  // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
+  // changed since it was pinned): the policy checked its hash against the pin itself.
+  if (json project = policy_->project_json(); !project.is_null()) start["project_policy"] = std::move(project);
   if (auto r = audit("session.start", std::move(start)); !r) {
     send_error("audit log: " + r.error().message() + " (the policy requires an audit log)",
                "audit");

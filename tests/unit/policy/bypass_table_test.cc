@@ -226,6 +226,45 @@ const Row kRows[] = {
   {12, "ls 2>>/var/log/outside.log", Q, "defaults.write"},
   {12, "sed -i 's/x/y/' src/*.py", A, "default.edit-tools"},
   {12, "touch .git/hooks/*", D, "default.protected-meta"},
+  // 12 Writes named by options and operands (policy/write_targets.cc).
+  {12, "sort -o .git/config names.txt", D, "default.protected-meta"},
+  {12, "sort -u --output=.env names.txt", D, "default.secrets"},
+  {12, "sort -rn -o out.txt names.txt", Q, "defaults.command"},
+  {12, "cp -t .git/hooks evil.sh", D, "default.protected-meta"},
+  {12, "cp --target-directory=.git/hooks evil.sh", D, "default.protected-meta"},
+  {12, "cp secrets/.env .", D, "default.secrets"},
+  {12, "cp leaked.pem src", D, "default.secrets"},
+  {12, "cp src/a.py src/b.py build/", A, "default.edit-tools"},
+  {12, "mv -t .git/hooks x", D, "default.protected-meta"},
+  {12, "install -m 755 evil .git/hooks/pre-commit", D, "default.protected-meta"},
+  {12, "install -d .moat/x", D, "default.protected-meta"},
+  {12, "install -m 0644 src/a.py build/a.py", A, "default.edit-tools"},
+  {12, "ln -s /tmp/evil .git/hooks/post-merge", D, "default.protected-meta"},
+  {12, "ln -sf -t .git/hooks /tmp/evil", D, "default.protected-meta"},
+  {12, "dd if=x of=.git/config", D, "default.protected-meta"},
+  {12, "tar -cf .git/config src", D, "default.protected-meta"},
+  {12, "tar cf .moat/x.tar src", D, "default.protected-meta"},
+  {12, "tar -czf out.tgz src", Q, "defaults.command"},
+  {12, "patch -o .git/config < fix.diff", D, "default.protected-meta"},
+  {12, "patch .git/hooks/pre-commit fix.diff", D, "default.protected-meta"},
+  {12, "patch -d .git -r config < x.diff", D, "default.protected-meta"},
+  {12, "sed -n 'w .git/hooks/pre-commit' src/a.py", D, "default.protected-meta"},
+  {12, "sed 's/a/b/w .git/config' src/a.py", D, "default.protected-meta"},
+  {12, "sed -e 's/a/b/' -e '/x/w .env' src/a.py", D, "default.secrets"},
+  {12, "sed -i.bak 's/a/b/' .git/config", D, "default.protected-meta"},
+  {12, "sed -ni 's/a/b/p' .git/config", D, "default.protected-meta"},
+  {12, "sed '1e id' src/a.py", Q, "defaults.unparseable_shell"},
+  {12, "sed 's/.*/id/e' src/a.py", Q, "defaults.unparseable_shell"},
+  {12, "sed -f edit.sed src/a.py", Q, "defaults.unparseable_shell"},
+  {12, "sed \"s/$OLD/new/\" src/a.py", Q, "defaults.unparseable_shell"},
+  {12, "sed -n '/^def /p; $=' src/a.py", A, "default.edit-tools"},
+  {12, "sed -n 's/x/y/w /dev/stdout' src/a.py", A, "default.edit-tools"},
+  {12, "git -C .git/hooks init", D, "default.protected-meta"},
+  {12, "git clone https://example.com/x.git .git/hooks", D, "default.protected-meta"},
+  {12, "git diff --output=.git/config", D, "default.protected-meta"},
+  {12, "git format-patch -o .git/hooks HEAD~1", Q, "default.secrets"},  // a .env or *.pem may land there
+  {12, "git -C src commit -m wip", A, "default.git"},
+  {12, "git -C .git/hooks status", A, "default.git"},
   // 13 An allowed tool that runs code.
   {13, "git -c core.pager='sh -c x' log", Q, "defaults.command"},
   {13, "git log --exec-path=/tmp", Q, "defaults.command"},
@@ -268,7 +307,8 @@ const Row kRows[] = {
 class BypassTable : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* p : {"mkfs.ext4", "su", "docker-absent-on-purpose"}) w_.add_program(p);
+    for (const char* p : {"mkfs.ext4", "su", "docker-absent-on-purpose", "install", "unzip", "patch", "rsync"})
+      w_.add_program(p);
     std::filesystem::remove(w_.bin + "/docker-absent-on-purpose");
     namespace fs = std::filesystem;
     // Planted in the workspace by "sandboxed code": a binary named like an allowed tool,
@@ -334,6 +374,54 @@ TEST_F(BypassTable, DecidingRuleIsAlwaysAmongTheMatched) {
     bool found = false;
     for (const auto& m : d.matched) found = found || (m.id == d.deciding.id && m.line == d.deciding.line);
     EXPECT_TRUE(found) << row.line;
+  }
+}
+
+// Class 12 for commands that write somewhere below a directory (tar -x, unzip -d, patch
+// without a file, rsync): with the commands allowed, the path rules decide, and a deny
+// rule that may cover an unknown path below becomes a question.
+TEST(WriteTargets, ExtractionsAreJudgedByEveryPathBelowTheirDirectory) {
+  PolicyWorld w;
+  for (const char* p : {"unzip", "patch", "rsync"}) w.add_program(p);
+  w.options.use_builtin_default = false;
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\ndefaults = { command = \"ask\", write = \"ask\" }\n"
+             "[[command]]\nid = \"u.tools\"\ndecision = \"allow\"\nprogram = [\"tar\", \"unzip\", \"patch\", \"rsync\", \"git\"]\n"
+             "[[path]]\nid = \"u.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = [\"$WORKSPACE/**\"]\n"
+             "[[path]]\nid = \"u.deploy\"\ndecision = \"deny\"\naccess = [\"write\"]\npaths = [\"deploy/**\"]\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  const Row rows[] = {
+      {12, "tar -xf a.tar -C deploy", Q, "u.deploy"},
+      {12, "tar -xf a.tar --directory=deploy/sub", Q, "u.deploy"},
+      {12, "tar -xf a.tar -C src", A, "u.tools"},
+      {12, "tar -xf a.tar", Q, "u.deploy"},
+      {12, "tar xf a.tar -C /etc", Q, "defaults.write"},
+      {12, "tar -xPf a.tar -C src", Q, "u.deploy"},  // absolute member names can reach deploy/
+      {12, "tar -tf a.tar", A, "u.tools"},
+      {12, "tar -xOf a.tar", A, "u.tools"},
+      {12, "unzip -q x.zip -d deploy", Q, "u.deploy"},
+      {12, "unzip -o x.zip -d src", A, "u.tools"},
+      {12, "unzip -l x.zip", A, "u.tools"},
+      {12, "patch -p1 < fix.diff", Q, "u.deploy"},
+      {12, "patch -d src -p1 < fix.diff", A, "u.tools"},
+      {12, "patch deploy/app.conf fix.diff", D, "u.deploy"},
+      {12, "patch -o src/out.c src/in.c fix.diff", A, "u.tools"},
+      {12, "rsync -a src/ deploy/", Q, "u.deploy"},
+      {12, "rsync -a src/ host:deploy/", A, "u.tools"},
+      {12, "rsync -a --remove-source-files deploy/x src/", D, "u.deploy"},
+      {12, "git -C deploy checkout main", D, "u.deploy"},
+      {12, "git -C deploy log", A, "u.tools"},
+      {12, "git clone https://example.com/deploy.git", D, "u.deploy"},
+      {12, "cd deploy && git init", D, "u.deploy"},
+      {12, "git init deploy/repo", D, "u.deploy"},
+      {12, "git init src/repo", A, "u.tools"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.line);
+    Decision d = p->decide_command(row.line, w.workspace);
+    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict))) << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(d.deciding.id, row.rule) << d.reason;
   }
 }
 
