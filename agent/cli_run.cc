@@ -16,6 +16,7 @@
 #include "agent/loop.h"
 #include "agent/replay_provider.h"
 #include "agent/run_support.h"
+#include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
 #include "sessions/context.h"
 #include "sessions/store.h"
@@ -104,6 +105,8 @@ int run(RunOptions& o) {
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<Provider> provider, open_provider(o.model), kExitUsage);
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
   const bool headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
+  // Before moatd loads the policy: the person trusts (pins) the project policy or not.
+  settle_project_trust(workspace, headless, STDIN_FILENO);
   WelcomeError why;
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
                              start_moatd(o.connect, o.moatd), kExitSandbox);
