@@ -1,4 +1,4 @@
-// agent/cli_sessions.cc: `moat sessions list|show|tree|export` and `moat audit verify|show|export`.
+// agent/cli_sessions.cc: `moat sessions list|show|tree|label|export` and `moat audit verify|show|export`.
 #include <unistd.h>
 
 #include <climits>
@@ -113,6 +113,32 @@ int run_export(const SessionsOptions& o) {
   return emit(sessions::session_html(*l->store, l->path), o.output);
 }
 
+// `moat sessions label ID[@ENTRY] NAME`: names an entry (the newest one without @ENTRY), so
+// `--resume ID@NAME`, `--fork ID@NAME` and `sessions show ID@NAME` can use the name. The
+// label entry is appended at the end of the file; an empty NAME removes the entry's label.
+int run_label(const SessionsOptions& o, const std::string& name) {
+  auto ref = sessions::resolve_session_ref(sessions_dir(o), o.ref);
+  if (!ref) return report(ref.error());
+  if (name.find_first_of("@/\n") != std::string::npos)
+    return report(Error::msg("label " + moat::quoted(name) +
+                             ": a label may not contain '@', '/' or a newline"));
+  auto store = sessions::SessionStore::open(ref->path);
+  if (!store) {
+    if (store.error().code == EWOULDBLOCK)
+      return report(Error::msg("session " + ref->session_id +
+                               " is open in a running moat; label it when that run ends"));
+    return report(store.error());
+  }
+  const std::string target = ref->entry_id.empty() ? (*store)->leaf() : ref->entry_id;
+  if (target.empty()) return report(Error::msg("session " + ref->session_id + " has no entries to label"));
+  if (auto a = (*store)->append({{"type", "label"}, {"targetId", target}, {"label", name}}); !a)
+    return report(a.error());
+  if (auto s = (*store)->sync(); !s) return report(s.error());
+  std::printf("%s@%s %s\n", ref->session_id.c_str(), target.c_str(),
+              name.empty() ? "unlabelled" : ("labelled " + moat::quoted(name)).c_str());
+  return kExitDone;
+}
+
 int run_verify(const AuditOptions& o) {
   int rc = kExitDone;
   for (const auto& file : o.files) {
@@ -171,6 +197,11 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
   auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
   tree->add_option("ref", opts->ref, "session id or prefix")->required();
   tree->callback([opts, &exit_code] { exit_code = run_tree(*opts); });
+  auto* label = group->add_subcommand("label", "Name an entry, for --resume/--fork ID@NAME");
+  auto label_name = std::make_shared<std::string>();
+  label->add_option("ref", opts->ref, "ID[@ENTRY]: the entry (default: the newest)")->required();
+  label->add_option("name", *label_name, "The label (\"\" removes it)")->required();
+  label->callback([opts, label_name, &exit_code] { exit_code = run_label(*opts, *label_name); });
   auto* exp = group->add_subcommand("export", "Export a session's path as a page");
   exp->add_option("ref", opts->ref, "ID[@ENTRY]")->required();
   exp->add_flag("--html", opts->html, "Self-contained HTML")->required();

@@ -131,6 +131,11 @@ CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recen
   if (str_field(messages[i], "role") == "user") return cut;
   // An assistant message opens the tail: the turn began at the last user message before it.
   while (cut.turn_start > 0 && str_field(messages[cut.turn_start], "role") != "user") --cut.turn_start;
+  // No user message before the cut: the turn began before an earlier compaction, whose
+  // summary already holds its start. Everything before the cut is then history that updates
+  // that summary; a turn-prefix summary appended each time would grow without bound over a
+  // long single-task run.
+  if (str_field(messages[cut.turn_start], "role") != "user") cut.turn_start = cut.first_kept;
   return cut;
 }
 
@@ -216,7 +221,8 @@ SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_t
 }
 
 Result<sessions::Entry> compact(const sessions::SessionContext& context,
-                                const CompactionSettings& settings, const Summarizer& summarize) {
+                                const CompactionSettings& settings, const Summarizer& summarize,
+                                int64_t tokens_before) {
   const std::vector<Message> msgs = context.live_messages();
   const CutPoint cut = find_cut_point(msgs, settings.keep_recent_tokens);
   if (cut.first_kept == 0)
@@ -239,7 +245,7 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
       {"type", "compaction"},
       {"summary", summary},
       {"retained", slice(msgs, cut.first_kept, msgs.size())},
-      {"tokensBefore", estimate_tokens(context.for_provider())},
+      {"tokensBefore", tokens_before > 0 ? tokens_before : estimate_tokens(context.for_provider())},
       {"readFiles", files.read},
       {"modifiedFiles", files.modified},
       {"splitTurn", cut.splits_turn()},
@@ -248,8 +254,9 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
 }
 
 Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
-                         const Summarizer& summarize) {
-  MOAT_ASSIGN_OR_RETURN(sessions::Entry entry, compact(sessions::build_context(store), settings, summarize));
+                         const Summarizer& summarize, int64_t tokens_before) {
+  MOAT_ASSIGN_OR_RETURN(sessions::Entry entry,
+                        compact(sessions::build_context(store), settings, summarize, tokens_before));
   MOAT_TRY(store.append(std::move(entry)));
   return store.sync();
 }
@@ -257,7 +264,7 @@ Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings
 Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int64_t window,
                                const CompactionSettings& settings, const Summarizer& summarize) {
   if (!should_compact(used, window, settings.reserve_tokens)) return false;
-  MOAT_TRY(compact_now(store, settings, summarize));
+  MOAT_TRY(compact_now(store, settings, summarize, used));
   return true;
 }
 

@@ -37,6 +37,8 @@ int64_t estimate_tokens(const std::vector<Message>& messages);
 // [turn_start, first_kept) is the prefix of a turn the cut splits (summarised on its own),
 // [first_kept, end) is retained verbatim. The cut is at a user or assistant message, never at
 // a toolResult, so a call and its result are never separated. first_kept == 0: nothing to cut.
+// When no user message precedes the cut (the turn began before an earlier compaction),
+// turn_start == first_kept: the earlier part only updates the previous summary.
 struct CutPoint {
   size_t first_kept = 0;
   size_t turn_start = 0;
@@ -76,8 +78,11 @@ SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_t
 //  "modifiedFiles","splitTurn","summarizedMessages"}. The loop appends it with
 // SessionStore::append and rebuilds the context. Fails when there is nothing to summarise
 // (the context is already within keep_recent_tokens) or when `summarize` fails.
+// tokensBefore is `tokens_before` (the provider's count of the last prompt + answer) when
+// known (> 0), else the chars/4 estimate of the context.
 Result<sessions::Entry> compact(const sessions::SessionContext& context,
-                                const CompactionSettings& settings, const Summarizer& summarize);
+                                const CompactionSettings& settings, const Summarizer& summarize,
+                                int64_t tokens_before = 0);
 
 // The loop's step after a turn's results are persisted: when should_compact(used, window,
 // reserve), builds the compaction for the store's current path, appends it and syncs.
@@ -86,7 +91,7 @@ Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int6
                                const CompactionSettings& settings, const Summarizer& summarize);
 // The same without the threshold: after a provider's context-overflow error (then retry once).
 Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
-                         const Summarizer& summarize);
+                         const Summarizer& summarize, int64_t tokens_before = 0);
 
 // A Summarizer that asks `provider` (no tools offered); `cancel` may be null.
 Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel);

@@ -127,5 +127,40 @@ TEST_F(MoatCliTest, SessionsListShowTreeAndExport) {
   EXPECT_EQ(r.rc, 2) << r.out;
 }
 
+TEST_F(MoatCliTest, SessionsLabelNamesAnEntryForShowAndResume) {
+  std::string first, id;
+  {
+    auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
+    ASSERT_TRUE(s);
+    auto a = (*s)->append({{"type", "message"},
+                           {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "first task"}}}}}}});
+    ASSERT_TRUE(a);
+    first = *a;
+    ASSERT_TRUE((*s)->append({{"type", "message"},
+                              {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "second task"}}}}}}}));
+    ASSERT_TRUE((*s)->sync());
+    id = (*s)->id();
+    // The store holds the file's lock while open: labelling now is refused, clearly.
+    const CliRun busy = moat("sessions --dir " + dir_.path() + "/s label " + id + "@" + first.substr(0, 12) + " before");
+    EXPECT_EQ(busy.rc, 2) << busy.out;
+    EXPECT_NE(busy.out.find("running moat"), std::string::npos) << busy.out;
+  }
+  const std::string d = "sessions --dir " + dir_.path() + "/s ";
+  CliRun r = moat(d + "label " + id + "@" + first.substr(0, 12) + " before");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = moat(d + "show " + id + "@before");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("first task"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("second task"), std::string::npos) << "the path ends at the labelled entry\n" << r.out;
+  r = moat(d + "label " + id + " bad@name");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("may not contain"), std::string::npos) << r.out;
+  // The label entry went to the end of the file; nothing before it changed.
+  auto reloaded = SessionStore::open_read_only((*resolve_session_ref(dir_.path() + "/s", id)).path);
+  ASSERT_TRUE(reloaded);
+  ASSERT_EQ((*reloaded)->entries().size(), 3u);
+  EXPECT_EQ((*reloaded)->entries().back()["type"], "label");
+}
+
 }  // namespace
 }  // namespace moat::sessions

@@ -169,6 +169,46 @@ TEST(Compaction, Scripted200TurnSessionStaysUnderTheWindowAndKeepsCallsWithResul
   EXPECT_EQ((*reloaded)->entries().size(), all.size() + static_cast<size_t>(compactions));
 }
 
+// A headless run is one user message followed by hundreds of calls. Every compaction after
+// the first finds no user message before its cut (the turn began before the previous
+// compaction): the earlier part updates the previous summary instead of appending another
+// turn-prefix summary to it, so the summary does not grow with the number of compactions.
+TEST(Compaction, OneLongTurnUpdatesTheSummaryInsteadOfGrowingIt) {
+  sessions::testing::TempDir dir;
+  auto store = sessions::SessionStore::create(dir.path(), "/w");
+  ASSERT_TRUE(store);
+  ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", user("refactor everything")}}));
+  CompactionSettings s;
+  s.keep_recent_tokens = 3000;
+  s.reserve_tokens = 1000;
+  ScriptedSummarizer summarizer;
+  int compactions = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = "c" + std::to_string(i);
+    Message a = {{"role", "assistant"},
+                 {"content", {{{"type", "toolCall"}, {"id", id}, {"name", "read"},
+                               {"arguments", {{"path", "f" + std::to_string(i)}}}}}},
+                 {"stopReason", "toolUse"}};
+    ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", a}}));
+    ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", tool_result(id, "read", 2000)}}));
+    const auto ctx = sessions::build_context(**store);
+    const int64_t used = estimate_tokens(ctx.for_provider()) + 7;  // as a provider counts it
+    auto did = compact_if_needed(**store, used, 10000, s, summarizer.fn());
+    ASSERT_TRUE(did) << did.error().message();
+    if (!*did) continue;
+    ++compactions;
+    EXPECT_EQ((*store)->entries().back()["tokensBefore"].get<int64_t>(), used)
+        << "the provider's count, not the estimate";
+    const auto after = sessions::build_context(**store);
+    expect_calls_paired(after.live_messages());
+    EXPECT_LT(after.summary.size(), 200u) << "compaction " << compactions << ":\n" << after.summary;
+  }
+  EXPECT_GE(compactions, 10);
+  EXPECT_EQ(summarizer.prefix_calls, 1) << "only the first cut splits the task's turn";
+  EXPECT_EQ(summarizer.history_calls, compactions - 1);
+  EXPECT_TRUE(summarizer.saw_previous_when_expected);
+}
+
 TEST(Compaction, CompactIfNeededAppendsOnlyPastTheThreshold) {
   sessions::testing::TempDir dir;
   auto store = sessions::SessionStore::create(dir.path(), "/w");
