@@ -40,6 +40,7 @@ struct RunOptions {
   std::string resume;
   std::string fork;
   bool continue_latest = false;
+  std::vector<std::string> follow_ups;
   MoatdPassThrough moatd;
 };
 
@@ -135,11 +136,19 @@ int run(RunOptions& o) {
 
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
-  if (!headless) client->set_ask_handler(terminal_ask_handler());
   if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
     std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
                  r.error().message().c_str());
     return kExitSandbox;
+  }
+  Inbox inbox;
+  for (const auto& f : o.follow_ups) inbox.follow_up(f);
+  // Started after the privilege drop, so the stdin reader thread is as confined as the loop
+  // (capabilities and the seccomp filter are per thread).
+  std::unique_ptr<TerminalInput> terminal;
+  if (!headless) {
+    terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
+    client->set_ask_handler([t = terminal.get()](const std::string& q) { return t->ask(q); });
   }
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
@@ -151,8 +160,10 @@ int run(RunOptions& o) {
     return c->call(id, tool, args, nullptr, cancel);
   };
   LoopOutcome outcome = run_loop(*provider, call_tool, *store, system_prompt, welcome->tools,
-                                 o.loop, console_events(o.model), &g_cancel);
+                                 o.loop, console_events(o.model), &g_cancel, &inbox);
   client->bye();
+  if (terminal) terminal->close();  // a question still open (Ctrl-C) is denied...
+  client.reset();                   // ...so the client's ask threads can be joined
   print_summary(outcome, *store, welcome->audit_path);
   return exit_code_for(outcome.stop);
 }
@@ -173,7 +184,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--workspace,-C", opts->workspace, "The repository to work in (default: .)");
   cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
   cmd->add_flag("--headless", opts->headless, "Never ask a person: 'ask' decisions become deny");
-  cmd->add_flag("--interactive", opts->interactive, "Ask the person for 'ask' decisions");
+  cmd->add_flag("--interactive", opts->interactive,
+                "Ask the person for 'ask' decisions; any other line typed while the agent works "
+                "is a message the model gets after the current step");
+  cmd->add_option("--follow-up", opts->follow_ups,
+                  "A message for when the agent would stop: it goes on with it instead "
+                  "(repeatable; delivered one at a time, in order)")
+      ->allow_extra_args(false);  // one value per flag: the task words after it stay the task
   cmd->add_option("--max-turns", opts->loop.max_turns, "Gate: model turns")->capture_default_str();
   cmd->add_option("--max-tokens", opts->loop.max_total_tokens, "Gate: total tokens (0 = none)");
   cmd->add_option("--max-cost", opts->loop.max_cost, "Gate: cost in USD (0 = none)");

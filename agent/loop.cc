@@ -43,15 +43,6 @@ std::string first_text(const tools::ToolResult& r) {
   return {};
 }
 
-std::uint64_t tokens_of(const Message& m) {
-  if (!m.contains("usage") || !m["usage"].is_object()) return 0;
-  std::uint64_t n = 0;
-  for (const char* k : {"input", "output", "cacheRead", "cacheWrite"})
-    if (m["usage"].contains(k) && m["usage"][k].is_number_unsigned())
-      n += m["usage"][k].get<std::uint64_t>();
-  return n;
-}
-
 double cost_of(const Message& m) {
   if (m.contains("cost") && m["cost"].is_object() && m["cost"].contains("total") &&
       m["cost"]["total"].is_number())
@@ -131,6 +122,94 @@ std::int64_t used_tokens(const Message& m) {
   return n;
 }
 
+Message user_message(const std::string& text) {
+  return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", text}}}}};
+}
+
+// Slot 3's host gates, in the order they are reported; "" when none is reached.
+std::string gate_reached(const LoopConfig& config, const LoopOutcome& out,
+                         Clock::time_point started) {
+  if (config.max_turns > 0 && out.turns >= config.max_turns)
+    return "max turns (" + std::to_string(config.max_turns) + ") reached";
+  if (config.max_total_tokens > 0 && out.total_tokens >= config.max_total_tokens)
+    return "token budget (" + std::to_string(config.max_total_tokens) + ") reached";
+  if (config.max_cost > 0 && out.cost >= config.max_cost) return "cost budget reached";
+  if (config.max_wall_s > 0 &&
+      std::chrono::duration<double>(Clock::now() - started).count() >= config.max_wall_s)
+    return "wall-time budget reached";
+  return "";
+}
+
+// Slot 1: system + tools + the context. A context-overflow error gets one compaction and
+// one retry.
+Result<Message> call_model(Provider& provider, sessions::SessionStore& store,
+                           const std::string& system_prompt,
+                           const std::vector<tools::ToolSpec>& tools, const LoopConfig& config,
+                           const LoopEvents& events, const std::atomic<bool>* cancel) {
+  StreamCallbacks stream;
+  stream.on_text = events.on_text;
+  stream.on_retry = events.on_retry;
+  auto answer = provider.complete(
+      {system_prompt, tools, context_messages(store), config.max_output_tokens}, stream, cancel);
+  if (!answer && config.context_window > 0 && is_context_overflow(answer.error())) {
+    if (events.on_note) events.on_note("the context did not fit: compacting and retrying once");
+    if (auto c = compact_now(store, compaction_settings(config), summarizer_for(provider, cancel)); c)
+      answer = provider.complete(
+          {system_prompt, tools, context_messages(store), config.max_output_tokens}, stream, cancel);
+  }
+  return answer;
+}
+
+// What a batch's results say about stopping.
+struct BatchVerdict {
+  bool all_terminate = false;  // every result suggested stopping
+  int worst_repeat = 0;        // the most times one of its failures has been seen
+};
+
+// Slot 5 for the results, in call order; a failure seen repeat_warn times gets a note
+// telling the model to change its approach.
+Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls,
+                                     std::vector<tools::ToolResult>& results,
+                                     RepetitionTracker& repetition, const LoopConfig& config,
+                                     const LoopEvents& events, sessions::SessionStore& store) {
+  BatchVerdict v;
+  v.all_terminate = !results.empty();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const int seen = repetition.record(calls[i], results[i]);
+    v.worst_repeat = std::max(v.worst_repeat, seen);
+    if (seen >= config.repeat_warn)
+      results[i].content.push_back(
+          {{"type", "text"},
+           {"text", "This exact call has now failed the same way " + std::to_string(seen) +
+                        " times. Do not repeat it: change your approach."}});
+    if (!(results[i].details.is_object() && results[i].details.value("terminate", false)))
+      v.all_terminate = false;
+    if (events.on_result) events.on_result(calls[i].name, results[i]);
+    MOAT_TRY(store.append({{"type", "message"}, {"message", tool_result_message(calls[i], results[i])}}));
+  }
+  return v;
+}
+
+// When the model stops: what the person typed meanwhile (all of it), else the next
+// follow-up (one), with what to call it.
+std::pair<std::vector<std::string>, const char*> said_at_the_end(Inbox* inbox) {
+  if (inbox == nullptr) return {{}, ""};
+  if (auto steering = inbox->take_steering(); !steering.empty())
+    return {std::move(steering), "steering message"};
+  if (auto f = inbox->take_follow_up()) return {{std::move(*f)}, "follow-up"};
+  return {{}, ""};
+}
+
+// Slot 5's compaction, once the turn is on disk (agent/compaction.h).
+void compact_after_turn(Provider& provider, sessions::SessionStore& store, const Message& answer,
+                        const LoopConfig& config, const std::function<void(const std::string&)>& note,
+                        const std::atomic<bool>* cancel) {
+  auto compacted = compact_if_needed(store, used_tokens(answer), config.context_window,
+                                     compaction_settings(config), summarizer_for(provider, cancel));
+  if (!compacted) note("compaction failed: " + compacted.error().message());
+  else if (*compacted) note("the context was compacted");
+}
+
 }  // namespace
 
 std::vector<Message> context_messages(const sessions::SessionStore& store) {
@@ -139,135 +218,128 @@ std::vector<Message> context_messages(const sessions::SessionStore& store) {
   return sessions::build_context(store).for_provider();
 }
 
+void Inbox::steer(std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  steering_.push_back(std::move(text));
+}
+
+void Inbox::follow_up(std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  follow_ups_.push_back(std::move(text));
+}
+
+std::vector<std::string> Inbox::take_steering() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out(std::make_move_iterator(steering_.begin()),
+                               std::make_move_iterator(steering_.end()));
+  steering_.clear();
+  return out;
+}
+
+std::optional<std::string> Inbox::take_follow_up() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (follow_ups_.empty()) return std::nullopt;
+  std::string text = std::move(follow_ups_.front());
+  follow_ups_.pop_front();
+  return text;
+}
+
+std::optional<std::string> Inbox::take_steering_if(
+    const std::function<bool(const std::string&)>& pred) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (steering_.empty() || !pred(steering_.front())) return std::nullopt;
+  std::string text = std::move(steering_.front());
+  steering_.pop_front();
+  return text;
+}
+
 LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
                      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
                      const LoopConfig& config, const LoopEvents& events,
-                     const std::atomic<bool>* cancel) {
+                     const std::atomic<bool>* cancel, Inbox* inbox) {
   LoopOutcome out;
   const auto started = Clock::now();
   RepetitionTracker repetition;
   auto note = [&](const std::string& s) {
     if (events.on_note) events.on_note(s);
   };
+  auto stop = [&out](LoopStop why, std::string detail) {
+    out.stop = why;
+    out.detail = std::move(detail);
+    return out;
+  };
+  // Appends the person's messages as user messages; false when the store failed (`out` says why).
+  auto deliver = [&](const std::vector<std::string>& texts, const char* kind) {
+    for (const auto& text : texts) {
+      if (auto r = store.append({{"type", "message"}, {"message", user_message(text)}}); !r) {
+        stop(LoopStop::kProviderError, "session store: " + r.error().message());
+        return false;
+      }
+      note(std::string(kind) + " delivered to the model");
+    }
+    return true;
+  };
   for (;;) {
-    if (cancel != nullptr && cancel->load()) {
-      out.stop = LoopStop::kCancelled;
-      out.detail = "cancelled";
-      return out;
-    }
-    // Slot 1: call the model with system + tools + the context.
-    ModelRequest request{system_prompt, tools, context_messages(store), config.max_output_tokens};
-    StreamCallbacks stream;
-    stream.on_text = events.on_text;
-    auto answer = provider.complete(request, stream, cancel);
-    // A context-overflow error gets one compaction and one retry.
-    if (!answer && config.context_window > 0 && is_context_overflow(answer.error())) {
-      note("the context did not fit: compacting and retrying once");
-      if (auto c = compact_now(store, compaction_settings(config), summarizer_for(provider, cancel)); c)
-        answer = provider.complete(
-            ModelRequest{system_prompt, tools, context_messages(store), config.max_output_tokens},
-            stream, cancel);
-    }
-    if (!answer) {
-      out.stop = LoopStop::kProviderError;
-      out.detail = answer.error().message();
-      return out;
-    }
+    if (cancel != nullptr && cancel->load()) return stop(LoopStop::kCancelled, "cancelled");
+    auto answer = call_model(provider, store, system_prompt, tools, config, events, cancel);
+    if (!answer) return stop(LoopStop::kProviderError, answer.error().message());
     Message assistant = std::move(*answer);
     if (events.on_answer) events.on_answer(assistant);
     ++out.turns;
-    out.total_tokens += tokens_of(assistant);
+    out.total_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, used_tokens(assistant)));
     out.cost += cost_of(assistant);
     // Slot 5 for the answer: persisted before anything it asks for runs.
-    if (auto r = store.append({{"type", "message"}, {"message", assistant}}); !r) {
-      out.stop = LoopStop::kProviderError;
-      out.detail = "session store: " + r.error().message();
-      return out;
-    }
+    if (auto r = store.append({{"type", "message"}, {"message", assistant}}); !r)
+      return stop(LoopStop::kProviderError, "session store: " + r.error().message());
 
     // Slot 2: take the calls.
     const std::vector<ToolCall> calls = tool_calls_of(assistant);
     const bool cut_off = assistant.value("stopReason", "") == "length";
     if (assistant.value("stopReason", "") == "aborted") {
       (void)store.sync();
-      out.stop = LoopStop::kCancelled;
-      out.detail = "the model call was cancelled";
-      return out;
+      return stop(LoopStop::kCancelled, "the model call was cancelled");
     }
     if (calls.empty()) {
-      (void)store.sync();
       if (cut_off) {
-        out.stop = LoopStop::kGate;
-        out.detail = "the answer was cut off by the output token limit";
-        return out;
+        (void)store.sync();
+        return stop(LoopStop::kGate, "the answer was cut off by the output token limit");
       }
-      out.stop = LoopStop::kDone;  // Slot 3: no more calls means done.
-      return out;
+      // Slot 3: no more calls means done, unless the person has more to say.
+      auto [more, kind] = said_at_the_end(inbox);
+      if (!deliver(more, kind)) return out;
+      (void)store.sync();
+      if (more.empty()) return stop(LoopStop::kDone, "");
+      if (std::string gate = gate_reached(config, out, started); !gate.empty()) {
+        note(gate);
+        return stop(LoopStop::kGate, gate);
+      }
+      continue;
     }
     if (events.on_call)
       for (const auto& c : calls) events.on_call(c.name, c.arguments);
 
-    // Slot 4: execute (or refuse, when cut off).
+    // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
     std::vector<tools::ToolResult> results =
         cut_off ? refuse_cut_off_calls(calls) : execute_batch(calls, tools, call_tool, cancel);
-
-    bool all_terminate = !results.empty();
-    int worst_repeat = 0;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      int seen = repetition.record(calls[i], results[i]);
-      worst_repeat = std::max(worst_repeat, seen);
-      if (seen >= config.repeat_warn)
-        results[i].content.push_back(
-            {{"type", "text"},
-             {"text", "This exact call has now failed the same way " + std::to_string(seen) +
-                          " times. Do not repeat it: change your approach."}});
-      if (!(results[i].details.is_object() && results[i].details.value("terminate", false)))
-        all_terminate = false;
-      if (events.on_result) events.on_result(calls[i].name, results[i]);
-      // Slot 5: results persisted in call order.
-      if (auto r = store.append({{"type", "message"},
-                                 {"message", tool_result_message(calls[i], results[i])}});
-          !r) {
-        out.stop = LoopStop::kProviderError;
-        out.detail = "session store: " + r.error().message();
-        return out;
-      }
-    }
+    auto verdict = persist_results(calls, results, repetition, config, events, store);
+    if (!verdict) return stop(LoopStop::kProviderError, "session store: " + verdict.error().message());
+    // What the person typed during the batch goes right after its results.
+    const std::vector<std::string> steering =
+        inbox ? inbox->take_steering() : std::vector<std::string>{};
+    if (!deliver(steering, "steering message")) return out;
     (void)store.sync();  // the end of a turn: everything acknowledged is on disk
-    if (config.context_window > 0) {
-      auto compacted = compact_if_needed(store, used_tokens(assistant), config.context_window,
-                                         compaction_settings(config),
-                                         summarizer_for(provider, cancel));
-      if (!compacted) note("compaction failed: " + compacted.error().message());
-      else if (*compacted) note("the context was compacted");
-    }
+    if (config.context_window > 0) compact_after_turn(provider, store, assistant, config, note, cancel);
 
-    // Slot 3: stop rules, only now that the results are persisted.
-    if (all_terminate) {
-      out.stop = LoopStop::kTerminated;
-      out.detail = "every tool of the last batch asked to stop";
-      return out;
-    }
-    if (config.repeat_limit > 0 && worst_repeat >= config.repeat_limit) {
-      out.stop = LoopStop::kRepetition;
-      out.detail = "the same call failed the same way " + std::to_string(worst_repeat) + " times";
-      return out;
-    }
-    std::string gate;
-    if (config.max_turns > 0 && out.turns >= config.max_turns)
-      gate = "max turns (" + std::to_string(config.max_turns) + ") reached";
-    else if (config.max_total_tokens > 0 && out.total_tokens >= config.max_total_tokens)
-      gate = "token budget (" + std::to_string(config.max_total_tokens) + ") reached";
-    else if (config.max_cost > 0 && out.cost >= config.max_cost)
-      gate = "cost budget reached";
-    else if (config.max_wall_s > 0 &&
-             std::chrono::duration<double>(Clock::now() - started).count() >= config.max_wall_s)
-      gate = "wall-time budget reached";
-    if (!gate.empty()) {
+    // Slot 3: stop rules, only now that the results are persisted. A tool's suggestion to
+    // stop yields to the person, who just said something the model has not answered.
+    if (verdict->all_terminate && steering.empty())
+      return stop(LoopStop::kTerminated, "every tool of the last batch asked to stop");
+    if (config.repeat_limit > 0 && verdict->worst_repeat >= config.repeat_limit)
+      return stop(LoopStop::kRepetition, "the same call failed the same way " +
+                                             std::to_string(verdict->worst_repeat) + " times");
+    if (std::string gate = gate_reached(config, out, started); !gate.empty()) {
       note(gate);
-      out.stop = LoopStop::kGate;
-      out.detail = gate;
-      return out;
+      return stop(LoopStop::kGate, gate);
     }
   }
 }

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +48,34 @@ struct LoopEvents {
   // Called with each answer before it is persisted: the host adds its cost and the
   // cache-miss audit (usage accounting lives with the provider's prices, not here).
   std::function<void(Message& answer)> on_answer;
+  // Before the provider retries a failed request (attempt 1 = first retry).
+  std::function<void(int attempt, std::chrono::milliseconds delay, std::string_view reason)>
+      on_retry;
+};
+
+// What the person says while the loop works (pi's steer() and followUp()). Thread-safe:
+// any thread may add; the loop takes.
+//  - A steering message is delivered after the current batch: once the batch's results are
+//    persisted, every queued one is appended (in order) as a user message, so the next model
+//    request carries it after the tool results. One that arrives while the model writes its
+//    final answer is delivered then instead, and the run goes on.
+//  - A follow-up waits until the agent would otherwise stop (the model answered without
+//    calls): the oldest one is appended as a user message and the run goes on, one per stop.
+// Gates (turns, tokens, cost, wall time, repetition) still stop the run; a steering message
+// delivered just before a gate stays in the session, so a resumed run answers it.
+class Inbox {
+ public:
+  void steer(std::string text);
+  void follow_up(std::string text);
+  std::vector<std::string> take_steering();
+  std::optional<std::string> take_follow_up();
+  // The oldest steering message, if `pred` accepts it (an answer typed ahead of a question).
+  std::optional<std::string> take_steering_if(const std::function<bool(const std::string&)>& pred);
+
+ private:
+  std::mutex mu_;
+  std::deque<std::string> steering_;
+  std::deque<std::string> follow_ups_;
 };
 
 enum class LoopStop {
@@ -64,10 +96,11 @@ struct LoopOutcome {
 };
 
 // Runs until a stop rule fires. The task must already be the session's last user message.
+// `inbox` (may be null) carries steering messages and follow-ups.
 LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
                      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
                      const LoopConfig& config, const LoopEvents& events,
-                     const std::atomic<bool>* cancel);
+                     const std::atomic<bool>* cancel, Inbox* inbox = nullptr);
 
 // The context for the next model call: the messages on the root-to-leaf path.
 std::vector<Message> context_messages(const sessions::SessionStore& store);

@@ -1,9 +1,11 @@
 // agent/run_support.cc: shared plumbing of `moat run` and `moat sandbox exec`.
 #include "agent/run_support.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,14 @@ std::string one_line(std::string s, std::size_t max) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (s.size() > max) s = s.substr(0, max) + "...";
   return s;
+}
+
+// Whether a line typed ahead of a question is an answer to it.
+bool is_answer(const std::string& line) {
+  std::string s;
+  for (char c : line)
+    if (c != ' ' && c != '\t' && c != '\r') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "y" || s == "yes" || s == "s" || s == "n" || s == "no";
 }
 
 const char* stop_name(LoopStop s) {
@@ -137,7 +147,15 @@ LoopEvents console_events(const std::string& model_spec) {
   };
   auto acc = std::make_shared<Accounting>();
   acc->pricing = pricing;
-  ev.on_answer = [acc, model_spec](Message& answer) {
+  // The model's text arrives in pieces; a line of ours (a call, a note) starts on a line of
+  // its own, and the answer ends with a newline.
+  auto mid_line = std::make_shared<bool>(false);
+  auto end_line = [mid_line] {
+    if (*mid_line) std::fputc('\n', stdout);
+    *mid_line = false;
+  };
+  ev.on_answer = [acc, model_spec, end_line](Message& answer) {
+    end_line();
     const auto usage = providers::Usage::from_message(answer);
     const auto cost = providers::cost_of(usage, acc->pricing);
     answer["cost"] = cost.to_json();
@@ -150,9 +168,10 @@ LoopEvents console_events(const std::string& model_spec) {
     }
     acc->previous = providers::CacheState{model_spec, usage.prompt(), now};
   };
-  ev.on_text = [](std::string_view t) {
+  ev.on_text = [mid_line](std::string_view t) {
+    if (t.empty()) return;
     std::fwrite(t.data(), 1, t.size(), stdout);
-    std::fputc('\n', stdout);
+    *mid_line = t.back() != '\n';
     std::fflush(stdout);
   };
   ev.on_call = [](const std::string& tool, const json& args) {
@@ -179,26 +198,90 @@ LoopEvents console_events(const std::string& model_spec) {
     }
     std::fflush(stdout);
   };
-  ev.on_note = [](const std::string& n) { std::printf("moat: %s\n", n.c_str()); };
+  ev.on_note = [end_line](const std::string& n) {
+    end_line();
+    std::printf("moat: %s\n", n.c_str());
+  };
+  // The reason names the provider's status and message, never the key (http_provider.h).
+  ev.on_retry = [end_line](int attempt, std::chrono::milliseconds delay, std::string_view reason) {
+    end_line();
+    std::printf("moat: the model call failed (%.*s): retry %d in %lld ms\n",
+                static_cast<int>(reason.size()), reason.data(), attempt,
+                static_cast<long long>(delay.count()));
+    std::fflush(stdout);
+  };
   return ev;
 }
 
-std::function<MoatdClient::Answer(const std::string&)> terminal_ask_handler() {
-  auto mu = std::make_shared<std::mutex>();
-  return [mu](const std::string& question) {
-    std::lock_guard<std::mutex> lock(*mu);
-    std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
-                 one_line(question, 400).c_str());
-    std::fflush(stderr);
-    char line[64] = {0};
-    MoatdClient::Answer a;
-    if (std::fgets(line, sizeof line, stdin) != nullptr) {
-      a.allow = line[0] == 'y' || line[0] == 'Y' || line[0] == 's' || line[0] == 'S';
-      a.for_session = line[0] == 's' || line[0] == 'S';
+TerminalInput::TerminalInput(int fd, Inbox& inbox) : fd_(fd), inbox_(inbox) {
+  reader_ = std::thread([this] { read_lines(); });
+}
+
+void TerminalInput::close() {
+  stop_ = true;
+  if (reader_.joinable()) reader_.join();
+}
+
+void TerminalInput::read_lines() {
+  std::string pending;
+  char buf[4096];
+  while (!stop_.load()) {
+    // A timeout, so the destructor's stop is seen even when nobody types.
+    pollfd pfd{fd_, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
+    const ssize_t n = ready > 0 ? ::read(fd_, buf, sizeof buf) : -1;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      take_line(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
     }
-    std::fprintf(stderr, "moat: %s\n", a.allow ? (a.for_session ? "allowed for this session" : "allowed once") : "denied");
-    return a;
-  };
+  }
+  if (!pending.empty()) take_line(pending);
+  std::lock_guard<std::mutex> lock(mu_);
+  eof_ = true;
+  cv_.notify_all();
+}
+
+void TerminalInput::take_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (waiting_ && !answer_) {
+      answer_ = std::move(line);
+      cv_.notify_all();
+      return;
+    }
+  }
+  if (line.find_first_not_of(" \t") == std::string::npos) return;
+  inbox_.steer(line);
+  std::printf("moat: message queued: the model gets it after the current step\n");
+  std::fflush(stdout);
+}
+
+MoatdClient::Answer TerminalInput::ask(const std::string& question) {
+  std::lock_guard<std::mutex> one_at_a_time(ask_mu_);
+  std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
+               one_line(question, 400).c_str());
+  std::fflush(stderr);
+  std::optional<std::string> line = inbox_.take_steering_if(is_answer);
+  if (!line) {
+    std::unique_lock<std::mutex> lock(mu_);
+    waiting_ = true;
+    cv_.wait(lock, [this] { return answer_.has_value() || eof_; });
+    line = std::exchange(answer_, std::nullopt);
+    waiting_ = false;
+  }
+  MoatdClient::Answer a;
+  const std::size_t first = line ? line->find_first_not_of(" \t") : std::string::npos;
+  const char c = first == std::string::npos ? '\0' : (*line)[first];
+  a.allow = c == 'y' || c == 'Y' || c == 's' || c == 'S';
+  a.for_session = c == 's' || c == 'S';
+  std::fprintf(stderr, "moat: %s\n", a.allow ? (a.for_session ? "allowed for this session" : "allowed once") : "denied");
+  return a;
 }
 
 void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,

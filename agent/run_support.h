@@ -4,8 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/client.h"
@@ -58,9 +63,39 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
 // the prices used to cost each answer (replay and unknown models cost 0).
 LoopEvents console_events(const std::string& model_spec);
 
-// Asks the person on the terminal (stdin): y = allow once, s = allow for the session,
-// anything else = deny. One question at a time.
-std::function<MoatdClient::Answer(const std::string&)> terminal_ask_handler();
+// The person at the terminal of an interactive run. One thread reads stdin line by line:
+// a line answers the question moatd is asking, if one waits for an answer; any other line is
+// a steering message for the loop (delivered after the current batch). A line typed before
+// the question came is taken as its answer only if it is one (y, yes, s, n, no), so a
+// typed-ahead "y" still answers while a sentence stays a steering message.
+class TerminalInput {
+ public:
+  TerminalInput(int fd, Inbox& inbox);
+  ~TerminalInput() { close(); }
+  TerminalInput(const TerminalInput&) = delete;
+  TerminalInput& operator=(const TerminalInput&) = delete;
+
+  // MoatdClient's ask handler: y = allow once, s = allow for the session, anything else
+  // (and end of input) = deny. One question at a time.
+  MoatdClient::Answer ask(const std::string& question);
+  // Stops reading; a question still waiting is answered deny.
+  void close();
+
+ private:
+  void read_lines();
+  void take_line(std::string line);
+
+  int fd_;
+  Inbox& inbox_;
+  std::mutex ask_mu_;  // one question at a time
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool waiting_ = false;              // a question waits for its answer
+  std::optional<std::string> answer_;
+  bool eof_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+};
 
 void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
                    const std::string& audit_path);

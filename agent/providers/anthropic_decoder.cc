@@ -8,9 +8,10 @@ namespace moat::agent::providers {
 namespace {
 
 struct Block {
-  std::string type;  // text | thinking | tool_use | anything newer, kept by name
+  std::string type;  // text | thinking | redacted_thinking | tool_use | newer, kept by name
   bool stopped = false;
   std::string text, thinking, signature;
+  std::string data;  // redacted_thinking: the encrypted thinking, sent back as it came
   std::string id, name, partial_json;
   json start_input = nullptr;  // the input content_block_start carried, used if no deltas
   bool saw_input_delta = false;
@@ -72,6 +73,8 @@ class AnthropicDecoder final : public StreamDecoder {
       } else if (b.type == "thinking") {
         nb["thinking"] = b.thinking;
         nb["signature"] = b.signature;
+      } else if (b.type == "redacted_thinking") {
+        nb["data"] = b.data;
       } else if (b.type == "tool_use") {
         json input = tool_input(b);
         nb.update({{"id", b.id}, {"name", b.name}, {"partial_json", b.partial_json},
@@ -93,6 +96,10 @@ class AnthropicDecoder final : public StreamDecoder {
       } else if (b.type == "thinking") {
         content.push_back({{"type", "thinking"}, {"thinking", b.thinking},
                            {"signature", b.signature}});
+      } else if (b.type == "redacted_thinking") {
+        // With extended thinking on, the assistant turn must go back with its thinking
+        // blocks unchanged, the redacted ones included (docs.anthropic.com, extended thinking).
+        content.push_back({{"type", "thinking"}, {"thinking", ""}, {"redacted", b.data}});
       } else if (b.type == "tool_use") {
         // A block the stream never closed is cut off even if its JSON happens to parse.
         content.push_back(tool_call_block(b.id, b.name, effective_json(b), b.stopped));
@@ -124,6 +131,7 @@ class AnthropicDecoder final : public StreamDecoder {
     b.text = string_field(*cb, "text").value_or("");
     b.thinking = string_field(*cb, "thinking").value_or("");
     b.signature = string_field(*cb, "signature").value_or("");
+    b.data = string_field(*cb, "data").value_or("");
     b.id = string_field(*cb, "id").value_or("");
     b.name = string_field(*cb, "name").value_or("");
     b.start_input = raw_field(*cb, "input");

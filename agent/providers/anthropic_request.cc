@@ -23,8 +23,11 @@ json content_blocks(const json& content) {
                      {"source", {{"type", "base64"}, {"media_type", raw_field(b, "mimeType")},
                                  {"data", raw_field(b, "data")}}}});
     } else if (t == "thinking") {
-      // A thinking block is only accepted back with the signature Anthropic gave it.
-      if (auto sig = string_field(b, "signature"); sig && !sig->empty())
+      // A thinking block is only accepted back with the signature Anthropic gave it; a
+      // redacted one goes back as the encrypted data it came as.
+      if (auto data = string_field(b, "redacted"); data && !data->empty())
+        out.push_back({{"type", "redacted_thinking"}, {"data", *data}});
+      else if (auto sig = string_field(b, "signature"); sig && !sig->empty())
         out.push_back({{"type", "thinking"}, {"thinking", raw_field(b, "thinking")},
                        {"signature", *sig}});
     } else if (t == "toolCall") {
@@ -58,7 +61,14 @@ json wire_messages(const std::vector<Message>& messages) {
       out.back()["content"].push_back(tool_result_block(m));
     } else if (role == "user" || role == "assistant") {
       json blocks = content_blocks(raw_field(m, "content"));
-      if (!blocks.empty()) out.push_back({{"role", role}, {"content", blocks}});
+      if (blocks.empty()) continue;
+      // Roles alternate on the wire: a message the person typed after the tool results
+      // (steering) joins their user message, after its tool_result blocks as the API wants.
+      if (!out.empty() && out.back()["role"] == role) {
+        for (auto& b : blocks) out.back()["content"].push_back(std::move(b));
+      } else {
+        out.push_back({{"role", role}, {"content", blocks}});
+      }
     }
   }
   return out;
@@ -69,6 +79,12 @@ json wire_messages(const std::vector<Message>& messages) {
 json anthropic_body(const ModelRequest& request, const BodyOptions& options) {
   json body = {{"model", options.model}, {"max_tokens", request.max_output_tokens},
                {"stream", true}};
+  if (options.thinking_budget > 0) {
+    // Extended thinking: budget_tokens must stay below max_tokens, which counts the
+    // thinking too, so the answer keeps its whole output allowance on top of the budget.
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", options.thinking_budget}};
+    body["max_tokens"] = request.max_output_tokens + options.thinking_budget;
+  }
   json tools = json::array();
   for (const auto& t : request.tools)
     tools.push_back({{"name", t.name}, {"description", t.description},

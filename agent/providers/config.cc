@@ -4,6 +4,8 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +19,25 @@ namespace {
 
 ModelConfig model(const char* provider, const char* id, int64_t window, int64_t max_out,
                   Pricing p) {
-  return ModelConfig{provider, id, window, max_out, std::move(p), true};
+  ModelConfig m;
+  m.provider = provider;
+  m.id = id;
+  m.context_window = window;
+  m.max_output = max_out;
+  m.pricing = std::move(p);
+  return m;
+}
+
+ProviderConfig provider(const char* name, Api kind, const char* base_url, const char* key_env,
+                        bool legacy_max_tokens, bool local) {
+  ProviderConfig p;
+  p.name = name;
+  p.kind = kind;
+  p.base_url = base_url;
+  p.api_key_env = key_env;
+  p.legacy_max_tokens = legacy_max_tokens;
+  p.local = local;
+  return p;
 }
 
 // Anthropic's rule: a 5-minute cache write is 1.25x input, a 1-hour write 2x, a read 0.1x.
@@ -31,13 +51,13 @@ Pricing anthropic_prices(double in, double out) {
 Config builtin_config() {
   Config c;
   auto add = [&](ProviderConfig p) { c.providers[p.name] = std::move(p); };
-  add({"anthropic", Api::kAnthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY", {}, false, false});
-  add({"openai", Api::kOpenAiResponses, "https://api.openai.com/v1", "OPENAI_API_KEY", {}, false, false});
-  add({"openai-chat", Api::kOpenAiChat, "https://api.openai.com/v1", "OPENAI_API_KEY", {}, false, false});
-  add({"openrouter", Api::kOpenAiChat, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", {}, false, false});
-  add({"ollama", Api::kOpenAiChat, "http://127.0.0.1:11434/v1", "", {}, true, true});
-  add({"vllm", Api::kOpenAiChat, "http://127.0.0.1:8000/v1", "", {}, true, true});
-  add({"llamacpp", Api::kOpenAiChat, "http://127.0.0.1:8080/v1", "", {}, false, true});
+  add(provider("anthropic", Api::kAnthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY", false, false));
+  add(provider("openai", Api::kOpenAiResponses, "https://api.openai.com/v1", "OPENAI_API_KEY", false, false));
+  add(provider("openai-chat", Api::kOpenAiChat, "https://api.openai.com/v1", "OPENAI_API_KEY", false, false));
+  add(provider("openrouter", Api::kOpenAiChat, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", false, false));
+  add(provider("ollama", Api::kOpenAiChat, "http://127.0.0.1:11434/v1", "", true, true));
+  add(provider("vllm", Api::kOpenAiChat, "http://127.0.0.1:8000/v1", "", true, true));
+  add(provider("llamacpp", Api::kOpenAiChat, "http://127.0.0.1:8080/v1", "", false, true));
 
   Pricing sonnet = anthropic_prices(3, 15);
   // Above 200k input tokens the whole request is billed at the long-context rates.
@@ -106,6 +126,37 @@ Result<void> read(const toml::table& t, const char* key, T& out, const std::stri
   return {};
 }
 
+// A count or a duration in milliseconds: an integer, not negative.
+Result<void> read_non_negative(const toml::table& t, const char* key, int64_t& out,
+                               const std::string& where) {
+  MOAT_TRY(read(t, key, out, where));
+  if (out < 0) return fail(where + "." + key + ": must not be negative");
+  return {};
+}
+
+// How a provider's failures are retried and when a silent connection is given up.
+Result<void> read_retry_and_timeouts(const toml::table& t, ProviderConfig& p,
+                                     const std::string& where) {
+  int64_t retries = p.retry.max_retries;
+  MOAT_TRY(read_non_negative(t, "max_retries", retries, where));
+  p.retry.max_retries = static_cast<int>(std::min<int64_t>(retries, 100));
+  struct Ms {
+    const char* key;
+    std::chrono::milliseconds& field;
+  };
+  for (Ms d : {Ms{"retry_base_ms", p.retry.base_delay}, Ms{"retry_max_ms", p.retry.max_delay},
+               Ms{"retry_after_cap_ms", p.retry.max_retry_after}}) {
+    int64_t v = d.field.count();
+    MOAT_TRY(read_non_negative(t, d.key, v, where));
+    d.field = std::chrono::milliseconds(v);
+  }
+  MOAT_TRY(read_non_negative(t, "connect_timeout_ms", p.connect_timeout_ms, where));
+  MOAT_TRY(read_non_negative(t, "idle_timeout_ms", p.idle_timeout_ms, where));
+  if (p.connect_timeout_ms == 0 || p.idle_timeout_ms == 0)
+    return fail(where + ": connect_timeout_ms and idle_timeout_ms must be positive");
+  return {};
+}
+
 Result<void> read_prices(const toml::table& t, PriceTier& p, const std::string& where,
                          bool with_threshold) {
   if (with_threshold) {
@@ -129,7 +180,10 @@ Result<void> read_prices(const toml::table& t, PriceTier& p, const std::string& 
 
 Result<ProviderConfig> read_provider(const std::string& name, const toml::table& t,
                                      const std::string& where) {
-  MOAT_TRY(check_keys(t, {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local"}, where));
+  MOAT_TRY(check_keys(t, {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local",
+                          "max_retries", "retry_base_ms", "retry_max_ms", "retry_after_cap_ms",
+                          "connect_timeout_ms", "idle_timeout_ms"},
+                      where));
   ProviderConfig p;
   p.name = name;
   std::string kind = "openai-chat";
@@ -141,6 +195,7 @@ Result<ProviderConfig> read_provider(const std::string& name, const toml::table&
   MOAT_TRY(read(t, "api_key_env", p.api_key_env, where));
   MOAT_TRY(read(t, "legacy_max_tokens", p.legacy_max_tokens, where));
   MOAT_TRY(read(t, "local", p.local, where));
+  MOAT_TRY(read_retry_and_timeouts(t, p, where));
   if (const toml::table* h = t["headers"].as_table()) {
     for (const auto& [k, v] : *h) {
       if (!v.is_string()) return fail(where + ".headers." + std::string(k.str()) + ": expected a string");
@@ -151,13 +206,16 @@ Result<ProviderConfig> read_provider(const std::string& name, const toml::table&
 }
 
 Result<ModelConfig> read_model(const toml::table& t, const std::string& where) {
-  MOAT_TRY(check_keys(t, {"provider", "id", "context_window", "max_output", "price", "tiers"}, where));
+  MOAT_TRY(check_keys(t, {"provider", "id", "context_window", "max_output", "price", "tiers",
+                          "thinking_budget"},
+                      where));
   ModelConfig m;
   MOAT_TRY(read(t, "provider", m.provider, where));
   MOAT_TRY(read(t, "id", m.id, where));
   if (m.provider.empty() || m.id.empty()) return fail(where + ": provider and id are required");
   MOAT_TRY(read(t, "context_window", m.context_window, where));
   MOAT_TRY(read(t, "max_output", m.max_output, where));
+  MOAT_TRY(read_non_negative(t, "thinking_budget", m.thinking_budget, where));
   if (const toml::table* price = t["price"].as_table()) {
     PriceTier base;
     MOAT_TRY(read_prices(*price, base, where + ".price", false));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/providers/decoder.h"
+#include "agent/providers/retry.h"
 #include "agent/providers/usage.h"
 #include "base/result.h"
 
@@ -23,6 +24,10 @@ struct ProviderConfig {
   std::map<std::string, std::string> headers;  // headers = { "X-Title" = "moat" }
   bool legacy_max_tokens = false;    // legacy_max_tokens = true: send max_tokens
   bool local = false;                // local = true: unknown models are free and allowed
+  RetryPolicy retry;                 // max_retries = 4, retry_base_ms = 1000,
+                                     // retry_max_ms = 30000, retry_after_cap_ms = 60000
+  int64_t connect_timeout_ms = 10000;  // connect_timeout_ms = 10000
+  int64_t idle_timeout_ms = 120000;    // idle_timeout_ms = 120000: no byte for this long fails
 };
 
 // [[models]]
@@ -34,6 +39,8 @@ struct ModelConfig {
   Pricing pricing;                   // [models.price] input/output/cache_read/cache_write/
                                      // cache_write_1h, [[models.tiers]] above_input_tokens + same
   bool known = true;                 // false: not in any catalogue (prices unknown, shown as 0)
+  int64_t thinking_budget = 0;       // thinking_budget = 8000: Anthropic extended thinking
+                                     // with this many tokens (0 = off; other APIs ignore it)
 };
 
 struct Config {

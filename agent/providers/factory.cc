@@ -34,6 +34,10 @@ Result<std::unique_ptr<Provider>> make_provider(
   s.base_url = r.provider.base_url;
   s.model = r.model.id;
   s.legacy_max_tokens = r.provider.legacy_max_tokens;
+  s.thinking_budget = r.model.thinking_budget;
+  s.retry = r.provider.retry;
+  s.connect_timeout = std::chrono::milliseconds(r.provider.connect_timeout_ms);
+  s.idle_timeout = std::chrono::milliseconds(r.provider.idle_timeout_ms);
   for (const auto& [k, v] : r.provider.headers) s.extra_headers.push_back(k + ": " + v);
   if (!r.provider.api_key_env.empty()) {
     const char* key = getenv ? getenv(r.provider.api_key_env.c_str())

@@ -84,7 +84,7 @@ class HttpProvider final : public Provider {
 
  private:
   HttpRequest build(const ModelRequest& request, const std::atomic<bool>* cancel) const {
-    BodyOptions opts{s_.model, s_.legacy_max_tokens, true};
+    BodyOptions opts{s_.model, s_.legacy_max_tokens, true, s_.thinking_budget};
     json body;
     switch (s_.api) {
       case Api::kOpenAiChat: body = openai_chat_body(request, opts); break;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@ struct ProviderSettings {
   std::vector<std::string> extra_headers;  // "Name: value"
   std::string model;
   bool legacy_max_tokens = false;  // OpenAI-compatible servers: max_tokens
+  int64_t thinking_budget = 0;     // Anthropic extended thinking (0 = off)
   RetryPolicy retry;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds idle_timeout{120000};

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "agent/provider.h"
@@ -17,6 +18,9 @@ struct BodyOptions {
   // Anthropic: cache_control breakpoints on the stable prefix (tools, system) and on the
   // last message, so each turn reads the previous turn's prefix from the cache.
   bool cache_breakpoints = true;
+  // Anthropic extended thinking: tokens the model may think with (0 = off). Other APIs
+  // ignore it.
+  int64_t thinking_budget = 0;
 };
 
 // POST /v1/chat/completions, streaming with include_usage.

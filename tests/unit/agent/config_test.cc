@@ -141,5 +141,52 @@ TEST(MakeProvider, LocalProvidersNeedNoKey) {
   EXPECT_EQ((*p)->model(), "qwen3:8b");
 }
 
+TEST(ParseConfig, RetryPolicyTimeoutsAndThinkingBudgetAreConfigurable) {
+  auto c = parse_config(R"(
+[providers.fast]
+kind = "anthropic"
+base_url = "http://127.0.0.1:9/v1"
+max_retries = 2
+retry_base_ms = 10
+retry_max_ms = 40
+retry_after_cap_ms = 500
+connect_timeout_ms = 250
+idle_timeout_ms = 750
+
+[[models]]
+provider = "fast"
+id = "thinker"
+thinking_budget = 8000
+)", builtin_config(), "test.toml");
+  ASSERT_TRUE(c) << c.error().message();
+  const ProviderConfig& p = c->providers.at("fast");
+  EXPECT_EQ(p.retry.max_retries, 2);
+  EXPECT_EQ(p.retry.base_delay.count(), 10);
+  EXPECT_EQ(p.retry.max_delay.count(), 40);
+  EXPECT_EQ(p.retry.max_retry_after.count(), 500);
+  EXPECT_EQ(p.connect_timeout_ms, 250);
+  EXPECT_EQ(p.idle_timeout_ms, 750);
+  EXPECT_EQ(c->model("fast", "thinker")->thinking_budget, 8000);
+  // The defaults stay where a provider says nothing.
+  const ProviderConfig& a = c->providers.at("anthropic");
+  EXPECT_EQ(a.retry.max_retries, RetryPolicy{}.max_retries);
+  EXPECT_EQ(a.idle_timeout_ms, 120000);
+  EXPECT_EQ(c->model("anthropic", "claude-sonnet-4-5")->thinking_budget, 0);
+}
+
+TEST(ParseConfig, NegativeOrZeroTimeoutsAreErrorsNamingTheKey) {
+  for (const char* bad : {"max_retries = -1", "retry_base_ms = -5", "idle_timeout_ms = 0",
+                          "connect_timeout_ms = \"fast\""}) {
+    SCOPED_TRACE(bad);
+    const std::string text = std::string("[providers.p]\nbase_url = \"http://x/v1\"\n") + bad + "\n";
+    auto c = parse_config(text, builtin_config(), "t.toml");
+    ASSERT_FALSE(c);
+    const std::string key = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(c.error().message().find(key.rfind("idle", 0) == 0 ? "must be positive" : key),
+              std::string::npos)
+        << c.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace moat::agent::providers

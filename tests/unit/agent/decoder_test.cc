@@ -49,6 +49,36 @@ TEST(AnthropicDecoder, OneHourCacheWritesLandInTheirOwnBucket) {
   EXPECT_EQ(d.normalized["usage"]["ephemeral_1h_input_tokens"], 2000);
 }
 
+TEST(AnthropicDecoder, ThinkingBlocksKeepTheirSignatureAndRedactedOnesTheirData) {
+  const std::string body = events(
+      {{{"type", "message_start"}, {"message", {{"id", "m"}, {"model", "c"}, {"usage", {{"input_tokens", 5}}}}}},
+       {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}},
+       {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "Let me "}}}},
+       {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "think."}}}},
+       {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "signature_delta"}, {"signature", "EqQBCgIYAhIM"}}}},
+       {{"type", "content_block_stop"}, {"index", 0}},
+       {{"type", "content_block_start"}, {"index", 1}, {"content_block", {{"type", "redacted_thinking"}, {"data", "EmwKAhgBEgy3va"}}}},
+       {{"type", "content_block_stop"}, {"index", 1}},
+       {{"type", "content_block_start"}, {"index", 2}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+       {{"type", "content_block_delta"}, {"index", 2}, {"delta", {{"type", "text_delta"}, {"text", "42"}}}},
+       {{"type", "content_block_stop"}, {"index", 2}},
+       {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", 30}}}},
+       {{"type", "message_stop"}}},
+      true);
+  std::string reasoning;
+  StreamCallbacks cb;
+  cb.on_reasoning = [&](std::string_view t) { reasoning += t; };
+  const auto d = decode_body(Api::kAnthropic, body, {}, DecoderContext{"p", "m", &cb});
+  ASSERT_FALSE(d.failure);
+  EXPECT_EQ(reasoning, "Let me think.");
+  const json& c = d.message["content"];
+  ASSERT_EQ(c.size(), 3u) << c.dump();
+  EXPECT_EQ(c[0], json({{"type", "thinking"}, {"thinking", "Let me think."}, {"signature", "EqQBCgIYAhIM"}}));
+  EXPECT_EQ(c[1]["redacted"], "EmwKAhgBEgy3va");
+  EXPECT_EQ(c[2]["text"], "42");
+  EXPECT_EQ(d.normalized["blocks"][1]["data"], "EmwKAhgBEgy3va");
+}
+
 json chunk(json delta, json finish = nullptr) {
   return {{"choices", json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}};
 }

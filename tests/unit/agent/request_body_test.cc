@@ -85,5 +85,49 @@ TEST(RequestBody, ResponsesSendsCallsAndOutputsByCallId) {
   EXPECT_EQ(body["input"][1], json({{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "data"}}));
 }
 
+TEST(RequestBody, AnthropicThinkingBudgetEnablesThinkingOnTopOfTheOutputAllowance) {
+  ModelRequest r;
+  r.max_output_tokens = 4096;
+  r.messages = {{{"role", "user"}, {"content", text("hi")}}};
+  const json off = anthropic_body(r, {"claude", false, false});
+  EXPECT_FALSE(off.contains("thinking"));
+  EXPECT_EQ(off["max_tokens"], 4096);
+  const json on = anthropic_body(r, {"claude", false, false, 10000});
+  EXPECT_EQ(on["thinking"], json({{"type", "enabled"}, {"budget_tokens", 10000}}));
+  EXPECT_EQ(on["max_tokens"], 14096) << "budget_tokens must stay below max_tokens";
+}
+
+TEST(RequestBody, AnthropicThinkingGoesBackSignedOrRedactedAndUnsignedIsDropped) {
+  ModelRequest r;
+  r.messages = {{{"role", "user"}, {"content", text("q")}},
+                {{"role", "assistant"},
+                 {"content", json::array({{{"type", "thinking"}, {"thinking", "plan"}, {"signature", "sig1"}},
+                                          {{"type", "thinking"}, {"thinking", ""}, {"redacted", "enc"}},
+                                          {{"type", "thinking"}, {"thinking", "unsigned"}, {"signature", ""}},
+                                          {{"type", "toolCall"}, {"id", "t1"}, {"name", "read"}, {"arguments", {{"path", "a"}}}}})}},
+                {{"role", "toolResult"}, {"toolCallId", "t1"}, {"toolName", "read"}, {"content", text("A")}, {"isError", false}}};
+  const json body = anthropic_body(r, {"claude", false, false, 2048});
+  const json& blocks = body["messages"][1]["content"];
+  ASSERT_EQ(blocks.size(), 3u) << blocks.dump();
+  EXPECT_EQ(blocks[0], json({{"type", "thinking"}, {"thinking", "plan"}, {"signature", "sig1"}}));
+  EXPECT_EQ(blocks[1], json({{"type", "redacted_thinking"}, {"data", "enc"}}));
+  EXPECT_EQ(blocks[2]["type"], "tool_use");
+}
+
+TEST(RequestBody, AnthropicUserTextAfterToolResultsJoinsTheirMessage) {
+  ModelRequest r;
+  r.messages = {{{"role", "user"}, {"content", text("q")}},
+                {{"role", "assistant"},
+                 {"content", json::array({{{"type", "toolCall"}, {"id", "t1"}, {"name", "read"}, {"arguments", json::object()}}})}},
+                {{"role", "toolResult"}, {"toolCallId", "t1"}, {"toolName", "read"}, {"content", text("A")}, {"isError", false}},
+                {{"role", "user"}, {"content", text("also look at b")}}};
+  const json body = anthropic_body(r, {"claude", false, false});
+  ASSERT_EQ(body["messages"].size(), 3u) << "roles alternate: " << body["messages"].dump();
+  const json& last = body["messages"][2]["content"];
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[0]["type"], "tool_result") << "tool results come first";
+  EXPECT_EQ(last[1], json({{"type", "text"}, {"text", "also look at b"}}));
+}
+
 }  // namespace
 }  // namespace moat::agent::providers

@@ -47,11 +47,11 @@ class LoopTest : public ::testing::Test {
 
   std::vector<json> messages() { return context_messages(*store_); }
 
-  LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}) {
+  LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}, Inbox* inbox = nullptr) {
     std::vector<tools::ToolSpec> specs = {{"bash", "run", json::object(), false, false},
                                           {"read", "read", json::object(), false, false},
                                           {"one_at_a_time", "x", json::object(), false, true}};
-    return run_loop(p, tool, *store_, "system", specs, cfg, {}, nullptr);
+    return run_loop(p, tool, *store_, "system", specs, cfg, {}, nullptr, inbox);
   }
 
   std::string dir_;
@@ -184,6 +184,183 @@ TEST_F(LoopTest, EveryTurnIsOnDiskWhenTheLoopReturns) {
   auto reopened = sessions::SessionStore::open_read_only(store_->path());
   ASSERT_TRUE(reopened) << reopened.error().message();
   EXPECT_EQ(context_messages(**reopened).size(), 4u);
+}
+
+// A provider that records every request it gets and can act while it "streams" (the
+// person typing while the model writes), in front of a scripted one.
+class RecordingProvider final : public Provider {
+ public:
+  explicit RecordingProvider(std::unique_ptr<Provider> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "recording"; }
+  std::string model() const override { return "m"; }
+  Result<Message> complete(const ModelRequest& r, const StreamCallbacks& cb,
+                           const std::atomic<bool>* cancel) override {
+    requests.push_back(r.messages);
+    if (during_answer) during_answer(requests.size());
+    return inner_->complete(r, cb, cancel);
+  }
+  std::vector<std::vector<Message>> requests;
+  std::function<void(std::size_t n)> during_answer;
+
+ private:
+  std::unique_ptr<Provider> inner_;
+};
+
+std::string text_of(const Message& m) {
+  return m["content"].is_array() && !m["content"].empty() ? m["content"][0].value("text", "") : "";
+}
+
+TEST_F(LoopTest, ASteeringMessageTypedDuringABatchFollowsItsResultsInTheNextRequest) {
+  RecordingProvider p(script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"x"}},)"
+                              R"({"id":"b","name":"bash","arguments":{"command":"y"}}]})",
+                              R"({"text":"done"})"}));
+  Inbox inbox;
+  auto out = run(p, [&](const std::string& id, auto&&...) {
+    if (id == "a") inbox.steer("use y instead");
+    return ok("ran " + id);
+  }, {}, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  ASSERT_EQ(p.requests.size(), 2u);
+  const auto& second = p.requests[1];
+  ASSERT_EQ(second.size(), 5u);  // task, answer, result a, result b, the steering message
+  EXPECT_EQ(second[2]["toolCallId"], "a");
+  EXPECT_EQ(second[3]["toolCallId"], "b") << "the whole batch comes first";
+  EXPECT_EQ(second[4]["role"], "user");
+  EXPECT_EQ(text_of(second[4]), "use y instead");
+  EXPECT_EQ(messages().size(), 6u) << "the steering message is stored in the session";
+}
+
+TEST_F(LoopTest, ASteeringMessageTypedDuringTheFinalAnswerKeepsTheRunGoing) {
+  RecordingProvider p(script({R"({"text":"all done"})", R"({"text":"ok, also done"})"}));
+  Inbox inbox;
+  p.during_answer = [&](std::size_t n) {
+    if (n == 1) inbox.steer("wait, one more thing");
+  };
+  auto out = run(p, [&](auto&&...) { return ok(""); }, {}, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_EQ(out.turns, 2);
+  ASSERT_EQ(p.requests.size(), 2u);
+  EXPECT_EQ(p.requests[1].back()["role"], "user");
+  EXPECT_EQ(text_of(p.requests[1].back()), "wait, one more thing");
+  EXPECT_EQ(p.requests[1][1]["role"], "assistant");
+}
+
+TEST_F(LoopTest, FollowUpsWaitForTheEndAndAreDeliveredOneAtATime) {
+  RecordingProvider p(script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"x"}}]})",
+                              R"({"text":"first done"})", R"({"text":"second done"})",
+                              R"({"text":"third done"})"}));
+  Inbox inbox;
+  inbox.follow_up("now the second");
+  inbox.follow_up("now the third");
+  auto out = run(p, [&](auto&&...) { return ok("fine"); }, {}, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_EQ(out.turns, 4);
+  ASSERT_EQ(p.requests.size(), 4u);
+  EXPECT_EQ(p.requests[1].back()["role"], "toolResult") << "not delivered after a batch";
+  EXPECT_EQ(text_of(p.requests[2].back()), "now the second");
+  EXPECT_EQ(text_of(p.requests[2][p.requests[2].size() - 2]), "first done");
+  EXPECT_EQ(text_of(p.requests[3].back()), "now the third");
+  EXPECT_EQ(p.requests[3].size(), p.requests[2].size() + 2);
+}
+
+TEST_F(LoopTest, ASteeringMessageOutranksATerminateSuggestion) {
+  RecordingProvider p(script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"x"}}]})",
+                              R"({"text":"answered"})"}));
+  Inbox inbox;
+  auto out = run(p, [&](auto&&...) {
+    inbox.steer("before you stop: why?");
+    tools::ToolResult r = ok("x");
+    r.details["terminate"] = true;
+    return r;
+  }, {}, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kDone) << out.detail;
+  EXPECT_EQ(p.requests.size(), 2u);
+}
+
+TEST_F(LoopTest, AGateStillStopsAndTheSteeringMessageStaysInTheSession) {
+  RecordingProvider p(script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"x"}}]})",
+                              R"({"text":"unreached"})"}));
+  Inbox inbox;
+  LoopConfig cfg;
+  cfg.max_turns = 1;
+  auto out = run(p, [&](auto&&...) {
+    inbox.steer("keep going");
+    return ok("x");
+  }, cfg, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kGate);
+  EXPECT_EQ(p.requests.size(), 1u);
+  auto m = messages();
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(text_of(m.back()), "keep going") << "a resumed run answers it";
+}
+
+TEST_F(LoopTest, AFollowUpDoesNotGetPastAGate) {
+  RecordingProvider p(script({R"({"text":"one"})", R"({"text":"unreached"})"}));
+  Inbox inbox;
+  inbox.follow_up("more");
+  LoopConfig cfg;
+  cfg.max_turns = 1;
+  auto out = run(p, [&](auto&&...) { return ok(""); }, cfg, &inbox);
+  EXPECT_EQ(out.stop, LoopStop::kGate);
+  EXPECT_EQ(p.requests.size(), 1u);
+}
+
+// HTTP providers store usage as signed integers (the replay provider as unsigned ones); the
+// token gate must count both.
+class SignedUsageProvider final : public Provider {
+ public:
+  std::string name() const override { return "signed"; }
+  std::string model() const override { return "m"; }
+  Result<Message> complete(const ModelRequest&, const StreamCallbacks&,
+                           const std::atomic<bool>*) override {
+    ++calls;
+    return Message{{"role", "assistant"},
+                   {"content", json::array({{{"type", "toolCall"}, {"id", "c" + std::to_string(calls)},
+                                             {"name", "bash"}, {"arguments", {{"command", "x"}}}}})},
+                   {"stopReason", "toolUse"},
+                   {"usage", {{"input", std::int64_t{300}}, {"output", std::int64_t{20}},
+                              {"cacheRead", std::int64_t{0}}, {"cacheWrite", std::int64_t{0}}}}};
+  }
+  int calls = 0;
+};
+
+TEST_F(LoopTest, TheTokenGateCountsUsageStoredAsSignedIntegers) {
+  SignedUsageProvider p;
+  LoopConfig cfg;
+  cfg.max_total_tokens = 500;
+  auto out = run(p, [&](auto&&...) { return ok(""); }, cfg);
+  EXPECT_EQ(out.stop, LoopStop::kGate);
+  EXPECT_EQ(out.total_tokens, 640u);
+  EXPECT_EQ(p.calls, 2);
+}
+
+TEST(Inbox, TakeSteeringIfTakesOnlyAnAcceptedOldestMessage) {
+  Inbox inbox;
+  EXPECT_FALSE(inbox.take_steering_if([](const std::string&) { return true; }));
+  inbox.steer("please also fix the docs");
+  inbox.steer("y");
+  auto is_answer = [](const std::string& s) { return s == "y"; };
+  EXPECT_FALSE(inbox.take_steering_if(is_answer)) << "only the oldest is considered";
+  auto all = inbox.take_steering();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0], "please also fix the docs");
+  inbox.steer("y");
+  EXPECT_EQ(inbox.take_steering_if(is_answer).value_or(""), "y");
+  EXPECT_TRUE(inbox.take_steering().empty());
+}
+
+TEST(Inbox, ConcurrentProducersLoseNoMessage) {
+  Inbox inbox;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&inbox, t] {
+      for (int i = 0; i < 250; ++i) inbox.steer(std::to_string(t) + ":" + std::to_string(i));
+    });
+  std::size_t taken = 0;
+  while (taken < 1000) taken += inbox.take_steering().size();
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(taken, 1000u);
+  EXPECT_TRUE(inbox.take_steering().empty());
 }
 
 TEST(ReplayProvider, MalformedJsonNamesFileLineAndColumn) {
