@@ -282,7 +282,9 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
   for (;;) {
     if (cancel != nullptr && cancel->load()) return stop(LoopStop::kCancelled, "cancelled");
     auto answer = call_model(provider, store, system_prompt, tools, config, events, cancel);
-    if (!answer) return stop(LoopStop::kProviderError, answer.error().message());
+    // A provider's Error::code is the HTTP status, not an errno: its context says it all
+    // (agent/provider.h), and message() would add strerror(status).
+    if (!answer) return stop(LoopStop::kProviderError, answer.error().context);
     Message assistant = std::move(*answer);
     if (events.on_answer) events.on_answer(assistant);
     ++out.turns;

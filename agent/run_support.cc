@@ -222,6 +222,10 @@ void TerminalInput::close() {
   if (reader_.joinable()) reader_.join();
 }
 
+namespace {
+constexpr std::size_t kMaxLine = 64 * 1024;
+}  // namespace
+
 void TerminalInput::read_lines() {
   std::string pending;
   char buf[4096];
@@ -238,6 +242,11 @@ void TerminalInput::read_lines() {
     for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
       take_line(pending.substr(0, nl));
       pending.erase(0, nl + 1);
+    }
+    // A "line" without end (a pasted file, a stream of bytes) is taken in bounded pieces.
+    if (pending.size() >= kMaxLine) {
+      take_line(pending.substr(0, kMaxLine));
+      pending.erase(0, kMaxLine);
     }
   }
   if (!pending.empty()) take_line(pending);

@@ -362,6 +362,7 @@ TEST_P(FaultRunTest, RetriesWhatWaitingFixesAndFailsTheRestAtOnceWithoutTheKey) 
     EXPECT_NE(r.out.find("mock (anything): " + std::string(fault().says)), std::string::npos)
         << "the error names the provider, the model and the status\n" << r.out;
     EXPECT_EQ(r.out.find("retry"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("Unknown error"), std::string::npos) << "an HTTP status is no errno\n" << r.out;
   }
   // The key reached the server (so it could leak) and appears nowhere the person or a
   // reviewer sees: output, session file, audit log.
@@ -424,6 +425,16 @@ TEST_F(StopRuleTest, ARetryAfterOverTheCapFailsInsteadOfWaiting) {
   EXPECT_EQ(r.exit_code, 4) << r.out;
   EXPECT_EQ(server_->request_count(), 1u);
   EXPECT_NE(r.out.find("over the cap"), std::string::npos) << r.out;
+}
+
+TEST_F(StopRuleTest, AStreamThatKeepsEndingBeforeItsTerminalEventFailsWithExitFour) {
+  server_->inject(Fault::kMissingFinish, 4);
+  server_->push_turn(text_turn("never whole"));
+  auto r = moat();
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+  EXPECT_EQ(server_->request_count(), 4u) << r.out;
+  EXPECT_NE(r.out.find("stream ended before message_stop"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("provider error after 0 turns"), std::string::npos) << r.out;
 }
 
 TEST_F(StopRuleTest, MaxTurnsStopsWithExitOne) {
@@ -495,6 +506,36 @@ TEST_F(StopRuleTest, TheHelpDocumentsTheExitCodes) {
                         "2 usage or configuration error", "3 the sandbox could not be set up",
                         "4 the model provider failed", "--follow-up"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+// Anthropic extended thinking from config.toml: the request asks for it, and the signed
+// thinking block of an answer goes back in the assistant turn of the next request.
+class ThinkingRunTest : public MockRun {
+ protected:
+  void SetUp() override {
+    start(Api::kAnthropic, "\n[[models]]\nprovider = \"mock\"\nid = \"thinker\"\nthinking_budget = 2048\n");
+  }
+};
+
+TEST_F(ThinkingRunTest, TheBudgetIsRequestedAndSignedThinkingGoesBack) {
+  ScriptedTurn first = call_turn("call_t", "bash", {{"command", "echo thought-through"}});
+  first.reasoning = "First I list, then I answer.";
+  server_->push_turn(first);
+  server_->push_turn(text_turn("Answered."));
+  auto r = moat({}, "thinker");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const json body = json::parse(requests[1].body);
+  EXPECT_EQ(body["thinking"], json({{"type", "enabled"}, {"budget_tokens", 2048}}));
+  EXPECT_GT(body["max_tokens"].get<int>(), 2048);
+  const json& assistant = body["messages"][1];
+  ASSERT_EQ(assistant["role"], "assistant");
+  EXPECT_EQ(assistant["content"][0],
+            json({{"type", "thinking"}, {"thinking", "First I list, then I answer."},
+                  {"signature", "c2lnLW1vY2s="}}))
+      << assistant.dump();
+  EXPECT_EQ(assistant["content"][1]["type"], "tool_use");
 }
 
 }  // namespace
