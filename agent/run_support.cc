@@ -255,15 +255,15 @@ void TerminalInput::read_lines() {
   cv_.notify_all();
 }
 
+// Routing a line and a question's look at the typed-ahead lines happen under one lock, so a
+// line typed as the question starts is either seen by that look or handed to the question.
 void TerminalInput::take_line(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (waiting_ && !answer_) {
-      answer_ = std::move(line);
-      cv_.notify_all();
-      return;
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (waiting_ && !answer_) {
+    answer_ = std::move(line);
+    cv_.notify_all();
+    return;
   }
   if (line.find_first_not_of(" \t") == std::string::npos) return;
   inbox_.steer(line);
@@ -276,14 +276,15 @@ MoatdClient::Answer TerminalInput::ask(const std::string& question) {
   std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
                one_line(question, 400).c_str());
   std::fflush(stderr);
+  std::unique_lock<std::mutex> lock(mu_);
   std::optional<std::string> line = inbox_.take_steering_if(is_answer);
   if (!line) {
-    std::unique_lock<std::mutex> lock(mu_);
     waiting_ = true;
     cv_.wait(lock, [this] { return answer_.has_value() || eof_; });
     line = std::exchange(answer_, std::nullopt);
     waiting_ = false;
   }
+  lock.unlock();
   MoatdClient::Answer a;
   const std::size_t first = line ? line->find_first_not_of(" \t") : std::string::npos;
   const char c = first == std::string::npos ? '\0' : (*line)[first];
