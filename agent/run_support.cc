@@ -229,7 +229,14 @@ constexpr std::size_t kMaxLine = 64 * 1024;
 void TerminalInput::read_lines() {
   std::string pending;
   char buf[4096];
+  const bool terminal = ::isatty(fd_) == 1;
   while (!stop_.load()) {
+    // A run in a background job must not read its terminal: the read would stop the whole
+    // process with SIGTTIN. It reads once it is in the foreground again.
+    if (terminal && ::tcgetpgrp(fd_) != ::getpgrp()) {
+      ::poll(nullptr, 0, 100);
+      continue;
+    }
     // A timeout, so the destructor's stop is seen even when nobody types.
     pollfd pfd{fd_, POLLIN, 0};
     const int ready = ::poll(&pfd, 1, 100);
