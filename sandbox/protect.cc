@@ -95,10 +95,15 @@ Result<void> mask_one(const std::string& workspace, const std::string& target,
   return bind_read_only(target, target);
 }
 
+// This runs before every call, so the walk goes no deeper than the pattern can match: without
+// "**", FNM_PATHNAME keeps each wildcard inside one component, so "*.pem" is one readdir of the
+// workspace, not a walk of the whole tree.
 void glob_targets(const std::string& workspace, const std::string& pattern,
                   std::vector<std::string>& out) {
   namespace fs = std::filesystem;
-  int flags = pattern.find("**") != std::string::npos ? 0 : FNM_PATHNAME;
+  const bool any_depth = pattern.find("**") != std::string::npos;
+  const int flags = any_depth ? 0 : FNM_PATHNAME;
+  const auto components = static_cast<int>(std::count(pattern.begin(), pattern.end(), '/')) + 1;
   std::error_code ec;
   fs::recursive_directory_iterator it(workspace, fs::directory_options::none, ec), end;
   std::size_t seen = 0;
@@ -107,6 +112,8 @@ void glob_targets(const std::string& workspace, const std::string& pattern,
     if (fnmatch(pattern.c_str(), rel.c_str(), flags) == 0) {
       out.push_back(it->path().string());
       if (it->is_directory(ec)) it.disable_recursion_pending();
+    } else if (!any_depth && it.depth() + 1 >= components) {
+      it.disable_recursion_pending();  // what lies below has more components than the pattern
     }
   }
 }

@@ -114,6 +114,8 @@ class MoatdConnection {
             static_cast<char*>(nullptr));
       _exit(127);
     }
+    theirs.reset();  // so a moatd that failed to start reads as EOF, not a hang
+    if (pid_ < 0) return false;
     const auto t0 = Clock::now();
     auto welcome = round_trip({{"type", "hello"}, {"version", moat::sandbox::kProtocolVersion},
                                {"workspace", workspace}, {"headless", true}}, "welcome");
@@ -195,16 +197,31 @@ int main(int argc, char** argv) {
   const std::string ws = make_temp_dir(tmp, "moat-bench-ws");
   const std::string ws_disk = make_temp_dir(tmp, "moat-bench-ws");
   const std::string ws_shm = make_temp_dir(tmp, "moat-bench-ws");
+  const std::string ws_big = make_temp_dir(tmp, "moat-bench-ws");
   const std::string disk_audit = make_temp_dir(tmp, "moat-bench-audit");
   const std::string shm_audit = make_temp_dir("/dev/shm", "moat-bench-audit");
   const std::string policy_dir = make_temp_dir(tmp, "moat-bench-policy");
-  if (ws.empty() || ws_disk.empty() || ws_shm.empty() || disk_audit.empty() || shm_audit.empty() || policy_dir.empty()) return 1;
+  if (ws.empty() || ws_big.empty() || ws_disk.empty() || ws_shm.empty() || disk_audit.empty() ||
+      shm_audit.empty() || policy_dir.empty())
+    return 1;
   moat::sandbox::SessionConfig config;
   config.workspace = ws;
   config.protected_paths = {".git/hooks", ".git/config", ".moat"};  // as moatd sets them
   if (const char* skip = std::getenv("MOAT_BENCH_SKIP")) config.test_skip_step = skip;
   std::printf("sandbox_bench: %d rounds of `true`; load average at start %s\n", rounds,
               load_average().c_str());
+
+  // A workspace of 10,000 files: the masks are re-derived before every call, and the default
+  // policy's read-deny globs (".env", "*.pem": what moatd passes as hidden_paths) are matched
+  // against the workspace's entries each time.
+  for (int d = 0; d < 100; ++d) {
+    fs::create_directories(ws_big + "/src/d" + std::to_string(d));
+    for (int f = 0; f < 100; ++f)
+      std::ofstream(ws_big + "/src/d" + std::to_string(d) + "/f" + std::to_string(f) + ".c");
+  }
+  moat::sandbox::SessionConfig big_config = config;
+  big_config.workspace = ws_big;
+  big_config.hidden_paths = {".env", "*.pem"};
 
   std::vector<double> setup_ms;
   for (int i = 0; i < 10; ++i) {
@@ -217,6 +234,7 @@ int main(int argc, char** argv) {
     setup_ms.push_back(ms_since(t0));
   }
   auto session = std::move(*moat::sandbox::Session::create(config));
+  auto big_session = std::move(*moat::sandbox::Session::create(big_config));
   double hello_disk_ms = 0, hello_shm_ms = 0;
   auto moatd_disk = std::make_unique<MoatdConnection>();
   auto moatd_shm = std::make_unique<MoatdConnection>();
@@ -235,6 +253,10 @@ int main(int argc, char** argv) {
                    }, {}});
   paths.push_back({"session exec /bin/true (warm)", 1, [&] {
                      auto r = session->exec(spec, nullptr, nullptr);
+                     return r && r->exit_code == 0;
+                   }, {}});
+  paths.push_back({"session exec /bin/true, 10k-file workspace", 1, [&] {
+                     auto r = big_session->exec(spec, nullptr, nullptr);
                      return r && r->exit_code == 0;
                    }, {}});
   paths.push_back({"moatd bash `true` (warm), audit on disk", 1, [&] { return moatd_disk->bash_true(); }, {}});
@@ -262,8 +284,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  const Path &bare = paths[0], &bare_bash = paths[1], &sess = paths[2], &moatd = paths[3],
-             &moatd_tmpfs = paths[4], &bwrap = paths[5];
+  const Path &bare = paths[0], &bare_bash = paths[1], &sess = paths[2], &big = paths[3],
+             &moatd = paths[4], &moatd_tmpfs = paths[5], &bwrap = paths[6];
   std::printf("per call (interleaved):\n");
   for (const auto& p : paths) print_row(p);
   std::printf("ratios:\n");
@@ -273,6 +295,7 @@ int main(int argc, char** argv) {
   print_ratio("moatd call, audit on tmpfs / bare bash", moatd_tmpfs, bare_bash, "");
   print_ratio("session exec / bare /bin/true", sess, bare, "(the sandbox alone)");
   print_ratio("session exec / bwrap", sess, bwrap, "");
+  print_ratio("session exec, 10k files / bare /bin/true", big, bare, "");
   std::printf("setup:\n");
   std::printf("  %-44s median %7.3f ms   (of 10)\n", "Session::create", median(setup_ms));
   std::printf("  %-44s %7.3f ms (audit on disk), %.3f ms (tmpfs)\n", "moatd hello -> welcome",
@@ -281,6 +304,7 @@ int main(int argc, char** argv) {
   moatd_disk.reset();
   moatd_shm.reset();
   session.reset();
-  for (const auto& d : {ws, ws_disk, ws_shm, disk_audit, shm_audit, policy_dir}) fs::remove_all(d);
+  big_session.reset();
+  for (const auto& d : {ws, ws_big, ws_disk, ws_shm, disk_audit, shm_audit, policy_dir}) fs::remove_all(d);
   return 0;
 }

@@ -77,6 +77,27 @@ TEST(ProtectedPaths, GlobMatchesAreReDerivedAtEveryCall) {
   EXPECT_NE(r->output.find("secret-v1"), std::string::npos);
 }
 
+// A glob without "**" matches at its own depth only (each wildcard stays in one component),
+// so the walk that re-derives it stops there; what it matches at that depth is still masked.
+TEST(ProtectedPaths, GlobWithoutDoubleStarMatchesAtItsOwnDepth) {
+  TempDir ws;
+  ws.write("top.key", "v1\n");
+  ws.write("src/a.key", "v1\n");
+  ws.write("src/deep/b.key", "v1\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.protected_paths = {"src/*.key", "**/deeper.key"};
+  MOAT_SESSION_OR_SKIP(s, c);
+  ws.write("src/deep/er/deeper.key", "v1\n");
+  auto r = testing::sh(s, "for f in top.key src/a.key src/deep/b.key src/deep/er/deeper.key; do "
+                          "echo v2 > $f 2>/dev/null; done; true");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ws.read("src/a.key"), "v1\n");
+  EXPECT_EQ(ws.read("src/deep/er/deeper.key"), "v1\n") << "** still reaches any depth";
+  EXPECT_EQ(ws.read("top.key"), "v2\n");
+  EXPECT_EQ(ws.read("src/deep/b.key"), "v2\n");
+}
+
 TEST(ProtectedPaths, RenamingTheParentAwayFailsWithEbusy) {
   TempDir ws;
   std::filesystem::create_directories(ws.file(".git/hooks"));
