@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -131,6 +132,34 @@ TEST(MakeProvider, ConfiguredProviderReachesTheMockServer) {
   ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ((*answer)["content"][0]["text"], "configured");
   EXPECT_EQ(nlohmann::json::parse(server.requests().at(0).body)["model"], "some-model");
+}
+
+TEST(MakeProvider, TheProvidersRetryPolicyAndIdleTimeoutApply) {
+  moat::testing::MockModelServer server(Api::kOpenAiChat);
+  server.set_stall(std::chrono::milliseconds(3000));
+  server.inject(moat::testing::Fault::kStall);
+  server.inject(moat::testing::Fault::kServerError, 2);
+  server.push_turn({"unreached", "", {}, false});
+  auto c = parse_config(server.provider_toml("mockp") +
+                            "max_retries = 2\nretry_base_ms = 1\nretry_max_ms = 2\n"
+                            "idle_timeout_ms = 200\n",
+                        builtin_config(), "mock.toml");
+  ASSERT_TRUE(c) << c.error().message();
+  auto p = make_provider("mockp/m", *c);
+  ASSERT_TRUE(p) << p.error().message();
+  ModelRequest r;
+  r.messages.push_back({{"role", "user"}, {"content", "hi"}});
+  std::vector<std::string> reasons;
+  StreamCallbacks cb;
+  cb.on_retry = [&](int, std::chrono::milliseconds, std::string_view why) { reasons.emplace_back(why); };
+  auto answer = (*p)->complete(r, cb, nullptr);
+  ASSERT_FALSE(answer) << "three attempts (max_retries = 2), all failed";
+  EXPECT_EQ(server.request_count(), 3u);
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_NE(reasons[0].find("idle_timeout"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("200 ms"), std::string::npos) << "idle_timeout_ms applies: " << reasons[0];
+  EXPECT_NE(answer.error().context.find("(after 3 attempts)"), std::string::npos)
+      << answer.error().context;
 }
 
 TEST(MakeProvider, LocalProvidersNeedNoKey) {
