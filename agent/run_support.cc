@@ -65,11 +65,15 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
                  "Organisation policy directory (default /etc/moat/policy.d)");
   cmd.add_option("--user-policy-dir", o.user_policy_dir,
                  "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
+  // Repeatable options take one value per flag: CLI11 lets a vector option swallow the
+  // words after it, and `moat run --policy FILE "task"` would take the task for a file.
   cmd.add_option("--policy", o.policy_files,
-                 "An extra policy file, layered last (it may only narrow)")
-      ->check(CLI::ExistingFile);
+                 "An extra policy file, layered last (it may only narrow; repeatable)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
   cmd.add_option("--allow-without", o.allow_without,
-                 "Let the private moatd run sessions without this sandbox layer");
+                 "Let the private moatd run sessions without this sandbox layer (repeatable)")
+      ->allow_extra_args(false);
 }
 
 Result<std::string> canonical_workspace(const std::string& path) {

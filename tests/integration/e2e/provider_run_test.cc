@@ -499,6 +499,17 @@ TEST_F(StopRuleTest, AnAnswerWithoutCallsEndsTheTurnWithExitZero) {
   EXPECT_NE(r.out.find("moat: done after 1 turn"), std::string::npos) << r.out;
 }
 
+TEST_F(StopRuleTest, TheTaskAfterARepeatableOptionStaysTheTask) {
+  server_->push_turn(text_turn("One."));
+  server_->push_turn(text_turn("Two."));
+  auto r = moat({"--policy", source_root() + "/examples/policies/default.toml", "--follow-up",
+                 "and then"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(server_->request_count(), 2u);
+  EXPECT_EQ(request(0), std::vector<std::string>{"user:do the task"});
+  EXPECT_EQ(request(1).back(), "user:and then");
+}
+
 TEST_F(StopRuleTest, TheHelpDocumentsTheExitCodes) {
   auto r = run({moat_bin(), "run", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
