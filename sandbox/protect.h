@@ -29,10 +29,11 @@ struct Placeholder {
 // Runs in the session init before every fork. Each target that is not already a mount point
 // gets a read-only bind of itself; a missing target is first created as an empty directory
 // (a mount needs a mount point; a directory blocks both a file and a directory of that name)
-// and appended to *created; a symlink is covered by an empty read-only file. Glob patterns (*, ?, [) are matched
-// against the workspace's current entries (** crosses directories). Every directory between
-// the workspace and a target is made a mount point too, so it cannot be renamed or removed
-// (EBUSY): masks cannot be carried away with a renamed parent.
+// and appended to *created; a symlink is covered by an empty read-only file. Glob patterns
+// (*, ?, [) are matched against the workspace's current entries (** crosses directories;
+// without it a pattern matches at its own depth only). Every directory between the workspace
+// and a target is made a mount point too, so it cannot be renamed or removed (EBUSY): masks
+// cannot be carried away with a renamed parent.
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created);

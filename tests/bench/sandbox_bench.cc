@@ -1,7 +1,8 @@
 // tests/bench/sandbox_bench.cc: what a sandboxed call costs. Prints, in one run, the median and
 // p99 of `true` run
 //   (1) by bare fork+exec on the host (/bin/true, and bash -c true: the bash tool runs bash),
-//   (2) through a warm sandbox::Session (the sandbox alone: keeper, init, worker),
+//   (2) through a warm sandbox::Session (the sandbox alone: keeper, init, worker), also over
+//       a 10,000-file workspace (masks and hidden-path globs are re-derived before each call),
 //   (3) as a bash tool call through the real moatd binary on a warm session (the whole path:
 //       protocol, policy decision, write-ahead audit record, worker, exec record, result),
 //       once with the audit log on this disk and once on tmpfs (the difference is the two
@@ -15,8 +16,9 @@
 // ratios compare like with like. bwrap runs every third round (it is slow).
 //
 // Usage: sandbox_bench [rounds]   (default 300). Needs moatd: $MOATD_BIN, else the build
-//        tree's sandbox/moatd (ninja sandbox/moatd tests/bench/sandbox_bench). MOAT_BENCH_SKIP=seccomp shows one worker step's share (the
-//        session path only; never for real use).
+//        tree's sandbox/moatd (ninja sandbox/moatd tests/bench/sandbox_bench).
+//        MOAT_BENCH_SKIP=seccomp shows one worker step's share (session paths only; never for
+//        real use).
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
