@@ -1,13 +1,15 @@
 // tests/unit/sandbox/protect_test.cc: which path a protected entry masks (the path, the first
-// symlink on the way, or the first missing component).
+// symlink on the way, or the first missing component), and which placeholders are removed.
 #include "sandbox/protect.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace moat::sandbox {
 namespace {
@@ -55,6 +57,53 @@ TEST_F(MaskTargetTest, DotDotIsRefusedWithEinval) {
 TEST_F(MaskTargetTest, FileInTheMiddleIsMasked) {
   std::ofstream(ws_ + "/.moat") << "x";
   EXPECT_EQ(*mask_target(ws_, ".moat/policy.toml"), ws_ + "/.moat");
+}
+
+// remove_placeholders runs on the host after the session: only what was created, only if empty.
+class RemovePlaceholdersTest : public MaskTargetTest {
+ protected:
+  Placeholder made(const std::string& rel) {
+    std::filesystem::create_directories(ws_ + "/" + rel);
+    return recorded(rel, ws_ + "/" + rel);
+  }
+  static Placeholder recorded(const std::string& rel, const std::string& real) {
+    struct stat st {};
+    EXPECT_EQ(::stat(real.c_str(), &st), 0) << real;
+    return {rel, st.st_dev, st.st_ino};
+  }
+};
+
+TEST_F(RemovePlaceholdersTest, EmptyOnesGoDeepestFirst) {
+  std::vector<Placeholder> ps = {made("a"), made("a/b"), made(".moat")};
+  ASSERT_TRUE(remove_placeholders(ws_, ps));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/a"));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/.moat"));
+}
+
+TEST_F(RemovePlaceholdersTest, NonEmptyOrReplacedOnesStay) {
+  Placeholder full = made("full");
+  std::ofstream(ws_ + "/full/HEAD") << "x";
+  Placeholder replaced = made("replaced");
+  replaced.ino += 1;  // another directory of the same name
+  ASSERT_TRUE(remove_placeholders(ws_, {full, replaced}));
+  EXPECT_TRUE(std::filesystem::exists(ws_ + "/full/HEAD"));
+  EXPECT_TRUE(std::filesystem::is_directory(ws_ + "/replaced"));
+}
+
+TEST_F(RemovePlaceholdersTest, SymlinkedParentIsNotFollowed) {
+  std::string outside = ws_ + "-outside";
+  std::filesystem::create_directories(outside + "/x");
+  std::filesystem::create_directory_symlink(outside, ws_ + "/link");
+  // Even with the right inode, a path through a symlink is not the placeholder's.
+  ASSERT_TRUE(remove_placeholders(ws_, {recorded("link/x", outside + "/x")}));
+  EXPECT_TRUE(std::filesystem::is_directory(outside + "/x"));
+  std::filesystem::remove_all(outside);
+}
+
+TEST_F(RemovePlaceholdersTest, MissingOnesAreNotAnError) {
+  Placeholder gone = made("gone");
+  std::filesystem::remove(ws_ + "/gone");
+  EXPECT_TRUE(remove_placeholders(ws_, {gone}));
 }
 
 }  // namespace
