@@ -61,14 +61,32 @@ int connect_tcp(const char* host, const char* port) {
   return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
 }
 
+socklen_t abstract_address(const char* name, sockaddr_un* addr) {
+  *addr = sockaddr_un{};
+  addr->sun_family = AF_UNIX;
+  strncpy(addr->sun_path + 1, name, sizeof addr->sun_path - 2);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(name));
+}
+
 int connect_abstract(const char* name) {
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   if (fd < 0) return report(fd);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  strncpy(addr.sun_path + 1, name, sizeof addr.sun_path - 2);
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + strlen(name));
+  sockaddr_un addr;
+  socklen_t len = abstract_address(name, &addr);
   return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
+}
+
+// Listens on an abstract socket, prints "listening", then waits in accept until it is killed
+// (the caller ends the call) or a peer connects ("accepted").
+int listen_abstract(const char* name) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return report(fd);
+  sockaddr_un addr;
+  socklen_t len = abstract_address(name, &addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 1) != 0)
+    return report(-1);
+  printf("listening\n");
+  return accept(fd, nullptr, nullptr) < 0 ? report(-1) : (printf("accepted\n"), 0);
 }
 
 // x32 and i386 entry points: the filter kills the process (SIGSYS), so "alive" must never
@@ -131,6 +149,7 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(p, "connect") && argc == 4) return connect_tcp(argv[2], argv[3]);
   if (!strcmp(p, "abstract") && argc == 3) return connect_abstract(argv[2]);
+  if (!strcmp(p, "abstract-listen") && argc == 3) return listen_abstract(argv[2]);
   if (!strcmp(p, "ioctl") && argc == 3) return report(syscall(SYS_ioctl, -1, arg(argc, argv, 2), 0));
   if (!strcmp(p, "personality") && argc == 3)
     return report(syscall(SYS_personality, arg(argc, argv, 2)));

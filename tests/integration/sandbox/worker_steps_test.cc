@@ -5,8 +5,13 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
+#include "sandbox/landlock.h"
 #include "tests/integration/sandbox/test_util.h"
 
 namespace moat::sandbox {
@@ -96,6 +101,55 @@ TEST(WorkerSteps, LandlockStepScopesSignals) {
   auto r = run_both("landlock", "kill -0 1 2>/dev/null && echo reached || echo refused");
   EXPECT_EQ(r.with, "refused\n");
   EXPECT_EQ(r.without, "reached\n");
+}
+
+// Landlock scoping (ABI 6) of abstract unix sockets: each worker is a Landlock domain of its
+// own, so a worker cannot connect to an abstract socket another worker listens on, though both
+// share the session's network namespace.
+std::string connect_to_other_workers_socket(const std::string& skip) {
+  TempDir ws;
+  testing::install_probe(ws);
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.test_skip_step = skip;
+  auto made = Session::create(c);
+  if (!made) return "session: " + made.error().message();
+  Session& s = **made;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string listener_out;
+  bool listening_or_ended = false;
+  std::atomic<bool> stop{false};
+  std::thread listener([&] {
+    ExecSpec spec;
+    spec.argv = {ws.file("moat_probe"), "abstract-listen", "moat-scope-test"};
+    spec.timeout_s = 60;  // a guard against a hang only: the call is cancelled below
+    auto r = s.exec(spec, [&](std::string_view chunk) {
+      std::lock_guard<std::mutex> lock(mu);
+      listener_out.append(chunk);
+      listening_or_ended = listener_out.find("listening") != std::string::npos;
+      cv.notify_all();
+    }, &stop);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!r) listener_out += " " + r.error().message();
+    listening_or_ended = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return listening_or_ended; });
+  }
+  std::string out = testing::probe(s, ws, {"abstract", "moat-scope-test"});
+  stop = true;
+  listener.join();
+  return listener_out.rfind("listening", 0) == 0 ? out : "listener: " + listener_out;
+}
+
+TEST(WorkerSteps, LandlockStepScopesAbstractUnixSockets) {
+  MOAT_SKIP_WITHOUT_SESSIONS();
+  if (landlock_abi() < 6) GTEST_SKIP() << "Landlock ABI " << landlock_abi() << " has no scoping";
+  EXPECT_EQ(connect_to_other_workers_socket(""), "EPERM");
+  EXPECT_EQ(connect_to_other_workers_socket("landlock"), "ok");
 }
 
 TEST(WorkerSteps, ChdirStepStartsInTheWorkspace) {
