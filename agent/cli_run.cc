@@ -150,6 +150,8 @@ int run(RunOptions& o) {
     terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
     client->set_ask_handler([t = terminal.get()](const std::string& q) { return t->ask(q); });
   }
+  // moatd's frames are read by a thread of their own from here on; it too starts confined.
+  client->start_reader();
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);

@@ -80,9 +80,7 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
     return fail("starting moatd (" + exe + "): " + e.what());
   }
   theirs.reset();
-  auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(ours), pid));
-  client->reader_ = std::thread([c = client.get()] { c->reader_loop(); });
-  return client;
+  return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(ours), pid));
 }
 
 Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& socket_path) {
@@ -94,9 +92,7 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& soc
   if (!fd.valid()) return fail(Error::from_errno("socket", errno));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return fail(Error::from_errno("connect", errno, socket_path));
-  auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1));
-  client->reader_ = std::thread([c = client.get()] { c->reader_loop(); });
-  return client;
+  return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1));
 }
 
 MoatdClient::~MoatdClient() {
@@ -125,88 +121,108 @@ Result<void> MoatdClient::send(const json& m) {
   return {};
 }
 
-void MoatdClient::reader_loop() {
-  sandbox::FrameDecoder decoder;
-  char buf[65536];
-  std::string why = "moatd closed the connection";
-  for (bool running = true; running;) {
-    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-    for (;;) {
-      auto frame = decoder.next();
-      if (!frame) {
-        why = "moatd sent a bad frame: " + frame.error().message();
-        running = false;
-        break;
-      }
-      if (!frame->has_value()) break;
-      json m = std::move(**frame);
-      auto type = sandbox::validate_server_message(m);
-      if (!type) {
-        why = "moatd sent a bad frame: " + type.error().message();
-        running = false;
-        break;
-      }
-      std::unique_lock<std::mutex> lock(mu_);
-      switch (*type) {
-        case sandbox::ServerMessage::kWelcome:
-          welcome_ = std::move(m);
-          cv_.notify_all();
-          break;
-        case sandbox::ServerMessage::kProgress: {
-          auto it = pending_.find(m["id"].get<std::string>());
-          if (it != pending_.end() && it->second->on_progress) {
-            auto cb = it->second->on_progress;
-            lock.unlock();
-            cb(m["chunk"].get<std::string>());
-          }
-          break;
-        }
-        case sandbox::ServerMessage::kResult: {
-          auto it = pending_.find(m["id"].get<std::string>());
-          if (it != pending_.end()) {
-            it->second->result = tools::ToolResult::from_json(m);
-            it->second->done = true;
-            cv_.notify_all();
-          }
-          break;
-        }
-        case sandbox::ServerMessage::kAsk: {
-          // Without a handler (headless) the answer is no; moatd never asks headless
-          // sessions, so this only guards against a confused supervisor.
-          auto handler = ask_handler_;
-          const std::string ask_id = m["ask"].get<std::string>();
-          const std::string question = m["question"].get<std::string>();
-          lock.unlock();
-          ask_threads_.emplace_back([this, handler, ask_id, question] {
-            Answer a = handler ? handler(question) : Answer{};
-            (void)send({{"type", "answer"}, {"ask", ask_id},
-                        {"decision", a.allow ? "allow" : "deny"},
-                        {"scope", a.for_session ? "session" : "once"}});
-          });
-          break;
-        }
-        case sandbox::ServerMessage::kError:
-          why = "moatd: " + m["message"].get<std::string>();
-          if (!welcome_) {
-            // A refused hello: keep the error frame for hello() to report.
-            welcome_ = std::move(m);
-            cv_.notify_all();
-          }
-          break;
-        case sandbox::ServerMessage::kBye:
-          running = false;
-          break;
-      }
-      if (!running) break;
-    }
-  }
+void MoatdClient::start_reader() {
+  std::call_once(reader_once_, [this] {
+    std::thread t([this] { reader_loop(); });
+    std::lock_guard<std::mutex> lock(mu_);
+    reader_ = std::move(t);
+  });
+}
+
+void MoatdClient::mark_closed(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   fatal_ = why;
   cv_.notify_all();
+}
+
+bool MoatdClient::dispatch(json m, std::string* why) {
+  auto type = sandbox::validate_server_message(m);
+  if (!type) {
+    *why = "moatd sent a bad frame: " + type.error().message();
+    return false;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  switch (*type) {
+    case sandbox::ServerMessage::kWelcome:
+      welcome_ = std::move(m);
+      cv_.notify_all();
+      break;
+    case sandbox::ServerMessage::kProgress: {
+      auto it = pending_.find(m["id"].get<std::string>());
+      if (it != pending_.end() && it->second->on_progress) {
+        auto cb = it->second->on_progress;
+        lock.unlock();
+        cb(m["chunk"].get<std::string>());
+      }
+      break;
+    }
+    case sandbox::ServerMessage::kResult: {
+      auto it = pending_.find(m["id"].get<std::string>());
+      if (it != pending_.end()) {
+        it->second->result = tools::ToolResult::from_json(m);
+        it->second->done = true;
+        cv_.notify_all();
+      }
+      break;
+    }
+    case sandbox::ServerMessage::kAsk: {
+      // Without a handler (headless) the answer is no; moatd never asks headless
+      // sessions, so this only guards against a confused supervisor.
+      auto handler = ask_handler_;
+      const std::string ask_id = m["ask"].get<std::string>();
+      const std::string question = m["question"].get<std::string>();
+      lock.unlock();
+      ask_threads_.emplace_back([this, handler, ask_id, question] {
+        Answer a = handler ? handler(question) : Answer{};
+        (void)send({{"type", "answer"}, {"ask", ask_id},
+                    {"decision", a.allow ? "allow" : "deny"},
+                    {"scope", a.for_session ? "session" : "once"}});
+      });
+      break;
+    }
+    case sandbox::ServerMessage::kError:
+      *why = "moatd: " + m["message"].get<std::string>();
+      if (!welcome_) {
+        // A refused hello: keep the error frame for hello() to report.
+        welcome_ = std::move(m);
+        cv_.notify_all();
+      }
+      break;
+    case sandbox::ServerMessage::kBye:
+      return false;
+  }
+  return true;
+}
+
+bool MoatdClient::drain(std::string* why, bool until_welcome) {
+  for (;;) {
+    if (until_welcome) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (welcome_) return true;
+    }
+    auto frame = decoder_.next();
+    if (!frame) {
+      *why = "moatd sent a bad frame: " + frame.error().message();
+      return false;
+    }
+    if (!frame->has_value()) return true;
+    if (!dispatch(std::move(**frame), why)) return false;
+  }
+}
+
+void MoatdClient::reader_loop() {
+  char buf[65536];
+  std::string why = "moatd closed the connection";
+  // Frames that arrived with the welcome, read by hello(), are handled first.
+  for (bool running = drain(&why, false); running;) {
+    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    running = drain(&why, false);
+  }
+  mark_closed(why);
 }
 
 Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why) {
@@ -219,6 +235,35 @@ Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, 
                      {"headless", headless}});
       !r)
     return set_why("io", r.error().message());
+  bool reader_running = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reader_running = reader_.joinable();
+  }
+  if (!reader_running) {
+    // No reader thread yet: read until the welcome (or a refusal) on this thread.
+    std::string broke = "moatd closed the connection";
+    char buf[65536];
+    for (bool running = drain(&broke, true);;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (welcome_ || !running) break;
+      }
+      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        running = false;
+        continue;
+      }
+      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+      running = drain(&broke, true);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!welcome_) {
+      closed_ = true;
+      fatal_ = broke;
+    }
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return welcome_.has_value() || closed_; });
   if (!welcome_) return set_why("io", fatal_);
@@ -246,6 +291,7 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
                                     const json& arguments,
                                     const std::function<void(std::string_view)>& on_progress,
                                     const std::atomic<bool>* cancel) {
+  start_reader();
   auto p = std::make_shared<Pending>();
   p->on_progress = on_progress;
   {

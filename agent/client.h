@@ -18,6 +18,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/protocol.h"
 #include "tools/tool.h"
 
 namespace moat::agent {
@@ -44,8 +45,15 @@ class MoatdClient {
   static Result<std::unique_ptr<MoatdClient>> connect(const std::string& socket_path);
   ~MoatdClient();
 
-  // Sends hello and waits for welcome. On failure *why says which layer refused.
+  // Sends hello and waits for welcome. On failure *why says which layer refused. Before the
+  // reader thread runs, the welcome is read on the calling thread, so a process that drops
+  // privileges after hello (moat run) is still single-threaded when it does: capabilities,
+  // no_new_privs and seccomp filters are per thread.
   Result<Welcome> hello(const std::string& workspace, bool headless, WelcomeError* why);
+
+  // Starts the thread that reads moatd's frames (results, progress, asks). call() starts it
+  // when it has not been started; idempotent.
+  void start_reader();
 
   // Runs one call and waits for its result; progress chunks go to on_progress (may be
   // called from the reader thread). Thread-safe: calls may run concurrently.
@@ -72,6 +80,11 @@ class MoatdClient {
   explicit MoatdClient(UniqueFd fd, pid_t child) : fd_(std::move(fd)), child_pid_(child) {}
   Result<void> send(const nlohmann::json& m);
   void reader_loop();
+  // Handles the frames decoder_ holds; false when the connection must stop (*why says why).
+  // With until_welcome, stops after a welcome or a refusing error frame.
+  bool drain(std::string* why, bool until_welcome);
+  bool dispatch(nlohmann::json m, std::string* why);
+  void mark_closed(const std::string& why);
 
   struct Pending {
     bool done = false;
@@ -89,6 +102,8 @@ class MoatdClient {
   std::string fatal_;  // set when the connection broke: every waiter gets it
   bool closed_ = false;
   std::thread reader_;
+  std::once_flag reader_once_;
+  sandbox::FrameDecoder decoder_;  // hello() and then the reader thread, never both at once
   std::function<Answer(const std::string&)> ask_handler_;
   std::vector<std::thread> ask_threads_;
 };

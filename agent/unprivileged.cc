@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <seccomp.h>
@@ -58,6 +59,16 @@ Result<void> drop_capabilities() {
   return {};
 }
 
+Result<std::size_t> count_threads() {
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return fail(Error::from_errno("opendir", errno, "/proc/self/task"));
+  std::size_t n = 0;
+  while (const dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(d);
+  return n;
+}
+
 }  // namespace
 
 Result<void> install_loop_filter() {
@@ -92,6 +103,13 @@ Result<void> install_loop_filter() {
 }
 
 Result<void> drop_to_unprivileged_loop(const DropOptions& options) {
+  // Capabilities, the bounding set, no_new_privs and the seccomp filter are per thread: a
+  // thread started before this point would keep all of them. Refuse rather than leave one.
+  MOAT_ASSIGN_OR_RETURN(const std::size_t threads, count_threads());
+  if (threads != 1)
+    return fail(Error::msg("the loop process has " + std::to_string(threads) +
+                           " threads; it must drop privileges while it has one (each thread keeps "
+                           "its own capabilities and seccomp filter)"));
   MOAT_TRY(drop_bounding_set());  // first: only root may, and root is about to be gone
   MOAT_TRY(switch_identity(options));
   MOAT_TRY(drop_capabilities());

@@ -133,6 +133,23 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
     EXPECT_NE(status.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << status;
     EXPECT_NE(status.find("CapBnd:\t0000000000000000"), std::string::npos) << status;
   }
+  // Every thread, not only the main one: capabilities, no_new_privs and seccomp are per
+  // thread, and the thread reading moatd's frames is running during the call.
+  size_t threads = 0;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    const std::string s = read_file(task.path().string() + "/status");
+    if (s.empty()) continue;  // the thread ended meanwhile
+    ++threads;
+    SCOPED_TRACE("thread " + task.path().filename().string());
+    EXPECT_NE(s.find("NoNewPrivs:\t1"), std::string::npos) << s;
+    EXPECT_NE(s.find("Seccomp:\t2"), std::string::npos) << s;
+    EXPECT_NE(s.find("CapEff:\t0000000000000000"), std::string::npos) << s;
+    EXPECT_NE(s.find("CapPrm:\t0000000000000000"), std::string::npos) << s;
+    if (geteuid() == 0) {
+      EXPECT_NE(s.find("CapBnd:\t0000000000000000"), std::string::npos) << s;
+    }
+  }
+  EXPECT_GE(threads, 2u) << "the moatd reader thread runs while the call is in flight";
   EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
 }
 
