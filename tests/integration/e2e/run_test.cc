@@ -118,25 +118,28 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
                            ws, "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
                            dir_.path() + "/audit", "wait"},
                           dir_.path() + "/run.log", state_env(dir_));
-  // Poll the loop process while its tool call runs.
+  // Poll the loop process while its tool call runs, until the thread that reads moatd's
+  // frames is there too (it starts with the first call).
+  const std::string proc = "/proc/" + std::to_string(pid);
+  auto thread_count = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(proc + "/task", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+    return n;
+  };
   std::string status;
   for (int i = 0; i < 100; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    status = read_file("/proc/" + std::to_string(pid) + "/status");
-    if (status.find("NoNewPrivs:\t1") != std::string::npos) break;
+    status = read_file(proc + "/status");
+    if (status.find("NoNewPrivs:\t1") != std::string::npos && thread_count() >= 2) break;
   }
-  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
-  EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;
-  EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
-  EXPECT_NE(status.find("CapPrm:\t0000000000000000"), std::string::npos) << status;
   if (geteuid() == 0) {
     EXPECT_NE(status.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << status;
-    EXPECT_NE(status.find("CapBnd:\t0000000000000000"), std::string::npos) << status;
   }
-  // Every thread, not only the main one: capabilities, no_new_privs and seccomp are per
-  // thread, and the thread reading moatd's frames is running during the call.
+  // Every thread, the main one included: capabilities, no_new_privs and seccomp are per
+  // thread, and the thread reading moatd's frames runs during the call.
   size_t threads = 0;
-  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+  for (const auto& task : fs::directory_iterator(proc + "/task")) {
     const std::string s = read_file(task.path().string() + "/status");
     if (s.empty()) continue;  // the thread ended meanwhile
     ++threads;
