@@ -1,6 +1,7 @@
 // sandbox/protect.cc: masking protected workspace paths (see protect.h).
 #include "sandbox/protect.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/mount.h>
@@ -10,7 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
+#include <memory>
 
 #include "base/unique_fd.h"
 #include "sandbox/sys.h"
@@ -20,7 +21,6 @@ namespace {
 
 constexpr const char* kEmptyFile = "/run/moat/empty";
 constexpr const char* kEmptyDir = "/run/moat/empty.d";
-constexpr std::size_t kMaxGlobEntries = 20000;  // a huge tree must not stall every call
 
 bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
 
@@ -95,27 +95,85 @@ Result<void> mask_one(const std::string& workspace, const std::string& target,
   return bind_read_only(target, target);
 }
 
-// This runs before every call, so the walk goes no deeper than the pattern can match: without
-// "**", FNM_PATHNAME keeps each wildcard inside one component, so "*.pem" is one readdir of the
-// workspace, not a walk of the whole tree.
-void glob_targets(const std::string& workspace, const std::string& pattern,
-                  std::vector<std::string>& out) {
-  namespace fs = std::filesystem;
-  const bool any_depth = pattern.find("**") != std::string::npos;
-  const int flags = any_depth ? 0 : FNM_PATHNAME;
-  const auto components = static_cast<int>(std::count(pattern.begin(), pattern.end(), '/')) + 1;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(workspace, fs::directory_options::none, ec), end;
-  std::size_t seen = 0;
-  for (; !ec && it != end && seen < kMaxGlobEntries; it.increment(ec), ++seen) {
-    std::string rel = it->path().string().substr(workspace.size() + 1);
-    if (fnmatch(pattern.c_str(), rel.c_str(), flags) == 0) {
-      out.push_back(it->path().string());
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-    } else if (!any_depth && it.depth() + 1 >= components) {
-      it.disable_recursion_pending();  // what lies below has more components than the pattern
-    }
+// The matches of a list of glob patterns in the workspace, found by one walk. This runs
+// before every call, so the walk goes no deeper than a pattern can match: without "**",
+// FNM_PATHNAME keeps each wildcard inside one component, so "*.pem" is one readdir of the
+// workspace, not a walk of the whole tree; one "**" pattern makes it a walk of the tree.
+struct GlobMatches {
+  std::vector<std::string> targets;  // matched paths (a matched directory is not entered)
+  // Directories the walk could not read: what they hold cannot be checked, so they are
+  // covered as a whole. (Otherwise code could chmod 000 a directory in one call so that the
+  // next call's walk skips it, and chmod it back in that call to reach what it holds.)
+  std::vector<std::string> unreadable;
+};
+
+Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector<std::string>& patterns,
+                                 std::size_t max_entries) {
+  GlobMatches out;
+  std::vector<const std::string*> globs;
+  bool any_depth = false;
+  std::size_t max_components = 0;
+  for (const auto& p : patterns) {
+    if (!is_glob(p)) continue;
+    globs.push_back(&p);
+    any_depth |= p.find("**") != std::string::npos;
+    max_components = std::max<std::size_t>(
+        max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
   }
+  if (globs.empty()) return out;
+  struct Dir {
+    std::string rel;  // "" for the workspace itself
+    std::size_t depth;
+  };
+  std::vector<Dir> stack = {{"", 0}};
+  std::size_t seen = 0;
+  while (!stack.empty()) {
+    const Dir dir = std::move(stack.back());
+    stack.pop_back();
+    const std::string abs = dir.rel.empty() ? workspace : workspace + "/" + dir.rel;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(
+        ::opendir(abs.c_str()), ::closedir);  // O_NOFOLLOW is implied: we never push links
+    if (!d) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;  // gone or replaced meanwhile
+      if (dir.rel.empty()) return fail(Error::from_errno("protected paths: opendir", errno, abs));
+      out.unreadable.push_back(abs);
+      continue;
+    }
+    errno = 0;
+    while (const dirent* e = ::readdir(d.get())) {
+      const std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > max_entries)
+        return fail(Error{E2BIG, "protected paths: the workspace has more than " +
+                                     std::to_string(max_entries) +
+                                     " entries, so the paths matching the policy's globs cannot "
+                                     "all be found; the call is refused rather than run with some "
+                                     "of them unmasked"});
+      const std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
+      bool matched = false;
+      for (const std::string* g : globs) {
+        const int flags = g->find("**") != std::string::npos ? 0 : FNM_PATHNAME;
+        if (fnmatch(g->c_str(), rel.c_str(), flags) == 0) {
+          matched = true;
+          break;
+        }
+      }
+      if (matched) {
+        out.targets.push_back(workspace + "/" + rel);
+        continue;  // the whole entry is covered
+      }
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        is_dir = ::lstat((workspace + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+      // Below this directory paths have depth + 2 components or more.
+      if (is_dir && (any_depth || dir.depth + 2 <= max_components)) stack.push_back({rel, dir.depth + 1});
+      errno = 0;
+    }
+    if (errno != 0) out.unreadable.push_back(abs);  // a read error part-way: cover it all
+  }
+  return out;
 }
 
 Result<void> hide_one(const std::string& workspace, const std::string& target) {
@@ -126,21 +184,15 @@ Result<void> hide_one(const std::string& workspace, const std::string& target) {
   return bind_read_only(S_ISDIR(st.st_mode) ? kEmptyDir : kEmptyFile, target);
 }
 
-std::vector<std::string> targets_of(const std::string& workspace, const std::string& pattern) {
-  std::vector<std::string> targets;
-  if (is_glob(pattern)) {
-    glob_targets(workspace, pattern, targets);
-  } else if (pattern.find("..") == std::string::npos) {
-    targets.push_back(workspace + "/" + pattern);
-  }
-  return targets;
-}
-
 }  // namespace
 
-Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns) {
+Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
+                        std::size_t max_entries) {
+  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries));
+  for (const auto& t : globbed.targets) MOAT_TRY(hide_one(workspace, t));
+  for (const auto& t : globbed.unreadable) MOAT_TRY(hide_one(workspace, t));
   for (const std::string& p : patterns)
-    for (const auto& t : targets_of(workspace, p)) MOAT_TRY(hide_one(workspace, t));
+    if (!is_glob(p) && p.find("..") == std::string::npos) MOAT_TRY(hide_one(workspace, workspace + "/" + p));
   return {};
 }
 
@@ -165,16 +217,15 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
-                                  std::vector<Placeholder>* created) {
+                                  std::vector<Placeholder>* created, std::size_t max_entries) {
+  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries));
+  for (const auto& t : globbed.targets) MOAT_TRY(mask_one(workspace, t, created));
+  // Read-only, so the code cannot chmod it back open and write what the walk could not see.
+  for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));
   for (const std::string& p : patterns) {
-    std::vector<std::string> targets;
-    if (is_glob(p)) {
-      glob_targets(workspace, p, targets);
-    } else {
-      MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
-      targets.push_back(std::move(t));
-    }
-    for (const auto& t : targets) MOAT_TRY(mask_one(workspace, t, created));
+    if (is_glob(p)) continue;
+    MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
+    MOAT_TRY(mask_one(workspace, t, created));
   }
   return {};
 }

@@ -4,12 +4,16 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 
 namespace moat::sandbox {
+
+// The default limit of the per-call walk that finds a workspace's glob matches.
+inline constexpr std::size_t kMaxProtectWalkEntries = 500000;
 
 // The sandbox path to cover for one workspace-relative protected path:
 //  - the path itself when it exists;
@@ -34,9 +38,13 @@ struct Placeholder {
 // without it a pattern matches at its own depth only). Every directory between the workspace
 // and a target is made a mount point too, so it cannot be renamed or removed (EBUSY): masks
 // cannot be carried away with a renamed parent.
+// A glob pattern's walk visits at most max_entries entries: past that the call is refused
+// with E2BIG (fail closed) rather than run with later matches unmasked. A directory the walk
+// cannot read is masked as a whole (its content cannot be checked).
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
-                                  std::vector<Placeholder>* created);
+                                  std::vector<Placeholder>* created,
+                                  std::size_t max_entries = kMaxProtectWalkEntries);
 
 // Host side, once no process of the session is left: removes each placeholder that is still
 // the directory that was created (same device and inode) and still empty, deepest first,
@@ -48,6 +56,7 @@ Result<void> remove_placeholders(const std::string& workspace,
 // Runs in the session init before every fork, before mask_protected_paths: each existing
 // match is covered by an empty read-only directory (for a directory) or file (otherwise, a
 // symlink included), so its content cannot be read. Patterns as in mask_protected_paths.
-Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns);
+Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
+                        std::size_t max_entries = kMaxProtectWalkEntries);
 
 }  // namespace moat::sandbox

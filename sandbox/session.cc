@@ -313,6 +313,11 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   MOAT_ASSIGN_OR_RETURN(std::size_t n, sys::recv_with_fds(channel.first.get(), &rec, sizeof rec,
                                                           &pidfd, 1, &nfds));
   if (n != sizeof rec) return fail("session init closed the call (session ended?)");
+  if (rec.type == ChannelMsg::kFailed && rec.value == E2BIG)
+    return fail(Error{E2BIG, "protected paths: the workspace has more than " +
+                                 std::to_string(config_.max_protect_walk_entries) +
+                                 " entries, so the per-call walk cannot find every path the "
+                                 "policy's globs protect or hide; the call is refused (fail closed)"});
   if (rec.type == ChannelMsg::kFailed)
     return fail(Error::from_errno("session init: start worker", rec.value));
   CallFds call{std::move(channel.first), std::move(status.first), std::move(io.first)};

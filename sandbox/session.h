@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/protect.h"
 
 namespace moat::sandbox {
 
@@ -54,6 +55,9 @@ struct SessionConfig {
   // covered by an empty read-only file or directory before every call, so their content is
   // invisible inside the sandbox. Missing ones are left alone (nothing to hide).
   std::vector<std::string> hidden_paths;
+  // The per-call walk that finds glob matches visits at most this many entries; past it a
+  // call is refused (E2BIG) rather than run with later matches unmasked.
+  std::size_t max_protect_walk_entries = kMaxProtectWalkEntries;
   bool network = false;                // false: a net namespace with loopback only
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist

@@ -218,8 +218,10 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     return fail(call.error());
   }
   std::vector<Placeholder> created;
-  auto masked = hide_paths(config_.workspace, config_.hidden_paths);
-  if (masked) masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created);
+  auto masked = hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
+  if (masked)
+    masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
+                                  config_.max_protect_walk_entries);
   report_placeholders(created);
   if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);

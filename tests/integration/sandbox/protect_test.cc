@@ -192,5 +192,49 @@ TEST(HiddenPaths, DeniedFilesAndDirectoriesAreEmptyInside) {
   EXPECT_EQ(ws.read(".env"), "API_KEY=canary-41c7\n") << "the host's file is untouched";
 }
 
+// The per-call walk that finds glob matches has a limit; past it the call is refused, never
+// run with the matches after the limit unmasked. Without glob patterns there is no walk.
+TEST(HiddenPaths, AWorkspaceLargerThanTheWalkLimitRefusesTheCall) {
+  TempDir ws;
+  for (int i = 0; i < 40; ++i) ws.write("many/f" + std::to_string(i) + ".txt", "x\n");
+  ws.write("zz/app.env", "canary-77e1\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.hidden_paths = {"**/*.env"};
+  c.max_protect_walk_entries = 20;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "cat zz/app.env");
+  ASSERT_FALSE(r) << "ran with the walk cut short: " << r->output;
+  EXPECT_EQ(r.error().code, E2BIG);
+  EXPECT_NE(r.error().message().find("protected paths"), std::string::npos) << r.error().message();
+
+  SessionConfig plain;
+  plain.workspace = ws.path();
+  plain.hidden_paths = {"zz/app.env"};  // no glob: no walk, no limit
+  plain.max_protect_walk_entries = 20;
+  MOAT_SESSION_OR_SKIP(s2, plain);
+  auto ok = testing::sh(s2, "cat zz/app.env; echo done");
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ(ok->output.find("canary-77e1"), std::string::npos) << ok->output;
+  EXPECT_NE(ok->output.find("done"), std::string::npos) << ok->output;
+}
+
+// A directory the code makes unreadable between calls does not let the next call's walk skip
+// what it holds: either the walk reads it anyway or it is covered as a whole.
+TEST(HiddenPaths, ADirectoryMadeUnreadableBetweenCallsStaysHidden) {
+  TempDir ws;
+  ws.write("sub/deep/app.env", "canary-5a0c\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.hidden_paths = {"**/*.env"};
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto first = testing::sh(s, "chmod 000 sub 2>&1; true");
+  ASSERT_TRUE(first) << first.error().message();
+  auto second = testing::sh(s, "chmod 755 sub 2>&1; cat sub/deep/app.env 2>&1; true");
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(second->output.find("canary-5a0c"), std::string::npos) << second->output;
+  ::chmod((ws.path() + "/sub").c_str(), 0755);  // so the TempDir can be removed
+}
+
 }  // namespace
 }  // namespace moat::sandbox
