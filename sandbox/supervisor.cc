@@ -205,7 +205,8 @@ class Connection {
   void run_call(const std::string& id, const std::string& tool, const json& args,
                 std::shared_ptr<std::atomic<bool>> cancel,
                 std::shared_ptr<tools::MutationQueue::Ticket> ticket);
-  Result<void> audit(const std::string& type, json fields);
+  Result<void> audit(const std::string& type, json fields,
+                     sessions::AuditLog::Sync sync = sessions::AuditLog::Sync::kNow);
   Result<std::string> audit_decision(const policy::Decision& d, const std::string& tool,
                                      const std::string& call_id, json input);
   void finish();
@@ -257,9 +258,10 @@ void Connection::send_error(const std::string& message, const std::string& code,
   send(e);
 }
 
-Result<void> Connection::audit(const std::string& type, json fields) {
+Result<void> Connection::audit(const std::string& type, json fields,
+                               sessions::AuditLog::Sync sync) {
   if (!audit_) return fail(std::string("audit log is not open"));
-  auto r = audit_->append(type, std::move(fields));
+  auto r = audit_->append(type, std::move(fields), sync);
   if (!r) {
     MOAT_LOG_ERROR("audit append %s: %s", type.c_str(), r.error().message().c_str());
     if (policy_ && policy_->audit_required()) return r;
@@ -632,7 +634,9 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
   exec["processes"] = auditing.processes();
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
     if (result.details.is_object() && result.details.contains(key)) exec[key] = result.details[key];
-  (void)audit("exec", std::move(exec));
+  // The action already ran; its record reaches the disk with the next synced one (the next
+  // call's decision, or session.end), which saves an fdatasync per call.
+  (void)audit("exec", std::move(exec), sessions::AuditLog::Sync::kWithNext);
   reply(result);
 }
 

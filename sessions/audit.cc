@@ -75,7 +75,11 @@ class JsonlAuditLog final : public AuditLog {
       : path_(std::move(path)), fd_(std::move(fd)), session_(std::move(session)),
         policy_hash_(std::move(policy_hash)), head_(audit_genesis(session_, policy_hash_)) {}
 
-  Result<void> append(const std::string& type, nlohmann::json fields) override;
+  ~JsonlAuditLog() override {
+    if (unsynced_) (void)::fdatasync(fd_.get());
+  }
+  using AuditLog::append;
+  Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) override;
   std::string path() const override { return path_; }
   uint64_t last_seq() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,9 +102,10 @@ class JsonlAuditLog final : public AuditLog {
   std::string head_;
   off_t size_ = 0;
   bool broken_ = false;
+  bool unsynced_ = false;  // a kWithNext record is not yet known to be on disk
 };
 
-Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields) {
+Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields, Sync sync) {
   if (!fields.is_object()) return fail(Error::from_errno("audit append", EINVAL, "fields"));
   for (const char* key : kReserved)
     if (fields.contains(key)) return fail(Error::from_errno("audit append", EINVAL, key));
@@ -126,10 +131,15 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
     return fail(w.error().with_context("audit " + path_));
   }
   // Write-ahead: the caller runs the action only after this returns, so the record must be
-  // on disk first, not in the page cache.
-  if (::fdatasync(fd_.get()) != 0) {
-    broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
-    return fail(Error::from_errno("fdatasync", errno, path_));
+  // on disk first, not in the page cache (with it, every record before it).
+  if (sync == Sync::kNow) {
+    if (::fdatasync(fd_.get()) != 0) {
+      broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
+      return fail(Error::from_errno("fdatasync", errno, path_));
+    }
+    unsynced_ = false;
+  } else {
+    unsynced_ = true;
   }
   size_ += static_cast<off_t>(line.size());
   ++seq_;

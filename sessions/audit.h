@@ -30,11 +30,19 @@ class AuditLog {
   // is not owned by this user or is group- or world-writable.
   static Result<std::unique_ptr<AuditLog>> open(const std::string& dir, const std::string& session,
                                                 const std::string& policy_hash);
+  // When an appended record must be on disk: kNow before append returns (write-ahead: the
+  // decision record, session start and end); kWithNext may stay in the page cache until the
+  // next kNow append or the log's close syncs it (an exec record, written after its action
+  // ran: a crash can lose it, never a later record, since one fdatasync covers them all).
+  enum class Sync { kNow, kWithNext };
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev
-  // and hash; the line is written and fdatasync'd before this returns (write-ahead).
+  // and hash; the line is written (and with kNow fdatasync'd) before this returns.
   // EINVAL if `fields` is not an object or uses one of those reserved names. After a write
   // that could not be undone, every later append fails (fail-closed). Thread-safe.
-  virtual Result<void> append(const std::string& type, nlohmann::json fields) = 0;
+  virtual Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) = 0;
+  Result<void> append(const std::string& type, nlohmann::json fields) {
+    return append(type, std::move(fields), Sync::kNow);
+  }
   virtual std::string path() const = 0;
   virtual uint64_t last_seq() const = 0;   // 0 before the first record
   virtual std::string head() const = 0;    // the last record's hash (the genesis before one)

@@ -51,6 +51,31 @@ std::string join_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
+// An exec record may wait for the next synced record: it is written at once (a reader sees
+// it, in chain order) and the chain stays whole; the log syncs it at the latest on close.
+TEST(AuditLog, RecordsSyncedWithTheNextOneKeepTheirPlaceInTheChain) {
+  TempDir dir;
+  std::string path;
+  {
+    auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+    ASSERT_TRUE(log) << log.error().message();
+    path = (*log)->path();
+    ASSERT_TRUE((*log)->append("session.start", {{"version", "0.1.0"}}));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"result", "allow"}}));
+      ASSERT_TRUE((*log)->append("exec", {{"argv", {"true"}}, {"exit_code", 0}},
+                                 AuditLog::Sync::kWithNext));
+      EXPECT_EQ(split_lines(slurp(path)).size(), 3u + 2u * static_cast<size_t>(i))
+          << "the deferred record is in the file before the next append";
+    }
+    ASSERT_TRUE((*log)->append("exec", {{"argv", {"true"}}}, AuditLog::Sync::kWithNext));
+    EXPECT_EQ((*log)->last_seq(), 8u);
+  }  // closed with a deferred record last: synced on close
+  const AuditVerdict v = verify_audit(slurp(path), /*require_end=*/false);
+  EXPECT_TRUE(v.ok()) << v.detail;
+  EXPECT_EQ(v.records, 8u);
+}
+
 TEST(AuditLog, RecordsCarryTheSchemaFieldsAndChain) {
   TempDir dir;
   const std::string path = write_log(dir, 2);
