@@ -69,6 +69,14 @@ struct ServedUsage {
 // repeats request A and appends to it, A's canonical prompt is a prefix of B's.
 std::string canonical_prompt(agent::providers::Api api, nlohmann::json body);
 
+// A name for parameterised tests over the APIs: "openai-chat" becomes "openai_chat".
+inline std::string api_test_name(agent::providers::Api api) {
+  std::string name(agent::providers::api_name(api));
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
 class MockModelServer {
  public:
   using Api = agent::providers::Api;

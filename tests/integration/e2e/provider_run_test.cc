@@ -115,11 +115,8 @@ ScriptedTurn call_turn(const std::string& id, const std::string& tool, json args
   return t;
 }
 
-// A test-name-safe label: "openai-chat" becomes "openai_chat".
 std::string api_label(const ::testing::TestParamInfo<Api>& info) {
-  std::string name(agent::providers::api_name(info.param));
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
+  return moat::testing::api_test_name(info.param);
 }
 
 // `moat run` in the background with a pipe on its stdin, its output going to a file: for a

@@ -32,12 +32,7 @@ using moat::testing::ScriptedTurn;
 using nlohmann::json;
 
 std::string api_label(const ::testing::TestParamInfo<Api>& info) {
-  switch (info.param) {
-    case Api::kOpenAiChat: return "OpenAiChat";
-    case Api::kAnthropic: return "Anthropic";
-    case Api::kOpenAiResponses: return "OpenAiResponses";
-  }
-  return "Unknown";
+  return moat::testing::api_test_name(info.param);
 }
 
 bool is_summary_request(const json& body) {
