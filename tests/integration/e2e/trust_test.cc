@@ -36,8 +36,10 @@ class TrustTest : public ::testing::Test {
   }
 
   std::vector<std::string> env() const {
-    return {"XDG_STATE_HOME=" + dir_.path() + "/state", "XDG_CONFIG_HOME=" + dir_.path() + "/config",
-            "MOATD_BIN=" + moatd_bin()};
+    std::vector<std::string> e = {"XDG_STATE_HOME=" + dir_.path() + "/state",
+                                  "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
+    if (!trust_dir_.empty()) e.push_back("MOAT_TRUST_DIR=" + trust_dir_);
+    return e;
   }
 
   // One `moat run`, with its own audit directory so each run's records stand apart.
@@ -81,7 +83,7 @@ class TrustTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::string ws_, script_, audit_dir_;
+  std::string ws_, script_, audit_dir_, trust_dir_;
   int runs_ = 0;
 };
 
@@ -130,6 +132,19 @@ TEST_F(TrustTest, APinnedProjectPolicyAppliesUntilTheFileChangesAndARevokeUndoes
   ASSERT_EQ(run_moat("--headless").exit_code, 0);
   EXPECT_EQ(ls_rule(), "default.read-only");
   EXPECT_EQ(project_at_start()["state"], "untrusted");
+}
+
+// MOAT_TRUST_DIR moves the pins: `moat policy trust` writes there, and the private moatd that
+// `moat run` starts (whose environment is otherwise scrubbed) reads them from there too.
+TEST_F(TrustTest, PinsInMoatTrustDirReachThePrivateMoatd) {
+  trust_dir_ = dir_.path() + "/elsewhere/trust";
+  auto t = policy_trust();
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_FALSE(fs::exists(dir_.path() + "/state/moat/trust")) << "pinned where MOAT_TRUST_DIR says";
+  auto r = run_moat("--headless");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ls_rule(), "proj.no-ls") << r.out;
+  EXPECT_EQ(project_at_start()["loaded"], true) << project_at_start().dump();
 }
 
 TEST_F(TrustTest, InteractiveRunsAskShowingPathAndHashAndPinOnYes) {
