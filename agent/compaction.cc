@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 #include "agent/provider.h"
@@ -139,7 +140,12 @@ CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recen
   return cut;
 }
 
-FileLists collect_files(const std::vector<Message>& messages, const FileLists& previous) {
+FileLists collect_files(const std::vector<Message>& messages, const FileLists& previous,
+                        const std::string& workspace) {
+  auto absolute = [&](const std::string& p) {
+    if (p.empty() || p[0] == '/' || p[0] == '~' || workspace.empty()) return p;
+    return (std::filesystem::path(workspace) / p).lexically_normal().string();
+  };
   std::set<std::string> read(previous.read.begin(), previous.read.end());
   std::set<std::string> modified(previous.modified.begin(), previous.modified.end());
   for (const auto& m : messages) {
@@ -149,7 +155,7 @@ FileLists collect_files(const std::vector<Message>& messages, const FileLists& p
     for (const auto& b : m["content"]) {
       if (str_field(b, "type") != "toolCall" || !b.contains("arguments")) continue;
       const std::string name = str_field(b, "name");
-      const std::string path = path_argument(b["arguments"]);
+      const std::string path = absolute(path_argument(b["arguments"]));
       if (path.empty()) continue;
       if (name == "read") read.insert(path);
       if (name == "edit" || name == "write") modified.insert(path);
@@ -240,7 +246,8 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
     summary += (summary.empty() ? "" : "\n\n---\n\n") + std::string("## Turn Context (split turn)\n\n") + turn;
   }
   const FileLists files =
-      collect_files(slice(msgs, 0, cut.first_kept), {context.read_files, context.modified_files});
+      collect_files(slice(msgs, 0, cut.first_kept), {context.read_files, context.modified_files},
+                    context.workspace);
   return sessions::Entry{
       {"type", "compaction"},
       {"summary", summary},

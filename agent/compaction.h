@@ -48,12 +48,15 @@ CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recen
 
 // Files read (read tool) and modified (edit and write tools, and moatd's mutation records in
 // a toolResult's details.filesMutated) in `messages`, merged with `previous`; sorted, unique;
-// a file that was modified is listed as modified only.
+// a file that was modified is listed as modified only. A relative path argument is made
+// absolute against `workspace` (when given) and normalised, so it is one entry with moatd's
+// canonical mutation record of the same file.
 struct FileLists {
   std::vector<std::string> read;
   std::vector<std::string> modified;
 };
-FileLists collect_files(const std::vector<Message>& messages, const FileLists& previous);
+FileLists collect_files(const std::vector<Message>& messages, const FileLists& previous,
+                        const std::string& workspace = "");
 
 // One summarisation call: the loop (or a test) turns it into a model call.
 struct SummaryRequest {

@@ -88,7 +88,9 @@ SessionContext build_context(const std::vector<Entry>& path) {
 }
 
 SessionContext build_context(const SessionStore& store) {
-  return build_context(store.path_refs(store.leaf()));
+  SessionContext ctx = build_context(store.path_refs(store.leaf()));
+  ctx.workspace = str_field(store.header(), "workspace");
+  return ctx;
 }
 
 namespace {

@@ -24,6 +24,7 @@ struct SessionContext {
   std::string provider;                     // from the newest model_change ("" if none)
   std::string model;
   size_t compactions = 0;                   // compaction entries on the path
+  std::string workspace;                    // the session header's (build_context(store) only)
 
   const std::vector<Message>& for_provider() const { return messages; }
   std::vector<Message> live_messages() const;  // messages[live_begin, end)

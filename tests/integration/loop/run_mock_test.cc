@@ -194,22 +194,25 @@ struct ScriptStep {
   json args;
 };
 
+// The model names files relative to the workspace; the compaction's lists hold them absolute
+// (one entry with moatd's canonical mutation record of the same file).
 ScriptStep step(const std::string& ws, int i) {
-  const std::string note = ws + "/notes/n" + std::to_string(i - i % 4) + ".txt";
+  const std::string rel_note = "notes/n" + std::to_string(i - i % 4) + ".txt";
+  const std::string note = ws + "/" + rel_note;
   switch (i % 4) {
     case 0: {
       std::string content;
       for (int l = 0; l < 30; ++l)
         content += "line " + std::to_string(l) + " of note " + std::to_string(i) + "\n";
-      return {"write", note, {{"path", note}, {"content", content}}};
+      return {"write", note, {{"path", rel_note}, {"content", content}}};
     }
     case 1: {
-      const std::string doc = ws + "/docs/d" + std::to_string(i % 40) + ".txt";
-      return {"read", doc, {{"path", doc}}};
+      const std::string doc = "docs/d" + std::to_string(i % 40) + ".txt";
+      return {"read", ws + "/" + doc, {{"path", doc}}};
     }
     case 2:
       return {"edit", note,
-              {{"path", note},
+              {{"path", rel_note},
                {"edits", json::array({{{"oldText", "line 0 of"}, {"newText", "edited line 0 of"}}})}}};
     default:
       return {"bash", "", {{"command", "wc -l notes/n" + std::to_string(i - 3) + ".txt"}}};

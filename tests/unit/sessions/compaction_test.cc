@@ -264,6 +264,19 @@ TEST(Compaction, FileListsMergeThePreviousAndModifiedWins) {
   EXPECT_EQ(out.modified, (std::vector<std::string>{"a", "m"}));
 }
 
+// The model may name a file relative to the workspace while moatd records the canonical path
+// it mutated: with the workspace known, both are one entry.
+TEST(Compaction, RelativeArgumentsAndMutationRecordsOfOneFileAreOneEntry) {
+  Message a = {{"role", "assistant"},
+               {"content", {{{"type", "toolCall"}, {"id", "1"}, {"name", "edit"}, {"arguments", {{"path", "src/./a.cc"}}}},
+                            {{"type", "toolCall"}, {"id", "2"}, {"name", "read"}, {"arguments", {{"path", "docs/../README"}}}},
+                            {{"type", "toolCall"}, {"id", "3"}, {"name", "read"}, {"arguments", {{"path", "/etc/hosts"}}}}}}};
+  Message r = tool_result("1", "edit", 10, {{"filesMutated", {"/w/src/a.cc"}}});
+  const FileLists out = collect_files({a, r}, {}, "/w");
+  EXPECT_EQ(out.modified, (std::vector<std::string>{"/w/src/a.cc"}));
+  EXPECT_EQ(out.read, (std::vector<std::string>{"/etc/hosts", "/w/README"}));
+}
+
 TEST(Compaction, NothingToSummariseIsAnErrorAndNoModelCall) {
   sessions::SessionContext ctx;
   ctx.messages = {user("short")};
