@@ -5,9 +5,9 @@
 //       a 10,000-file workspace (masks and hidden-path globs are re-derived before each call),
 //   (3) as a bash tool call through the real moatd binary on a warm session (the whole path:
 //       protocol, policy decision, write-ahead audit record, worker, exec record, result),
-//       once with the audit log on this disk and once on tmpfs (the difference is the two
-//       fdatasyncs per call),
-//   (4) by `bwrap --unshare-all ... true`,
+//       once with the audit log on this disk and once on tmpfs (the difference is the
+//       decision record's fdatasync; the exec record is synced with the next one),
+//   (4) by `bwrap --unshare-all ... true`, and `... bash -c true` (the bash tool's program),
 // with the ratios (target: moat <= 2x bare and <= 0.3x bwrap), and the setup time of a session
 // (Session::create, and moatd's hello -> welcome).
 //
@@ -270,6 +270,14 @@ int main(int argc, char** argv) {
                                        "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/true",
                                        nullptr});
                    }, {}});
+  // The bash tool runs bash: the same program under bwrap, for a like-with-like ratio.
+  paths.push_back({"bwrap --unshare-all bash -c true", 3, [] {
+                     return fork_exec({"/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
+                                       "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                                       "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
+                                       "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/bash",
+                                       "-c", "true", nullptr});
+                   }, {}});
 
   for (int warm = 0; warm < 20; ++warm)  // page cache, the sessions' first calls
     for (auto& p : paths) (void)p.once();
@@ -287,7 +295,8 @@ int main(int argc, char** argv) {
   }
 
   const Path &bare = paths[0], &bare_bash = paths[1], &sess = paths[2], &big = paths[3],
-             &moatd = paths[4], &moatd_tmpfs = paths[5], &bwrap = paths[6];
+             &moatd = paths[4], &moatd_tmpfs = paths[5], &bwrap = paths[6],
+             &bwrap_bash = paths[7];
   std::printf("per call (interleaved):\n");
   for (const auto& p : paths) print_row(p);
   std::printf("ratios:\n");
@@ -295,6 +304,7 @@ int main(int argc, char** argv) {
   print_ratio("moatd call / bwrap", moatd, bwrap, "(target <= 0.3x)");
   print_ratio("moatd call / bare bash -c true", moatd, bare_bash, "(same program both sides)");
   print_ratio("moatd call, audit on tmpfs / bare bash", moatd_tmpfs, bare_bash, "");
+  print_ratio("moatd call / bwrap bash -c true", moatd, bwrap_bash, "(same program both sides)");
   print_ratio("session exec / bare /bin/true", sess, bare, "(the sandbox alone)");
   print_ratio("session exec / bwrap", sess, bwrap, "");
   print_ratio("session exec, 10k files / bare /bin/true", big, bare, "");
