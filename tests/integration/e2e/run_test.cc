@@ -117,7 +117,11 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C",
                            ws, "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
                            dir_.path() + "/audit", "wait"},
-                          dir_.path() + "/run.log", state_env(dir_));
+                          dir_.path() + "/run.log", [&] {
+                            auto env = state_env(dir_);
+                            env.push_back("ANTHROPIC_API_KEY=sk-ant-canary-3f9e");
+                            return env;
+                          }());
   // Poll the loop process while its tool call runs, until the thread that reads moatd's
   // frames is there too (it starts with the first call).
   const std::string proc = "/proc/" + std::to_string(pid);
@@ -153,6 +157,18 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
     }
   }
   EXPECT_GE(threads, 2u) << "the moatd reader thread runs while the call is in flight";
+  // The private moatd it started got a scrubbed environment: the API key stayed behind.
+  std::istringstream children(read_file(proc + "/task/" + std::to_string(pid) + "/children"));
+  bool saw_moatd = false;
+  for (std::string child; children >> child;) {
+    if (read_file("/proc/" + child + "/comm") != "moatd\n") continue;
+    saw_moatd = true;
+    const std::string environ = read_file("/proc/" + child + "/environ");
+    EXPECT_FALSE(environ.empty()) << "moatd's environment is readable to the test";
+    EXPECT_EQ(environ.find("sk-ant-canary-3f9e"), std::string::npos);
+    EXPECT_EQ(environ.find("ANTHROPIC_API_KEY"), std::string::npos);
+  }
+  EXPECT_TRUE(saw_moatd) << "moatd is a child of moat run";
   EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
 }
 

@@ -121,5 +121,39 @@ TEST(UnprivilegedLoop, ThreadsAndForkStillWork) {
   EXPECT_EQ(r, "thread=42;fork=7");
 }
 
+// Capabilities, no_new_privs and the seccomp filter are per thread: a thread started before
+// the drop would keep all of them, so the drop refuses to run while one exists.
+TEST(UnprivilegedLoop, RefusesToDropWhileASecondThreadRuns) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    int wake[2];
+    if (pipe(wake) != 0) _exit(1);
+    std::thread waiting([&] {
+      char c;
+      (void)!read(wake[0], &c, 1);
+    });
+    auto r = drop_to_unprivileged_loop({65534, 65534});
+    const std::string out = r ? std::string("dropped;NoNewPrivs=") + status_field("NoNewPrivs")
+                              : "refused=" + r.error().message();
+    (void)!write(wake[1], "x", 1);
+    waiting.join();
+    (void)!write(fds[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(got.rfind("refused=", 0), 0u) << got;
+  EXPECT_NE(got.find("2 threads"), std::string::npos) << got;
+}
+
 }  // namespace
 }  // namespace moat::agent
