@@ -18,19 +18,15 @@
 namespace moat::agent {
 namespace {
 
-// Runs `probe` in a forked child after the real drop; the child reports one line per check
-// on a pipe ("name=value"), so the test process itself keeps its privileges.
-std::string in_dropped_child(const std::function<std::string()>& probe) {
+// Runs `body` in a forked child, which reports on a pipe; the test process itself keeps its
+// privileges.
+std::string in_child(const std::function<std::string()>& body) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    std::string out;
-    if (auto r = drop_to_unprivileged_loop({65534, 65534}); !r)
-      out = "drop-failed=" + r.error().message();
-    else
-      out = probe();
+    const std::string out = body();
     (void)!write(fds[1], out.data(), out.size());
     _exit(0);
   }
@@ -43,6 +39,15 @@ std::string in_dropped_child(const std::function<std::string()>& probe) {
   int status = 0;
   waitpid(pid, &status, 0);
   return got;
+}
+
+// Runs `probe` in a forked child after the real drop; the child reports one line per check
+// ("name=value").
+std::string in_dropped_child(const std::function<std::string()>& probe) {
+  return in_child([&] {
+    if (auto r = drop_to_unprivileged_loop({65534, 65534}); !r) return "drop-failed=" + r.error().message();
+    return probe();
+  });
 }
 
 std::string status_field(const std::string& key) {
@@ -124,33 +129,18 @@ TEST(UnprivilegedLoop, ThreadsAndForkStillWork) {
 // Capabilities, no_new_privs and the seccomp filter are per thread: a thread started before
 // the drop would keep all of them, so the drop refuses to run while one exists.
 TEST(UnprivilegedLoop, RefusesToDropWhileASecondThreadRuns) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+  const std::string got = in_child([] {
     int wake[2];
-    if (pipe(wake) != 0) _exit(1);
+    if (pipe(wake) != 0) return std::string("pipe failed");
     std::thread waiting([&] {
       char c;
       (void)!read(wake[0], &c, 1);
     });
     auto r = drop_to_unprivileged_loop({65534, 65534});
-    const std::string out = r ? std::string("dropped;NoNewPrivs=") + status_field("NoNewPrivs")
-                              : "refused=" + r.error().message();
     (void)!write(wake[1], "x", 1);
     waiting.join();
-    (void)!write(fds[1], out.data(), out.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string got;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+    return r ? std::string("dropped") : "refused=" + r.error().message();
+  });
   EXPECT_EQ(got.rfind("refused=", 0), 0u) << got;
   EXPECT_NE(got.find("2 threads"), std::string::npos) << got;
 }
