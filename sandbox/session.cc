@@ -261,7 +261,7 @@ class LinuxSession final : public Session {
 
   Result<ExecOutcome> exec(const ExecSpec& spec,
                            const std::function<void(std::string_view)>& on_output,
-                           const std::atomic<bool>* cancel) override;
+                           StopFlags stop) override;
   Result<std::string> run_handler(std::string_view request) override;
   Result<UniqueFd> create_file(const std::string& sandbox_path) override;
   std::string describe_json() const override { return describe_; }
@@ -364,7 +364,7 @@ Result<int> LinuxSession::wait_exit(int channel, Clock::time_point deadline) {
 
 Result<ExecOutcome> LinuxSession::exec(const ExecSpec& spec,
                                        const std::function<void(std::string_view)>& on_output,
-                                       const std::atomic<bool>* cancel) {
+                                       StopFlags stop) {
   ExecOutcome out;
   out.start = std::chrono::system_clock::now();
   const auto t0 = Clock::now();
@@ -418,7 +418,7 @@ Result<ExecOutcome> LinuxSession::exec(const ExecSpec& spec,
       if (out.limit.empty()) out.limit = "wall_time";
       kill_call();
     }
-    if (!killed && cancel != nullptr && cancel->load()) {
+    if (!killed && stop.raised()) {
       out.cancelled = true;
       kill_call();
     }

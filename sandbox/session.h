@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/stop_flags.h"
 #include "base/unique_fd.h"
 #include "sandbox/protect.h"
 
@@ -86,7 +87,7 @@ struct ExecOutcome {
   int exit_code = -1;        // valid when signal == 0
   int signal = 0;            // the signal that ended it, or 0
   bool timed_out = false;    // killed by the wall-clock timeout
-  bool cancelled = false;    // killed because *cancel became true
+  bool cancelled = false;    // killed because the stop flags were raised
   std::string limit;         // "wall_time", "cpu", "file_size", "output", ... or empty
   std::uint64_t output_bytes = 0;
   std::chrono::system_clock::time_point start;
@@ -103,11 +104,11 @@ class Session {
   static Result<std::unique_ptr<Session>> create(const SessionConfig& config);
 
   // Runs argv in a fresh worker (stdin /dev/null, stdout and stderr interleaved into
-  // on_output as they arrive). Blocks until it ends, times out, or *cancel becomes true.
+  // on_output as they arrive). Blocks until it ends, times out, or `stop` is raised.
   // Thread-safe: calls may run concurrently from different threads.
   virtual Result<ExecOutcome> exec(const ExecSpec& spec,
                                    const std::function<void(std::string_view)>& on_output,
-                                   const std::atomic<bool>* cancel) = 0;
+                                   StopFlags stop) = 0;
 
   // Runs config.handler(request) in a fresh worker with every restriction applied (no
   // exec), and returns what it returned. Thread-safe.

@@ -13,12 +13,12 @@ class SessionRunner final : public tools::SandboxRunner {
   Result<tools::ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
                                  double timeout_s,
                                  const std::function<void(std::string_view)>& on_output,
-                                 const std::atomic<bool>* cancel) override {
+                                 StopFlags stop) override {
     ExecSpec spec;
     spec.argv = argv;
     spec.cwd = cwd;
     spec.timeout_s = timeout_s;
-    MOAT_ASSIGN_OR_RETURN(ExecOutcome out, session_.exec(spec, on_output, cancel));
+    MOAT_ASSIGN_OR_RETURN(ExecOutcome out, session_.exec(spec, on_output, stop));
     tools::ExecStatus s;
     s.pid = out.pid;
     s.exit_code = out.exit_code;

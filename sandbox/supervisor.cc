@@ -136,7 +136,7 @@ class AuditingRunner final : public tools::SandboxRunner {
   Result<tools::ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
                                  double timeout_s,
                                  const std::function<void(std::string_view)>& on_output,
-                                 const std::atomic<bool>* cancel) override {
+                                 StopFlags stop) override {
     Sha256Stream sha;
     const auto start = std::chrono::system_clock::now();
     auto st = inner_.exec(argv, cwd, timeout_s,
@@ -144,7 +144,7 @@ class AuditingRunner final : public tools::SandboxRunner {
                             sha.update(chunk);
                             if (on_output) on_output(chunk);
                           },
-                          cancel);
+                          stop);
     json rec = {{"argv", argv}, {"cwd", cwd}, {"start", iso_time(start)}};
     if (!st) {
       rec["error"] = st.error().message();
@@ -225,7 +225,14 @@ class Connection {
   std::unique_ptr<sessions::AuditLog> audit_;
   std::mutex calls_mu_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> inflight_;
-  std::vector<std::thread> threads_;
+  // One thread per running call. A finished thread is joined at the next call (a finished
+  // but unjoined thread keeps its stack mapped, so a long session would grow without bound).
+  struct CallThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<CallThread> threads_;
+  void join_finished_calls();
   std::set<std::string> granted_;
   std::mutex ask_mu_;
   std::condition_variable ask_cv_;
@@ -482,11 +489,25 @@ void Connection::on_call(const json& m) {
   // reads frames, so they run in the order they arrived whatever order their threads start.
   tools::CallContext order;
   tools::take_mutation_ticket(tool, order);
-  threads_.emplace_back([this, id, tool, args = m["arguments"], cancel,
-                         ticket = std::move(order.mutation_ticket)] {
+  join_finished_calls();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread t([this, id, tool, args = m["arguments"], cancel, done,
+                 ticket = std::move(order.mutation_ticket)] {
     run_call(id, tool, args, cancel, ticket);
-    std::lock_guard<std::mutex> lock(calls_mu_);
-    inflight_.erase(id);
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      inflight_.erase(id);
+    }
+    done->store(true);  // last: after this the thread only returns
+  });
+  threads_.push_back({std::move(t), std::move(done)});
+}
+
+void Connection::join_finished_calls() {
+  std::erase_if(threads_, [](CallThread& c) {
+    if (!c.done->load()) return false;
+    c.thread.join();
+    return true;
   });
 }
 
@@ -647,8 +668,8 @@ void Connection::finish() {
     std::lock_guard<std::mutex> lock(calls_mu_);
     for (auto& [id, flag] : inflight_) flag->store(true);
   }
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
+  for (auto& c : threads_)
+    if (c.thread.joinable()) c.thread.join();
   threads_.clear();
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);

@@ -4,11 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "tools/bash_output.h"
 #include "tools/truncate.h"
@@ -29,56 +26,13 @@ std::string format_seconds(double s) {
   return buf;
 }
 
-// Mirrors the caller's cancel flag into the flag handed to exec, which the output ceiling
-// also sets: exec takes one flag, and two reasons can kill the command.
-class CancelMirror {
- public:
-  CancelMirror(const std::atomic<bool>* outer, std::atomic<bool>* inner) {
-    if (outer == nullptr) return;
-    thread_ = std::thread([this, outer, inner] {
-      std::unique_lock lock(mu_);
-      while (!done_) {
-        if (outer->load()) {
-          cancelled_ = true;
-          inner->store(true);
-          return;
-        }
-        cv_.wait_for(lock, std::chrono::milliseconds(10));
-      }
-    });
-  }
-  CancelMirror(const CancelMirror&) = delete;
-  CancelMirror& operator=(const CancelMirror&) = delete;
-  ~CancelMirror() { stop(); }
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  bool cancelled() {
-    std::lock_guard lock(mu_);
-    return cancelled_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool cancelled_ = false;
-  std::thread thread_;
-};
-
 // Why the command did not succeed, or "" when it did.
-std::string failure_reason(const ExecStatus& st, const BashOutput& out, bool cancelled,
-                           double timeout_s) {
+std::string failure_reason(const ExecStatus& st, const BashOutput& out, double timeout_s) {
   if (out.ceiling_hit())
     return "killed: the output passed the " + format_size(out.total_bytes()) +
            " output ceiling" +
            (out.spill_error().empty() ? "; everything up to it is in " + out.spill_path() : "");
-  if (cancelled || st.cancelled) return "cancelled";
+  if (st.cancelled) return "cancelled";
   if (st.timed_out) return "timed out after " + format_seconds(timeout_s) + " s";
   if (!st.limit.empty()) return "killed: the sandbox's " + st.limit + " limit was reached";
   if (st.signal != 0) return "killed by signal " + std::to_string(st.signal);
@@ -121,14 +75,13 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
     *path = "/tmp/moat-bash-" + random_id() + ".log";
     return ctx.runner->create_file(*path);
   };
-  BashOutput out(std::move(options), &kill);
-  CancelMirror mirror(ctx.cancel, &kill);
+  BashOutput out(std::move(options), &kill);  // sets `kill` when the output ceiling is hit
   auto status = ctx.runner->exec({"bash", "--noprofile", "--norc", "-c", command}, ctx.workspace,
-                                 timeout_s, [&out](std::string_view c) { out.add(c); }, &kill);
-  mirror.stop();
+                                 timeout_s, [&out](std::string_view c) { out.add(c); },
+                                 StopFlags(&kill, ctx.cancel));
   out.finish();
   if (!status) return ToolResult::error("could not run bash: " + status.error().message());
-  const std::string reason = failure_reason(*status, out, mirror.cancelled(), timeout_s);
+  const std::string reason = failure_reason(*status, out, timeout_s);
   std::string text = out.render();
   if (!reason.empty()) {
     if (text.back() == '\n') text.pop_back();

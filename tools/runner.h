@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/stop_flags.h"
 #include "base/unique_fd.h"
 
 namespace moat::tools {
@@ -33,11 +34,12 @@ class SandboxRunner {
  public:
   virtual ~SandboxRunner() = default;
   // Runs argv in a fresh sandboxed worker; output (stdout+stderr interleaved) streams to
-  // on_output. timeout_s == 0 means the session's default.
+  // on_output. timeout_s == 0 means the session's default. The command is killed when
+  // `stop` is raised.
   virtual Result<ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
                                   double timeout_s,
                                   const std::function<void(std::string_view)>& on_output,
-                                  const std::atomic<bool>* cancel) = 0;
+                                  StopFlags stop) = 0;
   // Runs the tools' in-sandbox handler (handle_in_sandbox) on a request in a fresh worker.
   virtual Result<std::string> run_handler(std::string_view request) = 0;
   // Creates a file at a path of the sandbox's view and returns it for writing.

@@ -173,5 +173,43 @@ TEST_F(MoatdSocketTest, ConcurrentCallsEachGetTheirResult) {
   EXPECT_EQ(order, (std::vector<std::string>{"fast", "slow"})) << "calls overlap in moatd";
 }
 
+// moatd runs each call on its own thread. A finished thread that is never joined keeps its
+// stack mapped (8 MiB each), so a long headless session would grow moatd without bound:
+// finished call threads are joined as new calls arrive.
+TEST_F(MoatdSocketTest, ManySequentialCallsDoNotGrowMoatd) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  auto vm_size_kib = [&] {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("VmSize:", 0) == 0) return std::stol(line.substr(7));
+    return -1L;
+  };
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
+  ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
+  auto call = [&](int i) {
+    const std::string id = "c" + std::to_string(i);
+    c.send_json({{"type", "call"}, {"id", id}, {"tool", "bash"},
+                 {"arguments", {{"command", "true"}}}});
+    for (;;) {
+      json f = c.read_frame();
+      if (f.is_null()) return false;
+      if (f.value("type", "") == "result" && f.value("id", "") == id)
+        return !f["isError"].get<bool>();
+    }
+  };
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(call(i)) << moatd_log();
+  const long before = vm_size_kib();
+  ASSERT_GT(before, 0);
+  constexpr int kCalls = 120;
+  for (int i = 5; i < 5 + kCalls; ++i) ASSERT_TRUE(call(i)) << "call " << i << "\n" << moatd_log();
+  const long grown_kib = vm_size_kib() - before;
+  // Unjoined, 120 calls would keep 120 stacks: about 960 MiB. Joined, a few at most.
+  EXPECT_LT(grown_kib, 64 * 1024) << "moatd's address space grew " << grown_kib / 1024
+                                  << " MiB over " << kCalls << " calls";
+}
+
 }  // namespace
 }  // namespace moat::e2e

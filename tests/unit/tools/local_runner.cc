@@ -30,7 +30,7 @@ namespace {
 Result<ExecStatus> LocalRunner::exec(const std::vector<std::string>& argv, const std::string& cwd,
                                      double timeout_s,
                                      const std::function<void(std::string_view)>& on_output,
-                                     const std::atomic<bool>* cancel) {
+                                     StopFlags stop) {
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -51,7 +51,7 @@ Result<ExecStatus> LocalRunner::exec(const std::vector<std::string>& argv, const
   char buf[65536];
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
-    if (!killed && (now >= deadline || (cancel && cancel->load()))) {
+    if (!killed && (now >= deadline || stop.raised())) {
       st.timed_out = now >= deadline;
       st.cancelled = !st.timed_out;
       ::kill(-pid, SIGKILL);

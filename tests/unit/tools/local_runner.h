@@ -12,7 +12,7 @@ class LocalRunner final : public SandboxRunner {
  public:
   Result<ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
                           double timeout_s, const std::function<void(std::string_view)>& on_output,
-                          const std::atomic<bool>* cancel) override;
+                          StopFlags stop) override;
   Result<std::string> run_handler(std::string_view request) override;
   Result<UniqueFd> create_file(const std::string& sandbox_path) override;
 
