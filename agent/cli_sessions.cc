@@ -11,6 +11,7 @@
 
 #include "agent/cli.h"
 #include "base/log.h"
+#include "sessions/audit_key.h"
 #include "sessions/audit_verify.h"
 #include "sessions/render_audit.h"
 #include "sessions/render_session.h"
@@ -32,6 +33,7 @@ struct SessionsOptions {
 struct AuditOptions {
   std::vector<std::string> files;
   bool allow_open = false;
+  std::string key;  // a public key file to check checkpoints against
   sessions::AuditFilter filter;
   bool html = false;
   std::string output;
@@ -139,18 +141,35 @@ int run_label(const SessionsOptions& o, const std::string& name) {
   return kExitDone;
 }
 
+// How the checkpoints of an intact log were checked, for the verify line.
+std::string signature_summary(const sessions::AuditVerdict& v) {
+  if (v.checkpoints == 0) return v.key_trusted ? "" : "; no signed checkpoints";
+  std::string s = "; " + std::to_string(v.checkpoints) + " checkpoint" +
+                  (v.checkpoints == 1 ? "" : "s") + " signed through seq " +
+                  std::to_string(v.signed_through) + " by " + v.key_id;
+  if (!v.key_trusted) s += " (the key the log names: pass --key to check it is yours)";
+  return s;
+}
+
 int run_verify(const AuditOptions& o) {
   int rc = kExitDone;
+  std::string trusted;
+  if (!o.key.empty()) {
+    auto k = sessions::read_audit_public_key(o.key);
+    if (!k) return report(k.error());
+    trusted = *k;
+  }
   for (const auto& file : o.files) {
-    auto v = sessions::verify_audit_file(file, !o.allow_open);
+    auto v = sessions::verify_audit_file(file, !o.allow_open, trusted);
     if (!v) {
       std::fprintf(stderr, "moat: %s\n", v.error().message().c_str());
       rc = kExitTaskFailed;
       continue;
     }
     if (v->ok()) {
-      std::printf("%s: ok, %llu records, session %s, head %s\n", file.c_str(),
-                  static_cast<unsigned long long>(v->records), v->session.c_str(), v->head.c_str());
+      std::printf("%s: ok, %llu records, session %s, head %s%s\n", file.c_str(),
+                  static_cast<unsigned long long>(v->records), v->session.c_str(), v->head.c_str(),
+                  signature_summary(*v).c_str());
     } else {
       std::printf("%s: BROKEN (%s) at seq %llu, byte offset %llu: %s\n", file.c_str(),
                   sessions::problem_name(v->problem), static_cast<unsigned long long>(v->seq),
@@ -219,6 +238,10 @@ void add_audit_group(CLI::App& app, int& exit_code) {
   verify->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
   verify->add_flag("--allow-open", opts->allow_open,
                    "Accept a log without session.end (a session still running)");
+  verify->add_option("--key", opts->key,
+                     "moatd's public key (audit-key.pub): every checkpoint must verify under "
+                     "it, and a finished log must end in one")
+      ->check(CLI::ExistingFile);
   verify->callback([opts, &exit_code] { exit_code = run_verify(*opts); });
   auto* show = group->add_subcommand("show", "Print a readable timeline");
   show->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);

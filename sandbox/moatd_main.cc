@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   std::string socket_path;
   int fd = -1;
   std::string audit_dir;
+  std::string audit_key;
   std::string system_policy_dir = "/etc/moat/policy.d";
   std::string user_policy_dir;
   unsigned uid = 65534, gid = 65534;
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--audit-dir", audit_dir,
                  "Directory of the audit logs (default /var/log/moat with --socket as root, "
                  "else $XDG_STATE_HOME/moat/audit)");
+  app.add_option("--audit-key", audit_key,
+                 "Ed25519 private key (PEM) that signs audit checkpoints; created if missing, "
+                 "with its public half written next to it as .pub (default "
+                 "<audit dir>/audit-key.pem)");
   app.add_option("--system-policy-dir", system_policy_dir,
                  "Organisation policy directory (root-owned)")->capture_default_str();
   app.add_option("--user-policy-dir", user_policy_dir,
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   options.system_daemon = !socket_path.empty() && ::geteuid() == 0;
   options.audit_dir =
       audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : audit_dir;
+  options.audit_key = audit_key;
   options.policy.system_dir = system_policy_dir;
   options.policy.user_dir = user_policy_dir;
   options.policy.extra_files = policy_files;

@@ -126,6 +126,19 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+// The checkpoint key, loaded (or created) once per path for the life of moatd.
+Result<std::shared_ptr<const sessions::AuditKey>> audit_key(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const sessions::AuditKey>> keys;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = keys.find(path); it != keys.end()) return it->second;
+  MOAT_ASSIGN_OR_RETURN(std::unique_ptr<sessions::AuditKey> key,
+                        sessions::AuditKey::load_or_create(path));
+  std::shared_ptr<const sessions::AuditKey> shared = std::move(key);
+  keys[path] = shared;
+  return shared;
+}
+
 // Wraps the session's runner for one call: every process the call executes is recorded
 // (pid, exit, signal, the limit that killed it, output bytes and their SHA-256) from what
 // moatd itself observed, not from what the tool reports.
@@ -397,7 +410,17 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(std::string("mode"));
   }
 
-  auto log = sessions::AuditLog::open(options_.audit_dir, session_id_, policy_->policy_hash());
+  auto key = audit_key(options_.audit_key.empty() ? options_.audit_dir + "/audit-key.pem"
+                                                  : options_.audit_key);
+  // Without its key the log is still written, unsigned, and session.start says why: the
+  // chain alone still shows edits, only not a rewrite by someone who can write the file.
+  std::string signing = "ed25519";
+  if (!key) {
+    signing = "off: " + key.error().message();
+    MOAT_LOG_ERROR("audit key: %s", key.error().message().c_str());
+  }
+  auto log = sessions::AuditLog::open(options_.audit_dir, session_id_, policy_->policy_hash(),
+                                      key ? *key : nullptr);
   if (!log) {
     MOAT_LOG_ERROR("audit log: %s", log.error().message().c_str());
     if (policy_->audit_required()) {
@@ -451,7 +474,8 @@ Result<void> Connection::on_hello(const json& m) {
                 {"layers", policy_->layers_json()},
                 {"policy_hash", policy_->policy_hash()},
                 {"sandbox", json::parse(session_->describe_json(), nullptr, false)},
-                {"tools", granted_names}};
+                {"tools", granted_names},
+                {"audit_signing", signing}};
   // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
   // changed since it was pinned): the policy checked its hash against the pin itself.
   if (json project = policy_->project_json(); !project.is_null()) start["project_policy"] = std::move(project);

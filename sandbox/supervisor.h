@@ -18,6 +18,9 @@ namespace moat::sandbox {
 struct SupervisorOptions {
   policy::LoadOptions policy;   // workspace and headless are filled in from each hello
   std::string audit_dir;        // where per-session audit logs go
+  // The Ed25519 key that signs the logs' checkpoints, created on first use (its public half
+  // is written next to it as .pub); empty: <audit_dir>/audit-key.pem.
+  std::string audit_key;
   bool system_daemon = false;   // serving other users over a socket path
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;

@@ -71,9 +71,11 @@ Result<void> check_private_dir(const std::string& dir) {
 
 class JsonlAuditLog final : public AuditLog {
  public:
-  JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash)
+  JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash,
+                std::shared_ptr<const AuditKey> key)
       : path_(std::move(path)), fd_(std::move(fd)), session_(std::move(session)),
-        policy_hash_(std::move(policy_hash)), head_(audit_genesis(session_, policy_hash_)) {}
+        policy_hash_(std::move(policy_hash)), key_(std::move(key)),
+        head_(audit_genesis(session_, policy_hash_)) {}
 
   ~JsonlAuditLog() override {
     if (unsynced_) (void)::fdatasync(fd_.get());
@@ -93,10 +95,13 @@ class JsonlAuditLog final : public AuditLog {
   Result<void> resume_chain();
 
  private:
+  Result<void> write_locked(const std::string& type, nlohmann::json record, Sync sync);
+
   std::string path_;
   UniqueFd fd_;
   std::string session_;
   std::string policy_hash_;
+  std::shared_ptr<const AuditKey> key_;
   mutable std::mutex mu_;  // moatd appends from concurrent calls; seq and prev need one order
   uint64_t seq_ = 0;
   std::string head_;
@@ -111,7 +116,18 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
     if (fields.contains(key)) return fail(Error::from_errno("audit append", EINVAL, key));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
-  nlohmann::json record = std::move(fields);
+  MOAT_TRY(write_locked(type, std::move(fields), sync));
+  if (!key_ || (seq_ % kCheckpointEvery != 0 && type != "session.end")) return {};
+  // The checkpoint signs the head just written; it is synced like the record it follows.
+  nlohmann::json cp = {{"head", head_},
+                       {"count", seq_},
+                       {"key_id", key_->key_id()},
+                       {"sig", key_->sign_b64(checkpoint_message(session_, seq_, head_))}};
+  return write_locked("checkpoint", std::move(cp), sync);
+}
+
+Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json record,
+                                         Sync sync) {
   record["v"] = kAuditFormatVersion;
   record["seq"] = seq_ + 1;
   record["ts"] = now_rfc3339_ns();
@@ -120,6 +136,8 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
   record["id"] = uuid_v7();
   record["prev"] = head_;
   if (seq_ == 0 && !record.contains("policy_hash")) record["policy_hash"] = policy_hash_;
+  if (seq_ == 0 && key_)
+    record["audit_key"] = {{"key_id", key_->key_id()}, {"public_key", key_->public_key_b64()}};
   MOAT_ASSIGN_OR_RETURN(std::string hash, audit_record_hash(record));
   record["hash"] = hash;
   MOAT_ASSIGN_OR_RETURN(std::string line, canonical_json(record));
@@ -184,7 +202,8 @@ Result<std::string> audit_record_hash(const nlohmann::json& record) {
 }
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const std::string& session,
-                                                 const std::string& policy_hash) {
+                                                 const std::string& policy_hash,
+                                                 std::shared_ptr<const AuditKey> key) {
   // The session id becomes a file name: refuse anything that could leave the directory.
   if (session.empty() || session.find('/') != std::string::npos || session[0] == '.')
     return fail(Error::from_errno("audit open", EINVAL, session));
@@ -198,7 +217,8 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
     path = day_dir + "/" + session + ".jsonl";
   }
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_for_append(path, fresh, kFileMode));
-  auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash);
+  auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash,
+                                             std::move(key));
   if (fresh) {
     MOAT_TRY(fsync_dir(dirname_of(path)));
   } else {

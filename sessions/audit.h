@@ -5,6 +5,11 @@
 // hash = SHA-256 of the RFC 8785 canonical JSON of the record without "hash", and each line
 // is itself the canonical JSON of the whole record. seq starts at 1; the first record's prev
 // is the genesis below, and the first record carries "policy_hash" so verify can recompute it.
+//
+// With a signing key, the first record also carries "audit_key" {key_id, public_key}, and a
+// "checkpoint" record {head, count, key_id, sig} follows every kCheckpointEvery-th record and
+// session.end: sig is the key's Ed25519 signature of checkpoint_message(session, count, head),
+// where head is the hash of record `count`, the one just before the checkpoint.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,10 +19,12 @@
 #include <string>
 
 #include "base/result.h"
+#include "sessions/audit_key.h"
 
 namespace moat::sessions {
 
 inline constexpr int kAuditFormatVersion = 1;
+inline constexpr uint64_t kCheckpointEvery = 64;
 
 class AuditLog {
  public:
@@ -28,8 +35,10 @@ class AuditLog {
   // under any <date>/ folder, the chain continues there (after dropping a torn last line,
   // which was never acknowledged); a damaged last record refuses the open. EPERM if `dir`
   // is not owned by this user or is group- or world-writable.
+  // With `key`, checkpoints are signed with it (see above); without, none are written.
   static Result<std::unique_ptr<AuditLog>> open(const std::string& dir, const std::string& session,
-                                                const std::string& policy_hash);
+                                                const std::string& policy_hash,
+                                                std::shared_ptr<const AuditKey> key = nullptr);
   // When an appended record must be on disk: kNow before append returns (write-ahead: the
   // decision record, session start and end); kWithNext may stay in the page cache until the
   // next kNow append or the log's close syncs it (an exec record, written after its action

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sessions/audit.h"
+#include "sessions/audit_key.h"
 #include "sessions/jcs.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
@@ -52,12 +53,36 @@ AuditVerdict check_record(AuditVerdict v, const std::vector<Line>& lines, size_t
   if (want == 1) {
     v.session = str_field(rec, "session");
     v.head = audit_genesis(v.session, str_field(rec, "policy_hash"));
+    if (!v.key_trusted && rec.contains("audit_key") && rec["audit_key"].is_object()) {
+      v.public_key = base64_decode(str_field(rec["audit_key"], "public_key"));
+      v.key_id = audit_key_id(v.public_key);
+    }
   }
   if (str_field(rec, "session") != v.session)
     return broken(v, AuditProblem::kWrongPrev, line.offset, at + " belongs to another session");
   if (str_field(rec, "prev") != v.head)
     return broken(v, AuditProblem::kWrongPrev, line.offset,
                   at + ": prev is not the previous record's hash");
+  if (str_field(rec, "type") == "checkpoint") {
+    const int64_t count = int_field(rec, "count", -1);
+    const std::string head = str_field(rec, "head");
+    if (count != seq - 1 || head != v.head)
+      return broken(v, AuditProblem::kBadSignature, line.offset,
+                    at + ": checkpoint does not name the record before it");
+    if (v.public_key.empty())
+      return broken(v, AuditProblem::kBadSignature, line.offset,
+                    at + ": checkpoint, but no key to check it against");
+    if (str_field(rec, "key_id") != v.key_id)
+      return broken(v, AuditProblem::kBadSignature, line.offset,
+                    at + ": checkpoint signed by " + str_field(rec, "key_id") + ", not " + v.key_id);
+    if (!verify_audit_signature(v.public_key,
+                                checkpoint_message(v.session, static_cast<uint64_t>(count), head),
+                                str_field(rec, "sig")))
+      return broken(v, AuditProblem::kBadSignature, line.offset,
+                    at + ": checkpoint signature does not verify under " + v.key_id);
+    ++v.checkpoints;
+    v.signed_through = static_cast<uint64_t>(count);
+  }
   v.head = *hash;
   v.records = want;
   return v;
@@ -76,22 +101,34 @@ const char* problem_name(AuditProblem p) {
     case AuditProblem::kWrongPrev: return "wrong-prev";
     case AuditProblem::kTruncated: return "truncated";
     case AuditProblem::kIncomplete: return "incomplete";
+    case AuditProblem::kBadSignature: return "bad-signature";
+    case AuditProblem::kUnsigned: return "unsigned";
   }
   return "unknown";
 }
 
-AuditVerdict verify_audit(std::string_view data, bool require_end) {
+AuditVerdict verify_audit(std::string_view data, bool require_end, const std::string& trusted_key) {
   size_t torn = 0;
   const std::vector<Line> lines = whole_lines(data, &torn);
   AuditVerdict v;
+  if (!trusted_key.empty()) {
+    v.public_key = trusted_key;
+    v.key_id = audit_key_id(trusted_key);
+    v.key_trusted = true;
+  }
   std::string last_type;
+  uint64_t last_checkpoint_seq = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     v = check_record(std::move(v), lines, i);
     if (!v.ok()) {
       v.seq = v.records + 1;
       return v;
     }
-    last_type = str_field(parse_json(lines[i].text), "type");
+    const std::string type = str_field(parse_json(lines[i].text), "type");
+    if (type == "checkpoint")
+      last_checkpoint_seq = v.records;
+    else
+      last_type = type;  // a final checkpoint follows session.end
   }
   v.seq = v.records + 1;
   if (torn > 0)
@@ -103,13 +140,22 @@ AuditVerdict verify_audit(std::string_view data, bool require_end) {
     return broken(v, AuditProblem::kIncomplete, data.size(),
                   "ends at seq " + std::to_string(v.records) +
                       " without session.end: truncated, or the session is still running");
+  // With a key the caller trusts, the end must be signed: otherwise whoever rewrote the tail
+  // (or the whole file, dropping its checkpoints) would pass.
+  if (v.key_trusted && require_end && last_checkpoint_seq != v.records)
+    return broken(v, AuditProblem::kUnsigned, data.size(),
+                  v.checkpoints == 0
+                      ? "no signed checkpoint at all under " + v.key_id
+                      : "records after seq " + std::to_string(v.signed_through) +
+                            " are not covered by a checkpoint signed with " + v.key_id);
   v.seq = 0;
   return v;
 }
 
-Result<AuditVerdict> verify_audit_file(const std::string& path, bool require_end) {
+Result<AuditVerdict> verify_audit_file(const std::string& path, bool require_end,
+                                       const std::string& trusted_key) {
   MOAT_ASSIGN_OR_RETURN(std::string data, read_file(path));
-  return verify_audit(data, require_end);
+  return verify_audit(data, require_end, trusted_key);
 }
 
 }  // namespace moat::sessions

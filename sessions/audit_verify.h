@@ -19,6 +19,8 @@ enum class AuditProblem {
   kWrongPrev,    // prev is not the previous record's hash (or the genesis), or session differs
   kTruncated,    // the file ends inside a record
   kIncomplete,   // the whole records chain, but the last one is not session.end
+  kBadSignature, // a checkpoint's signature, key or fields do not hold
+  kUnsigned,     // with a trusted key: records after the last checkpoint, or none at all
 };
 
 struct AuditVerdict {
@@ -29,13 +31,25 @@ struct AuditVerdict {
   std::string detail;     // one line for a person
   std::string session;
   std::string head;       // hash of the last verified record
+  uint64_t checkpoints = 0;     // valid signed checkpoints
+  uint64_t signed_through = 0;  // the last seq a valid checkpoint covers
+  std::string key_id;           // the key the checkpoints were checked against
+  bool key_trusted = false;     // that key was given by the caller, not named by the log
+  std::string public_key;       // raw key in use (the caller's, else the log's own)
   bool ok() const { return problem == AuditProblem::kNone; }
 };
 
 // Verifies the chain in `data` (a whole file). With `require_end` false, a log whose last
 // whole record is not session.end (a session still running) passes.
-AuditVerdict verify_audit(std::string_view data, bool require_end = true);
-Result<AuditVerdict> verify_audit_file(const std::string& path, bool require_end = true);
+//
+// Checkpoints are checked against `trusted_key` (a raw Ed25519 public key) when given, else
+// against the key the log's first record names, which shows the log is consistent but not
+// who wrote it. With a trusted key, a finished log must end in a checkpoint that covers
+// every record before it (kUnsigned otherwise): a rewrite without the key cannot pass.
+AuditVerdict verify_audit(std::string_view data, bool require_end = true,
+                          const std::string& trusted_key = "");
+Result<AuditVerdict> verify_audit_file(const std::string& path, bool require_end = true,
+                                       const std::string& trusted_key = "");
 
 const char* problem_name(AuditProblem p);  // "changed", "missing", ...
 

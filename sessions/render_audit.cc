@@ -118,6 +118,9 @@ std::string audit_line(const json& r) {
     for (const auto& f : files_touched(r)) out += "\n      wrote " + clean(f, 200);
   } else if (type == "session.start") {
     out += " " + clean(str_field(r, "version") + " " + str_field(r, "mode"), 60);
+  } else if (type == "checkpoint") {
+    out += " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
+           clean(str_field(r, "key_id"), 40);
   }
   return out;
 }
@@ -141,7 +144,13 @@ std::string audit_html(const std::vector<json>& records, const AuditVerdict& ver
       ".deny{background:#fde8e8}.ask{background:#fff6db}.allow{background:#ecf8ee}"
       ".ok{color:#1a7f37}.bad{color:#c00;font-weight:bold}</style></head><body>\n"
       "<h1>Audit of session " + html_escape(session) + "</h1>\n<p>" + html_escape(source) + "</p>\n";
-  out += verdict.ok() ? "<p class=\"ok\">Chain verified: " + std::to_string(verdict.records) + " records.</p>\n"
+  const std::string signed_note =
+      verdict.checkpoints == 0
+          ? " No signed checkpoints."
+          : " Signed through seq " + std::to_string(verdict.signed_through) + " by " +
+                html_escape(verdict.key_id) +
+                (verdict.key_trusted ? "." : " (the key the log names; check it with moat audit verify --key).");
+  out += verdict.ok() ? "<p class=\"ok\">Chain verified: " + std::to_string(verdict.records) + " records." + signed_note + "</p>\n"
                       : "<p class=\"bad\">Chain BROKEN (" + std::string(problem_name(verdict.problem)) +
                             ") at seq " + std::to_string(verdict.seq) + ", byte " +
                             std::to_string(verdict.offset) + ": " + html_escape(verdict.detail) + "</p>\n";

@@ -1,0 +1,201 @@
+// sessions/audit_key.cc: Ed25519 through OpenSSL's EVP API.
+#include "sessions/audit_key.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "sessions/digest.h"
+#include "sessions/jsonl.h"
+
+namespace moat::sessions {
+namespace {
+
+constexpr std::size_t kRawKeySize = 32;
+
+EVP_PKEY* as_pkey(void* p) { return static_cast<EVP_PKEY*>(p); }
+
+std::string raw_public(EVP_PKEY* pkey) {
+  unsigned char raw[kRawKeySize];
+  std::size_t len = sizeof raw;
+  if (EVP_PKEY_get_raw_public_key(pkey, raw, &len) != 1) return "";
+  return std::string(reinterpret_cast<const char*>(raw), len);
+}
+
+std::string public_path_of(const std::string& path) {
+  const std::string stem =
+      path.size() > 4 && path.compare(path.size() - 4, 4, ".pem") == 0 ? path.substr(0, path.size() - 4) : path;
+  return stem + ".pub";
+}
+
+Result<void> write_public(EVP_PKEY* pkey, const std::string& path) {
+  const std::string pub = public_path_of(path);
+  const std::string tmp = pub + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return fail(Error::from_errno("open", errno, tmp));
+  const bool ok = PEM_write_PUBKEY(f, pkey) == 1;
+  if (std::fclose(f) != 0 || !ok) {
+    ::unlink(tmp.c_str());
+    return fail(Error::msg("audit key: could not write the public key " + pub));
+  }
+  if (::rename(tmp.c_str(), pub.c_str()) != 0) return fail(Error::from_errno("rename", errno, pub));
+  return {};
+}
+
+Result<EVP_PKEY*> create_key(const std::string& path) {
+  EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  if (pkey == nullptr) return fail(Error::msg("audit key: Ed25519 key generation failed"));
+  // O_EXCL: two moatds starting at once must not both write a key; the loser loads it.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    EVP_PKEY_free(pkey);
+    return fail(Error::from_errno("create audit key", errno, path));
+  }
+  FILE* f = ::fdopen(fd, "w");
+  bool ok = f != nullptr && PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  ok = ok && std::fflush(f) == 0 && ::fsync(fd) == 0;
+  if (f != nullptr) std::fclose(f); else ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    EVP_PKEY_free(pkey);
+    return fail(Error::msg("audit key: could not write " + path));
+  }
+  return pkey;
+}
+
+Result<EVP_PKEY*> load_key(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail(Error::from_errno("stat", errno, path));
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return fail(Error::msg("audit key " + path + " has mode " + mode +
+                           ": other users may read it; it must be 600 (chmod 600)"));
+  }
+  if (st.st_uid != ::geteuid())
+    return fail(Error::from_errno("audit key owned by another user", EPERM, path));
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return fail(Error::from_errno("open", errno, path));
+  EVP_PKEY* pkey = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  if (pkey == nullptr || EVP_PKEY_get_base_id(pkey) != EVP_PKEY_ED25519) {
+    if (pkey != nullptr) EVP_PKEY_free(pkey);
+    return fail(Error::msg("audit key " + path +
+                           ": not a PEM Ed25519 private key (move it away and moatd creates one)"));
+  }
+  return pkey;
+}
+
+}  // namespace
+
+AuditKey::~AuditKey() { EVP_PKEY_free(as_pkey(pkey_)); }
+
+Result<std::unique_ptr<AuditKey>> AuditKey::load_or_create(const std::string& path) {
+  MOAT_TRY(make_dirs(dirname_of(path), 0700));
+  EVP_PKEY* pkey = nullptr;
+  if (::access(path.c_str(), F_OK) == 0) {
+    MOAT_ASSIGN_OR_RETURN(pkey, load_key(path));
+  } else {
+    auto created = create_key(path);
+    if (!created && created.error().code == EEXIST) created = load_key(path);
+    if (!created) return fail(created.error());
+    pkey = *created;
+  }
+  std::unique_ptr<AuditKey> key(new AuditKey(pkey));
+  if (::access(public_path_of(path).c_str(), F_OK) != 0) MOAT_TRY(write_public(pkey, path));
+  return key;
+}
+
+std::string AuditKey::key_id() const { return audit_key_id(raw_public(as_pkey(pkey_))); }
+
+std::string AuditKey::public_key_b64() const { return base64_encode(raw_public(as_pkey(pkey_))); }
+
+std::string AuditKey::sign_b64(std::string_view message) const {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned char sig[64];
+  std::size_t len = sizeof sig;
+  const bool ok = ctx != nullptr &&
+                  EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, as_pkey(pkey_)) == 1 &&
+                  EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(message.data()),
+                                 message.size()) == 1;
+  EVP_MD_CTX_free(ctx);
+  return ok ? base64_encode(std::string_view(reinterpret_cast<const char*>(sig), len)) : "";
+}
+
+std::string audit_key_id(const std::string& raw_public_key) {
+  return "ed25519:" + sha256_hex(raw_public_key).substr(0, 16);
+}
+
+Result<std::string> read_audit_public_key(const std::string& path) {
+  MOAT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  if (text.find("-----BEGIN PUBLIC KEY-----") != std::string::npos) {
+    BIO* bio = BIO_new_mem_buf(text.data(), static_cast<int>(text.size()));
+    EVP_PKEY* pkey = bio != nullptr ? PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr) : nullptr;
+    BIO_free(bio);
+    std::string raw;
+    if (pkey != nullptr && EVP_PKEY_get_base_id(pkey) == EVP_PKEY_ED25519) raw = raw_public(pkey);
+    EVP_PKEY_free(pkey);
+    if (raw.size() == kRawKeySize) return raw;
+    return fail(Error::msg(path + ": not an Ed25519 public key (expected the audit-key.pub moatd wrote)"));
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string raw = base64_decode(text);
+  if (raw.size() != kRawKeySize)
+    return fail(Error::msg(path + ": expected a PEM public key or a base64 Ed25519 key of 32 bytes"));
+  return raw;
+}
+
+bool verify_audit_signature(const std::string& raw_public_key, std::string_view message,
+                            const std::string& sig_b64) {
+  const std::string sig = base64_decode(sig_b64);
+  if (raw_public_key.size() != kRawKeySize || sig.size() != 64) return false;
+  EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(
+      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw_public_key.data()),
+      raw_public_key.size());
+  if (pkey == nullptr) return false;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool ok = ctx != nullptr &&
+                  EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
+                  EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                                   reinterpret_cast<const unsigned char*>(message.data()),
+                                   message.size()) == 1;
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(pkey);
+  return ok;
+}
+
+std::string checkpoint_message(const std::string& session, unsigned long long count,
+                               const std::string& head) {
+  return "moat-audit-checkpoint/1|" + session + "|" + std::to_string(count) + "|" + head;
+}
+
+std::string base64_encode(std::string_view raw) {
+  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(raw.data()),
+                                static_cast<int>(raw.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string base64_decode(std::string_view b64) {
+  if (b64.empty() || b64.size() % 4 != 0) return "";
+  std::string out(3 * b64.size() / 4, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(b64.data()),
+                                static_cast<int>(b64.size()));
+  if (n < 0) return "";
+  // EVP_DecodeBlock counts padding as zero bytes: drop one per '='.
+  std::size_t len = static_cast<std::size_t>(n);
+  if (b64.back() == '=') --len;
+  if (b64.size() >= 2 && b64[b64.size() - 2] == '=') --len;
+  out.resize(len);
+  return out;
+}
+
+}  // namespace moat::sessions

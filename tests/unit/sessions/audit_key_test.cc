@@ -1,0 +1,212 @@
+// tests/unit/sessions/audit_key_test.cc: signed checkpoints. The hash chain alone cannot tell
+// a rewritten log from the real one (anyone can recompute hashes); these tests rewrite logs
+// the way an attacker without moatd's key would, and check that verification against the
+// owner's public key catches each rewrite, while an honest log passes.
+#include "sessions/audit_key.h"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "sessions/audit.h"
+#include "sessions/audit_verify.h"
+#include "sessions/jcs.h"
+#include "sessions/json_util.h"
+#include "sessions/jsonl.h"
+#include "temp_dir.h"
+
+namespace moat::sessions {
+namespace {
+
+using nlohmann::json;
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+constexpr const char* kSession = "01890a5d-ac96-774b-bcce-b302099a8057";
+constexpr const char* kPolicy = "sha256:5e1c";
+
+std::shared_ptr<const AuditKey> make_key(const std::string& path) {
+  auto k = AuditKey::load_or_create(path);
+  EXPECT_TRUE(k.has_value()) << k.error().message();
+  return k ? std::shared_ptr<const AuditKey>(std::move(*k)) : nullptr;
+}
+
+// start, n decisions, end; with the key, checkpoints every kCheckpointEvery and at the end.
+std::string write_log(const std::string& dir, int n_middle, std::shared_ptr<const AuditKey> key) {
+  auto log = AuditLog::open(dir, kSession, kPolicy, std::move(key));
+  EXPECT_TRUE(log.has_value()) << log.error().message();
+  EXPECT_TRUE((*log)->append("session.start", {{"version", "0.1.0"}}).has_value());
+  for (int i = 0; i < n_middle; ++i)
+    EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"n", i}}).has_value());
+  EXPECT_TRUE((*log)->append("session.end", json::object()).has_value());
+  return (*log)->path();
+}
+
+std::vector<json> records_of(const std::string& data) {
+  std::vector<json> out;
+  for (const Line& l : whole_lines(data)) out.push_back(parse_json(l.text));
+  return out;
+}
+
+// What an attacker without the key can do: renumber, re-link and re-hash every record (and
+// point each checkpoint's head at the new hashes), so the chain itself is whole again.
+std::string rechain(std::vector<json> recs) {
+  std::string prev = audit_genesis(kSession, kPolicy), out;
+  uint64_t seq = 0;
+  for (json& r : recs) {
+    r["seq"] = ++seq;
+    r["prev"] = prev;
+    if (r["type"] == "checkpoint") {
+      r["head"] = prev;
+      r["count"] = seq - 1;
+    }
+    r["hash"] = *audit_record_hash(r);
+    prev = r["hash"];
+    out += *canonical_json(r) + "\n";
+  }
+  return out;
+}
+
+std::string trusted_key(const std::string& key_path) {
+  auto k = read_audit_public_key(key_path.substr(0, key_path.size() - 4) + ".pub");
+  EXPECT_TRUE(k.has_value()) << k.error().message();
+  return k ? *k : "";
+}
+
+TEST(AuditKey, IsCreatedPrivateWithItsPublicHalfAndLoadsAgainTheSame) {
+  TempDir dir;
+  const std::string path = dir.path() + "/keys/audit-key.pem";
+  auto first = make_key(path);
+  ASSERT_TRUE(first);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir.path() + "/keys").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  auto again = make_key(path);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(first->key_id(), again->key_id());
+  EXPECT_EQ(audit_key_id(trusted_key(path)), first->key_id());
+  EXPECT_EQ(first->key_id().rfind("ed25519:", 0), 0u);
+}
+
+TEST(AuditKey, AKeyOthersCanReadOrThatIsNotAKeyIsRefusedNotReplaced) {
+  TempDir dir;
+  const std::string path = dir.path() + "/audit-key.pem";
+  ASSERT_TRUE(make_key(path));
+  const std::string before = slurp(path);
+  ::chmod(path.c_str(), 0640);
+  auto readable = AuditKey::load_or_create(path);
+  ASSERT_FALSE(readable.has_value());
+  EXPECT_NE(readable.error().message().find("640"), std::string::npos) << readable.error().message();
+  EXPECT_EQ(slurp(path), before);
+
+  const std::string junk = dir.path() + "/junk.pem";
+  spit(junk, "not a key\n");
+  ::chmod(junk.c_str(), 0600);
+  auto bad = AuditKey::load_or_create(junk);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("not a PEM Ed25519 private key"), std::string::npos);
+  EXPECT_EQ(slurp(junk), "not a key\n");
+}
+
+TEST(AuditKey, SignaturesVerifyOnlyForTheirMessageAndKey) {
+  TempDir dir;
+  auto a = make_key(dir.path() + "/a.pem");
+  auto b = make_key(dir.path() + "/b.pem");
+  const std::string sig = a->sign_b64("moat");
+  const std::string raw_a = base64_decode(a->public_key_b64());
+  EXPECT_TRUE(verify_audit_signature(raw_a, "moat", sig));
+  EXPECT_FALSE(verify_audit_signature(raw_a, "moaT", sig));
+  EXPECT_FALSE(verify_audit_signature(base64_decode(b->public_key_b64()), "moat", sig));
+  EXPECT_FALSE(verify_audit_signature(raw_a, "moat", "garbage"));
+}
+
+TEST(AuditCheckpoints, FollowEverySixtyFourthRecordAndSessionEnd) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  auto key = make_key(key_path);
+  const std::string data = slurp(write_log(dir.path() + "/audit", 140, key));
+  const auto recs = records_of(data);
+  std::vector<uint64_t> counts;
+  for (const json& r : recs)
+    if (r["type"] == "checkpoint") counts.push_back(r["count"].get<uint64_t>());
+  // 142 records of the session: checkpoints after seq 64, after 129 (the 128th record of the
+  // session plus the first checkpoint), and after session.end.
+  ASSERT_EQ(counts.size(), 3u) << data;
+  EXPECT_EQ(counts[0], 64u);
+  EXPECT_EQ(recs.back()["type"], "checkpoint");
+  EXPECT_EQ(recs[recs.size() - 2]["type"], "session.end");
+  EXPECT_EQ(recs.front()["audit_key"]["key_id"], key->key_id());
+
+  const AuditVerdict v = verify_audit(data, true, trusted_key(key_path));
+  EXPECT_TRUE(v.ok()) << problem_name(v.problem) << ": " << v.detail;
+  EXPECT_EQ(v.checkpoints, 3u);
+  EXPECT_EQ(v.signed_through, v.records - 1);
+  EXPECT_TRUE(v.key_trusted);
+  // Without a key of its own, the verifier uses the one the log names, and says so.
+  const AuditVerdict named = verify_audit(data);
+  EXPECT_TRUE(named.ok()) << named.detail;
+  EXPECT_FALSE(named.key_trusted);
+  EXPECT_EQ(named.checkpoints, 3u);
+}
+
+TEST(AuditCheckpoints, AnEditedAndRechainedLogFailsTheSignature) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  const std::string data = slurp(write_log(dir.path() + "/audit", 10, make_key(key_path)));
+  auto recs = records_of(data);
+  recs[3]["tool"] = "edited";
+  const std::string forged = rechain(recs);
+  ASSERT_TRUE(verify_audit(rechain(records_of(data))).ok()) << "rechain alone keeps a log valid";
+  for (const std::string& key : {trusted_key(key_path), std::string()}) {
+    const AuditVerdict v = verify_audit(forged, true, key);
+    EXPECT_EQ(v.problem, AuditProblem::kBadSignature) << problem_name(v.problem) << ": " << v.detail;
+    EXPECT_EQ(v.seq, recs.size());  // the final checkpoint is the first that covers the edit
+  }
+}
+
+TEST(AuditCheckpoints, DroppingTheCheckpointsPassesOnlyWithoutTheOwnersKey) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  const std::string data = slurp(write_log(dir.path() + "/audit", 70, make_key(key_path)));
+  std::vector<json> kept;
+  for (const json& r : records_of(data))
+    if (r["type"] != "checkpoint") kept.push_back(r);
+  const std::string stripped = rechain(kept);
+  EXPECT_TRUE(verify_audit(stripped).ok());
+  const AuditVerdict v = verify_audit(stripped, true, trusted_key(key_path));
+  EXPECT_EQ(v.problem, AuditProblem::kUnsigned) << v.detail;
+  EXPECT_NE(v.detail.find("no signed checkpoint"), std::string::npos) << v.detail;
+}
+
+TEST(AuditCheckpoints, ALogResignedWithAnotherKeyFailsAgainstTheOwnersKey) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  auto mallory = make_key(dir.path() + "/mallory.pem");
+  const std::string data = slurp(write_log(dir.path() + "/audit", 5, make_key(key_path)));
+  // A whole forged log under the attacker's own key: internally consistent.
+  const std::string forged = slurp(write_log(dir.path() + "/forged", 5, mallory));
+  EXPECT_TRUE(verify_audit(forged).ok());
+  const AuditVerdict v = verify_audit(forged, true, trusted_key(key_path));
+  EXPECT_EQ(v.problem, AuditProblem::kBadSignature) << v.detail;
+  EXPECT_NE(v.detail.find(mallory->key_id()), std::string::npos) << v.detail;
+  EXPECT_TRUE(verify_audit(data, true, trusted_key(key_path)).ok());
+}
+
+TEST(AuditCheckpoints, ACutAfterSessionEndLosesTheFinalSignature) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  const std::string data = slurp(write_log(dir.path() + "/audit", 3, make_key(key_path)));
+  const auto lines = whole_lines(data);
+  const std::string cut(data.substr(0, lines.back().offset));  // drop the final checkpoint
+  EXPECT_TRUE(verify_audit(cut).ok()) << "without a trusted key the chain is all there is";
+  const AuditVerdict v = verify_audit(cut, true, trusted_key(key_path));
+  EXPECT_EQ(v.problem, AuditProblem::kUnsigned) << v.detail;
+  // A running session (no session.end yet) is not held to a final checkpoint.
+  EXPECT_TRUE(verify_audit(data.substr(0, lines[2].offset), false, trusted_key(key_path)).ok());
+}
+
+}  // namespace
+}  // namespace moat::sessions
