@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_set.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session.h"
 #include "sandbox/session_runner.h"
@@ -238,14 +239,8 @@ class Connection {
   std::unique_ptr<sessions::AuditLog> audit_;
   std::mutex calls_mu_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> inflight_;
-  // One thread per running call. A finished thread is joined at the next call (a finished
-  // but unjoined thread keeps its stack mapped, so a long session would grow without bound).
-  struct CallThread {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::vector<CallThread> threads_;
-  void join_finished_calls();
+  // One thread per running call, joined at the next call once finished (base/thread_set.h).
+  ThreadSet threads_;
   std::set<std::string> granted_;
   std::mutex ask_mu_;
   std::condition_variable ask_cv_;
@@ -513,25 +508,11 @@ void Connection::on_call(const json& m) {
   // reads frames, so they run in the order they arrived whatever order their threads start.
   tools::CallContext order;
   tools::take_mutation_ticket(tool, order);
-  join_finished_calls();
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread t([this, id, tool, args = m["arguments"], cancel, done,
-                 ticket = std::move(order.mutation_ticket)] {
+  threads_.spawn([this, id, tool, args = m["arguments"], cancel,
+                  ticket = std::move(order.mutation_ticket)] {
     run_call(id, tool, args, cancel, ticket);
-    {
-      std::lock_guard<std::mutex> lock(calls_mu_);
-      inflight_.erase(id);
-    }
-    done->store(true);  // last: after this the thread only returns
-  });
-  threads_.push_back({std::move(t), std::move(done)});
-}
-
-void Connection::join_finished_calls() {
-  std::erase_if(threads_, [](CallThread& c) {
-    if (!c.done->load()) return false;
-    c.thread.join();
-    return true;
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    inflight_.erase(id);
   });
 }
 
@@ -692,9 +673,7 @@ void Connection::finish() {
     std::lock_guard<std::mutex> lock(calls_mu_);
     for (auto& [id, flag] : inflight_) flag->store(true);
   }
-  for (auto& c : threads_)
-    if (c.thread.joinable()) c.thread.join();
-  threads_.clear();
+  threads_.join_all();
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
     (void)audit("session.end", {{"calls", calls_}, {"duration_s", secs.count()}});
@@ -742,16 +721,17 @@ Result<void> Supervisor::serve_socket(const std::string& path, const std::atomic
   // policy, the sandbox and the workspace ownership check decide what they may do.
   ::chmod(path.c_str(), 0666);
   if (::listen(lfd.get(), 64) != 0) return fail(Error::from_errno("listen", errno, path));
-  std::vector<std::thread> clients;
+  ThreadSet clients;  // a system moatd serves session after session: join each when it ends
   while (!stop.load()) {
     pollfd p{lfd.get(), POLLIN, 0};
     int r = ::poll(&p, 1, 200);
+    clients.join_finished();
     if (r <= 0) continue;
     int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
-    clients.emplace_back([this, c] { serve_connection(UniqueFd(c)); });
+    clients.spawn([this, c] { serve_connection(UniqueFd(c)); });
   }
-  for (auto& t : clients) t.join();
+  clients.join_all();
   ::unlink(path.c_str());
   return {};
 }

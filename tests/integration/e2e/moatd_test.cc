@@ -38,6 +38,26 @@ class MoatdSocketTest : public ::testing::Test {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
+  // Thread stacks in moatd's address space: an 8 MiB read-write mapping right after its
+  // 4 KiB guard page. (Not VmSize: malloc arenas reserve 64 MiB at a time as threads come.)
+  int thread_stacks() {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
+    std::string line, prev;
+    int n = 0;
+    auto span = [](const std::string& l) {
+      const auto dash = l.find('-'), space = l.find(' ');
+      return std::stoull(l.substr(dash + 1, space - dash - 1), nullptr, 16) -
+             std::stoull(l.substr(0, dash), nullptr, 16);
+    };
+    while (std::getline(in, line)) {
+      if (!prev.empty() && prev.find(" ---p ") != std::string::npos && span(prev) == 4096 &&
+          line.find(" rw-p ") != std::string::npos && span(line) == 8u << 20)
+        ++n;
+      prev = line;
+    }
+    return n;
+  }
+
   json expect_error_then_close(RawClient& c) {
     json e = c.read_frame();
     EXPECT_EQ(e.value("type", ""), "error") << e.dump();
@@ -260,25 +280,6 @@ TEST(MoatdAuditKey, AnUnusableKeyLeavesTheLogUnsignedAndSaysWhy) {
 TEST_F(MoatdSocketTest, ManySequentialCallsDoNotGrowMoatd) {
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
-  // Thread stacks in moatd's address space: an 8 MiB read-write mapping right after its
-  // 4 KiB guard page. (Not VmSize: malloc arenas reserve 64 MiB at a time as threads come.)
-  auto thread_stacks = [&] {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
-    std::string line, prev;
-    int n = 0;
-    auto span = [](const std::string& l) {
-      const auto dash = l.find('-'), space = l.find(' ');
-      return std::stoull(l.substr(dash + 1, space - dash - 1), nullptr, 16) -
-             std::stoull(l.substr(0, dash), nullptr, 16);
-    };
-    while (std::getline(in, line)) {
-      if (!prev.empty() && prev.find(" ---p ") != std::string::npos && span(prev) == 4096 &&
-          line.find(" rw-p ") != std::string::npos && span(line) == 8u << 20)
-        ++n;
-      prev = line;
-    }
-    return n;
-  };
   RawClient c(socket_);
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
   ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
@@ -300,6 +301,27 @@ TEST_F(MoatdSocketTest, ManySequentialCallsDoNotGrowMoatd) {
   // Unjoined, 120 calls would keep 120 more stacks (960 MiB). Joined, none stay.
   EXPECT_LT(thread_stacks() - before, 8) << "moatd kept " << thread_stacks() - before
                                          << " more thread stacks after " << kCalls << " calls";
+}
+
+// A system moatd serves one session after another, each on its own thread: those are joined
+// as they end too, not when moatd stops.
+TEST_F(MoatdSocketTest, ManySequentialSessionsDoNotGrowMoatd) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  auto session = [&] {
+    RawClient c(socket_);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
+    if (c.read_frame().value("type", "") != "welcome") return false;
+    c.send_json({{"type", "bye"}});
+    return c.read_frame().value("type", "") == "bye";
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(session()) << moatd_log();
+  const int before = thread_stacks();
+  constexpr int kSessions = 40;
+  for (int i = 0; i < kSessions; ++i) ASSERT_TRUE(session()) << "session " << i << "\n" << moatd_log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the accept loop's next tick
+  EXPECT_LT(thread_stacks() - before, 8) << "moatd kept " << thread_stacks() - before
+                                         << " more thread stacks after " << kSessions << " sessions";
 }
 
 }  // namespace
