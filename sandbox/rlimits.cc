@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "base/sanitizers.h"
 #include "sandbox/session.h"
 
 namespace moat::sandbox {
@@ -17,7 +18,9 @@ void add(RlimitPlan& plan, int resource, rlim_t value) {
 RlimitPlan plan_rlimits(const Limits& limits) {
   RlimitPlan plan;
   if (limits.cpu_time_s) add(plan, RLIMIT_CPU, limits.cpu_time_s);
-  if (limits.memory_bytes) add(plan, RLIMIT_AS, limits.memory_bytes);
+  // ASan reserves terabytes of shadow memory at start, so under any RLIMIT_AS its allocator
+  // fails at once: sanitizer builds leave the memory bound to the cgroup (when there is one).
+  if (limits.memory_bytes && !kAddressSanitizer) add(plan, RLIMIT_AS, limits.memory_bytes);
   if (limits.file_size) add(plan, RLIMIT_FSIZE, limits.file_size);
   if (limits.open_files) add(plan, RLIMIT_NOFILE, limits.open_files);
   // RLIMIT_NPROC counts per user namespace and uid (ucounts): the session's uid 0 is a

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/sanitizers.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
 #include "sandbox/sys.h"
@@ -213,8 +214,15 @@ void run_worker_in_child(const WorkerPlan& plan) {
   report_and_exit(Step::kExec, exec_resolved(plan));  // env carries no moatd secrets
 }
 
+// AddressSanitizer cannot follow a child that runs on a stack it did not allocate while it
+// shares the parent's shadow memory (google/sanitizers#189: false stack-buffer-overflow
+// reports in the worker's first step). Sanitizer builds start exec workers with fork().
+constexpr bool kShareMemoryWithExecWorkers = !kAddressSanitizer;
+
 pid_t start_worker(const WorkerPlan& plan) {
-  char* stack = plan.kind == WorkerKind::kExec ? exec_worker_stack_top() : nullptr;
+  char* stack = kShareMemoryWithExecWorkers && plan.kind == WorkerKind::kExec
+                    ? exec_worker_stack_top()
+                    : nullptr;
   if (stack == nullptr) {  // a handler or create-file worker, or no stack could be mapped
     pid_t pid = fork();
     if (pid == 0) run_worker_in_child(plan);
