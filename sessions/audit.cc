@@ -72,9 +72,9 @@ Result<void> check_private_dir(const std::string& dir) {
 class JsonlAuditLog final : public AuditLog {
  public:
   JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash,
-                std::shared_ptr<const AuditKey> key)
+                std::shared_ptr<const AuditKey> key, std::chrono::steady_clock::duration interval)
       : path_(std::move(path)), fd_(std::move(fd)), session_(std::move(session)),
-        policy_hash_(std::move(policy_hash)), key_(std::move(key)),
+        policy_hash_(std::move(policy_hash)), key_(std::move(key)), interval_(interval),
         head_(audit_genesis(session_, policy_hash_)) {}
 
   ~JsonlAuditLog() override {
@@ -102,6 +102,8 @@ class JsonlAuditLog final : public AuditLog {
   std::string session_;
   std::string policy_hash_;
   std::shared_ptr<const AuditKey> key_;
+  std::chrono::steady_clock::duration interval_;
+  std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;  // moatd appends from concurrent calls; seq and prev need one order
   uint64_t seq_ = 0;
   std::string head_;
@@ -117,7 +119,11 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
   MOAT_TRY(write_locked(type, std::move(fields), sync));
-  if (!key_ || (seq_ % kCheckpointEvery != 0 && type != "session.end")) return {};
+  if (!key_) return {};
+  const auto now = std::chrono::steady_clock::now();
+  if (seq_ % kCheckpointEvery != 0 && type != "session.end" && now - last_checkpoint_ < interval_)
+    return {};
+  last_checkpoint_ = now;
   // The checkpoint signs the head just written; it is synced like the record it follows.
   nlohmann::json cp = {{"head", head_},
                        {"count", seq_},
@@ -203,7 +209,8 @@ Result<std::string> audit_record_hash(const nlohmann::json& record) {
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const std::string& session,
                                                  const std::string& policy_hash,
-                                                 std::shared_ptr<const AuditKey> key) {
+                                                 std::shared_ptr<const AuditKey> key,
+                                                 std::chrono::steady_clock::duration interval) {
   // The session id becomes a file name: refuse anything that could leave the directory.
   if (session.empty() || session.find('/') != std::string::npos || session[0] == '.')
     return fail(Error::from_errno("audit open", EINVAL, session));
@@ -218,7 +225,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   }
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_for_append(path, fresh, kFileMode));
   auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash,
-                                             std::move(key));
+                                             std::move(key), interval);
   if (fresh) {
     MOAT_TRY(fsync_dir(dirname_of(path)));
   } else {

@@ -7,13 +7,15 @@
 // is the genesis below, and the first record carries "policy_hash" so verify can recompute it.
 //
 // With a signing key, the first record also carries "audit_key" {key_id, public_key}, and a
-// "checkpoint" record {head, count, key_id, sig} follows every kCheckpointEvery-th record and
-// session.end: sig is the key's Ed25519 signature of checkpoint_message(session, count, head),
+// "checkpoint" record {head, count, key_id, sig} follows every kCheckpointEvery-th record,
+// the first record appended kCheckpointInterval or more after the last checkpoint (a slow
+// session's tail is not left unsigned for long), and session.end: sig is the key's Ed25519 signature of checkpoint_message(session, count, head),
 // where head is the hash of record `count`, the one just before the checkpoint.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +27,7 @@ namespace moat::sessions {
 
 inline constexpr int kAuditFormatVersion = 1;
 inline constexpr uint64_t kCheckpointEvery = 64;
+inline constexpr std::chrono::seconds kCheckpointInterval{60};
 
 class AuditLog {
  public:
@@ -36,9 +39,11 @@ class AuditLog {
   // which was never acknowledged); a damaged last record refuses the open. EPERM if `dir`
   // is not owned by this user or is group- or world-writable.
   // With `key`, checkpoints are signed with it (see above); without, none are written.
-  static Result<std::unique_ptr<AuditLog>> open(const std::string& dir, const std::string& session,
-                                                const std::string& policy_hash,
-                                                std::shared_ptr<const AuditKey> key = nullptr);
+  // `interval` replaces kCheckpointInterval (tests).
+  static Result<std::unique_ptr<AuditLog>> open(
+      const std::string& dir, const std::string& session, const std::string& policy_hash,
+      std::shared_ptr<const AuditKey> key = nullptr,
+      std::chrono::steady_clock::duration interval = kCheckpointInterval);
   // When an appended record must be on disk: kNow before append returns (write-ahead: the
   // decision record, session start and end); kWithNext may stay in the page cache until the
   // next kNow append or the log's close syncs it (an exec record, written after its action

@@ -6,6 +6,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "sessions/audit.h"
@@ -150,6 +153,30 @@ TEST(AuditCheckpoints, FollowEverySixtyFourthRecordAndSessionEnd) {
   EXPECT_TRUE(named.ok()) << named.detail;
   EXPECT_FALSE(named.key_trusted);
   EXPECT_EQ(named.checkpoints, 3u);
+}
+
+// A slow session is not left unsigned until its 64th record: the first record appended an
+// interval after the last checkpoint gets one.
+TEST(AuditCheckpoints, AlsoFollowTheFirstRecordAnIntervalAfterTheLast) {
+  TempDir dir;
+  auto key = make_key(dir.path() + "/audit-key.pem");
+  auto log = AuditLog::open(dir.path() + "/audit", kSession, kPolicy, key,
+                            std::chrono::milliseconds(200));
+  ASSERT_TRUE(log.has_value()) << log.error().message();
+  ASSERT_TRUE((*log)->append("session.start", json::object()).has_value());
+  ASSERT_TRUE((*log)->append("decision", {{"n", 1}}).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_TRUE((*log)->append("decision", {{"n", 2}}).has_value());
+  ASSERT_TRUE((*log)->append("decision", {{"n", 3}}).has_value());
+  const auto recs = records_of(slurp((*log)->path()));
+  ASSERT_EQ(recs.size(), 5u);
+  EXPECT_EQ(recs[2]["n"], 2);
+  EXPECT_EQ(recs[3]["type"], "checkpoint");
+  EXPECT_EQ(recs[3]["count"], 3);
+  EXPECT_EQ(recs[4]["n"], 3);  // the interval starts again at the checkpoint
+  const AuditVerdict v = verify_audit(slurp((*log)->path()), false);
+  EXPECT_TRUE(v.ok()) << v.detail;
+  EXPECT_EQ(v.signed_through, 3u);
 }
 
 TEST(AuditCheckpoints, AnEditedAndRechainedLogFailsTheSignature) {
