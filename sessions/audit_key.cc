@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "base/base64.h"
 #include "sessions/digest.h"
 #include "sessions/jsonl.h"
 
@@ -144,7 +145,7 @@ Result<std::string> read_audit_public_key(const std::string& path) {
     return fail(Error::msg(path + ": not an Ed25519 public key (expected the audit-key.pub moatd wrote)"));
   }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::string raw = base64_decode(text);
+  std::string raw = strict_base64_decode(text);
   if (raw.size() != kRawKeySize)
     return fail(Error::msg(path + ": expected a PEM public key or a base64 Ed25519 key of 32 bytes"));
   return raw;
@@ -152,7 +153,7 @@ Result<std::string> read_audit_public_key(const std::string& path) {
 
 bool verify_audit_signature(const std::string& raw_public_key, std::string_view message,
                             const std::string& sig_b64) {
-  const std::string sig = base64_decode(sig_b64);
+  const std::string sig = strict_base64_decode(sig_b64);
   if (raw_public_key.size() != kRawKeySize || sig.size() != 64) return false;
   EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(
       EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw_public_key.data()),
@@ -174,28 +175,9 @@ std::string checkpoint_message(const std::string& session, unsigned long long co
   return "moat-audit-checkpoint/1|" + session + "|" + std::to_string(count) + "|" + head;
 }
 
-std::string base64_encode(std::string_view raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(raw.data()),
-                                static_cast<int>(raw.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-std::string base64_decode(std::string_view b64) {
-  if (b64.empty() || b64.size() % 4 != 0) return "";
-  std::string out(3 * b64.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(b64.data()),
-                                static_cast<int>(b64.size()));
-  if (n < 0) return "";
-  // EVP_DecodeBlock counts padding as zero bytes: drop one per '='.
-  std::size_t len = static_cast<std::size_t>(n);
-  if (b64.back() == '=') --len;
-  if (b64.size() >= 2 && b64[b64.size() - 2] == '=') --len;
-  out.resize(len);
-  return out;
+std::string strict_base64_decode(std::string_view b64) {
+  std::string raw = base64_decode(b64);
+  return base64_encode(raw) == b64 ? raw : std::string();
 }
 
 }  // namespace moat::sessions

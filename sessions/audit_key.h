@@ -49,8 +49,8 @@ bool verify_audit_signature(const std::string& raw_public_key, std::string_view 
 std::string checkpoint_message(const std::string& session, unsigned long long count,
                                const std::string& head);
 
-std::string base64_encode(std::string_view raw);
-// Empty on malformed input.
-std::string base64_decode(std::string_view b64);
+// base64 decoding that accepts only the canonical encoding (empty otherwise): a key or a
+// signature in the log has exactly one spelling.
+std::string strict_base64_decode(std::string_view b64);
 
 }  // namespace moat::sessions

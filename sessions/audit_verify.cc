@@ -54,7 +54,7 @@ AuditVerdict check_record(AuditVerdict v, const std::vector<Line>& lines, size_t
     v.session = str_field(rec, "session");
     v.head = audit_genesis(v.session, str_field(rec, "policy_hash"));
     if (!v.key_trusted && rec.contains("audit_key") && rec["audit_key"].is_object()) {
-      v.public_key = base64_decode(str_field(rec["audit_key"], "public_key"));
+      v.public_key = strict_base64_decode(str_field(rec["audit_key"], "public_key"));
       v.key_id = audit_key_id(v.public_key);
     }
   }

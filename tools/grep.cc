@@ -13,9 +13,9 @@
 #include <regex>
 #include <set>
 
+#include "base/base64.h"
 #include "tools/gitignore.h"
 #include "tools/glob.h"
-#include "tools/image.h"
 #include "tools/resolve.h"
 #include "tools/truncate.h"
 #include "tools/walk.h"

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/base64.h"
 #include "tools/image.h"
 #include "tools/resolve.h"
 #include "tools/truncate.h"

@@ -119,10 +119,10 @@ TEST(AuditKey, SignaturesVerifyOnlyForTheirMessageAndKey) {
   auto a = make_key(dir.path() + "/a.pem");
   auto b = make_key(dir.path() + "/b.pem");
   const std::string sig = a->sign_b64("moat");
-  const std::string raw_a = base64_decode(a->public_key_b64());
+  const std::string raw_a = strict_base64_decode(a->public_key_b64());
   EXPECT_TRUE(verify_audit_signature(raw_a, "moat", sig));
   EXPECT_FALSE(verify_audit_signature(raw_a, "moaT", sig));
-  EXPECT_FALSE(verify_audit_signature(base64_decode(b->public_key_b64()), "moat", sig));
+  EXPECT_FALSE(verify_audit_signature(strict_base64_decode(b->public_key_b64()), "moat", sig));
   EXPECT_FALSE(verify_audit_signature(raw_a, "moat", "garbage"));
 }
 
