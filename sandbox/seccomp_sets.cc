@@ -30,7 +30,6 @@ constexpr SyscallEntry kFiles[] = {
     {"lsetxattr", ""}, {"fsetxattr", ""}, {"removexattr", ""}, {"lremovexattr", ""},
     {"fremovexattr", ""}, {"inotify_init", ""}, {"inotify_init1", ""},
     {"inotify_add_watch", ""}, {"inotify_rm_watch", ""},
-    {"name_to_handle_at", "only names a file; opening a handle is denied below"},
     {"memfd_create", ""}, {"ioprio_get", ""}, {"ioprio_set", ""},
 };
 
@@ -134,6 +133,13 @@ constexpr SyscallEntry kOtherProcesses[] = {
     {"pidfd_getfd", "steals another process's file descriptors"},
     {"process_madvise", "changes another process's memory"},
     {"process_mrelease", "as process_madvise"},
+};
+
+// A file handle names an inode on its filesystem, not a path in the session's mount view.
+constexpr SyscallEntry kFileHandles[] = {
+    {"name_to_handle_at", "hands out handles (inode and generation) and mount ids: the raw "
+                          "material for open_by_handle_at, and an inode oracle for the workspace's "
+                          "filesystem beyond what the view shows"},
     {"open_by_handle_at", "opens files by handle, bypassing the mount view (the shocker exploit)"},
 };
 
@@ -196,6 +202,9 @@ constexpr SyscallSet kSets[] = {
     {"kernel_attack_surface", SetAction::kErrno, EPERM, "large kernel interfaces coding tools "
      "do not need", kKernelAttackSurface},
     {"other_processes", SetAction::kErrno, EPERM, "reaching into another process", kOtherProcesses},
+    {"file_handles", SetAction::kErrno, EPERM, "file handles reach files by inode, around the "
+     "mount view; EPERM is what an unprivileged caller of open_by_handle_at gets anyway, and "
+     "callers of name_to_handle_at (systemd, util-linux) fall back on it", kFileHandles},
     {"host_administration", SetAction::kErrno, EPERM, "global host state", kHostAdministration},
     {"obsolete", SetAction::kErrno, ENOSYS, "what the kernel does not implement, or what we "
      "want to look absent", kObsolete},

@@ -132,6 +132,20 @@ int setuid_file(const char* path) {
   return report(chmod(path, 02755));
 }
 
+// name_to_handle_at on a real path with a large buffer, then open_by_handle_at of what it gave.
+int handle_probe(const char* path) {
+  union {
+    struct file_handle fh;
+    char bytes[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+  } h{};
+  h.fh.handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  printf("name ");
+  report(name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0));
+  printf("open ");
+  return report(open_by_handle_at(AT_FDCWD, &h.fh, O_RDONLY));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +171,7 @@ int main(int argc, char** argv) {
   if (!strcmp(p, "int80")) return int80_getpid();
   if (!strcmp(p, "fork-bomb")) return fork_bomb();
   if (!strcmp(p, "setuid-file") && argc == 3) return setuid_file(argv[2]);
+  if (!strcmp(p, "file-handle") && argc == 3) return handle_probe(argv[2]);
   if (!strcmp(p, "kill") && argc == 3) return report(kill(atoi(argv[2]), 0));
   fprintf(stderr, "moat_probe: unknown probe %s\n", p);
   return 2;

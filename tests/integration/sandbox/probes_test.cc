@@ -17,6 +17,7 @@
 
 #include "sandbox/seccomp_sets.h"
 #include "tests/integration/sandbox/test_util.h"
+#include "tests/support/sensitive_syscalls.h"
 
 namespace moat::sandbox {
 namespace {
@@ -171,6 +172,29 @@ TEST_P(SeccompDenyRow, FailsWithTheSetsErrno) {
 INSTANTIATE_TEST_SUITE_P(AllRows, SeccompDenyRow, ::testing::ValuesIn(deny_rows()),
                          [](const auto& info) { return info.param.set + "_" + info.param.name; });
 
+// The kernel's handle, key, namespace, clock, LSM and quota syscalls, by number (so also those
+// libseccomp cannot name): each fails with its exact errno whatever its arguments (clone and
+// unshare: whenever a namespace flag is set).
+class SensitiveSyscallProbe : public ProbeTest,
+                              public ::testing::WithParamInterface<moat::testing::SensitiveSyscall> {};
+
+TEST_P(SensitiveSyscallProbe, FailsWithItsErrno) {
+  const auto& s = GetParam();
+  EXPECT_EQ(probe({"syscall", std::to_string(s.nr), "-1"}), strerrorname_np(s.err));
+  if (!s.by_flags) {
+    EXPECT_EQ(probe({"syscall", std::to_string(s.nr), "0"}), strerrorname_np(s.err));
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Kernel, SensitiveSyscallProbe,
+                         ::testing::ValuesIn(moat::testing::kSensitiveSyscalls),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// With real arguments (an existing file, a buffer large enough): the filter answers, not the
+// argument checks.
+TEST_F(ProbeTest, NameToHandleAtOnARealFileFailsWithEperm) {
+  EXPECT_EQ(probe({"file-handle", ws_->file("moat_probe")}), "name EPERM\nopen EPERM");
+}
+
 // bwrap's trick, checked: without the filter the same probes reach the kernel and fail
 // differently (EBADF, EFAULT, EINVAL) or succeed, so the errnos above come from the filter.
 TEST(SeccompFilter, WithoutItTheSameProbesGetTheKernelsAnswer) {
@@ -186,6 +210,9 @@ TEST(SeccompFilter, WithoutItTheSameProbesGetTheKernelsAnswer) {
   EXPECT_NE(testing::probe(s, ws, {"syscall", nr("clone3"), "0", "0"}), "ENOSYS");
   EXPECT_NE(testing::probe(s, ws, {"syscall", nr("mount"), "-1", "-1", "-1", "0", "0"}), "EPERM");
   EXPECT_EQ(testing::probe(s, ws, {"x32"}), "alive");
+  // name_to_handle_at works on the workspace's filesystem; opening the handle needs
+  // CAP_DAC_READ_SEARCH in the initial namespace, which no worker has.
+  EXPECT_EQ(testing::probe(s, ws, {"file-handle", ws.file("moat_probe")}), "name ok\nopen EPERM");
 }
 
 // Host-side canaries: nothing the sandbox does reaches a listener on the host's loopback or

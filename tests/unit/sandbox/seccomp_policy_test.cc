@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sandbox/seccomp_sets.h"
+#include "tests/support/sensitive_syscalls.h"
 
 namespace moat::sandbox {
 namespace {
@@ -34,6 +35,30 @@ TEST(SeccompSets, EveryDenyEntryHasAReason) {
     EXPECT_STRNE(set.reason, "") << set.name;
     if (set.action == SetAction::kAllow) continue;
     for (const auto& e : set.entries) EXPECT_STRNE(e.reason, "") << set.name << "/" << e.name;
+  }
+}
+
+// Every syscall that takes a file handle, a key, a namespace, a privileged clock, an LSM
+// attribute or a quota is in a deny set with the errno the probes expect, or (when libseccomp
+// cannot name it) below kFilterMaxSyscall, where the filter's step 4 answers ENOSYS.
+TEST(SeccompSets, EveryHandleKeyNamespaceAndClockSyscallIsDenied) {
+  for (const auto& s : moat::testing::kSensitiveSyscalls) {
+    const int nr = seccomp_syscall_resolve_name(s.name);
+    if (nr == __NR_SCMP_ERROR) {
+      EXPECT_EQ(s.err, ENOSYS) << s.name;
+      EXPECT_LT(s.nr, kFilterMaxSyscall) << s.name;
+      continue;
+    }
+    EXPECT_EQ(nr, s.nr) << s.name;
+    bool checked = false;
+    for (const auto& e : argument_checked_syscalls()) checked |= std::string(e.name) == s.name;
+    if (checked) continue;  // clone, unshare: their flag rules have probes of their own
+    int denied_with = 0;
+    for (const auto& set : syscall_sets())
+      for (const auto& e : set.entries)
+        if (std::string(e.name) == s.name)
+          denied_with = set.action == SetAction::kErrno ? set.errno_value : -1;
+    EXPECT_EQ(denied_with, s.err) << s.name << " (0: in no set, -1: allowed)";
   }
 }
 
