@@ -24,6 +24,50 @@ constexpr const char* kEmptyDir = "/run/moat/empty.d";
 
 bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
 
+// Code a host tool runs from the workspace: whoever can write these runs code as the person
+// who later types `git status`, opens the folder in an editor, or cd's into it with direnv.
+// Each is protected at any depth: a nested repository, a vendored project or a submodule is
+// as much a place where that person types `git status` as the workspace's top.
+constexpr HostExecutedPath kHostExecuted[] = {
+    {"**/.git/config", "git: core.fsmonitor, core.pager, core.sshCommand, core.hooksPath, "
+                       "aliases, filter and diff drivers run commands"},
+    {"**/.git/config.worktree", "git: as config (extensions.worktreeConfig)"},
+    {"**/.git/hooks", "git: run by commit, merge, checkout, push"},
+    {"**/.git/info", "git: info/attributes picks filter and diff drivers; info/exclude hides "
+                     "files from git status"},
+    {"**/.git/commondir", "git: a linked worktree's pointer to the repository whose config runs"},
+    {"**/.git/worktrees/*/commondir", "git: as commondir, for each linked worktree"},
+    {"**/.git/worktrees/*/config.worktree", "git: as config, for each linked worktree"},
+    {"**/.git/modules/**/config", "git: a submodule's config (its repository lives here)"},
+    {"**/.git/modules/**/hooks", "git: a submodule's hooks"},
+    {"**/.git/modules/**/info", "git: a submodule's info/attributes"},
+    {"**/.git", "git: a gitlink file (submodule, linked worktree) names the repository git "
+                "uses there; only a .git that is not a directory matches (see protect.h)"},
+    {"**/.envrc", "direnv: runs it on cd once allowed; an allowed .envrc is re-allowed by "
+                  "people who do not re-read it"},
+    {"**/.vscode/tasks.json", "VS Code: tasks with runOn folderOpen run when the folder opens"},
+    {"**/.vscode/settings.json", "VS Code: settings name interpreters, shells and tool paths "
+                                 "that the editor and its extensions run"},
+    {"**/.vscode/launch.json", "VS Code: launch configurations run programs and pre-launch tasks"},
+    {"**/.idea", "JetBrains IDEs: run configurations, startup tasks, external tools, file "
+                 "watchers"},
+    {"**/.devcontainer", "Dev Containers: initializeCommand runs on the host"},
+    {"**/.devcontainer.json", "Dev Containers: as .devcontainer"},
+};
+
+// "**/x" also matches "x" at the top (gitignore's rule): fnmatch alone needs a leading "/".
+bool glob_matches_rel(const std::string& glob, const std::string& rel) {
+  const int flags = glob.find("**") != std::string::npos ? 0 : FNM_PATHNAME;
+  if (fnmatch(glob.c_str(), rel.c_str(), flags) == 0) return true;
+  return glob.rfind("**/", 0) == 0 && fnmatch(glob.c_str() + 3, rel.c_str(), flags) == 0;
+}
+
+// A pattern whose last component is ".git" matches gitlink files only: a .git directory is
+// written by every commit, so it is never masked whole (its config, hooks and info are).
+bool is_gitlink_pattern(const std::string& glob) {
+  return glob == ".git" || (glob.size() > 5 && glob.compare(glob.size() - 5, 5, "/.git") == 0);
+}
+
 Result<std::uint64_t> mount_id(const std::string& path) {
   struct statx st{};
   if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &st) != 0)
@@ -150,10 +194,15 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
                                      "all be found; the call is refused rather than run with some "
                                      "of them unmasked"});
       const std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        is_dir = ::lstat((workspace + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
       bool matched = false;
       for (const std::string* g : globs) {
-        const int flags = g->find("**") != std::string::npos ? 0 : FNM_PATHNAME;
-        if (fnmatch(g->c_str(), rel.c_str(), flags) == 0) {
+        if (is_dir && is_gitlink_pattern(*g)) continue;
+        if (glob_matches_rel(*g, rel)) {
           matched = true;
           break;
         }
@@ -161,11 +210,6 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
       if (matched) {
         out.targets.push_back(workspace + "/" + rel);
         continue;  // the whole entry is covered
-      }
-      bool is_dir = e->d_type == DT_DIR;
-      if (e->d_type == DT_UNKNOWN) {
-        struct stat st;
-        is_dir = ::lstat((workspace + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
       }
       // Below this directory paths have depth + 2 components or more.
       if (is_dir && (any_depth || dir.depth + 2 <= max_components)) stack.push_back({rel, dir.depth + 1});
@@ -185,6 +229,8 @@ Result<void> hide_one(const std::string& workspace, const std::string& target) {
 }
 
 }  // namespace
+
+std::span<const HostExecutedPath> host_executed_paths() { return kHostExecuted; }
 
 Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
                         std::size_t max_entries) {

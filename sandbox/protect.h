@@ -5,12 +5,22 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 
 namespace moat::sandbox {
+
+// A workspace path that a tool on the host runs code from (git, direnv, editors), as a glob
+// for mask_protected_paths, with the reason. moatd protects every one of them in every
+// session; docs/security.md lists them beside the ones left out and why.
+struct HostExecutedPath {
+  const char* pattern;
+  const char* why;
+};
+std::span<const HostExecutedPath> host_executed_paths();
 
 // The default limit of the per-call walk that finds a workspace's glob matches.
 inline constexpr std::size_t kMaxProtectWalkEntries = 500000;
@@ -35,7 +45,9 @@ struct Placeholder {
 // (a mount needs a mount point; a directory blocks both a file and a directory of that name)
 // and appended to *created; a symlink is covered by an empty read-only file. Glob patterns
 // (*, ?, [) are matched against the workspace's current entries (** crosses directories;
-// without it a pattern matches at its own depth only). Every directory between the workspace
+// without it a pattern matches at its own depth only; a leading "**/" also matches at the
+// top). A glob whose last component is ".git" matches only a .git that is not a directory
+// (a gitlink file or a symlink): a .git directory is never masked whole. Every directory between the workspace
 // and a target is made a mount point too, so it cannot be renamed or removed (EBUSY): masks
 // cannot be carried away with a renamed parent.
 // A glob pattern's walk visits at most max_entries entries: past that the call is refused

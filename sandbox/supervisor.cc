@@ -24,6 +24,7 @@
 
 #include "base/log.h"
 #include "base/thread_set.h"
+#include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session.h"
 #include "sandbox/session_runner.h"
@@ -430,6 +431,7 @@ Result<void> Connection::on_hello(const json& m) {
   SessionConfig cfg;
   cfg.workspace = workspace_;
   cfg.protected_paths = {".git/hooks", ".git/config", ".moat"};
+  for (const auto& p : host_executed_paths()) cfg.protected_paths.push_back(p.pattern);
   for (const auto& g : policy_->protected_globs()) cfg.protected_paths.push_back(g);
   // Read-denied paths (.env, *.pem, ...) are hidden from the code too, not only from the
   // file tools: the policy's path rules and the sandbox's view must agree.
