@@ -165,18 +165,6 @@ tests.match = ["bash -lc 'make'", "sh -l x.sh", "bash --rcfile x -c true"]
 tests.not_match = ["bash -c 'make'"]
 
 [[command]]
-id = "default.code-env"
-decision = "ask"
-any_env = ["BASH_ENV", "ENV", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PROMPT_COMMAND", "PS4",
-           "SHELLOPTS", "BASHOPTS", "IFS", "PATH", "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT",
-           "PERL5LIB", "RUBYOPT", "NODE_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF",
-           "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS", "GIT_EXEC_PATH", "GIT_CONFIG*", "GIT_DIR",
-           "GIT_WORK_TREE", "PAGER", "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN"]
-reason = "This variable makes the program load or run other code."
-tests.match = ["BASH_ENV=x.sh bash -c true", "LD_PRELOAD=./evil.so ls", "env PATH=.:/usr/bin ls", "GIT_PAGER='sh -c x' git log"]
-tests.not_match = ["CI=1 make test", "LANG=C sort x"]
-
-[[command]]
 id = "default.archive-exec"
 decision = "ask"
 program = ["tar"]

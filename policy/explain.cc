@@ -70,11 +70,18 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
     for (const auto& u : units) {
       std::string label = "unit " + std::to_string(++n);
       std::string argv = u.value("argv", "");
+      if (u.contains("sets")) {
+        std::string sets;
+        for (const auto& n : u["sets"]) sets += (sets.empty() ? "" : " ") + n.get<std::string>() + "=…";
+        argv = argv.empty() ? sets : sets + " " + argv;
+      }
       if (u.contains("via")) argv += "   (via " + u["via"].get<std::string>() + ")";
       if (u.value("depth", 0) > 0) argv += "   (depth " + std::to_string(u["depth"].get<int>()) + ")";
       std::string decision = u.value("decision", "none");
       if (!u.contains("deciding_rule")) {
-        out += pad(label, 7) + pad(argv, 30) + "wrapper: no rule names it; its command decides\n";
+        out += pad(label, 7) + pad(argv, 30) +
+               (u.value("argv", "").empty() ? "sets variables: no rule names them\n"
+                                            : "wrapper: no rule names it; its command decides\n");
         continue;
       }
       const json& dr = u["deciding_rule"];
@@ -86,6 +93,11 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
                (u.value("program_writable", false) ? " (in a writable root: never allowed by name)" : "") + "\n";
       for (const auto& p : u.value("problems", json::array()))
         out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
+      for (const auto& r : u.value("reads", json::array()))
+        out += pad("", 7) + "reads: " + moat::quoted(r.get<std::string>()) + "\n";
+      // A unit that is not allowed says why, unless the result line below says the same.
+      if (decision != "allow" && u.contains("reason") && u["reason"] != d.reason)
+        out += pad("", 7) + "why: " + u["reason"].get<std::string>() + "\n";
       for (const auto& m : u.value("matched", json::array())) {
         if (m.value("id", "") == dr.value("id", "") && m.value("layer", "") == dr.value("layer", "")) continue;
         std::string md = m.value("decision", "");

@@ -37,10 +37,13 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
   if (allow) {
     // Allow: the name as typed, a file from outside the writable roots, and the pins.
     if (!p.resolved.found || !p.trusted_location) return false;
-    if (!r.program_paths.empty() &&
+    // A builtin has no file to pin: the pins name the external program of that name, and
+    // the name decides for builtins that run nothing (resolve.h builtin_runs_nothing).
+    const bool pinned = !(p.resolved.builtin && builtin_runs_nothing(p.argv0_base));
+    if (pinned && !r.program_paths.empty() &&
         std::find(r.program_paths.begin(), r.program_paths.end(), p.resolved.real_path) == r.program_paths.end())
       return false;
-    if (!r.sha256.empty()) {
+    if (pinned && !r.sha256.empty()) {
       auto digest = sha256_file_hex(p.resolved.real_path);
       if (!digest || *digest != r.sha256) return false;
     }
@@ -121,17 +124,32 @@ bool any_flag_present(const Strings& specs, const CommandUnit& u, bool unknown_c
   return unknown_counts && u.flags_unknown;
 }
 
+bool word_matches_any(const Strings& globs, const Arg& a, bool unknown_counts) {
+  if (!a.known || a.home) return unknown_counts;
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return word_glob_matches(g, a.text); });
+}
+
+// `unless.any_arg`: operands only. An exception loosens the rule, so a made-up option word
+// (`rm -rf / --x.txt`) must not be able to switch it on.
 bool any_operand_matches(const Strings& globs, const CommandUnit& u, bool unknown_counts) {
-  for (std::size_t i : u.operands) {
-    const Arg& a = u.argv[i];
-    if (!a.known || a.home) {
-      if (unknown_counts) return true;
-      continue;
-    }
-    for (const auto& g : globs)
-      if (word_glob_matches(g, a.text)) return true;
-  }
-  return false;
+  return std::any_of(u.operands.begin(), u.operands.end(),
+                     [&](std::size_t i) { return word_matches_any(globs, u.argv[i], unknown_counts); });
+}
+
+// `any_arg`: every word after the program, option-looking ones included: `find . -delete`
+// and `-fprint` are arguments of find, not getopt flags (POLICY.md, "Conditions in one rule").
+bool any_word_matches(const Strings& globs, const CommandUnit& u, bool unknown_counts) {
+  return std::any_of(u.argv.begin() + 1, u.argv.end(),
+                     [&](const Arg& a) { return word_matches_any(globs, a, unknown_counts); });
+}
+
+// `any_flag` and `any_arg` are alternatives: with both, either one matching is enough (the
+// org.no-force-push example lists `-f` and `+main` in its tests.match). A rule without
+// either has no such condition.
+bool any_flag_or_arg(const CommandRule& r, const CommandUnit& u, bool conservative) {
+  if (r.any_flag.empty() && r.any_arg.empty()) return true;
+  return (!r.any_flag.empty() && any_flag_present(r.any_flag, u, conservative)) ||
+         (!r.any_arg.empty() && any_word_matches(r.any_arg, u, conservative));
 }
 
 bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, const MatchEnv& env,
@@ -188,7 +206,7 @@ bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u,
   const bool conservative = !allow;
   if (u.argv.empty()) return false;
   if (!program_matches(r, p, allow)) return false;
-  if (!r.any_flag.empty() && !any_flag_present(r.any_flag, u, conservative)) return false;
+  if (!any_flag_or_arg(r, u, conservative)) return false;
   for (const auto& f : r.all_flags)
     if (!has_flag(u, f) && !(conservative && u.flags_unknown)) return false;
   for (const auto& f : r.no_flag)
@@ -201,7 +219,6 @@ bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u,
     });
     if (!hit) return false;
   }
-  if (!r.any_arg.empty() && !any_operand_matches(r.any_arg, u, conservative)) return false;
   if (!args_match(r, u, conservative)) return false;
   if (!script_path_matches(cr, u, env, conservative)) return false;
   // unless: an exception applies when known to; for allows also when it might.

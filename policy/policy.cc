@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "policy/code_env.h"
 #include "policy/digest.h"
 #include "policy/layer.h"
 #include "policy/match.h"
@@ -106,6 +107,17 @@ json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vot
   for (const auto& v : unit_votes)
     matched.push_back({{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}});
   json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
+  // Variables set for it that its argv does not show (a NAME=value prefix, env's, a loop's);
+  // builtin.code-env judges them.
+  json sets = json::array();
+  for (const auto& a : u.assigns)
+    if (u.argv.empty() || a.how != u.argv[0].text) sets.push_back(a.name.empty() ? "<unknown>" : a.name);
+  if (!sets.empty()) unit["sets"] = sets;
+  json reads = json::array();  // input redirections, judged as path reads
+  for (const auto& r : u.reads)
+    if (std::find(reads.begin(), reads.end(), r.path.home ? "~" + r.path.text : r.path.text) == reads.end())
+      reads.push_back(r.path.home ? "~" + r.path.text : r.path.text);
+  if (!reads.empty()) unit["reads"] = reads;
   if (!u.origin.empty()) unit["origin"] = u.origin;
   if (!u.wrapper.empty()) unit["via"] = u.wrapper;
   if (u.rules_only) unit["wrapper"] = true;
@@ -120,6 +132,7 @@ json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vot
     Decision ud = combine(unit_votes, false);
     unit["decision"] = verdict_name(ud.verdict);
     unit["deciding_rule"] = ref_json(ud.deciding);
+    if (!ud.reason.empty()) unit["reason"] = ud.reason;
   }
   return unit;
 }
@@ -455,6 +468,7 @@ class PolicyImpl final : public Policy {
   void judge_unit(const CommandUnit& u, const ProgramInfo& p, const MatchEnv& env,
                   std::vector<Vote>& votes) const {
     const std::size_t first = votes.size();
+    code_env_votes(u, votes);  // first: it is the reason to name when the program's rule asks too
     if (!u.problems.empty()) {
       votes.push_back(unparseable_vote(u.problems));
     } else if (!u.argv.empty()) {
@@ -470,7 +484,8 @@ class PolicyImpl final : public Policy {
       if (!matched && !u.rules_only)
         votes.push_back(default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
     }
-    for (const auto& w : u.writes) write_votes(w, *env.paths, votes);
+    for (const auto& r : u.reads) target_votes(r, Access::kRead, *env.paths, votes);
+    for (const auto& w : u.writes) target_votes(w, Access::kWrite, *env.paths, votes);
     std::size_t kept = first;
     for (std::size_t i = first; i < votes.size(); ++i) {
       bool dup = std::any_of(votes.begin() + static_cast<std::ptrdiff_t>(first),
@@ -483,6 +498,20 @@ class PolicyImpl final : public Policy {
       ++kept;
     }
     votes.erase(votes.begin() + static_cast<std::ptrdiff_t>(kept), votes.end());
+  }
+
+  // A variable that loads code or chooses the executable makes the unit ask, whatever its
+  // program's rules say (code_env.h). The vote names the variable (votes of one rule dedupe
+  // per unit, so the first such variable is the one named).
+  void code_env_votes(const CommandUnit& u, std::vector<Vote>& votes) const {
+    const CodeEnvContext ctx{home_, writable_roots_};
+    for (const auto& a : u.assigns) {
+      const CodeEnvRow* row = code_env_hit(a, u.cwds, ctx);
+      if (row == nullptr) continue;
+      std::string shown = a.name.empty() ? "a variable" : a.name + "=" + (a.value.text.size() > 64 ? a.value.text.substr(0, 64) + "…" : a.value.text);
+      votes.push_back(Vote{Verdict::kAsk, &code_env_rule(), nullptr,
+                           shown + " (" + a.how + "): " + std::string(row->reason), false});
+    }
   }
 
   // Indexes of the [[command]] rules whose `program` could match this unit, in rule order.
@@ -532,26 +561,28 @@ class PolicyImpl final : public Policy {
       votes.push_back(default_vote(defaults_.at("exec"), "no [[path]] exec rule matches " + p.resolved.real_path));
   }
 
-  void write_votes(const WriteTarget& w, PathCache& paths, std::vector<Vote>& votes) const {
-    const Arg& a = w.path;
-    if (!a.glob.empty() && !w.cwd.empty()) {
+  // A path the unit reads (input redirection) or writes (redirection, operand, option).
+  void target_votes(const PathTarget& t, Access access, PathCache& paths, std::vector<Vote>& votes) const {
+    const Arg& a = t.path;
+    if (!a.glob.empty() && !t.cwd.empty()) {
       // Pathname expansion: the shell expands it against the same files we can see.
       std::vector<std::string> hits;
-      if (expand_glob(a.glob, w.cwd, hits)) {
-        for (const auto& h : hits) target_votes(paths.canonical(h, w.cwd), w, votes);
+      if (expand_glob(a.glob, t.cwd, hits)) {
+        for (const auto& h : hits) known_target_votes(paths.canonical(h, t.cwd), t, access, votes);
         if (!hits.empty()) return;
-        WriteTarget literal = w;  // no match: the shell passes the word unchanged
+        PathTarget literal = t;  // no match: the shell passes the word unchanged
         literal.path.known = true;
         literal.path.glob.clear();
-        return write_votes(literal, paths, votes);
+        return target_votes(literal, access, paths, votes);
       }
     }
     if (a.home || a.known) {
-      if (!a.home && w.cwd.empty() && (a.text.empty() || a.text[0] != '/')) {
-        path_votes(std::string(), "/", Access::kWrite, votes, true);  // relative to an unknown cwd
+      if (!a.home && t.cwd.empty() && (a.text.empty() || a.text[0] != '/')) {
+        path_votes(std::string(), "/", access, votes, true);  // relative to an unknown cwd
         return;
       }
-      target_votes(a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, w.cwd), w, votes);
+      known_target_votes(a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, t.cwd), t, access,
+                         votes);
       return;
     }
     // Unknown target: judge everything below the directory its known prefix names.
@@ -560,22 +591,23 @@ class PolicyImpl final : public Policy {
     auto slash = prefix.rfind('/');
     std::string dir_part = slash == std::string::npos ? "" : prefix.substr(0, slash + 1);
     if (!dir_part.empty() && dir_part[0] == '/') dir = paths.canonical(dir_part, "/");
-    else if (w.cwd.empty()) dir = "/";
-    else dir = paths.canonical(dir_part.empty() ? "." : dir_part, w.cwd);
-    under_votes(dir, "the target (" + a.text + ")", votes);
+    else if (t.cwd.empty()) dir = "/";
+    else dir = paths.canonical(dir_part.empty() ? "." : dir_part, t.cwd);
+    under_votes(dir, access, "the target (" + a.text + ")", votes);
   }
 
   // A known target: the path itself, or (tar -x -C DIR, unzip -d DIR) the paths below it.
-  void target_votes(const std::string& path, const WriteTarget& w, std::vector<Vote>& votes) const {
-    if (!w.below) return path_votes(path, std::string(), Access::kWrite, votes, true);
-    under_votes(path, "which paths below " + path + " " + w.via + " writes", votes);
+  void known_target_votes(const std::string& path, const PathTarget& t, Access access,
+                          std::vector<Vote>& votes) const {
+    if (!t.below) return path_votes(path, std::string(), access, votes, true);
+    under_votes(path, access, "which paths below " + path + " " + t.via + " writes", votes);
   }
 
-  // Some unknown path at or below `dir` is written. A deny rule may or may not cover the
+  // Some unknown path at or below `dir` is accessed. A deny rule may or may not cover the
   // real target: that is a question for a person.
-  void under_votes(const std::string& dir, const std::string& what, std::vector<Vote>& votes) const {
+  void under_votes(const std::string& dir, Access access, const std::string& what, std::vector<Vote>& votes) const {
     std::size_t first = votes.size();
-    path_votes(std::string(), dir, Access::kWrite, votes, true);
+    path_votes(std::string(), dir, access, votes, true);
     for (std::size_t i = first; i < votes.size(); ++i) {
       if (votes[i].verdict != Verdict::kDeny || votes[i].is_default) continue;
       votes[i].verdict = Verdict::kAsk;

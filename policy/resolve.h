@@ -39,4 +39,10 @@ class ProgramResolver {
 
 bool is_shell_builtin(std::string_view name);
 
+// A builtin that runs no other program and no code from text (echo, pwd, test, ...): an allow
+// of its name allows it even when the rule pins `program_paths`/`sha256`, which name the
+// external file of that name (POLICY.md "Shell builtins"). The table in resolve.cc says why
+// each one is (or is not) in it.
+bool builtin_runs_nothing(std::string_view name);
+
 }  // namespace moat::policy

@@ -77,7 +77,7 @@ struct RuleTests {
 // [[command]].unless = { ... }
 struct CommandUnless {
   Strings any_flag;  // default: []. The rule does not apply if any of these flags is present
-  Strings any_arg;   // default: []. The rule does not apply if any operand matches one of these globs
+  Strings any_arg;   // default: []. The rule does not apply if any operand (a word that is not an option) matches one of these globs
 };
 
 // [[command]]
@@ -88,10 +88,10 @@ struct CommandRule {
   Strings program_paths;            // default: []. Allow only: the resolved real path must be one of these
   std::string sha256;               // default: "". Allow only: the resolved file's SHA-256 must equal this
   std::vector<ArgPattern> args;     // default: []. Ordered operand patterns: "x", ["a","b"], "*" (one), "**" (rest)
-  Strings any_flag;                 // default: []. Matches if any of these flags is present (order-free)
+  Strings any_flag;                 // default: []. Matches if any of these flags is present (order-free); with any_arg, either one is enough
   Strings all_flags;                // default: []. Matches only if all of these flags are present
   Strings no_flag;                  // default: []. Matches only if none of these flags is present
-  Strings any_arg;                  // default: []. Matches if any operand matches one of these globs
+  Strings any_arg;                  // default: []. Matches if any word after the program (options included) matches one of these globs; with any_flag, either one is enough
   Strings any_env;                  // default: []. Matches if the command sets one of these variables (globs)
   Strings script_paths;             // default: []. The first operand, resolved against the cwd, must match one of these path globs
   CommandUnless unless;             // default: {}. Exceptions inside the rule

@@ -66,6 +66,10 @@ bool Redirect::writes() const {
   return false;
 }
 
+// "<&word" duplicates a descriptor (a word that is no number is an error in bash); here-docs
+// and here-strings carry their text in the line.
+bool Redirect::reads() const { return op == "<" || op == "<>"; }
+
 namespace {
 
 enum class TokKind { kWord, kOp, kIoNumber, kNewline, kEnd };
@@ -629,15 +633,29 @@ class Parser {
     if (!failed_ && expect_word("fi")) parse_trailing_redirects();
   }
 
+  // The loop variable is set to each word in turn: an assignment-only command records it
+  // (`for PATH in ./bin; do ls; done` changes what ls runs).
   void parse_for() {
     ++i_;
     if (at_end() || cur().kind != TokKind::kWord) return syntax("expected a loop variable");
-    ++i_;
+    SimpleCommand loop;
+    loop.depth = depth_;
+    loop.origin = origin_;
+    const std::string name = t_[i_++].word.raw;
     skip_newlines();
     if (is_word("in")) {
       ++i_;
-      while (!at_end() && cur().kind == TokKind::kWord) visit_word(t_[i_++].word);
+      while (!at_end() && cur().kind == TokKind::kWord) {
+        visit_word(cur().word);
+        loop.assignments.emplace_back(name, t_[i_++].word);
+      }
+    } else {
+      Word all;  // for NAME; do: the positional parameters
+      all.segs.push_back({SegKind::kVar, "@", true, 0});
+      all.raw = "\"$@\"";
+      loop.assignments.emplace_back(name, std::move(all));
     }
+    if (!loop.assignments.empty()) out_.commands.push_back(std::move(loop));
     if (is_op(";")) ++i_;
     if (!expect_word("do")) return;
     parse_list({"done"});

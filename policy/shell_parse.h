@@ -42,6 +42,7 @@ struct Redirect {
   std::string op;      // "<" ">" ">>" "<>" ">|" "<&" ">&" "&>" "&>>" "<<" "<<-" "<<<"
   Word target;         // file, fd number, here-doc delimiter, or here-string
   bool writes() const; // the target is a file opened for writing
+  bool reads() const;  // the target is a file opened for reading (`<`, `<>`, any fd; not here-docs)
 };
 
 struct SimpleCommand {

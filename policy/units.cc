@@ -97,6 +97,7 @@ Arg to_arg(const Word& w) {
   a.text = nfc(a.known ? w.literal() : w.literal(), valid);
   a.prefix = nfc(w.literal_prefix(), valid);
   a.may_split = w.may_split();
+  if (!a.known) a.segs = w.segs;
   // Only pathname expansion unknown: keep a glob(3) pattern, quoted parts escaped.
   bool glob_only = std::all_of(w.segs.begin(), w.segs.end(), [](const Segment& s) {
     return s.kind == SegKind::kLiteral || s.kind == SegKind::kGlob;
@@ -140,6 +141,11 @@ Arg unknown_arg(const char* what) {
   return a;
 }
 
+bool is_process_substitution(const Word& w) {
+  return w.segs.size() == 1 && w.segs[0].kind == SegKind::kSubst &&
+         (w.segs[0].opener == '<' || w.segs[0].opener == '>');
+}
+
 bool is_flag_word(const Arg& a) {
   return a.known && a.text.size() > 1 && a.text[0] == '-';
 }
@@ -148,6 +154,96 @@ bool is_flag_word(const Arg& a) {
 void add_operand_writes(CommandUnit& u) {
   for (auto& w : operand_writes(u, u.problems))
     for (const auto& cwd : u.cwds) u.writes.push_back({w.path, cwd, w.via, w.below});
+}
+
+// NAME=value as one argv word (env, export): the name, and the value with what is known of it.
+Assignment assignment_word(const Arg& word, const char* how) {
+  const std::string& text = word.known ? word.text : word.prefix;
+  const std::size_t eq = text.find('=');
+  Assignment a{text.substr(0, eq), Arg{}, how};
+  a.value.text = word.text.substr(std::min(eq + 1, word.text.size()));
+  a.value.known = word.known;
+  if (!word.known) {
+    // Drop "NAME=" from the pieces; the prefix holds it, so it is all literal.
+    a.value.segs = word.segs;
+    std::size_t drop = eq + 1;
+    while (!a.value.segs.empty() && drop > 0) {
+      Segment& first = a.value.segs.front();
+      std::size_t n = std::min(drop, first.text.size());
+      first.text.erase(0, n);
+      drop -= n;
+      if (first.text.empty()) a.value.segs.erase(a.value.segs.begin());
+    }
+  }
+  return a;
+}
+
+bool is_name(std::string_view s) {
+  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// Builtins that set variables for the rest of the line, by their operands: export NAME=value,
+// read NAME, printf -v NAME, mapfile NAME. Options that take a value are skipped (bash(1)
+// SHELL BUILTIN COMMANDS); a name-valued option (read -a, printf -v) is a name.
+struct SetterSpec {
+  std::string_view name;
+  std::string_view value_opts;  // short options whose value is skipped
+  std::string_view name_opts;   // short options whose value is a variable name
+  bool operands_assign;         // export NAME=value: an operand with '=' assigns; an unknown one may
+  bool operands_are_names;      // read NAME...: every operand is a name (value unknown)
+  bool last_operand_is_name;    // mapfile [opts] [NAME]
+};
+
+constexpr SetterSpec kSetters[] = {
+    {"export", "", "", true, false, false},      {"declare", "", "", true, false, false},
+    {"typeset", "", "", true, false, false},     {"local", "", "", true, false, false},
+    {"readonly", "", "", true, false, false},    {"read", "dinNptu", "a", false, true, false},
+    {"printf", "", "v", false, false, false},    {"mapfile", "dnOsuCc", "", false, false, true},
+    {"readarray", "dnOsuCc", "", false, false, true},
+};
+
+void inherit_env(CommandUnit& inner, const CommandUnit& outer, std::vector<Assignment> extra) {
+  inner.env = outer.env;
+  inner.assigns = outer.assigns;
+  for (auto& a : extra) {
+    inner.env.push_back(a.name);
+    inner.assigns.push_back(std::move(a));
+  }
+}
+
+void builtin_assignments(CommandUnit& u) {
+  if (u.argv.empty() || !u.argv[0].known) return;
+  const SetterSpec* spec = nullptr;
+  for (const auto& s : kSetters)
+    if (s.name == u.argv[0].text) spec = &s;
+  if (spec == nullptr) return;
+  const std::string how(spec->name);
+  auto unknown_value = [] { Arg v; v.known = false; v.text = "<set when it runs>"; return v; };
+  std::vector<std::string> operands;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const Arg& a = u.argv[i];
+    const std::string& text = a.known ? a.text : a.prefix;
+    if (a.known && text.size() > 1 && text[0] == '-' && operands.empty()) {
+      char opt = text.back();
+      if (spec->name_opts.find(opt) != std::string_view::npos && i + 1 < u.argv.size())
+        u.assigns.push_back({u.argv[++i].text, unknown_value(), how});
+      else if (spec->value_opts.find(opt) != std::string_view::npos && text.size() == 2)
+        ++i;
+      continue;
+    }
+    std::size_t eq = text.find('=');
+    if (spec->operands_assign && eq != std::string::npos && is_name(text.substr(0, eq))) {
+      u.assigns.push_back(assignment_word(a, how.c_str()));
+    } else if (a.known) {
+      if (is_name(a.text)) operands.push_back(a.text);
+    } else if (spec->operands_assign || spec->operands_are_names) {
+      u.assigns.push_back({"", unknown_value(), how});  // an expansion hides which variable
+    }
+  }
+  if (spec->operands_are_names)
+    for (const auto& n : operands) u.assigns.push_back({n, unknown_value(), how});
+  if (spec->last_operand_is_name && !operands.empty()) u.assigns.push_back({operands.back(), unknown_value(), how});
 }
 
 class Planner {
@@ -173,11 +269,19 @@ class Planner {
     u.depth = cmd.depth;
     u.origin = cmd.origin;
     u.cwds = cwds;
-    for (const auto& [name, value] : cmd.assignments) u.env.push_back(name);
+    for (const auto& [name, value] : cmd.assignments) {
+      u.env.push_back(name);
+      u.assigns.push_back({name, to_arg(value), cmd.words.empty() ? "assignment" : "prefix"});
+    }
     for (const auto& w : cmd.words) u.argv.push_back(to_arg(w));
     for (const auto& r : cmd.redirects) {
-      if (!r.writes()) continue;
-      for (const auto& cwd : cwds) u.writes.push_back({to_arg(r.target), cwd, "redirect " + r.op});
+      // `< <(cmd)`, `> >(cmd)`: a pipe to a command that is judged itself, not a file.
+      if (is_process_substitution(r.target)) continue;
+      const std::string via = "redirect " + (r.fd >= 0 ? std::to_string(r.fd) : std::string()) + r.op;
+      for (const auto& cwd : cwds) {
+        if (r.reads()) u.reads.push_back({to_arg(r.target), cwd, via});
+        if (r.writes()) u.writes.push_back({to_arg(r.target), cwd, via});
+      }
     }
     return u;
   }
@@ -207,6 +311,7 @@ class Planner {
   }
 
   void finish(CommandUnit u) {
+    builtin_assignments(u);
     normalise_flags(u);
     add_operand_writes(u);
     plan_.units.push_back(std::move(u));
@@ -215,12 +320,11 @@ class Planner {
   // Splits off the wrapper's own argv [0, start) as a rules-only unit and continues with
   // the inner command argv[start..].
   void split(CommandUnit u, std::size_t start, const WrapperSpec& spec, int level,
-             std::vector<std::string> extra_env = {}, bool stdin_args = false) {
+             std::vector<Assignment> extra_env = {}, bool stdin_args = false) {
     CommandUnit inner;
     inner.argv.assign(u.argv.begin() + static_cast<std::ptrdiff_t>(start), u.argv.end());
     if (stdin_args) inner.argv.push_back(unknown_arg("<stdin words>"));
-    inner.env = u.env;
-    inner.env.insert(inner.env.end(), extra_env.begin(), extra_env.end());
+    inherit_env(inner, u, std::move(extra_env));
     inner.cwds = u.cwds;
     inner.depth = u.depth;
     inner.origin = u.origin;
@@ -309,17 +413,17 @@ class Planner {
     std::size_t i = skip_options(u, spec, lookup_only, spec.kind == WrapKind::kEnv ? &split_string : nullptr);
     if (i == std::string::npos || lookup_only) return finish(std::move(u));
     i += static_cast<std::size_t>(spec.fixed_operands);
-    std::vector<std::string> env;
+    std::vector<Assignment> env;
     if (spec.kind == WrapKind::kEnv) {
       for (; i < u.argv.size() && u.argv[i].known && u.argv[i].text.find('=') != std::string::npos &&
              u.argv[i].text[0] != '=';
            ++i)
-        env.push_back(u.argv[i].text.substr(0, u.argv[i].text.find('=')));
+        env.push_back(assignment_word(u.argv[i], "env"));
       if (i < u.argv.size() && !u.argv[i].known && u.argv[i].prefix.find('=') == std::string::npos) {
         u.problems.push_back("env: an expansion where the command or NAME=VALUE should be");
         return finish(std::move(u));
       }
-      if (!split_string.empty()) return expand_split_string(std::move(u), i, split_string, env, level);
+      if (!split_string.empty()) return expand_split_string(std::move(u), i, split_string, std::move(env), level);
     }
     if (i >= u.argv.size()) return finish(std::move(u));  // no inner command: judge it as is
     split(std::move(u), i, spec, level, env, spec.kind == WrapKind::kXargs);
@@ -327,7 +431,7 @@ class Planner {
 
   // env -S 'rm -rf x' splits its argument into words, which become the command.
   void expand_split_string(CommandUnit u, std::size_t i, const std::string& text,
-                           const std::vector<std::string>& env, int level) {
+                           std::vector<Assignment> env, int level) {
     ShellParse words = parse_shell(text, u.depth + 1);
     if (!words.problems.empty() || words.commands.size() != 1 ||
         !words.commands[0].redirects.empty()) {
@@ -337,9 +441,8 @@ class Planner {
     CommandUnit inner;
     for (const auto& w : words.commands[0].words) inner.argv.push_back(to_arg(w));
     inner.argv.insert(inner.argv.end(), u.argv.begin() + static_cast<std::ptrdiff_t>(i), u.argv.end());
-    inner.env = u.env;
-    for (const auto& [n, v] : words.commands[0].assignments) inner.env.push_back(n);
-    inner.env.insert(inner.env.end(), env.begin(), env.end());
+    for (const auto& [n, v] : words.commands[0].assignments) env.push_back({n, to_arg(v), "env -S"});
+    inherit_env(inner, u, std::move(env));
     inner.cwds = u.cwds;
     inner.depth = u.depth;
     inner.origin = u.origin;
@@ -372,7 +475,7 @@ class Planner {
         }
       }
       if (k >= u.argv.size()) u.problems.push_back("find " + a.text + " without a terminating ';' or '+'");
-      inner.env = u.env;
+      inherit_env(inner, u, {});
       inner.cwds = u.cwds;
       inner.depth = u.depth;
       inner.origin = u.origin;

@@ -414,7 +414,7 @@ void rsync_writes(Collector& c) {
 
 // What `git clone URL` names its directory: the URL's last part without ".git".
 Arg clone_dir(const Arg& url) {
-  if (!url.known) return Arg{url.text, false, false, "", false, ""};
+  if (!url.known) return Arg{url.text, false, false, "", false, "", {}};
   std::string s = url.text;
   while (!s.empty() && s.back() == '/') s.pop_back();
   if (s.size() > 5 && s.compare(s.size() - 5, 5, "/.git") == 0) s.resize(s.size() - 5);

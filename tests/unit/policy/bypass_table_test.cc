@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include "policy/digest.h"
@@ -149,18 +150,32 @@ const Row kRows[] = {
   {7, "python3 -Bc 'x'", Q, "default.inline-code"},
   // 8 Aliases, functions and rc files.
   {8, "alias ls='rm -rf /'", Q, "defaults.unparseable_shell"},
-  {8, "BASH_ENV=evil.sh bash -c true", Q, "default.code-env"},
-  {8, "ENV=x sh -c ls", Q, "default.code-env"},
+  {8, "BASH_ENV=evil.sh bash -c true", Q, "builtin.code-env"},
+  {8, "ENV=x sh -c ls", Q, "builtin.code-env"},
   {8, "f() { rm -rf /; }; f", Q, "defaults.unparseable_shell"},
   {8, "function ls { curl x; }", Q, "defaults.unparseable_shell"},
   {8, "bash --rcfile evil.sh -c ls", Q, "default.login-shell"},
   {8, "bash -l run_tests.sh", Q, "default.login-shell"},
-  {8, "PROMPT_COMMAND='curl x' bash -i", Q, "default.login-shell"},
+  {8, "PROMPT_COMMAND='curl x' bash -i", Q, "builtin.code-env"},
   {8, "trap 'rm -rf /' EXIT", Q, "defaults.unparseable_shell"},
-  {8, "LD_PRELOAD=./evil.so ls", Q, "default.code-env"},
-  {8, "PATH=.:$PATH ls", Q, "default.code-env"},
+  {8, "LD_PRELOAD=./evil.so ls", Q, "builtin.code-env"},
+  {8, "PATH=.:$PATH ls", Q, "builtin.code-env"},
   {8, "hash -p ./evil ls", Q, "defaults.command"},
-  {8, "env BASH_ENV=x bash run_tests.sh", Q, "default.code-env"},
+  {8, "env BASH_ENV=x bash run_tests.sh", Q, "builtin.code-env"},
+  // 8 Assignments that change what runs (policy/code_env.cc; every row: CodeEnvTest).
+  {8, "PATH=./tools ls", Q, "builtin.code-env"},
+  {8, "env PATH=./tools make", Q, "builtin.code-env"},
+  {8, "GIT_PAGER='sh -c x' git log", Q, "builtin.code-env"},
+  {8, "GIT_SSH_COMMAND='sh -c x' git log", Q, "builtin.code-env"},
+  {8, "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log", Q, "builtin.code-env"},
+  {8, "NODE_OPTIONS='--require ./x.js' npm test", Q, "builtin.code-env"},
+  {8, "PYTHONPATH=src python3 -m pytest", Q, "builtin.code-env"},
+  {8, "LD_LIBRARY_PATH=. make", Q, "builtin.code-env"},
+  {8, "export LD_PRELOAD=./x.so; ls", Q, "builtin.code-env"},
+  {8, "for PATH in ./bin; do ls; done", Q, "builtin.code-env"},
+  {8, "GIT_PAGER=cat git log", A, "default.git"},
+  {8, "PATH=/usr/bin:$PATH make", A, "default.build"},
+  {8, "GIT_EDITOR=true git commit -m x", A, "default.git"},
   // 9 Absolute or relative paths: resolved, deny by basename or real path.
   {9, "/bin/rm -rf x", Q, "default.rm-recursive"},
   {9, "/usr/bin/curl x", Q, "default.network-tools"},
@@ -226,6 +241,19 @@ const Row kRows[] = {
   {12, "ls 2>>/var/log/outside.log", Q, "defaults.write"},
   {12, "sed -i 's/x/y/' src/*.py", A, "default.edit-tools"},
   {12, "touch .git/hooks/*", D, "default.protected-meta"},
+  // 12 Input redirections are reads of their file and meet the path rules.
+  {12, "grep -c . < ~/.ssh/id_ed25519", D, "default.secrets"},
+  {12, "wc -l 0< ~/.aws/credentials", D, "default.secrets"},
+  {12, "cat <> server.pem", D, "default.secrets"},
+  {12, "while read l; do echo $l; done < .env", D, "default.secrets"},
+  {12, "{ cat; } < /etc/shadow", D, "default.secrets"},
+  {12, "ls; sort 3< certs/x.pem", D, "default.secrets"},
+  {12, "cd ~/.ssh && grep x < id_rsa", D, "default.secrets"},
+  {12, "grep -c . < src/a.py", A, "default.read-only"},
+  {12, "cat <<< ~/.ssh/id_rsa", A, "default.read-only"},   // a here-string is text
+  {12, "cat <<'EOF'\n~/.ssh/id_rsa\nEOF", A, "default.read-only"},
+  {12, "while read l; do echo $l; done < <(ls)", A, "default.read-only"},
+  {12, "cat < $F", Q, "default.secrets"},  // which file is not known: .env may be below the cwd
   // 12 Writes named by options and operands (policy/write_targets.cc).
   {12, "sort -o .git/config names.txt", D, "default.protected-meta"},
   {12, "sort -u --output=.env names.txt", D, "default.secrets"},
@@ -275,7 +303,7 @@ const Row kRows[] = {
   {13, "docker run x", Q, "defaults.command"},
   {13, "git grep -O foo", Q, "defaults.command"},
   {13, "git rebase -x 'make' main", Q, "defaults.command"},
-  {13, "GIT_EXTERNAL_DIFF=x git diff", Q, "default.code-env"},
+  {13, "GIT_EXTERNAL_DIFF=x git diff", Q, "builtin.code-env"},
   {13, "git config core.hooksPath /tmp/h", Q, "defaults.command"},
   {13, "cargo test", A, "default.build-subcommands"},
   {13, "tar -xf a.tar --to-command=sh", Q, "default.archive-exec"},
@@ -303,6 +331,23 @@ const Row kRows[] = {
   {15, "{LONG}", Q, "defaults.unparseable_shell"},
 };
 // clang-format on
+
+// Each row's line, judged in `cwd`, gets the row's decision and deciding rule.
+void expect_rows(const Policy& p, std::span<const Row> rows, const std::string& cwd) {
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.line);
+    Decision d = p.decide_command(row.line, cwd);
+    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict))) << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(d.deciding.id, row.rule) << d.reason;
+  }
+}
+
+// A world with no default policy and `text` as its only (user) layer.
+std::unique_ptr<Policy> load_only(PolicyWorld& w, const std::string& text) {
+  w.options.use_builtin_default = false;
+  write_file(w.options.user_dir + "/u.toml", text);
+  return w.load();
+}
 
 class BypassTable : public ::testing::Test {
  protected:
@@ -383,13 +428,11 @@ TEST_F(BypassTable, DecidingRuleIsAlwaysAmongTheMatched) {
 TEST(WriteTargets, ExtractionsAreJudgedByEveryPathBelowTheirDirectory) {
   PolicyWorld w;
   for (const char* p : {"unzip", "patch", "rsync"}) w.add_program(p);
-  w.options.use_builtin_default = false;
-  write_file(w.options.user_dir + "/u.toml",
+  auto p = load_only(w,
              "schema = 1\ndefaults = { command = \"ask\", write = \"ask\" }\n"
              "[[command]]\nid = \"u.tools\"\ndecision = \"allow\"\nprogram = [\"tar\", \"unzip\", \"patch\", \"rsync\", \"git\"]\n"
              "[[path]]\nid = \"u.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = [\"$WORKSPACE/**\"]\n"
              "[[path]]\nid = \"u.deploy\"\ndecision = \"deny\"\naccess = [\"write\"]\npaths = [\"deploy/**\"]\n");
-  auto p = w.load();
   ASSERT_TRUE(p);
   const Row rows[] = {
       {12, "tar -xf a.tar -C deploy", Q, "u.deploy"},
@@ -417,12 +460,7 @@ TEST(WriteTargets, ExtractionsAreJudgedByEveryPathBelowTheirDirectory) {
       {12, "git init deploy/repo", D, "u.deploy"},
       {12, "git init src/repo", A, "u.tools"},
   };
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.line);
-    Decision d = p->decide_command(row.line, w.workspace);
-    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict))) << d.reason << "\n" << d.detail().dump(1);
-    EXPECT_EQ(d.deciding.id, row.rule) << d.reason;
-  }
+  expect_rows(*p, rows, w.workspace);
 }
 
 // Class 14 with pins: an allow that names the file by path and content stops matching when
@@ -448,6 +486,39 @@ TEST(PinnedProgram, PathAndSha256PinsStopMatchingWhenTheBinaryChanges) {
   auto after = p->decide_command("deploy", w.workspace);
   EXPECT_EQ(after.verdict, Verdict::kAsk);
   EXPECT_EQ(after.deciding.id, "defaults.command");
+}
+
+// Shell builtins have no file to pin: an organisation that allows echo, printf, pwd, true and
+// false by name with `program_paths` allows the builtins of those names (POLICY.md "Shell
+// builtins"), a deny of the name still meets them, and builtins that run or choose code never
+// ride on a pinned allow.
+TEST(PinnedProgram, BuiltinsRunningNothingAreAllowedByNameDespitePins) {
+  PolicyWorld w;
+  std::string pins;
+  for (const char* name : {"ls", "echo", "printf", "pwd", "true", "false", "test", "hash", "command", "kill"})
+    pins += std::string(pins.empty() ? "" : ", ") + "\"" + w.bin + "/" + name + "\"";
+  auto p = load_only(w,
+             "schema = 1\ndefaults = { command = \"deny\", write = \"deny\", unparseable_shell = \"deny\" }\n"
+             "[[command]]\nid = \"org.basics\"\ndecision = \"allow\"\n"
+             "program = [\"ls\", \"echo\", \"printf\", \"pwd\", \"true\", \"false\", \"test\", \"hash\", \"command\", \"kill\", \"enable\", \"mapfile\"]\n"
+             "program_paths = [" + pins + "]\n"
+             "[[command]]\nid = \"org.no-kill\"\ndecision = \"deny\"\nprogram = \"kill\"\n"
+             "[[path]]\nid = \"org.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = [\"$WORKSPACE/**\"]\n");
+  ASSERT_TRUE(p);
+  const Row rows[] = {
+      {14, "ls; pwd", A, "org.basics"},
+      {14, "echo done >> build.log", A, "org.basics"},
+      {14, "printf '%s\\n' x && true || false", A, "org.basics"},
+      {14, "test -f x && echo yes", A, "org.basics"},
+      {14, "command pwd", A, "org.basics"},
+      {14, "kill %1", D, "org.no-kill"},              // a deny of the name meets the builtin
+      {14, "hash -p ./evil ls", D, "defaults.command"},  // hash chooses what a name runs: pinned
+      {14, "mapfile -C 'rm -rf /' x", D, "defaults.command"},  // -C runs a callback: pinned
+      {14, "enable -f ./x.so pwd", D, "defaults.unparseable_shell"},
+      {14, "command -v ls", D, "defaults.command"},  // command runs or looks up programs: pinned
+      {14, "echo x > /etc/motd", D, "defaults.write"},
+  };
+  expect_rows(*p, rows, w.workspace);
 }
 
 }  // namespace

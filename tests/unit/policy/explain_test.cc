@@ -47,6 +47,24 @@ TEST(Explain, TextShowsEachUnitAndTheResult) {
   EXPECT_THAT(text, HasSubstr("deciding=default.rm-recursive"));
 }
 
+// Each unit shows the files it reads by redirection and the variables set for it, and a unit
+// that is not allowed says why when the result line does not.
+TEST(Explain, UnitsShowTheirReadsAssignmentsAndWhy) {
+  PolicyWorld w;
+  auto p = w.load();
+  const std::string line = "PATH=./tools ls; grep -c . < ~/.ssh/id_ed25519";
+  Decision d = p->decide_command(line, w.workspace);
+  std::string text = explain_text(d, *p, line);
+  EXPECT_THAT(text, HasSubstr("unit 1  PATH=\u2026 ls"));
+  EXPECT_THAT(text, HasSubstr("ask    builtin.code-env"));
+  EXPECT_THAT(text, HasSubstr("why: PATH=./tools (prefix): the shell and every exec*p caller"));
+  EXPECT_THAT(text, HasSubstr("reads: '~/.ssh/id_ed25519'"));
+  EXPECT_THAT(text, HasSubstr("deciding=default.secrets"));
+  auto j = explain_json(d, *p, line);
+  EXPECT_EQ(j["units"][0]["sets"], nlohmann::json::array({"PATH"}));
+  EXPECT_EQ(j["units"][1]["reads"], nlohmann::json::array({"~/.ssh/id_ed25519"}));
+}
+
 TEST(Explain, PathDecisionsShowTheRule) {
   PolicyWorld w;
   auto p = w.load();

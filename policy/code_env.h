@@ -1,0 +1,46 @@
+// policy/code_env.h: variables that load code or choose the executable (LD_PRELOAD, a PATH
+// into a writable root, GIT_SSH_COMMAND, NODE_OPTIONS, ...). Setting one makes the unit ask,
+// whatever the program's own rule says (POLICY.md "Assignments that change what runs").
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.h"
+#include "policy/units.h"
+
+namespace moat::policy {
+
+// What makes a value of the variable harmless.
+enum class CodeEnvValue {
+  kNone,        // no value: whatever it names is loaded or run
+  kSearchPath,  // every ':' entry is a directory outside the writable roots, or the old value
+  kWords,       // one of `harmless`, words that run nothing (a pager of "cat")
+};
+
+struct CodeEnvRow {
+  std::string_view name;      // a variable name, or a glob ("GIT_CONFIG_KEY_*")
+  CodeEnvValue harmless_when;
+  std::string_view harmless;  // kWords: the harmless values, separated by '|' ("|cat" = "" or cat)
+  std::string_view reason;    // who reads it and what it makes them load or run
+};
+
+// The table, in match order (the first row whose name matches decides).
+std::span<const CodeEnvRow> code_env_table();
+
+// The builtin rule every code-env vote names.
+const RuleRef& code_env_rule();
+
+struct CodeEnvContext {
+  const std::string& home;
+  const std::vector<std::string>& writable_roots;  // canonical
+};
+
+// The row `a` hits, or null when its variable is not in the table or its value is harmless.
+// Relative search path entries are resolved against every one of `cwds` ("" = unknown).
+const CodeEnvRow* code_env_hit(const Assignment& a, const std::vector<std::string>& cwds,
+                               const CodeEnvContext& ctx);
+
+}  // namespace moat::policy

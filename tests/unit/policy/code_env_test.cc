@@ -1,0 +1,142 @@
+// tests/unit/policy/code_env_test.cc: assignments of variables that load code or choose the
+// executable make the unit ask, whatever the program's rule says (policy/code_env.cc), under
+// an organisation policy that allows the programs by name and has no rule of its own about
+// variables. Every row of the table, in every way a line can set it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "policy/code_env.h"
+#include "policy/explain.h"
+#include "policy/policy.h"
+#include "tests/unit/policy/policy_fixture.h"
+
+namespace moat::policy {
+namespace {
+
+using testing::PolicyWorld;
+using testing::write_file;
+
+class CodeEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    w_.options.use_builtin_default = false;
+    write_file(w_.options.user_dir + "/org.toml",
+               "schema = 1\ndefaults = { command = \"deny\", write = \"deny\" }\n"
+               "[[command]]\nid = \"org.tools\"\ndecision = \"allow\"\n"
+               "program = [\"ls\", \"git\", \"npm\", \"python3\", \"node\", \"perl\", \"ruby\", \"bash\", \"env\", \"make\","
+               " \"export\", \"read\", \"printf\", \"declare\", \"local\", \"readonly\", \"typeset\", \"mapfile\", \"cat\","
+               " \"timeout\", \"echo\"]\n");
+    p_ = w_.load();
+    ASSERT_TRUE(p_);
+  }
+
+  Decision decide(const std::string& line) { return p_->decide_command(line, w_.workspace); }
+
+  void expect_ask(const std::string& line, const std::string& variable) {
+    SCOPED_TRACE(line);
+    Decision d = decide(line);
+    EXPECT_EQ(d.verdict, Verdict::kAsk) << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(d.deciding.id, "builtin.code-env") << d.reason;
+    EXPECT_NE(d.reason.find(variable), std::string::npos) << d.reason;
+  }
+
+  void expect_allow(const std::string& line) {
+    SCOPED_TRACE(line);
+    Decision d = decide(line);
+    EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(d.deciding.id, "org.tools") << d.reason;
+  }
+
+  PolicyWorld w_;
+  std::unique_ptr<Policy> p_;
+};
+
+// The lines of issue 12, item 15: each was allowed because the program is.
+TEST_F(CodeEnvTest, AssignmentsThatChangeWhatRunsAsk) {
+  expect_ask("LD_PRELOAD=./x.so ls", "LD_PRELOAD");
+  expect_ask("PATH=./tools ls", "PATH");
+  expect_ask("env PATH=./tools ls", "PATH");
+  expect_ask("GIT_PAGER='sh -c id' git log", "GIT_PAGER");
+  expect_ask("GIT_SSH_COMMAND='sh -c id' git log", "GIT_SSH_COMMAND");
+  expect_ask("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log", "GIT_CONFIG_COUNT");
+  expect_ask("NODE_OPTIONS='--require ./x.js' npm test", "NODE_OPTIONS");
+  expect_ask("PYTHONPATH=. python3 -m json.tool x", "PYTHONPATH");
+  expect_ask("BASH_ENV=./x.sh bash run_tests.sh", "BASH_ENV");
+  expect_ask("LD_LIBRARY_PATH=. ls", "LD_LIBRARY_PATH");
+  expect_ask("JAVA_TOOL_OPTIONS=-javaagent:x.jar make", "JAVA_TOOL_OPTIONS");
+  expect_ask("PERL5OPT=-Mx perl run.pl", "PERL5OPT");
+  expect_ask("RUBYOPT=-rx ruby run.rb", "RUBYOPT");
+}
+
+// Every way a line sets a variable for what runs after it.
+TEST_F(CodeEnvTest, EveryFormOfAssignmentCounts) {
+  expect_ask("export LD_PRELOAD=./x.so; ls", "LD_PRELOAD");
+  expect_ask("LD_PRELOAD=./x.so; export LD_PRELOAD; ls", "LD_PRELOAD");
+  expect_ask("declare -x PATH=./bin && ls", "PATH");
+  expect_ask("readonly PATH=\"$PWD/bin\"; ls", "PATH");
+  expect_ask("env -i PATH=./bin ls", "PATH");
+  expect_ask("env -S 'PATH=./bin ls'", "PATH");
+  expect_ask("timeout 5 env GIT_PAGER=./pager git log", "GIT_PAGER");
+  expect_ask("read PATH < paths.txt; ls", "PATH");
+  expect_ask("printf -v PATH %s ./bin; ls", "PATH");
+  expect_ask("mapfile -t PATH < x; ls", "PATH");
+  expect_ask("for PATH in ./bin; do ls; done", "PATH");
+  expect_ask("export $X; ls", "a variable");
+  expect_ask("(PATH=./bin; ls)", "PATH");
+  expect_ask("echo $(LD_PRELOAD=./x.so ls)", "LD_PRELOAD");
+  expect_ask("env 'BASH_FUNC_ls%%=() { id; }' bash -c ls", "BASH_FUNC_ls%%");
+}
+
+// Values that run nothing new stay allowed, and a '$PATH' in quotes is a directory of that
+// name, not the old value.
+TEST_F(CodeEnvTest, HarmlessValuesStayAllowed) {
+  expect_allow("GIT_PAGER=cat git log");
+  expect_allow("PAGER= git log");
+  expect_allow("GIT_EDITOR=true git log");
+  expect_allow("PATH=/usr/bin:$PATH ls");
+  expect_allow("export PATH=\"/usr/local/bin:${PATH}\"; ls");
+  expect_allow("LD_LIBRARY_PATH=/usr/lib ls");
+  expect_allow("IFS= read -r line < x; echo $line");
+  expect_allow("for f in a b; do echo $f; done");
+  expect_allow("CI=1 LANG=C make test");
+  expect_allow("printf '%s\\n' PATH=./bin");
+  expect_ask("PATH='$PATH' ls", "PATH");
+  expect_ask("PATH=/usr/bin:$OTHER ls", "PATH");
+  expect_ask("PATH=:/usr/bin ls", "PATH");  // an empty entry is the working directory
+  expect_ask("PATH=" + w_.root + "/tmp/bin:$PATH ls", "PATH");
+  expect_ask("LD_LIBRARY_PATH=/usr/lib:$LD_LIBRARY_PATH ls", "LD_LIBRARY_PATH");  // may end in ':'
+  expect_ask("GIT_PAGER=less git log", "GIT_PAGER");
+}
+
+// Every row of the table, by a prefix, by env and by export earlier in the line, with a value
+// that runs a file in the workspace.
+TEST_F(CodeEnvTest, EveryRowOfTheTableMakesTheUnitAsk) {
+  int rows = 0;
+  for (const CodeEnvRow& row : code_env_table()) {
+    std::string name(row.name);
+    if (auto star = name.find('*'); star != std::string::npos) name.replace(star, 1, "_X");
+    SCOPED_TRACE(name + ": " + std::string(row.reason));
+    expect_ask(name + "=./x ls", name);
+    expect_ask("env " + name + "=./x ls", name);
+    expect_ask("export " + name + "=./x; ls", name);
+    ++rows;
+  }
+  EXPECT_GE(rows, 40);
+}
+
+TEST_F(CodeEnvTest, HeadlessTurnsTheAskIntoDenyAndExplainNamesTheRule) {
+  w_.options.headless = true;
+  auto headless = w_.load();
+  ASSERT_TRUE(headless);
+  Decision d = headless->decide_command("ls; NODE_OPTIONS='--require ./x.js' npm test", w_.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_TRUE(d.headless_downgraded);
+  EXPECT_EQ(d.deciding.id, "builtin.code-env");
+  const std::string text = explain_text(d, *headless, "ls; NODE_OPTIONS='--require ./x.js' npm test");
+  EXPECT_NE(text.find("deciding=builtin.code-env"), std::string::npos) << text;
+  EXPECT_NE(text.find("NODE_OPTIONS"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace moat::policy
