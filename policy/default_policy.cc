@@ -13,7 +13,7 @@ std::string_view builtin_default_policy_text() {
 # and running the project's tests are allowed; destructive and networked commands ask.
 schema = 1
 defaults = { tool = "ask", command = "ask", read = "allow", write = "ask", exec = "allow", network = "deny", unparseable_shell = "ask" }
-resources = { wall_time = "10m", cpu_time = "10m", memory = "4GiB", pids = 512, output = "16MiB", file_size = "2GiB", open_files = 1024 }
+resources = { wall_time = "10m", cpu_time = "10m", memory = "4GiB", pids = 512, output = "16MiB", file_size = "512MiB", open_files = 1024 }
 
 [layer]
 name = "moat-default"

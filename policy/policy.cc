@@ -281,7 +281,7 @@ class PolicyImpl final : public Policy {
             {"memory_bytes", min_of(&Resources::memory, std::int64_t{4} << 30)},
             {"pids", min_of(&Resources::pids, 512)},
             {"output_bytes", min_of(&Resources::output, std::int64_t{16} << 20)},
-            {"file_size", min_of(&Resources::file_size, std::int64_t{2} << 30)},
+            {"file_size", min_of(&Resources::file_size, std::int64_t{512} << 20)},
             {"open_files", min_of(&Resources::open_files, 1024)}};
   }
 

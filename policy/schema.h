@@ -50,7 +50,7 @@ struct Resources {
   std::optional<std::int64_t> memory;      // default: "4GiB". Memory ceiling (size: bytes, "512MiB", "4GiB")
   std::optional<std::int64_t> pids;        // default: 512. Maximum number of processes
   std::optional<std::int64_t> output;      // default: "16MiB". Output kept per call before it is truncated (size)
-  std::optional<std::int64_t> file_size;   // default: "2GiB". Largest file a call may write (size)
+  std::optional<std::int64_t> file_size;   // default: "512MiB". Largest file a call may write or allocate (size)
   std::optional<std::int64_t> open_files;  // default: 1024. Maximum open file descriptors
 };
 

@@ -4,7 +4,8 @@
 //   1. any ABI but x86-64 (i386 via int 0x80, x32) -> kill the process: a second syscall
 //      table would need a second policy, and nothing we run needs one.
 //   2. argument-checked syscalls (clone, unshare, socket, socketpair, ioctl, personality,
-//      and the mode argument of open/chmod/mkdir/mknod: no setuid or setgid bits).
+//      the mode argument of open/chmod/mkdir/mknod: no setuid or setgid bits, and
+//      fallocate's mode: none).
 //   3. deny sets -> their errno (EPERM, or ENOSYS for the obsolete set and clone3).
 //   4. numbers below kFilterMaxSyscall that no set names -> ENOSYS.
 //   5. everything else (the allow sets) -> allow.
@@ -134,6 +135,19 @@ Result<void> add_mode_rules(scmp_filter_ctx ctx) {
   return {};
 }
 
+// fallocate(2) checks RLIMIT_FSIZE only where the file's size grows (inode_newsize_ok):
+// FALLOC_FL_KEEP_SIZE allocates any amount past the end with no check (100 MiB under a 1 MiB
+// limit on ext4, measured), and INSERT_RANGE and the others are not for build tools. The mode
+// is an int: one rule per bit of its low 32 bits, as for personality.
+Result<void> add_fallocate_rules(scmp_filter_ctx ctx) {
+  for (int bit = 0; bit < 32; ++bit) {
+    const scmp_datum_t b = 1UL << bit;
+    scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, b, b);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 1, &cmp, "fallocate"));
+  }
+  return {};
+}
+
 Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
   for (const SyscallSet& set : syscall_sets()) {
     for (const SyscallEntry& e : set.entries) {
@@ -169,6 +183,7 @@ Result<FilterCtx> build(bool network) {
   MOAT_TRY(add_ioctl_rules(ctx.get()));
   MOAT_TRY(add_personality_rules(ctx.get()));
   MOAT_TRY(add_mode_rules(ctx.get()));
+  MOAT_TRY(add_fallocate_rules(ctx.get()));
   for (int nr = 0; nr < kFilterMaxSyscall; ++nr)
     if (known.count(nr) == 0) MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
   return ctx;

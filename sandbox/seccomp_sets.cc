@@ -16,7 +16,7 @@ constexpr SyscallEntry kFiles[] = {
     {"faccessat2", ""}, {"pipe", ""}, {"pipe2", ""}, {"dup", ""}, {"dup2", ""}, {"dup3", ""},
     {"fcntl", ""}, {"flock", ""}, {"fsync", ""}, {"fdatasync", ""}, {"sync", ""},
     {"syncfs", ""}, {"sync_file_range", ""}, {"truncate", ""}, {"ftruncate", ""},
-    {"fallocate", ""}, {"getdents", ""}, {"getdents64", ""}, {"getcwd", ""}, {"chdir", ""},
+    {"getdents", ""}, {"getdents64", ""}, {"getcwd", ""}, {"chdir", ""},
     {"fchdir", ""}, {"rename", ""}, {"renameat", ""}, {"renameat2", ""}, 
     {"rmdir", ""}, {"link", ""}, {"linkat", ""}, {"unlink", ""},
     {"unlinkat", ""}, {"symlink", ""}, {"symlinkat", ""}, {"readlink", ""},
@@ -185,6 +185,10 @@ constexpr SyscallEntry kArgumentChecked[] = {
     {"fchmodat", "as open"}, {"mkdir", "as open (setgid directories)"}, {"mkdirat", "as mkdir"},
     {"mknod", "as open; device nodes also need CAP_MKNOD and every mount is nodev"},
     {"mknodat", "as mknod"},
+    {"fallocate", "mode 0 (allocate and extend, bounded by RLIMIT_FSIZE) allowed; any mode bit "
+                  "EOPNOTSUPP: FALLOC_FL_KEEP_SIZE allocates blocks past the end of the file "
+                  "without RLIMIT_FSIZE's check (one file could take the whole disk), and "
+                  "EOPNOTSUPP is what callers already handle when a filesystem lacks a mode"},
 };
 
 constexpr SyscallSet kSets[] = {

@@ -29,7 +29,7 @@ struct Limits {
   std::uint64_t cpu_time_s = 300;     // RLIMIT_CPU
   std::uint64_t memory_bytes = 4ull << 30;  // RLIMIT_AS (and memory.max with a cgroup)
   std::uint64_t pids = 512;           // RLIMIT_NPROC (non-root uid) and pids.max
-  std::uint64_t file_size = 2ull << 30;     // RLIMIT_FSIZE
+  std::uint64_t file_size = 512ull << 20;   // RLIMIT_FSIZE (write, truncate, fallocate)
   std::uint64_t open_files = 1024;    // RLIMIT_NOFILE
   std::uint64_t tmp_size = 256ull << 20;    // size= of the private /tmp tmpfs
   std::uint64_t output_bytes = 16ull << 20; // what a call may print before it is killed

@@ -146,6 +146,22 @@ int handle_probe(const char* path) {
   return report(open_by_handle_at(AT_FDCWD, &h.fh, O_RDONLY));
 }
 
+// fallocate(MODE, 0, LEN) on PATH (created), then the bytes the file holds on disk. SIGXFSZ
+// is ignored so an RLIMIT_FSIZE refusal prints EFBIG instead of killing the probe.
+int allocate(const char* mode, const char* len, const char* path) {
+  signal(SIGXFSZ, SIG_IGN);
+  int fd = open(path, O_RDWR | O_CREAT, 0644);
+  if (fd < 0) return report(fd);
+  long rc = fallocate(fd, static_cast<int>(strtol(mode, nullptr, 0)), 0,
+                      static_cast<off_t>(strtoll(len, nullptr, 0)));
+  report(rc);
+  struct stat st;
+  fstat(fd, &st);
+  printf("%lld\n", static_cast<long long>(st.st_blocks) * 512);
+  close(fd);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +187,7 @@ int main(int argc, char** argv) {
   if (!strcmp(p, "int80")) return int80_getpid();
   if (!strcmp(p, "fork-bomb")) return fork_bomb();
   if (!strcmp(p, "setuid-file") && argc == 3) return setuid_file(argv[2]);
+  if (!strcmp(p, "fallocate") && argc == 5) return allocate(argv[2], argv[3], argv[4]);
   if (!strcmp(p, "file-handle") && argc == 3) return handle_probe(argv[2]);
   if (!strcmp(p, "kill") && argc == 3) return report(kill(atoi(argv[2]), 0));
   fprintf(stderr, "moat_probe: unknown probe %s\n", p);

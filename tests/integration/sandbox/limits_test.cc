@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "tests/integration/sandbox/test_util.h"
@@ -111,6 +112,38 @@ TEST(Limits, FileSizeLimitIsReported) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->outcome.signal, SIGXFSZ);
   EXPECT_EQ(r->outcome.limit, "file_size");
+}
+
+// The default per-file limit is finite and below 1 GiB: a 1 GiB allocation, a 1 GiB sparse
+// extension and a 1 GiB write each stop at RLIMIT_FSIZE.
+TEST(Limits, DefaultFileSizeLimitStopsAOneGibFile) {
+  TempDir ws;
+  testing::install_probe(ws);
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "1073741824", ws.file("big")}), "EFBIG\n0");
+  auto r = testing::sh(s, "truncate -s 1G sparse; echo truncate $?; "
+                          "exec dd if=/dev/zero of=sparse2 bs=1 count=1 seek=1073741823 2>/dev/null");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.signal, SIGXFSZ) << r->output;
+  EXPECT_EQ(r->outcome.limit, "file_size");
+  EXPECT_EQ(std::filesystem::file_size(ws.file("sparse")), 0u) << r->output;
+}
+
+// fallocate checks RLIMIT_FSIZE only where the size grows: FALLOC_FL_KEEP_SIZE (and the other
+// modes) would allocate past the limit unchecked, so any mode bit fails with EOPNOTSUPP and
+// nothing is allocated; mode 0 within the limit works.
+TEST(Limits, FallocateBeyondTheFileSizeLimitAllocatesNothing) {
+  TempDir ws;
+  testing::install_probe(ws);
+  SessionConfig c = config_for(ws);
+  c.limits.file_size = 1 << 20;
+  MOAT_SESSION_OR_SKIP(s, c);
+  const std::string f = ws.file("f");
+  // KEEP_SIZE, KEEP_SIZE|PUNCH_HOLE, ZERO_RANGE, INSERT_RANGE, UNSHARE_RANGE
+  for (const char* mode : {"1", "3", "0x10", "0x20", "0x40"})
+    EXPECT_EQ(testing::probe(s, ws, {"fallocate", mode, "8388608", f}), "EOPNOTSUPP\n0") << mode;
+  EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "8388608", f}), "EFBIG\n0");
+  EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "65536", f}), "ok\n65536");
 }
 
 TEST(Limits, SessionWallTimeEndsTheSession) {
