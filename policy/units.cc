@@ -190,17 +190,23 @@ struct SetterSpec {
   std::string_view name;
   std::string_view value_opts;  // short options whose value is skipped
   std::string_view name_opts;   // short options whose value is a variable name
+  std::string_view alias_opts;  // short options that make a name refer to another (declare -n)
   bool operands_assign;         // export NAME=value: an operand with '=' assigns; an unknown one may
   bool operands_are_names;      // read NAME...: every operand is a name (value unknown)
   bool last_operand_is_name;    // mapfile [opts] [NAME]
 };
 
 constexpr SetterSpec kSetters[] = {
-    {"export", "", "", true, false, false},      {"declare", "", "", true, false, false},
-    {"typeset", "", "", true, false, false},     {"local", "", "", true, false, false},
-    {"readonly", "", "", true, false, false},    {"read", "dinNptu", "a", false, true, false},
-    {"printf", "", "v", false, false, false},    {"mapfile", "dnOsuCc", "", false, false, true},
-    {"readarray", "dnOsuCc", "", false, false, true},
+    {"export", "", "", "", true, false, false},
+    {"declare", "", "", "n", true, false, false},   // declare -n P=PATH: P=x then sets PATH
+    {"typeset", "", "", "n", true, false, false},
+    {"local", "", "", "n", true, false, false},
+    {"readonly", "", "", "", true, false, false},
+    {"let", "", "", "", true, false, false},        // let PATH=1: arithmetic, but a value
+    {"read", "dinNptu", "a", "", false, true, false},
+    {"printf", "", "v", "", false, false, false},
+    {"mapfile", "dnOsuCc", "", "", false, false, true},
+    {"readarray", "dnOsuCc", "", "", false, false, true},
 };
 
 void inherit_env(CommandUnit& inner, const CommandUnit& outer, std::vector<Assignment> extra) {
@@ -226,6 +232,8 @@ void builtin_assignments(CommandUnit& u) {
     const std::string& text = a.known ? a.text : a.prefix;
     if (a.known && text.size() > 1 && text[0] == '-' && operands.empty()) {
       char opt = text.back();
+      if (text.find_first_of(spec->alias_opts, 1) != std::string::npos)
+        u.assigns.push_back({"", unknown_value(), how});  // which variable a reference sets is not known here
       if (spec->name_opts.find(opt) != std::string_view::npos && i + 1 < u.argv.size())
         u.assigns.push_back({u.argv[++i].text, unknown_value(), how});
       else if (spec->value_opts.find(opt) != std::string_view::npos && text.size() == 2)

@@ -26,7 +26,7 @@ class CodeEnvTest : public ::testing::Test {
                "[[command]]\nid = \"org.tools\"\ndecision = \"allow\"\n"
                "program = [\"ls\", \"git\", \"npm\", \"python3\", \"node\", \"perl\", \"ruby\", \"bash\", \"env\", \"make\","
                " \"export\", \"read\", \"printf\", \"declare\", \"local\", \"readonly\", \"typeset\", \"mapfile\", \"cat\","
-               " \"timeout\", \"echo\"]\n");
+               " \"timeout\", \"echo\", \"let\"]\n");
     p_ = w_.load();
     ASSERT_TRUE(p_);
   }
@@ -83,6 +83,8 @@ TEST_F(CodeEnvTest, EveryFormOfAssignmentCounts) {
   expect_ask("mapfile -t PATH < x; ls", "PATH");
   expect_ask("for PATH in ./bin; do ls; done", "PATH");
   expect_ask("export $X; ls", "a variable");
+  expect_ask("declare -n P=PATH; P=./bin; ls", "a variable");
+  expect_ask("let PATH=1; ls", "PATH");
   expect_ask("(PATH=./bin; ls)", "PATH");
   expect_ask("echo $(LD_PRELOAD=./x.so ls)", "LD_PRELOAD");
   expect_ask("env 'BASH_FUNC_ls%%=() { id; }' bash -c ls", "BASH_FUNC_ls%%");
