@@ -66,12 +66,57 @@ constexpr auto kInt = json::value_t::number_integer;
 constexpr auto kArr = json::value_t::array;
 constexpr auto kBool = json::value_t::boolean;
 
+// A string field's length in bytes, checked against its bound (the field's presence and
+// type were checked before). The message names the field and the bound, never the value.
+Result<void> require_at_most(const json& m, const std::string& what, const char* field,
+                             std::size_t max) {
+  auto it = m.find(field);
+  if (it == m.end() || !it->is_string()) return {};
+  const std::size_t n = it->get_ref<const std::string&>().size();
+  if (n > max)
+    return fail(what + " field '" + field + "' is " + std::to_string(n) +
+                " bytes long; the limit is " + std::to_string(max));
+  return {};
+}
+
+// Checked on the raw payload before parsing: deeper nesting than kMaxJsonDepth is refused
+// without building anything. Brackets inside strings do not count.
+bool nests_too_deep(std::string_view payload) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : payload) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-std::string encode_frame(const nlohmann::json& message) {
+std::string cut_utf8(std::string s, std::size_t max) {
+  if (s.size() <= max) return s;
+  // s[n] is the first byte dropped: back up while it continues a sequence.
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+  return s + "...";
+}
+
+Result<std::string> try_encode_frame(const nlohmann::json& message) {
   // error_handler replace: a tool's output may hold invalid UTF-8; it must not throw here.
   std::string payload = message.dump(-1, ' ', false, json::error_handler_t::replace);
-  MOAT_CHECK(payload.size() <= kMaxFrameBytes);
+  if (payload.size() > kMaxFrameBytes)
+    return fail("a frame of " + std::to_string(payload.size()) + " bytes exceeds the " +
+                std::to_string(kMaxFrameBytes) + "-byte limit");
   const auto n = static_cast<std::uint32_t>(payload.size());
   std::string out;
   out.reserve(4 + payload.size());
@@ -81,6 +126,19 @@ std::string encode_frame(const nlohmann::json& message) {
   out.push_back(static_cast<char>(n & 0xff));
   out += payload;
   return out;
+}
+
+std::string encode_frame(const nlohmann::json& message) {
+  auto frame = try_encode_frame(message);
+  MOAT_CHECK(frame.has_value());
+  return std::move(*frame);
+}
+
+nlohmann::json error_frame(std::string message, const std::string& code, const std::string& id) {
+  json e = {{"type", "error"}, {"message", cut_utf8(std::move(message), kMaxErrorMessageBytes)},
+            {"code", code}};
+  if (!id.empty()) e["id"] = cut_utf8(id, kMaxCallIdBytes);
+  return e;
 }
 
 void FrameDecoder::feed(std::string_view bytes) {
@@ -112,6 +170,13 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   if (buffered() < 4 + std::size_t{n}) return std::optional<json>{};
   std::string_view payload(buf_.data() + pos_ + 4, n);
   pos_ += 4 + n;
+  ++frames_;
+  last_payload_ = n;
+  if (nests_too_deep(payload)) {
+    error_ = Error::msg("frame nests arrays and objects deeper than " +
+                        std::to_string(kMaxJsonDepth) + " levels");
+    return fail(*error_);
+  }
   json parsed = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     // Re-parse with exceptions only to get the byte position for the message.
@@ -122,7 +187,8 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
     } catch (const json::parse_error& e) {
       why = std::string("malformed JSON: ") + e.what();
     }
-    error_ = Error::msg(why);
+    // The parser's message quotes the token it stopped in, which may be most of the frame.
+    error_ = Error::msg(cut_utf8(why, 512));
     return fail(*error_);
   }
   if (!parsed.is_object()) {
@@ -132,24 +198,37 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   return std::optional<json>{std::move(parsed)};
 }
 
-Result<ClientMessage> validate_client_message(const nlohmann::json& m) {
+Result<ClientMessage> validate_client_message(const nlohmann::json& m, std::size_t payload_bytes) {
   MOAT_ASSIGN_OR_RETURN(std::string type, frame_type(m));
   if (type == "hello") {
     MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"workspace", kStr}}));
+    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "workspace", kMaxPathBytes));
+    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "client", kMaxToolNameBytes));
     return ClientMessage::kHello;
   }
   if (type == "call") {
     MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"tool", kStr}, {"arguments", kObj}}));
-    if (m["id"].get_ref<const std::string&>().empty() || m["id"].get<std::string>().size() > 128)
-      return fail(std::string("'call' frame field 'id' must be 1 to 128 characters"));
+    if (m["id"].get_ref<const std::string&>().empty() || m["id"].get<std::string>().size() > kMaxCallIdBytes)
+      return fail("'call' frame field 'id' must be 1 to " + std::to_string(kMaxCallIdBytes) +
+                  " characters");
+    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "tool", kMaxToolNameBytes));
+    // The arguments every tool echoes into replies, asks and the audit log.
+    MOAT_TRY(require_at_most(m["arguments"], "'call' frame's arguments", "path", kMaxPathBytes));
+    MOAT_TRY(require_at_most(m["arguments"], "'call' frame's arguments", "command",
+                             kMaxCommandBytes));
     return ClientMessage::kCall;
   }
   if (type == "cancel") {
     MOAT_TRY(require_fields(m, type, {{"id", kStr}}));
+    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "id", kMaxCallIdBytes));
     return ClientMessage::kCancel;
   }
   if (type == "answer") {
+    if (payload_bytes > kMaxAnswerBytes)
+      return fail("'answer' frame of " + std::to_string(payload_bytes) +
+                  " bytes exceeds the " + std::to_string(kMaxAnswerBytes) + "-byte limit");
     MOAT_TRY(require_fields(m, type, {{"ask", kStr}, {"decision", kStr}}));
+    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "ask", kMaxAskIdBytes));
     const std::string d = m["decision"].get<std::string>();
     if (d != "allow" && d != "deny")
       return fail(std::string("'answer' frame field 'decision' must be \"allow\" or \"deny\""));

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -141,6 +142,22 @@ Result<std::shared_ptr<const sessions::AuditKey>> audit_key(const std::string& p
   return shared;
 }
 
+// A word longer than kMaxCommandBytes cannot be exec'd (execve: E2BIG past MAX_ARG_STRLEN),
+// so its record keeps that much and its length: a client's 15 MiB grep pattern must not
+// become 15 MiB of audit log per call.
+json argv_for_audit(const std::vector<std::string>& argv) {
+  json out = json::array();
+  for (const std::string& word : argv) {
+    if (word.size() <= kMaxCommandBytes) {
+      out.push_back(word);
+    } else {
+      out.push_back(cut_utf8(word, kMaxCommandBytes) + "[" + std::to_string(word.size()) +
+                    " bytes]");
+    }
+  }
+  return out;
+}
+
 // Wraps the session's runner for one call: every process the call executes is recorded
 // (pid, exit, signal, the limit that killed it, output bytes and their SHA-256) from what
 // moatd itself observed, not from what the tool reports.
@@ -160,7 +177,7 @@ class AuditingRunner final : public tools::SandboxRunner {
                             if (on_output) on_output(chunk);
                           },
                           stop);
-    json rec = {{"argv", argv}, {"cwd", cwd}, {"start", iso_time(start)}};
+    json rec = {{"argv", argv_for_audit(argv)}, {"cwd", cwd}, {"start", iso_time(start)}};
     if (!st) {
       rec["error"] = st.error().message();
     } else {
@@ -206,10 +223,14 @@ class Connection {
 
  private:
   void send(const json& m);
+  // Waits for bytes to read; false (after an error frame) when the hello or a begun frame
+  // misses its deadline (kHelloDeadline, kFrameDeadline), or the socket fails.
+  bool wait_readable(const FrameDecoder& decoder);
   void send_error(const std::string& message, const std::string& code,
                   const std::string& id = "");
   Result<void> on_hello(const json& m);
-  void on_call(const json& m);
+  void on_call(const json& m, std::size_t frame_bytes);
+  std::string call_refusal(const std::string& id, std::size_t frame_bytes) const;
   void on_cancel(const json& m);
   void on_answer(const json& m);
   // Interactive sessions: an `ask` verdict goes to the person through the client. Returns
@@ -238,14 +259,22 @@ class Connection {
   std::unique_ptr<Session> session_;
   std::unique_ptr<SessionRunner> runner_;
   std::unique_ptr<sessions::AuditLog> audit_;
+  std::chrono::steady_clock::time_point hello_deadline_;
+  std::optional<std::chrono::steady_clock::time_point> frame_deadline_;
+  std::uint64_t frame_seq_ = 0;
   std::mutex calls_mu_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> inflight_;
+  std::size_t running_bytes_ = 0;  // frame bytes of the calls in inflight_ (kMaxRunningCallBytes)
+  // edit/write wait for each other per canonical path within this session only: another
+  // session's unanswered ask or slow writes never hold this one's.
+  tools::MutationQueue mutations_;
   // One thread per running call, joined at the next call once finished (base/thread_set.h).
   ThreadSet threads_;
   std::set<std::string> granted_;
   std::mutex ask_mu_;
   std::condition_variable ask_cv_;
-  std::map<std::string, json> answers_;      // ask id -> the client's answer frame
+  std::set<std::string> pending_asks_;       // asks sent and not yet answered
+  std::map<std::string, json> answers_;      // ask id -> {decision, scope}, pending asks only
   std::set<std::string> session_allows_;     // "for the session" answers, by what was asked
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool finished_ = false;
@@ -253,7 +282,28 @@ class Connection {
 };
 
 void Connection::send(const json& m) {
-  const std::string frame = encode_frame(m);
+  auto encoded = try_encode_frame(m);
+  bool close_after = false;
+  if (!encoded) {
+    // Validation bounds every field a reply echoes (protocol.h); this is the net under it:
+    // an oversized reply becomes a short error, for this client only, never an abort.
+    MOAT_LOG_ERROR("reply to pid %d: %s", peer_.pid, encoded.error().message().c_str());
+    const std::string type = m.value("type", "");
+    if (type == "result") {
+      json r = tools::ToolResult::error("the result exceeded the protocol's frame limit: " +
+                                        encoded.error().message())
+                   .to_json();
+      r["type"] = "result";
+      r["id"] = m.value("id", "");
+      encoded = try_encode_frame(r);
+    } else {
+      encoded = try_encode_frame(error_frame("moatd's '" + type + "' reply: " +
+                                                 encoded.error().message(),
+                                             "protocol"));
+      close_after = true;
+    }
+  }
+  const std::string& frame = *encoded;
   std::lock_guard<std::mutex> lock(send_mu_);
   std::size_t off = 0;
   while (off < frame.size()) {
@@ -265,13 +315,12 @@ void Connection::send(const json& m) {
     }
     off += static_cast<std::size_t>(n);
   }
+  if (close_after) ::shutdown(fd_.get(), SHUT_RDWR);  // the reader sees the end and finishes
 }
 
 void Connection::send_error(const std::string& message, const std::string& code,
                             const std::string& id) {
-  json e = {{"type", "error"}, {"message", message}, {"code", code}};
-  if (!id.empty()) e["id"] = id;
-  send(e);
+  send(error_frame(message, code, id));
 }
 
 Result<void> Connection::audit(const std::string& type, json fields,
@@ -308,10 +357,46 @@ Result<std::string> Connection::audit_decision(const policy::Decision& d, const 
   return decision_id;
 }
 
+bool Connection::wait_readable(const FrameDecoder& decoder) {
+  using Clock = std::chrono::steady_clock;
+  // A frame's deadline starts when its first bytes are seen; the decoder's frame count
+  // tells a new frame from the rest of the same one.
+  if (decoder.buffered() == 0) {
+    frame_deadline_.reset();
+  } else if (!frame_deadline_ || decoder.frames() != frame_seq_) {
+    frame_deadline_ = Clock::now() + kFrameDeadline;
+    frame_seq_ = decoder.frames();
+  }
+  std::optional<Clock::time_point> deadline = frame_deadline_;
+  const bool hello_first = !greeted_ && (!deadline || hello_deadline_ < *deadline);
+  if (hello_first) deadline = hello_deadline_;
+  for (;;) {
+    int timeout_ms = -1;
+    if (deadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+      timeout_ms = static_cast<int>(std::max<long long>(0, left.count()));
+    }
+    pollfd p{fd_.get(), POLLIN, 0};
+    const int r = ::poll(&p, 1, timeout_ms);
+    if (r > 0) return true;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (hello_first)
+      send_error("no complete 'hello' within " + std::to_string(kHelloDeadline.count()) +
+                     " s of connecting", "protocol");
+    else
+      send_error("a frame was begun but not completed within " +
+                     std::to_string(kFrameDeadline.count()) + " s", "protocol");
+    return false;
+  }
+}
+
 void Connection::run() {
   FrameDecoder decoder;
   char buf[65536];
+  hello_deadline_ = std::chrono::steady_clock::now() + kHelloDeadline;
   for (;;) {
+    if (!wait_readable(decoder)) return;
     ssize_t n = ::read(fd_.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // hang-up or error: the session ends
@@ -324,7 +409,7 @@ void Connection::run() {
       }
       if (!frame->has_value()) break;
       const json& m = **frame;
-      auto type = validate_client_message(m);
+      auto type = validate_client_message(m, decoder.last_payload_bytes());
       if (!type) {
         send_error(type.error().message(), "protocol");
         return;
@@ -343,7 +428,7 @@ void Connection::run() {
           break;
         }
         case ClientMessage::kCall:
-          on_call(m);
+          on_call(m, decoder.last_payload_bytes());
           break;
         case ClientMessage::kCancel:
           on_cancel(m);
@@ -492,29 +577,47 @@ Result<void> Connection::on_hello(const json& m) {
   return {};
 }
 
-void Connection::on_call(const json& m) {
+// Why a call cannot start now (calls_mu_ held), or "" when it may.
+std::string Connection::call_refusal(const std::string& id, std::size_t frame_bytes) const {
+  if (inflight_.count(id) != 0) return "call id " + moat::quoted(id) + " is already running";
+  // Each running call holds a thread and its arguments: a client gets a bounded share.
+  if (inflight_.size() >= kMaxConcurrentCalls)
+    return "refused: " + std::to_string(inflight_.size()) +
+           " calls are already running on this connection (the limit is " +
+           std::to_string(kMaxConcurrentCalls) + "); wait for one to finish";
+  if (running_bytes_ + frame_bytes > kMaxRunningCallBytes)
+    return "refused: the running calls' arguments already hold " +
+           std::to_string(running_bytes_) + " bytes (the limit is " +
+           std::to_string(kMaxRunningCallBytes) + "); wait for one to finish";
+  return "";
+}
+
+void Connection::on_call(const json& m, std::size_t frame_bytes) {
   const std::string id = m["id"].get<std::string>();
   const std::string tool = m["tool"].get<std::string>();
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
-    if (inflight_.count(id) != 0) {
+    if (std::string why = call_refusal(id, frame_bytes); !why.empty()) {
       send({{"type", "result"}, {"id", id}, {"isError", true},
-            {"content", {{{"type", "text"}, {"text", "call id " + moat::quoted(id) + " is already running"}}}}});
+            {"content", {{{"type", "text"}, {"text", why}}}}});
       return;
     }
     inflight_[id] = cancel;
+    running_bytes_ += frame_bytes;
   }
   ++calls_;
-  // edit/write take their place in the per-path mutation queue here, on the thread that
+  // edit/write take their place in the session's mutation queue here, on the thread that
   // reads frames, so they run in the order they arrived whatever order their threads start.
   tools::CallContext order;
+  order.mutations = &mutations_;
   tools::take_mutation_ticket(tool, order);
-  threads_.spawn([this, id, tool, args = m["arguments"], cancel,
+  threads_.spawn([this, id, tool, args = m["arguments"], cancel, frame_bytes,
                   ticket = std::move(order.mutation_ticket)] {
     run_call(id, tool, args, cancel, ticket);
     std::lock_guard<std::mutex> lock(calls_mu_);
     inflight_.erase(id);
+    running_bytes_ -= frame_bytes;
   });
 }
 
@@ -526,7 +629,11 @@ void Connection::on_cancel(const json& m) {
 
 void Connection::on_answer(const json& m) {
   std::lock_guard<std::mutex> lock(ask_mu_);
-  answers_[m["ask"].get<std::string>()] = m;
+  // Only a pending ask takes an answer, and only its two words are kept: answers nobody
+  // asked for (or sent twice) are dropped, so a client cannot make moatd hold them.
+  const std::string ask = m["ask"].get<std::string>();
+  if (pending_asks_.count(ask) == 0) return;
+  answers_[ask] = {{"decision", m["decision"]}, {"scope", m.value("scope", "once")}};
   ask_cv_.notify_all();
 }
 
@@ -548,6 +655,10 @@ policy::Decision Connection::ask_person(policy::Decision d, const std::string& c
   std::string question = what + " needs your approval: rule " + d.deciding.id + " (" +
                          d.deciding.layer + ") says ask";
   if (!d.reason.empty()) question += ": " + d.reason;
+  {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    pending_asks_.insert(ask_id);
+  }
   send({{"type", "ask"}, {"id", call_id}, {"ask", ask_id}, {"question", question},
         {"rule", rule_json(d.deciding)}});
   std::unique_lock<std::mutex> lock(ask_mu_);
@@ -556,6 +667,7 @@ policy::Decision Connection::ask_person(policy::Decision d, const std::string& c
     ask_cv_.wait_for(lock, std::chrono::milliseconds(100));
   json reply = answers_.count(ask_id) != 0 ? answers_[ask_id] : json{{"decision", "deny"}};
   answers_.erase(ask_id);
+  pending_asks_.erase(ask_id);
   const bool allow = reply.value("decision", "deny") == "allow";
   const std::string scope = reply.value("scope", "once");
   if (allow && scope == "session") session_allows_.insert(what);
@@ -623,6 +735,7 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
   AuditingRunner auditing(*runner_);
   tools::CallContext ctx;
   ctx.runner = &auditing;
+  ctx.mutations = &mutations_;
   ctx.mutation_ticket = std::move(ticket);
   ctx.workspace = workspace_;
   ctx.cancel = cancel.get();

@@ -6,6 +6,9 @@ runs the integration suite again as an unprivileged user (uid 65534 by default),
 the two runs prove different things: as root the sandbox maps its users to an unprivileged
 host uid; unprivileged, it must get there through user namespaces alone.
 
+Then, with clang, every libFuzzer target in tests/fuzz is built in <build>-fuzz and run for
+--fuzz-seconds (30 by default); each target is one case.
+
 The last line printed is `N passed, N failed, N skipped`; the exit status is non-zero if any
 case failed or any test binary died without reporting.
 """
@@ -89,6 +92,57 @@ def run_pass(tests, outdir, label, counts, failures, demote=None, timeout_scale=
             sys.stdout.flush()
 
 
+def fuzz_targets(src):
+    """The executable('fuzz_...') names declared in tests/fuzz/meson.build."""
+    import re
+    with open(os.path.join(src, "tests", "fuzz", "meson.build")) as f:
+        return re.findall(r"executable\('(fuzz_[a-z_]+)'", f.read())
+
+
+def run_fuzz(build, seconds, counts, failures):
+    """Builds the libFuzzer targets with clang in <build>-fuzz and runs each one for a bounded
+    time; each target counts as one test case (skipped, with the reason, without clang)."""
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    targets = fuzz_targets(src)
+    if not shutil.which("clang++"):
+        print("[fuzz] skipped: clang++ is not installed (scripts/lib.sh installs clang)")
+        counts["skipped"] += len(targets)
+        return
+    fuzz_build = build.rstrip("/") + "-fuzz"
+    env = dict(os.environ, CC="clang", CXX="clang++")
+    try:
+        if not os.path.exists(os.path.join(fuzz_build, "build.ninja")):
+            subprocess.run(["meson", "setup", fuzz_build, src, "-Dfuzz=true", "-Dbenches=false",
+                            "--buildtype=debugoptimized"], env=env, check=True,
+                           capture_output=True, text=True)
+        subprocess.run(["ninja", "-C", fuzz_build] + [f"tests/fuzz/{t}" for t in targets],
+                       env=env, check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as e:
+        counts["failed"] += len(targets)
+        failures.append(f"fuzz: the clang fuzz build failed: {' '.join(e.cmd)}")
+        sys.stdout.write((e.stdout or "")[-4000:] + (e.stderr or "")[-4000:])
+        return
+    seeds = {"fuzz_policy_toml": [os.path.join(src, "examples", "policies")]}
+    for t in targets:
+        corpus = tempfile.mkdtemp(prefix=f"moat-{t}-")
+        cmd = [os.path.join(fuzz_build, "tests", "fuzz", t), f"-max_total_time={seconds}",
+               "-timeout=10", "-rss_limit_mb=2048", corpus] + seeds.get(t, [])
+        print(f"[fuzz] {t} for {seconds} s ...", flush=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                  timeout=seconds * 3 + 60, cwd=corpus)
+            rc, output = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            rc, output = -1, f"timed out after {seconds * 3 + 60} s"
+        if rc == 0:
+            counts["passed"] += 1
+        else:
+            counts["failed"] += 1
+            failures.append(f"fuzz: {t} found a failing input (exit {rc})")
+            sys.stdout.write(output[-8000:])
+        shutil.rmtree(corpus, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -96,6 +150,8 @@ def main():
     ap.add_argument("--no-unprivileged", action="store_true")
     ap.add_argument("--uid", type=int, default=65534)
     ap.add_argument("--gid", type=int, default=65534)
+    ap.add_argument("--fuzz-seconds", type=int, default=30,
+                    help="how long each libFuzzer target runs (0: not at all)")
     args = ap.parse_args()
     global BUILD_DIR
     BUILD_DIR = os.path.abspath(args.build)
@@ -115,6 +171,8 @@ def main():
             run_pass(integ, outdir, f"uid{args.uid}", counts, failures,
                      demote={"uid": args.uid, "gid": args.gid, "home": home})
             shutil.rmtree(home, ignore_errors=True)
+        if args.fuzz_seconds > 0 and not args.suite:
+            run_fuzz(args.build, args.fuzz_seconds, counts, failures)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     if failures:

@@ -24,12 +24,19 @@ MutationQueue::Ticket MutationQueue::enter() {
   return Ticket(this, seq);
 }
 
-void MutationQueue::acquire(Ticket& ticket, const std::string& key) {
+void MutationQueue::name(Ticket& ticket, const std::string& key) {
   // A ticket that already left (or never entered) takes the next place in line.
   if (ticket.queue_ != this) ticket = enter();
-  std::unique_lock lock(mu_);
-  live_[ticket.seq()] = key;
+  {
+    std::lock_guard lock(mu_);
+    live_[ticket.seq()] = key;
+  }
   cv_.notify_all();  // tickets behind this one may now know it is not theirs
+}
+
+void MutationQueue::acquire(Ticket& ticket, const std::string& key) {
+  name(ticket, key);
+  std::unique_lock lock(mu_);
   cv_.wait(lock, [&] {
     for (auto it = live_.begin(); it != live_.end() && it->first < ticket.seq(); ++it)
       if (!it->second.has_value() || *it->second == key) return false;

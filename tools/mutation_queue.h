@@ -35,11 +35,14 @@ class MutationQueue {
   };
 
   Ticket enter();
-  // Blocks until every earlier ticket has named a different key or left, then holds the
-  // key until the ticket is released.
+  // Names the ticket's key without waiting: later tickets on other keys stop waiting for
+  // it (a call whose path is known but whose approval is still pending holds only its path).
+  void name(Ticket& ticket, const std::string& key);
+  // Names the key, blocks until every earlier ticket has named a different key or left,
+  // then holds the key until the ticket is released.
   void acquire(Ticket& ticket, const std::string& key);
 
-  // The queue moatd uses when a CallContext names none.
+  // The queue used when a CallContext names none (moatd names one per session).
   static MutationQueue& process_default();
 
  private:

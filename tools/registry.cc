@@ -124,6 +124,9 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
   const std::string path = args.contains("path") ? args["path"].get<std::string>() : tool.default_path;
   auto target = resolve_target(tool, path, ctx);
   if (!target) return ToolResult::error(target.error().message());
+  // Named before the policy is asked: a call waiting for a person's answer holds back only
+  // later calls on its own path.
+  if (spec.mutates) queue.name(*ctx.mutation_ticket, target->canonical);
   if (ctx.authorize) {
     if (auto refusal = ctx.authorize(target->canonical, tool.access))
       return ToolResult::error("refused by policy: " + *refusal);

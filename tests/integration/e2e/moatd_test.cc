@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 #include "sandbox/protocol.h"
 
 namespace moat::e2e {
@@ -18,26 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-class MoatdSocketTest : public ::testing::Test {
+class MoatdSocketTest : public MoatdFixture {
  protected:
-  void SetUp() override {
-    socket_ = dir_.path() + "/moatd.sock";
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"},
-                 dir_.path() + "/moatd.log");
-    ws_ = dir_.path() + "/ws";
-    std::filesystem::create_directories(ws_);
-    std::ofstream(ws_ + "/hello.txt") << "hello from the workspace\n";
-  }
-  void TearDown() override {
-    kill(pid_, SIGTERM);
-    wait_exit(pid_, 10);
-  }
-  bool moatd_alive() { return kill(pid_, 0) == 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
-  std::string moatd_log() {
-    std::ifstream in(dir_.path() + "/moatd.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
   // Thread stacks in moatd's address space: an 8 MiB read-write mapping right after its
   // 4 KiB guard page. (Not VmSize: malloc arenas reserve 64 MiB at a time as threads come.)
   int thread_stacks() {
@@ -57,18 +40,6 @@ class MoatdSocketTest : public ::testing::Test {
     }
     return n;
   }
-
-  json expect_error_then_close(RawClient& c) {
-    json e = c.read_frame();
-    EXPECT_EQ(e.value("type", ""), "error") << e.dump();
-    EXPECT_TRUE(c.closed_by_peer()) << "moatd closes a connection that broke the protocol";
-    return e;
-  }
-
-  TempDir dir_;
-  std::string socket_;
-  std::string ws_;
-  pid_t pid_ = -1;
 };
 
 TEST_F(MoatdSocketTest, GarbageGetsAnErrorFrameAndAClose) {

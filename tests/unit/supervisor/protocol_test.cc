@@ -167,6 +167,74 @@ TEST(ValidateClientMessage, RejectsEmptyAndHugeCallIds) {
                                         {"arguments", json::object()}}));
 }
 
+// Each field moatd echoes into a reply, an ask or the audit log has a bound, checked before
+// any of that happens; the message names the field and its length, never its value.
+TEST(ValidateClientMessage, RefusesEchoedFieldsOverTheirBounds) {
+  const std::string huge(kMaxPathBytes + 1, 'a');
+  auto hello = validate_client_message({{"type", "hello"}, {"version", 1}, {"workspace", "/" + huge}});
+  ASSERT_FALSE(hello);
+  EXPECT_EQ(hello.error().message(),
+            "'hello' frame field 'workspace' is 4098 bytes long; the limit is 4096");
+  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"},
+                                        {"tool", std::string(kMaxToolNameBytes + 1, 't')},
+                                        {"arguments", json::object()}}));
+  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "read"},
+                                        {"arguments", {{"path", huge}}}}));
+  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "bash"},
+                                        {"arguments", {{"command", std::string(kMaxCommandBytes + 1, 'x')}}}}));
+  EXPECT_TRUE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "bash"},
+                                       {"arguments", {{"command", std::string(kMaxCommandBytes, 'x')}}}}));
+  EXPECT_FALSE(validate_client_message({{"type", "cancel"}, {"id", std::string(kMaxCallIdBytes + 1, 'i')}}));
+  EXPECT_FALSE(validate_client_message(
+      {{"type", "answer"}, {"ask", std::string(kMaxAskIdBytes + 1, 'k')}, {"decision", "allow"}}));
+}
+
+TEST(ValidateClientMessage, RefusesAnAnswerFrameOverItsBound) {
+  const json answer = {{"type", "answer"}, {"ask", "k"}, {"decision", "deny"}};
+  EXPECT_TRUE(validate_client_message(answer, kMaxAnswerBytes));
+  auto r = validate_client_message(answer, kMaxAnswerBytes + 1);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "'answer' frame of 4097 bytes exceeds the 4096-byte limit");
+}
+
+// 100,000 levels in 200 kB overflowed moatd's connection thread when the frame was walked.
+TEST(FrameDecoder, RefusesNestingDeeperThanTheLimitBeforeParsing) {
+  const std::string ok = std::string(kMaxJsonDepth - 1, '[') + std::string(kMaxJsonDepth - 1, ']');
+  FrameDecoder d;
+  const std::string good = "{\"type\":\"bye\",\"a\":" + ok + ",\"s\":\"[[[[\\\"{{{{\"}";
+  d.feed(raw_frame(static_cast<std::uint32_t>(good.size()), good));
+  auto r = d.next();
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  ASSERT_TRUE(r->has_value()) << "brackets inside strings do not count";
+
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  FrameDecoder e;
+  e.feed(raw_frame(static_cast<std::uint32_t>(deep.size()), deep));
+  auto refused = e.next();
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message(), "frame nests arrays and objects deeper than 64 levels");
+}
+
+// nlohmann's parse error quotes the token it stopped in: up to the whole frame.
+TEST(FrameDecoder, AMalformedFramesErrorDoesNotQuoteTheFrame) {
+  std::string payload = "{\"a\":\"" + std::string(kMaxFrameBytes - 20, 'x') + "\x01\"}";
+  FrameDecoder d;
+  d.feed(raw_frame(static_cast<std::uint32_t>(payload.size()), payload));
+  auto r = d.next();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_LE(r.error().message().size(), 520u);
+}
+
+TEST(ErrorFrame, CutsWhatItQuotesSoTheReplyAlwaysFits) {
+  const json e = error_frame("workspace '" + std::string(kMaxFrameBytes, 'w') + "é'", "workspace", "id");
+  EXPECT_LE(e["message"].get<std::string>().size(), kMaxErrorMessageBytes + 3);
+  EXPECT_TRUE(try_encode_frame(e).has_value());
+  EXPECT_FALSE(try_encode_frame({{"type", "result"}, {"pad", std::string(kMaxFrameBytes, 'x')}}));
+  // A cut never splits a UTF-8 sequence.
+  EXPECT_EQ(cut_utf8("ab\xc3\xa9", 3), "ab...");
+  EXPECT_EQ(cut_utf8("ab\xc3\xa9", 4), "ab\xc3\xa9");
+}
+
 TEST(ValidateServerMessage, ChecksResultsAndProgress) {
   EXPECT_TRUE(validate_server_message(
       {{"type", "result"}, {"id", "a"}, {"isError", false}, {"content", json::array()}}));

@@ -71,6 +71,21 @@ TEST(MutationQueue, AnEarlierTicketOnAnotherKeyDoesNotBlock) {
   SUCCEED();
 }
 
+// A call that knows its path but waits for a person's answer holds only that path.
+TEST(MutationQueue, ANamedButUnacquiredTicketHoldsOnlyItsKey) {
+  MutationQueue q;
+  auto waiting = q.enter();
+  auto later = q.enter();
+  q.name(waiting, "/w/asked");
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    q.acquire(later, "/w/other");
+    got = true;
+  });
+  t.join();  // would hang if an unacquired ticket still held every key
+  EXPECT_TRUE(got);
+}
+
 TEST(MutationQueue, ReleasingAnUnnamedTicketUnblocksLaterOnes) {
   MutationQueue q;
   auto a = q.enter();
