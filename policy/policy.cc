@@ -88,6 +88,15 @@ bool expand_glob(const std::string& pattern, const std::string& cwd, std::vector
   return ok;
 }
 
+// At most `max` bytes of `s`, cut before a UTF-8 continuation byte so valid text stays valid
+// (the reason goes into the audit record's canonical JSON).
+std::string shortened(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "…";
+}
+
 json ref_json(const RuleRef& r) {
   return {{"id", r.id}, {"layer", r.layer}, {"file", r.file}, {"line", r.line}};
 }
@@ -508,7 +517,7 @@ class PolicyImpl final : public Policy {
     for (const auto& a : u.assigns) {
       const CodeEnvRow* row = code_env_hit(a, u.cwds, ctx);
       if (row == nullptr) continue;
-      std::string shown = a.name.empty() ? "a variable" : a.name + "=" + (a.value.text.size() > 64 ? a.value.text.substr(0, 64) + "…" : a.value.text);
+      std::string shown = a.name.empty() ? "a variable" : a.name + "=" + shortened(a.value.text, 64);
       votes.push_back(Vote{Verdict::kAsk, &code_env_rule(), nullptr,
                            shown + " (" + a.how + "): " + std::string(row->reason), false});
     }

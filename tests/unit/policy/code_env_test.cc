@@ -127,6 +127,20 @@ TEST_F(CodeEnvTest, EveryRowOfTheTableMakesTheUnitAsk) {
   EXPECT_GE(rows, 40);
 }
 
+// The reason quotes the value, shortened without cutting a character in two: it goes into
+// the audit record, whose canonical JSON refuses invalid UTF-8.
+TEST_F(CodeEnvTest, ALongValueIsShortenedOnACharacterBoundary) {
+  std::string value;
+  for (int i = 0; i < 40; ++i) value += "\xc3\xa9";  // é, two bytes each
+  Decision d = decide("LD_PRELOAD=./x" + value + " ls");  // byte 64 falls inside an é
+  EXPECT_EQ(d.deciding.id, "builtin.code-env");
+  const std::string& r = d.reason;
+  auto at = r.find("LD_PRELOAD=./x");
+  ASSERT_NE(at, std::string::npos) << r;
+  std::string shown = r.substr(at + 14, r.find(" (prefix)") - at - 14);
+  EXPECT_EQ(shown, value.substr(0, 60) + "\xe2\x80\xa6");
+}
+
 TEST_F(CodeEnvTest, HeadlessTurnsTheAskIntoDenyAndExplainNamesTheRule) {
   w_.options.headless = true;
   auto headless = w_.load();
