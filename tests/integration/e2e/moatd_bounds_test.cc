@@ -183,6 +183,32 @@ TEST_F(MoatdBoundsTest, PendingAsksBeyondTheCapAreRefusedAndThreadsStayBounded) 
   ASSERT_TRUE(moatd_alive());
 }
 
+// Running calls hold their arguments: together at most kMaxRunningCallBytes per connection.
+TEST_F(MoatdBoundsTest, CallsBeyondTheRunningBytesBoundAreRefused) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  RawClient c(socket_);
+  ASSERT_EQ(greet(c, /*headless=*/false).value("type", ""), "welcome");
+  constexpr int kCalls = 5;  // 5 x 15 MiB > 64 MiB: the fifth does not fit
+  for (int i = 0; i < kCalls; ++i)
+    c.send_json({{"type", "call"}, {"id", "b" + std::to_string(i)}, {"tool", "write"},
+                 {"arguments", {{"path", "/etc/moat-bytes-" + std::to_string(i)},
+                                {"content", long_string(15u << 20)}}}});
+  int asks = 0, refused = 0;
+  while (asks + refused < kCalls) {
+    json f = c.read_frame();
+    ASSERT_FALSE(f.is_null()) << asks << " asks and " << refused << " refusals\n" << moatd_log();
+    if (f.value("type", "") == "ask") ++asks;
+    if (f.value("type", "") == "result") {
+      ++refused;
+      EXPECT_NE(f.dump().find("the running calls' arguments already hold"), std::string::npos)
+          << f.dump();
+    }
+  }
+  EXPECT_EQ(asks, 4);
+  EXPECT_EQ(refused, 1);
+}
+
 // Answers were kept until the session ended whether or not anything had asked: 30 x 8 MiB
 // grew moatd by 263 MB. An answer is a few bytes; a large one is refused.
 TEST_F(MoatdBoundsTest, UnsolicitedAnswersDoNotGrowMoatd) {
