@@ -91,14 +91,9 @@ Result<void> plan_read_only(const std::string& host, std::vector<Op>& ops) {
   return {};
 }
 
+// The tree moatd or the keeper cloned from the workspace fd: the path is only where it goes.
 Result<void> plan_workspace(const MountPlan& plan, std::vector<Op>& ops) {
-  UniqueFd tree;
-  if (plan.workspace_tree >= 0) {
-    tree = UniqueFd(::dup(plan.workspace_tree));
-    if (!tree.valid()) return fail(Error::from_errno("dup", errno, "workspace tree"));
-  } else {
-    MOAT_ASSIGN_OR_RETURN(tree, sys::clone_tree(plan.workspace, true));
-  }
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::duplicate(plan.workspace_tree));
   // nosuid/nodev: a setuid binary or device node written by the code must not gain power.
   MOAT_TRY(set_attrs(tree.get(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true));
   ops.push_back({OpKind::kTree, plan.workspace, std::move(tree), {}, true, 1});

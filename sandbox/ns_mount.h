@@ -15,11 +15,13 @@ namespace moat::sandbox {
 const std::vector<std::string>& default_read_only_paths();
 
 struct MountPlan {
-  std::string workspace;               // host path, bound read-write at the same path
+  std::string workspace;               // the sandbox path the workspace tree is attached at
   std::vector<std::string> read_only;  // host paths, bound read-only (missing ones skipped)
   std::uint64_t tmp_size = 256ull << 20;
   std::string hostname = "moat";
-  int workspace_tree = -1;  // a detached (idmapped) tree made by moatd, or -1: bind here
+  // The workspace: a detached tree cloned from the fd moatd opened and checked (idmapped by
+  // moatd as root, cloned by the keeper otherwise; see session.cc). Never cloned by path.
+  int workspace_tree = -1;
 };
 
 // Runs in the session init: pid 1 of the new pid namespace (so the new /proc shows only

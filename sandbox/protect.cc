@@ -278,17 +278,22 @@ Result<void> mask_protected_paths(const std::string& workspace,
 
 Result<void> remove_placeholders(const std::string& workspace,
                                  std::vector<Placeholder> placeholders) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd root, sys::open_path(workspace, O_PATH | O_DIRECTORY));
+  return remove_placeholders(root.get(), workspace, std::move(placeholders));
+}
+
+Result<void> remove_placeholders(int workspace_fd, const std::string& workspace,
+                                 std::vector<Placeholder> placeholders) {
   // Deepest first, so a placeholder inside another one is gone before its parent is tried.
   std::sort(placeholders.begin(), placeholders.end(),
             [](const Placeholder& a, const Placeholder& b) { return a.relative > b.relative; });
-  MOAT_ASSIGN_OR_RETURN(UniqueFd root, sys::open_path(workspace, O_PATH | O_DIRECTORY));
   Result<void> first = {};
   for (const Placeholder& p : placeholders) {
     const std::size_t slash = p.relative.rfind('/');
     const std::string parent_rel = slash == std::string::npos ? "." : p.relative.substr(0, slash);
     const std::string name = p.relative.substr(slash == std::string::npos ? 0 : slash + 1);
     // Beneath the workspace, no symlinks: a path swapped for a link cannot send us elsewhere.
-    auto parent = sys::open_beneath(root.get(), parent_rel, O_PATH | O_DIRECTORY, true);
+    auto parent = sys::open_beneath(workspace_fd, parent_rel, O_PATH | O_DIRECTORY, true);
     if (!parent) continue;  // its parent is gone or replaced: so is the placeholder
     struct stat st;
     if (::fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;

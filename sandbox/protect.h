@@ -62,6 +62,10 @@ Result<void> mask_protected_paths(const std::string& workspace,
 // the directory that was created (same device and inode) and still empty, deepest first,
 // reached beneath the workspace without following symlinks. A placeholder that is gone, was
 // replaced or holds something is left alone; the error is the first other failure.
+// `workspace_fd` is the directory the session was built from (the path only names it in
+// errors); the overload by path opens it first.
+Result<void> remove_placeholders(int workspace_fd, const std::string& workspace,
+                                 std::vector<Placeholder> placeholders);
 Result<void> remove_placeholders(const std::string& workspace,
                                  std::vector<Placeholder> placeholders);
 

@@ -17,7 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <condition_variable>
 #include <mutex>
 #include <cstdlib>
@@ -34,6 +33,7 @@
 #include "sandbox/session_init.h"
 #include "sandbox/sys.h"
 #include "sandbox/worker.h"
+#include "sandbox/workspace.h"
 
 namespace moat::sandbox {
 namespace {
@@ -90,9 +90,19 @@ void keep_only_session_fds(int& ctl, int& tree) {
   }
 }
 
-[[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, pid_t moatd) {
+// Without an idmapped tree from moatd (rootless, or idmap skipped), the keeper clones the
+// workspace itself, from its cwd: an fd opened before unshare(CLONE_NEWNS) names a mount of
+// moatd's namespace, which open_tree refuses (EINVAL), but unshare moves the cwd onto the
+// same directory's copy in the new namespace. So the clone is of the directory moatd opened
+// and checked, never of whatever its path names by then.
+Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD, ".", true); }
+
+[[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, int workspace,
+                                      pid_t moatd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);  // moatd died before the line above
+  if (fchdir(workspace) != 0)  // before keep_only_session_fds closes it
+    fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
   keep_only_session_fds(ctl, tree);
   clearenv();  // nothing of moatd's environment is consulted inside the session
   for (const auto& ns : kNamespaces)
@@ -103,6 +113,13 @@ void keep_only_session_fds(int& ctl, int& tree) {
   if (::read(ctl, &c, 1) != 1 || c != 'M') _exit(1);
   if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
     fail_in_child(ctl, std::string("user_ns: setresuid: ") + std::strerror(errno));
+  UniqueFd cloned;
+  if (tree < 0) {
+    auto made = clone_workspace_from_cwd();
+    if (!made) fail_in_child(ctl, "mount_ns: workspace: " + made.error().message());
+    cloned = std::move(*made);
+    tree = cloned.get();
+  }
   pid_t init = fork();  // pid 1 of the new pid namespace
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
@@ -111,7 +128,8 @@ void keep_only_session_fds(int& ctl, int& tree) {
     run_session_init(ctx);
   }
   close(ctl);
-  if (tree >= 0) close(tree);
+  if (!cloned.valid() && tree >= 0) close(tree);
+  cloned.reset();
   int status = 0;
   while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
   }
@@ -179,17 +197,19 @@ Result<std::string> recv_message(int ctl) {
 // The idmapped workspace (moatd as root): files of the workspace's owner appear owned by the
 // sandbox's uid 0, and what the sandbox writes lands on disk as that owner. Without it the
 // sandbox's unprivileged host uid could not write a root- or user-owned workspace.
-Result<UniqueFd> make_idmapped_workspace(const std::string& ws, const SandboxIds& ids) {
+// Built from the workspace fd, never from its path: the owner mapped to the sandbox's root is
+// the owner moatd checked.
+Result<UniqueFd> make_idmapped_workspace(int ws, const SandboxIds& ids) {
   struct stat st;
-  if (::stat(ws.c_str(), &st) != 0) return fail(Error::from_errno("stat", errno, ws));
+  if (::fstat(ws, &st) != 0) return fail(Error::from_errno("fstat", errno, "workspace"));
   MOAT_ASSIGN_OR_RETURN(UniqueFd userns, make_userns_fd(IdMap{st.st_uid, ids.uid.outside},
                                                         IdMap{st.st_gid, ids.gid.outside}));
-  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree(ws, true));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree_at(ws, "", true));
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP;
   attr.userns_fd = static_cast<std::uint64_t>(userns.get());
   if (mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
-    return fail(Error::from_errno("mount_setattr(MOUNT_ATTR_IDMAP)", errno, ws));
+    return fail(Error::from_errno("mount_setattr(MOUNT_ATTR_IDMAP)", errno, "workspace"));
   return tree;
 }
 
@@ -234,10 +254,11 @@ const char* limit_for_signal(int sig) {
 
 class LinuxSession final : public Session {
  public:
-  LinuxSession(SessionConfig config, pid_t keeper, pid_t init, UniqueFd ctl, std::string describe,
-               ScopedCgroup cgroup, Clock::time_point created)
-      : config_(std::move(config)), keeper_(keeper), init_(init), ctl_(std::move(ctl)),
-        describe_(std::move(describe)), created_(created), cgroup_(std::move(cgroup)) {
+  LinuxSession(SessionConfig config, UniqueFd workspace, pid_t keeper, pid_t init, UniqueFd ctl,
+               std::string describe, ScopedCgroup cgroup, Clock::time_point created)
+      : config_(std::move(config)), workspace_(std::move(workspace)), keeper_(keeper), init_(init),
+        ctl_(std::move(ctl)), describe_(std::move(describe)), created_(created),
+        cgroup_(std::move(cgroup)) {
     if (auto pidfd = sys::pidfd_open(init_); pidfd) init_pidfd_ = std::move(*pidfd);
   }
 
@@ -255,7 +276,8 @@ class LinuxSession final : public Session {
     }
     std::vector<Placeholder> created = drain_placeholders(ctl_.get());
     ctl_.reset();
-    if (auto removed = remove_placeholders(config_.workspace, std::move(created)); !removed)
+    if (auto removed = remove_placeholders(workspace_.get(), config_.workspace, std::move(created));
+        !removed)
       MOAT_LOG_WARN("session end: %s", removed.error().message().c_str());
   }
 
@@ -274,6 +296,7 @@ class LinuxSession final : public Session {
   double session_seconds_left() const;
 
   SessionConfig config_;
+  UniqueFd workspace_;  // the directory the session was built from; placeholders are removed in it
   pid_t keeper_;
   pid_t init_;
   UniqueFd init_pidfd_;  // readable once the init has exited
@@ -492,16 +515,12 @@ Result<UniqueFd> LinuxSession::create_file(const std::string& sandbox_path) {
   return fd;
 }
 
-Result<std::string> canonical_workspace(const std::string& ws) {
-  if (ws.empty() || ws[0] != '/') return fail("workspace: not an absolute path: " + ws);
-  char buf[PATH_MAX];
-  if (::realpath(ws.c_str(), buf) == nullptr) return fail(Error::from_errno("realpath", errno, ws));
-  struct stat st;
-  if (::stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-    return fail(Error::from_errno("workspace", ENOTDIR, ws));
-  std::string out = buf;
-  if (out == "/") return fail("workspace: refusing / as a workspace");
-  return out;
+// The caller's workspace fd (a copy: the session keeps it), or the path opened here once.
+Result<UniqueFd> open_session_workspace(const SessionConfig& config) {
+  if (config.workspace_fd >= 0) return sys::duplicate(config.workspace_fd);
+  auto opened = open_workspace(config.workspace, std::nullopt);
+  if (!opened) return fail(opened.error().with_context("workspace " + config.workspace));
+  return std::move(opened->fd);
 }
 
 Result<void> check_allow_without(const std::set<std::string>& names) {
@@ -524,12 +543,14 @@ Result<void> check_allow_without(const std::set<std::string>& names) {
 Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   SessionConfig config = in;
   MOAT_TRY(check_allow_without(config.allow_without));
-  MOAT_ASSIGN_OR_RETURN(config.workspace, canonical_workspace(in.workspace));
+  // Resolved once: from here on the session uses only this fd, never the path again.
+  MOAT_ASSIGN_OR_RETURN(UniqueFd workspace, open_session_workspace(in));
+  config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
   const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
   nlohmann::json skipped = nlohmann::json::object();
   UniqueFd tree;
   if (!ids.rootless) {
-    auto idmapped = make_idmapped_workspace(config.workspace, ids);
+    auto idmapped = make_idmapped_workspace(workspace.get(), ids);
     if (idmapped) {
       tree = std::move(*idmapped);
     } else if (config.allow_without.count("idmap")) {
@@ -543,9 +564,10 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   const auto created = Clock::now();
   const int parent_end = ctl.first.get(), child_end = ctl.second.get();
   const int tree_fd = tree.valid() ? tree.get() : -1;
+  const int workspace_fd = workspace.get();
   (void)parent_end;  // the child keeps only its own end (keep_only_session_fds)
   pid_t keeper = LifetimeForker::get().fork_with([&] {
-    run_keeper_in_child(config, child_end, tree_fd, moatd);
+    run_keeper_in_child(config, child_end, tree_fd, workspace_fd, moatd);
   });
   if (keeper < 0) return fail(Error::from_errno("fork", -keeper, "session"));
   ctl.second.reset();
@@ -605,8 +627,8 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
   pid_t init = child_of(keeper);
   return std::unique_ptr<Session>(
-      new LinuxSession(std::move(config), keeper, init, std::move(ctl.first), describe.dump(),
-                       std::move(cgroup), created));
+      new LinuxSession(std::move(config), std::move(workspace), keeper, init,
+                       std::move(ctl.first), describe.dump(), std::move(cgroup), created));
 }
 
 }  // namespace moat::sandbox

@@ -48,6 +48,10 @@ inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap
 
 struct SessionConfig {
   std::string workspace;               // host path; bound read-write at the same path
+  // The workspace opened by open_workspace (workspace.h), borrowed until create returns: the
+  // session is built from this fd and never resolves `workspace` again. -1: create opens
+  // `workspace` itself the same way (no symlink at any component).
+  int workspace_fd = -1;
   std::vector<std::string> read_only;  // host paths bound read-only; empty = system default
   // Workspace-relative protected paths (".git/hooks", ".git/config", ".moat") and
   // policy-denied globs, re-derived and masked before every call.

@@ -31,7 +31,7 @@ inline constexpr char kKillRequest = 'k';
 struct InitContext {
   SessionConfig config;
   int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
-  int workspace_tree = -1;  // idmapped detached tree from moatd, or -1
+  int workspace_tree = -1;  // detached workspace tree (idmapped by moatd, or the keeper's clone)
 };
 
 // 'P', then dev and ino (8 bytes each, native order), then the workspace-relative path.

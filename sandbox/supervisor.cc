@@ -1,6 +1,7 @@
 // sandbox/supervisor.cc: moatd's serving loop: frames in, policy and audit, sandboxed calls.
 #include "sandbox/supervisor.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,10 +26,13 @@
 
 #include "base/log.h"
 #include "base/thread_set.h"
+#include "policy/digest.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session.h"
 #include "sandbox/session_runner.h"
+#include "sandbox/sys.h"
+#include "sandbox/workspace.h"
 #include "sessions/audit.h"
 #include "sessions/digest.h"
 #include "tools/registry.h"
@@ -127,6 +131,25 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 static_cast<long long>(ns % 1000000000));
   return buf;
+}
+
+// The policy read the project layer by path (policy/layer.cc); the session runs on the
+// directory the workspace fd names. A loaded project layer must be that directory's own
+// `.moat/policy.toml`, reached beneath the fd (symlinks only within it): were the path swapped
+// between the check and the load, another directory's trusted policy would govern this session.
+Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int workspace_fd) {
+  const json project = p.project_json();
+  if (!project.is_object() || !project.value("loaded", false)) return {};
+  const std::string refusal = "the project policy that was loaded is not the workspace's own "
+                              ".moat/policy.toml";
+  auto fd = sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY,
+                              false);
+  if (!fd) return fail(fd.error().with_context(refusal));  // EXDEV: it leads outside
+  auto text = sys::read_to_end(fd->get(), 16u << 20);
+  if (!text) return fail(text.error().with_context(refusal));
+  if (policy::sha256_hex(*text) != project.value("sha256", ""))
+    return fail(refusal + " (it changed, or the workspace path did, while the session was set up)");
+  return {};
 }
 
 // The checkpoint key, loaded (or created) once per path for the life of moatd.
@@ -255,6 +278,7 @@ class Connection {
   bool headless_ = true;
   std::string session_id_;
   std::string workspace_;
+  UniqueFd workspace_fd_;  // the directory workspace_ named when it was checked (workspace.h)
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<SessionRunner> runner_;
@@ -453,24 +477,20 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(std::string("version"));
   }
   if (m.contains("headless") && m["headless"].is_boolean()) headless_ = m["headless"].get<bool>();
-  // The workspace: absolute, an existing directory, resolved, and the peer's own (or the
-  // peer is root). moatd may be root: it must not lend its rights to another user's path.
+  // The workspace: an existing directory, and the peer's own (or the peer is root). moatd may
+  // be root: it must not lend its rights to another user's directory. Resolved once, with no
+  // symlink followed: the session is built from this fd, so swapping the path for a link after
+  // the check changes nothing (workspace.h).
   const std::string requested = m["workspace"].get<std::string>();
-  char real[PATH_MAX];
-  struct stat st {};
-  if (requested.empty() || requested[0] != '/' || ::realpath(requested.c_str(), real) == nullptr ||
-      ::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    send_error("workspace " + moat::quoted(requested) + " is not an existing absolute directory",
+  auto opened = open_workspace(requested, peer_.uid == 0 ? std::nullopt
+                                                         : std::optional<uid_t>(peer_.uid));
+  if (!opened) {
+    send_error("workspace " + moat::quoted(requested) + ": " + opened.error().message(),
                "workspace");
-    return fail(std::string("workspace"));
+    return fail(opened.error());
   }
-  if (peer_.uid != 0 && st.st_uid != peer_.uid) {
-    send_error("workspace " + moat::quoted(real) + " is not owned by the connecting user (uid " +
-                   std::to_string(peer_.uid) + ")",
-               "workspace");
-    return fail(std::string("workspace"));
-  }
-  workspace_ = real;
+  workspace_ = opened->path;
+  workspace_fd_ = std::move(opened->fd);
   session_id_ = random_hex(16);
 
   policy::LoadOptions lo = options_.policy;
@@ -482,6 +502,10 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(pol.error());
   }
   policy_ = std::move(*pol);
+  if (auto own = check_project_layer_is_the_workspaces(*policy_, workspace_fd_.get()); !own) {
+    send_error("policy: " + own.error().message(), "policy");
+    return fail(own.error());
+  }
   // The organisation may restrict how sessions run: headless sessions run in "auto" mode
   // (ask becomes deny), interactive ones in "ask" mode.
   const std::string mode = headless_ ? "auto" : "ask";
@@ -515,6 +539,7 @@ Result<void> Connection::on_hello(const json& m) {
 
   SessionConfig cfg;
   cfg.workspace = workspace_;
+  cfg.workspace_fd = workspace_fd_.get();
   cfg.protected_paths = {".git/hooks", ".git/config", ".moat"};
   for (const auto& p : host_executed_paths()) cfg.protected_paths.push_back(p.pattern);
   for (const auto& g : policy_->protected_globs()) cfg.protected_paths.push_back(g);

@@ -52,6 +52,21 @@ Result<UniqueFd> open_beneath(int root, const std::string& rel, int flags, bool 
   return UniqueFd(static_cast<int>(fd));
 }
 
+Result<UniqueFd> open_no_symlinks(const std::string& path, int flags) {
+  open_how how{};
+  how.flags = static_cast<__u64>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  long fd = syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how);
+  if (fd < 0) return fail(Error::from_errno("openat2", errno, path));
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<UniqueFd> duplicate(int fd) {
+  int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return fail(Error::from_errno("fcntl(F_DUPFD_CLOEXEC)", errno));
+  return UniqueFd(dup);
+}
+
 Result<UniqueFd> clone_tree_at(int dirfd, const std::string& rel, bool recursive) {
   unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
   if (rel.empty()) flags |= AT_EMPTY_PATH;

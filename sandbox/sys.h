@@ -25,6 +25,11 @@ Result<UniqueFd> open_path(const std::string& path, int flags, mode_t mode = 0);
 // openat2 with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS when asked):
 // EXDEV when rel escapes root, ELOOP when a component is a symlink and symlinks are refused.
 Result<UniqueFd> open_beneath(int root, const std::string& rel, int flags, bool no_symlinks);
+// openat2 of an absolute path with RESOLVE_NO_SYMLINKS: ELOOP when any component, the last
+// included, is a symlink (or a magic link), so the fd names the directory the text names.
+Result<UniqueFd> open_no_symlinks(const std::string& path, int flags);
+// A second fd for the same open file (F_DUPFD_CLOEXEC).
+Result<UniqueFd> duplicate(int fd);
 // A detached copy of the mount tree at path (open_tree OPEN_TREE_CLONE), recursive when asked.
 Result<UniqueFd> clone_tree(const std::string& path, bool recursive);
 Result<UniqueFd> clone_tree_at(int dirfd, const std::string& rel, bool recursive);

@@ -1,0 +1,76 @@
+// sandbox/workspace.cc: the workspace resolved once (see workspace.h).
+//
+// Why once: moatd may be root and serve any local user (`moatd --socket`). Checking a path's
+// owner and then resolving the path again lets the user swap the directory for a symlink in
+// between (renameat2 RENAME_EXCHANGE), and moatd would lend them a root-owned directory,
+// idmapped so that they are its owner inside the sandbox (issue 12, item 1). An fd cannot be
+// swapped: the owner check, the mount and every host-side use go through the same one.
+#include "sandbox/workspace.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <string>
+#include <string_view>
+
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+// The text is what the kernel walks: "." and ".." (which a rename can point elsewhere between
+// two walks) and empty components are refused, not interpreted.
+bool is_normalized_absolute(std::string_view p) {
+  if (p.size() < 2 || p[0] != '/' || p.back() == '/' || p.find('\0') != std::string_view::npos)
+    return false;
+  std::size_t start = 1;
+  while (start <= p.size()) {
+    std::size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    const std::string_view part = p.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// The path the kernel gives the fd now (d_path): equal to the text unless a component was
+// renamed after the walk, so what the audit log names is the directory that was checked.
+Result<void> check_still_named(int fd, const std::string& path) {
+  char buf[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  if (n < 0) return fail(Error::from_errno("readlink", errno, link));
+  if (std::string_view(buf, static_cast<std::size_t>(n)) != path)
+    return fail(Error{EAGAIN, "it was moved while it was being opened"});
+  return {};
+}
+
+}  // namespace
+
+Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner) {
+  if (!is_normalized_absolute(path))
+    return fail(Error{EINVAL, "not an absolute path without '.', '..', '//' or a trailing '/' "
+                              "(\"/\" itself is refused)"});
+  auto opened = sys::open_no_symlinks(path, O_PATH | O_DIRECTORY);
+  if (!opened && opened.error().code == ELOOP)
+    return fail(Error{ELOOP, "a component is a symlink: name the directory by its real path"});
+  if (!opened) return fail(opened.error());
+  Workspace ws{std::move(*opened), path};
+  struct stat st {};
+  if (::fstat(ws.fd.get(), &st) != 0) return fail(Error::from_errno("fstat", errno, path));
+  if (!S_ISDIR(st.st_mode)) return fail(Error{ENOTDIR, "not a directory"});
+  if (owner && st.st_uid != *owner)
+    return fail(Error{EPERM, "owned by uid " + std::to_string(st.st_uid) +
+                                 ", not by the connecting user (uid " + std::to_string(*owner) +
+                                 ")"});
+  MOAT_TRY(check_still_named(ws.fd.get(), path));
+  ws.uid = st.st_uid;
+  ws.gid = st.st_gid;
+  return ws;
+}
+
+}  // namespace moat::sandbox
