@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <memory>
+#include <set>
+#include <unordered_map>
 
 #include "base/unique_fd.h"
 #include "sandbox/sys.h"
@@ -151,8 +154,63 @@ struct GlobMatches {
   std::vector<std::string> unreadable;
 };
 
+// Regular files with more than one name, seen by the walk, and per directory how many of its
+// entries there are: enough to tell which files may have a name outside the workspace.
+struct LinkScan {
+  struct File {
+    std::string rel;
+    dev_t dev;
+    ino_t ino;
+    nlink_t nlink;
+  };
+  std::vector<File> files;
+  std::unordered_map<std::string, std::size_t> entries;  // directory rel -> entries in it
+};
+
+std::string parent_rel(const std::string& rel) {
+  const std::size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
+// The files whose link count is higher than the names the walk found for them: some name is
+// outside the workspace (a pnpm store, a hard-linked cache), or in a part the walk did not
+// enter. A directory holding only such files (and such directories) is returned instead of
+// its files, so a package tree of linked files costs one mount, not one per file. The
+// workspace itself is never returned whole.
+std::vector<std::string> linked_out(const LinkScan& scan) {
+  std::map<std::pair<dev_t, ino_t>, nlink_t> names;
+  for (const auto& f : scan.files) ++names[{f.dev, f.ino}];
+  std::unordered_map<std::string, std::size_t> covered;  // dir -> entries that are linked out
+  std::vector<std::string> files;
+  for (const auto& f : scan.files) {
+    if (names[{f.dev, f.ino}] >= f.nlink) continue;  // every name is inside the workspace
+    files.push_back(f.rel);
+    ++covered[parent_rel(f.rel)];
+  }
+  // Deepest directories first, so a directory is judged after everything below it.
+  std::vector<std::string> dirs;
+  for (const auto& [dir, n] : scan.entries)
+    if (!dir.empty()) dirs.push_back(dir);
+  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  std::set<std::string> whole;
+  for (const auto& d : dirs) {
+    const std::size_t n = scan.entries.at(d);
+    if (n == 0 || covered[d] != n) continue;
+    whole.insert(d);
+    ++covered[parent_rel(d)];
+  }
+  std::vector<std::string> out;
+  for (const auto& d : whole)
+    if (whole.count(parent_rel(d)) == 0) out.push_back(d);
+  for (const auto& f : files)
+    if (whole.count(parent_rel(f)) == 0) out.push_back(f);
+  return out;
+}
+
 Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector<std::string>& patterns,
-                                 std::size_t max_entries) {
+                                 std::size_t max_entries, LinkScan* links = nullptr) {
   GlobMatches out;
   std::vector<const std::string*> globs;
   bool any_depth = false;
@@ -164,7 +222,8 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
     max_components = std::max<std::size_t>(
         max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
   }
-  if (globs.empty()) return out;
+  if (links != nullptr) any_depth = true;  // every file's link count is needed
+  if (globs.empty() && links == nullptr) return out;
   struct Dir {
     std::string rel;  // "" for the workspace itself
     std::size_t depth;
@@ -207,9 +266,16 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
           break;
         }
       }
+      if (links != nullptr) ++links->entries[dir.rel];
       if (matched) {
         out.targets.push_back(workspace + "/" + rel);
         continue;  // the whole entry is covered
+      }
+      if (links != nullptr && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)) {
+        struct stat st;
+        if (::fstatat(dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_nlink > 1)
+          links->files.push_back({rel, st.st_dev, st.st_ino, st.st_nlink});
       }
       // Below this directory paths have depth + 2 components or more.
       if (is_dir && (any_depth || dir.depth + 2 <= max_components)) stack.push_back({rel, dir.depth + 1});
@@ -263,8 +329,15 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
-                                  std::vector<Placeholder>* created, std::size_t max_entries) {
-  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries));
+                                  std::vector<Placeholder>* created, std::size_t max_entries,
+                                  bool linked_files) {
+  LinkScan scan;
+  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries,
+                                                          linked_files ? &scan : nullptr));
+  // No pin_ancestors: what matters is the inode, and a read-only mount point cannot be
+  // renamed, removed or linked (EXDEV) from the sandbox; a renamed parent carries it along.
+  for (const auto& t : linked_out(scan))
+    if (!is_mount_point(workspace + "/" + t)) MOAT_TRY(bind_read_only(workspace + "/" + t, workspace + "/" + t));
   for (const auto& t : globbed.targets) MOAT_TRY(mask_one(workspace, t, created));
   // Read-only, so the code cannot chmod it back open and write what the walk could not see.
   for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));

@@ -53,10 +53,15 @@ struct Placeholder {
 // A glob pattern's walk visits at most max_entries entries: past that the call is refused
 // with E2BIG (fail closed) rather than run with later matches unmasked. A directory the walk
 // cannot read is masked as a whole (its content cannot be checked).
+// With linked_files, the walk covers the whole workspace and every regular file with more
+// names (st_nlink) than the walk found inside the workspace is bound read-only too: its other
+// name may be outside (a pnpm store), and a write through the workspace's name would change
+// that file. A directory holding nothing but such files is bound whole.
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created,
-                                  std::size_t max_entries = kMaxProtectWalkEntries);
+                                  std::size_t max_entries = kMaxProtectWalkEntries,
+                                  bool linked_files = false);
 
 // Host side, once no process of the session is left: removes each placeholder that is still
 // the directory that was created (same device and inode) and still empty, deepest first,

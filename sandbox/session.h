@@ -63,6 +63,10 @@ struct SessionConfig {
   // The per-call walk that finds glob matches visits at most this many entries; past it a
   // call is refused (E2BIG) rather than run with later matches unmasked.
   std::size_t max_protect_walk_entries = kMaxProtectWalkEntries;
+  // Regular files with a name the walk cannot find inside the workspace (a hard link into a
+  // pnpm store) are bound read-only before every call (mask_protected_paths' linked_files).
+  // This makes every call walk the whole workspace; tests of the walk itself turn it off.
+  bool mask_linked_files = true;
   bool network = false;                // false: a net namespace with loopback only
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist

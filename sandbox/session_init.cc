@@ -3,6 +3,7 @@
 // of running calls. Workers are forked from here, so they may use the heap until exec.
 #include "sandbox/session_init.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,12 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <vector>
+
+#include "base/unique_fd.h"
 
 #include "sandbox/landlock.h"
 #include "sandbox/ns_mount.h"
@@ -28,6 +33,35 @@
 
 namespace moat::sandbox {
 namespace {
+
+constexpr char kInitName[] = "moat-init";
+
+// /proc/1/cmdline is readable by every process of the session (no ptrace check), and the init
+// is a fork of moatd, so it would show moatd's argv: its socket, audit and state directories,
+// its flags. The kernel reads cmdline from this process's own argument area, whose bounds are
+// fields 48 and 49 of /proc/self/stat (proc(5)): write a neutral name there and zero the rest.
+// The last byte stays NUL, so the kernel does not read on into the environment (setproctitle's
+// case). PR_SET_NAME does the same for /proc/1/comm.
+Result<void> neutralize_cmdline() {
+  prctl(PR_SET_NAME, kInitName, 0, 0, 0);
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path("/proc/self/stat", O_RDONLY));
+  MOAT_ASSIGN_OR_RETURN(std::string stat, sys::read_to_end(fd.get(), 4096));
+  const std::size_t paren = stat.rfind(')');  // comm may hold spaces and parentheses
+  if (paren == std::string::npos) return fail("/proc/self/stat: no comm field");
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  unsigned long arg_start = 0, arg_end = 0;
+  for (int n = 3; fields >> field && n <= 49; ++n) {  // the first field after comm is field 3
+    if (n == 48) arg_start = std::stoul(field);
+    if (n == 49) arg_end = std::stoul(field);
+  }
+  if (arg_start == 0 || arg_end <= arg_start) return fail("/proc/self/stat: no argument area");
+  char* area = reinterpret_cast<char*>(arg_start);
+  const std::size_t size = arg_end - arg_start;
+  std::memset(area, 0, size);
+  std::memcpy(area, kInitName, std::min(size - 1, sizeof kInitName - 1));
+  return {};
+}
 
 constexpr std::size_t kMaxFrame = 64u << 20;
 
@@ -154,6 +188,7 @@ Result<void> Init::setup() {
   // moatd's memory is this process's memory: keep other processes of the session from
   // reading it through /proc or ptrace (they also lack the capabilities it has).
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  MOAT_TRY(neutralize_cmdline());
   if (sethostname(config_.hostname.data(), config_.hostname.size()) != 0)
     return fail(Error::from_errno("sethostname", errno).with_context("uts_ns"));
   if (auto lo = bring_up_loopback(); !lo) return fail(lo.error().with_context("net_ns"));
@@ -221,7 +256,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
   auto masked = hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
   if (masked)
     masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
-                                  config_.max_protect_walk_entries);
+                                  config_.max_protect_walk_entries, config_.mask_linked_files);
   report_placeholders(created);
   if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);

@@ -149,6 +149,14 @@ TEST_F(ProbeTest, InitEnvironmentAndMemoryAreUnreadable) {
   EXPECT_NE(r->output.find("Permission denied"), std::string::npos) << r->output;
 }
 
+// The init is a fork of its creator (moatd, here the test binary): its /proc/1/cmdline, which
+// every process of the session can read, is a neutral name, not its creator's argv.
+TEST_F(ProbeTest, InitCmdlineIsANeutralName) {
+  auto r = testing::sh(*session_, "tr -d '\\000' < /proc/1/cmdline; echo; cat /proc/1/comm");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->output, "moat-init\nmoat-init\n");
+}
+
 // One test per deny-table row: the syscall fails with its set's errno. All arguments are -1
 // (a bad fd and a bad pointer) then zeros, which no listed syscall accepts.
 struct DenyRow {

@@ -212,6 +212,7 @@ TEST(HiddenPaths, AWorkspaceLargerThanTheWalkLimitRefusesTheCall) {
   plain.workspace = ws.path();
   plain.hidden_paths = {"zz/app.env"};  // no glob: no walk, no limit
   plain.max_protect_walk_entries = 20;
+  plain.mask_linked_files = false;  // which walks the whole workspace
   MOAT_SESSION_OR_SKIP(s2, plain);
   auto ok = testing::sh(s2, "cat zz/app.env; echo done");
   ASSERT_TRUE(ok) << ok.error().message();
@@ -234,6 +235,57 @@ TEST(HiddenPaths, ADirectoryMadeUnreadableBetweenCallsStaysHidden) {
   ASSERT_TRUE(second) << second.error().message();
   EXPECT_EQ(second->output.find("canary-5a0c"), std::string::npos) << second->output;
   ::chmod((ws.path() + "/sub").c_str(), 0755);  // so the TempDir can be removed
+}
+
+// A file hard-linked from outside the workspace (pnpm's store does this for every package
+// file) is read-only inside: a write through the workspace's name would change the outside
+// file. Files whose names are all inside the workspace stay writable.
+TEST(LinkedFiles, AHardLinkToAFileOutsideIsReadOnly) {
+  TempDir ws, store;
+  store.write("one.txt", "store\n");
+  store.write("pkg/index.js", "index\n");
+  store.write("pkg/lib/util.js", "util\n");
+  std::filesystem::create_directories(ws.file("node_modules/pkg/lib"));
+  std::filesystem::create_hard_link(store.file("one.txt"), ws.file("one.txt"));
+  std::filesystem::create_hard_link(store.file("pkg/index.js"), ws.file("node_modules/pkg/index.js"));
+  std::filesystem::create_hard_link(store.file("pkg/lib/util.js"),
+                                    ws.file("node_modules/pkg/lib/util.js"));
+  ws.write("src/a.txt", "a\n");
+  std::filesystem::create_hard_link(ws.file("src/a.txt"), ws.file("src/b.txt"));
+  SessionConfig c;
+  c.workspace = ws.path();
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "echo evil >> one.txt; echo evil >> node_modules/pkg/index.js; "
+                          "echo evil > node_modules/pkg/lib/util.js; echo more >> src/b.txt; "
+                          "cat one.txt src/a.txt");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(store.read("one.txt"), "store\n");
+  EXPECT_EQ(store.read("pkg/index.js"), "index\n");
+  EXPECT_EQ(store.read("pkg/lib/util.js"), "util\n");
+  EXPECT_EQ(ws.read("src/a.txt"), "a\nmore\n") << "both names are inside: writable";
+  EXPECT_NE(r->output.find("store\na\nmore"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("Read-only file system"), std::string::npos) << r->output;
+}
+
+// A directory of nothing but linked-out files (and such directories) is bound whole: one
+// mount for node_modules here, not one per file. A file linked in after the session started
+// is found by the next call's walk.
+TEST(LinkedFiles, ADirectoryOfLinkedFilesIsBoundWholeAndReDerivedEveryCall) {
+  TempDir ws, store;
+  store.write("pkg/a.js", "a\n");
+  store.write("late.js", "late\n");
+  std::filesystem::create_directories(ws.file("node_modules/pkg"));
+  std::filesystem::create_hard_link(store.file("pkg/a.js"), ws.file("node_modules/pkg/a.js"));
+  SessionConfig c;
+  c.workspace = ws.path();
+  MOAT_SESSION_OR_SKIP(s, c);
+  std::filesystem::create_hard_link(store.file("late.js"), ws.file("late.js"));
+  auto r = testing::sh(s, "echo x > node_modules/pkg/new.js 2>&1; echo evil >> late.js 2>&1; "
+                          "grep -c 'node_modules ro,' /proc/self/mountinfo");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(store.read("late.js"), "late\n");
+  EXPECT_FALSE(std::filesystem::exists(ws.file("node_modules/pkg/new.js")));
+  EXPECT_NE(r->output.find("\n1\n"), std::string::npos) << r->output;
 }
 
 }  // namespace
