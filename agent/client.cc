@@ -108,7 +108,7 @@ MoatdClient::~MoatdClient() {
 }
 
 Result<void> MoatdClient::send(const json& m) {
-  const std::string frame = sandbox::encode_frame(m);
+  MOAT_ASSIGN_OR_RETURN(const std::string frame, sandbox::try_encode_frame(m));
   std::lock_guard<std::mutex> lock(send_mu_);
   std::size_t off = 0;
   while (off < frame.size()) {
@@ -300,7 +300,12 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
     if (closed_) return tools::ToolResult::error("tool not run: " + fatal_);
     pending_[id] = p;
   }
-  if (auto r = send({{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", arguments}}); !r) {
+  // moatd closes a session whose client breaks a bound (a 200 KiB heredoc command, an
+  // oversized frame): a call the model made too large is refused here, as its own error.
+  const json frame = {{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", arguments}};
+  auto valid = sandbox::validate_client_message(frame);
+  auto r = valid ? send(frame) : Result<void>(fail(valid.error()));
+  if (!r) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);
     return tools::ToolResult::error("tool not run: " + r.error().message());

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/client.h"
 #include "e2e_support.h"
 #include "moatd_fixture.h"
 #include "sandbox/protocol.h"
@@ -122,6 +123,25 @@ TEST_F(MoatdBoundsTest, DeeplyNestedArgumentsGetAnErrorFrameAndOthersGoOn) {
   EXPECT_NE(e.value("message", "").find("deeper than 64 levels"), std::string::npos) << e.dump();
   ASSERT_TRUE(moatd_alive()) << moatd_log().substr(0, 4000);
   expect_session_works(good, "after-deep");
+}
+
+// moatd closes a client that breaks a bound; moat's own client refuses a call the model made
+// too large (a 200 KiB heredoc) as that call's error, and its session goes on.
+TEST_F(MoatdBoundsTest, TheAgentRefusesAnOversizedCallItselfAndItsSessionGoesOn) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  ASSERT_TRUE(RawClient(socket_).connected()) << "moatd is listening";  // RawClient waits for it
+  auto client = agent::MoatdClient::connect(socket_);
+  ASSERT_TRUE(client.has_value()) << client.error().message();
+  agent::WelcomeError refused;
+  ASSERT_TRUE((*client)->hello(ws_, /*headless=*/true, &refused)) << refused.message;
+  const std::string heredoc = "cat > big.txt <<'EOF'\n" + long_string(200u << 10) + "\nEOF";
+  tools::ToolResult big = (*client)->call("big", "bash", {{"command", heredoc}}, nullptr, nullptr);
+  EXPECT_TRUE(big.is_error);
+  EXPECT_NE(big.to_json().dump().find("'command' is"), std::string::npos) << big.to_json().dump();
+  tools::ToolResult after = (*client)->call("after", "read", {{"path", ws_ + "/hello.txt"}},
+                                            nullptr, nullptr);
+  EXPECT_FALSE(after.is_error) << after.to_json().dump() << moatd_log();
 }
 
 // The mutation queue was process-wide and a ticket was taken before its path was known: an
