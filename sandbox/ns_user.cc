@@ -2,11 +2,16 @@
 #include "sandbox/ns_user.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 #include "sandbox/sys.h"
 
@@ -22,7 +27,68 @@ Result<void> write_proc_file(pid_t pid, const char* name, const std::string& tex
   return {};
 }
 
+// Fork-safe file I/O for the keeper: fixed buffers, no heap. Returns 0 or an errno.
+int read_number(const char* path, long* out) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  char buf[32] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  int err = n < 0 ? errno : 0;
+  ::close(fd);
+  if (err == 0) *out = std::strtol(buf, nullptr, 10);
+  return err;
+}
+
+int write_number(const char* path, long value) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  char buf[32];
+  int len = std::snprintf(buf, sizeof buf, "%ld\n", value);
+  ssize_t n = ::write(fd, buf, static_cast<std::size_t>(len));
+  int err = n == len ? 0 : (n < 0 ? errno : EIO);
+  ::close(fd);
+  return err;
+}
+
+// Distribution switches that refuse (Debian's unprivileged_userns_clone = 0) or strip
+// (Ubuntu's AppArmor restriction = 1) a user namespace made by a non-root uid: there the
+// keeper keeps root's ids, and only the lowered counters bound what a session takes.
+bool unprivileged_userns_refused() {
+  long v = 1;
+  if (read_number("/proc/sys/kernel/unprivileged_userns_clone", &v) == 0 && v == 0) return true;
+  v = 0;
+  return read_number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0;
+}
+
 }  // namespace
+
+int become_namespace_owner_in_child(uid_t uid, gid_t gid) {
+  if (geteuid() != 0 || unprivileged_userns_refused()) return 0;
+  if (setgroups(1, &gid) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)
+    return errno;
+  return 0;
+}
+
+int lower_user_counters_in_child(const char** failed) {
+  static char path[96];
+  for (const UserCounter& c : kUserCounters) {
+    std::snprintf(path, sizeof path, "/proc/sys/user/%s", c.name);
+    if (::access(path, F_OK) != 0) continue;  // an older kernel without this counter
+    long value = c.value;
+    if (c.host_file != nullptr) {
+      if (int err = read_number(c.host_file, &value); err != 0) {
+        *failed = c.host_file;
+        return err;
+      }
+      value = value / 4 > 0 ? value / 4 : 1;
+    }
+    if (int err = write_number(path, value); err != 0) {
+      *failed = path;
+      return err;
+    }
+  }
+  return 0;
+}
 
 std::string IdMap::line() const {
   return std::to_string(inside) + " " + std::to_string(outside) + " 1\n";

@@ -39,4 +39,41 @@ Result<void> write_id_maps_in_parent(pid_t pid, const IdMap& uid, const IdMap& g
 // Forks a short-lived child that unshares and waits while the maps are written.
 Result<UniqueFd> make_userns_fd(const IdMap& uid, const IdMap& gid);
 
+// Root moatd: the keeper creates the session's user namespace as the unprivileged ids (and
+// with them as its only groups), not as root. What the sandbox creates under a per-user
+// counter (inotify instances and watches, pending signals, message queue bytes: ucounts,
+// user_namespaces(7)) is charged to the namespace's owner on the host as well, so it falls on
+// that uid, never on root (except where the kernel refuses or strips user namespaces made by
+// a non-root uid: Debian's unprivileged_userns_clone = 0, Ubuntu's AppArmor restriction; there
+// the keeper stays root). Rootless moatd: nothing to do (the owner is the user). Runs in the
+// forked keeper before unshare(CLONE_NEWUSER); returns 0 or an errno.
+int become_namespace_owner_in_child(uid_t uid, gid_t gid);
+
+// Lowers the per-user counters of the caller's user namespace (/proc/sys/user/max_*, which
+// are per namespace and checked at every level up to the host's): no new namespaces and no
+// fanotify (seccomp refuses them too), and a quarter of the host's inotify instances
+// and watches, so one session cannot take all of its owner's. Runs in the keeper as uid 0 of
+// the new namespace (CAP_SYS_RESOURCE there), after the session's own namespaces exist.
+// Returns 0 or an errno, with *failed naming the file.
+int lower_user_counters_in_child(const char** failed);
+
+// What lower_user_counters_in_child writes: a fixed value, or a share of the host's limit.
+struct UserCounter {
+  const char* name;       // file in /proc/sys/user
+  long value;             // written as is when host_file is nullptr
+  const char* host_file;  // else a quarter of the host's limit read here
+};
+inline constexpr UserCounter kUserCounters[] = {
+    {"max_user_namespaces", 0, nullptr},   {"max_pid_namespaces", 0, nullptr},
+    {"max_net_namespaces", 0, nullptr},    {"max_ipc_namespaces", 0, nullptr},
+    {"max_uts_namespaces", 0, nullptr},    {"max_cgroup_namespaces", 0, nullptr},
+    {"max_time_namespaces", 0, nullptr},   {"max_fanotify_groups", 0, nullptr},
+    {"max_fanotify_marks", 0, nullptr},
+    // open_tree(OPEN_TREE_CLONE) makes an anonymous mount namespace, counted here (ENOSPC at
+    // 0): the init clones one tree at a time to mask protected paths before every call.
+    {"max_mnt_namespaces", 64, nullptr},
+    {"max_inotify_instances", 0, "/proc/sys/fs/inotify/max_user_instances"},
+    {"max_inotify_watches", 0, "/proc/sys/fs/inotify/max_user_watches"},
+};
+
 }  // namespace moat::sandbox

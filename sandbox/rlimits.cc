@@ -9,6 +9,9 @@
 namespace moat::sandbox {
 namespace {
 
+constexpr rlim_t kSessionSigpending = 1024;
+constexpr rlim_t kSessionMsgqueueBytes = 256 * 1024;
+
 void add(RlimitPlan& plan, int resource, rlim_t value) {
   plan.entries[static_cast<std::size_t>(plan.count++)] = {resource, value};
 }
@@ -27,6 +30,11 @@ RlimitPlan plan_rlimits(const Limits& limits) {
   // non-root host uid without CAP_SYS_RESOURCE, so the limit holds and a fork bomb stops.
   if (limits.pids) add(plan, RLIMIT_NPROC, limits.pids);
   add(plan, RLIMIT_CORE, 0);  // a core dump could fill the workspace with memory contents
+  // Pending signals and POSIX message queue bytes are counted per user and charged up the
+  // user namespaces to the session namespace's owner on the host (ucounts): these bound what
+  // one session takes from that owner's total (the Linux defaults are about 63k and 800 KiB).
+  add(plan, RLIMIT_SIGPENDING, kSessionSigpending);
+  add(plan, RLIMIT_MSGQUEUE, kSessionMsgqueueBytes);
   return plan;
 }
 

@@ -14,7 +14,7 @@ struct RlimitPlan {
     int resource;
     rlim_t value;
   };
-  std::array<Entry, 8> entries{};
+  std::array<Entry, 10> entries{};
   int count = 0;
 };
 

@@ -105,6 +105,10 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
     fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
   keep_only_session_fds(ctl, tree);
   clearenv();  // nothing of moatd's environment is consulted inside the session
+  if (int err = become_namespace_owner_in_child(config.unprivileged_uid, config.unprivileged_gid))
+    fail_in_child(ctl, std::string("user_ns: owner ids: ") + std::strerror(err));
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of credentials cleared it
+  if (getppid() != moatd) _exit(1);
   for (const auto& ns : kNamespaces)
     if (unshare(ns.flag) != 0)
       fail_in_child(ctl, std::string(ns.name) + ": unshare: " + std::strerror(errno));
@@ -113,6 +117,9 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   if (::read(ctl, &c, 1) != 1 || c != 'M') _exit(1);
   if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
     fail_in_child(ctl, std::string("user_ns: setresuid: ") + std::strerror(errno));
+  const char* counter = "";
+  if (int err = lower_user_counters_in_child(&counter))
+    fail_in_child(ctl, std::string("user_ns: ") + counter + ": " + std::strerror(err));
   UniqueFd cloned;
   if (tree < 0) {
     auto made = clone_workspace_from_cwd();

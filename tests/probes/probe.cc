@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -162,6 +163,18 @@ int allocate(const char* mode, const char* len, const char* path) {
   return 0;
 }
 
+// Creates inotify instances until the kernel refuses, prints how many and why it stopped,
+// creates READY, then holds them until RELEASE exists (or about 30 s pass).
+int inotify_hold(const char* ready, const char* release) {
+  int n = 0;
+  while (inotify_init1(IN_CLOEXEC) >= 0) ++n;
+  const char* why = strerrorname_np(errno);
+  printf("held %d %s\n", n, why ? why : "E?");
+  close(open(ready, O_WRONLY | O_CREAT, 0644));
+  for (int i = 0; i < 3000 && access(release, F_OK) != 0; ++i) usleep(10000);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +201,7 @@ int main(int argc, char** argv) {
   if (!strcmp(p, "fork-bomb")) return fork_bomb();
   if (!strcmp(p, "setuid-file") && argc == 3) return setuid_file(argv[2]);
   if (!strcmp(p, "fallocate") && argc == 5) return allocate(argv[2], argv[3], argv[4]);
+  if (!strcmp(p, "inotify-hold") && argc == 4) return inotify_hold(argv[2], argv[3]);
   if (!strcmp(p, "file-handle") && argc == 3) return handle_probe(argv[2]);
   if (!strcmp(p, "kill") && argc == 3) return report(kill(atoi(argv[2]), 0));
   fprintf(stderr, "moat_probe: unknown probe %s\n", p);

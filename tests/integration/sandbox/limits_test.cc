@@ -2,11 +2,14 @@
 // timeout kills the group, output is bounded, a fork bomb and a disk fill stay inside, and
 // moatd dying leaves nothing running.
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "tests/integration/sandbox/test_util.h"
@@ -144,6 +147,33 @@ TEST(Limits, FallocateBeyondTheFileSizeLimitAllocatesNothing) {
     EXPECT_EQ(testing::probe(s, ws, {"fallocate", mode, "8388608", f}), "EOPNOTSUPP\n0") << mode;
   EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "8388608", f}), "EFBIG\n0");
   EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "65536", f}), "ok\n65536");
+}
+
+// Per-user kernel counters: inotify instances made in a sandbox are charged to its user
+// namespace's owner on the host too. While a sandbox holds every instance it can get, the
+// user running this test (root, or the uid of a rootless run) can still create one.
+TEST(Limits, HostUserCanStillCreateAnInotifyInstanceWhileASandboxHoldsAllItCan) {
+  TempDir ws;
+  testing::install_probe(ws);
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  std::string held;
+  std::thread sandbox([&] {
+    held = testing::probe(s, ws, {"inotify-hold", ws.file("ready"), ws.file("release")});
+  });
+  for (int i = 0; i < 2000 && !std::filesystem::exists(ws.file("ready")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int fd = inotify_init1(IN_CLOEXEC);
+  const int err = errno;
+  ws.write("release", "");
+  sandbox.join();
+  EXPECT_GE(fd, 0) << "host inotify_init1: " << strerrorname_np(err) << "; sandbox: " << held;
+  if (fd >= 0) close(fd);
+  EXPECT_NE(held.find("EMFILE"), std::string::npos) << held;
+  auto r = testing::sh(s, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_user_namespaces");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->output, std::to_string(std::stol(std::string(std::istreambuf_iterator<char>(
+                           *std::make_unique<std::ifstream>("/proc/sys/fs/inotify/max_user_instances")),
+                           {})) / 4) + "\n0\n");
 }
 
 TEST(Limits, SessionWallTimeEndsTheSession) {
