@@ -248,6 +248,30 @@ TEST_F(MoatdBoundsTest, UnsolicitedAnswersDoNotGrowMoatd) {
   ASSERT_TRUE(moatd_alive());
 }
 
+// Answers within the size bound that no ask is waiting for are dropped, not kept: 30,000 of
+// them (4000 bytes each, 120 MB in all) leave moatd's size as it was.
+TEST_F(MoatdBoundsTest, AnswersNobodyAskedForAreDropped) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  RawClient c(socket_);
+  ASSERT_EQ(greet(c, /*headless=*/false).value("type", ""), "welcome");
+  const long rss_before = status_field("VmRSS");
+  std::string batch;
+  for (int i = 0; i < 30000; ++i) {
+    json answer = {{"type", "answer"}, {"ask", "nobody-asked-" + std::to_string(i)},
+                   {"decision", "allow"}, {"padding", ""}};
+    answer["padding"] = long_string(4000 - answer.dump().size());
+    batch += sandbox::encode_frame(answer);
+    if (batch.size() > (8u << 20)) c.send_bytes(std::exchange(batch, ""));
+  }
+  c.send_bytes(batch);
+  // The connection is still open (nothing was wrong), and a bye orders after every answer.
+  c.send_json({{"type", "bye"}});
+  EXPECT_EQ(c.read_frame(60000).value("type", ""), "bye") << moatd_log();
+  const long grown_kb = status_field("VmRSS") - rss_before;
+  EXPECT_LT(grown_kb, 32 * 1024) << "moatd grew by " << grown_kb << " kB";
+}
+
 // A frame that never completes was kept with no timeout, 16 MiB per client.
 TEST_F(MoatdBoundsTest, AFrameThatIsNeverCompletedIsDroppedAtItsDeadline) {
   std::string why;
