@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   }
   // A client that hangs up mid-frame must not kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
+  // Nor an audit log at a file size limit: its append fails (EFBIG) and refuses the call.
+  // (Workers reset every signal before exec: sandboxed code still gets SIGXFSZ.)
+  ::signal(SIGXFSZ, SIG_IGN);
 
   moat::sandbox::SupervisorOptions options;
   options.system_daemon = !socket_path.empty() && ::geteuid() == 0;

@@ -204,6 +204,10 @@ Result<ClientMessage> validate_client_message(const nlohmann::json& m, std::size
     MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"workspace", kStr}}));
     MOAT_TRY(require_at_most(m, "'" + type + "' frame", "workspace", kMaxPathBytes));
     MOAT_TRY(require_at_most(m, "'" + type + "' frame", "client", kMaxToolNameBytes));
+    // The path would end at the NUL in every system call: the workspace checked would not
+    // be the one named.
+    if (m["workspace"].get_ref<const std::string&>().find('\0') != std::string::npos)
+      return fail(std::string("'hello' frame field 'workspace' holds a NUL byte"));
     return ClientMessage::kHello;
   }
   if (type == "call") {

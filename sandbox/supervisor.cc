@@ -36,6 +36,7 @@
 #include "sessions/audit.h"
 #include "sessions/digest.h"
 #include "tools/registry.h"
+#include "tools/schema.h"
 
 namespace moat::sandbox {
 namespace {
@@ -358,8 +359,8 @@ Result<void> Connection::audit(const std::string& type, json fields,
   return {};
 }
 
-// Writes the decision record before anything runs (write-ahead). With audit_required, a
-// failed write refuses the action: an action that cannot be audited does not happen.
+// Writes the decision record before anything runs (write-ahead). A failed write refuses the
+// action: an action that cannot be audited does not happen.
 Result<std::string> Connection::audit_decision(const policy::Decision& d, const std::string& tool,
                                                const std::string& call_id, json input) {
   const std::string decision_id = random_hex(16);
@@ -377,7 +378,13 @@ Result<std::string> Connection::audit_decision(const policy::Decision& d, const 
               {"mode", headless_ ? "auto" : "ask"},
               {"policy_hash", policy_->policy_hash()}};
   if (json units = d.detail(); !units.is_null()) rec["units"] = std::move(units);
-  MOAT_TRY(audit("decision", std::move(rec)));
+  // Nothing runs without its decision on disk, whatever audit_required says: an exec record
+  // must never name a decision the log lacks (`moat audit verify` fails on one).
+  if (!audit_) return fail(std::string("audit log is not open"));
+  if (auto r = audit_->append("decision", std::move(rec)); !r) {
+    MOAT_LOG_ERROR("audit append decision: %s", r.error().message().c_str());
+    return fail(r.error());
+  }
   return decision_id;
 }
 
@@ -727,6 +734,13 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
     for (const auto& g : granted_) names += (names.empty() ? "" : ", ") + g;
     reply(tools::ToolResult::error("unknown or refused tool " + moat::quoted(tool) +
                                    "; the tools of this session are: " + names));
+    return;
+  }
+  // Before the policy sees them: a path or command cut at a NUL by the kernel or argv is not
+  // the one that would be judged (`server.pem\0` is not `*.pem`, the file opened is).
+  if (auto field = tools::field_with_nul(args)) {
+    reply(tools::ToolResult::error("refused: argument " + moat::quoted(*field) +
+                                   " holds a NUL byte, which no path, command or pattern may"));
     return;
   }
   policy::Decision d = policy_->decide_tool(tool);

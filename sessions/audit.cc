@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/unique_fd.h"
+#include "sessions/byte_strings.h"
 #include "sessions/digest.h"
 #include "sessions/ids.h"
 #include "sessions/jcs.h"
@@ -116,6 +117,9 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
   if (!fields.is_object()) return fail(Error::from_errno("audit append", EINVAL, "fields"));
   for (const char* key : kReserved)
     if (fields.contains(key)) return fail(Error::from_errno("audit append", EINVAL, key));
+  // A command or path that is not UTF-8 is recorded as its exact bytes: the record that lets
+  // the action run must never fail for what the action names.
+  fields = encode_byte_strings(std::move(fields));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
   MOAT_TRY(write_locked(type, std::move(fields), sync));

@@ -50,7 +50,8 @@ class AuditLog {
   // ran: a crash can lose it, never a later record, since one fdatasync covers them all).
   enum class Sync { kNow, kWithNext };
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev
-  // and hash; the line is written (and with kNow fdatasync'd) before this returns.
+  // and hash; the line is written (and with kNow fdatasync'd) before this returns. A string
+  // value that is not UTF-8 is written as {"bytes": base64} (sessions/byte_strings.h).
   // EINVAL if `fields` is not an object or uses one of those reserved names. After a write
   // that could not be undone, every later append fails (fail-closed). Thread-safe.
   virtual Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) = 0;

@@ -1,8 +1,10 @@
 // sessions/audit_verify.cc: the chain walk behind `moat audit verify`.
 #include "sessions/audit_verify.h"
 
+#include <set>
 #include <vector>
 
+#include "base/log.h"
 #include "sessions/audit.h"
 #include "sessions/audit_key.h"
 #include "sessions/jcs.h"
@@ -103,6 +105,7 @@ const char* problem_name(AuditProblem p) {
     case AuditProblem::kIncomplete: return "incomplete";
     case AuditProblem::kBadSignature: return "bad-signature";
     case AuditProblem::kUnsigned: return "unsigned";
+    case AuditProblem::kNoDecision: return "no-decision";
   }
   return "unknown";
 }
@@ -118,13 +121,26 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
   }
   std::string last_type;
   uint64_t last_checkpoint_seq = 0;
+  std::set<std::string> decisions;  // decision_ids recorded so far
   for (size_t i = 0; i < lines.size(); ++i) {
     v = check_record(std::move(v), lines, i);
     if (!v.ok()) {
       v.seq = v.records + 1;
       return v;
     }
-    const std::string type = str_field(parse_json(lines[i].text), "type");
+    const nlohmann::json rec = parse_json(lines[i].text);
+    const std::string type = str_field(rec, "type");
+    // The chain shows the file was not edited after the fact; this shows nothing ran that
+    // moatd did not record a decision for first (a decision that could not be written once
+    // left an exec pointing at nothing, and the chain still held).
+    if (type == "decision") decisions.insert(str_field(rec, "decision_id"));
+    if (type == "exec" && decisions.count(str_field(rec, "decision_id")) == 0) {
+      v.records -= 1;
+      v.seq = v.records + 1;
+      return broken(v, AuditProblem::kNoDecision, lines[i].offset,
+                    "exec record names decision_id " + moat::quoted(str_field(rec, "decision_id")) +
+                        ", which no decision record before it has");
+    }
     if (type == "checkpoint")
       last_checkpoint_seq = v.records;
     else

@@ -143,6 +143,11 @@ Result<void> append_value(const nlohmann::json& v, std::string* out) {
 
 }  // namespace
 
+bool is_utf8(std::string_view s) {
+  std::u16string scratch;
+  return to_utf16(s, &scratch);
+}
+
 std::string es_number(double v) {
   if (v == 0) return "0";  // -0 prints as 0 too
   std::string sign = v < 0 ? "-" : "";

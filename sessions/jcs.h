@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
@@ -13,6 +14,10 @@ namespace moat::sessions {
 // UTF-16 code units, strings with the minimal escapes, numbers as ECMAScript prints them.
 // Fails on invalid UTF-8 and on NaN or infinity, which JCS cannot express.
 Result<std::string> canonical_json(const nlohmann::json& value);
+
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF): what canonical_json accepts in a string.
+bool is_utf8(std::string_view s);
 
 // ECMAScript Number::toString of a finite double ("1e+21", "0.000001", "-5", "1.5e-7").
 std::string es_number(double v);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "sessions/byte_strings.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
 #include "sessions/render_session.h"
@@ -24,12 +25,16 @@ std::string action_of(const json& r) {
   std::string out = str_field(r, "tool");
   if (argv != nullptr) {
     out.clear();
-    for (const auto& a : *argv) out += (out.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : dump_json(a));
+    for (const auto& a : *argv) {
+      // A word that is not UTF-8 is recorded as {"bytes": base64} and shown with \xNN.
+      const std::string text = display_text(a);
+      out += (out.empty() ? "" : " ") + (a.is_string() || !text.empty() ? text : dump_json(a));
+    }
     return out;
   }
   const json& in = r.contains("input") && r["input"].is_object() ? r["input"] : r;
   for (const char* key : {"path", "command", "host"})
-    if (!str_field(in, key).empty()) return out + " " + str_field(in, key);
+    if (in.contains(key) && !display_text(in[key]).empty()) return out + " " + display_text(in[key]);
   return out;
 }
 
@@ -95,7 +100,7 @@ std::vector<std::string> files_touched(const json& r) {
   for (const char* key : {"filesMutated", "files_mutated"}) {
     if (!r.contains(key) || !r[key].is_array()) continue;
     for (const auto& f : r[key]) {
-      if (f.is_string()) out.push_back(f.get<std::string>());
+      if (f.is_string() || f.contains("bytes")) out.push_back(display_text(f));
       else if (!str_field(f, "path").empty())
         out.push_back(str_field(f, "path") + (str_field(f, "op").empty() ? "" : " (" + str_field(f, "op") + ")"));
     }
@@ -117,7 +122,10 @@ std::string audit_line(const json& r) {
     if (!duration_of(r).empty()) out += ", " + duration_of(r);
     for (const auto& f : files_touched(r)) out += "\n      wrote " + clean(f, 200);
   } else if (type == "session.start") {
-    out += " " + clean(str_field(r, "version") + " " + str_field(r, "mode"), 60);
+    // moatd writes moat_version; the workspace may be host bytes ({"bytes": base64}).
+    const std::string version = str_field(r, "moat_version").empty() ? str_field(r, "version")
+                                                                     : str_field(r, "moat_version");
+    out += " " + clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
   } else if (type == "checkpoint") {
     out += " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
            clean(str_field(r, "key_id"), 40);

@@ -2,8 +2,11 @@
 // (parse with allow_exceptions = false) so nothing throws out of this file.
 #include "tools/schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
+#include <string_view>
 
 namespace moat::tools {
 namespace {
@@ -112,7 +115,30 @@ void repair_value(nlohmann::json& v, const nlohmann::json& schema, const std::st
       if (v.contains(key)) repair_value(v[key], sub, where.empty() ? key : where + "." + key, notes);
 }
 
+// Arguments that are a file's content, not a name the kernel or argv will cut at NUL.
+constexpr std::string_view kContentFields[] = {"content", "oldText", "newText"};
+
+bool is_content_field(std::string_view key) {
+  return std::find(std::begin(kContentFields), std::end(kContentFields), key) != std::end(kContentFields);
+}
+
+std::optional<std::string> nul_in(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string())
+    return v.get_ref<const std::string&>().find('\0') == std::string::npos ? std::nullopt
+                                                                            : std::optional(where);
+  if (v.is_array())
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (auto f = nul_in(v[i], where + "[" + std::to_string(i) + "]")) return f;
+  if (v.is_object())
+    for (const auto& [key, value] : v.items())
+      if (!is_content_field(key))
+        if (auto f = nul_in(value, where.empty() ? key : where + "." + key)) return f;
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> field_with_nul(const nlohmann::json& args) { return nul_in(args, ""); }
 
 std::vector<std::string> validate_against_schema(const nlohmann::json& value,
                                                  const nlohmann::json& schema) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,12 @@ std::vector<std::string> validate_against_schema(const nlohmann::json& value,
 // appends what was done to `notes`.
 nlohmann::json repair_arguments(const std::string& tool, nlohmann::json args,
                                 const nlohmann::json& schema, std::vector<std::string>* notes);
+
+// The first string argument holding a NUL byte ("path", "edits[0].oldText"), file content
+// excepted; nullopt when there is none. A path, a command or a pattern ends at its first NUL
+// in the kernel and in argv, so `server.pem\0` would be judged as one name and opened as
+// another: moatd refuses such a call before the policy sees it. File content (write's
+// content, edit's oldText and newText) is bytes and may hold any of them.
+std::optional<std::string> field_with_nul(const nlohmann::json& args);
 
 }  // namespace moat::tools

@@ -184,6 +184,24 @@ TEST(AuditVerify, IntactLogPasses) {
   EXPECT_EQ(v.session, kSession);
 }
 
+// Write-ahead means every exec names a decision recorded before it; a log that chains
+// but lacks one (a decision that was never written) fails, naming the exec.
+TEST(AuditVerify, AnExecWithoutItsDecisionIsReported) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE((*log)->append("session.start", nlohmann::json::object()).has_value());
+  ASSERT_TRUE((*log)->append("decision", {{"decision_id", "d1"}}).has_value());
+  ASSERT_TRUE((*log)->append("exec", {{"decision_id", "d1"}}).has_value());
+  EXPECT_TRUE(verify_audit_file((*log)->path(), /*require_end=*/false)->ok());
+  ASSERT_TRUE((*log)->append("exec", {{"decision_id", "d2"}}).has_value());
+  ASSERT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
+  const AuditVerdict v = *verify_audit_file((*log)->path());
+  EXPECT_EQ(v.problem, AuditProblem::kNoDecision);
+  EXPECT_EQ(v.seq, 4u);
+  EXPECT_EQ(v.records, 3u);
+  EXPECT_EQ(v.detail, "exec record names decision_id 'd2', which no decision record before it has");
+}
+
 TEST(AuditVerify, RunningSessionPassesOnlyWithoutRequireEnd) {
   TempDir dir;
   auto log = AuditLog::open(dir.path(), kSession, kPolicy);
