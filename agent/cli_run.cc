@@ -109,8 +109,10 @@ int run(RunOptions& o) {
   // Before moatd loads the policy: the person trusts (pins) the project policy or not.
   settle_project_trust(workspace, headless, STDIN_FILENO);
   WelcomeError why;
+  MoatdPassThrough pass = o.moatd;
+  pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
-                             start_moatd(o.connect, o.moatd), kExitSandbox);
+                             start_moatd(o.connect, pass), kExitSandbox);
   auto welcome = client->hello(workspace, headless, &why);
   if (!welcome) {
     std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());

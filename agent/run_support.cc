@@ -114,6 +114,10 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
   if (!socket_path.empty()) return MoatdClient::connect(socket_path);
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
+  if (!o.sessions_dir.empty()) {
+    auto abs = canonical_path(o.sessions_dir);
+    args.insert(args.end(), {"--sessions-dir", abs ? *abs : o.sessions_dir});
+  }
   if (!o.system_policy_dir.empty())
     args.insert(args.end(), {"--system-policy-dir", o.system_policy_dir});
   if (!o.user_policy_dir.empty()) args.insert(args.end(), {"--user-policy-dir", o.user_policy_dir});

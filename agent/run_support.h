@@ -34,6 +34,7 @@ namespace moat::agent {
 // Options handed through to a private moatd.
 struct MoatdPassThrough {
   std::string audit_dir;
+  std::string sessions_dir;  // moat run's, for moatd to keep read-only (not a flag of its own)
   std::string system_policy_dir;
   std::string user_policy_dir;
   std::vector<std::string> allow_without;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/moat_dirs.h"
 #include "base/unique_fd.h"
 #include "policy/digest.h"
 #include "policy/globs.h"
@@ -21,13 +22,6 @@
 
 namespace moat::policy {
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return (v != nullptr && v[0] == '/') ? std::string(v) : fallback;
-}
-
-std::string home_dir() { return env_or("HOME", "/"); }
 
 Result<std::string> read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
@@ -137,10 +131,7 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
 
 }  // namespace
 
-std::string default_trust_dir() {
-  const std::string dir = env_or("MOAT_TRUST_DIR", "");
-  return !dir.empty() ? dir : env_or("XDG_STATE_HOME", home_dir() + "/.local/state") + "/moat/trust";
-}
+std::string default_trust_dir() { return dirs::trust(); }
 
 const char* trust_state_name(TrustState s) {
   switch (s) {
@@ -151,9 +142,7 @@ const char* trust_state_name(TrustState s) {
   }
 }
 
-std::string default_user_dir() {
-  return env_or("XDG_CONFIG_HOME", home_dir() + "/.config") + "/moat/policy.d";
-}
+std::string default_user_dir() { return dirs::user_policy(); }
 
 Result<void> check_root_owned(const std::string& path) {
   struct stat st;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "base/moat_dirs.h"
 #include "policy/code_env.h"
 #include "policy/digest.h"
 #include "policy/layer.h"
@@ -193,11 +194,9 @@ class PolicyImpl final : public Policy {
     vars_.home = home_;
     vars_.workspace = workspace_.empty() ? canonical_path(".", "/") : workspace_;
     vars_.vars = o.path_vars;
-    if (!vars_.vars.count("AUDIT_DIR")) {
-      const char* state = std::getenv("XDG_STATE_HOME");
-      vars_.vars["AUDIT_DIR"] = (state && state[0] == '/') ? std::string(state) + "/moat/audit"
-                                                          : home_ + "/.local/state/moat/audit";
-    }
+    // moatd names its own audit directory (--audit-dir, MOAT_AUDIT_DIR, /var/log/moat);
+    // elsewhere (moat policy) it is a private moatd's default.
+    if (!vars_.vars.count("AUDIT_DIR")) vars_.vars["AUDIT_DIR"] = dirs::audit(/*system_daemon=*/false);
     match_env_.home = home_;
     match_env_.writable_roots = &writable_roots_;
   }

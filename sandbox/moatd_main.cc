@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   int fd = -1;
   std::string audit_dir;
   std::string audit_key;
+  std::string sessions_dir;
   std::string system_policy_dir = "/etc/moat/policy.d";
   std::string user_policy_dir;
   unsigned uid = 65534, gid = 65534;
@@ -43,6 +45,10 @@ int main(int argc, char** argv) {
   app.add_option("--audit-dir", audit_dir,
                  "Directory of the audit logs (default /var/log/moat with --socket as root, "
                  "else $XDG_STATE_HOME/moat/audit)");
+  app.add_option("--sessions-dir", sessions_dir,
+                 "moat's session files, read-only in any sandbox whose workspace holds them "
+                 "like moatd's other directories (default $MOAT_SESSIONS_DIR, else "
+                 "$XDG_STATE_HOME/moat/sessions)");
   app.add_option("--audit-key", audit_key,
                  "Ed25519 private key (PEM) that signs audit checkpoints; created if missing, "
                  "with its public half written next to it as .pub (default "
@@ -81,9 +87,12 @@ int main(int argc, char** argv) {
 
   moat::sandbox::SupervisorOptions options;
   options.system_daemon = !socket_path.empty() && ::geteuid() == 0;
-  options.audit_dir =
-      audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : audit_dir;
+  // Absolute, so the policy's $AUDIT_DIR and the sandbox's protected paths name this one.
+  options.audit_dir = std::filesystem::absolute(
+      audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : audit_dir);
   options.audit_key = audit_key;
+  options.sessions_dir = sessions_dir;
+  options.policy.path_vars["AUDIT_DIR"] = options.audit_dir;
   options.policy.system_dir = system_policy_dir;
   options.policy.user_dir = user_policy_dir;
   options.policy.extra_files = policy_files;

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <unistd.h>
 
@@ -78,6 +79,11 @@ Result<std::uint64_t> mount_id(const std::string& path) {
   return static_cast<std::uint64_t>(st.stx_mnt_id);
 }
 
+bool is_read_only(const std::string& path) {
+  struct statvfs st {};
+  return ::statvfs(path.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
+}
+
 // A mount point differs in mount id from its parent directory.
 bool is_mount_point(const std::string& path) {
   auto self = mount_id(path);
@@ -125,7 +131,10 @@ Result<void> record_placeholder(const std::string& workspace, const std::string&
 Result<void> mask_one(const std::string& workspace, const std::string& target,
                       std::vector<Placeholder>* created) {
   MOAT_TRY(pin_ancestors(workspace, target));
-  if (is_mount_point(target)) return {};  // masked by an earlier call
+  // Masked by an earlier call. A mount point that is still writable was only pinned as the
+  // ancestor of a deeper protected path (~/.local/state/moat above its trust/): it needs its
+  // own mask, or listing the deeper path first would leave the directory writable.
+  if (is_mount_point(target) && is_read_only(target)) return {};
   struct stat st;
   if (::lstat(target.c_str(), &st) != 0) {
     if (errno != ENOENT) return fail(Error::from_errno("lstat", errno, target));

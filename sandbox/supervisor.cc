@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/thread_set.h"
 #include "policy/digest.h"
+#include "sandbox/own_files.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session.h"
@@ -522,8 +523,7 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(std::string("mode"));
   }
 
-  auto key = audit_key(options_.audit_key.empty() ? options_.audit_dir + "/audit-key.pem"
-                                                  : options_.audit_key);
+  auto key = audit_key(audit_key_path(options_));
   // Without its key the log is still written, unsigned, and session.start says why: the
   // chain alone still shows edits, only not a rewrite by someone who can write the file.
   std::string signing = "ed25519";
@@ -553,6 +553,15 @@ Result<void> Connection::on_hello(const json& m) {
   // Read-denied paths (.env, *.pem, ...) are hidden from the code too, not only from the
   // file tools: the policy's path rules and the sandbox's view must agree.
   cfg.hidden_paths = policy_->unreadable_globs();
+  // moat's own config (where the API key is sent), policies, trust pins, sessions and audit
+  // logs are out of reach of a workspace at or above the home directory that holds them.
+  if (auto r = protect_own_files(own_files(options_, peer_.uid), workspace_, &cfg.protected_paths,
+                                 &cfg.hidden_paths);
+      !r) {
+    send_error(r.error().message(), "workspace");
+    (void)audit("session.refused", {{"reason", r.error().message()}});
+    return r;
+  }
   cfg.limits = limits_from(policy_->resources());
   cfg.unprivileged_uid = options_.unprivileged_uid;
   cfg.unprivileged_gid = options_.unprivileged_gid;

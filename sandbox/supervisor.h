@@ -21,6 +21,9 @@ struct SupervisorOptions {
   // The Ed25519 key that signs the logs' checkpoints, created on first use (its public half
   // is written next to it as .pub); empty: <audit_dir>/audit-key.pem.
   std::string audit_key;
+  // moat's session files (moat run --sessions-dir), kept read-only like every other directory
+  // of moat's inside a workspace (sandbox/own_files.h); empty: the default.
+  std::string sessions_dir;
   bool system_daemon = false;   // serving other users over a socket path
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;

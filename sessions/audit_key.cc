@@ -28,14 +28,9 @@ std::string raw_public(EVP_PKEY* pkey) {
   return std::string(reinterpret_cast<const char*>(raw), len);
 }
 
-std::string public_path_of(const std::string& path) {
-  const std::string stem =
-      path.size() > 4 && path.compare(path.size() - 4, 4, ".pem") == 0 ? path.substr(0, path.size() - 4) : path;
-  return stem + ".pub";
-}
 
 Result<void> write_public(EVP_PKEY* pkey, const std::string& path) {
-  const std::string pub = public_path_of(path);
+  const std::string pub = audit_public_key_path(path);
   const std::string tmp = pub + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return fail(Error::from_errno("open", errno, tmp));
@@ -94,6 +89,13 @@ Result<EVP_PKEY*> load_key(const std::string& path) {
 
 }  // namespace
 
+std::string audit_public_key_path(const std::string& key_path) {
+  const std::string& p = key_path;
+  const std::string stem =
+      p.size() > 4 && p.compare(p.size() - 4, 4, ".pem") == 0 ? p.substr(0, p.size() - 4) : p;
+  return stem + ".pub";
+}
+
 AuditKey::~AuditKey() { EVP_PKEY_free(as_pkey(pkey_)); }
 
 Result<std::unique_ptr<AuditKey>> AuditKey::load_or_create(const std::string& path) {
@@ -108,7 +110,7 @@ Result<std::unique_ptr<AuditKey>> AuditKey::load_or_create(const std::string& pa
     pkey = *created;
   }
   std::unique_ptr<AuditKey> key(new AuditKey(pkey));
-  if (::access(public_path_of(path).c_str(), F_OK) != 0) MOAT_TRY(write_public(pkey, path));
+  if (::access(audit_public_key_path(path).c_str(), F_OK) != 0) MOAT_TRY(write_public(pkey, path));
   return key;
 }
 

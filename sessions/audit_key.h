@@ -34,6 +34,10 @@ class AuditKey {
   void* pkey_;  // EVP_PKEY*
 };
 
+// Where load_or_create writes the public half of the key at `key_path`: the path minus
+// ".pem", plus ".pub".
+std::string audit_public_key_path(const std::string& key_path);
+
 // "ed25519:" + first 16 hex of SHA-256 of the raw public key.
 std::string audit_key_id(const std::string& raw_public_key);
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "base/moat_dirs.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -276,15 +277,7 @@ Result<Config> parse_config(std::string_view text, Config base, std::string_view
 
 Result<Config> load_config() {
   namespace fs = std::filesystem;
-  fs::path dir;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) {
-    dir = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    dir = fs::path(home) / ".config";
-  } else {
-    return builtin_config();
-  }
-  const fs::path file = dir / "moat" / "config.toml";
+  const fs::path file = dirs::config_file();
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     std::error_code ec;

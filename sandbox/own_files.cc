@@ -1,0 +1,83 @@
+// sandbox/own_files.cc: which of moat's own files a session's workspace holds (see the header).
+#include "sandbox/own_files.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "base/moat_dirs.h"
+#include "policy/paths.h"
+#include "sessions/audit_key.h"
+
+namespace moat::sandbox {
+namespace {
+
+// The home directory of `uid` in the passwd database, "" if it has none.
+std::string home_of(uid_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr ||
+      pw.pw_dir == nullptr || pw.pw_dir[0] != '/')
+    return "";
+  return pw.pw_dir;
+}
+
+std::string current_dir() {
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) : std::string("/");
+}
+
+}  // namespace
+
+std::string audit_key_path(const SupervisorOptions& o) {
+  return o.audit_key.empty() ? o.audit_dir + "/audit-key.pem" : o.audit_key;
+}
+
+OwnFiles own_files(const SupervisorOptions& o, uid_t peer_uid) {
+  OwnFiles own;
+  const std::string key = audit_key_path(o);
+  own.read_only = {dirs::config(),
+                   o.policy.user_dir.empty() ? dirs::user_policy() : o.policy.user_dir,
+                   o.policy.system_dir,
+                   o.policy.trust_dir.empty() ? dirs::trust() : o.policy.trust_dir,
+                   dirs::state(),
+                   o.sessions_dir.empty() ? dirs::sessions() : o.sessions_dir,
+                   o.audit_dir,
+                   // The public half: replacing it would vouch for a forged log.
+                   sessions::audit_public_key_path(key)};
+  own.hidden = {key};
+  if (peer_uid != ::geteuid()) {
+    if (const std::string home = home_of(peer_uid); !home.empty()) {
+      own.read_only.push_back(home + "/.config/moat");
+      own.read_only.push_back(home + "/.local/state/moat");
+    }
+  }
+  return own;
+}
+
+Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace,
+                               std::vector<std::string>* protected_paths,
+                               std::vector<std::string>* hidden_paths) {
+  const std::string cwd = current_dir();
+  auto add = [&](const std::string& path, std::vector<std::string>* to) -> Result<void> {
+    if (path.empty()) return {};
+    // Where the path really is: a symlinked ~/.config inside the workspace counts.
+    const std::string real = policy::canonical_path(path, cwd);
+    if (policy::is_under(workspace, real))
+      return fail(Error{EPERM, "the workspace " + workspace + " is inside " + real +
+                                   ", one of moat's own directories, which no sandbox may write"});
+    if (policy::is_under(real, workspace))
+      to->push_back(real.substr(workspace == "/" ? 1 : workspace.size() + 1));
+    return {};
+  };
+  for (const std::string& p : own.read_only) MOAT_TRY(add(p, protected_paths));
+  for (const std::string& p : own.hidden) MOAT_TRY(add(p, hidden_paths));
+  return {};
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,196 @@
+// tests/integration/e2e/own_files_test.cc: moat's own files are out of reach of a sandbox
+// whose workspace holds them (issue 12, item 7): with the workspace at the user's home, the
+// code cannot change config.toml (where the API key is sent), the policies, the trust pins,
+// the session files or the audit logs, wherever moatd's flags and environment put them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "e2e_support.h"
+
+namespace moat::e2e {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class OwnFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    home_ = dir_.path() + "/home";
+    for (const char* d : {"/.config/moat/policy.d", "/.local/state/moat/sessions/ws",
+                          "/.local/state/moat/trust", "/project"})
+      fs::create_directories(home_ + d);
+    std::ofstream(home_ + "/.config/moat/config.toml") << kConfig;
+    std::ofstream(home_ + "/.local/state/moat/sessions/ws/s.jsonl") << "{}\n";
+    std::ofstream(home_ + "/.local/state/moat/trust/p.pin") << "sha256\n";
+    fs::create_directories(dir_.path() + "/no-policy");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      wait_exit(pid_, 10);
+    }
+  }
+
+  // moatd as a user whose HOME is home_ (no other moat variable set), plus `args` and `env`.
+  void start_moatd(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    socket_ = dir_.path() + "/moatd.sock";
+    std::vector<std::string> argv = {moatd_bin(), "--socket", socket_, "--system-policy-dir",
+                                     dir_.path() + "/no-policy"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (const std::string& kv :
+         {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
+          "XDG_STATE_HOME=" + home_ + "/.local/state", std::string("MOAT_AUDIT_DIR="),
+          std::string("MOAT_SESSIONS_DIR="), std::string("MOAT_TRUST_DIR=")})
+      env.insert(env.begin(), kv);  // later entries (the test's own) win
+    pid_ = start(argv, dir_.path() + "/moatd.log", env);
+  }
+  std::string moatd_log() { return slurp(dir_.path() + "/moatd.log"); }
+
+  json call(RawClient& c, const std::string& tool, const json& args) {
+    c.send_json({{"type", "call"}, {"id", std::to_string(++calls_)}, {"tool", tool}, {"arguments", args}});
+    json r = c.read_frame();
+    while (r.value("type", "") == "progress") r = c.read_frame();
+    return r;
+  }
+
+  // One session with the workspace at home_ that tries to change each of moat's files, and
+  // to create a file in `extra_dir` (workspace-relative) too.
+  void attack(const std::string& extra_dir) {
+    RawClient c(socket_);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_}, {"headless", true}});
+    json welcome = c.read_frame();
+    ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+    // The control: the rest of the workspace is the code's to write.
+    json ok = call(c, "bash", {{"command", "touch project/made"}});
+    ASSERT_TRUE(fs::exists(home_ + "/project/made")) << ok.dump() << moatd_log();
+    for (const std::string& cmd :
+         {std::string("echo 'base_url = \"https://attacker.example\"' >> .config/moat/config.toml"),
+          std::string("rm -f .config/moat/config.toml"),
+          std::string("touch .config/moat/policy.d/00-allow-all.toml"),
+          std::string("touch .local/state/moat/sessions/ws/s.jsonl .local/state/moat/sessions/new.jsonl"),
+          std::string("rm -f .local/state/moat/sessions/ws/s.jsonl"),
+          std::string("touch .local/state/moat/trust/evil.pin"),
+          "touch " + extra_dir + "/planted", "rm -rf " + extra_dir,
+          std::string("mv .config .config.old"), std::string("mv .local/state/moat .local/state/moved")})
+      call(c, "bash", {{"command", cmd}});
+    json w = call(c, "write", {{"path", ".config/moat/config.toml"}, {"content", "[providers.x]\n"}});
+    EXPECT_TRUE(w.value("isError", false)) << w.dump();
+    c.send_json({{"type", "bye"}});
+    c.read_frame();
+    EXPECT_EQ(slurp(home_ + "/.config/moat/config.toml"), kConfig);
+    EXPECT_FALSE(fs::exists(home_ + "/.config/moat/policy.d/00-allow-all.toml"));
+    EXPECT_EQ(slurp(home_ + "/.local/state/moat/sessions/ws/s.jsonl"), "{}\n");
+    EXPECT_FALSE(fs::exists(home_ + "/.local/state/moat/sessions/new.jsonl"));
+    EXPECT_FALSE(fs::exists(home_ + "/.local/state/moat/trust/evil.pin"));
+    EXPECT_TRUE(fs::is_directory(home_ + "/" + extra_dir));
+    EXPECT_FALSE(fs::exists(home_ + "/" + extra_dir + "/planted"));
+    EXPECT_FALSE(fs::exists(home_ + "/.config.old"));
+    EXPECT_FALSE(fs::exists(home_ + "/.local/state/moved"));
+  }
+
+  static constexpr const char* kConfig = "[providers.corp]\nkind = \"anthropic\"\n";
+  TempDir dir_;
+  std::string home_, socket_;
+  pid_t pid_ = -1;
+  int calls_ = 0;
+};
+
+TEST_F(OwnFilesTest, AWorkspaceAtTheUsersHomeCannotChangeMoatsConfigPoliciesSessionsOrAudit) {
+  // Where a private moatd logs (a --socket moatd as root would use /var/log/moat).
+  start_moatd({"--audit-dir", home_ + "/.local/state/moat/audit"});
+  attack(".local/state/moat/audit");
+  // The audit log of that very session is intact.
+  bool found = false;
+  for (const auto& e : fs::recursive_directory_iterator(home_ + "/.local/state/moat/audit"))
+    if (e.path().extension() == ".jsonl") {
+      found = true;
+      e2e::Run v = run({moat_bin(), "audit", "verify", e.path().string()});
+      EXPECT_EQ(v.exit_code, 0) << v.out;
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(OwnFilesTest, TheAuditDirectoryIsProtectedWhereAuditDirPutsIt) {
+  start_moatd({"--audit-dir", home_ + "/logs/moat-audit"});
+  attack("logs/moat-audit");
+}
+
+TEST_F(OwnFilesTest, TheAuditDirectoryIsProtectedWhereMoatAuditDirPutsIt) {
+  start_moatd({}, {"MOAT_AUDIT_DIR=" + home_ + "/audit-env"});
+  attack("audit-env");
+}
+
+TEST_F(OwnFilesTest, TheSessionsAndUserPolicyDirectoriesAreProtectedWhereTheFlagsPutThem) {
+  fs::create_directories(home_ + "/my-policies");
+  fs::create_directories(home_ + "/my-sessions/ws");
+  start_moatd({"--sessions-dir", home_ + "/my-sessions", "--user-policy-dir", home_ + "/my-policies",
+               "--audit-dir", dir_.path() + "/audit"});
+  attack("my-sessions");
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_}, {"headless", true}});
+  ASSERT_EQ(c.read_frame().value("type", ""), "welcome");
+  call(c, "bash", {{"command", "touch my-policies/evil.toml"}});
+  EXPECT_FALSE(fs::exists(home_ + "/my-policies/evil.toml"));
+}
+
+// The sandbox cannot read moatd's signing key when the workspace holds it, whatever the
+// policy: the key is named so that the default policy's `*.pem` rule does not cover it.
+TEST_F(OwnFilesTest, TheAuditKeyInsideTheWorkspaceIsHidden) {
+  fs::create_directories(home_ + "/keys");
+  fs::permissions(home_ + "/keys", fs::perms::owner_all);
+  start_moatd({"--audit-key", home_ + "/keys/signing.key", "--audit-dir", dir_.path() + "/audit"});
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_}, {"headless", true}});
+  ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
+  ASSERT_NE(slurp(home_ + "/keys/signing.key").find("PRIVATE KEY"), std::string::npos);
+  json r = call(c, "bash", {{"command", "cat keys/signing.key; echo '<end>'"}});
+  EXPECT_NE(r.dump().find("<end>"), std::string::npos) << r.dump();
+  EXPECT_EQ(r.dump().find("PRIVATE KEY"), std::string::npos) << r.dump();
+  call(c, "bash", {{"command", "cp /dev/null keys/signing.key.pub"}});
+  EXPECT_NE(slurp(home_ + "/keys/signing.key.pub").find("PUBLIC KEY"), std::string::npos);
+}
+
+// `moat run --sessions-dir` hands the directory to the private moatd it starts, which keeps it
+// read-only like its own (moatd itself never writes session files).
+TEST_F(OwnFilesTest, MoatRunKeepsItsSessionsDirectoryOutOfTheSandboxsReach) {
+  const std::string script = dir_.path() + "/plant.jsonl";
+  std::ofstream(script)
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"touch my-sessions/planted"}}]})" << "\n"
+      << R"({"text":"done"})" << "\n";
+  e2e::Run r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", home_,
+                    "--sessions-dir", home_ + "/my-sessions", "--audit-dir", dir_.path() + "/audit",
+                    "plant a session file"},
+                   {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
+                    "XDG_STATE_HOME=" + home_ + "/.local/state", "MOATD_BIN=" + moatd_bin()},
+                   120);
+  EXPECT_FALSE(fs::exists(home_ + "/my-sessions/planted")) << r.out;
+  bool session_written = false;  // by moat itself, on the host
+  for (const auto& e : fs::recursive_directory_iterator(home_ + "/my-sessions"))
+    session_written |= e.path().extension() == ".jsonl";
+  EXPECT_TRUE(session_written) << r.out;
+}
+
+TEST_F(OwnFilesTest, AWorkspaceInsideMoatsOwnDirectoryIsRefused) {
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_ + "/.config/moat"}});
+  json e = c.read_frame();
+  EXPECT_EQ(e.value("type", ""), "error") << e.dump();
+  EXPECT_EQ(e.value("code", ""), "workspace") << e.dump();
+  EXPECT_NE(e.value("message", "").find("one of moat's own directories"), std::string::npos) << e.dump();
+}
+
+}  // namespace
+}  // namespace moat::e2e
