@@ -221,12 +221,20 @@ std::vector<std::string> linked_out(const LinkScan& scan) {
 Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector<std::string>& patterns,
                                  std::size_t max_entries, LinkScan* links = nullptr) {
   GlobMatches out;
-  std::vector<const std::string*> globs;
+  // Most patterns end in a literal name (".git/config", "**/.envrc"): an entry with another
+  // name cannot match, and comparing names is far cheaper than fnmatch over "**" for every
+  // entry of the workspace before every call.
+  struct Glob {
+    const std::string* pattern;
+    std::string_view last;  // the last component when it holds no wildcard, else empty
+  };
+  std::vector<Glob> globs;
   bool any_depth = false;
   std::size_t max_components = 0;
   for (const auto& p : patterns) {
     if (!is_glob(p)) continue;
-    globs.push_back(&p);
+    const std::string_view last = std::string_view(p).substr(p.rfind('/') + 1);
+    globs.push_back({&p, is_glob(std::string(last)) ? std::string_view() : last});
     any_depth |= p.find("**") != std::string::npos;
     max_components = std::max<std::size_t>(
         max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
@@ -268,9 +276,10 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
         is_dir = ::lstat((workspace + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
       }
       bool matched = false;
-      for (const std::string* g : globs) {
-        if (is_dir && is_gitlink_pattern(*g)) continue;
-        if (glob_matches_rel(*g, rel)) {
+      for (const Glob& g : globs) {
+        if (!g.last.empty() && g.last != name) continue;
+        if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
+        if (glob_matches_rel(*g.pattern, rel)) {
           matched = true;
           break;
         }
