@@ -184,8 +184,9 @@ bool is_name(std::string_view s) {
 }
 
 // Builtins that set variables for the rest of the line, by their operands: export NAME=value,
-// read NAME, printf -v NAME, mapfile NAME. Options that take a value are skipped (bash(1)
-// SHELL BUILTIN COMMANDS); a name-valued option (read -a, printf -v) is a name.
+// read NAME, printf -v NAME, mapfile NAME, getopts OPTSTRING NAME. Options that take a value
+// are skipped (bash(1) SHELL BUILTIN COMMANDS), attached or not (`read -d '' X`, `-d:`); a
+// name-valued option (read -a, printf -v) is a name, attached or not (`printf -vPATH`).
 struct SetterSpec {
   std::string_view name;
   std::string_view value_opts;  // short options whose value is skipped
@@ -194,19 +195,22 @@ struct SetterSpec {
   bool operands_assign;         // export NAME=value: an operand with '=' assigns; an unknown one may
   bool operands_are_names;      // read NAME...: every operand is a name (value unknown)
   bool last_operand_is_name;    // mapfile [opts] [NAME]
+  int name_operand;             // getopts OPTSTRING NAME: the operand at this index is a name (-1: none)
 };
 
 constexpr SetterSpec kSetters[] = {
-    {"export", "", "", "", true, false, false},
-    {"declare", "", "", "n", true, false, false},   // declare -n P=PATH: P=x then sets PATH
-    {"typeset", "", "", "n", true, false, false},
-    {"local", "", "", "n", true, false, false},
-    {"readonly", "", "", "", true, false, false},
-    {"let", "", "", "", true, false, false},        // let PATH=1: arithmetic, but a value
-    {"read", "dinNptu", "a", "", false, true, false},
-    {"printf", "", "v", "", false, false, false},
-    {"mapfile", "dnOsuCc", "", "", false, false, true},
-    {"readarray", "dnOsuCc", "", "", false, false, true},
+    {"export", "", "", "", true, false, false, -1},
+    {"declare", "", "", "n", true, false, false, -1},   // declare -n P=PATH: P=x then sets PATH
+    {"typeset", "", "", "n", true, false, false, -1},
+    {"local", "", "", "n", true, false, false, -1},
+    {"readonly", "", "", "", true, false, false, -1},
+    {"let", "", "", "", true, false, false, -1},        // let PATH=1: arithmetic, but a value
+    {"read", "dinNptu", "a", "", false, true, false, -1},
+    {"printf", "", "v", "", false, false, false, -1},
+    {"mapfile", "dnOsuCc", "", "", false, false, true, -1},
+    {"readarray", "dnOsuCc", "", "", false, false, true, -1},
+    {"getopts", "", "", "", false, false, false, 1},    // `getopts x PATH` sets PATH=x: a relative directory
+    {"wait", "p", "p", "", false, false, false, -1},    // wait -p PATH: a pid, a relative directory
 };
 
 void inherit_env(CommandUnit& inner, const CommandUnit& outer, std::vector<Assignment> extra) {
@@ -218,40 +222,148 @@ void inherit_env(CommandUnit& inner, const CommandUnit& outer, std::vector<Assig
   }
 }
 
+Arg unknown_value() {
+  Arg v;
+  v.known = false;
+  v.text = "<set when it runs>";
+  return v;
+}
+
+void arithmetic_assignments(std::string_view t, std::vector<Assignment>& out);
+
+// `unset PATH` (or `unset -v PATH`): bash then looks a bare program name up in the working
+// directory, as an empty PATH entry does. Unsetting any other variable of the table loads less.
+void unset_assignments(CommandUnit& u) {
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const Arg& a = u.argv[i];
+    if (!a.known) u.assigns.push_back({"", unknown_value(), "unset"});
+    else if (a.text == "PATH") u.assigns.push_back({"PATH", Arg{}, "unset"});  // known, empty
+  }
+}
+
 void builtin_assignments(CommandUnit& u) {
   if (u.argv.empty() || !u.argv[0].known) return;
+  if (u.argv[0].text == "unset") return unset_assignments(u);
   const SetterSpec* spec = nullptr;
   for (const auto& s : kSetters)
     if (s.name == u.argv[0].text) spec = &s;
   if (spec == nullptr) return;
   const std::string how(spec->name);
-  auto unknown_value = [] { Arg v; v.known = false; v.text = "<set when it runs>"; return v; };
   std::vector<std::string> operands;
   for (std::size_t i = 1; i < u.argv.size(); ++i) {
     const Arg& a = u.argv[i];
     const std::string& text = a.known ? a.text : a.prefix;
-    if (a.known && text.size() > 1 && text[0] == '-' && operands.empty()) {
-      char opt = text.back();
-      if (text.find_first_of(spec->alias_opts, 1) != std::string::npos)
-        u.assigns.push_back({"", unknown_value(), how});  // which variable a reference sets is not known here
-      if (spec->name_opts.find(opt) != std::string_view::npos && i + 1 < u.argv.size())
-        u.assigns.push_back({u.argv[++i].text, unknown_value(), how});
-      else if (spec->value_opts.find(opt) != std::string_view::npos && text.size() == 2)
-        ++i;
+    if (a.known && text.size() > 1 && text[0] == '-' && operands.empty() && text != "--") {
+      // An option cluster: -rv NAME, -vNAME, -d '' NAME, -d: NAME.
+      for (std::size_t k = 1; k < text.size(); ++k) {
+        const char opt = text[k];
+        if (spec->alias_opts.find(opt) != std::string_view::npos)
+          u.assigns.push_back({"", unknown_value(), how});  // which variable a reference sets is not known here
+        const bool names = spec->name_opts.find(opt) != std::string_view::npos;
+        if (!names && spec->value_opts.find(opt) == std::string_view::npos) continue;
+        std::string value = text.substr(k + 1);
+        if (value.empty() && i + 1 < u.argv.size()) {
+          const Arg& next = u.argv[++i];
+          if (names && !next.known) u.assigns.push_back({"", unknown_value(), how});
+          value = next.known ? next.text : "";
+        }
+        if (names && !value.empty()) u.assigns.push_back({value, unknown_value(), how});
+        break;
+      }
       continue;
     }
     std::size_t eq = text.find('=');
-    if (spec->operands_assign && eq != std::string::npos && is_name(text.substr(0, eq))) {
-      u.assigns.push_back(assignment_word(a, how.c_str()));
+    std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
+    const bool append = !name.empty() && name.back() == '+';  // export PATH+=:./bin
+    if (append) name.pop_back();
+    if (spec->operands_assign && eq != std::string::npos && is_name(name)) {
+      Assignment set = assignment_word(a, how.c_str());
+      set.name = name;
+      if (append) {  // the old value, then the text: `PATH+=./bin` is $PATH./bin
+        Arg v;
+        v.known = false;
+        v.text = "$" + name + set.value.text;
+        v.segs.push_back({SegKind::kVar, name, true, 0});
+        if (set.value.known) v.segs.push_back({SegKind::kLiteral, set.value.text, true, 0});
+        else v.segs.insert(v.segs.end(), set.value.segs.begin(), set.value.segs.end());
+        set.value = std::move(v);
+      }
+      u.assigns.push_back(std::move(set));
     } else if (a.known) {
-      if (is_name(a.text)) operands.push_back(a.text);
+      operands.push_back(is_name(a.text) ? a.text : "");
     } else if (spec->operands_assign || spec->operands_are_names) {
       u.assigns.push_back({"", unknown_value(), how});  // an expansion hides which variable
+    } else {
+      operands.push_back("?");  // an unknown operand: which name it is, if any, is not known
     }
   }
+  auto named = [&](const std::string& n) {
+    if (n == "?") u.assigns.push_back({"", unknown_value(), how});
+    else if (!n.empty()) u.assigns.push_back({n, unknown_value(), how});
+  };
   if (spec->operands_are_names)
-    for (const auto& n : operands) u.assigns.push_back({n, unknown_value(), how});
-  if (spec->last_operand_is_name && !operands.empty()) u.assigns.push_back({operands.back(), unknown_value(), how});
+    for (const auto& n : operands) named(n);
+  if (spec->last_operand_is_name && !operands.empty()) named(operands.back());
+  if (spec->name == "let")  // let PATH++, let 'PATH+=1'
+    for (std::size_t i = 1; i < u.argv.size(); ++i)
+      if (u.argv[i].known) arithmetic_assignments(u.argv[i].text, u.assigns);
+  if (spec->name_operand >= 0 && operands.size() > static_cast<std::size_t>(spec->name_operand))
+    named(operands[static_cast<std::size_t>(spec->name_operand)]);
+}
+
+// Names an arithmetic expression assigns: `PATH=1`, `PATH+=1`, `PATH++`, `--PATH` (a number
+// is a relative directory for PATH). Over-approximates: an assignment operator after a name.
+void arithmetic_assignments(std::string_view t, std::vector<Assignment>& out) {
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t i = 0; i < t.size();) {
+    if (!(std::isalpha(static_cast<unsigned char>(t[i])) || t[i] == '_') ||
+        (i > 0 && (name_char(t[i - 1]) || t[i - 1] == '$'))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < t.size() && name_char(t[end])) ++end;
+    const bool pre = i >= 2 && (t.substr(i - 2, 2) == "++" || t.substr(i - 2, 2) == "--");
+    std::size_t k = end;
+    while (k < t.size() && (t[k] == ' ' || t[k] == '\t')) ++k;
+    const std::string_view rest = t.substr(k);
+    bool assigns = pre || rest.starts_with("++") || rest.starts_with("--") || rest.starts_with("<<=") ||
+                   rest.starts_with(">>=");
+    if (!assigns && !rest.empty() && std::string_view("=+-*/%&^|").find(rest[0]) != std::string_view::npos) {
+      if (rest[0] == '=') assigns = rest.size() < 2 || rest[1] != '=';
+      else assigns = rest.size() > 1 && rest[1] == '=';
+    }
+    if (assigns) out.push_back({std::string(t.substr(i, end - i)), unknown_value(), "arithmetic"});
+    i = end;
+  }
+}
+
+// Variables a word's expansions set: `${PATH:=./bin}`, `${PATH=x}`, and arithmetic in
+// `$((PATH=1))`, `${a[PATH=1]}` or `${x:PATH=1}`.
+void expansion_assignments(const Word& w, std::vector<Assignment>& out) {
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const auto& s : w.segs) {
+    if (s.kind != SegKind::kSubst || s.opener != 0) continue;
+    const std::string& t = s.text;
+    if (t.rfind("${", 0) == 0) {
+      std::size_t n = 2;
+      const bool indirect = n < t.size() && t[n] == '!';
+      if (indirect) ++n;
+      std::size_t end = n;
+      while (end < t.size() && name_char(t[end])) ++end;
+      std::size_t op = end + (end < t.size() && t[end] == ':' ? 1 : 0);
+      if (end > n && op < t.size() && t[op] == '=')
+        out.push_back({indirect ? "" : t.substr(n, end - n), unknown_value(), "${NAME:=}"});
+    }
+    arithmetic_assignments(t, out);
+  }
+}
+
+// `exec {PATH}</dev/null` sets PATH to the new descriptor's number (10 or more): bash takes a
+// {NAME} word right before a redirection as the variable to set.
+bool is_fd_variable_word(const Arg& a) {
+  return a.known && a.text.size() > 2 && a.text.front() == '{' && a.text.back() == '}' &&
+         is_name(std::string_view(a.text).substr(1, a.text.size() - 2));
 }
 
 class Planner {
@@ -280,8 +392,16 @@ class Planner {
     for (const auto& [name, value] : cmd.assignments) {
       u.env.push_back(name);
       u.assigns.push_back({name, to_arg(value), cmd.words.empty() ? "assignment" : "prefix"});
+      expansion_assignments(value, u.assigns);
     }
-    for (const auto& w : cmd.words) u.argv.push_back(to_arg(w));
+    for (const auto& w : cmd.words) {
+      u.argv.push_back(to_arg(w));
+      expansion_assignments(w, u.assigns);
+    }
+    for (const auto& r : cmd.redirects) expansion_assignments(r.target, u.assigns);
+    if (!cmd.redirects.empty())
+      for (const auto& a : u.argv)
+        if (is_fd_variable_word(a)) u.assigns.push_back({a.text.substr(1, a.text.size() - 2), unknown_value(), "{NAME} redirection"});
     for (const auto& r : cmd.redirects) {
       // `< <(cmd)`, `> >(cmd)`: a pipe to a command that is judged itself, not a file.
       if (is_process_substitution(r.target)) continue;

@@ -26,7 +26,7 @@ class CodeEnvTest : public ::testing::Test {
                "[[command]]\nid = \"org.tools\"\ndecision = \"allow\"\n"
                "program = [\"ls\", \"git\", \"npm\", \"python3\", \"node\", \"perl\", \"ruby\", \"bash\", \"env\", \"make\","
                " \"export\", \"read\", \"printf\", \"declare\", \"local\", \"readonly\", \"typeset\", \"mapfile\", \"cat\","
-               " \"timeout\", \"echo\", \"let\"]\n");
+               " \"timeout\", \"echo\", \"let\", \"getopts\", \"wait\", \"unset\", \"true\", \"cargo\", \"go\", \"zsh\"]\n");
     p_ = w_.load();
     ASSERT_TRUE(p_);
   }
@@ -90,6 +90,62 @@ TEST_F(CodeEnvTest, EveryFormOfAssignmentCounts) {
   expect_ask("env 'BASH_FUNC_ls%%=() { id; }' bash -c ls", "BASH_FUNC_ls%%");
 }
 
+// Forms of assignment the parser missed, each found by attacking the table (a second review of
+// issue 12, item 15): an append through a builtin, an option value attached to its letter,
+// getopts, wait -p, unset PATH (bash then runs ./ls), ${NAME:=v}, arithmetic anywhere (a
+// number is a relative directory for PATH) and a {NAME} redirection word.
+TEST_F(CodeEnvTest, AssignmentsHiddenInBuiltinsAndExpansionsAsk) {
+  expect_ask("export LD_PRELOAD+=./x.so; ls", "LD_PRELOAD");
+  expect_ask("declare -x LD_PRELOAD+=./x.so; ls", "LD_PRELOAD");
+  expect_ask("export PATH+=./bin; ls", "PATH");  // $PATH./bin: the last entry is ./bin
+  expect_ask("printf -vLD_PRELOAD %s ./x.so; export LD_PRELOAD; ls", "LD_PRELOAD");
+  expect_ask("read -aPATH < paths.txt; ls", "PATH");
+  expect_ask("getopts x PATH -x; ls", "PATH");
+  expect_ask("getopts \"$opts\" $N; ls", "a variable");
+  expect_ask("wait -n -p PATH; ls", "PATH");
+  expect_ask("unset PATH; ls", "PATH");
+  expect_ask("echo ${LD_PRELOAD:=./x.so}; export LD_PRELOAD; ls", "LD_PRELOAD");
+  expect_ask("echo ${PATH=.}; ls", "PATH");
+  expect_ask("true $((PATH=1)); ls", "PATH");
+  expect_ask("echo \"$((PATH+=1))\"; ls", "PATH");
+  expect_ask("echo ${a[PATH=1]}; ls", "PATH");
+  expect_ask("let PATH++; ls", "PATH");
+  expect_ask("true {PATH}</dev/null; ls", "PATH");
+}
+
+// Search path entries whose text says nothing of where they lead: the sandbox's HOME is /tmp
+// (writable), whatever home the policy's path rules use, and /proc/self/cwd or /dev/fd/N are
+// links to the working directory or to any directory a descriptor names.
+TEST_F(CodeEnvTest, HomeProcAndDevEntriesAsk) {
+  expect_ask("PATH=~/bin:$PATH ls", "PATH");
+  expect_ask("PATH=$HOME/.local/bin:$PATH ls", "PATH");
+  expect_ask("PATH=/proc/self/cwd ls", "PATH");
+  expect_ask("PATH=/dev/fd/3 ls 3<.", "PATH");
+  expect_ask("LD_LIBRARY_PATH=/proc/self/cwd/lib ls", "LD_LIBRARY_PATH");
+}
+
+// Variables the first table did not have: each loads code or names a program for a tool the
+// table's readers already cover (git, npm, python, make, compilers, cargo, go, zsh).
+TEST_F(CodeEnvTest, ConfigurationAndToolVariablesAsk) {
+  expect_ask("GIT_COMMON_DIR=./evil git log", "GIT_COMMON_DIR");
+  expect_ask("XDG_CONFIG_HOME=./cfg git log", "XDG_CONFIG_HOME");
+  expect_ask("HOME=. git log", "HOME");
+  expect_ask("PYTHONUSERBASE=. python3 x.py", "PYTHONUSERBASE");
+  expect_ask("PYTHONWARNINGS=ignore::evil.W python3 x.py", "PYTHONWARNINGS");
+  expect_ask("npm_config_script_shell=./evil npm test", "npm_config_script_shell");
+  expect_ask("NPM_CONFIG_NODE_OPTIONS='--require ./x.js' npm test", "NPM_CONFIG_NODE_OPTIONS");
+  expect_ask("MAKEFLAGS='SHELL=./evil' make", "MAKEFLAGS");
+  expect_ask("MAKEFILES=./evil.mk make", "MAKEFILES");
+  expect_ask("CC=./evil make", "CC");
+  expect_ask("CC='gcc -B./evil' make", "CC");
+  expect_ask("RUSTC_WRAPPER=./evil cargo build", "RUSTC_WRAPPER");
+  expect_ask("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=./evil cargo test", "CARGO_TARGET_");
+  expect_ask("GOFLAGS=-toolexec=./evil go build", "GOFLAGS");
+  expect_ask("ZDOTDIR=. zsh -c true", "ZDOTDIR");
+  expect_ask("NODE_REPL_EXTERNAL_MODULE=./x.js node", "NODE_REPL_EXTERNAL_MODULE");
+  expect_ask("BUNDLE_GEMFILE=./G ruby x.rb", "BUNDLE_GEMFILE");
+}
+
 // Values that run nothing new stay allowed, and a '$PATH' in quotes is a directory of that
 // name, not the old value.
 TEST_F(CodeEnvTest, HarmlessValuesStayAllowed) {
@@ -103,6 +159,15 @@ TEST_F(CodeEnvTest, HarmlessValuesStayAllowed) {
   expect_allow("for f in a b; do echo $f; done");
   expect_allow("CI=1 LANG=C make test");
   expect_allow("printf '%s\\n' PATH=./bin");
+  expect_allow("export PATH+=:/usr/local/bin; ls");
+  expect_allow("unset FOO; ls");
+  expect_allow("read -rd '' X < x; ls");
+  expect_allow("echo ${x:-a} $((1 + 2)) $((a == 1)) $((a <= 2)) ${#x}; ls");
+  expect_allow("CC=clang make");
+  expect_allow("CC=/usr/bin/gcc-12 make");
+  expect_allow("MAKEFLAGS='-j4 --no-print-directory' make");
+  expect_allow("PYTHONWARNINGS=ignore::DeprecationWarning python3 -m json.tool x");
+  expect_allow("RUSTFLAGS=-Dwarnings cargo build");
   expect_ask("PATH='$PATH' ls", "PATH");
   expect_ask("PATH=/usr/bin:$OTHER ls", "PATH");
   expect_ask("PATH=:/usr/bin ls", "PATH");  // an empty entry is the working directory
