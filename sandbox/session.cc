@@ -317,6 +317,10 @@ class LinuxSession final : public Session {
 
 Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
+  // Set before the init can send: the kStarted record's credentials carry the worker's pid.
+  const int on = 1;
+  if (setsockopt(channel.first.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
+    return fail(Error::from_errno("setsockopt(SO_PASSCRED)", errno));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_pipe());
   sys::FdPair io;
   if (exec_kind) {
@@ -340,8 +344,11 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   ChannelRecord rec{};
   UniqueFd pidfd;
   std::size_t nfds = 0;
+  pid_t cred_pid = -1;
+  if (config_.test_delay_start_record_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_delay_start_record_ms));
   MOAT_ASSIGN_OR_RETURN(std::size_t n, sys::recv_with_fds(channel.first.get(), &rec, sizeof rec,
-                                                          &pidfd, 1, &nfds));
+                                                          &pidfd, 1, &nfds, &cred_pid));
   if (n != sizeof rec) return fail("session init closed the call (session ended?)");
   if (rec.type == ChannelMsg::kFailed && rec.value == E2BIG)
     return fail(Error{E2BIG, "protected paths: the workspace has more than " +
@@ -351,7 +358,11 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   if (rec.type == ChannelMsg::kFailed)
     return fail(Error::from_errno("session init: start worker", rec.value));
   CallFds call{std::move(channel.first), std::move(status.first), std::move(io.first)};
-  call.host_pid = pidfd.valid() ? host_pid_of(pidfd.get()) : -1;
+  // Credentials that name the init itself mean it could not name the worker (see
+  // send_record in session_init.cc): then the pidfd, read while the worker still lives.
+  call.host_pid = cred_pid > 0 && cred_pid != init_ ? cred_pid
+                  : pidfd.valid()                   ? host_pid_of(pidfd.get())
+                                                    : -1;
   return call;
 }
 

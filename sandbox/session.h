@@ -81,6 +81,9 @@ struct SessionConfig {
   // sandbox/worker.h), so a test can show its assertion fails without the step. moatd never
   // sets it.
   std::string test_skip_step;
+  // Tests only: moatd waits this long before reading a call's start record, so a short
+  // command has exited and been reaped by the init first. moatd never sets it.
+  int test_delay_start_record_ms = 0;
 };
 
 struct ExecSpec {

@@ -79,9 +79,14 @@ struct Running {
   UniqueFd channel;
 };
 
-void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1) {
+void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1,
+                 pid_t about_pid = 0) {
   ChannelRecord rec{type, value};
-  auto sent = sys::send_with_fds(fd, &rec, sizeof rec, &pass_fd, pass_fd >= 0 ? 1 : 0);
+  auto sent = sys::send_with_fds(fd, &rec, sizeof rec, &pass_fd, pass_fd >= 0 ? 1 : 0, about_pid);
+  // EPERM: naming another process needs CAP_SYS_ADMIN over this pid namespace; without it
+  // moatd still gets the pidfd and reads the pid from it while the worker lives.
+  if (!sent && about_pid > 0)
+    sent = sys::send_with_fds(fd, &rec, sizeof rec, &pass_fd, pass_fd >= 0 ? 1 : 0);
   (void)sent;  // moatd gone: the channel's EOF kills the worker on the next loop
 }
 
@@ -286,7 +291,10 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     return fail(Error::from_errno("fork", errno));
   }
   auto pidfd = sys::pidfd_open(pid);
-  send_record(channel.get(), ChannelMsg::kStarted, pid, pidfd ? pidfd->get() : -1);
+  // The worker is not reaped before this record is sent (only on_sigchld reaps, on this
+  // thread), so the credentials can name it; moatd reads its host pid from them even when
+  // a short command has exited and been reaped by the time the record is read.
+  send_record(channel.get(), ChannelMsg::kStarted, pid, pidfd ? pidfd->get() : -1, pid);
   int key = channel.get();
   calls_.emplace(key, Running{pid, std::move(channel)});
   return {};

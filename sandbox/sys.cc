@@ -125,22 +125,36 @@ Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size) {
 }
 
 Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
-                           std::size_t nfds) {
+                           std::size_t nfds, pid_t about_pid) {
   if (nfds > 4) return fail("send_with_fds: more than 4 fds");
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(ucred))] = {};
   iovec iov{const_cast<void*>(data), len};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  if (nfds > 0) {
+  std::size_t used = 0;
+  if (nfds > 0 || about_pid > 0) {
     msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    msg.msg_controllen = sizeof control;
+  }
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (nfds > 0) {
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
     std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    used += CMSG_SPACE(sizeof(int) * nfds);
+    c = CMSG_NXTHDR(&msg, c);
   }
+  if (about_pid > 0) {
+    ucred cred{about_pid, getuid(), getgid()};
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof cred);
+    std::memcpy(CMSG_DATA(c), &cred, sizeof cred);
+    used += CMSG_SPACE(sizeof cred);
+  }
+  msg.msg_controllen = used;
   for (;;) {
     ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
     if (n >= 0) {
@@ -152,8 +166,8 @@ Result<void> send_with_fds(int sock, const void* data, std::size_t len, const in
 }
 
 Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueFd* fds,
-                                  std::size_t max_fds, std::size_t* nfds) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)] = {};
+                                  std::size_t max_fds, std::size_t* nfds, pid_t* cred_pid) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8) + CMSG_SPACE(sizeof(ucred))] = {};
   iovec iov{data, len};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -166,7 +180,15 @@ Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueF
   } while (n < 0 && errno == EINTR);
   if (n < 0) return fail(Error::from_errno("recvmsg", errno));
   *nfds = 0;
+  if (cred_pid != nullptr) *cred_pid = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && cred_pid != nullptr &&
+        c->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
+      ucred cred;
+      std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+      *cred_pid = cred.pid;
+      continue;
+    }
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (std::size_t i = 0; i < count; ++i) {

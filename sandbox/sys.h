@@ -40,11 +40,17 @@ Result<UniqueFd> timerfd_after(double seconds);
 Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size);
 
 // Sends len bytes with up to 4 fds attached (SCM_RIGHTS). The fds stay owned by the caller.
+// With about_pid > 0 it also attaches SCM_CREDENTIALS naming that process (the caller's uid
+// and gid): the kernel lets a sender with CAP_SYS_ADMIN over its pid namespace name any of
+// its processes, and translates the pid into the receiver's namespace when it is received.
 Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
-                           std::size_t nfds);
+                           std::size_t nfds, pid_t about_pid = 0);
 // Receives one message and up to max_fds fds into fds[]; returns the byte count (0 = EOF).
+// With cred_pid, the SCM_CREDENTIALS pid of the message (needs SO_PASSCRED on sock), in this
+// process's pid namespace, or -1 when none came.
 Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueFd* fds,
-                                  std::size_t max_fds, std::size_t* nfds);
+                                  std::size_t max_fds, std::size_t* nfds,
+                                  pid_t* cred_pid = nullptr);
 
 // Writes all of data (retrying short writes and EINTR); MSG_NOSIGNAL on sockets.
 Result<void> write_all(int fd, const void* data, std::size_t len);

@@ -220,6 +220,21 @@ TEST(Session, ExecReportsTheHostPidOfTheWorker) {
   EXPECT_NE(std::to_string(r->outcome.pid) + "\n", r->output) << "host pid, not the session's";
 }
 
+// The start record is read after the worker has exited and been reaped (a short command on a
+// loaded machine): a pidfd then names no process, so the host pid comes from the credentials
+// the init attached while the worker still lived.
+TEST(Session, ExecReportsTheHostPidOfAWorkerReapedBeforeMoatdReadIt) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.test_delay_start_record_ms = 300;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "echo $$");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_GT(r->outcome.pid, 1);
+  EXPECT_NE(r->outcome.pid, s.init_pid());
+  EXPECT_NE(std::to_string(r->outcome.pid) + "\n", r->output) << "host pid, not the session's";
+}
+
 TEST(Session, CgroupBoundsTheSessionWhenAHierarchyIsWritable) {
   TempDir ws;
   SessionConfig c = config_for(ws);
