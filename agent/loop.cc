@@ -5,8 +5,11 @@
 #include "sessions/context.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <map>
+#include <mutex>
+#include <thread>
 
 namespace moat::agent {
 namespace {
@@ -126,6 +129,56 @@ Message user_message(const std::string& text) {
   return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", text}}}}};
 }
 
+// --max-wall is a hard limit, not only a gate between turns: a watchdog raises the run's stop
+// flag when the budget is spent (or when the person cancels), which cancels the model request
+// and the running calls alike; the run then ends with the gate's message. Without a budget
+// the person's flag is used as it is, and no thread is started.
+class WallWatch {
+ public:
+  WallWatch(const std::atomic<bool>* cancel, double max_wall_s, Clock::time_point started)
+      : cancel_(cancel) {
+    if (max_wall_s <= 0) return;
+    const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(max_wall_s));
+    thread_ = std::thread([this, deadline] { watch(deadline); });
+  }
+  ~WallWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  // What every model request and call of the run polls.
+  const std::atomic<bool>* stop_flag() const { return thread_.joinable() ? &stop_ : cancel_; }
+  bool expired() const { return expired_.load(); }
+
+ private:
+  void watch(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    // The person's cancel is polled at the loop's own pace (the client polls every 50 ms).
+    while (!done_ && !(cancel_ != nullptr && cancel_->load())) {
+      if (Clock::now() >= deadline) {
+        expired_ = true;
+        break;
+      }
+      cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+    }
+    if (!done_) stop_ = true;
+  }
+
+  const std::atomic<bool>* cancel_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> expired_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+constexpr const char* kWallGate = "wall-time budget reached";
+
 // Slot 3's host gates, in the order they are reported; "" when none is reached.
 std::string gate_reached(const LoopConfig& config, const LoopOutcome& out,
                          Clock::time_point started) {
@@ -136,7 +189,7 @@ std::string gate_reached(const LoopConfig& config, const LoopOutcome& out,
   if (config.max_cost > 0 && out.cost >= config.max_cost) return "cost budget reached";
   if (config.max_wall_s > 0 &&
       std::chrono::duration<double>(Clock::now() - started).count() >= config.max_wall_s)
-    return "wall-time budget reached";
+    return kWallGate;
   return "";
 }
 
@@ -259,6 +312,8 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
                      const std::atomic<bool>* cancel, Inbox* inbox) {
   LoopOutcome out;
   const auto started = Clock::now();
+  const WallWatch wall(cancel, config.max_wall_s, started);
+  const std::atomic<bool>* const stop_now = wall.stop_flag();
   RepetitionTracker repetition;
   auto note = [&](const std::string& s) {
     if (events.on_note) events.on_note(s);
@@ -279,9 +334,16 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
     }
     return true;
   };
+  auto wall_gate = [&] {
+    (void)store.sync();
+    note(kWallGate);
+    return stop(LoopStop::kGate, kWallGate);
+  };
   for (;;) {
+    if (wall.expired()) return wall_gate();
     if (cancel != nullptr && cancel->load()) return stop(LoopStop::kCancelled, "cancelled");
-    auto answer = call_model(provider, store, system_prompt, tools, config, events, cancel);
+    auto answer = call_model(provider, store, system_prompt, tools, config, events, stop_now);
+    if (wall.expired()) return wall_gate();  // the request was cut short by the budget
     // A provider's Error::code is the HTTP status, not an errno: its context says it all
     // (agent/provider.h), and message() would add strerror(status).
     if (!answer) return stop(LoopStop::kProviderError, answer.error().context);
@@ -322,7 +384,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
 
     // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
     std::vector<tools::ToolResult> results =
-        cut_off ? refuse_cut_off_calls(calls) : execute_batch(calls, tools, call_tool, cancel);
+        cut_off ? refuse_cut_off_calls(calls) : execute_batch(calls, tools, call_tool, stop_now);
     auto verdict = persist_results(calls, results, repetition, config, events, store);
     if (!verdict) return stop(LoopStop::kProviderError, "session store: " + verdict.error().message());
     // What the person typed during the batch goes right after its results.
@@ -330,7 +392,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
         inbox ? inbox->take_steering() : std::vector<std::string>{};
     if (!deliver(steering, "steering message")) return out;
     (void)store.sync();  // the end of a turn: everything acknowledged is on disk
-    if (config.context_window > 0) compact_after_turn(provider, store, assistant, config, note, cancel);
+    if (config.context_window > 0) compact_after_turn(provider, store, assistant, config, note, stop_now);
 
     // Slot 3: stop rules, only now that the results are persisted. A tool's suggestion to
     // stop yields to the person, who just said something the model has not answered.

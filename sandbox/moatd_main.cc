@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   unsigned uid = 65534, gid = 65534;
   std::vector<std::string> allow_without;
   std::vector<std::string> policy_files;
+  double client_stall_timeout_s = 60;
   auto* sock_opt = app.add_option("--socket", socket_path, "Serve many clients on this Unix socket");
   app.add_option("--fd", fd, "Serve one client on this inherited connected socket (moat run)")
       ->excludes(sock_opt);
@@ -69,6 +70,11 @@ int main(int argc, char** argv) {
   app.add_option("--policy", policy_files,
                  "An extra policy file, layered last; it may only narrow what the others allow")
       ->check(CLI::ExistingFile);
+  app.add_option("--client-stall-timeout", client_stall_timeout_s,
+                 "Disconnect a client that reads none of moatd's frames for this many seconds "
+                 "(its calls are cancelled)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,6 +105,7 @@ int main(int argc, char** argv) {
   options.unprivileged_uid = uid;
   options.unprivileged_gid = gid;
   options.allow_without.insert(allow_without.begin(), allow_without.end());
+  options.client_stall_timeout_s = client_stall_timeout_s;
   moat::sandbox::Supervisor supervisor(options);
 
   if (fd >= 0) {
@@ -109,7 +116,15 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  auto r = supervisor.serve_socket(socket_path, g_stop);
+  // A second moatd on a live socket is refused here, before it could take the path over.
+  auto listening = moat::sandbox::ListeningSocket::claim(socket_path, 64);
+  if (!listening) {
+    std::fprintf(stderr, "moatd: %s\n", listening.error().message().c_str());
+    return 3;
+  }
+  std::fprintf(stderr, "moatd: listening on %s\n", socket_path.c_str());
+  std::fflush(stderr);
+  auto r = supervisor.serve_socket(*listening, g_stop);
   if (!r) {
     std::fprintf(stderr, "moatd: %s\n", r.error().message().c_str());
     return 3;

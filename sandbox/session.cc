@@ -414,7 +414,9 @@ Result<ExecOutcome> LinuxSession::exec(const ExecSpec& spec,
   MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true));
   out.pid = call.host_pid;
   MOAT_TRY(check_status(call.status.get()));
-  const double timeout = spec.timeout_s > 0 ? spec.timeout_s : config_.limits.wall_time_s;
+  // A requested timeout only shortens the session's wall time, never extends it.
+  const double wall = config_.limits.wall_time_s;
+  const double timeout = spec.timeout_s > 0 && (wall <= 0 || spec.timeout_s < wall) ? spec.timeout_s : wall;
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
   bool killed = false, out_open = true;

@@ -89,7 +89,7 @@ struct SessionConfig {
 struct ExecSpec {
   std::vector<std::string> argv;  // argv[0] resolved through PATH inside the sandbox
   std::string cwd;                // sandbox path; empty = workspace
-  double timeout_s = 0;           // 0 = limits.wall_time_s
+  double timeout_s = 0;           // 0 = limits.wall_time_s; never more than it
   std::map<std::string, std::string> env;  // extra variables for this call only
 };
 

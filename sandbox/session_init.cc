@@ -3,6 +3,7 @@
 // of running calls. Workers are forked from here, so they may use the heap until exec.
 #include "sandbox/session_init.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,7 +15,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -144,6 +148,8 @@ class Init {
   void report_placeholders(const std::vector<Placeholder>& created) const;
   Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io);
   void on_sigchld();
+  void kill_leftovers() const;
+  std::vector<pid_t> own_children() const;
   void on_channel(int fd);
   void kill_group(pid_t pid) {
     kill(-pid, SIGKILL);
@@ -157,6 +163,7 @@ class Init {
   nlohmann::json describe_ = nlohmann::json::object();
   std::map<int, Running> calls_;  // by channel fd
   UniqueFd sigchld_, timer_;
+  UniqueFd children_;  // /proc/1/task/1/children: the init's children, re-read on each use
 };
 
 Result<void> Init::setup_filter() {
@@ -208,6 +215,10 @@ Result<void> Init::setup() {
   MOAT_TRY(setup_filter());
   MOAT_TRY(setup_landlock());
   MOAT_ASSIGN_OR_RETURN(sigchld_, sys::signalfd_for_sigchld());
+  // Opened once, after the view's /proc (this pid namespace's) is mounted. Without it
+  // (a kernel without CONFIG_PROC_CHILDREN) own_children() scans /proc instead.
+  if (auto children = sys::open_path("/proc/1/task/1/children", O_RDONLY))
+    children_ = std::move(*children);
   if (config_.limits.session_wall_time_s > 0) {
     MOAT_ASSIGN_OR_RETURN(timer_, sys::timerfd_after(config_.limits.session_wall_time_s));
   }
@@ -313,21 +324,82 @@ void Init::on_sigchld() {
   signalfd_siginfo info;
   while (::read(sigchld_.get(), &info, sizeof info) > 0) {
   }
+  bool reaped_leftover = false;
   for (;;) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
+    bool was_call = false;
     for (auto it = calls_.begin(); it != calls_.end(); ++it) {
       if (it->second.pid != pid) continue;
+      was_call = true;
       // A call ends with its process: what it left running in its group goes too, so a
       // background job cannot hold the output pipe or outlive the call. Done before any
-      // new fork, so the group id cannot have been reused.
+      // new fork, so the group id cannot have been reused. What left the group was handed
+      // to the init when the worker (the call's subreaper) ended: it goes too, before moatd
+      // hears that the call is over.
       kill_group(pid);
+      kill_leftovers();
       send_record(it->first, ChannelMsg::kExited, status);
       calls_.erase(it);
       break;
     }
+    reaped_leftover = reaped_leftover || !was_call;
   }
+  // A leftover that died may have handed its own children to the init: kill those too.
+  if (reaped_leftover) kill_leftovers();
+}
+
+// Every child of the init that is not a running call's worker is what an ended call left
+// behind (see new_session in worker.cc): killed. Each one's death hands its own children to
+// the init and brings it back here through SIGCHLD, so a tree is killed level by level.
+// Nothing is reaped between reading the list and the kills, so no pid can have been reused.
+void Init::kill_leftovers() const {
+  for (pid_t pid : own_children()) {
+    bool running = false;
+    for (const auto& [fd, call] : calls_) running = running || call.pid == pid;
+    if (!running) kill(pid, SIGKILL);
+  }
+}
+
+std::vector<pid_t> Init::own_children() const {
+  std::vector<pid_t> out;
+  if (children_.valid()) {
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    off_t off = 0;
+    while ((n = ::pread(children_.get(), buf, sizeof buf, off)) > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      off += n;
+    }
+    for (const char* p = text.c_str(); *p != '\0';) {
+      char* end = nullptr;
+      const long pid = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 1) out.push_back(static_cast<pid_t>(pid));
+      p = end;
+    }
+    return out;
+  }
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    const long pid = std::strtol(e->d_name, nullptr, 10);
+    if (pid <= 1) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses; the last ')' ends it.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == 1)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(dir);
+  return out;
 }
 
 void Init::on_channel(int fd) {

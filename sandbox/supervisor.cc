@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/thread_set.h"
 #include "policy/digest.h"
+#include "sandbox/frame_writer.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
@@ -241,7 +242,9 @@ class AuditingRunner final : public tools::SandboxRunner {
 class Connection {
  public:
   Connection(const SupervisorOptions& options, UniqueFd fd, PeerCred peer)
-      : options_(options), fd_(std::move(fd)), peer_(peer) {}
+      : options_(options), fd_(std::move(fd)), peer_(peer),
+        writer_(fd_.get(), std::chrono::milliseconds(static_cast<long long>(
+                               options.client_stall_timeout_s * 1000))) {}
   ~Connection() { finish(); }
 
   void run();
@@ -275,7 +278,10 @@ class Connection {
   const SupervisorOptions& options_;
   UniqueFd fd_;
   PeerCred peer_;
-  std::mutex send_mu_;
+  // Every frame to the client goes through it: a client that stops reading blocks no call's
+  // deadline or cancel, and is disconnected after the stall timeout. Destroyed after
+  // finish() (which runs in ~Connection) has queued the last results, before fd_ closes.
+  FrameWriter writer_;
   bool greeted_ = false;
   bool headless_ = true;
   std::string session_id_;
@@ -329,19 +335,10 @@ void Connection::send(const json& m) {
       close_after = true;
     }
   }
-  const std::string& frame = *encoded;
-  std::lock_guard<std::mutex> lock(send_mu_);
-  std::size_t off = 0;
-  while (off < frame.size()) {
-    // MSG_NOSIGNAL: a client that hung up must not kill moatd with SIGPIPE.
-    ssize_t n = ::send(fd_.get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;  // the reader notices the hang-up and ends the connection
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (close_after) ::shutdown(fd_.get(), SHUT_RDWR);  // the reader sees the end and finishes
+  // The writer thread sends it (sandbox/frame_writer.h): no caller blocks on the client.
+  writer_.push(std::move(*encoded));
+  // The reader sees the end and finishes; the writer still sends the error frame first.
+  if (close_after) ::shutdown(fd_.get(), SHUT_RD);
 }
 
 void Connection::send_error(const std::string& message, const std::string& code,
@@ -788,8 +785,10 @@ void Connection::run_call(const std::string& id, const std::string& tool, const 
   ctx.workspace = workspace_;
   ctx.cancel = cancel.get();
   json res = policy_->resources();
-  if (res.contains("wall_time_s") && res["wall_time_s"].is_number())
-    ctx.default_timeout_s = std::min(120.0, res["wall_time_s"].get<double>());
+  if (res.contains("wall_time_s") && res["wall_time_s"].is_number()) {
+    ctx.max_timeout_s = res["wall_time_s"].get<double>();
+    ctx.default_timeout_s = std::min(120.0, ctx.max_timeout_s);
+  }
   if (res.contains("output_bytes") && res["output_bytes"].is_number())
     ctx.output_ceiling = res["output_bytes"].get<std::uint64_t>();
   ctx.progress = [this, &id](std::string_view chunk) {
@@ -870,32 +869,19 @@ void Supervisor::serve_connection(UniqueFd conn) {
   }
 }
 
-Result<void> Supervisor::serve_socket(const std::string& path, const std::atomic<bool>& stop) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + path);
-  path.copy(addr.sun_path, path.size());
-  UniqueFd lfd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!lfd.valid()) return fail(Error::from_errno("socket", errno, "AF_UNIX"));
-  ::unlink(path.c_str());
-  if (::bind(lfd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return fail(Error::from_errno("bind", errno, path));
-  // Anyone who can reach the socket may connect: SO_PEERCRED says who they are, and the
-  // policy, the sandbox and the workspace ownership check decide what they may do.
-  ::chmod(path.c_str(), 0666);
-  if (::listen(lfd.get(), 64) != 0) return fail(Error::from_errno("listen", errno, path));
+Result<void> Supervisor::serve_socket(const ListeningSocket& socket, const std::atomic<bool>& stop) {
+  const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
   while (!stop.load()) {
-    pollfd p{lfd.get(), POLLIN, 0};
+    pollfd p{lfd, POLLIN, 0};
     int r = ::poll(&p, 1, 200);
     clients.join_finished();
     if (r <= 0) continue;
-    int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
     clients.spawn([this, c] { serve_connection(UniqueFd(c)); });
   }
   clients.join_all();
-  ::unlink(path.c_str());
   return {};
 }
 

@@ -12,6 +12,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/listen_socket.h"
 
 namespace moat::sandbox {
 
@@ -28,6 +29,9 @@ struct SupervisorOptions {
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;
   std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack
+  // A client that takes no byte of its frames for this long is disconnected and its calls
+  // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
+  double client_stall_timeout_s = 60;
 };
 
 // The identity of the peer, from SO_PEERCRED: the kernel's word, not the client's.
@@ -45,9 +49,9 @@ class Supervisor {
   // Never throws; a misbehaving client gets an error frame and a closed connection.
   void serve_connection(UniqueFd conn);
 
-  // Listens on a Unix socket path (mode 0666 unless the directory restricts it; the peer
-  // is identified by SO_PEERCRED) and serves each client on its own thread until *stop.
-  Result<void> serve_socket(const std::string& path, const std::atomic<bool>& stop);
+  // Serves each client of a claimed socket (sandbox/listen_socket.h; the peer is identified
+  // by SO_PEERCRED) on its own thread until *stop.
+  Result<void> serve_socket(const ListeningSocket& socket, const std::atomic<bool>& stop);
 
  private:
   SupervisorOptions options_;

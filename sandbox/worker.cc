@@ -56,7 +56,14 @@ int reset_signals(const WorkerPlan&) {
   return sigprocmask(SIG_SETMASK, &none, nullptr) == 0 ? 0 : errno;
 }
 
-int new_session(const WorkerPlan&) { return setsid() < 0 ? errno : 0; }
+// The worker is also the call's subreaper (kept across exec): a process that leaves the
+// call's session and group (setsid, a double fork) is re-parented to the worker, not to the
+// init, so it stays inside the call while the call runs; when the worker ends it passes to the
+// init, which kills every child that is not a running call's worker (session_init.cc).
+int new_session(const WorkerPlan&) {
+  if (setsid() < 0) return errno;
+  return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : errno;
+}
 
 int park(int fd) {
   if (fd < 0) return -1;

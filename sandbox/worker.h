@@ -16,7 +16,8 @@ namespace moat::sandbox {
 enum class Step : std::int32_t {
   kNone = 0,
   kSignals = 1,     // default dispositions and an empty mask (init blocks SIGCHLD)
-  kSetsid = 2,      // new session and process group: no controlling tty (TIOCSTI), group kill
+  kSetsid = 2,      // new session and group (no controlling tty: TIOCSTI; group kill), and
+                    // the call's subreaper: what leaves the group still ends with the call
   kCloseFds = 3,    // only the call's pipes survive
   kRlimits = 4,
   kCaps = 5,        // every set emptied, securebits locked, verified

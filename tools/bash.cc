@@ -65,8 +65,10 @@ ToolSpec bash_spec() {
 
 ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   const std::string command = args.at("command").get<std::string>();
-  const double timeout_s = args.contains("timeout") ? args["timeout"].get<double>()
-                                                    : ctx.default_timeout_s;
+  const double requested_s = args.contains("timeout") ? args["timeout"].get<double>()
+                                                      : ctx.default_timeout_s;
+  const bool capped = ctx.max_timeout_s > 0 && requested_s > ctx.max_timeout_s;
+  const double timeout_s = capped ? ctx.max_timeout_s : requested_s;
   std::atomic<bool> kill{false};
   BashOutput::Options options;
   options.ceiling = ctx.output_ceiling;
@@ -83,14 +85,21 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   if (!status) return ToolResult::error("could not run bash: " + status.error().message());
   const std::string reason = failure_reason(*status, out, timeout_s);
   std::string text = out.render();
-  if (!reason.empty()) {
-    if (text.back() == '\n') text.pop_back();
-    text += "\n\n" + reason;
+  std::string notes = reason;
+  if (capped)
+    notes += std::string(notes.empty() ? "" : "\n") + "the requested timeout of " +
+             format_seconds(requested_s) + " s was capped to the policy's wall time of " +
+             format_seconds(timeout_s) + " s";
+  if (!notes.empty()) {
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    text += "\n\n" + notes;
   }
   ToolResult r = ToolResult::text(std::move(text), !reason.empty());
   r.details = {{"exitCode", status->exit_code},
                {"signal", status->signal},
                {"timedOut", status->timed_out},
+               {"timeoutS", timeout_s},
+               {"timeoutCapped", capped},
                {"outputBytes", out.total_bytes()},
                {"durationMs", status->duration.count()}};
   if (!out.spill_path().empty() && out.spill_error().empty())

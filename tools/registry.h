@@ -34,6 +34,9 @@ struct CallContext {
   std::function<void(std::string_view chunk)> progress;  // streamed output (bash)
   const std::atomic<bool>* cancel = nullptr;
   double default_timeout_s = 120;        // from the policy's resources
+  // The policy's per-call wall time (0 = none): a timeout the model asks for is capped to it,
+  // so an argument cannot extend a limit the policy sets (the sandbox caps it again).
+  double max_timeout_s = 0;
   std::uint64_t output_ceiling = 16ull << 20;  // bash: bytes before the command is killed
   // edit/write are serialised per canonical path through this queue (one per moatd;
   // nullptr = MutationQueue::process_default()).

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace moat::e2e {
@@ -64,5 +66,16 @@ class RawClient {
 };
 
 std::string frame_of(const std::string& payload);
+
+// Polls `what` every 20 ms until it holds or `timeout` passes; the caller asserts the result.
+template <typename F>
+bool eventually(F what, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!what()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
 
 }  // namespace moat::e2e

@@ -149,17 +149,6 @@ Background start_with_stdin(const std::vector<std::string>& argv, const std::str
   return {pid, in[1]};
 }
 
-// Polls `what` until it holds or `timeout` passes; the caller asserts the result.
-template <typename F>
-bool eventually(F what, std::chrono::milliseconds timeout = 30s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!what()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 // A workspace, a config.toml naming the mock as provider "mock", and `moat run` against it.
 class MockRun : public ::testing::Test {
  protected:
@@ -472,6 +461,20 @@ TEST_F(StopRuleTest, TheWallTimeBudgetStopsWithExitOne) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(server_->request_count(), 1u);
   EXPECT_NE(r.out.find("wall-time budget reached"), std::string::npos) << r.out;
+}
+
+// --max-wall is a hard limit, not a check between turns: the call running when the budget
+// is spent is cancelled (its result says so), and the run ends with the gate's message long
+// before the call's own timeout (120 s).
+TEST_F(StopRuleTest, TheWallTimeBudgetCancelsTheRunningCall) {
+  endless_calls("bash", {{"command", "sleep 300"}}, false);
+  std::vector<std::string> a = argv({"--max-wall", "2"}, "anything");
+  a.insert(a.begin() + 2, "--headless");
+  auto r = run(a, env(), 60);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(server_->request_count(), 1u) << r.out;
+  EXPECT_NE(r.out.find("wall-time budget reached"), std::string::npos) << r.out;
+  EXPECT_NE(session_text().find("cancelled"), std::string::npos) << session_text();
 }
 
 TEST_F(StopRuleTest, TheSameFailingCallIsFlaggedThenTheRepetitionLimitStopsWithExitOne) {

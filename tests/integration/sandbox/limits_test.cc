@@ -28,6 +28,11 @@ SessionConfig config_for(const TempDir& ws) {
 
 bool process_exists(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 TEST(Limits, TimeoutKillsTheWholeProcessGroup) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, config_for(ws));
@@ -174,6 +179,72 @@ TEST(Limits, HostUserCanStillCreateAnInotifyInstanceWhileASandboxHoldsAllItCan) 
   EXPECT_EQ(r->output, std::to_string(std::stol(std::string(std::istreambuf_iterator<char>(
                            *std::make_unique<std::ifstream>("/proc/sys/fs/inotify/max_user_instances")),
                            {})) / 4) + "\n0\n");
+}
+
+// A timeout asked for above the session's wall time does not extend it.
+TEST(Limits, ARequestedTimeoutAboveTheWallTimeIsCapped) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.wall_time_s = 0.5;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, "sleep 30; echo overslept", 1000);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->outcome.timed_out);
+  EXPECT_EQ(r->outcome.limit, "wall_time");
+  EXPECT_EQ(r->output, "");
+}
+
+// Whether a process of this exact argv runs anywhere (the host's /proc sees every sandbox).
+// A zombie has no cmdline, so one killed and not yet reaped does not count.
+bool runs_with_argv(const std::string& nul_joined) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_text(e.path().string() + "/cmdline") == nul_joined) return true;
+  }
+  return false;
+}
+
+bool eventually_gone(const std::string& nul_joined) {
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (runs_with_argv(nul_joined)) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// A daemon that leaves the call's session and process group (setsid --fork: a fork, a new
+// session, the parent exits) is not reached by the group kill, yet it dies with the call:
+// the worker is the call's subreaper, and the init kills what it hands over at its end.
+TEST(Limits, ADaemonThatLeftTheCallsSessionDiesWithTheCall) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s,
+                       "setsid --fork sh -c 'touch started; exec sleep 86421'; "
+                       "until test -e started; do sleep 0.05; done; echo daemon-up");
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->output, "daemon-up\n") << "the daemon never started";
+  EXPECT_TRUE(eventually_gone(std::string("sleep\0" "86421\0", 12)))
+      << "a setsid daemon outlived the call that started it";
+  auto after = testing::sh(s, "echo alive");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->output, "alive\n");
+}
+
+// The same when the call ends by its timeout, and for a daemon whose parent double-forked.
+TEST(Limits, ADaemonOfACallThatTimesOutDiesWithIt) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::sh(s,
+                       "(setsid sh -c 'touch started; exec sleep 86422' &); "
+                       "until test -e started; do sleep 0.05; done; echo daemon-up; sleep 100",
+                       5);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->output, "daemon-up\n") << "the daemon never started";
+  EXPECT_TRUE(r->outcome.timed_out);
+  EXPECT_TRUE(eventually_gone(std::string("sleep\0" "86422\0", 12)))
+      << "a double-forked setsid daemon outlived the call that started it";
 }
 
 TEST(Limits, SessionWallTimeEndsTheSession) {

@@ -1,0 +1,56 @@
+// sandbox/frame_writer.h: the frames moatd sends one client, written by a thread of their own
+// so that no thread that enforces a limit (a call's deadline and cancel, the frame reader)
+// ever blocks on a client that stopped reading.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace moat::sandbox {
+
+// Frames queued for a client that has not read them, across all its calls: past this the
+// client is disconnected rather than let grow moatd (docs/protocol.md).
+inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
+
+class FrameWriter {
+ public:
+  // `fd` is the connected client socket (borrowed; it outlives the writer). A client that
+  // takes no byte for `stall_timeout` while frames wait for it is disconnected.
+  FrameWriter(int fd, std::chrono::milliseconds stall_timeout);
+  FrameWriter(const FrameWriter&) = delete;
+  FrameWriter& operator=(const FrameWriter&) = delete;
+  // Writes what is still queued (each write bounded by the stall timeout), then stops.
+  ~FrameWriter();
+
+  // Queues one encoded frame; never blocks. A frame that would pass kMaxQueuedBytes
+  // disconnects the client; after a disconnect, frames are dropped.
+  void push(std::string frame);
+
+  // Whether the client was disconnected for not reading (or went away).
+  bool disconnected() const;
+
+ private:
+  void loop();
+  // Writes all of `frame` or returns false (the client stalled or went away).
+  bool write_frame(const std::string& frame);
+  // Shuts the socket down both ways: the connection's reader sees EOF and ends the session,
+  // which cancels its calls. Called with mu_ held.
+  void disconnect_locked(const char* why);
+
+  const int fd_;
+  const std::chrono::milliseconds stall_timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;
+  bool stopping_ = false;
+  bool disconnected_ = false;
+  std::thread thread_;  // last: started once every member above exists
+};
+
+}  // namespace moat::sandbox

@@ -1,0 +1,43 @@
+// sandbox/listen_socket.h: the Unix socket path a shared moatd listens on, held for as long as
+// it serves: a live socket is never taken over, and the path is removed at exit only if it is
+// still the one bound here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace moat::sandbox {
+
+class ListeningSocket {
+ public:
+  // Binds and listens on `path` (mode 0666: SO_PEERCRED says who connects). Fails with
+  // EADDRINUSE when a process accepts connections there (a second moatd must not take the path
+  // from the first and leave it unreachable), and with EEXIST when the path is not a socket.
+  // A socket file nobody listens on (left by a moatd that crashed) is replaced.
+  static Result<ListeningSocket> claim(const std::string& path, int backlog);
+
+  ListeningSocket(ListeningSocket&& other) noexcept;
+  ListeningSocket& operator=(ListeningSocket&&) = delete;
+  ListeningSocket(const ListeningSocket&) = delete;
+  // Removes the path if it is still this socket (same device and inode): a path someone
+  // else has since bound, or replaced, stays.
+  ~ListeningSocket();
+
+  int fd() const { return fd_.get(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  ListeningSocket(std::string path, UniqueFd fd, dev_t dev, ino_t ino)
+      : path_(std::move(path)), fd_(std::move(fd)), dev_(dev), ino_(ino) {}
+
+  std::string path_;
+  UniqueFd fd_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+}  // namespace moat::sandbox
