@@ -11,11 +11,9 @@
 #include <string>
 #include <thread>
 
-namespace moat::sandbox {
+#include "sandbox/protocol.h"
 
-// Frames queued for a client that has not read them, across all its calls: past this the
-// client is disconnected rather than let grow moatd (docs/protocol.md).
-inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
+namespace moat::sandbox {
 
 class FrameWriter {
  public:
@@ -28,7 +26,7 @@ class FrameWriter {
   ~FrameWriter();
 
   // Queues one encoded frame; never blocks. A frame that would pass kMaxQueuedBytes
-  // disconnects the client; after a disconnect, frames are dropped.
+  // (protocol.h) disconnects the client; after a disconnect, frames are dropped.
   void push(std::string frame);
 
   // Whether the client was disconnected for not reading (or went away).

@@ -44,6 +44,9 @@ inline constexpr std::size_t kMaxRunningCallBytes = 64u << 20;
 // From connect to a complete hello; from a frame's first byte to its last.
 inline constexpr std::chrono::seconds kHelloDeadline{10};
 inline constexpr std::chrono::seconds kFrameDeadline{10};
+// Frames moatd has queued for one client and the client has not read, across all its calls:
+// past this the client is disconnected rather than let grow moatd (sandbox/frame_writer.h).
+inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
 
 // Encodes one frame, or fails when its payload would exceed kMaxFrameBytes (moatd, whose
 // replies may echo what a client sent, answers that with a short error instead).
