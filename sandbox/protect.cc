@@ -174,7 +174,40 @@ struct LinkScan {
   };
   std::vector<File> files;
   std::unordered_map<std::string, std::size_t> entries;  // directory rel -> entries in it
+  LinkCache* cache = nullptr;
 };
+
+bool same_time(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+// Records fd's regular file `name` if it has more than one name; true if it does.
+bool scan_file(int dir_fd, const char* name, const std::string& rel, LinkScan* links) {
+  struct stat st;
+  if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_nlink <= 1)
+    return false;
+  links->files.push_back({rel, st.st_dev, st.st_ino, st.st_nlink});
+  return true;
+}
+
+// The cache entry of a directory just opened, and whether its files can be skipped.
+LinkCache::Dir* cached_dir(LinkScan* links, int dir_fd, const std::string& rel, bool* fresh) {
+  *fresh = false;
+  struct stat st;
+  if (links->cache == nullptr || ::fstat(dir_fd, &st) != 0) return nullptr;
+  LinkCache::Dir& d = links->cache->dirs[rel];
+  *fresh = d.settled && d.ino == st.st_ino && same_time(d.mtime, st.st_mtim) &&
+           same_time(d.ctime, st.st_ctim);
+  if (!*fresh) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    d = LinkCache::Dir{st.st_ino, st.st_mtim, st.st_ctim,
+                       now.tv_sec > st.st_mtim.tv_sec + 2 && now.tv_sec > st.st_ctim.tv_sec + 2,
+                       {}};
+  }
+  return &d;
+}
 
 std::string parent_rel(const std::string& rel) {
   const std::size_t slash = rel.rfind('/');
@@ -259,6 +292,12 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
       out.unreadable.push_back(abs);
       continue;
     }
+    bool fresh = false;
+    LinkCache::Dir* cached = links != nullptr ? cached_dir(links, dirfd(d.get()), dir.rel, &fresh)
+                                              : nullptr;
+    if (fresh)
+      for (const auto& name : cached->multi)
+        scan_file(dirfd(d.get()), name.c_str(), dir.rel.empty() ? name : dir.rel + "/" + name, links);
     errno = 0;
     while (const dirent* e = ::readdir(d.get())) {
       const std::string_view name = e->d_name;
@@ -289,12 +328,9 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
         out.targets.push_back(workspace + "/" + rel);
         continue;  // the whole entry is covered
       }
-      if (links != nullptr && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)) {
-        struct stat st;
-        if (::fstatat(dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode) && st.st_nlink > 1)
-          links->files.push_back({rel, st.st_dev, st.st_ino, st.st_nlink});
-      }
+      if (links != nullptr && !fresh && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) &&
+          scan_file(dirfd(d.get()), e->d_name, rel, links) && cached != nullptr)
+        cached->multi.emplace_back(name);
       // Below this directory paths have depth + 2 components or more.
       if (is_dir && (any_depth || dir.depth + 2 <= max_components)) stack.push_back({rel, dir.depth + 1});
       errno = 0;
@@ -348,10 +384,11 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created, std::size_t max_entries,
-                                  bool linked_files) {
+                                  LinkCache* linked_files) {
   LinkScan scan;
+  scan.cache = linked_files;
   MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries,
-                                                          linked_files ? &scan : nullptr));
+                                                          linked_files != nullptr ? &scan : nullptr));
   // No pin_ancestors: what matters is the inode, and a read-only mount point cannot be
   // renamed, removed or linked (EXDEV) from the sandbox; a renamed parent carries it along.
   for (const auto& t : linked_out(scan))

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <span>
+#include <ctime>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -53,6 +55,22 @@ struct Placeholder {
 // A glob pattern's walk visits at most max_entries entries: past that the call is refused
 // with E2BIG (fail closed) rather than run with later matches unmasked. A directory the walk
 // cannot read is masked as a whole (its content cannot be checked).
+// Kept by the session init between calls for mask_protected_paths' hard-link check: per
+// directory, its inode and change times when it was last read, and which of its regular files
+// had more than one name. A directory unchanged since (and not changed in the two seconds
+// before it was read, which a coarse timestamp could hide) is not stat'ed file by file again:
+// only those files are. So a link made on the host from outside to a workspace file that had
+// one name, in a directory that did not change, is not seen.
+struct LinkCache {
+  struct Dir {
+    ino_t ino = 0;
+    timespec mtime{}, ctime{};
+    bool settled = false;            // read two seconds or more after its last change
+    std::vector<std::string> multi;  // names of its regular files with st_nlink > 1
+  };
+  std::unordered_map<std::string, Dir> dirs;  // workspace-relative, "" for the top
+};
+
 // With linked_files, the walk covers the whole workspace and every regular file with more
 // names (st_nlink) than the walk found inside the workspace is bound read-only too: its other
 // name may be outside (a pnpm store), and a write through the workspace's name would change
@@ -61,7 +79,7 @@ Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created,
                                   std::size_t max_entries = kMaxProtectWalkEntries,
-                                  bool linked_files = false);
+                                  LinkCache* linked_files = nullptr);
 
 // Host side, once no process of the session is left: removes each placeholder that is still
 // the directory that was created (same device and inode) and still empty, deepest first,

@@ -162,6 +162,7 @@ class Init {
   std::optional<LandlockRuleset> landlock_;
   nlohmann::json describe_ = nlohmann::json::object();
   std::map<int, Running> calls_;  // by channel fd
+  LinkCache link_cache_;  // the hard-link check's per-directory cache, kept between calls
   UniqueFd sigchld_, timer_;
   UniqueFd children_;  // /proc/1/task/1/children: the init's children, re-read on each use
 };
@@ -272,7 +273,8 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
   auto masked = hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
   if (masked)
     masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
-                                  config_.max_protect_walk_entries, config_.mask_linked_files);
+                                  config_.max_protect_walk_entries,
+                                  config_.mask_linked_files ? &link_cache_ : nullptr);
   report_placeholders(created);
   if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);

@@ -3,6 +3,9 @@
 // every call.
 #include <sys/stat.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/integration/sandbox/test_util.h"
 
 namespace moat::sandbox {
@@ -286,6 +289,31 @@ TEST(LinkedFiles, ADirectoryOfLinkedFilesIsBoundWholeAndReDerivedEveryCall) {
   EXPECT_EQ(store.read("late.js"), "late\n");
   EXPECT_FALSE(std::filesystem::exists(ws.file("node_modules/pkg/new.js")));
   EXPECT_NE(r->output.find("\n1\n"), std::string::npos) << r->output;
+}
+
+// The init remembers which files of a directory had more than one name; a directory that has
+// not changed since is not stat'ed file by file again (only those files are), and one that
+// changed is read again. The workspace is made three seconds before the session, so its
+// directories count as settled (their change times cannot hide a change within one tick).
+TEST(LinkedFiles, CachedDirectoriesKeepTheirLinkedFilesCoveredAndChangedOnesAreReadAgain) {
+  TempDir ws, store;
+  store.write("a.js", "a\n");
+  store.write("b.js", "b\n");
+  ws.write("lib/own.js", "own\n");
+  ws.write("src/x.js", "x\n");
+  std::filesystem::create_hard_link(store.file("a.js"), ws.file("lib/a.js"));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  SessionConfig c;
+  c.workspace = ws.path();
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto first = testing::sh(s, "true");
+  ASSERT_TRUE(first) << first.error().message();
+  std::filesystem::create_hard_link(store.file("b.js"), ws.file("src/b.js"));  // src changes
+  auto r = testing::sh(s, "echo evil >> lib/a.js; echo evil >> src/b.js; echo mine >> lib/own.js");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(store.read("a.js"), "a\n") << r->output;
+  EXPECT_EQ(store.read("b.js"), "b\n") << r->output;
+  EXPECT_EQ(ws.read("lib/own.js"), "own\nmine\n") << r->output;
 }
 
 }  // namespace
