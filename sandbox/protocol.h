@@ -41,6 +41,10 @@ inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
 // the bytes of those calls' frames together.
 inline constexpr std::size_t kMaxConcurrentCalls = 64;
 inline constexpr std::size_t kMaxRunningCallBytes = 64u << 20;
+// Connections a shared moatd (--socket) serves at once, per peer uid and in all: a
+// connection beyond one gets an error frame and is closed (sandbox/connection_limit.h).
+inline constexpr std::size_t kMaxConnectionsPerUser = 64;
+inline constexpr std::size_t kMaxConnections = 1024;
 // From connect to a complete hello; from a frame's first byte to its last.
 inline constexpr std::chrono::seconds kHelloDeadline{10};
 inline constexpr std::chrono::seconds kFrameDeadline{10};

@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/thread_set.h"
 #include "policy/digest.h"
+#include "sandbox/connection_limit.h"
 #include "sandbox/frame_writer.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
@@ -869,9 +870,24 @@ void Supervisor::serve_connection(UniqueFd conn) {
   }
 }
 
+// A slot for connection `c`, or (beyond a bound) an error frame sent without waiting and the
+// connection closed: the accept loop never blocks on a client that does not read.
+static Result<std::shared_ptr<void>> refuse_beyond_limit(int c, ConnectionLimit& limit) {
+  auto peer = peer_credentials(c);
+  Result<std::shared_ptr<void>> slot = fail(Error{0, "no peer credentials"});
+  if (peer) slot = limit.take(peer->uid);
+  if (!slot) {
+    const std::string frame = encode_frame(error_frame(slot.error().message(), "protocol"));
+    (void)::send(c, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(c);
+  }
+  return slot;
+}
+
 Result<void> Supervisor::serve_socket(const ListeningSocket& socket, const std::atomic<bool>& stop) {
   const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
+  ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};
     int r = ::poll(&p, 1, 200);
@@ -879,7 +895,9 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket, const std::
     if (r <= 0) continue;
     int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
-    clients.spawn([this, c] { serve_connection(UniqueFd(c)); });
+    auto slot = refuse_beyond_limit(c, limit);
+    if (!slot) continue;
+    clients.spawn([this, c, slot = *slot] { serve_connection(UniqueFd(c)); });
   }
   clients.join_all();
   return {};

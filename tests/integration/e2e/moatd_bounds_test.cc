@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <memory>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -323,6 +326,45 @@ TEST_F(MoatdBoundsTest, WhatAClientSendsCannotBloatTheAuditLog) {
   ASSERT_EQ(::stat(audit_path.c_str(), &st), 0);
   EXPECT_LT(st.st_size, 2 << 20) << "the audit log holds " << st.st_size << " bytes";
   EXPECT_TRUE(moatd_alive());
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// A local user opening connections in a loop made moatd start a thread for each (and hold up
+// to 16 MiB of partial frame per connection for its hello deadline): one user could take the
+// daemon's threads and memory from every other. Beyond kMaxConnectionsPerUser, a connection is
+// refused with an error naming the bound; the user's open connections go on, and closing one
+// makes room again.
+TEST_F(MoatdBoundsTest, ConnectionsBeyondThePerUserBoundAreRefusedAndTheOthersGoOn) {
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (std::size_t i = 0; i < sandbox::kMaxConnectionsPerUser; ++i) {
+    held.push_back(std::make_unique<RawClient>(socket_));
+    ASSERT_TRUE(held.back()->connected());
+  }
+  RawClient over(socket_);
+  json e = expect_error_then_close(over);
+  EXPECT_NE(e.value("message", "").find("connections open (the limit is 64)"), std::string::npos) << e.dump();
+  ASSERT_TRUE(moatd_alive()) << moatd_log();
+  // An open connection is served: its hello is judged (a missing workspace, refused for that).
+  held.front()->send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_ + "/missing"}});
+  json refused = held.front()->read_frame();
+  EXPECT_EQ(refused.value("code", ""), "workspace") << refused.dump();
+  // Its thread ends when moatd closes it; then a new connection is served again.
+  ASSERT_TRUE(held.front()->closed_by_peer());
+  held.erase(held.begin());
+  json again;
+  for (int tries = 0; tries < 50; ++tries) {
+    RawClient next(socket_);
+    next.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_ + "/missing"}});
+    again = next.read_frame();
+    if (again.value("code", "") == "workspace") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the slot is given back when the thread ends
+  }
+  EXPECT_EQ(again.value("code", ""), "workspace") << again.dump();
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// sandbox/connection_limit.cc: connections at once per local user and in all (see the header).
+#include "sandbox/connection_limit.h"
+
+#include <string>
+
+namespace moat::sandbox {
+
+Result<std::shared_ptr<void>> ConnectionLimit::take(uid_t uid) {
+  std::lock_guard lock(mu_);
+  std::size_t& mine = open_[uid];
+  if (mine >= per_user_)
+    return fail(Error{EAGAIN, "uid " + std::to_string(uid) + " has " + std::to_string(mine) +
+                                  " connections open (the limit is " + std::to_string(per_user_) +
+                                  "); close one first"});
+  if (open_total_ >= total_)
+    return fail(Error{EAGAIN, "moatd serves " + std::to_string(open_total_) +
+                                  " connections (the limit is " + std::to_string(total_) +
+                                  "); try again later"});
+  ++mine;
+  ++open_total_;
+  // The slot's deleter gives it back; the pointer itself is never used.
+  return std::shared_ptr<void>(this, [uid](ConnectionLimit* self) { self->give_back(uid); });
+}
+
+void ConnectionLimit::give_back(uid_t uid) {
+  std::lock_guard lock(mu_);
+  if (auto it = open_.find(uid); it != open_.end() && --it->second == 0) open_.erase(it);
+  --open_total_;
+}
+
+}  // namespace moat::sandbox
