@@ -40,8 +40,28 @@ std::string lexical_absolute(std::string_view path, std::string_view cwd) {
   return out.empty() ? "/" : out;
 }
 
+namespace {
+
+// /proc/self/root/x (or /proc/<pid>/root/x: every process of the sandbox shares one root) is
+// /x. Without this a read of /proc/self/root/home/u/.ssh/id_rsa met no rule of ~/.ssh.
+// /proc/self/cwd, /proc/self/fd and /dev/fd stay as written: what they lead to depends on the
+// process (policy/code_env.cc never takes them for a safe directory).
+std::string resolve_proc_root(std::string abs) {
+  if (abs.rfind("/proc/", 0) != 0) return abs;
+  const std::size_t slash = abs.find('/', 6);
+  if (slash == std::string::npos) return abs;
+  const std::string_view who = std::string_view(abs).substr(6, slash - 6);
+  const bool process = who == "self" || who == "thread-self" ||
+                       (!who.empty() && who.find_first_not_of("0123456789") == std::string_view::npos);
+  const std::string_view rest = std::string_view(abs).substr(slash);
+  if (!process || !(rest == "/root" || rest.starts_with("/root/"))) return abs;
+  return rest.size() == 5 ? "/" : std::string(rest.substr(5));
+}
+
+}  // namespace
+
 std::string canonical_path(std::string_view path, std::string_view cwd) {
-  std::string abs = lexical_absolute(path, cwd);
+  std::string abs = resolve_proc_root(lexical_absolute(path, cwd));
   if (is_under(abs, "/dev") || is_under(abs, "/proc")) return abs;
   // Try the whole path, then ever shorter prefixes; the missing tail is appended as is.
   std::string head = abs, tail;
@@ -62,7 +82,7 @@ std::string canonical_path(std::string_view path, std::string_view cwd) {
 }
 
 std::string PathCache::canonical(std::string_view path, std::string_view cwd) {
-  std::string abs = lexical_absolute(path, cwd);
+  std::string abs = resolve_proc_root(lexical_absolute(path, cwd));
   if (is_under(abs, "/dev") || is_under(abs, "/proc")) return abs;
   std::size_t done = 0;  // abs[0, done) is known to exist with no symlink in it
   if (root_ != nullptr && *root_ != "/" && is_under(abs, *root_)) done = root_->size();

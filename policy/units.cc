@@ -425,10 +425,21 @@ class Planner {
         target = &u.argv[i];
         break;
       }
+    // With CDPATH set earlier in the line (or by a name hidden behind an expansion), `cd .ssh`
+    // may land in any of its directories: `CDPATH=~ cd .ssh` is ~/.ssh.
+    auto sets_cdpath = [](const CommandUnit& v) {
+      return std::any_of(v.assigns.begin(), v.assigns.end(),
+                         [](const Assignment& a) { return a.name == "CDPATH" || a.name.empty(); });
+    };
+    const bool cdpath = sets_cdpath(u) || std::any_of(plan_.units.begin(), plan_.units.end(), sets_cdpath);
+    const bool searched = target != nullptr && target->known && !target->home && target->text != "-" &&
+                          target->text[0] != '/' && target->text.rfind("./", 0) != 0 &&
+                          target->text.rfind("../", 0) != 0 && target->text != "." && target->text != "..";
     std::vector<std::string> next = cwds;
     for (const auto& cwd : cwds) {
       std::string moved;
-      if (target == nullptr) moved = home_;
+      if (cdpath && searched) moved = "";  // not known
+      else if (target == nullptr) moved = home_;
       else if (target->home) moved = lexical_absolute("." + target->text, home_);
       else if (target->known && target->text != "-" && !cwd.empty()) moved = paths_ != nullptr ? paths_->canonical(target->text, cwd)
                                                                                        : canonical_path(target->text, cwd);

@@ -249,6 +249,11 @@ const Row kRows[] = {
   {12, "{ cat; } < /etc/shadow", D, "default.secrets"},
   {12, "ls; sort 3< certs/x.pem", D, "default.secrets"},
   {12, "cd ~/.ssh && grep x < id_rsa", D, "default.secrets"},
+  {12, "CDPATH=~ cd .ssh; cat < id_rsa", D, "default.secrets"},  // cd searched CDPATH: not known where
+  {12, "export CDPATH=$HOME; cd .aws && grep x < credentials", D, "default.secrets"},
+  {12, "cat < /proc/self/root/home/moat-policy-test-nobody/.ssh/id_rsa", D, "default.secrets"},  // /proc/self/root is /
+  {12, "cat < /proc/1/root/home/moat-policy-test-nobody/.aws/credentials", D, "default.secrets"},
+  {12, "echo x > /proc/thread-self/root{WS}/.git/config", D, "default.protected-meta"},
   {12, "grep -c . < src/a.py", A, "default.read-only"},
   {12, "cat <<< ~/.ssh/id_rsa", A, "default.read-only"},   // a here-string is text
   {12, "cat <<'EOF'\n~/.ssh/id_rsa\nEOF", A, "default.read-only"},
