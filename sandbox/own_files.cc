@@ -2,10 +2,12 @@
 #include "sandbox/own_files.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,16 @@ std::string current_dir() {
   return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) : std::string("/");
 }
 
+// Files and directories under a home directory that run code as the person (shells' startup
+// files, git's and npm's configuration, ssh's, PATH directories, autostart and user units).
+constexpr const char* kHomeStartup[] = {
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+    ".zprofile", ".zlogin", ".zlogout", ".config/fish", ".gitconfig", ".config/git", ".ssh",
+    ".npmrc", ".local/bin", "bin", ".cargo/bin", ".cargo/config.toml", ".config/autostart",
+    ".config/systemd", ".config/environment.d", ".pam_environment", ".xprofile", ".xsessionrc",
+    ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/direnv",
+    ".Rprofile"};
+
 }  // namespace
 
 std::string audit_key_path(const SupervisorOptions& o) {
@@ -51,12 +63,23 @@ OwnFiles own_files(const SupervisorOptions& o, uid_t peer_uid) {
                    // The public half: replacing it would vouch for a forged log.
                    sessions::audit_public_key_path(key)};
   own.hidden = {key};
+  std::string home;
   if (peer_uid != ::geteuid()) {
-    if (const std::string home = home_of(peer_uid); !home.empty()) {
+    home = home_of(peer_uid);
+    if (!home.empty()) {
       own.read_only.push_back(home + "/.config/moat");
       own.read_only.push_back(home + "/.local/state/moat");
     }
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && h[0] == '/') {
+    home = h;
+  } else {
+    home = home_of(peer_uid);
   }
+  // Only those that exist: a missing one would need a placeholder made in the person's home.
+  struct stat st {};
+  if (!home.empty())
+    for (const char* rel : kHomeStartup)
+      if (::lstat((home + "/" + rel).c_str(), &st) == 0) own.home_startup.push_back(home + "/" + rel);
   return own;
 }
 
@@ -64,19 +87,21 @@ Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace
                                std::vector<std::string>* protected_paths,
                                std::vector<std::string>* hidden_paths) {
   const std::string cwd = current_dir();
-  auto add = [&](const std::string& path, std::vector<std::string>* to) -> Result<void> {
+  auto add = [&](const std::string& path, std::vector<std::string>* to, bool refuse_inside = true) -> Result<void> {
     if (path.empty()) return {};
     // Where the path really is: a symlinked ~/.config inside the workspace counts.
     const std::string real = policy::canonical_path(path, cwd);
-    if (policy::is_under(workspace, real))
+    if (refuse_inside && policy::is_under(workspace, real))
       return fail(Error{EPERM, "the workspace " + workspace + " is inside " + real +
                                    ", one of moat's own directories, which no sandbox may write"});
-    if (policy::is_under(real, workspace))
+    // The workspace itself (-C ~/.config/nvim) is the person's choice to let the code edit it.
+    if (policy::is_under(real, workspace) && real != workspace)
       to->push_back(real.substr(workspace == "/" ? 1 : workspace.size() + 1));
     return {};
   };
   for (const std::string& p : own.read_only) MOAT_TRY(add(p, protected_paths));
   for (const std::string& p : own.hidden) MOAT_TRY(add(p, hidden_paths));
+  for (const std::string& p : own.home_startup) MOAT_TRY(add(p, protected_paths, false));
   return {};
 }
 

@@ -16,6 +16,10 @@ namespace moat::sandbox {
 struct OwnFiles {
   std::vector<std::string> read_only;  // host paths, directories or files
   std::vector<std::string> hidden;     // files whose content is secret (the audit key)
+  // The user's startup files and program directories that exist (~/.bashrc, ~/.profile,
+  // ~/.gitconfig, ~/.ssh, ~/.local/bin, ...): what the person's next shell, git or login runs.
+  // Masked read-only like read_only, but a workspace inside one is not refused.
+  std::vector<std::string> home_startup;
 };
 
 // The key that signs the audit checkpoints: --audit-key, else <audit dir>/audit-key.pem.

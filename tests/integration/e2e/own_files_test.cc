@@ -194,3 +194,44 @@ TEST_F(OwnFilesTest, AWorkspaceInsideMoatsOwnDirectoryIsRefused) {
 
 }  // namespace
 }  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// With the workspace at the user's home (or a dotfiles repository the home links into), the
+// code rewrote ~/.bashrc, planted ~/.local/bin/ls and an ssh key: the next terminal, `ls` or
+// ssh login ran the code as the person. The home's startup files and program directories that
+// exist are masked read-only like moat's own.
+TEST_F(OwnFilesTest, AWorkspaceAtTheUsersHomeCannotChangeItsShellGitOrSshStartupFiles) {
+  fs::create_directories(home_ + "/.local/bin");
+  fs::create_directories(home_ + "/.ssh");
+  fs::create_directories(home_ + "/dotfiles");
+  std::ofstream(home_ + "/dotfiles/zshrc") << "# zsh\n";
+  fs::create_symlink(home_ + "/dotfiles/zshrc", home_ + "/.zshrc");  // stow's layout
+  std::ofstream(home_ + "/.bashrc") << "# bash\n";
+  std::ofstream(home_ + "/.gitconfig") << "[user]\n";
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
+  for (const std::string& ws : {home_, home_ + "/dotfiles"}) {
+    RawClient c(socket_);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
+    json welcome = c.read_frame();
+    ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+    json ok = call(c, "bash", {{"command", "touch made"}});
+    ASSERT_TRUE(fs::exists(ws + "/made")) << ok.dump() << moatd_log();
+    for (const char* cmd : {"echo evil >> .bashrc", "printf '[core]\\n\\tpager = evil\\n' >> .gitconfig",
+                            "printf '#!/bin/sh\\n' > .local/bin/ls", "echo key >> .ssh/authorized_keys",
+                            "echo evil >> zshrc", "mv .bashrc .bashrc.old"})
+      call(c, "bash", {{"command", cmd}});
+    c.send_json({{"type", "bye"}});
+    c.read_frame();
+  }
+  EXPECT_EQ(slurp(home_ + "/.bashrc"), "# bash\n");
+  EXPECT_EQ(slurp(home_ + "/.gitconfig"), "[user]\n");
+  EXPECT_EQ(slurp(home_ + "/dotfiles/zshrc"), "# zsh\n");
+  EXPECT_FALSE(fs::exists(home_ + "/.local/bin/ls"));
+  EXPECT_FALSE(fs::exists(home_ + "/.ssh/authorized_keys"));
+  EXPECT_FALSE(fs::exists(home_ + "/.bashrc.old"));
+}
+
+}  // namespace
+}  // namespace moat::e2e
