@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/cli.h"
+#include "base/byte_strings.h"
 #include "policy/explain.h"
 #include "policy/layer.h"
 #include "policy/lint.h"
@@ -133,8 +134,10 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
     if (!p) return;
     json rules = p->rules_json();
     if (*as_json) {
-      std::printf("%s\n", json({{"layers", p->layers_json()}, {"policy_hash", p->policy_hash()},
-                                {"resources", p->resources()}, {"rules", rules}}).dump(2).c_str());
+      // Lossless (base/byte_strings.h): a layer's file path need not be UTF-8.
+      std::printf("%s\n", dump_lossless(json({{"layers", p->layers_json()}, {"policy_hash", p->policy_hash()},
+                                               {"resources", p->resources()}, {"rules", rules}}),
+                                         2).c_str());
       return;
     }
     for (const auto& l : p->layers_json())
@@ -195,7 +198,9 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
       return;
     }
     if (a->json) {
-      std::printf("%s\n", policy::explain_json(d, *p, input).dump(2).c_str());
+      // The line's words are host bytes (`echo $'\xff'` judges the byte 0xff): a word that is
+      // not UTF-8 is printed as {"bytes": base64}, as in the audit log, never a crash.
+      std::printf("%s\n", dump_lossless(policy::explain_json(d, *p, input), 2).c_str());
     } else {
       std::fputs(policy::explain_text(d, *p, input).c_str(), stdout);
     }

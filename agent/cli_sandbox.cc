@@ -7,6 +7,7 @@
 
 #include "agent/cli.h"
 #include "agent/run_support.h"
+#include "base/byte_strings.h"
 #include "sandbox/doctor.h"
 #include "sandbox/seccomp_policy.h"
 
@@ -108,7 +109,7 @@ void add_sandbox_commands(CLI::App& app, int& exit_code) {
   doctor->callback([as_json, &exit_code] {
     const json report = sandbox::doctor_report();
     if (*as_json) {
-      std::printf("%s\n", report.dump(2).c_str());
+      std::printf("%s\n", dump_lossless(report, 2).c_str());  // a reason may name any path
     } else {
       for (const auto& [layer, v] : report.items()) {
         if (!v.is_object()) {

@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "base/byte_strings.h"
 #include "base/log.h"
 #include "sandbox/protocol.h"
 
@@ -108,6 +109,10 @@ MoatdClient::~MoatdClient() {
 }
 
 Result<void> MoatdClient::send(const json& m) {
+  // The protocol is JSON text, which holds only UTF-8: a workspace or argv word with another
+  // byte would reach moatd with U+FFFD in its place, naming a path nobody chose. Refused.
+  if (auto bad = first_non_utf8_string(m))
+    return fail("'" + hex_escape_non_utf8(*bad) + "' is not UTF-8, and moatd's protocol cannot carry it exactly");
   MOAT_ASSIGN_OR_RETURN(const std::string frame, sandbox::try_encode_frame(m));
   std::lock_guard<std::mutex> lock(send_mu_);
   std::size_t off = 0;
@@ -231,6 +236,10 @@ Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, 
     if (why != nullptr) *why = WelcomeError{std::move(code), msg};
     return fail(std::move(msg));
   };
+  if (!is_utf8(workspace))
+    return set_why("workspace", "workspace '" + hex_escape_non_utf8(workspace) + "'" +
+                                    " is not UTF-8: moatd's protocol cannot name it exactly, so "
+                                    "no session is started (use a path whose names are UTF-8)");
   if (auto r = send({{"type", "hello"}, {"version", sandbox::kProtocolVersion},
                      {"client", std::string("moat/") + MOAT_VERSION}, {"workspace", workspace},
                      {"headless", headless}});

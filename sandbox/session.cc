@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/byte_strings.h"
 #include "base/log.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/ns_user.h"
@@ -337,7 +338,9 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   channel.second.reset();
   status.second.reset();
   io.second.reset();
-  std::string frame = request.dump();
+  // Lossless: argv and paths that are not UTF-8 (rg's and fd's, naming a canonical path moatd
+  // judged) reach the worker with their exact bytes; session_init decodes them.
+  std::string frame = dump_lossless(request);
   std::uint32_t len = static_cast<std::uint32_t>(frame.size());
   MOAT_TRY(sys::write_all(channel.first.get(), &len, sizeof len));
   MOAT_TRY(sys::write_all(channel.first.get(), frame.data(), frame.size()));
@@ -648,7 +651,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   pid_t init = child_of(keeper);
   return std::unique_ptr<Session>(
       new LinuxSession(std::move(config), std::move(workspace), keeper, init,
-                       std::move(ctl.first), describe.dump(), std::move(cgroup), created));
+                       std::move(ctl.first), dump_lossless(describe), std::move(cgroup), created));
 }
 
 }  // namespace moat::sandbox

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/byte_strings.h"
 #include "base/unique_fd.h"
 
 #include "sandbox/landlock.h"
@@ -139,7 +140,8 @@ class Init {
 
   Result<void> setup();
   [[noreturn]] void serve();
-  std::string describe() const { return describe_.dump(); }
+  // Lossless and never throwing: an error message in it may name a path that is not UTF-8.
+  std::string describe() const { return dump_lossless(describe_); }
 
  private:
   Result<void> setup_filter();
@@ -263,7 +265,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
   if (!got || len > kMaxFrame) return fail("bad frame");
   std::string frame(len, '\0');
   if (!sys::read_exact(channel.get(), frame.data(), len, false)) return fail("bad frame");
-  auto req = nlohmann::json::parse(frame, nullptr, false);
+  auto req = decode_byte_strings(nlohmann::json::parse(frame, nullptr, false));
   auto call = req.is_discarded() ? Result<PreparedCall>(fail("bad json")) : prepare(config_, req);
   if (!call) {
     send_record(channel.get(), ChannelMsg::kFailed, EINVAL);

@@ -10,11 +10,13 @@
 
 #include <string>
 
+#include "base/byte_strings.h"
+
 namespace moat::sessions {
 
 // `value` with every string value (at any depth) that is not valid UTF-8 replaced by
-// {"bytes": base64}. Object keys are left as they are (moat's own names).
-nlohmann::json encode_byte_strings(nlohmann::json value);
+// {"bytes": base64}; moatd's channels to the sandbox use the same form (base/byte_strings.h).
+using moat::encode_byte_strings;
 
 // What a person reads for a value that holds text: a string as it is; {"bytes": base64}
 // decoded, with each byte that is not part of valid UTF-8 written as \xNN; "" otherwise.

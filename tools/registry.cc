@@ -6,6 +6,7 @@
 
 #include <exception>
 
+#include "base/byte_strings.h"
 #include "base/log.h"
 #include "tools/bash.h"
 #include "tools/edit.h"
@@ -48,10 +49,10 @@ const FileTool* find_file_tool(std::string_view name) {
   return nullptr;
 }
 
-std::string dump(const nlohmann::json& j) {
-  // Replace, not throw: text from the sandbox may hold invalid UTF-8.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+// Both ways, every byte crosses as it is: a canonical path that is not UTF-8 (a link the
+// sandbox planted into such a directory) is judged by moatd and then acted on by the worker,
+// so a U+FFFD in its place would make the path judged differ from the path used.
+std::string dump(const nlohmann::json& j) { return dump_lossless(j); }
 
 // One round trip to a worker running handle_in_sandbox().
 Result<nlohmann::json> call_worker(CallContext& ctx, const nlohmann::json& request) {
@@ -59,7 +60,7 @@ Result<nlohmann::json> call_worker(CallContext& ctx, const nlohmann::json& reque
   auto j = nlohmann::json::parse(response, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return fail(std::string("the sandbox worker returned malformed JSON"));
-  return j;
+  return decode_byte_strings(std::move(j));
 }
 
 std::string tool_names() {
@@ -208,7 +209,7 @@ ToolResult execute(const std::string& tool, const nlohmann::json& arguments, Cal
 
 std::string handle_in_sandbox(std::string_view request) {
   try {
-    const auto req = nlohmann::json::parse(request, nullptr, false);
+    const auto req = decode_byte_strings(nlohmann::json::parse(request, nullptr, false));
     if (req.is_discarded() || !req.is_object()) return dump({{"error", "malformed request"}});
     const std::string op = req.value("op", "");
     if (op == "resolve") return resolve_in_sandbox(req);

@@ -168,6 +168,29 @@ TEST(Session, CreateFileOpensInsideTheViewForTheHost) {
   EXPECT_EQ(outside.error().code, EROFS);
 }
 
+// The request moatd sends the session init is JSON. An argv word that is not UTF-8 (rg's or
+// fd's canonical path) made nlohmann's dump throw out of exec; an argv word, a cwd and a
+// create path each reach the worker with their exact bytes, never U+FFFD.
+TEST(Session, ArgvCwdAndPathsThatAreNotUtf8ReachTheWorkerExactly) {
+  TempDir ws;
+  ASSERT_EQ(::mkdir(ws.file("d\xff").c_str(), 0755), 0);
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  auto r = testing::run(s, {"touch", ws.file("d\xff/argv\xfe")});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->outcome.exit_code, 0) << r->output;
+  EXPECT_TRUE(std::filesystem::exists(ws.file("d\xff/argv\xfe")));
+  ExecSpec spec;
+  spec.argv = {"pwd"};
+  spec.cwd = ws.file("d\xff");
+  std::string out;
+  auto ran = s.exec(spec, [&](std::string_view c) { out.append(c); }, nullptr);
+  ASSERT_TRUE(ran) << ran.error().message();
+  EXPECT_EQ(out, ws.file("d\xff") + "\n");
+  auto fd = s.create_file(ws.file("d\xff/created\xfd"));
+  ASSERT_TRUE(fd) << fd.error().message();
+  EXPECT_TRUE(std::filesystem::exists(ws.file("d\xff/created\xfd")));
+}
+
 TEST(Session, DescribeJsonNamesEveryLayer) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, config_for(ws));

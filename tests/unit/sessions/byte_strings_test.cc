@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/base64.h"
+#include "base/byte_strings.h"
 #include "sessions/audit.h"
 #include "sessions/jcs.h"
 #include "sessions/json_util.h"
@@ -57,6 +58,22 @@ TEST(ByteStrings, ShowPrintsANonUtf8WorkspaceWithHexEscapes) {
       json{{"type", "session.start"}, {"seq", 1}, {"moat_version", "0.1.0"}, {"workspace", "/home/me/caf\xe9"}});
   EXPECT_EQ(start["workspace"], json({{"bytes", base64_encode("/home/me/caf\xe9")}}));
   EXPECT_NE(audit_line(start).find(" 0.1.0 /home/me/caf\\xe9"), std::string::npos) << audit_line(start);
+}
+
+// moatd's channels to the sandbox's worker decode what they encode: every byte value, alone,
+// in text and as an argv word or a nested path, comes back exactly (base/byte_strings.h).
+TEST(ByteStrings, DecodeGivesBackExactlyWhatEncodeWasGiven) {
+  for (int b = 0; b < 256; ++b) {
+    const std::string s = "/ws/" + std::string(1, static_cast<char>(b)) + "/caf\xc3\xa9";
+    const json value = {{"op", "write"}, {"path", s}, {"args", {{"_listed", {s, "plain"}}}}};
+    const std::string wire = dump_lossless(value);
+    EXPECT_EQ(first_non_utf8_string(json::parse(wire)), std::nullopt) << b;
+    EXPECT_EQ(decode_byte_strings(json::parse(wire)), value) << b;
+  }
+  // A {"bytes"} object whose base64 is not the canonical encoding is left as it is: the
+  // receiver then finds an object where it wanted a string and fails, instead of guessing.
+  EXPECT_TRUE(decode_byte_strings(json{{"bytes", "/w=x"}}).is_object());
+  EXPECT_EQ(first_non_utf8_string(json{{"a", {"ok", "b\xff" "d"}}}), std::optional<std::string>("b\xff" "d"));
 }
 
 }  // namespace
