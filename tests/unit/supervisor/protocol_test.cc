@@ -225,6 +225,17 @@ TEST(FrameDecoder, AMalformedFramesErrorDoesNotQuoteTheFrame) {
   EXPECT_LE(r.error().message().size(), 520u);
 }
 
+// fuzz_protocol's first finding: the parser reports a number that overflows a double as
+// out_of_range, not parse_error, and that exception used to escape the decoder (std::terminate).
+TEST(FrameDecoder, ANumberTooLargeForADoubleIsAnErrorNotACrash) {
+  const std::string payload = "{\"type\":\"hello\",\"n\":659e659}";
+  FrameDecoder d;
+  d.feed(raw_frame(static_cast<std::uint32_t>(payload.size()), payload));
+  auto r = d.next();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message().find("number overflow"), std::string::npos) << r.error().message();
+}
+
 TEST(ErrorFrame, CutsWhatItQuotesSoTheReplyAlwaysFits) {
   const json e = error_frame("workspace '" + std::string(kMaxFrameBytes, 'w') + "é'", "workspace", "id");
   EXPECT_LE(e["message"].get<std::string>().size(), kMaxErrorMessageBytes + 3);
