@@ -13,6 +13,7 @@
 
 #include "agent/cli.h"
 #include "agent/client.h"
+#include "agent/console.h"
 #include "agent/loop.h"
 #include "agent/replay_provider.h"
 #include "agent/run_support.h"
@@ -111,12 +112,21 @@ int run(RunOptions& o) {
   WelcomeError why;
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
+  // An interactive session gets a console channel to moatd, which only the console process
+  // will hold: a private moatd's second socketpair, or a shared moatd's one-time token.
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
-                             start_moatd(o.connect, pass), kExitSandbox);
+                             start_moatd(o.connect, pass, !headless), kExitSandbox);
   auto welcome = client->hello(workspace, headless, &why);
   if (!welcome) {
     std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
     return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
+  }
+  // Attached now, before the loop exists: the token is spent before any model is asked.
+  if (!welcome->console_token.empty()) {
+    if (auto r = client->attach_console(welcome->session, welcome->console_token); !r) {
+      std::fprintf(stderr, "moat: %s\n", r.error().message().c_str());
+      return kExitSandbox;
+    }
   }
   std::string sessions_dir = o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
   MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<sessions::SessionStore> store,
@@ -138,20 +148,34 @@ int run(RunOptions& o) {
 
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
+  // This process stays the console (the terminal, the person's answers); the loop goes on
+  // in a child that holds neither, then drops its privileges.
+  ConsoleOptions console;
+  console.channel = client->take_console();
+  console.interactive = !headless;
+  console.moatd_pid = client->moatd_pid();
+  console.loop_only_fds = {client->fd()};
+  if (auto r = split_console_and_loop(std::move(console)); !r) {
+    std::fprintf(stderr, "moat: could not start the loop process: %s\n",
+                 r.error().message().c_str());
+    return kExitSandbox;
+  }
   if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
     std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
                  r.error().message().c_str());
     return kExitSandbox;
   }
+  if (auto r = die_with_console(); !r) {
+    std::fprintf(stderr, "moat: %s\n", r.error().message().c_str());
+    return kExitSandbox;
+  }
   Inbox inbox;
   for (const auto& f : o.follow_ups) inbox.follow_up(f);
   // Started after the privilege drop, so the stdin reader thread is as confined as the loop
-  // (capabilities and the seccomp filter are per thread).
+  // (capabilities and the seccomp filter are per thread). stdin is the console's pipe: the
+  // lines the person typed that were not answers, each a steering message.
   std::unique_ptr<TerminalInput> terminal;
-  if (!headless) {
-    terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
-    client->set_ask_handler([t = terminal.get()](const std::string& q) { return t->ask(q); });
-  }
+  if (!headless) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
   // moatd's frames are read by a thread of their own from here on; it too starts confined.
   client->start_reader();
   struct sigaction sa {};
@@ -166,8 +190,8 @@ int run(RunOptions& o) {
   LoopOutcome outcome = run_loop(*provider, call_tool, *store, system_prompt, welcome->tools,
                                  o.loop, console_events(o.model), &g_cancel, &inbox);
   client->bye();
-  if (terminal) terminal->close();  // a question still open (Ctrl-C) is denied...
-  client.reset();                   // ...so the client's ask threads can be joined
+  if (terminal) terminal->close();
+  client.reset();  // after moatd closed the connection: session.end is written
   print_summary(outcome, *store, welcome->audit_path);
   return exit_code_for(outcome.stop);
 }

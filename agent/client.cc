@@ -61,28 +61,42 @@ std::string find_moatd() {
   return "moatd";
 }
 
-Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
-    const std::vector<std::string>& moatd_args) {
+namespace {
+
+// A connected pair whose second end survives exec (close-on-exec cleared on it only).
+Result<std::pair<UniqueFd, UniqueFd>> pair_for_child() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return fail(Error::from_errno("socketpair", errno));
-  UniqueFd ours(sv[0]);
-  UniqueFd theirs(sv[1]);
-  // The child's end must survive exec: clear close-on-exec on it only.
-  if (::fcntl(theirs.get(), F_SETFD, 0) != 0) return fail(Error::from_errno("fcntl", errno));
-  std::vector<std::string> args = {"--fd", std::to_string(theirs.get())};
+  std::pair<UniqueFd, UniqueFd> p{UniqueFd(sv[0]), UniqueFd(sv[1])};
+  if (::fcntl(p.second.get(), F_SETFD, 0) != 0) return fail(Error::from_errno("fcntl", errno));
+  return p;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
+    const std::vector<std::string>& moatd_args, bool console) {
+  MOAT_ASSIGN_OR_RETURN(auto agent, pair_for_child());
+  std::vector<std::string> args = {"--fd", std::to_string(agent.second.get())};
+  std::pair<UniqueFd, UniqueFd> person;
+  if (console) {
+    MOAT_ASSIGN_OR_RETURN(person, pair_for_child());
+    args.insert(args.end(), {"--console-fd", std::to_string(person.second.get())});
+  }
   args.insert(args.end(), moatd_args.begin(), moatd_args.end());
   const std::string exe = find_moatd();
   pid_t pid = -1;
   try {
     bp::child child(bp::exe = exe, bp::args = args, scrubbed_environment());
     pid = child.id();
-    child.detach();  // reaped in ~MoatdClient
+    child.detach();  // reaped in ~MoatdClient (or by the console)
   } catch (const std::exception& e) {
     return fail("starting moatd (" + exe + "): " + e.what());
   }
-  theirs.reset();
-  return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(ours), pid));
+  auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(agent.first), pid));
+  client->console_ = std::move(person.first);
+  return client;
 }
 
 Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& socket_path) {
@@ -94,13 +108,37 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& soc
   if (!fd.valid()) return fail(Error::from_errno("socket", errno));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return fail(Error::from_errno("connect", errno, socket_path));
-  return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1));
+  return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1, socket_path));
 }
+
+Result<void> MoatdClient::attach_console(const std::string& session, const std::string& token) {
+  MOAT_ASSIGN_OR_RETURN(std::unique_ptr<MoatdClient> c, connect(socket_path_));
+  MOAT_TRY(c->send({{"type", "console"}, {"session", session}, {"token", token}}));
+  // moatd's reply: attached, or an error frame and a close.
+  char buf[4096];
+  for (;;) {
+    auto frame = c->decoder_.next();
+    if (!frame) return fail("console channel: " + frame.error().message());
+    if (frame->has_value()) {
+      const nlohmann::json& m = **frame;
+      auto type = sandbox::validate_server_message(m);
+      if (type && *type == sandbox::ServerMessage::kAttached) break;
+      return fail("console channel refused: " + m.value("message", m.dump()));
+    }
+    ssize_t n = ::read(c->fd_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(std::string("console channel: moatd closed the connection"));
+    c->decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+  c->closed_ = true;  // the console speaks on it from now on, not this client
+  console_ = std::move(c->fd_);
+  return {};
+}
+
 
 MoatdClient::~MoatdClient() {
   bye();
   if (reader_.joinable()) reader_.join();
-  for (auto& t : ask_threads_) t.join();
   if (child_pid_ > 0) {
     int status = 0;
     while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
@@ -172,21 +210,11 @@ bool MoatdClient::dispatch(json m, std::string* why) {
       }
       break;
     }
-    case sandbox::ServerMessage::kAsk: {
-      // Without a handler (headless) the answer is no; moatd never asks headless
-      // sessions, so this only guards against a confused supervisor.
-      auto handler = ask_handler_;
-      const std::string ask_id = m["ask"].get<std::string>();
-      const std::string question = m["question"].get<std::string>();
-      lock.unlock();
-      ask_threads_.emplace_back([this, handler, ask_id, question] {
-        Answer a = handler ? handler(question) : Answer{};
-        (void)send({{"type", "answer"}, {"ask", ask_id},
-                    {"decision", a.allow ? "allow" : "deny"},
-                    {"scope", a.for_session ? "session" : "once"}});
-      });
+    case sandbox::ServerMessage::kAsk:
+    case sandbox::ServerMessage::kAttached:
+      // Questions go to the person's console channel, never to the agent's connection
+      // (and the agent could not answer them: moatd takes answers only from the console).
       break;
-    }
     case sandbox::ServerMessage::kError:
       *why = "moatd: " + m["message"].get<std::string>();
       if (!welcome_) {
@@ -284,6 +312,7 @@ Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, 
   out.session = w["session"].get<std::string>();
   out.audit_path = w.value("audit", "");
   out.sandbox = w.value("sandbox", json::object());
+  out.console_token = w.value("console_token", "");
   for (const auto& t : w["tools"]) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
     tools::ToolSpec spec;

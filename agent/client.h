@@ -34,13 +34,17 @@ struct Welcome {
   std::string audit_path;
   std::vector<tools::ToolSpec> tools;
   nlohmann::json sandbox;
+  std::string console_token;  // a shared moatd's one-time token for this session's console
 };
 
 class MoatdClient {
  public:
   // Starts a private moatd on a socketpair (its environment scrubbed: no API keys) and
-  // returns a client connected to it. moatd_args are passed through (e.g. --audit-dir).
-  static Result<std::unique_ptr<MoatdClient>> spawn_private(const std::vector<std::string>& moatd_args);
+  // returns a client connected to it. moatd_args are passed
+  // through (e.g. --audit-dir). With `console`, a second socketpair is the session's console
+  // channel: take_console() hands its end to the console process.
+  static Result<std::unique_ptr<MoatdClient>> spawn_private(const std::vector<std::string>& moatd_args,
+                                                            bool console = false);
   // Connects to a running moatd's socket.
   static Result<std::unique_ptr<MoatdClient>> connect(const std::string& socket_path);
   ~MoatdClient();
@@ -62,22 +66,19 @@ class MoatdClient {
                          const std::function<void(std::string_view)>& on_progress,
                          const std::atomic<bool>* cancel);
 
-  // Interactive sessions: moatd asks the person about an `ask` decision. The handler gets
-  // the question and returns {allow, for_session}; it runs on a thread of its own.
-  struct Answer {
-    bool allow = false;
-    bool for_session = false;
-  };
-  void set_ask_handler(std::function<Answer(const std::string& question)> handler) {
-    ask_handler_ = std::move(handler);
-  }
+  // A shared moatd: opens the session's console connection with the welcome's one-time
+  // token (before the loop exists, so the loop never could). take_console() hands it over.
+  Result<void> attach_console(const std::string& session, const std::string& token);
+  // The console channel (spawn_private with console, or attach_console), once.
+  UniqueFd take_console() { return std::move(console_); }
 
   void bye();
   pid_t moatd_pid() const { return child_pid_; }
   int fd() const { return fd_.get(); }
 
  private:
-  explicit MoatdClient(UniqueFd fd, pid_t child) : fd_(std::move(fd)), child_pid_(child) {}
+  MoatdClient(UniqueFd fd, pid_t child, std::string socket_path = "")
+      : fd_(std::move(fd)), child_pid_(child), socket_path_(std::move(socket_path)) {}
   Result<void> send(const nlohmann::json& m);
   void reader_loop();
   // Handles the frames decoder_ holds; false when the connection must stop (*why says why).
@@ -94,6 +95,8 @@ class MoatdClient {
 
   UniqueFd fd_;
   pid_t child_pid_ = -1;
+  std::string socket_path_;  // a shared moatd's socket (the console connects to it too)
+  UniqueFd console_;
   std::mutex send_mu_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -104,8 +107,6 @@ class MoatdClient {
   std::thread reader_;
   std::once_flag reader_once_;
   sandbox::FrameDecoder decoder_;  // hello() and then the reader thread, never both at once
-  std::function<Answer(const std::string&)> ask_handler_;
-  std::vector<std::thread> ask_threads_;
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

@@ -30,13 +30,6 @@ std::string one_line(std::string s, std::size_t max) {
   return s;
 }
 
-// Whether a line typed ahead of a question is an answer to it.
-bool is_answer(const std::string& line) {
-  std::string s;
-  for (char c : line)
-    if (c != ' ' && c != '\t' && c != '\r') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s == "y" || s == "yes" || s == "s" || s == "n" || s == "no";
-}
 
 const char* stop_name(LoopStop s) {
   switch (s) {
@@ -57,6 +50,37 @@ const char* stop_name(LoopStop s) {
 }
 
 }  // namespace
+
+bool is_answer(const std::string& line) {
+  std::string s;
+  for (char c : line)
+    if (c != ' ' && c != '\t' && c != '\r') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "y" || s == "yes" || s == "s" || s == "n" || s == "no";
+}
+
+PersonAnswer parse_answer(const std::optional<std::string>& line) {
+  const std::size_t first = line ? line->find_first_not_of(" \t") : std::string::npos;
+  const char c = first == std::string::npos ? '\0' : (*line)[first];
+  PersonAnswer a;
+  a.allow = c == 'y' || c == 'Y' || c == 's' || c == 'S';
+  a.for_session = c == 's' || c == 'S';
+  return a;
+}
+
+void print_question(const std::string& question) {
+  std::string shown = one_line(question, 400);
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
+               shown.c_str());
+  std::fflush(stderr);
+}
+
+void print_answer(const PersonAnswer& a) {
+  std::fprintf(stderr, "moat: %s\n",
+               a.allow ? (a.for_session ? "allowed for this session" : "allowed once") : "denied");
+  std::fflush(stderr);
+}
 
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
   cmd.add_option("--audit-dir", o.audit_dir,
@@ -110,7 +134,7 @@ std::int64_t model_context_window(const std::string& spec) {
 }
 
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
-                                                 const MoatdPassThrough& o) {
+                                                 const MoatdPassThrough& o, bool console) {
   if (!socket_path.empty()) return MoatdClient::connect(socket_path);
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
@@ -126,7 +150,7 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
     auto abs = canonical_path(f);
     args.insert(args.end(), {"--policy", abs ? *abs : f});
   }
-  return MoatdClient::spawn_private(args);
+  return MoatdClient::spawn_private(args, console);
 }
 
 std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
@@ -286,11 +310,9 @@ void TerminalInput::take_line(std::string line) {
   std::fflush(stdout);
 }
 
-MoatdClient::Answer TerminalInput::ask(const std::string& question) {
+PersonAnswer TerminalInput::ask(const std::string& question) {
   std::lock_guard<std::mutex> one_at_a_time(ask_mu_);
-  std::fprintf(stderr, "\nmoat: %s\n      allow once [y], allow for this session [s], deny [n]? ",
-               one_line(question, 400).c_str());
-  std::fflush(stderr);
+  print_question(question);
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<std::string> line = inbox_.take_steering_if(is_answer);
   if (!line) {
@@ -300,12 +322,8 @@ MoatdClient::Answer TerminalInput::ask(const std::string& question) {
     waiting_ = false;
   }
   lock.unlock();
-  MoatdClient::Answer a;
-  const std::size_t first = line ? line->find_first_not_of(" \t") : std::string::npos;
-  const char c = first == std::string::npos ? '\0' : (*line)[first];
-  a.allow = c == 'y' || c == 'Y' || c == 's' || c == 'S';
-  a.for_session = c == 's' || c == 'S';
-  std::fprintf(stderr, "moat: %s\n", a.allow ? (a.for_session ? "allowed for this session" : "allowed once") : "denied");
+  const PersonAnswer a = parse_answer(line);
+  print_answer(a);
   return a;
 }
 

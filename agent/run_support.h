@@ -53,9 +53,10 @@ Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
 // The model's context window from the configuration (0 for replay or unknown models).
 std::int64_t model_context_window(const std::string& spec);
 
-// Connects to `socket_path` when given, else starts a private moatd.
+// Connects to `socket_path` when given, else starts a private moatd (with `console`, one
+// whose session has a console channel: MoatdClient::spawn_private).
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
-                                                 const MoatdPassThrough& o);
+                                                 const MoatdPassThrough& o, bool console = false);
 
 std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
                               const std::string& workspace);
@@ -63,6 +64,21 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
 // Prints the model's text, each call and a short form of each result. `model_spec` selects
 // the prices used to cost each answer (replay and unknown models cost 0).
 LoopEvents console_events(const std::string& model_spec);
+
+// A person's answer to moatd's question: y = allow once, s = allow for this session,
+// anything else (and no line at all) = deny.
+struct PersonAnswer {
+  bool allow = false;
+  bool for_session = false;
+};
+PersonAnswer parse_answer(const std::optional<std::string>& line);
+// Whether a line typed ahead of a question is an answer to it (y, yes, s, n, no).
+bool is_answer(const std::string& line);
+// The question as the person sees it, and the answer echoed back (both on stderr). The
+// question is moatd's text, which quotes the model's command: control characters are
+// shown as '?' so it cannot move the cursor or rewrite what is on the screen.
+void print_question(const std::string& question);
+void print_answer(const PersonAnswer& a);
 
 // The person at the terminal of an interactive run. One thread reads stdin line by line:
 // a line answers the question moatd is asking, if one waits for an answer; any other line is
@@ -76,9 +92,8 @@ class TerminalInput {
   TerminalInput(const TerminalInput&) = delete;
   TerminalInput& operator=(const TerminalInput&) = delete;
 
-  // MoatdClient's ask handler: y = allow once, s = allow for the session, anything else
-  // (and end of input) = deny. One question at a time.
-  MoatdClient::Answer ask(const std::string& question);
+  // Asks and waits for the answer (parse_answer; end of input = deny). One at a time.
+  PersonAnswer ask(const std::string& question);
   // Stops reading; a question still waiting is answered deny.
   void close();
 

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       "listen or serve.");
   std::string socket_path;
   int fd = -1;
+  int console_fd = -1;
   std::string audit_dir;
   std::string audit_key;
   std::string sessions_dir;
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   auto* sock_opt = app.add_option("--socket", socket_path, "Serve many clients on this Unix socket");
   app.add_option("--fd", fd, "Serve one client on this inherited connected socket (moat run)")
       ->excludes(sock_opt);
+  app.add_option("--console-fd", console_fd,
+                 "With --fd: the session's console channel, the only one that answers 'ask' "
+                 "(moat run's console process holds its other end)")
+      ->needs("--fd");
   app.add_option("--audit-dir", audit_dir,
                  "Directory of the audit logs (default /var/log/moat with --socket as root, "
                  "else $XDG_STATE_HOME/moat/audit)");
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
   moat::sandbox::Supervisor supervisor(options);
 
   if (fd >= 0) {
-    supervisor.serve_connection(moat::UniqueFd(fd));
+    supervisor.serve_connection(moat::UniqueFd(fd), moat::UniqueFd(console_fd));
     return 0;
   }
   struct sigaction sa {};

@@ -1,6 +1,9 @@
 // sandbox/protocol.cc: frame encoding, incremental decoding and message validation.
 #include "sandbox/protocol.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <utility>
 
 #include "base/check.h"
@@ -141,6 +144,18 @@ nlohmann::json error_frame(std::string message, const std::string& code, const s
   return e;
 }
 
+Result<void> send_frame(int fd, const nlohmann::json& message) {
+  MOAT_ASSIGN_OR_RETURN(const std::string frame, try_encode_frame(message));
+  std::size_t off = 0;
+  while (off < frame.size()) {
+    const ssize_t n = ::send(fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Error::from_errno("send", errno, "frame"));
+    off += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
 void FrameDecoder::feed(std::string_view bytes) {
   if (error_) return;
   // Compact before growing so a long-lived connection does not keep consumed bytes.
@@ -244,8 +259,14 @@ Result<ClientMessage> validate_client_message(const nlohmann::json& m, std::size
     return ClientMessage::kAnswer;
   }
   if (type == "bye") return ClientMessage::kBye;
+  if (type == "console") {
+    MOAT_TRY(require_fields(m, type, {{"session", kStr}, {"token", kStr}}));
+    MOAT_TRY(require_at_most(m, "'console' frame", "session", kMaxConsoleFieldBytes));
+    MOAT_TRY(require_at_most(m, "'console' frame", "token", kMaxConsoleFieldBytes));
+    return ClientMessage::kConsole;
+  }
   return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a client may send hello, call, cancel, answer, bye)");
+              "' (a client may send hello, call, cancel, answer, bye, console)");
 }
 
 Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
@@ -271,8 +292,12 @@ Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
     return ServerMessage::kError;
   }
   if (type == "bye") return ServerMessage::kBye;
+  if (type == "attached") {
+    MOAT_TRY(require_fields(m, type, {{"session", kStr}}));
+    return ServerMessage::kAttached;
+  }
   return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a server may send welcome, result, progress, ask, error, bye)");
+              "' (a server may send welcome, result, progress, ask, error, bye, attached)");
 }
 
 }  // namespace moat::sandbox

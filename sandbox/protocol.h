@@ -28,6 +28,8 @@ inline constexpr std::size_t kMaxFrameBytes = 16u << 20;  // 16 MiB of payload
 inline constexpr int kMaxJsonDepth = 64;
 inline constexpr std::size_t kMaxCallIdBytes = 128;
 inline constexpr std::size_t kMaxAskIdBytes = 64;  // moatd's ask ids are 16 hex digits
+// A console frame's session id (32 hex digits) and token (64 hex digits).
+inline constexpr std::size_t kMaxConsoleFieldBytes = 128;
 inline constexpr std::size_t kMaxToolNameBytes = 128;
 // hello.workspace and a call's arguments.path: PATH_MAX, the longest path the kernel takes.
 inline constexpr std::size_t kMaxPathBytes = 4096;
@@ -58,6 +60,10 @@ Result<std::string> try_encode_frame(const nlohmann::json& message);
 // The same for a caller that keeps payloads under kMaxFrameBytes; an oversized one is a bug.
 std::string encode_frame(const nlohmann::json& message);
 
+// Sends one frame whole on a stream socket; MSG_NOSIGNAL, so a peer that hung up is an error
+// here, not a SIGPIPE.
+Result<void> send_frame(int fd, const nlohmann::json& message);
+
 // Incremental decoder: feed it bytes as they arrive, however they are split; it yields
 // whole frames. The first error is sticky: after it, the stream cannot be resynchronised
 // and the connection must be closed.
@@ -84,8 +90,10 @@ class FrameDecoder {
 };
 
 // The message types, and the fields each must carry (validated on receipt).
-enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye };
-enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye };
+// kConsole opens a console connection (the person's channel: docs/protocol.md); kAttached
+// is moatd's reply to it.
+enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye, kConsole };
+enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye, kAttached };
 
 // Validates a frame sent by a client: a known type, every required field with the right
 // JSON type, and every field moatd echoes (workspace, tool, id, ask, arguments.path,

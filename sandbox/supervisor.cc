@@ -242,10 +242,14 @@ class AuditingRunner final : public tools::SandboxRunner {
 
 class Connection {
  public:
-  Connection(const SupervisorOptions& options, UniqueFd fd, PeerCred peer)
+  // `console`: the person's channel attached at spawn; `consoles`: where a shared moatd's
+  // sessions wait for a console to attach with their token (null for a private moatd).
+  Connection(const SupervisorOptions& options, UniqueFd fd, PeerCred peer, UniqueFd console,
+             ConsoleRegistry* consoles)
       : options_(options), fd_(std::move(fd)), peer_(peer),
         writer_(fd_.get(), std::chrono::milliseconds(static_cast<long long>(
-                               options.client_stall_timeout_s * 1000))) {}
+                               options.client_stall_timeout_s * 1000))),
+        console_fd_(std::move(console)), consoles_(consoles) {}
   ~Connection() { finish(); }
 
   void run();
@@ -262,8 +266,13 @@ class Connection {
   std::string call_refusal(const std::string& id, std::size_t frame_bytes) const;
   void on_cancel(const json& m);
   void on_answer(const json& m);
-  // Interactive sessions: an `ask` verdict goes to the person through the client. Returns
-  // the decision with decided_by "user" and the answer recorded in `answer`.
+  // Opens the session's console channel (interactive sessions): the private moatd's
+  // socketpair end, or a one-time token in the welcome for a console to attach with.
+  void open_console(json& welcome);
+  void serve_console(const json& m, FrameDecoder& decoder);
+  // Interactive sessions: an `ask` verdict goes to the person through the console channel,
+  // never through the agent's connection. Returns the decision with decided_by "user" and
+  // the answer recorded in `answer`; with no console attached, the verdict stays ask (deny).
   policy::Decision ask_person(policy::Decision d, const std::string& call_id,
                               const std::string& what, const std::atomic<bool>& cancel,
                               json& answer);
@@ -304,10 +313,11 @@ class Connection {
   // One thread per running call, joined at the next call once finished (base/thread_set.h).
   ThreadSet threads_;
   std::set<std::string> granted_;
+  UniqueFd console_fd_;
+  ConsoleRegistry* consoles_;
+  std::shared_ptr<ConsoleLink> console_;     // the person's channel, when the session has one
+  std::thread console_thread_;               // serves an attached-at-spawn console
   std::mutex ask_mu_;
-  std::condition_variable ask_cv_;
-  std::set<std::string> pending_asks_;       // asks sent and not yet answered
-  std::map<std::string, json> answers_;      // ask id -> {decision, scope}, pending asks only
   std::set<std::string> session_allows_;     // "for the session" answers, by what was asked
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool finished_ = false;
@@ -373,6 +383,8 @@ Result<std::string> Connection::audit_decision(const policy::Decision& d, const 
               {"deciding_rule", rule_json(d.deciding)},
               {"matched", matched},
               {"decided_by", d.decided_by},
+              // Which channel decided: a person's answer only ever comes from the console.
+              {"channel", d.decided_by == "user" ? "console" : "policy"},
               {"interactive", !headless_},
               {"mode", headless_ ? "auto" : "ask"},
               {"policy_hash", policy_->policy_hash()}};
@@ -444,6 +456,10 @@ void Connection::run() {
         send_error(type.error().message(), "protocol");
         return;
       }
+      if (!greeted_ && *type == ClientMessage::kConsole) {
+        serve_console(m, decoder);  // this connection is a session's console from now on
+        return;
+      }
       if (!greeted_ && *type != ClientMessage::kHello) {
         send_error("the first frame must be 'hello'", "protocol");
         return;
@@ -470,6 +486,9 @@ void Connection::run() {
           finish();
           send({{"type", "bye"}});
           return;
+        case ClientMessage::kConsole:
+          send_error("'console' opens a console connection; it cannot follow 'hello'", "protocol");
+          return;
       }
     }
   }
@@ -483,6 +502,9 @@ Result<void> Connection::on_hello(const json& m) {
     return fail(std::string("version"));
   }
   if (m.contains("headless") && m["headless"].is_boolean()) headless_ = m["headless"].get<bool>();
+  // Interactive needs a channel to the person that the agent cannot forge. A private moatd
+  // started without a console socketpair has none, whatever the agent claims.
+  if (!console_fd_.valid() && consoles_ == nullptr) headless_ = true;
   // The workspace: an existing directory, and the peer's own (or the peer is root). moatd may
   // be root: it must not lend its rights to another user's directory. Resolved once, with no
   // symlink followed: the session is built from this fd, so swapping the path for a link after
@@ -592,6 +614,7 @@ Result<void> Connection::on_hello(const json& m) {
                 {"peer", {{"uid", peer_.uid}, {"gid", peer_.gid}, {"pid", peer_.pid}}},
                 {"workspace", workspace_},
                 {"interactive", !headless_},
+                {"console", headless_ ? "none" : console_fd_.valid() ? "socketpair" : "token"},
                 {"layers", policy_->layers_json()},
                 {"policy_hash", policy_->policy_hash()},
                 {"sandbox", json::parse(session_->describe_json(), nullptr, false)},
@@ -606,14 +629,45 @@ Result<void> Connection::on_hello(const json& m) {
     return r;
   }
   greeted_ = true;
-  send({{"type", "welcome"},
-        {"version", kProtocolVersion},
-        {"session", session_id_},
-        {"tools", tools},
-        {"workspace", workspace_},
-        {"audit", audit_ ? audit_->path() : ""},
-        {"sandbox", json::parse(session_->describe_json(), nullptr, false)}});
+  json welcome = {{"type", "welcome"},
+                  {"version", kProtocolVersion},
+                  {"session", session_id_},
+                  {"tools", tools},
+                  {"workspace", workspace_},
+                  {"audit", audit_ ? audit_->path() : ""},
+                  {"sandbox", json::parse(session_->describe_json(), nullptr, false)}};
+  if (!headless_) open_console(welcome);
+  send(welcome);
   return {};
+}
+
+void Connection::open_console(json& welcome) {
+  if (console_fd_.valid()) {
+    console_ = std::make_shared<ConsoleLink>(std::move(console_fd_));
+    console_thread_ = std::thread([link = console_] {
+      FrameDecoder decoder;
+      link->serve(decoder);
+    });
+    return;
+  }
+  // A shared moatd: the client's console attaches on a connection of its own with this
+  // token, which works once. `moat run` attaches it before the loop exists.
+  const std::string token = random_hex(32);
+  console_ = std::make_shared<ConsoleLink>(peer_.uid, token);
+  consoles_->add(session_id_, console_);
+  welcome["console_token"] = token;
+}
+
+void Connection::serve_console(const json& m, FrameDecoder& decoder) {
+  std::shared_ptr<ConsoleLink> link =
+      consoles_ == nullptr ? nullptr : consoles_->find(m["session"].get<std::string>());
+  // One answer for every refusal: a wrong guess learns nothing about which check failed.
+  if (!link || !link->claim(m["token"].get<std::string>(), peer_.uid, fd_)) {
+    send_error("console: no session waits for a console with this token", "console");
+    return;
+  }
+  (void)link->send({{"type", "attached"}, {"session", m["session"]}});
+  link->serve(decoder);
 }
 
 // Why a call cannot start now (calls_mu_ held), or "" when it may.
@@ -666,14 +720,10 @@ void Connection::on_cancel(const json& m) {
   if (it != inflight_.end()) it->second->store(true);
 }
 
-void Connection::on_answer(const json& m) {
-  std::lock_guard<std::mutex> lock(ask_mu_);
-  // Only a pending ask takes an answer, and only its two words are kept: answers nobody
-  // asked for (or sent twice) are dropped, so a client cannot make moatd hold them.
-  const std::string ask = m["ask"].get<std::string>();
-  if (pending_asks_.count(ask) == 0) return;
-  answers_[ask] = {{"decision", m["decision"]}, {"scope", m.value("scope", "once")}};
-  ask_cv_.notify_all();
+void Connection::on_answer(const json&) {
+  // The agent's own connection never answers: the person's answers come only from the
+  // console channel (console_link.h). Dropped unread and unanswered, so an agent sending
+  // them neither decides anything nor makes moatd hold or write anything.
 }
 
 policy::Decision Connection::ask_person(policy::Decision d, const std::string& call_id,
@@ -694,19 +744,21 @@ policy::Decision Connection::ask_person(policy::Decision d, const std::string& c
   std::string question = what + " needs your approval: rule " + d.deciding.id + " (" +
                          d.deciding.layer + ") says ask";
   if (!d.reason.empty()) question += ": " + d.reason;
-  {
-    std::lock_guard<std::mutex> lock(ask_mu_);
-    pending_asks_.insert(ask_id);
+  // No console attached (not yet, or it hung up): nobody can answer, the verdict stays ask.
+  std::optional<json> asked =
+      console_ ? console_->ask({{"type", "ask"}, {"id", call_id}, {"ask", ask_id},
+                                {"question", question}, {"rule", rule_json(d.deciding)}},
+                               cancel)
+               : std::nullopt;
+  if (!asked) return d;
+  const json& reply = *asked;
+  if (reply.contains("unanswered")) {
+    // Cancelled, or the console went away: a deny, but not a person's.
+    d.verdict = policy::Verdict::kDeny;
+    d.reason = "nobody answered (the call was cancelled or the console hung up)";
+    return d;
   }
-  send({{"type", "ask"}, {"id", call_id}, {"ask", ask_id}, {"question", question},
-        {"rule", rule_json(d.deciding)}});
-  std::unique_lock<std::mutex> lock(ask_mu_);
-  // No answer (cancel, hang-up) is a no: the action does not run.
-  while (answers_.count(ask_id) == 0 && !cancel.load())
-    ask_cv_.wait_for(lock, std::chrono::milliseconds(100));
-  json reply = answers_.count(ask_id) != 0 ? answers_[ask_id] : json{{"decision", "deny"}};
-  answers_.erase(ask_id);
-  pending_asks_.erase(ask_id);
+  std::lock_guard<std::mutex> lock(ask_mu_);
   const bool allow = reply.value("decision", "deny") == "allow";
   const std::string scope = reply.value("scope", "once");
   if (allow && scope == "session") session_allows_.insert(what);
@@ -714,6 +766,7 @@ policy::Decision Connection::ask_person(policy::Decision d, const std::string& c
   d.decided_by = "user";
   answer = {{"answer", allow ? "allow" : "deny"},
             {"scope", scope},
+            {"channel", "console"},
             {"latency_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - t0)
                                .count()}};
@@ -837,6 +890,11 @@ void Connection::finish() {
     for (auto& [id, flag] : inflight_) flag->store(true);
   }
   threads_.join_all();
+  if (console_) {
+    if (consoles_ != nullptr) consoles_->remove(session_id_);
+    console_->close();
+  }
+  if (console_thread_.joinable()) console_thread_.join();
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
     (void)audit("session.end", {{"calls", calls_}, {"duration_s", secs.count()}});
@@ -855,14 +913,18 @@ Result<PeerCred> peer_credentials(int fd) {
   return PeerCred{cred.pid, cred.uid, cred.gid};
 }
 
-void Supervisor::serve_connection(UniqueFd conn) {
+void Supervisor::serve_connection(UniqueFd conn, UniqueFd console) {
+  serve(std::move(conn), std::move(console), nullptr);
+}
+
+void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* consoles) {
   auto peer = peer_credentials(conn.get());
   if (!peer) {
     MOAT_LOG_ERROR("%s", peer.error().message().c_str());
     return;
   }
   try {
-    Connection c(options_, std::move(conn), *peer);
+    Connection c(options_, std::move(conn), *peer, std::move(console), consoles);
     c.run();
   } catch (const std::exception& e) {
     // A bug must not take the daemon down with every other client's session.
@@ -897,7 +959,7 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket, const std::
     if (c < 0) continue;
     auto slot = refuse_beyond_limit(c, limit);
     if (!slot) continue;
-    clients.spawn([this, c, slot = *slot] { serve_connection(UniqueFd(c)); });
+    clients.spawn([this, c, slot = *slot] { serve(UniqueFd(c), UniqueFd(), &consoles_); });
   }
   clients.join_all();
   return {};

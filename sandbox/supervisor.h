@@ -12,6 +12,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/console_link.h"
 #include "sandbox/listen_socket.h"
 
 namespace moat::sandbox {
@@ -47,14 +48,19 @@ class Supervisor {
 
   // Serves one connection until the client says bye, hangs up, or breaks the protocol.
   // Never throws; a misbehaving client gets an error frame and a closed connection.
-  void serve_connection(UniqueFd conn);
+  // `console` (a private moatd's --console-fd) is the person's channel for this session:
+  // without it the session is headless, whatever its hello says.
+  void serve_connection(UniqueFd conn, UniqueFd console = UniqueFd());
 
   // Serves each client of a claimed socket (sandbox/listen_socket.h; the peer is identified
   // by SO_PEERCRED) on its own thread until *stop.
   Result<void> serve_socket(const ListeningSocket& socket, const std::atomic<bool>& stop);
 
  private:
+  void serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* consoles);
+
   SupervisorOptions options_;
+  ConsoleRegistry consoles_;  // serve_socket's sessions waiting for their console
 };
 
 Result<PeerCred> peer_credentials(int fd);

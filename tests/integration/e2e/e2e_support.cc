@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sandbox/protocol.h"
@@ -29,6 +30,13 @@ std::string env_or(const char* name, const std::string& fallback) {
 std::string moat_bin() { return env_or("MOAT_BIN", "agent/moat"); }
 std::string moatd_bin() { return env_or("MOATD_BIN", "sandbox/moatd"); }
 std::string source_root() { return env_or("MOAT_SOURCE_ROOT", MOAT_SOURCE_ROOT); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 TempDir::TempDir() {
   std::string tmpl = env_or("TMPDIR", "/tmp") + "/moat-e2e-XXXXXX";

@@ -21,6 +21,8 @@ std::string env_or(const char* name, const std::string& fallback);
 std::string moat_bin();
 std::string moatd_bin();
 std::string source_root();
+// The whole file ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // A fresh directory under /tmp, removed by the destructor.
 class TempDir {

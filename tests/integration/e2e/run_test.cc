@@ -17,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> state_env(const TempDir& d) {
   return {"XDG_STATE_HOME=" + d.path() + "/state", "XDG_CONFIG_HOME=" + d.path() + "/config",
           "MOATD_BIN=" + moatd_bin()};
@@ -122,9 +115,19 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
                             env.push_back("ANTHROPIC_API_KEY=sk-ant-canary-3f9e");
                             return env;
                           }());
-  // Poll the loop process while its tool call runs, until the thread that reads moatd's
-  // frames is there too (it starts with the first call).
-  const std::string proc = "/proc/" + std::to_string(pid);
+  // The loop is the child of `moat run` (which stays the console) that is not moatd. Poll it
+  // while its tool call runs, until the thread that reads moatd's frames is there too (it
+  // starts with the first call).
+  pid_t loop = -1;
+  for (int i = 0; i < 100 && loop < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::istringstream kids(read_file("/proc/" + std::to_string(pid) + "/task/" +
+                                      std::to_string(pid) + "/children"));
+    for (std::string k; kids >> k;)
+      if (read_file("/proc/" + k + "/comm") == "moat\n") loop = std::stoi(k);
+  }
+  ASSERT_GT(loop, 0) << "the loop runs in a child of moat run";
+  const std::string proc = "/proc/" + std::to_string(loop);
   auto thread_count = [&] {
     size_t n = 0;
     std::error_code ec;
@@ -158,7 +161,8 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   }
   EXPECT_GE(threads, 2u) << "the moatd reader thread runs while the call is in flight";
   // The private moatd it started got a scrubbed environment: the API key stayed behind.
-  std::istringstream children(read_file(proc + "/task/" + std::to_string(pid) + "/children"));
+  std::istringstream children(read_file("/proc/" + std::to_string(pid) + "/task/" +
+                                        std::to_string(pid) + "/children"));
   bool saw_moatd = false;
   for (std::string child; children >> child;) {
     if (read_file("/proc/" + child + "/comm") != "moatd\n") continue;

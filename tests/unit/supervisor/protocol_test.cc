@@ -158,6 +158,17 @@ TEST(ValidateClientMessage, AcceptsEachWellFormedType) {
   EXPECT_EQ(*validate_client_message({{"type", "bye"}}), ClientMessage::kBye);
 }
 
+// The console channel's frames (docs/protocol.md, "The console channel").
+TEST(ValidateClientMessage, AConsoleFrameNeedsTheSessionAndTheToken) {
+  EXPECT_EQ(*validate_client_message({{"type", "console"}, {"session", "s"}, {"token", "t"}}),
+            ClientMessage::kConsole);
+  EXPECT_FALSE(validate_client_message({{"type", "console"}, {"session", "s"}}));
+  EXPECT_FALSE(validate_client_message({{"type", "console"}, {"session", "s"}, {"token", 7}}));
+  EXPECT_EQ(*validate_server_message({{"type", "attached"}, {"session", "s"}}),
+            ServerMessage::kAttached);
+  EXPECT_FALSE(validate_server_message({{"type", "attached"}}));
+}
+
 TEST(ValidateClientMessage, RejectsEmptyAndHugeCallIds) {
   EXPECT_FALSE(validate_client_message(
       {{"type", "call"}, {"id", ""}, {"tool", "read"}, {"arguments", json::object()}}));

@@ -1,0 +1,377 @@
+// agent/console.cc: the console process, and the loop's side of the split (console.h).
+#include "agent/console.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <deque>
+#include <optional>
+#include <utility>
+
+#include "agent/run_support.h"
+#include "sandbox/protocol.h"
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxLine = 64 * 1024;   // a line without end is taken in pieces
+constexpr std::size_t kMaxHeldAnswers = 16;   // answers typed ahead of their question
+pid_t g_console_pid = -1;
+int g_signal_fd = -1;
+
+// Signals become bytes on a pipe the console polls (the self-pipe trick): the handler only
+// writes, which is async-signal-safe.
+void note_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  (void)!::write(g_signal_fd, &b, 1);
+}
+
+struct Pipe {
+  UniqueFd r, w;
+};
+
+Result<Pipe> make_pipe() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
+  return Pipe{UniqueFd(p[0]), UniqueFd(p[1])};
+}
+
+// Every fd above 2 that is a terminal (the trust prompt's, a logger's): after the split
+// the loop holds none, so it can neither read the person's keys nor draw on the screen.
+Result<void> close_terminal_fds_in_child() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return fail(Error::from_errno("opendir", errno, "/proc/self/fd"));
+  std::vector<int> ttys;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd > 2 && fd != ::dirfd(d) && ::isatty(fd) == 1) ttys.push_back(fd);
+  }
+  ::closedir(d);
+  for (int fd : ttys) UniqueFd{fd}.reset();
+  return {};
+}
+
+Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions& o,
+                                  int dumpable) {
+  // The console made the process undumpable before the fork, for itself; the loop is as
+  // dumpable as it was (a later identity switch clears it anyway).
+  if (::prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) != 0)
+    return fail(Error::from_errno("prctl(PR_SET_DUMPABLE)", errno));
+  // A session of its own, so no controlling terminal: /dev/tty does not open, TIOCSTI (which
+  // types into the person's input) needs the caller's controlling terminal, and the
+  // terminal's signals (Ctrl-C, Ctrl-Z, hang-up) reach the console only.
+  if (::setsid() < 0) return fail(Error::from_errno("setsid", errno));
+  UniqueFd null;
+  int in_fd = in.r.get();
+  if (!o.interactive) {
+    null = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null.valid()) return fail(Error::from_errno("open", errno, "/dev/null"));
+    in_fd = null.get();
+  }
+  if (::dup2(in_fd, STDIN_FILENO) < 0 || ::dup2(out.w.get(), STDOUT_FILENO) < 0 ||
+      ::dup2(err.w.get(), STDERR_FILENO) < 0)
+    return fail(Error::from_errno("dup2", errno, "the console's pipes"));
+  in = Pipe{};
+  out = Pipe{};
+  err = Pipe{};
+  o.channel.reset();
+  MOAT_TRY(close_terminal_fds_in_child());
+  // stdout is a pipe now: keep its lines coming as they are written.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  return {};
+}
+
+class Console {
+ public:
+  Console(pid_t loop, ConsoleOptions& o, Pipe& in, Pipe& out, Pipe& err, UniqueFd signals)
+      : loop_(loop), interactive_(o.interactive), to_loop_(std::move(in.w)),
+        loop_out_(std::move(out.r)), loop_err_(std::move(err.r)), channel_(std::move(o.channel)),
+        signals_(std::move(signals)) {
+    if (!interactive_) to_loop_.reset();
+    // A loop that stops reading must not block the console (and with it every answer).
+    if (to_loop_.valid()) ::fcntl(to_loop_.get(), F_SETFL, O_NONBLOCK);
+  }
+  // Serves until the loop has exited; returns its wait status.
+  int run();
+
+ private:
+  bool stdin_wanted() const;
+  void read_stdin();
+  void take_line(std::string line);
+  void read_channel();
+  void show_question();
+  void answer(const std::optional<std::string>& line);
+  void read_signals();
+  // Copies what the loop wrote to `to`, printable only; false at end of file.
+  bool pump(UniqueFd& from, FILE* to, std::string& carry);
+
+  pid_t loop_;
+  bool interactive_;
+  UniqueFd to_loop_, loop_out_, loop_err_, channel_, signals_;
+  sandbox::FrameDecoder decoder_;
+  std::deque<std::pair<std::string, std::string>> asks_;  // ask id, question; front is shown
+  bool shown_ = false;
+  std::deque<std::string> held_;  // answers typed before their question came
+  bool stdin_eof_ = false;
+  std::string partial_;
+  std::string out_carry_, err_carry_;
+};
+
+bool Console::stdin_wanted() const {
+  if (!interactive_ || stdin_eof_) return false;
+  // A run in a background job must not read its terminal: the read would stop the whole
+  // process with SIGTTIN. It reads once it is in the foreground again.
+  return ::isatty(STDIN_FILENO) != 1 || ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+}
+
+int Console::run() {
+  int status = 0;
+  for (;;) {
+    if (::waitpid(loop_, &status, WNOHANG) == loop_) break;
+    // While a question is on the screen the loop's output waits in its pipes: what stands
+    // above the prompt is moatd's question, not text the loop printed to look like one.
+    pollfd fds[5];
+    int n = 0;
+    auto add = [&](int fd) {
+      fds[n] = pollfd{fd, POLLIN, 0};
+      return n++;
+    };
+    const int sig = add(signals_.get());
+    const int in = stdin_wanted() ? add(STDIN_FILENO) : -1;
+    const int ch = channel_.valid() ? add(channel_.get()) : -1;
+    const int out = loop_out_.valid() && !shown_ ? add(loop_out_.get()) : -1;
+    const int err = loop_err_.valid() && !shown_ ? add(loop_err_.get()) : -1;
+    // The timeout re-checks the loop and the foreground, which no fd signals.
+    if (::poll(fds, static_cast<nfds_t>(n), 100) <= 0) continue;
+    auto ready = [&](int i) { return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)); };
+    if (ready(sig)) read_signals();
+    if (ready(ch)) read_channel();
+    if (ready(in)) read_stdin();
+    if (ready(out) && !pump(loop_out_, stdout, out_carry_)) loop_out_.reset();
+    if (ready(err) && !pump(loop_err_, stderr, err_carry_)) loop_err_.reset();
+  }
+  // The loop has exited; what it wrote last is still in the pipes (read without waiting:
+  // a process it forked may hold them open).
+  for (UniqueFd* fd : {&loop_out_, &loop_err_})
+    if (fd->valid()) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+  while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {
+  }
+  while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {
+  }
+  return status;
+}
+
+bool Console::pump(UniqueFd& from, FILE* to, std::string& carry) {
+  char buf[65536];
+  ssize_t n = ::read(from.get(), buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  const std::string shown = printable(std::string_view(buf, static_cast<std::size_t>(n)), carry);
+  std::fwrite(shown.data(), 1, shown.size(), to);
+  std::fflush(to);
+  return true;
+}
+
+void Console::read_signals() {
+  unsigned char sigs[64];
+  const ssize_t n = ::read(signals_.get(), sigs, sizeof sigs);
+  for (ssize_t i = 0; i < n; ++i) {
+    if (sigs[i] == SIGINT) {
+      // Ctrl-C cancels the loop's step (its own handler); a question on the screen is
+      // declined, as moatd declines it when the call is cancelled.
+      ::kill(loop_, SIGINT);
+      while (!asks_.empty()) answer(std::nullopt);
+    } else if (sigs[i] == SIGTERM || sigs[i] == SIGHUP) {
+      // The loop ends; moatd sees its connection close and ends the session cleanly.
+      ::kill(loop_, SIGTERM);
+    }
+  }
+}
+
+void Console::read_stdin() {
+  char buf[4096];
+  const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return;
+  if (n <= 0) {
+    if (!partial_.empty()) take_line(std::exchange(partial_, std::string()));
+    // End of input: the loop gets it too, and every question, now or later, is declined.
+    stdin_eof_ = true;
+    to_loop_.reset();
+    while (!asks_.empty()) answer(std::nullopt);
+    return;
+  }
+  partial_.append(buf, static_cast<std::size_t>(n));
+  for (std::size_t nl; (nl = partial_.find('\n')) != std::string::npos;) {
+    std::string line = partial_.substr(0, nl);
+    partial_.erase(0, nl + 1);
+    take_line(std::move(line));
+  }
+  if (partial_.size() >= kMaxLine) {
+    take_line(partial_.substr(0, kMaxLine));
+    partial_.erase(0, kMaxLine);
+  }
+}
+
+void Console::take_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (shown_) return answer(line);
+  // Typed ahead of a question: an answer waits for it, a sentence steers the loop.
+  if (is_answer(line)) {
+    if (held_.size() < kMaxHeldAnswers) held_.push_back(std::move(line));
+    return;
+  }
+  if (line.find_first_not_of(" \t") == std::string::npos || !to_loop_.valid()) return;
+  line += '\n';
+  if (::write(to_loop_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    std::fprintf(stderr, "moat: the agent is not reading; the message was not delivered\n");
+}
+
+void Console::read_channel() {
+  char buf[65536];
+  const ssize_t n = ::read(channel_.get(), buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return;
+  bool broken = n <= 0;
+  if (!broken) decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  while (!broken) {
+    auto frame = decoder_.next();
+    if (!frame) broken = true;
+    if (!frame || !frame->has_value()) break;
+    const json& m = **frame;
+    auto type = sandbox::validate_server_message(m);
+    if (type && *type == sandbox::ServerMessage::kAsk) {
+      asks_.emplace_back(m["ask"].get<std::string>(), m["question"].get<std::string>());
+      show_question();
+    } else if (type && *type == sandbox::ServerMessage::kError) {
+      std::fprintf(stderr, "moat: moatd (console channel): %s\n",
+                   m["message"].get<std::string>().c_str());
+    }
+  }
+  if (broken) {
+    // moatd ended the session (or broke the channel): nothing is left to answer.
+    channel_.reset();
+    asks_.clear();
+    shown_ = false;
+  }
+}
+
+void Console::show_question() {
+  if (shown_ || asks_.empty()) return;
+  if (!interactive_) return answer(std::nullopt);
+  print_question(asks_.front().second);
+  shown_ = true;
+  if (!held_.empty()) {
+    const std::string typed = std::move(held_.front());
+    held_.pop_front();
+    answer(typed);
+  } else if (stdin_eof_) {
+    answer(std::nullopt);  // nobody is left to type
+  }
+}
+
+void Console::answer(const std::optional<std::string>& line) {
+  if (asks_.empty()) return;
+  const PersonAnswer a = parse_answer(line);
+  if (shown_) print_answer(a);
+  if (channel_.valid())
+    (void)sandbox::send_frame(channel_.get(), {{"type", "answer"},
+                                      {"ask", asks_.front().first},
+                                      {"decision", a.allow ? "allow" : "deny"},
+                                      {"scope", a.for_session ? "session" : "once"}});
+  asks_.pop_front();
+  shown_ = false;
+  show_question();
+}
+
+[[noreturn]] void run_console_in_parent(pid_t loop, ConsoleOptions& o, Pipe& in, Pipe& out,
+                                        Pipe& err) {
+  for (int fd : o.loop_only_fds) UniqueFd{fd}.reset();
+  in.r.reset();
+  out.w.reset();
+  err.w.reset();
+  auto sigpipe = make_pipe();
+  if (!sigpipe) {
+    std::fprintf(stderr, "moat: console: %s\n", sigpipe.error().message().c_str());
+    ::kill(loop, SIGKILL);
+  }
+  g_signal_fd = sigpipe ? sigpipe->w.get() : -1;
+  if (g_signal_fd >= 0) ::fcntl(g_signal_fd, F_SETFL, O_NONBLOCK);
+  struct sigaction sa {};
+  sa.sa_handler = note_signal;
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::sigaction(sig, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a loop gone away is seen by waitpid, not by dying
+  Console console(loop, o, in, out, err, sigpipe ? std::move(sigpipe->r) : UniqueFd());
+  const int status = console.run();
+  // The private moatd writes session.end and its last checkpoint once the loop's connection
+  // has closed: the run is over when that is on disk.
+  if (o.moatd_pid > 0) {
+    while (::waitpid(o.moatd_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  std::fflush(nullptr);
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+}  // namespace
+
+std::string printable(std::string_view bytes, std::string& carry) {
+  std::string in = std::exchange(carry, std::string()) + std::string(bytes);
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c == 0xc2) {
+      if (i + 1 == in.size()) {
+        carry = "\xc2";
+        break;
+      }
+      const auto next = static_cast<unsigned char>(in[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) {
+        ++i;  // a C1 control: ESC by another name (CSI is C2 9B)
+        continue;
+      }
+    }
+    if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) continue;
+    out += static_cast<char>(c);
+  }
+  return out;
+}
+
+Result<void> split_console_and_loop(ConsoleOptions options) {
+  MOAT_ASSIGN_OR_RETURN(Pipe in, make_pipe());
+  MOAT_ASSIGN_OR_RETURN(Pipe out, make_pipe());
+  MOAT_ASSIGN_OR_RETURN(Pipe err, make_pipe());
+  // Undumpable before the fork, so there is no moment when a loop could reach the console's
+  // memory; the child sets its own flag back.
+  const int dumpable = ::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    return fail(Error::from_errno("prctl(PR_SET_DUMPABLE)", errno, "0"));
+  g_console_pid = ::getpid();
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) return fail(Error::from_errno("fork", errno, "the loop process"));
+  if (pid == 0) return become_loop_in_child(in, out, err, options, dumpable < 0 ? 1 : dumpable);
+  run_console_in_parent(pid, options, in, out, err);
+}
+
+Result<void> die_with_console() {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+    return fail(Error::from_errno("prctl(PR_SET_PDEATHSIG)", errno));
+  // The console may have died before the signal was armed.
+  if (::getppid() != g_console_pid) return fail(std::string("the console process has exited"));
+  return {};
+}
+
+}  // namespace moat::agent

@@ -1,0 +1,122 @@
+// sandbox/console_link.cc: the console channel: attaching it once, routing answers to asks.
+#include "sandbox/console_link.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include <chrono>
+
+#include "base/log.h"
+
+namespace moat::sandbox {
+
+using nlohmann::json;
+
+ConsoleLink::ConsoleLink(UniqueFd fd) : fd_(std::move(fd)), attached_(fd_.valid()) {}
+
+ConsoleLink::~ConsoleLink() { close(); }
+
+bool ConsoleLink::claim(std::string_view token, uid_t peer_uid, UniqueFd& fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Consumed first: a wrong guess also spends the token, so it cannot be searched for.
+  const std::string expected = std::exchange(token_, std::string());
+  if (closed_ || attached_ || expected.empty() || token.size() != expected.size()) return false;
+  if (CRYPTO_memcmp(token.data(), expected.data(), expected.size()) != 0) return false;
+  // The person's console runs as the person: a console of another uid is someone else.
+  if (peer_uid != owner_) return false;
+  fd_ = std::move(fd);
+  attached_ = true;
+  return true;
+}
+
+bool ConsoleLink::send(const json& m) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  return send_frame(fd_.get(), m).has_value();
+}
+
+void ConsoleLink::serve(FrameDecoder& decoder) {
+  char buf[4096];
+  for (bool more = true; more;) {
+    for (;;) {
+      auto frame = decoder.next();
+      if (!frame) {
+        MOAT_LOG_WARN("console channel: %s", frame.error().message().c_str());
+        more = false;
+        break;
+      }
+      if (!frame->has_value()) break;
+      const json& m = **frame;
+      auto type = validate_client_message(m, decoder.last_payload_bytes());
+      if (!type || *type != ClientMessage::kAnswer) {
+        // The console only answers: anything else is a broken console, which is closed.
+        (void)send({{"type", "error"}, {"code", "protocol"},
+                    {"message", "a console sends only 'answer' frames"}});
+        more = false;
+        break;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      // Only a question still waiting takes an answer, and only its first one.
+      auto it = waiting_.find(m["ask"].get<std::string>());
+      if (it != waiting_.end() && !it->second) {
+        it->second = m;
+        cv_.notify_all();
+      }
+    }
+    if (!more) break;
+    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+  // The console is gone (or is closed now): questions still waiting are answered no, and no
+  // later one is asked.
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  ::shutdown(fd_.get(), SHUT_RDWR);
+  cv_.notify_all();
+}
+
+std::optional<json> ConsoleLink::ask(const json& ask, const std::atomic<bool>& cancel) {
+  const std::string id = ask["ask"].get<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!attached_ || closed_) return std::nullopt;
+    waiting_[id] = std::nullopt;
+  }
+  const bool sent = send(ask);
+  std::unique_lock<std::mutex> lock(mu_);
+  // No answer (cancel, the console hung up, the session ended) is a no: nothing runs.
+  while (sent && !waiting_[id] && !closed_ && !cancel.load())
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+  json reply = waiting_[id] ? *waiting_[id] : json{{"decision", "deny"}, {"unanswered", true}};
+  waiting_.erase(id);
+  return reply;
+}
+
+void ConsoleLink::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  // Wakes serve()'s read; the fd itself is closed with the link, after serve() returned.
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+  cv_.notify_all();
+}
+
+void ConsoleRegistry::add(const std::string& session, std::weak_ptr<ConsoleLink> link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  links_[session] = std::move(link);
+}
+
+void ConsoleRegistry::remove(const std::string& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  links_.erase(session);
+}
+
+std::shared_ptr<ConsoleLink> ConsoleRegistry::find(const std::string& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = links_.find(session);
+  return it == links_.end() ? nullptr : it->second.lock();
+}
+
+}  // namespace moat::sandbox

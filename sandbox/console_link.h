@@ -1,0 +1,85 @@
+// sandbox/console_link.h: the person's channel into a session. Only the console connection
+// answers `ask` verdicts; the agent's own connection never can (docs/security.md, "The
+// person's answers"; docs/protocol.md, "The console channel").
+#pragma once
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/unique_fd.h"
+#include "sandbox/protocol.h"
+
+namespace moat::sandbox {
+
+// One session's console: attached at spawn (a private moatd's --console-fd), or later by a
+// connection that presents the session's one-time token (a shared moatd). At most one
+// console ever attaches to a session, and a token works once.
+class ConsoleLink {
+ public:
+  // A link a console attaches to with `token`, from a peer whose uid is `owner`.
+  ConsoleLink(uid_t owner, std::string token) : owner_(owner), token_(std::move(token)) {}
+  // A link attached from the start to `fd` (the private moatd's console socketpair end).
+  explicit ConsoleLink(UniqueFd fd);
+  ~ConsoleLink();
+  ConsoleLink(const ConsoleLink&) = delete;
+  ConsoleLink& operator=(const ConsoleLink&) = delete;
+
+  // Takes the link for the connection on `fd`, whose SO_PEERCRED uid is `peer_uid`: only
+  // with the session's token (compared in constant time), only from the session's own uid,
+  // and only once (the token is consumed whatever the outcome).
+  // On success the link takes `fd`; on failure it stays the caller's.
+  bool claim(std::string_view token, uid_t peer_uid, UniqueFd& fd);
+
+  // Reads the console's frames until it hangs up, breaks the protocol or close() is
+  // called: `answer` frames go to the question waiting for them; an answer nobody waits
+  // for is dropped. `decoder` may already hold bytes that came with the attach frame.
+  void serve(FrameDecoder& decoder);
+
+  // Sends `ask` (an ask frame with its "ask" id) to the console and waits for the answer.
+  // nullopt: no console is attached, so no person can be asked (ask becomes deny). A
+  // cancel, the console hanging up or the session ending answer {"decision":"deny",
+  // "unanswered":true}: a deny nobody gave.
+  std::optional<nlohmann::json> ask(const nlohmann::json& ask, const std::atomic<bool>& cancel);
+
+  // The session ended: wakes serve() and every waiting question; later asks get nullopt.
+  void close();
+
+  // One frame to the console; false when it is gone.
+  bool send(const nlohmann::json& m);
+
+ private:
+
+  uid_t owner_ = static_cast<uid_t>(-1);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string token_;   // empty once used (or never issued)
+  UniqueFd fd_;         // the console's connection, once attached
+  bool attached_ = false;
+  bool closed_ = false;
+  std::map<std::string, std::optional<nlohmann::json>> waiting_;  // ask id -> its answer
+  std::mutex send_mu_;
+};
+
+// A shared moatd's sessions that wait for their console, by session id.
+class ConsoleRegistry {
+ public:
+  void add(const std::string& session, std::weak_ptr<ConsoleLink> link);
+  void remove(const std::string& session);
+  std::shared_ptr<ConsoleLink> find(const std::string& session);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<ConsoleLink>> links_;
+};
+
+}  // namespace moat::sandbox
