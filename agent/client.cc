@@ -12,6 +12,7 @@
 #include <boost/process/child.hpp>
 #include <boost/process/env.hpp>
 #include <boost/process/exe.hpp>
+#include <boost/process/extend.hpp>
 
 #include <climits>
 #include <cstdlib>
@@ -88,7 +89,10 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
   const std::string exe = find_moatd();
   pid_t pid = -1;
   try {
-    bp::child child(bp::exe = exe, bp::args = args, scrubbed_environment());
+    // setsid before exec: from its first instruction moatd is out of our process group, so
+    // Ctrl-C or a SIGTERM to the group (timeout, CI runners, job control) never reaches it.
+    bp::child child(bp::exe = exe, bp::args = args, scrubbed_environment(),
+                    bp::extend::on_exec_setup = [](auto&) { (void)::setsid(); });
     pid = child.id();
     child.detach();  // reaped in ~MoatdClient (or by the console)
   } catch (const std::exception& e) {

@@ -39,8 +39,9 @@ struct Welcome {
 
 class MoatdClient {
  public:
-  // Starts a private moatd on a socketpair (its environment scrubbed: no API keys) and
-  // returns a client connected to it. moatd_args are passed
+  // Starts a private moatd on a socketpair (its environment scrubbed: no API keys), in a
+  // session and process group of its own (a signal to ours must not kill it before it has
+  // written session.end), and returns a client connected to it. moatd_args are passed
   // through (e.g. --audit-dir). With `console`, a second socketpair is the session's console
   // channel: take_console() hands its end to the console process.
   static Result<std::unique_ptr<MoatdClient>> spawn_private(const std::vector<std::string>& moatd_args,

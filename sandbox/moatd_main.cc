@@ -1,6 +1,7 @@
 // sandbox/moatd_main.cc: moatd, the supervisor: serves one private connection (--fd) or
 // many clients on a Unix socket (--socket).
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,8 +20,16 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+int g_private_fd = -1;
 
 void on_signal(int) { g_stop.store(true); }
+
+// A private moatd asked to stop ends its session as if the client hung up: shutdown(2) is
+// async-signal-safe, and the serving loop then writes session.end and removes its
+// placeholders on its own thread.
+void on_private_signal(int) {
+  if (g_private_fd >= 0) ::shutdown(g_private_fd, SHUT_RD);
+}
 
 }  // namespace
 
@@ -114,6 +123,13 @@ int main(int argc, char** argv) {
   moat::sandbox::Supervisor supervisor(options);
 
   if (fd >= 0) {
+    // Its own session and process group (moat run also starts it so): Ctrl-C or a SIGTERM
+    // to the client's group must not kill moatd before it has written session.end.
+    if (::getsid(0) != ::getpid()) (void)::setsid();
+    g_private_fd = fd;
+    struct sigaction sa {};
+    sa.sa_handler = on_private_signal;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
     supervisor.serve_connection(moat::UniqueFd(fd), moat::UniqueFd(console_fd));
     return 0;
   }
