@@ -58,6 +58,15 @@ class MoatdBoundsTest : public MoatdFixture {
     EXPECT_EQ(w.value("type", ""), "welcome") << w.dump() << moatd_log();
     return w;
   }
+  // An interactive session's console (asks go to it only: docs/protocol.md, "The console
+  // channel"), attached with the welcome's one-time token.
+  std::unique_ptr<RawClient> attach_console(const json& welcome) {
+    auto console = std::make_unique<RawClient>(socket_);
+    console->send_json({{"type", "console"}, {"session", welcome.value("session", "")},
+                        {"token", welcome.value("console_token", "")}});
+    EXPECT_EQ(console->read_frame().value("type", ""), "attached") << moatd_log();
+    return console;
+  }
   static std::string long_string(std::size_t n) { return std::string(n, 'a'); }
   static constexpr std::size_t kNearLimit = sandbox::kMaxFrameBytes - 400;
 };
@@ -153,11 +162,11 @@ TEST_F(MoatdBoundsTest, AnUnansweredAskInOneSessionDoesNotHoldAnotherSessionsWri
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
   RawClient asker(socket_);
-  ASSERT_EQ(greet(asker, /*headless=*/false).value("type", ""), "welcome");
+  auto console = attach_console(greet(asker, /*headless=*/false));
   // Outside the workspace and /tmp, the default policy asks before a write.
   asker.send_json({{"type", "call"}, {"id", "w-ask"}, {"tool", "write"},
                    {"arguments", {{"path", "/etc/moat-bounds-test.conf"}, {"content", "x"}}}});
-  json ask = asker.read_frame();
+  json ask = console->read_frame();
   ASSERT_EQ(ask.value("type", ""), "ask") << ask.dump() << moatd_log();
 
   RawClient other(socket_);
@@ -174,7 +183,7 @@ TEST_F(MoatdBoundsTest, AnUnansweredAskInOneSessionDoesNotHoldAnotherSessionsWri
   r = result_of(asker, "w2");
   ASSERT_EQ(r.value("type", ""), "result") << "a write waited for an ask on another path";
   EXPECT_FALSE(r["isError"].get<bool>()) << r.dump();
-  asker.send_json({{"type", "answer"}, {"ask", ask["ask"]}, {"decision", "deny"}});
+  console->send_json({{"type", "answer"}, {"ask", ask["ask"]}, {"decision", "deny"}});
   r = result_of(asker, "w-ask");
   EXPECT_TRUE(r.value("isError", false)) << r.dump();
 }
@@ -184,23 +193,23 @@ TEST_F(MoatdBoundsTest, PendingAsksBeyondTheCapAreRefusedAndThreadsStayBounded) 
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
   RawClient c(socket_);
-  ASSERT_EQ(greet(c, /*headless=*/false).value("type", ""), "welcome");
+  auto console = attach_console(greet(c, /*headless=*/false));
   const long threads_before = status_field("Threads");
   constexpr int kCalls = 200;
+  constexpr int kPending = static_cast<int>(sandbox::kMaxConcurrentCalls);
   for (int i = 0; i < kCalls; ++i)
     c.send_json({{"type", "call"}, {"id", "a" + std::to_string(i)}, {"tool", "write"},
                  {"arguments", {{"path", "/etc/moat-bounds-" + std::to_string(i)}, {"content", "x"}}}});
-  int asks = 0, refused = 0;
-  while (asks + refused < kCalls) {
-    json f = c.read_frame();
-    ASSERT_FALSE(f.is_null()) << asks << " asks and " << refused << " refusals\n" << moatd_log();
-    if (f.value("type", "") == "ask") ++asks;
-    if (f.value("type", "") == "result") {
-      ++refused;
-      EXPECT_NE(f.dump().find("the limit is 64"), std::string::npos) << f.dump();
-    }
+  // The calls beyond the cap are refused on the agent's connection; the others ask the console.
+  for (int refused = 0; refused < kCalls - kPending; ++refused) {
+    json f = result_of(c, "a" + std::to_string(kPending + refused));
+    ASSERT_FALSE(f.is_null()) << refused << " refusals\n" << moatd_log();
+    EXPECT_NE(f.dump().find("the limit is 64"), std::string::npos) << f.dump();
   }
-  EXPECT_EQ(asks, static_cast<int>(sandbox::kMaxConcurrentCalls));
+  for (int asks = 0; asks < kPending; ++asks) {
+    json f = console->read_frame();
+    ASSERT_EQ(f.value("type", ""), "ask") << asks << " asks\n" << moatd_log();
+  }
   EXPECT_LE(status_field("Threads") - threads_before,
             static_cast<long>(sandbox::kMaxConcurrentCalls) + 4);
   ASSERT_TRUE(moatd_alive());
@@ -211,25 +220,20 @@ TEST_F(MoatdBoundsTest, CallsBeyondTheRunningBytesBoundAreRefused) {
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
   RawClient c(socket_);
-  ASSERT_EQ(greet(c, /*headless=*/false).value("type", ""), "welcome");
+  auto console = attach_console(greet(c, /*headless=*/false));
   constexpr int kCalls = 5;  // 5 x 15 MiB > 64 MiB: the fifth does not fit
   for (int i = 0; i < kCalls; ++i)
     c.send_json({{"type", "call"}, {"id", "b" + std::to_string(i)}, {"tool", "write"},
                  {"arguments", {{"path", "/etc/moat-bytes-" + std::to_string(i)},
                                 {"content", long_string(15u << 20)}}}});
-  int asks = 0, refused = 0;
-  while (asks + refused < kCalls) {
-    json f = c.read_frame();
-    ASSERT_FALSE(f.is_null()) << asks << " asks and " << refused << " refusals\n" << moatd_log();
-    if (f.value("type", "") == "ask") ++asks;
-    if (f.value("type", "") == "result") {
-      ++refused;
-      EXPECT_NE(f.dump().find("the running calls' arguments already hold"), std::string::npos)
-          << f.dump();
-    }
+  // The fifth is refused on the agent's connection; the four that fit ask the console.
+  json refused = result_of(c, "b4");
+  EXPECT_NE(refused.dump().find("the running calls' arguments already hold"), std::string::npos)
+      << refused.dump() << moatd_log();
+  for (int asks = 0; asks < kCalls - 1; ++asks) {
+    json f = console->read_frame();
+    ASSERT_EQ(f.value("type", ""), "ask") << asks << " asks\n" << moatd_log();
   }
-  EXPECT_EQ(asks, 4);
-  EXPECT_EQ(refused, 1);
 }
 
 // Answers were kept until the session ended whether or not anything had asked: 30 x 8 MiB
