@@ -1,4 +1,4 @@
-// tests/unit/sessions/compaction_test.cc: agent/compaction against a scripted summariser,
+// tests/unit/agent/compaction_test.cc: agent/compaction against a scripted summariser,
 // on a 200-turn session stored in a real SessionStore.
 #include "agent/compaction.h"
 
@@ -10,7 +10,7 @@
 #include "agent/provider.h"
 #include "sessions/context.h"
 #include "sessions/json_util.h"
-#include "temp_dir.h"
+#include "tests/unit/sessions/temp_dir.h"
 
 namespace moat::agent {
 namespace {

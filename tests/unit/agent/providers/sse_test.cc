@@ -1,4 +1,4 @@
-// tests/unit/agent/sse_test.cc: WHATWG event-stream framing, for every split of the input.
+// tests/unit/agent/providers/sse_test.cc: WHATWG event-stream framing, for every split of the input.
 #include "agent/providers/sse.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// tests/unit/loop/loop_test.cc: the loop's slots against the replay provider, a real session
+// tests/unit/agent/loop_test.cc: the loop's slots against the replay provider, a real session
 // store in a temporary directory, and a tool function standing in for moatd.
 #include "agent/loop.h"
 

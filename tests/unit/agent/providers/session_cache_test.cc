@@ -1,4 +1,4 @@
-// tests/unit/agent/session_cache_test.cc: a scripted 50-turn session against the mock model
+// tests/unit/agent/providers/session_cache_test.cc: a scripted 50-turn session against the mock model
 // server: every request extends the previous one byte for byte, the mock reports a cache
 // hit of the whole previous prompt on every turn after the first, and the session's cost
 // equals a hand computation from the mock's numbers.

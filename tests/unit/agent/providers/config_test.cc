@@ -1,4 +1,4 @@
-// tests/unit/agent/config_test.cc: config.toml, the catalogue, and --model resolution.
+// tests/unit/agent/providers/config_test.cc: config.toml, the catalogue, and --model resolution.
 #include "agent/providers/config.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// tests/unit/agent/terminal_input_test.cc: the interactive run's stdin reader (run_support.h):
+// tests/unit/agent/run_support_test.cc: the interactive run's stdin reader (run_support.h):
 // a line answers the question that waits for it, any other line steers the loop.
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// tests/unit/sessions/cli_test.cc: `moat sessions ...` and `moat audit ...` through the binary.
+// tests/unit/agent/cli_sessions_test.cc: `moat sessions ...` and `moat audit ...` through the binary.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "sessions/audit.h"
 #include "sessions/jsonl.h"
 #include "sessions/store.h"
-#include "temp_dir.h"
+#include "tests/unit/sessions/temp_dir.h"
 
 namespace moat::sessions {
 namespace {

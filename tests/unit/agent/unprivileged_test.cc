@@ -1,4 +1,4 @@
-// tests/unit/loop/unprivileged_test.cc: the loop process, once dropped, cannot exec, trace,
+// tests/unit/agent/unprivileged_test.cc: the loop process, once dropped, cannot exec, trace,
 // mount or make namespaces, holds no capability and (started as root) is no longer root.
 #include "agent/unprivileged.h"
 

@@ -1,4 +1,4 @@
-// tests/unit/agent/prompt_test.cc: block order, guidelines from the tool set, escaping,
+// tests/unit/agent/providers/prompt_test.cc: block order, guidelines from the tool set, escaping,
 // project-context discovery, determinism.
 #include "agent/providers/prompt.h"
 

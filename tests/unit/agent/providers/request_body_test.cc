@@ -1,4 +1,4 @@
-// tests/unit/agent/request_body_test.cc: our request bodies have the shape the providers'
+// tests/unit/agent/providers/request_body_test.cc: our request bodies have the shape the providers'
 // recorded requests have (wire-fixtures *.request.json).
 #include "agent/providers/request_body.h"
 

@@ -1,4 +1,4 @@
-// tests/unit/agent/usage_test.cc: cost per bucket, tiers, 1h writes, totals, cache audit.
+// tests/unit/agent/providers/usage_test.cc: cost per bucket, tiers, 1h writes, totals, cache audit.
 #include "agent/providers/usage.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// tests/unit/agent/decoder_test.cc: deviations no recording covers (wire-fixtures README,
+// tests/unit/agent/providers/decoder_test.cc: deviations no recording covers (wire-fixtures README,
 // "Known gaps"), and the retry rules.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// tests/unit/agent/http_provider_test.cc: the three streaming clients over libcurl against
+// tests/unit/agent/providers/http_provider_test.cc: the three streaming clients over libcurl against
 // the mock model server on 127.0.0.1: answers, request shapes, every fault, cancellation.
 #include "agent/providers/http_provider.h"
 

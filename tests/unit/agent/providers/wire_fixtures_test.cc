@@ -1,4 +1,4 @@
-// tests/unit/agent/wire_fixtures_test.cc: every recorded provider stream of
+// tests/unit/agent/providers/wire_fixtures_test.cc: every recorded provider stream of
 // ../shared/wire-fixtures, replayed through the real SSE parser and decoders at many split
 // points, must give the expected normalised parse (wire-fixtures/README.md).
 #include <gtest/gtest.h>
