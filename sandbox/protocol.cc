@@ -1,9 +1,13 @@
-// sandbox/protocol.cc: frame encoding, incremental decoding and message validation.
+// sandbox/protocol.cc: frame encoding, incremental decoding, reading, and each message's
+// encoder and decoder.
 #include "sandbox/protocol.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <type_traits>
 #include <utility>
 
 #include "base/check.h"
@@ -138,10 +142,7 @@ std::string encode_frame(const nlohmann::json& message) {
 }
 
 nlohmann::json error_frame(std::string message, const std::string& code, const std::string& id) {
-  json e = {{"type", "error"}, {"message", cut_utf8(std::move(message), kMaxErrorMessageBytes)},
-            {"code", code}};
-  if (!id.empty()) e["id"] = cut_utf8(id, kMaxCallIdBytes);
-  return e;
+  return ErrorMsg{std::move(message), code, id}.to_json();
 }
 
 Result<void> send_frame(int fd, const nlohmann::json& message) {
@@ -216,88 +217,306 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   return std::optional<json>{std::move(parsed)};
 }
 
-Result<ClientMessage> validate_client_message(const nlohmann::json& m, std::size_t payload_bytes) {
-  MOAT_ASSIGN_OR_RETURN(std::string type, frame_type(m));
-  if (type == "hello") {
-    MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"workspace", kStr}}));
-    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "workspace", kMaxPathBytes));
-    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "client", kMaxToolNameBytes));
-    // The path would end at the NUL in every system call: the workspace checked would not
-    // be the one named.
-    if (m["workspace"].get_ref<const std::string&>().find('\0') != std::string::npos)
-      return fail(std::string("'hello' frame field 'workspace' holds a NUL byte"));
-    return ClientMessage::kHello;
-  }
-  if (type == "call") {
-    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"tool", kStr}, {"arguments", kObj}}));
-    if (m["id"].get_ref<const std::string&>().empty() || m["id"].get<std::string>().size() > kMaxCallIdBytes)
-      return fail("'call' frame field 'id' must be 1 to " + std::to_string(kMaxCallIdBytes) +
-                  " characters");
-    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "tool", kMaxToolNameBytes));
-    // The arguments every tool echoes into replies, asks and the audit log.
-    MOAT_TRY(require_at_most(m["arguments"], "'call' frame's arguments", "path", kMaxPathBytes));
-    MOAT_TRY(require_at_most(m["arguments"], "'call' frame's arguments", "command",
-                             kMaxCommandBytes));
-    return ClientMessage::kCall;
-  }
-  if (type == "cancel") {
-    MOAT_TRY(require_fields(m, type, {{"id", kStr}}));
-    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "id", kMaxCallIdBytes));
-    return ClientMessage::kCancel;
-  }
-  if (type == "answer") {
-    if (payload_bytes > kMaxAnswerBytes)
-      return fail("'answer' frame of " + std::to_string(payload_bytes) +
-                  " bytes exceeds the " + std::to_string(kMaxAnswerBytes) + "-byte limit");
-    MOAT_TRY(require_fields(m, type, {{"ask", kStr}, {"decision", kStr}}));
-    MOAT_TRY(require_at_most(m, "'" + type + "' frame", "ask", kMaxAskIdBytes));
-    const std::string d = m["decision"].get<std::string>();
-    if (d != "allow" && d != "deny")
-      return fail(std::string("'answer' frame field 'decision' must be \"allow\" or \"deny\""));
-    if (m.contains("scope") && m["scope"] != "once" && m["scope"] != "session")
-      return fail(std::string("'answer' frame field 'scope' must be \"once\" or \"session\""));
-    return ClientMessage::kAnswer;
-  }
-  if (type == "bye") return ClientMessage::kBye;
-  if (type == "console") {
-    MOAT_TRY(require_fields(m, type, {{"session", kStr}, {"token", kStr}}));
-    MOAT_TRY(require_at_most(m, "'console' frame", "session", kMaxConsoleFieldBytes));
-    MOAT_TRY(require_at_most(m, "'console' frame", "token", kMaxConsoleFieldBytes));
-    return ClientMessage::kConsole;
-  }
-  return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a client may send hello, call, cancel, answer, bye, console)");
+namespace {
+
+// A string field the message may carry: its value when present as a string, else `def`.
+std::string string_or(const json& m, const char* field, std::string def = "") {
+  auto it = m.find(field);
+  return it != m.end() && it->is_string() ? it->get<std::string>() : def;
 }
 
-Result<ServerMessage> validate_server_message(const nlohmann::json& m) {
+// An optional field, when present, must have its type (the frames moatd sends: the client
+// uses their values, and a wrong one would otherwise throw there).
+Result<void> optional_fields(const json& m, const std::string& type,
+                             std::initializer_list<Field> fields) {
+  for (const Field& f : fields) {
+    auto it = m.find(f.name);
+    if (it != m.end() && !has_type(*it, f.type))
+      return fail("'" + type + "' frame field '" + f.name + "' must be " + type_name(f.type));
+  }
+  return {};
+}
+
+std::string frame_what(const char* type) { return std::string("'") + type + "' frame"; }
+
+// One welcome tools entry, as lenient as the client always was: an entry without a string
+// name is skipped, a field of another type keeps its default.
+std::optional<tools::ToolSpec> tool_spec_from(const json& t) {
+  if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return std::nullopt;
+  tools::ToolSpec spec;
+  spec.name = t["name"].get<std::string>();
+  spec.description = string_or(t, "description");
+  auto params = t.find("parameters");
+  spec.parameters = params != t.end() ? *params : json::object();
+  auto flag = [&](const char* f) { return t.contains(f) && t[f].is_boolean() && t[f].get<bool>(); };
+  spec.mutates = flag("mutates");
+  spec.sequential = flag("sequential");
+  return spec;
+}
+
+// One row per message a side may receive, in the order of its variant (and of its enum):
+// the type's name and its decoder. Unknown types are refused naming every row.
+template <typename Frame>
+struct Row {
+  const char* type;
+  Result<Frame> (*decode)(const json& m, std::size_t payload_bytes);
+};
+
+template <typename Frame, typename Msg>
+Result<Frame> decode_as(const json& m, std::size_t payload_bytes) {
+  Result<Msg> msg = [&] {
+    if constexpr (std::is_same_v<Msg, AnswerMsg>) return Msg::from_json(m, payload_bytes);
+    else return Msg::from_json(m);
+  }();
+  if (!msg) return fail(msg.error());
+  return Frame{std::move(*msg)};
+}
+
+template <typename Frame, std::size_t... I>
+constexpr auto rows_of(std::index_sequence<I...>) {
+  return std::array<Row<Frame>, sizeof...(I)>{
+      Row<Frame>{std::variant_alternative_t<I, Frame>::kType,
+                 &decode_as<Frame, std::variant_alternative_t<I, Frame>>}...};
+}
+
+template <typename Frame>
+Result<Frame> decode_frame(const json& m, std::size_t payload_bytes, const char* sender) {
+  static constexpr auto kRows =
+      rows_of<Frame>(std::make_index_sequence<std::variant_size_v<Frame>>());
   MOAT_ASSIGN_OR_RETURN(std::string type, frame_type(m));
-  if (type == "welcome") {
-    MOAT_TRY(require_fields(m, type, {{"version", kInt}, {"session", kStr}, {"tools", kArr}}));
-    return ServerMessage::kWelcome;
+  std::string names;
+  for (const Row<Frame>& row : kRows) {
+    if (type == row.type) return row.decode(m, payload_bytes);
+    names += (names.empty() ? "" : ", ") + std::string(row.type);
   }
-  if (type == "result") {
-    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"isError", kBool}, {"content", kArr}}));
-    return ServerMessage::kResult;
+  return fail("unknown frame type '" + type.substr(0, 64) + "' (" + sender + " may send " +
+              names + ")");
+}
+
+// The enums name the variants' alternatives by index.
+static_assert(std::variant_size_v<ClientFrame> == std::size_t(ClientMessage::kConsole) + 1);
+static_assert(std::is_same_v<std::variant_alternative_t<std::size_t(ClientMessage::kAnswer),
+                                                        ClientFrame>, AnswerMsg>);
+static_assert(std::variant_size_v<ServerFrame> == std::size_t(ServerMessage::kAttached) + 1);
+static_assert(std::is_same_v<std::variant_alternative_t<std::size_t(ServerMessage::kError),
+                                                        ServerFrame>, ErrorMsg>);
+
+}  // namespace
+
+// Client -> moatd.
+
+json HelloMsg::to_json() const {
+  json m = {{"type", kType}, {"version", version}, {"workspace", workspace},
+            {"headless", headless}};
+  if (!client.empty()) m["client"] = client;
+  return m;
+}
+
+Result<HelloMsg> HelloMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"workspace", kStr}}));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "workspace", kMaxPathBytes));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "client", kMaxToolNameBytes));
+  HelloMsg h;
+  h.workspace = m.at("workspace").get<std::string>();
+  // The path would end at the NUL in every system call: the workspace checked would not
+  // be the one named.
+  if (h.workspace.find('\0') != std::string::npos)
+    return fail(std::string("'hello' frame field 'workspace' holds a NUL byte"));
+  h.version = m.at("version").get<std::int64_t>();
+  if (auto it = m.find("headless"); it != m.end() && it->is_boolean()) h.headless = it->get<bool>();
+  h.client = string_or(m, "client");
+  return h;
+}
+
+json CallMsg::to_json() const {
+  return {{"type", kType}, {"id", id}, {"tool", tool}, {"arguments", arguments}};
+}
+
+Result<CallMsg> CallMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"tool", kStr}, {"arguments", kObj}}));
+  CallMsg c;
+  c.id = m.at("id").get<std::string>();
+  if (c.id.empty() || c.id.size() > kMaxCallIdBytes)
+    return fail("'call' frame field 'id' must be 1 to " + std::to_string(kMaxCallIdBytes) +
+                " characters");
+  MOAT_TRY(require_at_most(m, frame_what(kType), "tool", kMaxToolNameBytes));
+  // The arguments every tool echoes into replies, asks and the audit log.
+  const json& args = m.at("arguments");
+  MOAT_TRY(require_at_most(args, "'call' frame's arguments", "path", kMaxPathBytes));
+  MOAT_TRY(require_at_most(args, "'call' frame's arguments", "command", kMaxCommandBytes));
+  c.tool = m.at("tool").get<std::string>();
+  c.arguments = args;
+  return c;
+}
+
+json CancelMsg::to_json() const { return {{"type", kType}, {"id", id}}; }
+
+Result<CancelMsg> CancelMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}}));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "id", kMaxCallIdBytes));
+  return CancelMsg{m.at("id").get<std::string>()};
+}
+
+json AnswerMsg::to_json() const {
+  return {{"type", kType}, {"ask", ask}, {"decision", allow ? "allow" : "deny"},
+          {"scope", for_session ? "session" : "once"}};
+}
+
+Result<AnswerMsg> AnswerMsg::from_json(const json& m, std::size_t payload_bytes) {
+  if (payload_bytes > kMaxAnswerBytes)
+    return fail("'answer' frame of " + std::to_string(payload_bytes) + " bytes exceeds the " +
+                std::to_string(kMaxAnswerBytes) + "-byte limit");
+  MOAT_TRY(require_fields(m, kType, {{"ask", kStr}, {"decision", kStr}}));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "ask", kMaxAskIdBytes));
+  const std::string d = m.at("decision").get<std::string>();
+  if (d != "allow" && d != "deny")
+    return fail(std::string("'answer' frame field 'decision' must be \"allow\" or \"deny\""));
+  if (m.contains("scope") && m["scope"] != "once" && m["scope"] != "session")
+    return fail(std::string("'answer' frame field 'scope' must be \"once\" or \"session\""));
+  return AnswerMsg{m.at("ask").get<std::string>(), d == "allow",
+                   string_or(m, "scope", "once") == "session"};
+}
+
+json ByeMsg::to_json() const { return {{"type", kType}}; }
+
+Result<ByeMsg> ByeMsg::from_json(const json&) { return ByeMsg{}; }
+
+json ConsoleMsg::to_json() const {
+  return {{"type", kType}, {"session", session}, {"token", token}};
+}
+
+Result<ConsoleMsg> ConsoleMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"session", kStr}, {"token", kStr}}));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "session", kMaxConsoleFieldBytes));
+  MOAT_TRY(require_at_most(m, frame_what(kType), "token", kMaxConsoleFieldBytes));
+  return ConsoleMsg{m.at("session").get<std::string>(), m.at("token").get<std::string>()};
+}
+
+// moatd -> client.
+
+json WelcomeMsg::to_json() const {
+  json specs = json::array();
+  for (const tools::ToolSpec& t : tools)
+    specs.push_back({{"name", t.name}, {"description", t.description},
+                     {"parameters", t.parameters}, {"mutates", t.mutates},
+                     {"sequential", t.sequential}});
+  json m = {{"type", kType},       {"version", version}, {"session", session},
+            {"tools", specs},      {"workspace", workspace}, {"audit", audit},
+            {"sandbox", sandbox}};
+  if (!console_token.empty()) m["console_token"] = console_token;
+  return m;
+}
+
+Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"session", kStr}, {"tools", kArr}}));
+  MOAT_TRY(optional_fields(m, kType,
+                           {{"workspace", kStr}, {"audit", kStr}, {"console_token", kStr}}));
+  WelcomeMsg w;
+  w.version = m.at("version").get<std::int64_t>();
+  w.session = m.at("session").get<std::string>();
+  for (const json& t : m.at("tools"))
+    if (auto spec = tool_spec_from(t)) w.tools.push_back(std::move(*spec));
+  w.workspace = string_or(m, "workspace");
+  w.audit = string_or(m, "audit");
+  if (auto it = m.find("sandbox"); it != m.end()) w.sandbox = *it;
+  w.console_token = string_or(m, "console_token");
+  return w;
+}
+
+json ResultMsg::to_json() const {
+  json m = result.to_json();
+  m["type"] = kType;
+  m["id"] = id;
+  return m;
+}
+
+Result<ResultMsg> ResultMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"isError", kBool}, {"content", kArr}}));
+  return ResultMsg{m.at("id").get<std::string>(), tools::ToolResult::from_json(m)};
+}
+
+json ProgressMsg::to_json() const { return {{"type", kType}, {"id", id}, {"chunk", chunk}}; }
+
+Result<ProgressMsg> ProgressMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"chunk", kStr}}));
+  return ProgressMsg{m.at("id").get<std::string>(), m.at("chunk").get<std::string>()};
+}
+
+json AskMsg::to_json() const {
+  return {{"type", kType}, {"id", id}, {"ask", ask}, {"question", question}, {"rule", rule}};
+}
+
+Result<AskMsg> AskMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"ask", kStr}, {"question", kStr}}));
+  AskMsg a{m.at("id").get<std::string>(), m.at("ask").get<std::string>(),
+           m.at("question").get<std::string>(), json()};
+  if (auto it = m.find("rule"); it != m.end()) a.rule = *it;
+  return a;
+}
+
+json ErrorMsg::to_json() const {
+  json e = {{"type", kType}, {"message", cut_utf8(message, kMaxErrorMessageBytes)},
+            {"code", code}};
+  if (!id.empty()) e["id"] = cut_utf8(id, kMaxCallIdBytes);
+  return e;
+}
+
+Result<ErrorMsg> ErrorMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"message", kStr}}));
+  MOAT_TRY(optional_fields(m, kType, {{"code", kStr}, {"id", kStr}}));
+  return ErrorMsg{m.at("message").get<std::string>(), string_or(m, "code", "protocol"),
+                  string_or(m, "id")};
+}
+
+json AttachedMsg::to_json() const { return {{"type", kType}, {"session", session}}; }
+
+Result<AttachedMsg> AttachedMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"session", kStr}}));
+  return AttachedMsg{m.at("session").get<std::string>()};
+}
+
+Result<ClientFrame> decode_client_frame(const json& m, std::size_t payload_bytes) {
+  return decode_frame<ClientFrame>(m, payload_bytes, "a client");
+}
+
+Result<ServerFrame> decode_server_frame(const json& m) {
+  return decode_frame<ServerFrame>(m, 0, "a server");
+}
+
+Result<ClientMessage> validate_client_message(const json& m, std::size_t payload_bytes) {
+  MOAT_ASSIGN_OR_RETURN(ClientFrame frame, decode_client_frame(m, payload_bytes));
+  return static_cast<ClientMessage>(frame.index());
+}
+
+Result<ServerMessage> validate_server_message(const json& m) {
+  MOAT_ASSIGN_OR_RETURN(ServerFrame frame, decode_server_frame(m));
+  return static_cast<ServerMessage>(frame.index());
+}
+
+Result<std::optional<json>> FrameReader::read() {
+  for (;;) {
+    MOAT_ASSIGN_OR_RETURN(std::optional<json> frame, decoder_.next());
+    if (frame) return frame;
+    if (!fill()) return std::optional<json>{};
   }
-  if (type == "progress") {
-    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"chunk", kStr}}));
-    return ServerMessage::kProgress;
+}
+
+bool FrameReader::fill() {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    return true;
   }
-  if (type == "ask") {
-    MOAT_TRY(require_fields(m, type, {{"id", kStr}, {"ask", kStr}, {"question", kStr}}));
-    return ServerMessage::kAsk;
-  }
-  if (type == "error") {
-    MOAT_TRY(require_fields(m, type, {{"message", kStr}}));
-    return ServerMessage::kError;
-  }
-  if (type == "bye") return ServerMessage::kBye;
-  if (type == "attached") {
-    MOAT_TRY(require_fields(m, type, {{"session", kStr}}));
-    return ServerMessage::kAttached;
-  }
-  return fail("unknown frame type '" + type.substr(0, 64) +
-              "' (a server may send welcome, result, progress, ask, error, bye, attached)");
+}
+
+Result<std::optional<ServerFrame>> read_server_frame(FrameReader& reader) {
+  MOAT_ASSIGN_OR_RETURN(std::optional<json> frame, reader.read());
+  if (!frame) return std::optional<ServerFrame>{};
+  MOAT_ASSIGN_OR_RETURN(ServerFrame decoded, decode_server_frame(*frame));
+  return std::optional<ServerFrame>{std::move(decoded)};
 }
 
 }  // namespace moat::sandbox

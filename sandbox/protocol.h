@@ -11,9 +11,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/result.h"
+#include "tools/tool.h"
 
 namespace moat::sandbox {
 
@@ -89,27 +92,184 @@ class FrameDecoder {
   std::optional<Error> error_;
 };
 
-// The message types, and the fields each must carry (validated on receipt).
+// The messages (docs/protocol.md, "Messages"): one struct per message type, each with its
+// one encoder (to_json, which adds the "type") and its one decoder (from_json, which
+// checks every field the message carries: presence, JSON type and bound). Only this file
+// spells a frame's fields. Optional fields take their documented default when absent.
+
+// Client -> moatd.
+struct HelloMsg {
+  static constexpr const char* kType = "hello";
+  std::int64_t version = kProtocolVersion;
+  std::string workspace;  // at most kMaxPathBytes, no NUL byte
+  bool headless = true;   // a value that is not a boolean counts as absent
+  std::string client;     // at most kMaxToolNameBytes; optional
+  nlohmann::json to_json() const;
+  static Result<HelloMsg> from_json(const nlohmann::json& m);
+};
+
+struct CallMsg {
+  static constexpr const char* kType = "call";
+  std::string id;             // 1 to kMaxCallIdBytes
+  std::string tool;           // at most kMaxToolNameBytes
+  nlohmann::json arguments;   // an object; its "path" and "command" within their bounds
+  nlohmann::json to_json() const;
+  static Result<CallMsg> from_json(const nlohmann::json& m);
+};
+
+struct CancelMsg {
+  static constexpr const char* kType = "cancel";
+  std::string id;
+  nlohmann::json to_json() const;
+  static Result<CancelMsg> from_json(const nlohmann::json& m);
+};
+
+struct AnswerMsg {
+  static constexpr const char* kType = "answer";
+  std::string ask;           // at most kMaxAskIdBytes
+  bool allow = false;        // "decision": "allow" or "deny"
+  bool for_session = false;  // "scope": "session" or "once" (the default)
+  nlohmann::json to_json() const;
+  // payload_bytes: the frame's size, refused over kMaxAnswerBytes before any field is read.
+  static Result<AnswerMsg> from_json(const nlohmann::json& m, std::size_t payload_bytes = 0);
+};
+
+struct ByeMsg {  // both ways: the client ends the session, moatd confirms
+  static constexpr const char* kType = "bye";
+  nlohmann::json to_json() const;
+  static Result<ByeMsg> from_json(const nlohmann::json& m);
+};
+
+struct ConsoleMsg {  // first frame of a console connection to a shared moatd
+  static constexpr const char* kType = "console";
+  std::string session;  // at most kMaxConsoleFieldBytes
+  std::string token;    // at most kMaxConsoleFieldBytes
+  nlohmann::json to_json() const;
+  static Result<ConsoleMsg> from_json(const nlohmann::json& m);
+};
+
+// moatd -> client. The client trusts none of it: each decoder checks what its reader uses.
+struct WelcomeMsg {
+  static constexpr const char* kType = "welcome";
+  std::int64_t version = kProtocolVersion;
+  std::string session;
+  // The granted tools. An entry without a string name is skipped; its other fields are
+  // taken when they have their type.
+  std::vector<tools::ToolSpec> tools;
+  std::string workspace;
+  std::string audit;               // the audit file's path; "" without an audit log
+  nlohmann::json sandbox = nlohmann::json::object();  // what was applied (free-form)
+  std::string console_token;       // interactive sessions on a shared moatd only
+  nlohmann::json to_json() const;
+  static Result<WelcomeMsg> from_json(const nlohmann::json& m);
+};
+
+struct ResultMsg {
+  static constexpr const char* kType = "result";
+  std::string id;
+  tools::ToolResult result;  // "isError", "content", "details"
+  nlohmann::json to_json() const;
+  static Result<ResultMsg> from_json(const nlohmann::json& m);
+};
+
+struct ProgressMsg {
+  static constexpr const char* kType = "progress";
+  std::string id;
+  std::string chunk;
+  nlohmann::json to_json() const;
+  static Result<ProgressMsg> from_json(const nlohmann::json& m);
+};
+
+struct AskMsg {  // on the console channel only
+  static constexpr const char* kType = "ask";
+  std::string id;   // the call
+  std::string ask;  // the ask id the answer names
+  std::string question;
+  nlohmann::json rule;  // the deciding rule (policy's rule_json); null when absent
+  nlohmann::json to_json() const;
+  static Result<AskMsg> from_json(const nlohmann::json& m);
+};
+
+struct ErrorMsg {
+  static constexpr const char* kType = "error";
+  std::string message;  // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
+  std::string code = "protocol";  // protocol, workspace, policy, sandbox, audit, console
+  std::string id;                 // optional: the call it is about (cut to kMaxCallIdBytes)
+  nlohmann::json to_json() const;
+  static Result<ErrorMsg> from_json(const nlohmann::json& m);
+};
+
+struct AttachedMsg {  // moatd's reply to an accepted console frame
+  static constexpr const char* kType = "attached";
+  std::string session;
+  nlohmann::json to_json() const;
+  static Result<AttachedMsg> from_json(const nlohmann::json& m);
+};
+
+// What each side may receive, in the order of the enums below (index() == enum value).
+using ClientFrame = std::variant<HelloMsg, CallMsg, CancelMsg, AnswerMsg, ByeMsg, ConsoleMsg>;
+using ServerFrame =
+    std::variant<WelcomeMsg, ResultMsg, ProgressMsg, AskMsg, ErrorMsg, ByeMsg, AttachedMsg>;
+
+// Decodes a frame a client sent: a known type, every required field with the right JSON
+// type, and every field moatd echoes (workspace, tool, id, ask, arguments.path,
+// arguments.command) within its bound, as is an answer frame's payload_bytes. The error
+// names the field and what was expected (never quoting its value).
+Result<ClientFrame> decode_client_frame(const nlohmann::json& m, std::size_t payload_bytes = 0);
+// The same for frames moatd sends (the client checks them too: it trusts nothing).
+Result<ServerFrame> decode_server_frame(const nlohmann::json& m);
+
+// The message types by name, for code that only needs to know which one arrived.
 // kConsole opens a console connection (the person's channel: docs/protocol.md); kAttached
 // is moatd's reply to it.
 enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye, kConsole };
 enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye, kAttached };
 
-// Validates a frame sent by a client: a known type, every required field with the right
-// JSON type, and every field moatd echoes (workspace, tool, id, ask, arguments.path,
-// arguments.command) within its bound, as is an answer frame's payload_bytes. Returns the
-// type, or an error naming the field and what was expected (never quoting its value).
+// decode_client_frame / decode_server_frame, keeping only the type.
 Result<ClientMessage> validate_client_message(const nlohmann::json& m,
                                               std::size_t payload_bytes = 0);
-// The same for frames the server sends (the client checks them too: it trusts nothing).
 Result<ServerMessage> validate_server_message(const nlohmann::json& m);
+
+// Sends one message as a frame (send_frame): the writer both sides use for a blocking
+// socket (moatd's per-client queue, sandbox/frame_writer.h, takes encoded frames).
+template <typename Msg>
+Result<void> send_message(int fd, const Msg& m) {
+  return send_frame(fd, m.to_json());
+}
+
+// Reads frames from a stream socket: the reader both sides use (OpenSSH's
+// mm_request_receive). Frames already in `decoder` (bytes read with an earlier frame)
+// come first.
+class FrameReader {
+ public:
+  explicit FrameReader(int fd, FrameDecoder decoder = {})
+      : fd_(fd), decoder_(std::move(decoder)) {}
+  // The next whole frame, reading (blocking) as long as it takes; nullopt when the peer
+  // closed the connection (or reading failed); an error when the stream is broken.
+  Result<std::optional<nlohmann::json>> read();
+  // One read(2) into the decoder, for a caller that polls: false at end of file or on an
+  // error. next() then yields what arrived.
+  bool fill();
+  Result<std::optional<nlohmann::json>> next() { return decoder_.next(); }
+  const FrameDecoder& decoder() const { return decoder_; }
+
+ private:
+  int fd_;
+  FrameDecoder decoder_;
+};
+
+// The next frame from moatd, decoded (OpenSSH's mm_request_receive_expect, with the caller
+// picking the expected alternative out of the variant): nullopt when moatd closed the
+// connection, an error naming the problem when the stream or the frame is broken.
+Result<std::optional<ServerFrame>> read_server_frame(FrameReader& reader);
 
 // s cut to at most max bytes at a UTF-8 boundary, "..." appended when cut: how a reply or
 // a record quotes a client's text without growing with it.
 std::string cut_utf8(std::string s, std::size_t max);
 
-// An error frame whose message is cut to kMaxErrorMessageBytes (at a UTF-8 boundary), so
-// that quoting a client's input can never make the reply exceed the frame limit.
+// ErrorMsg{message, code, id}.to_json(): its message is cut to kMaxErrorMessageBytes (at a
+// UTF-8 boundary), so that quoting a client's input can never make the reply exceed the
+// frame limit.
 nlohmann::json error_frame(std::string message, const std::string& code,
                            const std::string& id = "");
 

@@ -1,0 +1,411 @@
+// tests/unit/sandbox/protocol_test.cc: each message's encoder and decoder (a round trip per
+// message, a refusal per validation rule), the frame decoders' dispatch, and the shared
+// frame reader. The framing itself is tested in tests/unit/supervisor/protocol_test.cc.
+#include "sandbox/protocol.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/unique_fd.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+// The message `m` decodes to, as what the receiving side gets; a test failure otherwise.
+template <typename Msg, typename Frame>
+Msg decoded(const Result<Frame>& frame) {
+  EXPECT_TRUE(frame.has_value()) << frame.error().message();
+  if (!frame) return Msg{};
+  EXPECT_TRUE(std::holds_alternative<Msg>(*frame));
+  return std::holds_alternative<Msg>(*frame) ? std::get<Msg>(*frame) : Msg{};
+}
+
+// What read_server_frame read, expected to be a frame of type Msg.
+template <typename Msg>
+Msg read_as(FrameReader& reader) {
+  auto frame = read_server_frame(reader);
+  EXPECT_TRUE(frame.has_value()) << frame.error().message();
+  EXPECT_TRUE(frame && frame->has_value()) << "the connection closed";
+  if (!frame || !frame->has_value()) return Msg{};
+  return decoded<Msg>(Result<ServerFrame>(**frame));
+}
+
+template <typename Msg>
+Msg client_round_trip(const Msg& m) {
+  return decoded<Msg>(decode_client_frame(m.to_json()));
+}
+
+template <typename Msg>
+Msg server_round_trip(const Msg& m) {
+  return decoded<Msg>(decode_server_frame(m.to_json()));
+}
+
+// The error decoding `m` gives; "" (and a test failure) when it decodes.
+std::string client_refusal(const json& m, std::size_t payload_bytes = 0) {
+  auto r = decode_client_frame(m, payload_bytes);
+  EXPECT_FALSE(r.has_value()) << m.dump();
+  return r ? "" : r.error().message();
+}
+
+std::string server_refusal(const json& m) {
+  auto r = decode_server_frame(m);
+  EXPECT_FALSE(r.has_value()) << m.dump();
+  return r ? "" : r.error().message();
+}
+
+json call_frame(json arguments, std::string id = "c1", std::string tool = "bash") {
+  return {{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", std::move(arguments)}};
+}
+
+// --- Client -> moatd -------------------------------------------------------------------
+
+TEST(HelloMsg, RoundTripsEveryField) {
+  const HelloMsg h = client_round_trip(HelloMsg{1, "/w/é", false, "moat/1.0"});
+  EXPECT_EQ(h.version, 1);
+  EXPECT_EQ(h.workspace, "/w/é");
+  EXPECT_FALSE(h.headless);
+  EXPECT_EQ(h.client, "moat/1.0");
+}
+
+TEST(HelloMsg, OptionalFieldsTakeTheirDefaults) {
+  const HelloMsg h =
+      decoded<HelloMsg>(
+          decode_client_frame({{"type", "hello"}, {"version", 7}, {"workspace", "/"}}));
+  EXPECT_EQ(h.version, 7);
+  EXPECT_TRUE(h.headless);
+  EXPECT_EQ(h.client, "");
+  // A headless that is not a boolean counts as absent, as moatd always treated it.
+  const HelloMsg odd = decoded<HelloMsg>(decode_client_frame(
+      {{"type", "hello"}, {"version", 1}, {"workspace", "/"}, {"headless", "no"}}));
+  EXPECT_TRUE(odd.headless);
+}
+
+TEST(HelloMsg, RefusesEachBrokenField) {
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"workspace", "/"}}),
+            "'hello' frame is missing the field 'version' (an integer)");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1.5}, {"workspace", "/"}}),
+            "'hello' frame field 'version' must be an integer");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1}}),
+            "'hello' frame is missing the field 'workspace' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", 3}}),
+            "'hello' frame field 'workspace' must be a string");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1},
+                            {"workspace", "/" + std::string(kMaxPathBytes, 'a')}}),
+            "'hello' frame field 'workspace' is 4097 bytes long; the limit is 4096");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", "/"},
+                            {"client", std::string(kMaxToolNameBytes + 1, 'c')}}),
+            "'hello' frame field 'client' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1},
+                            {"workspace", std::string("/w\0x", 4)}}),
+            "'hello' frame field 'workspace' holds a NUL byte");
+}
+
+TEST(CallMsg, RoundTripsEveryField) {
+  const CallMsg c = client_round_trip(CallMsg{"c9", "read", {{"path", "a.txt"}, {"limit", 3}}});
+  EXPECT_EQ(c.id, "c9");
+  EXPECT_EQ(c.tool, "read");
+  EXPECT_EQ(c.arguments, json({{"path", "a.txt"}, {"limit", 3}}));
+}
+
+TEST(CallMsg, RefusesEachBrokenField) {
+  EXPECT_EQ(client_refusal({{"type", "call"}, {"tool", "bash"}, {"arguments", json::object()}}),
+            "'call' frame is missing the field 'id' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "call"}, {"id", "a"}, {"arguments", json::object()}}),
+            "'call' frame is missing the field 'tool' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "call"}, {"id", "a"}, {"tool", "t"}, {"arguments", "x"}}),
+            "'call' frame field 'arguments' must be an object");
+  EXPECT_EQ(client_refusal(call_frame(json::object(), "")),
+            "'call' frame field 'id' must be 1 to 128 characters");
+  EXPECT_EQ(client_refusal(call_frame(json::object(), std::string(kMaxCallIdBytes + 1, 'i'))),
+            "'call' frame field 'id' must be 1 to 128 characters");
+  EXPECT_EQ(client_refusal(
+                call_frame(json::object(), "a", std::string(kMaxToolNameBytes + 1, 't'))),
+            "'call' frame field 'tool' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(client_refusal(call_frame({{"path", std::string(kMaxPathBytes + 1, 'p')}})),
+            "'call' frame's arguments field 'path' is 4097 bytes long; the limit is 4096");
+  EXPECT_EQ(client_refusal(call_frame({{"command", std::string(kMaxCommandBytes + 1, 'x')}})),
+            "'call' frame's arguments field 'command' is 131073 bytes long; the limit is 131072");
+}
+
+TEST(CallMsg, AcceptsEveryFieldAtItsBound) {
+  const CallMsg c = decoded<CallMsg>(decode_client_frame(
+      call_frame({{"command", std::string(kMaxCommandBytes, 'x')},
+                  {"path", std::string(kMaxPathBytes, 'p')}},
+                 std::string(kMaxCallIdBytes, 'i'), std::string(kMaxToolNameBytes, 't'))));
+  EXPECT_EQ(c.arguments["command"].get<std::string>().size(), kMaxCommandBytes);
+}
+
+TEST(CancelMsg, RoundTripsAndRefusesABrokenId) {
+  EXPECT_EQ(client_round_trip(CancelMsg{"c3"}).id, "c3");
+  EXPECT_EQ(client_refusal({{"type", "cancel"}}),
+            "'cancel' frame is missing the field 'id' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "cancel"}, {"id", 4}}),
+            "'cancel' frame field 'id' must be a string");
+  EXPECT_EQ(client_refusal({{"type", "cancel"}, {"id", std::string(kMaxCallIdBytes + 1, 'i')}}),
+            "'cancel' frame field 'id' is 129 bytes long; the limit is 128");
+}
+
+TEST(AnswerMsg, RoundTripsEachDecisionAndScope) {
+  for (bool allow : {false, true}) {
+    for (bool session : {false, true}) {
+      const AnswerMsg a = client_round_trip(AnswerMsg{"k1", allow, session});
+      EXPECT_EQ(a.ask, "k1");
+      EXPECT_EQ(a.allow, allow);
+      EXPECT_EQ(a.for_session, session);
+    }
+  }
+  const AnswerMsg once = decoded<AnswerMsg>(
+      decode_client_frame({{"type", "answer"}, {"ask", "k"}, {"decision", "allow"}}));
+  EXPECT_TRUE(once.allow);
+  EXPECT_FALSE(once.for_session) << "a missing scope is once";
+}
+
+TEST(AnswerMsg, RefusesEachBrokenField) {
+  const json ok = {{"type", "answer"}, {"ask", "k"}, {"decision", "deny"}};
+  EXPECT_EQ(client_refusal(ok, kMaxAnswerBytes + 1),
+            "'answer' frame of 4097 bytes exceeds the 4096-byte limit");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"decision", "deny"}}),
+            "'answer' frame is missing the field 'ask' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}}),
+            "'answer' frame is missing the field 'decision' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", std::string(kMaxAskIdBytes + 1, 'k')},
+                            {"decision", "allow"}}),
+            "'answer' frame field 'ask' is 65 bytes long; the limit is 64");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "maybe"}}),
+            "'answer' frame field 'decision' must be \"allow\" or \"deny\"");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "allow"},
+                            {"scope", "forever"}}),
+            "'answer' frame field 'scope' must be \"once\" or \"session\"");
+  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "allow"}, {"scope", 1}}),
+            "'answer' frame field 'scope' must be \"once\" or \"session\"");
+}
+
+TEST(ByeMsg, RoundTripsBothWays) {
+  (void)client_round_trip(ByeMsg{});
+  (void)server_round_trip(ByeMsg{});
+  EXPECT_EQ(ByeMsg{}.to_json(), json({{"type", "bye"}}));
+}
+
+TEST(ConsoleMsg, RoundTripsAndRefusesEachBrokenField) {
+  const ConsoleMsg c = client_round_trip(ConsoleMsg{"s1", "t1"});
+  EXPECT_EQ(c.session, "s1");
+  EXPECT_EQ(c.token, "t1");
+  EXPECT_EQ(client_refusal({{"type", "console"}, {"token", "t"}}),
+            "'console' frame is missing the field 'session' (a string)");
+  EXPECT_EQ(client_refusal({{"type", "console"}, {"session", "s"}, {"token", 7}}),
+            "'console' frame field 'token' must be a string");
+  EXPECT_EQ(client_refusal(
+                {{"type", "console"}, {"session", std::string(129, 's')}, {"token", "t"}}),
+            "'console' frame field 'session' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(client_refusal(
+                {{"type", "console"}, {"session", "s"}, {"token", std::string(129, 't')}}),
+            "'console' frame field 'token' is 129 bytes long; the limit is 128");
+}
+
+TEST(DecodeClientFrame, RefusesWhatAServerSendsAndNamesWhatAClientMay) {
+  EXPECT_EQ(client_refusal({{"type", "welcome"}}),
+            "unknown frame type 'welcome' (a client may send hello, call, cancel, answer, bye, "
+            "console)");
+  EXPECT_EQ(client_refusal({{"type", 3}}), "frame has no string field 'type'");
+}
+
+TEST(DecodeClientFrame, ItsIndexIsTheMessageEnum) {
+  EXPECT_EQ(*validate_client_message(CallMsg{"a", "read", json::object()}.to_json()),
+            ClientMessage::kCall);
+  EXPECT_EQ(*validate_client_message(ConsoleMsg{"s", "t"}.to_json()), ClientMessage::kConsole);
+  EXPECT_EQ(*validate_server_message((ErrorMsg{"m", "protocol", ""}.to_json())),
+            ServerMessage::kError);
+  EXPECT_EQ(*validate_server_message(AttachedMsg{"s"}.to_json()), ServerMessage::kAttached);
+}
+
+// --- moatd -> client -------------------------------------------------------------------
+
+TEST(WelcomeMsg, RoundTripsEveryField) {
+  WelcomeMsg w;
+  w.session = "s1";
+  w.tools = {{"bash", "runs", {{"type", "object"}}, false, true},
+             {"edit", "edits", json::object(), true, false}};
+  w.workspace = "/w";
+  w.audit = "/a/s1.jsonl";
+  w.sandbox = {{"userns", true}};
+  w.console_token = std::string(64, 'f');
+  const WelcomeMsg got = server_round_trip(w);
+  EXPECT_EQ(got.version, kProtocolVersion);
+  EXPECT_EQ(got.session, "s1");
+  ASSERT_EQ(got.tools.size(), 2u);
+  EXPECT_EQ(got.tools[0].name, "bash");
+  EXPECT_EQ(got.tools[0].description, "runs");
+  EXPECT_EQ(got.tools[0].parameters, json({{"type", "object"}}));
+  EXPECT_TRUE(got.tools[0].sequential);
+  EXPECT_TRUE(got.tools[1].mutates);
+  EXPECT_EQ(got.workspace, "/w");
+  EXPECT_EQ(got.audit, "/a/s1.jsonl");
+  EXPECT_EQ(got.sandbox, w.sandbox);
+  EXPECT_EQ(got.console_token, w.console_token);
+  EXPECT_FALSE(WelcomeMsg{}.to_json().contains("console_token")) << "headless: no token";
+}
+
+TEST(WelcomeMsg, SkipsToolsWithoutANameAndKeepsDefaultsForOddFields) {
+  const WelcomeMsg w = decoded<WelcomeMsg>(decode_server_frame(
+      {{"type", "welcome"}, {"version", 1}, {"session", "s"},
+       {"tools", {7, {{"description", "nameless"}}, {{"name", "ls"}, {"mutates", "yes"}}}}}));
+  ASSERT_EQ(w.tools.size(), 1u);
+  EXPECT_EQ(w.tools[0].name, "ls");
+  EXPECT_FALSE(w.tools[0].mutates);
+  EXPECT_EQ(w.tools[0].parameters, json::object());
+}
+
+TEST(WelcomeMsg, RefusesEachBrokenField) {
+  const json ok = {{"type", "welcome"}, {"version", 1}, {"session", "s"}, {"tools", json::array()}};
+  for (const char* f : {"version", "session", "tools"}) {
+    json m = ok;
+    m.erase(f);
+    EXPECT_NE(server_refusal(m).find(std::string("is missing the field '") + f + "'"),
+              std::string::npos);
+  }
+  for (const char* f : {"workspace", "audit", "console_token"}) {
+    json m = ok;
+    m[f] = 5;
+    EXPECT_EQ(server_refusal(m), std::string("'welcome' frame field '") + f + "' must be a string");
+  }
+}
+
+TEST(ResultMsg, RoundTripsEveryField) {
+  tools::ToolResult r = tools::ToolResult::error("no");
+  r.details = {{"exitCode", 2}};
+  const ResultMsg got = server_round_trip(ResultMsg{"c1", r});
+  EXPECT_EQ(got.id, "c1");
+  EXPECT_TRUE(got.result.is_error);
+  EXPECT_EQ(got.result.content, r.content);
+  EXPECT_EQ(got.result.details, r.details);
+}
+
+TEST(ResultMsg, RefusesEachBrokenField) {
+  EXPECT_EQ(server_refusal({{"type", "result"}, {"isError", false}, {"content", json::array()}}),
+            "'result' frame is missing the field 'id' (a string)");
+  EXPECT_EQ(server_refusal({{"type", "result"}, {"id", "a"}, {"isError", 0},
+                            {"content", json::array()}}),
+            "'result' frame field 'isError' must be a boolean");
+  EXPECT_EQ(server_refusal({{"type", "result"}, {"id", "a"}, {"isError", false}}),
+            "'result' frame is missing the field 'content' (an array)");
+}
+
+TEST(ProgressMsg, RoundTripsAndRefusesEachBrokenField) {
+  const ProgressMsg p = server_round_trip(ProgressMsg{"c1", "out\n"});
+  EXPECT_EQ(p.id, "c1");
+  EXPECT_EQ(p.chunk, "out\n");
+  EXPECT_EQ(server_refusal({{"type", "progress"}, {"chunk", "x"}}),
+            "'progress' frame is missing the field 'id' (a string)");
+  EXPECT_EQ(server_refusal({{"type", "progress"}, {"id", "a"}, {"chunk", 1}}),
+            "'progress' frame field 'chunk' must be a string");
+}
+
+TEST(AskMsg, RoundTripsAndRefusesEachBrokenField) {
+  const AskMsg a = server_round_trip(AskMsg{"c1", "k1", "may I?", {{"id", "r1"}}});
+  EXPECT_EQ(a.id, "c1");
+  EXPECT_EQ(a.ask, "k1");
+  EXPECT_EQ(a.question, "may I?");
+  EXPECT_EQ(a.rule, json({{"id", "r1"}}));
+  EXPECT_EQ(server_refusal({{"type", "ask"}, {"id", "c"}, {"ask", "k"}}),
+            "'ask' frame is missing the field 'question' (a string)");
+  EXPECT_EQ(server_refusal({{"type", "ask"}, {"id", "c"}, {"ask", 1}, {"question", "q"}}),
+            "'ask' frame field 'ask' must be a string");
+}
+
+TEST(ErrorMsg, RoundTripsEveryFieldAndDefaultsItsCode) {
+  const ErrorMsg e = server_round_trip(ErrorMsg{"broken", "sandbox", "c1"});
+  EXPECT_EQ(e.message, "broken");
+  EXPECT_EQ(e.code, "sandbox");
+  EXPECT_EQ(e.id, "c1");
+  EXPECT_FALSE((ErrorMsg{"m", "protocol", ""}.to_json().contains("id")));
+  EXPECT_EQ(decoded<ErrorMsg>(decode_server_frame({{"type", "error"}, {"message", "m"}})).code,
+            "protocol");
+  EXPECT_EQ(server_refusal({{"type", "error"}}),
+            "'error' frame is missing the field 'message' (a string)");
+  EXPECT_EQ(server_refusal({{"type", "error"}, {"message", "m"}, {"code", 2}}),
+            "'error' frame field 'code' must be a string");
+}
+
+TEST(ErrorMsg, CutsWhatItQuotesSoTheFrameAlwaysFits) {
+  const json e = ErrorMsg{std::string(kMaxFrameBytes, 'w'), "workspace",
+                          std::string(kMaxCallIdBytes + 10, 'i')}
+                     .to_json();
+  EXPECT_EQ(e["message"].get<std::string>().size(), kMaxErrorMessageBytes + 3);
+  EXPECT_EQ(e["id"].get<std::string>().size(), kMaxCallIdBytes + 3);
+  EXPECT_EQ(error_frame("m", "policy", "c"), (ErrorMsg{"m", "policy", "c"}.to_json()));
+}
+
+TEST(AttachedMsg, RoundTripsAndRefusesAMissingSession) {
+  EXPECT_EQ(server_round_trip(AttachedMsg{"s1"}).session, "s1");
+  EXPECT_EQ(server_refusal({{"type", "attached"}}),
+            "'attached' frame is missing the field 'session' (a string)");
+}
+
+TEST(DecodeServerFrame, RefusesWhatAClientSendsAndNamesWhatAServerMay) {
+  EXPECT_EQ(server_refusal({{"type", "hello"}}),
+            "unknown frame type 'hello' (a server may send welcome, result, progress, ask, "
+            "error, bye, attached)");
+}
+
+// --- The shared reader -----------------------------------------------------------------
+
+struct SocketPair {
+  UniqueFd a, b;
+  SocketPair() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a = UniqueFd(sv[0]);
+    b = UniqueFd(sv[1]);
+  }
+};
+
+TEST(FrameReader, ReadsWhatSendMessageWroteThenSeesTheHangUp) {
+  SocketPair s;
+  ASSERT_TRUE(send_message(s.a.get(), ProgressMsg{"c1", "x"}));
+  ASSERT_TRUE(send_message(s.a.get(), ResultMsg{"c1", tools::ToolResult::text("ok")}));
+  s.a.reset();
+  FrameReader reader(s.b.get());
+  EXPECT_EQ(read_as<ProgressMsg>(reader).chunk, "x");
+  EXPECT_EQ(read_as<ResultMsg>(reader).id, "c1");
+  auto closed = read_server_frame(reader);
+  ASSERT_TRUE(closed.has_value()) << closed.error().message();
+  EXPECT_FALSE(closed->has_value()) << "the hang-up is not an error";
+}
+
+TEST(FrameReader, ServesFramesItsDecoderAlreadyHeldFirst) {
+  SocketPair s;
+  FrameDecoder held;
+  held.feed(encode_frame(AttachedMsg{"s1"}.to_json()));
+  ASSERT_TRUE(send_message(s.a.get(), ByeMsg{}));
+  FrameReader reader(s.b.get(), std::move(held));
+  EXPECT_EQ(read_as<AttachedMsg>(reader).session, "s1");
+  (void)read_as<ByeMsg>(reader);
+}
+
+TEST(FrameReader, ABrokenStreamIsAnErrorNotAHangUp) {
+  SocketPair s;
+  const std::string junk = std::string("\0\0\0\3[1]", 7);
+  ASSERT_EQ(::write(s.a.get(), junk.data(), junk.size()), 7);
+  FrameReader reader(s.b.get());
+  auto r = reader.read();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "frame is not a JSON object");
+}
+
+TEST(FrameReader, AFrameOfTheWrongSideIsAnErrorNamingIt) {
+  SocketPair s;
+  ASSERT_TRUE(send_message(s.a.get(), CancelMsg{"c1"}));
+  FrameReader reader(s.b.get());
+  auto r = read_server_frame(reader);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message().find("unknown frame type 'cancel'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace moat::sandbox
