@@ -317,16 +317,8 @@ Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, 
   out.audit_path = w.value("audit", "");
   out.sandbox = w.value("sandbox", json::object());
   out.console_token = w.value("console_token", "");
-  for (const auto& t : w["tools"]) {
-    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
-    tools::ToolSpec spec;
-    spec.name = t["name"].get<std::string>();
-    spec.description = t.value("description", "");
-    spec.parameters = t.value("parameters", json::object());
-    spec.mutates = t.value("mutates", false);
-    spec.sequential = t.value("sequential", false);
-    out.tools.push_back(std::move(spec));
-  }
+  for (const auto& t : w["tools"])
+    if (auto spec = tools::ToolSpec::from_json(t)) out.tools.push_back(std::move(*spec));
   return out;
 }
 

@@ -289,9 +289,9 @@ class LinuxSession final : public Session {
       MOAT_LOG_WARN("session end: %s", removed.error().message().c_str());
   }
 
-  Result<ExecOutcome> exec(const ExecSpec& spec,
-                           const std::function<void(std::string_view)>& on_output,
-                           StopFlags stop) override;
+  Result<tools::ExecStatus> exec(const ExecSpec& spec,
+                                 const std::function<void(std::string_view)>& on_output,
+                                 StopFlags stop) override;
   Result<std::string> run_handler(std::string_view request) override;
   Result<UniqueFd> create_file(const std::string& sandbox_path) override;
   std::string describe_json() const override { return describe_; }
@@ -406,11 +406,9 @@ Result<int> LinuxSession::wait_exit(int channel, Clock::time_point deadline) {
   }
 }
 
-Result<ExecOutcome> LinuxSession::exec(const ExecSpec& spec,
-                                       const std::function<void(std::string_view)>& on_output,
-                                       StopFlags stop) {
-  ExecOutcome out;
-  out.start = std::chrono::system_clock::now();
+Result<tools::ExecStatus> LinuxSession::exec(
+    const ExecSpec& spec, const std::function<void(std::string_view)>& on_output, StopFlags stop) {
+  tools::ExecStatus out;
   const auto t0 = Clock::now();
   nlohmann::json req = {{"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd},
                         {"env", spec.env}};

@@ -19,6 +19,7 @@
 #include "base/stop_flags.h"
 #include "base/unique_fd.h"
 #include "sandbox/protect.h"
+#include "tools/runner.h"
 
 namespace moat::sandbox {
 
@@ -93,18 +94,6 @@ struct ExecSpec {
   std::map<std::string, std::string> env;  // extra variables for this call only
 };
 
-struct ExecOutcome {
-  pid_t pid = -1;            // host-visible pid of the worker
-  int exit_code = -1;        // valid when signal == 0
-  int signal = 0;            // the signal that ended it, or 0
-  bool timed_out = false;    // killed by the wall-clock timeout
-  bool cancelled = false;    // killed because the stop flags were raised
-  std::string limit;         // "wall_time", "cpu", "file_size", "output", ... or empty
-  std::uint64_t output_bytes = 0;
-  std::chrono::system_clock::time_point start;
-  std::chrono::milliseconds duration{0};
-};
-
 // Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".
 class Session {
  public:
@@ -117,9 +106,9 @@ class Session {
   // Runs argv in a fresh worker (stdin /dev/null, stdout and stderr interleaved into
   // on_output as they arrive). Blocks until it ends, times out, or `stop` is raised.
   // Thread-safe: calls may run concurrently from different threads.
-  virtual Result<ExecOutcome> exec(const ExecSpec& spec,
-                                   const std::function<void(std::string_view)>& on_output,
-                                   StopFlags stop) = 0;
+  virtual Result<tools::ExecStatus> exec(const ExecSpec& spec,
+                                         const std::function<void(std::string_view)>& on_output,
+                                         StopFlags stop) = 0;
 
   // Runs config.handler(request) in a fresh worker with every restriction applied (no
   // exec), and returns what it returned. Thread-safe.

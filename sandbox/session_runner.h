@@ -18,17 +18,7 @@ class SessionRunner final : public tools::SandboxRunner {
     spec.argv = argv;
     spec.cwd = cwd;
     spec.timeout_s = timeout_s;
-    MOAT_ASSIGN_OR_RETURN(ExecOutcome out, session_.exec(spec, on_output, stop));
-    tools::ExecStatus s;
-    s.pid = out.pid;
-    s.exit_code = out.exit_code;
-    s.signal = out.signal;
-    s.timed_out = out.timed_out;
-    s.cancelled = out.cancelled;
-    s.limit = out.limit;
-    s.output_bytes = out.output_bytes;
-    s.duration = out.duration;
-    return s;
+    return session_.exec(spec, on_output, stop);
   }
   Result<std::string> run_handler(std::string_view request) override {
     return session_.run_handler(request);

@@ -604,11 +604,7 @@ Result<void> Connection::on_hello(const json& m) {
     if (policy_->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
     granted_.insert(t.name);
     granted_names.push_back(t.name);
-    tools.push_back({{"name", t.name},
-                     {"description", t.description},
-                     {"parameters", t.parameters},
-                     {"mutates", t.mutates},
-                     {"sequential", t.sequential}});
+    tools.push_back(t.to_json());
   }
   json start = {{"moat_version", MOAT_VERSION},
                 {"peer", {{"uid", peer_.uid}, {"gid", peer_.gid}, {"pid", peer_.pid}}},

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,23 @@ struct ToolSpec {
   nlohmann::json parameters;  // JSON Schema (draft 2020-12 subset) of the arguments
   bool mutates = false;       // edit/write: serialised per canonical path by moatd
   bool sequential = false;    // a batch holding this tool runs its calls one by one
+
+  // The `welcome` frame's entry for the tool.
+  nlohmann::json to_json() const {
+    return {{"name", name}, {"description", description}, {"parameters", parameters},
+            {"mutates", mutates}, {"sequential", sequential}};
+  }
+  // nullopt when the entry has no name to call the tool by; a missing field keeps its default.
+  static std::optional<ToolSpec> from_json(const nlohmann::json& j) {
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+    ToolSpec s;
+    s.name = j["name"].get<std::string>();
+    s.description = j.value("description", "");
+    s.parameters = j.value("parameters", nlohmann::json::object());
+    s.mutates = j.value("mutates", false);
+    s.sequential = j.value("sequential", false);
+    return s;
+  }
 };
 
 // One block of a tool result: {"type":"text","text":...} or

@@ -46,7 +46,7 @@ class TempDir {
 };
 
 struct Ran {
-  ExecOutcome outcome;
+  tools::ExecStatus outcome;
   std::string output;
 };
 
