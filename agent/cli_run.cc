@@ -19,6 +19,7 @@
 #include "agent/run_support.h"
 #include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
+#include "base/host_defaults.h"
 #include "sessions/context.h"
 #include "sessions/store.h"
 
@@ -36,7 +37,7 @@ struct RunOptions {
   bool headless = false;
   bool interactive = false;
   LoopConfig loop;
-  unsigned uid = 65534, gid = 65534;
+  unsigned uid = kUnprivilegedUid, gid = kUnprivilegedGid;
   std::string sessions_dir;
   std::string resume;
   std::string fork;

@@ -18,6 +18,7 @@
 #include <cstdlib>
 
 #include "base/byte_strings.h"
+#include "base/host_defaults.h"
 #include "base/log.h"
 #include "sandbox/protocol.h"
 
@@ -38,7 +39,7 @@ bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0
 // nothing else. API keys and tokens stay in the agent process.
 bp::environment scrubbed_environment() {
   bp::environment env;
-  env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+  env["PATH"] = kSystemPath;
   for (const char* key : {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "MOAT_LOG",
                           "MOAT_AUDIT_DIR", "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "MOAT_TRUST_DIR",
                           "LANG"}) {

@@ -4,13 +4,14 @@
 
 #include <sys/types.h>
 
+#include "base/host_defaults.h"
 #include "base/result.h"
 
 namespace moat::agent {
 
 struct DropOptions {
-  uid_t uid = 65534;  // the identity a root-started loop switches to
-  gid_t gid = 65534;
+  uid_t uid = kUnprivilegedUid;  // the identity a root-started loop switches to
+  gid_t gid = kUnprivilegedGid;
 };
 
 // In this order, each step checked: (as root) clear supplementary groups and switch to

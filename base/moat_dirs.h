@@ -22,19 +22,19 @@ inline std::string nonempty_env(const char* name) {
   return v != nullptr && *v != '\0' ? std::string(v) : std::string();
 }
 
-inline std::string home() {
-  const std::string h = absolute_env("HOME");
-  return h.empty() ? "/" : h;
+// value when it is not empty, else fallback: every variable below overrides one default.
+inline std::string or_default(std::string value, std::string fallback) {
+  return value.empty() ? fallback : value;
 }
 
+inline std::string home() { return or_default(absolute_env("HOME"), "/"); }
+
 inline std::string config_home() {
-  const std::string x = absolute_env("XDG_CONFIG_HOME");
-  return x.empty() ? home() + "/.config" : x;
+  return or_default(absolute_env("XDG_CONFIG_HOME"), home() + "/.config");
 }
 
 inline std::string state_home() {
-  const std::string x = absolute_env("XDG_STATE_HOME");
-  return x.empty() ? home() + "/.local/state" : x;
+  return or_default(absolute_env("XDG_STATE_HOME"), home() + "/.local/state");
 }
 
 // $XDG_CONFIG_HOME/moat: config.toml (providers, where the API key is sent) and policy.d.
@@ -49,20 +49,17 @@ inline constexpr const char* kSystemPolicy = "/etc/moat/policy.d";
 inline std::string user_policy() { return config() + "/policy.d"; }
 
 inline std::string trust() {
-  const std::string d = nonempty_env("MOAT_TRUST_DIR");
-  return d.empty() ? state() + "/trust" : d;
+  return or_default(nonempty_env("MOAT_TRUST_DIR"), state() + "/trust");
 }
 
 inline std::string sessions() {
-  const std::string d = nonempty_env("MOAT_SESSIONS_DIR");
-  return d.empty() ? state() + "/sessions" : d;
+  return or_default(nonempty_env("MOAT_SESSIONS_DIR"), state() + "/sessions");
 }
 
 // /var/log/moat for a system moatd (serving other users on a socket, as root).
 inline std::string audit(bool system_daemon) {
-  const std::string d = nonempty_env("MOAT_AUDIT_DIR");
-  if (!d.empty()) return d;
-  return system_daemon ? "/var/log/moat" : state() + "/audit";
+  return or_default(nonempty_env("MOAT_AUDIT_DIR"),
+                    system_daemon ? "/var/log/moat" : state() + "/audit");
 }
 
 }  // namespace moat::dirs

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "base/hex.h"
 #include "base/unique_fd.h"
 
 namespace moat::policy {
@@ -16,24 +17,13 @@ struct MdCtxFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
-std::string hex(const unsigned char* d, unsigned n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (unsigned i = 0; i < n; ++i) {
-    out += kHex[d[i] >> 4];
-    out += kHex[d[i] & 15];
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned n = 0;
   EVP_Digest(bytes.data(), bytes.size(), d, &n, EVP_sha256(), nullptr);
-  return hex(d, n);
+  return hex_encode(d, n);
 }
 
 Result<std::string> sha256_file_hex(const std::string& path, std::size_t max_bytes) {
@@ -55,7 +45,7 @@ Result<std::string> sha256_file_hex(const std::string& path, std::size_t max_byt
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned n = 0;
   EVP_DigestFinal_ex(ctx.get(), d, &n);
-  return hex(d, n);
+  return hex_encode(d, n);
 }
 
 }  // namespace moat::policy

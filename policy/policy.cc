@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "base/host_defaults.h"
 #include "base/moat_dirs.h"
 #include "policy/code_env.h"
 #include "policy/digest.h"
@@ -181,8 +182,7 @@ class PolicyImpl final : public Policy {
         home_(o.home.empty() ? (std::getenv("HOME") ? std::getenv("HOME") : "/") : o.home),
         workspace_(o.workspace.empty() ? std::string() : canonical_path(o.workspace, "/")),
         resolver_(o.search_path.empty()
-                      ? sandbox_search_path(std::getenv("PATH") ? std::getenv("PATH")
-                                                                : "/usr/local/bin:/usr/bin:/bin")
+                      ? sandbox_search_path(std::getenv("PATH") ? std::getenv("PATH") : kSystemPath)
                       : o.search_path),
         notices_(std::move(notices)) {
     writable_roots_ = o.writable_roots;

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/host_defaults.h"
 #include "sandbox/landlock.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/sys.h"
@@ -43,7 +44,7 @@ int try_unshare_in_child(int flags, bool with_user) {
 nlohmann::json probe_idmap() {
   if (geteuid() != 0)
     return verdict(true, "not needed: rootless sessions map the caller's own uid to 0");
-  auto userns = make_userns_fd(IdMap{0, 65534}, IdMap{0, 65534});
+  auto userns = make_userns_fd(IdMap{0, kUnprivilegedUid}, IdMap{0, kUnprivilegedGid});
   if (!userns) return verdict(false, userns.error().message());
   auto tree = sys::clone_tree("/tmp", false);
   if (!tree) return verdict(false, tree.error().message());

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/host_defaults.h"
+#include "base/moat_dirs.h"
 #include "sessions/audit.h"
 #include "sandbox/session.h"
 #include "sandbox/supervisor.h"
@@ -44,9 +46,9 @@ int main(int argc, char** argv) {
   std::string audit_dir;
   std::string audit_key;
   std::string sessions_dir;
-  std::string system_policy_dir = "/etc/moat/policy.d";
+  std::string system_policy_dir = moat::dirs::kSystemPolicy;
   std::string user_policy_dir;
-  unsigned uid = 65534, gid = 65534;
+  unsigned uid = moat::kUnprivilegedUid, gid = moat::kUnprivilegedGid;
   std::vector<std::string> allow_without;
   std::vector<std::string> policy_files;
   double client_stall_timeout_s = 60;

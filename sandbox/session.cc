@@ -64,7 +64,7 @@ struct CallFds {
 };
 
 [[noreturn]] void fail_in_child(int ctl, const std::string& message) {
-  std::string msg = "E" + message;
+  std::string msg = ctl_byte(CtlMsg::kError) + message;
   auto sent = sys::send_with_fds(ctl, msg.data(), msg.size(), nullptr, 0);
   (void)sent;
   _exit(1);
@@ -113,9 +113,9 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   for (const auto& ns : kNamespaces)
     if (unshare(ns.flag) != 0)
       fail_in_child(ctl, std::string(ns.name) + ": unshare: " + std::strerror(errno));
-  char c = 'U';
+  char c = ctl_byte(CtlMsg::kUnshared);
   if (!sys::send_with_fds(ctl, &c, 1, nullptr, 0)) _exit(1);
-  if (::read(ctl, &c, 1) != 1 || c != 'M') _exit(1);
+  if (::read(ctl, &c, 1) != 1 || c != ctl_byte(CtlMsg::kMapsWritten)) _exit(1);
   if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
     fail_in_child(ctl, std::string("user_ns: setresuid: ") + std::strerror(errno));
   const char* counter = "";
@@ -241,7 +241,7 @@ pid_t host_pid_of(int pidfd) {
   return -1;
 }
 
-// The placeholder messages the init sent since 'R' (see session_init.h), without blocking.
+// The placeholder messages the init sent since kReady (see session_init.h), without blocking.
 std::vector<Placeholder> drain_placeholders(int ctl) {
   std::vector<Placeholder> out;
   char buf[8192];
@@ -331,7 +331,7 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   }
   if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
   int fds[3] = {channel.second.get(), status.second.get(), io.second.get()};
-  char kind = 'c';
+  const char kind = ctl_byte(CtlMsg::kCall);
   // One SOCK_SEQPACKET record per call: concurrent callers cannot interleave.
   if (auto sent = sys::send_with_fds(ctl_.get(), &kind, 1, fds, 3); !sent)
     return fail(sent.error().with_context("session init"));
@@ -630,10 +630,10 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
     reap();
     return fail(maps.error().with_context("user_ns"));
   }
-  char go = 'M';
+  const char go = ctl_byte(CtlMsg::kMapsWritten);
   (void)sys::write_all(ctl.first.get(), &go, 1);
   auto ready = recv_message(ctl.first.get());
-  if (!ready || ready->empty() || (*ready)[0] != 'R') {
+  if (!ready || ready->empty() || (*ready)[0] != ctl_byte(CtlMsg::kReady)) {
     reap();
     return fail(ready ? Error::msg(ready->substr(1)) : ready.error());
   }

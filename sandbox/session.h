@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/host_defaults.h"
 #include "base/result.h"
 #include "base/stop_flags.h"
 #include "base/unique_fd.h"
@@ -72,8 +73,9 @@ struct SessionConfig {
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
   std::string hostname = "moat";
-  uid_t unprivileged_uid = 65534;      // host uid the sandbox's users map to when moatd is root
-  gid_t unprivileged_gid = 65534;
+  // host uid the sandbox's users map to when moatd is root
+  uid_t unprivileged_uid = kUnprivilegedUid;
+  gid_t unprivileged_gid = kUnprivilegedGid;
   // Layers the policy explicitly lets the session run without (kSkippableLayers). Anything
   // not listed that cannot be applied refuses the session; so does a name not in the list.
   std::set<std::string> allow_without;

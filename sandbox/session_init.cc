@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/byte_strings.h"
+#include "base/host_defaults.h"
 #include "base/unique_fd.h"
 
 #include "sandbox/landlock.h"
@@ -98,7 +99,7 @@ void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1,
 // The environment is built, never inherited: nothing of moatd's (API keys) can reach it.
 std::vector<std::string> build_env(const SessionConfig& config, const nlohmann::json& extra,
                                    std::string& path_env) {
-  std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"},
+  std::map<std::string, std::string> env = {{"PATH", kSystemPath},
                                             {"HOME", "/tmp"},
                                             {"LANG", "C.UTF-8"},
                                             {"TERM", "dumb"}};
@@ -423,14 +424,14 @@ void Init::on_channel(int fd) {
 
 std::string placeholder_message(const Placeholder& p) {
   std::uint64_t ids[2] = {static_cast<std::uint64_t>(p.dev), static_cast<std::uint64_t>(p.ino)};
-  std::string msg = "P";
+  std::string msg(1, ctl_byte(CtlMsg::kPlaceholder));
   msg.append(reinterpret_cast<const char*>(ids), sizeof ids);
   return msg + p.relative;
 }
 
 std::optional<Placeholder> parse_placeholder_message(std::string_view msg) {
   std::uint64_t ids[2];
-  if (msg.size() <= 1 + sizeof ids || msg[0] != 'P') return std::nullopt;
+  if (msg.size() <= 1 + sizeof ids || msg[0] != ctl_byte(CtlMsg::kPlaceholder)) return std::nullopt;
   std::memcpy(ids, msg.data() + 1, sizeof ids);
   return Placeholder{std::string(msg.substr(1 + sizeof ids)), static_cast<dev_t>(ids[0]),
                      static_cast<ino_t>(ids[1])};
@@ -439,7 +440,8 @@ std::optional<Placeholder> parse_placeholder_message(std::string_view msg) {
 void run_session_init(const InitContext& ctx) {
   Init init(ctx);
   auto ready = init.setup();
-  std::string msg = ready ? "R" + init.describe() : "E" + ready.error().message();
+  std::string msg = ready ? ctl_byte(CtlMsg::kReady) + init.describe()
+                          : ctl_byte(CtlMsg::kError) + ready.error().message();
   if (!sys::send_with_fds(ctx.ctl_fd, msg.data(), msg.size(), nullptr, 0) || !ready) _exit(1);
   init.serve();
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "base/host_defaults.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
@@ -27,8 +28,8 @@ struct SupervisorOptions {
   // of moat's inside a workspace (sandbox/own_files.h); empty: the default.
   std::string sessions_dir;
   bool system_daemon = false;   // serving other users over a socket path
-  uid_t unprivileged_uid = 65534;
-  gid_t unprivileged_gid = 65534;
+  uid_t unprivileged_uid = kUnprivilegedUid;
+  gid_t unprivileged_gid = kUnprivilegedGid;
   std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack
   // A client that takes no byte of its frames for this long is disconnected and its calls
   // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/host_defaults.h"
 #include "base/sanitizers.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
@@ -33,6 +34,10 @@ constexpr int kParkBase = 100;  // fds are parked here so the final dup2s cannot
 constexpr const char* kStepNames[] = {"none",   "signals", "setsid",  "close_fds",
                                       "rlimits", "caps",   "no_new_privs", "landlock",
                                       "chdir",  "seccomp", "exec",    "handler"};
+// One name per step, in the enum's order: a step added without its name would be reported
+// as another step's (or "unknown") when it fails.
+static_assert(std::size(kStepNames) == static_cast<std::size_t>(Step::kLast) + 1,
+              "kStepNames must name every Step, in order");
 
 int status_fd_now = -1;  // where run_step reports: moves from plan.status_fd to kStatusFd
 
@@ -118,7 +123,7 @@ int exec_resolved(const WorkerPlan& plan) {
     return errno;
   }
   int err = ENOENT;
-  const char* p = plan.path_env ? plan.path_env : "/usr/local/bin:/usr/bin:/bin";
+  const char* p = plan.path_env ? plan.path_env : kSystemPath;
   char buf[4096];
   while (*p != '\0') {
     const char* end = std::strchr(p, ':');

@@ -27,6 +27,7 @@ enum class Step : std::int32_t {
   kSeccomp = 9,     // last: the steps above need syscalls it denies
   kExec = 10,
   kHandler = 11,
+  kLast = kHandler,  // keep equal to the last step: worker.cc's kStepNames is checked against it
 };
 const char* step_name(Step step);
 Step step_from_name(const char* name);  // kNone for an unknown name

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "base/timestamps.h"
 #include "base/unique_fd.h"
 #include "sessions/byte_strings.h"
 #include "sessions/digest.h"
@@ -28,15 +29,6 @@ constexpr mode_t kFileMode = 0600;
 constexpr mode_t kDirMode = 0700;
 
 const char* const kReserved[] = {"v", "seq", "ts", "type", "session", "id", "prev", "hash"};
-
-std::string utc_date() {
-  const time_t t = time(nullptr);
-  tm parts{};
-  gmtime_r(&t, &parts);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &parts);
-  return buf;
-}
 
 // An existing <dir>/<date>/<session>.jsonl, so a resumed session continues its chain.
 std::string find_existing(const std::string& dir, const std::string& session) {

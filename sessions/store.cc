@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <unordered_map>
 
+#include "base/timestamps.h"
 #include "base/unique_fd.h"
 #include "sessions/digest.h"
 #include "sessions/ids.h"

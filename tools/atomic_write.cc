@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <random>
 #include <vector>
 
+#include "base/random.h"
 #include "base/unique_fd.h"
 #include "tools/resolve.h"
 
@@ -38,10 +38,7 @@ Result<void> write_all(int fd, std::string_view bytes, const std::string& what) 
 }
 
 std::string temp_name(const std::string& name) {
-  std::random_device rd;
-  char suffix[16];
-  std::snprintf(suffix, sizeof suffix, "%08x", rd());
-  return "." + name + ".moat-" + suffix;
+  return "." + name + ".moat-" + random_hex_or_abort(4);
 }
 
 }  // namespace

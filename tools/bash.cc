@@ -5,20 +5,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <random>
 
+#include "base/random.h"
 #include "tools/bash_output.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
 namespace {
-
-std::string random_id() {
-  std::random_device rd;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
-  return buf;
-}
 
 std::string format_seconds(double s) {
   char buf[32];
@@ -74,7 +67,7 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   options.ceiling = ctx.output_ceiling;
   options.progress = ctx.progress;
   options.open_spill = [&ctx](std::string* path) {
-    *path = "/tmp/moat-bash-" + random_id() + ".log";
+    *path = "/tmp/moat-bash-" + random_hex_or_abort(8) + ".log";
     return ctx.runner->create_file(*path);
   };
   BashOutput out(std::move(options), &kill);  // sets `kill` when the output ceiling is hit
