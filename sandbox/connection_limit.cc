@@ -1,7 +1,13 @@
 // sandbox/connection_limit.cc: connections at once per local user and in all (see the header).
 #include "sandbox/connection_limit.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
+
+#include "sandbox/protocol.h"
+#include "sandbox/listen_socket.h"
 
 namespace moat::sandbox {
 
@@ -26,6 +32,18 @@ void ConnectionLimit::give_back(uid_t uid) {
   std::lock_guard lock(mu_);
   if (auto it = open_.find(uid); it != open_.end() && --it->second == 0) open_.erase(it);
   --open_total_;
+}
+
+Result<std::shared_ptr<void>> take_or_refuse(int fd, ConnectionLimit& limit) {
+  auto peer = peer_credentials(fd);
+  Result<std::shared_ptr<void>> slot = fail(Error{0, "no peer credentials"});
+  if (peer) slot = limit.take(peer->uid);
+  if (!slot) {
+    const std::string frame = encode_frame(error_frame(slot.error().message(), "protocol"));
+    (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(fd);
+  }
+  return slot;
 }
 
 }  // namespace moat::sandbox

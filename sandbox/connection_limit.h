@@ -33,4 +33,9 @@ class ConnectionLimit {
   std::size_t open_total_ = 0;
 };
 
+// A slot for the connection on `fd` (its peer's uid from SO_PEERCRED); beyond a bound, an
+// error frame sent without waiting and `fd` closed: the accept loop never blocks on a client
+// that does not read.
+Result<std::shared_ptr<void>> take_or_refuse(int fd, ConnectionLimit& limit);
+
 }  // namespace moat::sandbox

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "base/log.h"
+#include "sandbox/random_id.h"
 
 namespace moat::sandbox {
 
@@ -117,6 +118,43 @@ std::shared_ptr<ConsoleLink> ConsoleRegistry::find(const std::string& session) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = links_.find(session);
   return it == links_.end() ? nullptr : it->second.lock();
+}
+
+std::optional<std::string> SessionConsole::open(UniqueFd spawned, ConsoleRegistry* registry,
+                                                const std::string& session, uid_t owner) {
+  if (spawned.valid()) {
+    link_ = std::make_shared<ConsoleLink>(std::move(spawned));
+    thread_ = std::thread([link = link_] {
+      FrameDecoder decoder;
+      link->serve(decoder);
+    });
+    return std::nullopt;
+  }
+  // A shared moatd: the client's console attaches on a connection of its own with this
+  // token, which works once. `moat run` attaches it before the loop exists.
+  std::string token = random_hex_or_abort(32);
+  link_ = std::make_shared<ConsoleLink>(owner, token);
+  registry->add(session, link_);
+  return token;
+}
+
+void SessionConsole::close(ConsoleRegistry* registry, const std::string& session) {
+  if (link_) {
+    if (registry != nullptr) registry->remove(session);
+    link_->close();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool attach_console(ConsoleRegistry* registry, const std::string& session,
+                    const std::string& token, uid_t peer_uid, UniqueFd& fd,
+                    FrameDecoder& decoder) {
+  std::shared_ptr<ConsoleLink> link = registry == nullptr ? nullptr : registry->find(session);
+  // One answer for every refusal: a wrong guess learns nothing about which check failed.
+  if (!link || !link->claim(token, peer_uid, fd)) return false;
+  (void)link->send({{"type", "attached"}, {"session", session}});
+  link->serve(decoder);
+  return true;
 }
 
 }  // namespace moat::sandbox

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "base/unique_fd.h"
 #include "sandbox/protocol.h"
@@ -81,5 +82,29 @@ class ConsoleRegistry {
   std::mutex mu_;
   std::map<std::string, std::weak_ptr<ConsoleLink>> links_;
 };
+
+// A session's console as its connection holds it (interactive sessions only).
+class SessionConsole {
+ public:
+  // The private moatd's socketpair end `spawned`, served on a thread of its own; without one,
+  // a link registered in `registry` under `session` for a console of uid `owner` to attach
+  // with the returned one-time token (the welcome carries it; it works once).
+  std::optional<std::string> open(UniqueFd spawned, ConsoleRegistry* registry,
+                                  const std::string& session, uid_t owner);
+  const std::shared_ptr<ConsoleLink>& link() const { return link_; }
+  // The session ended: no console attaches any more, waiting asks are answered unanswered.
+  void close(ConsoleRegistry* registry, const std::string& session);
+
+ private:
+  std::shared_ptr<ConsoleLink> link_;
+  std::thread thread_;  // serves an attached-at-spawn console
+};
+
+// A console connection's attach frame: the link of `session` in `registry`, claimed with
+// `token` by `peer_uid` on `fd`, which it then serves until it hangs up. false (nothing
+// claimed, and the same refusal whichever check failed) when no session waits for it.
+bool attach_console(ConsoleRegistry* registry, const std::string& session,
+                    const std::string& token, uid_t peer_uid, UniqueFd& fd,
+                    FrameDecoder& decoder);
 
 }  // namespace moat::sandbox

@@ -85,4 +85,12 @@ ListeningSocket::~ListeningSocket() {
     ::unlink(path_.c_str());
 }
 
+Result<PeerCred> peer_credentials(int fd) {
+  struct ucred cred {};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return fail(Error::from_errno("getsockopt", errno, "SO_PEERCRED"));
+  return PeerCred{cred.pid, cred.uid, cred.gid};
+}
+
 }  // namespace moat::sandbox

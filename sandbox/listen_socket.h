@@ -40,4 +40,12 @@ class ListeningSocket {
   ino_t ino_ = 0;
 };
 
+// The identity of the peer, from SO_PEERCRED: the kernel's word, not the client's.
+struct PeerCred {
+  pid_t pid = -1;
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+};
+Result<PeerCred> peer_credentials(int fd);
+
 }  // namespace moat::sandbox

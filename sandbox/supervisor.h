@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -15,6 +17,8 @@
 #include "policy/policy.h"
 #include "sandbox/console_link.h"
 #include "sandbox/listen_socket.h"
+#include "sandbox/session.h"
+#include "sessions/audit.h"
 
 namespace moat::sandbox {
 
@@ -36,16 +40,35 @@ struct SupervisorOptions {
   double client_stall_timeout_s = 60;
 };
 
-// The identity of the peer, from SO_PEERCRED: the kernel's word, not the client's.
-struct PeerCred {
-  pid_t pid = -1;
-  uid_t uid = static_cast<uid_t>(-1);
-  gid_t gid = static_cast<gid_t>(-1);
+
+// A session's audit log as opened for it, and whether its checkpoints are signed.
+struct OpenedAudit {
+  std::unique_ptr<sessions::AuditLog> log;
+  std::string signing;  // "ed25519", or "off: <why the key could not be loaded>"
+};
+
+// Opens <audit_dir>'s log for `session`, signed with the audit key (loaded or created once per
+// path for the life of moatd); without the key the log is still written, unsigned.
+Result<OpenedAudit> open_session_audit(const SupervisorOptions& options,
+                                       const std::string& session,
+                                       const std::string& policy_hash);
+
+// What a session is built from, passed in so the supervisor can be tested with fakes on a
+// machine without namespaces (ninja's DiskInterface); the defaults are the real ones.
+struct SupervisorDeps {
+  std::function<Result<std::unique_ptr<policy::Policy>>(const policy::LoadOptions&)>
+      load_policy = &policy::Policy::load;
+  std::function<Result<OpenedAudit>(const SupervisorOptions&, const std::string& session,
+                                    const std::string& policy_hash)>
+      open_audit = &open_session_audit;
+  std::function<Result<std::unique_ptr<Session>>(const SessionConfig&)> create_session =
+      &Session::create;
 };
 
 class Supervisor {
  public:
-  explicit Supervisor(SupervisorOptions options) : options_(std::move(options)) {}
+  explicit Supervisor(SupervisorOptions options, SupervisorDeps deps = {})
+      : options_(std::move(options)), deps_(std::move(deps)) {}
 
   // Serves one connection until the client says bye, hangs up, or breaks the protocol.
   // Never throws; a misbehaving client gets an error frame and a closed connection.
@@ -61,9 +84,8 @@ class Supervisor {
   void serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* consoles);
 
   SupervisorOptions options_;
+  SupervisorDeps deps_;
   ConsoleRegistry consoles_;  // serve_socket's sessions waiting for their console
 };
-
-Result<PeerCred> peer_credentials(int fd);
 
 }  // namespace moat::sandbox

@@ -176,6 +176,11 @@ const ToolSpec* find_tool(std::string_view name) {
   return nullptr;
 }
 
+std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args) {
+  if (tool != "bash" || !args.contains("command") || !args["command"].is_string()) return std::nullopt;
+  return args["command"].get<std::string>();
+}
+
 void take_mutation_ticket(const std::string& tool, CallContext& ctx) {
   const ToolSpec* spec = find_tool(tool);
   if (spec == nullptr || !spec->mutates || ctx.mutation_ticket) return;

@@ -54,6 +54,10 @@ struct CallContext {
 // calls keep the order they arrived in even though each runs on its own thread.
 void take_mutation_ticket(const std::string& tool, CallContext& ctx);
 
+// What the policy judges for a call besides the tool's name: the command line of a tool that
+// runs one (bash's `command`), else nullopt. moatd asks this instead of knowing tools by name.
+std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args);
+
 // Validates the arguments against the tool's schema (after the deterministic repair) and
 // runs it. Every failure is a ToolResult with is_error set, never an exception.
 ToolResult execute(const std::string& tool, const nlohmann::json& arguments, CallContext& ctx);

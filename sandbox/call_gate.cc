@@ -1,0 +1,178 @@
+// sandbox/call_gate.cc: decide -> ask -> write-ahead audit -> run -> exec record.
+#include "sandbox/call_gate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "sandbox/random_id.h"
+#include "base/log.h"
+#include "sandbox/auditing_runner.h"
+#include "sessions/digest.h"
+#include "tools/schema.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+Result<std::string> audit_unwritable(const Error& e) {
+  return fail("refused: the audit log could not be written (" + e.message() + ")");
+}
+
+}  // namespace
+
+std::string refusal_text(const policy::Decision& d, std::string_view what) {
+  if (d.decided_by == "user")
+    return std::string(what) + " declined by the person (rule " + d.deciding.id +
+           " asked for approval). Do not retry it; find another way or ask the person.";
+  std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
+                  "): rule " + d.deciding.id + " (" + d.deciding.layer;
+  if (!d.deciding.file.empty())
+    s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
+  s += ")";
+  if (!d.reason.empty()) s += ": " + d.reason;
+  if (d.verdict == policy::Verdict::kAsk)
+    s += ". It needs a person's approval, which this session cannot ask for (headless).";
+  return s;
+}
+
+tools::ToolResult CallGate::run(const GateCall& call) {
+  auto decision_id = admit(call);
+  if (!decision_id) return tools::ToolResult::error(decision_id.error().message());
+  AuditingRunner auditing(*session_.runner);
+  tools::CallContext ctx = context_for(call, auditing);
+  const auto t0 = std::chrono::system_clock::now();
+  tools::ToolResult result = tools::execute(call.tool, call.args, ctx);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now() - t0)
+                      .count();
+  record_exec(call, *decision_id, result, ms, auditing.processes());
+  return result;
+}
+
+Result<std::string> CallGate::admit(const GateCall& call) {
+  // Only announced tools may be called; an unknown name is the model's mistake, answered
+  // as an error result it can read, and audited as a refusal.
+  if (session_.granted.count(call.tool) == 0) return refuse_unknown_tool(call);
+  // Before the policy sees them: a path or command cut at a NUL by the kernel or argv is not
+  // the one that would be judged (`server.pem\0` is not `*.pem`, the file opened is).
+  if (auto field = tools::field_with_nul(call.args))
+    return fail("refused: argument " + moat::quoted(*field) +
+                " holds a NUL byte, which no path, command or pattern may");
+  const policy::Policy& pol = *session_.policy;
+  policy::Decision d = pol.decide_tool(call.tool);
+  json input = {{"tool", call.tool}};
+  std::string what = "the tool " + call.tool;
+  // A tool that runs a command line is judged by it too; the strictest verdict wins.
+  if (auto line = tools::command_to_judge(call.tool, call.args)) {
+    policy::Decision cd = pol.decide_command(*line, session_.workspace);
+    if (cd.verdict >= d.verdict) d = cd;
+    input["script_sha256"] = "sha256:" + sessions::sha256_hex(*line);
+    input["command"] = *line;
+    input["cwd"] = session_.workspace;
+    what = "the command " + moat::quoted(*line);
+  }
+  json answer;
+  d = asks_.ask(std::move(d), call.id, what, *call.cancel, answer);
+  if (!answer.is_null()) input["user"] = answer;
+  auto decision_id = audit_decision(d, call, std::move(input));
+  if (!decision_id) return audit_unwritable(decision_id.error());
+  if (d.verdict != policy::Verdict::kAllow) return fail(refusal_text(d, "this call was"));
+  return decision_id;
+}
+
+Result<std::string> CallGate::refuse_unknown_tool(const GateCall& call) {
+  policy::Decision d = session_.policy->decide_tool(call.tool);
+  if (tools::find_tool(call.tool) == nullptr) d.reason = "no such tool";
+  d.verdict = policy::Verdict::kDeny;
+  (void)audit_decision(d, call, {{"tool", call.tool}});
+  std::string names;
+  for (const auto& g : session_.granted) names += (names.empty() ? "" : ", ") + g;
+  return fail("unknown or refused tool " + moat::quoted(call.tool) +
+              "; the tools of this session are: " + names);
+}
+
+std::optional<std::string> CallGate::authorize_path(const GateCall& call, const std::string& path,
+                                                    tools::PathAccess access) {
+  const bool write = access == tools::PathAccess::kWrite;
+  policy::Decision d =
+      session_.policy->decide_path(path, write ? policy::Access::kWrite : policy::Access::kRead);
+  json answer;
+  d = asks_.ask(std::move(d), call.id,
+                std::string(write ? "writing " : "reading ") + moat::quoted(path), *call.cancel,
+                answer);
+  json input = {{"path", path}, {"access", write ? "write" : "read"}};
+  if (!answer.is_null()) input["user"] = answer;
+  auto decision_id = audit_decision(d, call, std::move(input));
+  if (!decision_id) return audit_unwritable(decision_id.error()).error().message();
+  if (d.verdict != policy::Verdict::kAllow)
+    return refusal_text(d, std::string("access to ") + moat::quoted(path) + " was");
+  return std::nullopt;
+}
+
+Result<std::string> CallGate::audit_decision(const policy::Decision& d, const GateCall& call,
+                                             json input) {
+  const std::string decision_id = random_hex_or_abort(16);
+  json matched = json::array();
+  for (const auto& m : d.matched) matched.push_back(m.id);
+  json rec = {{"decision_id", decision_id},
+              {"tool", call.tool},
+              {"call_id", call.id},
+              {"input", std::move(input)},
+              {"result", policy::verdict_name(d.verdict)},
+              {"deciding_rule", rule_json(d.deciding)},
+              {"matched", matched},
+              {"decided_by", d.decided_by},
+              // Which channel decided: a person's answer only ever comes from the console.
+              {"channel", d.decided_by == "user" ? "console" : "policy"},
+              {"interactive", !session_.headless},
+              {"mode", session_.headless ? "auto" : "ask"},
+              {"policy_hash", session_.policy->policy_hash()}};
+  if (json units = d.detail(); !units.is_null()) rec["units"] = std::move(units);
+  // Nothing runs without its decision on disk, whatever audit_required says: an exec record
+  // must never name a decision the log lacks (`moat audit verify` fails on one).
+  if (!session_.audit) return fail(std::string("audit log is not open"));
+  if (auto r = session_.audit->append("decision", std::move(rec)); !r) {
+    MOAT_LOG_ERROR("audit append decision: %s", r.error().message().c_str());
+    return fail(r.error());
+  }
+  return decision_id;
+}
+
+tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRunner& runner) {
+  tools::CallContext ctx;
+  ctx.runner = &runner;
+  ctx.mutations = &mutations_;
+  ctx.mutation_ticket = call.ticket;
+  ctx.workspace = session_.workspace;
+  ctx.cancel = call.cancel;
+  json res = session_.policy->resources();
+  if (res.contains("wall_time_s") && res["wall_time_s"].is_number()) {
+    ctx.max_timeout_s = res["wall_time_s"].get<double>();
+    ctx.default_timeout_s = std::min(120.0, ctx.max_timeout_s);
+  }
+  if (res.contains("output_bytes") && res["output_bytes"].is_number())
+    ctx.output_ceiling = res["output_bytes"].get<std::uint64_t>();
+  ctx.progress = call.progress;
+  ctx.authorize = [this, &call](const std::string& path, tools::PathAccess access) {
+    return authorize_path(call, path, access);
+  };
+  return ctx;
+}
+
+void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
+                           const tools::ToolResult& result, long long duration_ms,
+                           json processes) {
+  json exec = {{"decision_id", decision_id}, {"call_id", call.id},
+               {"tool", call.tool},          {"cwd", session_.workspace},
+               {"duration_ms", duration_ms}, {"is_error", result.is_error},
+               {"processes", std::move(processes)}};
+  for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
+    if (result.details.is_object() && result.details.contains(key))
+      exec[key] = result.details[key];
+  // The action already ran; its record reaches the disk with the next synced one (the next
+  // call's decision, or session.end), which saves an fdatasync per call.
+  (void)session_.record("exec", std::move(exec), sessions::AuditLog::Sync::kWithNext);
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,74 @@
+// sandbox/call_gate.h: the path of one tool call through moatd: decide (the policy), ask (the
+// person, for an ask verdict), write the decision ahead (the audit log), and only then run
+// it in the session's sandbox and record what ran. An action that cannot be audited does
+// not happen.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sandbox/ask_broker.h"
+#include "sandbox/session_state.h"
+#include "tools/mutation_queue.h"
+#include "tools/registry.h"
+#include "tools/tool.h"
+
+namespace moat::sandbox {
+
+// One call as the connection hands it over (validated by protocol.h).
+struct GateCall {
+  std::string id;
+  std::string tool;
+  nlohmann::json args;
+  const std::atomic<bool>* cancel = nullptr;  // raised by a cancel frame or the session's end
+  // The call's place in the session's mutation queue, taken in arrival order (registry.h).
+  std::shared_ptr<tools::MutationQueue::Ticket> ticket;
+  std::function<void(std::string_view chunk)> progress;  // streamed output
+};
+
+class CallGate {
+ public:
+  // `session` is the hello's (its policy and runner set); everything is borrowed.
+  CallGate(SessionState& session, AskBroker& asks, tools::MutationQueue& mutations)
+      : session_(session), asks_(asks), mutations_(mutations) {}
+
+  // Judges, audits and (when allowed) runs the call; returns the result the model reads. A
+  // refusal is an error result naming why: an unknown tool, a NUL in an argument, the rule
+  // that refused, or an audit log that could not be written.
+  tools::ToolResult run(const GateCall& call);
+
+  // A file tool's access to a canonical path, through the same decide, ask and audit;
+  // nullopt when allowed, else the refusal the tool returns (tools::CallContext::authorize).
+  std::optional<std::string> authorize_path(const GateCall& call, const std::string& path,
+                                            tools::PathAccess access);
+
+ private:
+  // The id of the call's decision record once it is written and allows the call; else the
+  // refusal, as an error whose message is the text the model reads.
+  Result<std::string> admit(const GateCall& call);
+  Result<std::string> refuse_unknown_tool(const GateCall& call);
+  // Writes the decision record before anything runs (write-ahead); its id, or the error
+  // that refuses the action.
+  Result<std::string> audit_decision(const policy::Decision& d, const GateCall& call,
+                                     nlohmann::json input);
+  tools::CallContext context_for(const GateCall& call, tools::SandboxRunner& runner);
+  void record_exec(const GateCall& call, const std::string& decision_id,
+                   const tools::ToolResult& result, long long duration_ms,
+                   nlohmann::json processes);
+
+  SessionState& session_;
+  AskBroker& asks_;
+  tools::MutationQueue& mutations_;
+};
+
+// "refused by policy (deny): rule org.no-force-push (system, /etc/moat/policy.d/00.toml:17):
+// why", or the person's decline: how a refusal of `what` ("this call was") reads to the model.
+std::string refusal_text(const policy::Decision& d, std::string_view what);
+
+}  // namespace moat::sandbox

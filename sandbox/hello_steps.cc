@@ -1,0 +1,237 @@
+// sandbox/hello_steps.cc: each check a hello goes through before a session exists.
+#include "sandbox/hello_steps.h"
+
+#include <fcntl.h>
+
+#include <map>
+#include <mutex>
+
+#include "base/log.h"
+#include "sandbox/random_id.h"
+#include "policy/digest.h"
+#include "sandbox/own_files.h"
+#include "sandbox/protect.h"
+#include "sandbox/protocol.h"
+#include "sandbox/session_runner.h"
+#include "sandbox/sys.h"
+#include "sandbox/workspace.h"
+#include "tools/registry.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+constexpr HelloStepInfo kStepInfo[] = {
+    {"version", "protocol", "", false},
+    {"workspace", "workspace", "", false},
+    {"policy", "policy", "policy: ", false},
+    {"mode", "policy", "policy: ", false},
+    {"audit log", "audit", "audit log: ", false},
+    {"own files", "workspace", "", true},
+    {"session", "sandbox", "sandbox: ", true},
+    {"session.start", "audit", "audit log: ", false},
+};
+static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
+              "one row per HelloStep");
+
+// The checkpoint key, loaded (or created) once per path for the life of moatd.
+Result<std::shared_ptr<const sessions::AuditKey>> audit_key(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const sessions::AuditKey>> keys;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = keys.find(path); it != keys.end()) return it->second;
+  MOAT_ASSIGN_OR_RETURN(std::unique_ptr<sessions::AuditKey> key,
+                        sessions::AuditKey::load_or_create(path));
+  std::shared_ptr<const sessions::AuditKey> shared = std::move(key);
+  keys[path] = shared;
+  return shared;
+}
+
+// The policy read the project layer by path (policy/layer.cc); the session runs on the
+// directory the workspace fd names. A loaded project layer must be that directory's own
+// `.moat/policy.toml`, reached beneath the fd (symlinks only within it): were the path swapped
+// between the check and the load, another directory's trusted policy would govern this session.
+Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int workspace_fd) {
+  const json project = p.project_json();
+  if (!project.is_object() || !project.value("loaded", false)) return {};
+  const std::string refusal = "the project policy that was loaded is not the workspace's own "
+                              ".moat/policy.toml";
+  auto fd = sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY,
+                              false);
+  if (!fd) return fail(fd.error().with_context(refusal));  // EXDEV: it leads outside
+  auto text = sys::read_to_end(fd->get(), 16u << 20);
+  if (!text) return fail(text.error().with_context(refusal));
+  if (policy::sha256_hex(*text) != project.value("sha256", ""))
+    return fail(refusal + " (it changed, or the workspace path did, while the session was set up)");
+  return {};
+}
+
+// Turns the policy's combined resources into the sandbox's limits.
+Limits limits_from(const json& r) {
+  Limits l;
+  auto num = [&](const char* key, auto& field) {
+    if (r.contains(key) && r[key].is_number())
+      field = r[key].get<std::remove_reference_t<decltype(field)>>();
+  };
+  num("wall_time_s", l.wall_time_s);
+  num("cpu_time_s", l.cpu_time_s);
+  num("memory_bytes", l.memory_bytes);
+  num("pids", l.pids);
+  num("file_size", l.file_size);
+  num("open_files", l.open_files);
+  num("output_bytes", l.output_bytes);
+  return l;
+}
+
+}  // namespace
+
+const HelloStepInfo& hello_step_info(HelloStep step) {
+  return kStepInfo[static_cast<std::size_t>(step)];
+}
+
+Result<OpenedAudit> open_session_audit(const SupervisorOptions& options,
+                                       const std::string& session,
+                                       const std::string& policy_hash) {
+  auto key = audit_key(audit_key_path(options));
+  // Without its key the log is still written, unsigned, and session.start says why: the
+  // chain alone still shows edits, only not a rewrite by someone who can write the file.
+  OpenedAudit opened{nullptr, "ed25519"};
+  if (!key) {
+    opened.signing = "off: " + key.error().message();
+    MOAT_LOG_ERROR("audit key: %s", key.error().message().c_str());
+  }
+  MOAT_ASSIGN_OR_RETURN(opened.log, sessions::AuditLog::open(options.audit_dir, session,
+                                                             policy_hash, key ? *key : nullptr));
+  return opened;
+}
+
+HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& deps,
+                       const PeerCred& peer, const json& hello, ConsoleSource console)
+    : options_(options), deps_(deps), peer_(peer), hello_(hello), console_(console) {
+  if (hello.contains("headless") && hello["headless"].is_boolean())
+    state_.headless = hello["headless"].get<bool>();
+  // Interactive needs a channel to the person that the agent cannot forge. A private moatd
+  // started without a console socketpair has none, whatever the agent claims.
+  if (console_ == ConsoleSource::kNone) state_.headless = true;
+}
+
+json HelloSteps::peer_json() const {
+  return {{"uid", peer_.uid}, {"gid", peer_.gid}, {"pid", peer_.pid}};
+}
+
+Result<void> HelloSteps::check_version() {
+  if (hello_["version"].get<long long>() == kProtocolVersion) return {};
+  return fail("protocol version " + hello_["version"].dump() +
+              " is not supported (this moatd speaks " + std::to_string(kProtocolVersion) + ")");
+}
+
+// An existing directory, and the peer's own (or the peer is root). moatd may be root: it
+// must not lend its rights to another user's directory. Resolved once, with no symlink
+// followed: the session is built from this fd, so swapping the path for a link after the
+// check changes nothing (workspace.h).
+Result<void> HelloSteps::resolve_workspace() {
+  const std::string requested = hello_["workspace"].get<std::string>();
+  auto opened = open_workspace(requested, peer_.uid == 0 ? std::nullopt
+                                                         : std::optional<uid_t>(peer_.uid));
+  if (!opened) return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
+  state_.workspace = opened->path;
+  state_.workspace_fd = std::move(opened->fd);
+  state_.id = random_hex_or_abort(16);
+  return {};
+}
+
+// moatd's own path variables ($AUDIT_DIR: where this moatd writes its audit logs) go to the
+// policy here, the one place, so its rules name the directories moatd really uses.
+Result<void> HelloSteps::load_policy() {
+  policy::LoadOptions lo = options_.policy;
+  lo.workspace = state_.workspace;
+  lo.headless = state_.headless;
+  if (!options_.audit_dir.empty()) lo.path_vars["AUDIT_DIR"] = options_.audit_dir;
+  MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
+  return check_project_layer_is_the_workspaces(*state_.policy, state_.workspace_fd.get());
+}
+
+// Headless sessions run in "auto" mode (ask becomes deny), interactive ones in "ask" mode;
+// the organisation may forbid either.
+Result<void> HelloSteps::check_mode() {
+  const std::string mode = state_.headless ? "auto" : "ask";
+  if (state_.policy->mode_allowed(mode)) return {};
+  return fail("mode '" + mode + "' is not allowed by the organisation's constraints");
+}
+
+// A log that cannot be opened ends the hello only when the policy requires one.
+Result<void> HelloSteps::open_audit_log() {
+  auto opened = deps_.open_audit(options_, state_.id, state_.policy->policy_hash());
+  if (opened) {
+    state_.audit = std::move(opened->log);
+    state_.audit_signing = std::move(opened->signing);
+    return {};
+  }
+  MOAT_LOG_ERROR("audit log: %s", opened.error().message().c_str());
+  if (!state_.policy->audit_required()) return {};
+  return fail(opened.error().message() + " (the policy requires an audit log)");
+}
+
+// moat's own config (where the API key is sent), policies, trust pins, sessions and audit
+// logs are out of reach of a workspace at or above the home directory that holds them;
+// git's hooks and config, and what the policy protects, are read-only too, and read-denied
+// paths (.env, *.pem, ...) are hidden from the code as well as from the file tools.
+Result<void> HelloSteps::protect_own_files() {
+  config_.protected_paths = {".git/hooks", ".git/config", ".moat"};
+  for (const auto& p : host_executed_paths()) config_.protected_paths.push_back(p.pattern);
+  for (const auto& g : state_.policy->protected_globs()) config_.protected_paths.push_back(g);
+  config_.hidden_paths = state_.policy->unreadable_globs();
+  return sandbox::protect_own_files(own_files(options_, peer_.uid), state_.workspace,
+                                    &config_.protected_paths, &config_.hidden_paths);
+}
+
+Result<void> HelloSteps::create_session() {
+  config_.workspace = state_.workspace;
+  config_.workspace_fd = state_.workspace_fd.get();
+  config_.limits = limits_from(state_.policy->resources());
+  config_.unprivileged_uid = options_.unprivileged_uid;
+  config_.unprivileged_gid = options_.unprivileged_gid;
+  config_.allow_without = options_.allow_without;
+  config_.handler = &tools::handle_in_sandbox;
+  MOAT_ASSIGN_OR_RETURN(state_.session, deps_.create_session(config_));
+  state_.runner = std::make_unique<SessionRunner>(*state_.session);
+  return {};
+}
+
+// The tools the policy does not deny outright: the only ones welcome announces.
+void HelloSteps::grant_tools() {
+  for (const auto& t : tools::all_tools()) {
+    if (state_.policy->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
+    state_.granted.insert(t.name);
+    state_.tool_specs.push_back(t.to_json());
+  }
+}
+
+Result<void> HelloSteps::record_session_start() {
+  grant_tools();
+  const char* console = state_.headless                          ? "none"
+                        : console_ == ConsoleSource::kSocketpair ? "socketpair"
+                                                                 : "token";
+  json names = json::array();
+  for (const auto& t : state_.tool_specs) names.push_back(t["name"]);
+  json start = {{"moat_version", MOAT_VERSION},
+                {"peer", peer_json()},
+                {"workspace", state_.workspace},
+                {"interactive", !state_.headless},
+                {"console", console},
+                {"layers", state_.policy->layers_json()},
+                {"policy_hash", state_.policy->policy_hash()},
+                {"sandbox", json::parse(state_.session->describe_json(), nullptr, false)},
+                {"tools", names},
+                {"audit_signing", state_.audit_signing}};
+  // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
+  // changed since it was pinned): the policy checked its hash against the pin itself.
+  if (json project = state_.policy->project_json(); !project.is_null())
+    start["project_policy"] = std::move(project);
+  auto r = state_.record("session.start", std::move(start));
+  if (!r) return fail(r.error().message() + " (the policy requires an audit log)");
+  return {};
+}
+
+}  // namespace moat::sandbox

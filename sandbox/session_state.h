@@ -1,0 +1,50 @@
+// sandbox/session_state.h: what a connection's hello establishes and its calls use: the
+// workspace, the policy, the audit log and the sandbox session, with the one rule for
+// writing the session's records.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "base/log.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "policy/policy.h"
+#include "sandbox/session.h"
+#include "sessions/audit.h"
+#include "tools/runner.h"
+
+namespace moat::sandbox {
+
+struct SessionState {
+  std::string id;                 // 32 hex digits: the audit log's name and the console's key
+  bool headless = true;           // no person to ask: ask verdicts are denies
+  std::string workspace;          // canonical host path (the same path inside the sandbox)
+  UniqueFd workspace_fd;          // the directory `workspace` named when it was checked
+  std::unique_ptr<policy::Policy> policy;
+  std::unique_ptr<sessions::AuditLog> audit;  // null when it could not be opened
+  std::string audit_signing;      // "ed25519", or "off: <why>" (session.start says which)
+  std::unique_ptr<Session> session;
+  std::unique_ptr<tools::SandboxRunner> runner;  // the session's, as the tools see it
+  std::set<std::string> granted;  // the tools announced in welcome: no other may be called
+  nlohmann::json tool_specs = nlohmann::json::array();  // their specs, for welcome
+
+  // Appends a record that is not a decision (session.*, exec). A failed append is logged,
+  // and fails the caller only when the policy requires an audit log; with no log open at
+  // all it always fails.
+  Result<void> record(const std::string& type, nlohmann::json fields,
+                      sessions::AuditLog::Sync sync = sessions::AuditLog::Sync::kNow) {
+    if (!audit) return fail(std::string("audit log is not open"));
+    auto r = audit->append(type, std::move(fields), sync);
+    if (!r) {
+      MOAT_LOG_ERROR("audit append %s: %s", type.c_str(), r.error().message().c_str());
+      if (policy && policy->audit_required()) return r;
+    }
+    return {};
+  }
+};
+
+}  // namespace moat::sandbox

@@ -1,0 +1,159 @@
+// tests/unit/sandbox/supervisor_test.cc: the hello's checklist over a socketpair, with the
+// policy loader, the audit opener and the session factory replaced by fakes: no root, no
+// namespaces. A failed step names itself in the error frame; a good hello is welcomed.
+#include "sandbox/supervisor.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+#include "sandbox/protocol.h"
+#include "tests/unit/sandbox/supervisor_fakes.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+using testing::AuditRecords;
+using testing::FakeAuditLog;
+using testing::FakeSession;
+using testing::SandboxTouches;
+using testing::TempWorld;
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  SupervisorTest() {
+    audit_ = std::make_shared<AuditRecords>();
+    touches_ = std::make_shared<SandboxTouches>();
+    options_.policy = world_.policy;
+    options_.audit_dir = world_.root + "/audit";
+    options_.sessions_dir = world_.root + "/sessions";
+    deps_.open_audit = [this](const SupervisorOptions&, const std::string&,
+                              const std::string&) -> Result<OpenedAudit> {
+      return OpenedAudit{std::make_unique<FakeAuditLog>(audit_), "off: a fake"};
+    };
+    deps_.create_session = [this](const SessionConfig&) -> Result<std::unique_ptr<Session>> {
+      return std::unique_ptr<Session>(std::make_unique<FakeSession>(touches_));
+    };
+  }
+
+  // Serves one connection on a socketpair, sends `hello` and returns moatd's first frame.
+  json first_reply_to(const json& hello) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    UniqueFd client(sv[1]);
+    Supervisor supervisor(options_, deps_);
+    std::thread server([&] { supervisor.serve_connection(UniqueFd(sv[0])); });
+    EXPECT_TRUE(send_frame(client.get(), hello).has_value());
+    json reply = read_frame(client.get());
+    (void)send_frame(client.get(), {{"type", "bye"}});
+    ::shutdown(client.get(), SHUT_WR);
+    server.join();
+    return reply;
+  }
+
+  static json read_frame(int fd) {
+    FrameDecoder decoder;
+    char buf[65536];
+    for (;;) {
+      auto frame = decoder.next();
+      if (!frame) return json{{"decode_error", frame.error().message()}};
+      if (frame->has_value()) return **frame;
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return json{{"closed", true}};
+      decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+  json hello() const {
+    return {{"type", "hello"}, {"version", kProtocolVersion}, {"workspace", world_.workspace},
+            {"headless", true}};
+  }
+
+  TempWorld world_;
+  SupervisorOptions options_;
+  SupervisorDeps deps_;
+  std::shared_ptr<AuditRecords> audit_;
+  std::shared_ptr<SandboxTouches> touches_;
+};
+
+TEST_F(SupervisorTest, AHelloWithEveryStepPassingIsWelcomedAndRecorded) {
+  json reply = first_reply_to(hello());
+  ASSERT_EQ(reply.value("type", ""), "welcome") << reply.dump();
+  EXPECT_EQ(reply["workspace"], world_.workspace);
+  EXPECT_FALSE(reply["tools"].empty());
+  auto starts = audit_->of_type("session.start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0]["audit_signing"], "off: a fake");
+  EXPECT_EQ(starts[0]["sandbox"]["fake"], true);
+  EXPECT_EQ(audit_->of_type("session.end").size(), 1u);
+}
+
+TEST_F(SupervisorTest, AnUnsupportedVersionIsAProtocolError) {
+  json h = hello();
+  h["version"] = kProtocolVersion + 1;
+  json reply = first_reply_to(h);
+  EXPECT_EQ(reply.value("type", ""), "error") << reply.dump();
+  EXPECT_EQ(reply.value("code", ""), "protocol");
+  EXPECT_NE(reply.value("message", "").find("protocol version"), std::string::npos);
+}
+
+TEST_F(SupervisorTest, AMissingWorkspaceIsAWorkspaceError) {
+  json h = hello();
+  h["workspace"] = world_.root + "/no-such-dir";
+  json reply = first_reply_to(h);
+  EXPECT_EQ(reply.value("code", ""), "workspace") << reply.dump();
+  EXPECT_EQ(reply.value("message", "").rfind("workspace ", 0), 0u) << reply.dump();
+}
+
+TEST_F(SupervisorTest, APolicyThatDoesNotLoadNamesThePolicyStep) {
+  deps_.load_policy = [](const policy::LoadOptions&) -> Result<std::unique_ptr<policy::Policy>> {
+    return fail(std::string("layer x.toml:3: unknown key 'allwo'"));
+  };
+  json reply = first_reply_to(hello());
+  EXPECT_EQ(reply.value("code", ""), "policy") << reply.dump();
+  EXPECT_EQ(reply.value("message", ""), "policy: layer x.toml:3: unknown key 'allwo'");
+  EXPECT_EQ(audit_->size(), 0u) << "no log is opened before the policy that governs it";
+}
+
+TEST_F(SupervisorTest, ASandboxThatCannotBeBuiltNamesTheSandboxStepAndIsRecordedAsRefused) {
+  deps_.create_session = [](const SessionConfig&) -> Result<std::unique_ptr<Session>> {
+    return fail(Error::from_errno("unshare", EPERM, "CLONE_NEWUSER"));
+  };
+  json reply = first_reply_to(hello());
+  EXPECT_EQ(reply.value("code", ""), "sandbox") << reply.dump();
+  EXPECT_EQ(reply.value("message", "").rfind("sandbox: unshare", 0), 0u) << reply.dump();
+  auto refused = audit_->of_type("session.refused");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].value("reason", "").find("unshare"), std::string::npos);
+  EXPECT_TRUE(audit_->of_type("session.start").empty());
+  EXPECT_EQ(touches_->calls, 0);
+}
+
+TEST_F(SupervisorTest, AnAuditLogThatCannotRecordTheStartNamesTheAuditStep) {
+  // The policy does not require an audit log, so the hello goes on past the open; but no
+  // session starts without its session.start on record.
+  deps_.open_audit = [](const SupervisorOptions&, const std::string&,
+                        const std::string&) -> Result<OpenedAudit> {
+    return fail(Error::from_errno("open", EACCES, "/var/log/moat"));
+  };
+  json reply = first_reply_to(hello());
+  EXPECT_EQ(reply.value("code", ""), "audit") << reply.dump();
+  EXPECT_EQ(reply.value("message", "").rfind("audit log: ", 0), 0u) << reply.dump();
+}
+
+TEST_F(SupervisorTest, TheAuditDirectoryIsThePolicysAuditDir) {
+  std::string seen;
+  deps_.load_policy = [&seen](const policy::LoadOptions& lo) {
+    seen = lo.path_vars.count("AUDIT_DIR") ? lo.path_vars.at("AUDIT_DIR") : "";
+    return policy::Policy::load(lo);
+  };
+  options_.policy.path_vars.clear();
+  json reply = first_reply_to(hello());
+  ASSERT_EQ(reply.value("type", ""), "welcome") << reply.dump();
+  EXPECT_EQ(seen, options_.audit_dir);
+}
+
+}  // namespace
+}  // namespace moat::sandbox
