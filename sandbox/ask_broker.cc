@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "sandbox/protocol.h"
 #include "sandbox/random_id.h"
 
 namespace moat::sandbox {
@@ -34,10 +35,10 @@ policy::Decision AskBroker::ask(policy::Decision d, const std::string& call_id,
   if (!d.reason.empty()) question += ": " + d.reason;
   // No console attached (not yet, or it hung up): nobody can answer, the verdict stays ask.
   std::optional<json> reply =
-      console_ ? console_->ask({{"type", "ask"}, {"id", call_id},
-                                {"ask", random_hex_or_abort(8)}, {"question", question},
-                                {"rule", rule_json(d.deciding)}},
-                               cancel)
+      console_ ? console_->ask(
+                     AskMsg{call_id, random_hex_or_abort(8), question, rule_json(d.deciding)}
+                         .to_json(),
+                     cancel)
                : std::nullopt;
   if (!reply) return d;
   d = apply_reply(std::move(d), *reply, what, answer);

@@ -152,7 +152,7 @@ bool attach_console(ConsoleRegistry* registry, const std::string& session,
   std::shared_ptr<ConsoleLink> link = registry == nullptr ? nullptr : registry->find(session);
   // One answer for every refusal: a wrong guess learns nothing about which check failed.
   if (!link || !link->claim(token, peer_uid, fd)) return false;
-  (void)link->send({{"type", "attached"}, {"session", session}});
+  (void)link->send(AttachedMsg{session}.to_json());
   link->serve(decoder);
   return true;
 }

@@ -107,10 +107,9 @@ Result<OpenedAudit> open_session_audit(const SupervisorOptions& options,
 }
 
 HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& deps,
-                       const PeerCred& peer, const json& hello, ConsoleSource console)
+                       const PeerCred& peer, const HelloMsg& hello, ConsoleSource console)
     : options_(options), deps_(deps), peer_(peer), hello_(hello), console_(console) {
-  if (hello.contains("headless") && hello["headless"].is_boolean())
-    state_.headless = hello["headless"].get<bool>();
+  state_.headless = hello.headless;
   // Interactive needs a channel to the person that the agent cannot forge. A private moatd
   // started without a console socketpair has none, whatever the agent claims.
   if (console_ == ConsoleSource::kNone) state_.headless = true;
@@ -121,8 +120,8 @@ json HelloSteps::peer_json() const {
 }
 
 Result<void> HelloSteps::check_version() {
-  if (hello_["version"].get<long long>() == kProtocolVersion) return {};
-  return fail("protocol version " + hello_["version"].dump() +
+  if (hello_.version == kProtocolVersion) return {};
+  return fail("protocol version " + std::to_string(hello_.version) +
               " is not supported (this moatd speaks " + std::to_string(kProtocolVersion) + ")");
 }
 
@@ -131,7 +130,7 @@ Result<void> HelloSteps::check_version() {
 // followed: the session is built from this fd, so swapping the path for a link after the
 // check changes nothing (workspace.h).
 Result<void> HelloSteps::resolve_workspace() {
-  const std::string requested = hello_["workspace"].get<std::string>();
+  const std::string& requested = hello_.workspace;
   auto opened = open_workspace(requested, peer_.uid == 0 ? std::nullopt
                                                          : std::optional<uid_t>(peer_.uid));
   if (!opened) return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
@@ -204,7 +203,7 @@ void HelloSteps::grant_tools() {
   for (const auto& t : tools::all_tools()) {
     if (state_.policy->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
     state_.granted.insert(t.name);
-    state_.tool_specs.push_back(t.to_json());
+    state_.tool_specs.push_back(t);
   }
 }
 
@@ -214,7 +213,7 @@ Result<void> HelloSteps::record_session_start() {
                         : console_ == ConsoleSource::kSocketpair ? "socketpair"
                                                                  : "token";
   json names = json::array();
-  for (const auto& t : state_.tool_specs) names.push_back(t["name"]);
+  for (const auto& t : state_.tool_specs) names.push_back(t.name);
   json start = {{"moat_version", MOAT_VERSION},
                 {"peer", peer_json()},
                 {"workspace", state_.workspace},

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
 #include "sandbox/supervisor.h"
 
@@ -40,7 +41,7 @@ enum class ConsoleSource { kNone, kSocketpair, kToken };
 class HelloSteps {
  public:
   HelloSteps(const SupervisorOptions& options, const SupervisorDeps& deps, const PeerCred& peer,
-             const nlohmann::json& hello, ConsoleSource console);
+             const HelloMsg& hello, ConsoleSource console);
 
   Result<void> check_version();
   Result<void> resolve_workspace();
@@ -62,7 +63,7 @@ class HelloSteps {
   const SupervisorOptions& options_;
   const SupervisorDeps& deps_;
   const PeerCred peer_;
-  const nlohmann::json& hello_;
+  const HelloMsg& hello_;
   const ConsoleSource console_;
   SessionState state_;
   SessionConfig config_;  // filled by the steps before kSession

@@ -15,15 +15,16 @@ EncodedReply encode_reply(const json& m, pid_t peer_pid) {
   MOAT_LOG_ERROR("reply to pid %d: %s", peer_pid, encoded.error().message().c_str());
   const std::string type = m.value("type", "");
   if (type == "result") {
-    json r = tools::ToolResult::error("the result exceeded the protocol's frame limit: " +
-                                      encoded.error().message())
-                 .to_json();
-    r["type"] = "result";
-    r["id"] = m.value("id", "");
-    return {encode_frame(r), false};
+    return {encode_frame(ResultMsg{m.value("id", ""),
+                                   tools::ToolResult::error(
+                                       "the result exceeded the protocol's frame limit: " +
+                                       encoded.error().message())}
+                             .to_json()),
+            false};
   }
-  return {encode_frame(error_frame("moatd's '" + type + "' reply: " + encoded.error().message(),
-                                   "protocol")),
+  return {encode_frame(
+              ErrorMsg{"moatd's '" + type + "' reply: " + encoded.error().message(), "protocol", ""}
+                  .to_json()),
           true};
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "base/result.h"
@@ -16,6 +17,7 @@
 #include "sandbox/session.h"
 #include "sessions/audit.h"
 #include "tools/runner.h"
+#include "tools/tool.h"
 
 namespace moat::sandbox {
 
@@ -30,7 +32,7 @@ struct SessionState {
   std::unique_ptr<Session> session;
   std::unique_ptr<tools::SandboxRunner> runner;  // the session's, as the tools see it
   std::set<std::string> granted;  // the tools announced in welcome: no other may be called
-  nlohmann::json tool_specs = nlohmann::json::array();  // their specs, for welcome
+  std::vector<tools::ToolSpec> tool_specs;  // their specs, for welcome
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

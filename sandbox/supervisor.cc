@@ -57,16 +57,16 @@ class Connection {
  private:
   void send(const json& m);
   void send_error(const std::string& message, const std::string& code) {
-    send(error_frame(message, code));
+    send(ErrorMsg{message, code, ""}.to_json());
   }
-  // One validated frame; false when the connection ends with it.
-  bool on_frame(const json& m, ClientMessage type, FrameDecoder& decoder);
-  Result<void> on_hello(const json& m);
+  // One decoded frame; false when the connection ends with it.
+  bool on_frame(const ClientFrame& frame, FrameDecoder& decoder);
+  Result<void> on_hello(const HelloMsg& hello);
   // The one place a failed hello step is answered: its error frame, and the session.refused
   // record for the steps that write one.
   Result<void> refuse(HelloStep step, const Error& error, HelloSteps& steps);
   void send_welcome();
-  void on_call(const json& m, std::size_t frame_bytes);
+  void on_call(const CallMsg& m, std::size_t frame_bytes);
   void finish();
 
   const SupervisorOptions& options_;
@@ -123,22 +123,21 @@ void Connection::run() {
         return;
       }
       if (!frame->has_value()) break;
-      const json& m = **frame;
-      auto type = validate_client_message(m, decoder.last_payload_bytes());
-      if (!type) {
-        send_error(type.error().message(), "protocol");
+      auto message = decode_client_frame(**frame, decoder.last_payload_bytes());
+      if (!message) {
+        send_error(message.error().message(), "protocol");
         return;
       }
-      if (!on_frame(m, *type, decoder)) return;
+      if (!on_frame(*message, decoder)) return;
     }
   }
 }
 
-bool Connection::on_frame(const json& m, ClientMessage type, FrameDecoder& decoder) {
-  if (!greeted_ && type == ClientMessage::kConsole) {
+bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
+  const auto type = static_cast<ClientMessage>(frame.index());
+  if (const auto* console = std::get_if<ConsoleMsg>(&frame); console && !greeted_) {
     // This connection is a session's console from now on.
-    if (!attach_console(consoles_, m["session"].get<std::string>(), m["token"].get<std::string>(),
-                        peer_.uid, fd_, decoder))
+    if (!attach_console(consoles_, console->session, console->token, peer_.uid, fd_, decoder))
       send_error("console: no session waits for a console with this token", "console");
     return false;
   }
@@ -148,14 +147,14 @@ bool Connection::on_frame(const json& m, ClientMessage type, FrameDecoder& decod
   }
   switch (type) {
     case ClientMessage::kHello:
-      if (!greeted_) return on_hello(m).has_value();
+      if (!greeted_) return on_hello(std::get<HelloMsg>(frame)).has_value();
       send_error("'hello' was already received", "protocol");
       return false;
     case ClientMessage::kCall:
-      on_call(m, decoder.last_payload_bytes());
+      on_call(std::get<CallMsg>(frame), decoder.last_payload_bytes());
       return true;
     case ClientMessage::kCancel:
-      calls_.cancel(m["id"].get<std::string>());
+      calls_.cancel(std::get<CancelMsg>(frame).id);
       return true;
     case ClientMessage::kAnswer:
       // The agent's own connection never answers: the person's answers come only from the
@@ -164,7 +163,7 @@ bool Connection::on_frame(const json& m, ClientMessage type, FrameDecoder& decod
       return true;
     case ClientMessage::kBye:
       finish();
-      send({{"type", "bye"}});
+      send(ByeMsg{}.to_json());
       return false;
     case ClientMessage::kConsole:
       send_error("'console' opens a console connection; it cannot follow 'hello'", "protocol");
@@ -173,11 +172,11 @@ bool Connection::on_frame(const json& m, ClientMessage type, FrameDecoder& decod
   return false;
 }
 
-Result<void> Connection::on_hello(const json& m) {
+Result<void> Connection::on_hello(const HelloMsg& hello) {
   const ConsoleSource console = console_fd_.valid() ? ConsoleSource::kSocketpair
                                 : consoles_ != nullptr ? ConsoleSource::kToken
                                                        : ConsoleSource::kNone;
-  HelloSteps steps(options_, deps_, peer_, m, console);
+  HelloSteps steps(options_, deps_, peer_, hello, console);
   for (const auto& [step, run] : kHelloChecklist)
     if (auto r = (steps.*run)(); !r) return refuse(step, r.error(), steps);
   session_ = std::move(steps.state());
@@ -198,28 +197,21 @@ Result<void> Connection::refuse(HelloStep step, const Error& error, HelloSteps& 
 }
 
 void Connection::send_welcome() {
-  json welcome = {{"type", "welcome"},
-                  {"version", kProtocolVersion},
-                  {"session", session_.id},
-                  {"tools", session_.tool_specs},
-                  {"workspace", session_.workspace},
-                  {"audit", session_.audit ? session_.audit->path() : ""},
-                  {"sandbox", json::parse(session_.session->describe_json(), nullptr, false)}};
+  WelcomeMsg welcome{kProtocolVersion, session_.id, session_.tool_specs, session_.workspace,
+                     session_.audit ? session_.audit->path() : "",
+                     json::parse(session_.session->describe_json(), nullptr, false), ""};
   if (!session_.headless) {
     auto token = console_.open(std::move(console_fd_), consoles_, session_.id, peer_.uid);
-    if (token) welcome["console_token"] = *token;
+    if (token) welcome.console_token = *token;
     asks_->set_console(console_.link());
   }
-  send(welcome);
+  send(welcome.to_json());
 }
 
-void Connection::on_call(const json& m, std::size_t frame_bytes) {
-  const std::string id = m["id"].get<std::string>();
-  const std::string tool = m["tool"].get<std::string>();
-  auto cancel = calls_.start(id, frame_bytes);
+void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
+  auto cancel = calls_.start(m.id, frame_bytes);
   if (!cancel) {
-    send({{"type", "result"}, {"id", id}, {"isError", true},
-          {"content", {{{"type", "text"}, {"text", cancel.error().message()}}}}});
+    send(ResultMsg{m.id, tools::ToolResult::error(cancel.error().message())}.to_json());
     return;
   }
   ++call_count_;
@@ -227,16 +219,13 @@ void Connection::on_call(const json& m, std::size_t frame_bytes) {
   // reads frames, so they run in the order they arrived whatever order their threads start.
   tools::CallContext order;
   order.mutations = &mutations_;
-  tools::take_mutation_ticket(tool, order);
-  GateCall call{id, tool, m["arguments"], cancel->get(), std::move(order.mutation_ticket),
-                [this, id](std::string_view chunk) {
-                  send({{"type", "progress"}, {"id", id}, {"chunk", std::string(chunk)}});
+  tools::take_mutation_ticket(m.tool, order);
+  GateCall call{m.id, m.tool, m.arguments, cancel->get(), std::move(order.mutation_ticket),
+                [this, id = m.id](std::string_view chunk) {
+                  send(ProgressMsg{id, std::string(chunk)}.to_json());
                 }};
   threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
-    json out = gate_->run(call).to_json();
-    out["type"] = "result";
-    out["id"] = call.id;
-    send(out);
+    send(ResultMsg{call.id, gate_->run(call)}.to_json());
     calls_.end(call.id, frame_bytes);
   });
 }
