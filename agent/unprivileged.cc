@@ -11,7 +11,12 @@
 
 #include <seccomp.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <span>
+
+#include "sandbox/seccomp_sets.h"
 
 namespace moat::agent {
 namespace {
@@ -69,26 +74,50 @@ Result<std::size_t> count_threads() {
   return n;
 }
 
+// The sandbox's deny sets (sandbox/seccomp_sets.cc) the loop shares, with their errnos:
+// the filesystem view and namespaces are fixed for this process, and it never reaches into
+// another process's memory.
+constexpr const char* kLoopDenySets[] = {"namespace_change", "other_processes"};
+
+// Beyond those sets, EPERM: the loop talks to the model and to moatd; running programs is
+// moatd's job alone. unshare is denied whole (the sandbox only checks its namespace flags).
+constexpr const char* kLoopOnlyDenies[] = {"execve", "execveat", "unshare"};
+
+// The sandbox's named exceptions the loop shares: clone3 (ENOSYS, so glibc falls back to
+// clone(2), whose flags are checked below). Not openat2: moat's own path opening uses it.
+constexpr const char* kLoopExceptions[] = {"clone3"};
+
+bool is_one_of(const char* name, std::span<const char* const> names) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](const char* n) { return std::strcmp(n, name) == 0; });
+}
+
+Result<void> deny_by_name(scmp_filter_ctx ctx, const char* name, int err) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR)
+    return fail(Error::from_errno("seccomp_syscall_resolve_name", ENOENT, name));
+  if (int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0); rc != 0)
+    return fail(Error::from_errno("seccomp_rule_add", -rc, name));
+  return {};
+}
+
+Result<void> add_loop_denies(scmp_filter_ctx ctx) {
+  for (const sandbox::SyscallSet& set : sandbox::syscall_sets())
+    if (is_one_of(set.name, kLoopDenySets))
+      for (const sandbox::SyscallEntry& e : set.entries)
+        MOAT_TRY(deny_by_name(ctx, e.name, set.errno_value));
+  for (const char* name : kLoopOnlyDenies) MOAT_TRY(deny_by_name(ctx, name, EPERM));
+  for (const sandbox::NamedException& e : sandbox::named_exceptions())
+    if (is_one_of(e.name, kLoopExceptions)) MOAT_TRY(deny_by_name(ctx, e.name, e.errno_value));
+  return {};
+}
+
 }  // namespace
 
 Result<void> install_loop_filter() {
   std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return fail(std::string("seccomp_init failed"));
-  auto deny = [&](int nr, int err) { return seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(err), nr, 0); };
-  // The loop talks to the model and to moatd; running programs is moatd's job alone.
-  for (int nr : {SCMP_SYS(execve), SCMP_SYS(execveat),
-                 // Reading or steering another process's memory.
-                 SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
-                 // The filesystem view and namespaces are fixed for this process.
-                 SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root), SCMP_SYS(setns),
-                 SCMP_SYS(unshare), SCMP_SYS(open_tree), SCMP_SYS(move_mount), SCMP_SYS(fsopen),
-                 SCMP_SYS(fsmount), SCMP_SYS(fsconfig), SCMP_SYS(mount_setattr)}) {
-    if (int rc = deny(nr, EPERM); rc != 0) return fail(Error::from_errno("seccomp_rule_add", -rc));
-  }
-  // clone3 passes its flags behind a pointer the filter cannot read; ENOSYS makes glibc
-  // fall back to clone(2), whose flags argument is checked below.
-  if (int rc = deny(SCMP_SYS(clone3), ENOSYS); rc != 0)
-    return fail(Error::from_errno("seccomp_rule_add(clone3)", -rc));
+  MOAT_TRY(add_loop_denies(ctx.get()));
   // One rule per flag: a masked compare tests "this bit is set", and rules with the same
   // action are ORed, so any namespace flag in clone's flags fails with EPERM.
   for (unsigned long flag = 1; flag != 0; flag <<= 1) {

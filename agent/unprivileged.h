@@ -21,9 +21,11 @@ struct DropOptions {
 // connection settings are open: after it, this process can never exec again.
 Result<void> drop_to_unprivileged_loop(const DropOptions& options);
 
-// The filter alone: execve/execveat, ptrace, process_vm_*, mount family, pivot_root,
-// unshare, setns, and clone with namespace flags → EPERM; clone3 → ENOSYS (glibc falls back
-// to clone, whose flags the filter can read). Everything else the loop needs is allowed.
+// The filter alone, built from the sandbox's table (sandbox/seccomp_sets.h): its
+// namespace_change and other_processes sets (EPERM: the mount family, pivot_root, chroot,
+// setns, ptrace, process_vm_*, ...), plus execve/execveat, unshare, and clone with namespace
+// flags → EPERM; its clone3 exception → ENOSYS (glibc falls back to clone, whose flags the
+// filter can read). Everything else the loop needs is allowed.
 Result<void> install_loop_filter();
 
 }  // namespace moat::agent

@@ -251,12 +251,11 @@ std::vector<std::string> linked_out(const LinkScan& scan) {
   return out;
 }
 
-Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector<std::string>& patterns,
-                                 std::size_t max_entries, LinkScan* links = nullptr) {
-  GlobMatches out;
-  // Most patterns end in a literal name (".git/config", "**/.envrc"): an entry with another
-  // name cannot match, and comparing names is far cheaper than fnmatch over "**" for every
-  // entry of the workspace before every call.
+// The walk's plan: the patterns that are globs, and how deep the walk must go for them.
+// Most patterns end in a literal name (".git/config", "**/.envrc"): an entry with another
+// name cannot match, and comparing names is far cheaper than fnmatch over "**" for every
+// entry of the workspace before every call.
+struct GlobPlan {
   struct Glob {
     const std::string* pattern;
     std::string_view last;  // the last component when it holds no wildcard, else empty
@@ -264,24 +263,94 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
   std::vector<Glob> globs;
   bool any_depth = false;
   std::size_t max_components = 0;
+};
+
+GlobPlan plan_globs(const std::vector<std::string>& patterns) {
+  GlobPlan plan;
   for (const auto& p : patterns) {
     if (!is_glob(p)) continue;
     const std::string_view last = std::string_view(p).substr(p.rfind('/') + 1);
-    globs.push_back({&p, is_glob(std::string(last)) ? std::string_view() : last});
-    any_depth |= p.find("**") != std::string::npos;
-    max_components = std::max<std::size_t>(
-        max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
+    plan.globs.push_back({&p, is_glob(std::string(last)) ? std::string_view() : last});
+    plan.any_depth |= p.find("**") != std::string::npos;
+    plan.max_components = std::max<std::size_t>(
+        plan.max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
   }
-  if (links != nullptr) any_depth = true;  // every file's link count is needed
-  if (globs.empty() && links == nullptr) return out;
-  struct Dir {
-    std::string rel;  // "" for the workspace itself
-    std::size_t depth;
-  };
-  std::vector<Dir> stack = {{"", 0}};
+  return plan;
+}
+
+bool matches_any(const GlobPlan& plan, std::string_view name, const std::string& rel,
+                 bool is_dir) {
+  for (const GlobPlan::Glob& g : plan.globs) {
+    if (!g.last.empty() && g.last != name) continue;
+    if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
+    if (glob_matches_rel(*g.pattern, rel)) return true;
+  }
+  return false;
+}
+
+bool is_directory(const dirent* e, const std::string& path) {
+  if (e->d_type != DT_UNKNOWN) return e->d_type == DT_DIR;
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Error too_many_entries(std::size_t max_entries) {
+  return Error{E2BIG, "protected paths: the workspace has more than " +
+                          std::to_string(max_entries) +
+                          " entries, so the paths matching the policy's globs cannot all be "
+                          "found; the call is refused rather than run with some of them unmasked"};
+}
+
+// One directory of the walk: what matches is a target, other directories are pushed.
+struct WalkDir {
+  std::string rel;  // "" for the workspace itself
+  std::size_t depth;
+};
+
+Result<void> walk_one_dir(const std::string& workspace, const GlobPlan& plan, const WalkDir& dir,
+                          DIR* d, std::size_t max_entries, std::size_t& seen, LinkScan* links,
+                          GlobMatches& out, std::vector<WalkDir>& stack) {
+  bool fresh = false;
+  LinkCache::Dir* cached =
+      links != nullptr ? cached_dir(links, dirfd(d), dir.rel, &fresh) : nullptr;
+  if (fresh)
+    for (const auto& name : cached->multi)
+      scan_file(dirfd(d), name.c_str(), dir.rel.empty() ? name : dir.rel + "/" + name, links);
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (++seen > max_entries) return fail(too_many_entries(max_entries));
+    const std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
+    const bool is_dir = is_directory(e, workspace + "/" + rel);
+    if (links != nullptr) ++links->entries[dir.rel];
+    if (matches_any(plan, name, rel, is_dir)) {
+      out.targets.push_back(workspace + "/" + rel);
+      continue;  // the whole entry is covered
+    }
+    if (links != nullptr && !fresh && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) &&
+        scan_file(dirfd(d), e->d_name, rel, links) && cached != nullptr)
+      cached->multi.emplace_back(name);
+    // Below this directory paths have depth + 2 components or more.
+    if (is_dir && (plan.any_depth || dir.depth + 2 <= plan.max_components))
+      stack.push_back({rel, dir.depth + 1});
+    errno = 0;
+  }
+  if (errno != 0) out.unreadable.push_back(dir.rel.empty() ? workspace : workspace + "/" + dir.rel);
+  return {};
+}
+
+Result<GlobMatches> glob_matches(const std::string& workspace,
+                                 const std::vector<std::string>& patterns, std::size_t max_entries,
+                                 LinkScan* links = nullptr) {
+  GlobMatches out;
+  GlobPlan plan = plan_globs(patterns);
+  if (links != nullptr) plan.any_depth = true;  // every file's link count is needed
+  if (plan.globs.empty() && links == nullptr) return out;
+  std::vector<WalkDir> stack = {{"", 0}};
   std::size_t seen = 0;
   while (!stack.empty()) {
-    const Dir dir = std::move(stack.back());
+    const WalkDir dir = std::move(stack.back());
     stack.pop_back();
     const std::string abs = dir.rel.empty() ? workspace : workspace + "/" + dir.rel;
     std::unique_ptr<DIR, int (*)(DIR*)> d(
@@ -292,50 +361,7 @@ Result<GlobMatches> glob_matches(const std::string& workspace, const std::vector
       out.unreadable.push_back(abs);
       continue;
     }
-    bool fresh = false;
-    LinkCache::Dir* cached = links != nullptr ? cached_dir(links, dirfd(d.get()), dir.rel, &fresh)
-                                              : nullptr;
-    if (fresh)
-      for (const auto& name : cached->multi)
-        scan_file(dirfd(d.get()), name.c_str(), dir.rel.empty() ? name : dir.rel + "/" + name, links);
-    errno = 0;
-    while (const dirent* e = ::readdir(d.get())) {
-      const std::string_view name = e->d_name;
-      if (name == "." || name == "..") continue;
-      if (++seen > max_entries)
-        return fail(Error{E2BIG, "protected paths: the workspace has more than " +
-                                     std::to_string(max_entries) +
-                                     " entries, so the paths matching the policy's globs cannot "
-                                     "all be found; the call is refused rather than run with some "
-                                     "of them unmasked"});
-      const std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
-      bool is_dir = e->d_type == DT_DIR;
-      if (e->d_type == DT_UNKNOWN) {
-        struct stat st;
-        is_dir = ::lstat((workspace + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-      }
-      bool matched = false;
-      for (const Glob& g : globs) {
-        if (!g.last.empty() && g.last != name) continue;
-        if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
-        if (glob_matches_rel(*g.pattern, rel)) {
-          matched = true;
-          break;
-        }
-      }
-      if (links != nullptr) ++links->entries[dir.rel];
-      if (matched) {
-        out.targets.push_back(workspace + "/" + rel);
-        continue;  // the whole entry is covered
-      }
-      if (links != nullptr && !fresh && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) &&
-          scan_file(dirfd(d.get()), e->d_name, rel, links) && cached != nullptr)
-        cached->multi.emplace_back(name);
-      // Below this directory paths have depth + 2 components or more.
-      if (is_dir && (any_depth || dir.depth + 2 <= max_components)) stack.push_back({rel, dir.depth + 1});
-      errno = 0;
-    }
-    if (errno != 0) out.unreadable.push_back(abs);  // a read error part-way: cover it all
+    MOAT_TRY(walk_one_dir(workspace, plan, dir, d.get(), max_entries, seen, links, out, stack));
   }
   return out;
 }

@@ -6,7 +6,8 @@
 //   2. argument-checked syscalls (clone, unshare, socket, socketpair, ioctl, personality,
 //      the mode argument of open/chmod/mkdir/mknod: no setuid or setgid bits, and
 //      fallocate's mode: none).
-//   3. deny sets -> their errno (EPERM, or ENOSYS for the obsolete set and clone3).
+//   3. deny sets -> their errno (EPERM, or ENOSYS for the obsolete set); the named exceptions
+//      (clone3, openat2) -> ENOSYS.
 //   4. numbers below kFilterMaxSyscall that no set names -> ENOSYS.
 //   5. everything else (the allow sets) -> allow.
 // The default action is allow because libseccomp lets an unconditional rule override the
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <set>
 
@@ -68,32 +70,37 @@ Result<void> add_namespace_flag_rules(scmp_filter_ctx ctx, int nr, bool with_new
   return {};
 }
 
+Result<void> add_clone_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
+  return add_namespace_flag_rules(ctx, nr, false);
+}
+
+Result<void> add_unshare_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
+  return add_namespace_flag_rules(ctx, nr, true);
+}
+
 // Every family but the allowed ones fails as if the kernel lacked it, which is what
 // programs already handle (glibc's getaddrinfo falls back when netlink is missing).
-Result<void> add_socket_family_rules(scmp_filter_ctx ctx, bool network) {
-  for (const char* name : {"socket", "socketpair"}) {
-    MOAT_ASSIGN_OR_RETURN(int nr, resolve(name));
-    for (int family = 0; family < AF_MAX; ++family) {
-      if (family == AF_UNIX) continue;
-      if (network && (family == AF_INET || family == AF_INET6)) continue;
-      scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family));
-      MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &cmp, name));
-    }
-    // Families above AF_MAX do not exist today; a future one must not slip through.
-    scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX));
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &high, name));
+Result<void> add_socket_family_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule& rule,
+                                     bool network) {
+  for (int family = 0; family < AF_MAX; ++family) {
+    if (family == AF_UNIX) continue;
+    if (network && (family == AF_INET || family == AF_INET6)) continue;
+    scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &cmp, rule.name));
   }
-  return {};
+  // Families above AF_MAX do not exist today; a future one must not slip through.
+  scmp_arg_cmp high = SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(AF_MAX));
+  return add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1, &high, rule.name);
 }
 
 // TIOCSTI pushes bytes into the terminal's input queue (a sandbox escape when the tty is
 // shared, CVE-2017-5226); TIOCLINUX can read the console. The kernel compares only the low
 // 32 bits of the request, so the filter does too.
-Result<void> add_ioctl_rules(scmp_filter_ctx ctx) {
+Result<void> add_ioctl_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
   for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
                                 static_cast<unsigned long>(TIOCLINUX)}) {
     scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request);
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp, "ioctl"));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "ioctl"));
   }
   return {};
 }
@@ -101,36 +108,24 @@ Result<void> add_ioctl_rules(scmp_filter_ctx ctx) {
 // personality(2) takes an unsigned int: allow 0 (PER_LINUX) and 0xffffffff (the query).
 // One comparison per argument per rule, so: bit 31 clear with any other bit set, or bit 31
 // set with any other bit clear, is denied. ADDR_NO_RANDOMIZE and READ_IMPLIES_EXEC are why.
-Result<void> add_personality_rules(scmp_filter_ctx ctx) {
+Result<void> add_personality_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
   for (int bit = 0; bit < 31; ++bit) {
     const scmp_datum_t b = 1UL << bit, top = 1UL << 31;
     scmp_arg_cmp low_set = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, b);
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &low_set, "personality"));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &low_set, "personality"));
     scmp_arg_cmp high_partial = SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top);
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &high_partial,
-                 "personality"));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &high_partial, "personality"));
   }
   return {};
 }
 
 // Setuid and setgid bits never come from the sandbox: the workspace is an idmapped mount, so
 // a setuid file created inside is, on the host, a setuid file of the workspace's owner.
-// (fchmodat2 and openat2 are not in the table, so they get ENOSYS.)
-Result<void> add_mode_rules(scmp_filter_ctx ctx) {
-  struct ModeArg {
-    const char* name;
-    unsigned arg;
-  };
-  constexpr ModeArg kModeArgs[] = {{"open", 2},     {"openat", 3}, {"creat", 1},
-                                   {"chmod", 1},    {"fchmod", 1}, {"fchmodat", 2},
-                                   {"mkdir", 1},    {"mkdirat", 2}, {"mknod", 1},
-                                   {"mknodat", 2}};
-  for (const ModeArg& m : kModeArgs) {
-    MOAT_ASSIGN_OR_RETURN(int nr, resolve(m.name));
-    for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
-      scmp_arg_cmp cmp{m.arg, SCMP_CMP_MASKED_EQ, bit, bit};
-      MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, m.name));
-    }
+// (fchmodat2 is not in the table, so it gets ENOSYS; openat2 is a named exception.)
+Result<void> add_mode_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule& rule, bool) {
+  for (scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+    scmp_arg_cmp cmp{rule.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, rule.name));
   }
   return {};
 }
@@ -139,14 +134,45 @@ Result<void> add_mode_rules(scmp_filter_ctx ctx) {
 // FALLOC_FL_KEEP_SIZE allocates any amount past the end with no check (100 MiB under a 1 MiB
 // limit on ext4, measured), and INSERT_RANGE and the others are not for build tools. The mode
 // is an int: one rule per bit of its low 32 bits, as for personality.
-Result<void> add_fallocate_rules(scmp_filter_ctx ctx) {
+Result<void> add_fallocate_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
   for (int bit = 0; bit < 32; ++bit) {
     const scmp_datum_t b = 1UL << bit;
     scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, b, b);
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 1, &cmp, "fallocate"));
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 1, &cmp, "fallocate"));
   }
   return {};
 }
+
+// In the order their rules are written (the compiled program is pinned by a golden file).
+const ArgumentRule kArgumentRules[] = {
+    {"clone", "allowed unless a namespace flag is set (EPERM)", add_clone_rules},
+    {"unshare", "allowed unless a namespace flag is set (EPERM)", add_unshare_rules},
+    {"socket", "AF_UNIX always, AF_INET/AF_INET6 only with network; other families "
+               "EAFNOSUPPORT", add_socket_family_rules},
+    {"socketpair", "as socket", add_socket_family_rules},
+    {"ioctl", "TIOCSTI and TIOCLINUX (low 32 bits of the request) EPERM; the rest allowed",
+     add_ioctl_rules},
+    {"personality", "PER_LINUX and the 0xffffffff query allowed; anything else EPERM",
+     add_personality_rules},
+    {"open", "EPERM when the mode sets S_ISUID or S_ISGID: through the idmapped workspace a "
+             "setuid file would be owned by the workspace's owner on the host (root, when "
+             "moatd is root)", add_mode_rules, 2},
+    {"openat", "as open", add_mode_rules, 3},
+    {"creat", "as open", add_mode_rules, 1},
+    {"chmod", "as open", add_mode_rules, 1},
+    {"fchmod", "as open", add_mode_rules, 1},
+    {"fchmodat", "as open", add_mode_rules, 2},
+    {"mkdir", "as open (setgid directories)", add_mode_rules, 1},
+    {"mkdirat", "as mkdir", add_mode_rules, 2},
+    {"mknod", "as open; device nodes also need CAP_MKNOD and every mount is nodev",
+     add_mode_rules, 1},
+    {"mknodat", "as mknod", add_mode_rules, 2},
+    {"fallocate", "mode 0 (allocate and extend, bounded by RLIMIT_FSIZE) allowed; any mode bit "
+                  "EOPNOTSUPP: FALLOC_FL_KEEP_SIZE allocates blocks past the end of the file "
+                  "without RLIMIT_FSIZE's check (one file could take the whole disk), and "
+                  "EOPNOTSUPP is what callers already handle when a filesystem lacks a mode",
+     add_fallocate_rules},
+};
 
 Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
   for (const SyscallSet& set : syscall_sets()) {
@@ -158,9 +184,23 @@ Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
                      e.name));
     }
   }
-  for (const SyscallEntry& e : argument_checked_syscalls()) {
+  for (const NamedException& e : named_exceptions()) {
     MOAT_ASSIGN_OR_RETURN(int nr, resolve(e.name));
     known.insert(nr);
+    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(static_cast<uint16_t>(e.errno_value)), nr, 0, nullptr,
+                 e.name));
+  }
+  for (const ArgumentRule& r : kArgumentRules) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(r.name));
+    known.insert(nr);
+  }
+  return {};
+}
+
+Result<void> add_argument_rules(scmp_filter_ctx ctx, bool network) {
+  for (const ArgumentRule& r : kArgumentRules) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(r.name));
+    MOAT_TRY(r.add_rules(ctx, nr, r, network));
   }
   return {};
 }
@@ -177,13 +217,7 @@ Result<FilterCtx> build(bool network) {
   if (rc != 0) return fail(Error::from_errno("seccomp_attr_set", -rc, "optimize"));
   std::set<int> known;
   MOAT_TRY(add_set_rules(ctx.get(), known));
-  MOAT_TRY(add_namespace_flag_rules(ctx.get(), SCMP_SYS(clone), false));
-  MOAT_TRY(add_namespace_flag_rules(ctx.get(), SCMP_SYS(unshare), true));
-  MOAT_TRY(add_socket_family_rules(ctx.get(), network));
-  MOAT_TRY(add_ioctl_rules(ctx.get()));
-  MOAT_TRY(add_personality_rules(ctx.get()));
-  MOAT_TRY(add_mode_rules(ctx.get()));
-  MOAT_TRY(add_fallocate_rules(ctx.get()));
+  MOAT_TRY(add_argument_rules(ctx.get(), network));
   for (int nr = 0; nr < kFilterMaxSyscall; ++nr)
     if (known.count(nr) == 0) MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
   return ctx;
@@ -195,6 +229,8 @@ const char* action_name(const SyscallSet& set) {
 }
 
 }  // namespace
+
+std::span<const ArgumentRule> argument_checked_syscalls() { return kArgumentRules; }
 
 Result<BpfProgram> compile_filter(bool network) {
   MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
@@ -215,8 +251,8 @@ std::string explain_filter(bool network) {
   std::string out = "seccomp filter (x86-64; first match wins)\n";
   out += "  1. any other architecture (i386 int 0x80, x32): kill process\n";
   out += "  2. argument-checked syscalls:\n";
-  for (const SyscallEntry& e : argument_checked_syscalls())
-    out += std::string("       ") + e.name + ": " + e.reason + "\n";
+  for (const ArgumentRule& r : kArgumentRules)
+    out += std::string("       ") + r.name + ": " + r.reason + "\n";
   out += network ? "       (network granted: AF_INET and AF_INET6 allowed)\n"
                  : "       (no network: AF_INET and AF_INET6 fail with EAFNOSUPPORT)\n";
   out += "  3. named sets:\n";
@@ -228,6 +264,10 @@ std::string explain_filter(bool network) {
       out += "\n";
     }
   }
+  out += "     named exceptions:\n";
+  for (const NamedException& e : named_exceptions())
+    out += std::string("       ") + e.name + ": errno " + strerrorname_np(e.errno_value) + ": " +
+           e.reason + "\n";
   out += "  4. any other syscall number below " + std::to_string(kFilterMaxSyscall) +
          ": errno ENOSYS (not in the table, so never reviewed)\n";
   out += "  5. default: allow (only reachable for numbers the kernel does not have)\n";

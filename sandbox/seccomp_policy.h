@@ -3,7 +3,9 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <seccomp.h>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,16 @@ inline constexpr int kFilterMaxSyscall = 600;
 struct BpfProgram {
   std::vector<sock_filter> insns;
 };
+
+// A syscall whose decision depends on an argument, with the reason explain-filter prints and
+// the function that writes its rules: one row, so the explanation cannot drift from the filter.
+struct ArgumentRule {
+  const char* name;    // libseccomp's name for the x86-64 syscall
+  const char* reason;  // what is allowed and what is denied, with which errno
+  Result<void> (*add_rules)(scmp_filter_ctx ctx, int nr, const ArgumentRule& rule, bool network);
+  unsigned mode_arg = 0;  // the mode rules only: which argument is the mode
+};
+std::span<const ArgumentRule> argument_checked_syscalls();
 
 // Compiles the filter for a session; network decides whether AF_INET/AF_INET6 sockets exist.
 Result<BpfProgram> compile_filter(bool network);

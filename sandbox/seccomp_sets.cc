@@ -144,17 +144,25 @@ constexpr SyscallEntry kFileHandles[] = {
 };
 
 constexpr SyscallEntry kHostAdministration[] = {
-    {"swapon", "host swap configuration"}, {"swapoff", "as swapon"},
+    {"swapon", "host swap configuration"},
+    {"swapoff", "as swapon"},
     {"reboot", "in a pid namespace it would kill the session; never wanted"},
     {"acct", "host process accounting"},
-    {"settimeofday", "the clock is global"}, {"clock_settime", "as settimeofday"},
-    {"clock_adjtime", "as settimeofday"}, {"adjtimex", "as settimeofday"},
+    {"settimeofday", "the clock is global"},
+    {"clock_settime", "as settimeofday"},
+    {"clock_adjtime", "as settimeofday"},
+    {"adjtimex", "as settimeofday"},
     {"sethostname", "the session's hostname is fixed by moat"},
-    {"setdomainname", "as sethostname"}, {"syslog", "reads the host's kernel log"},
-    {"vhangup", "hangs up the terminal"}, {"quotactl", "host quota configuration"},
-    {"quotactl_fd", "as quotactl"}, {"lookup_dcookie", "profiling interface"},
-    {"uselib", "a.out loader: obsolete attack surface"}, {"_sysctl", "obsolete sysctl interface"},
-    {"ustat", "obsolete"}, {"sysfs", "obsolete"},
+    {"setdomainname", "as sethostname"},
+    {"syslog", "reads the host's kernel log"},
+    {"vhangup", "hangs up the terminal"},
+    {"quotactl", "host quota configuration"},
+    {"quotactl_fd", "as quotactl"},
+    {"lookup_dcookie", "profiling interface"},
+    {"uselib", "a.out loader: obsolete attack surface"},
+    {"_sysctl", "obsolete sysctl interface"},
+    {"ustat", "obsolete"},
+    {"sysfs", "obsolete"},
 };
 
 constexpr SyscallEntry kObsolete[] = {
@@ -164,31 +172,14 @@ constexpr SyscallEntry kObsolete[] = {
     {"tuxcall", "never implemented"}, {"security", "never implemented"},
     {"vserver", "never implemented"}, {"epoll_ctl_old", "never implemented"},
     {"epoll_wait_old", "never implemented"},
-    {"openat2", "its mode sits behind a pointer the filter cannot read (see the mode rules); "
-                "ENOSYS makes callers fall back to openat"},
-    {"clone3", "its flags sit behind a pointer the filter cannot read; ENOSYS makes glibc fall "
-               "back to clone(2), whose flags are checked"},
 };
 
-constexpr SyscallEntry kArgumentChecked[] = {
-    {"clone", "allowed unless a namespace flag is set (EPERM)"},
-    {"unshare", "allowed unless a namespace flag is set (EPERM)"},
-    {"socket", "AF_UNIX always, AF_INET/AF_INET6 only with network; other families "
-               "EAFNOSUPPORT"},
-    {"socketpair", "as socket"},
-    {"ioctl", "TIOCSTI and TIOCLINUX (low 32 bits of the request) EPERM; the rest allowed"},
-    {"personality", "PER_LINUX and the 0xffffffff query allowed; anything else EPERM"},
-    {"open", "EPERM when the mode sets S_ISUID or S_ISGID: through the idmapped workspace a "
-             "setuid file would be owned by the workspace's owner on the host (root, when "
-             "moatd is root)"},
-    {"openat", "as open"}, {"creat", "as open"}, {"chmod", "as open"}, {"fchmod", "as open"},
-    {"fchmodat", "as open"}, {"mkdir", "as open (setgid directories)"}, {"mkdirat", "as mkdir"},
-    {"mknod", "as open; device nodes also need CAP_MKNOD and every mount is nodev"},
-    {"mknodat", "as mknod"},
-    {"fallocate", "mode 0 (allocate and extend, bounded by RLIMIT_FSIZE) allowed; any mode bit "
-                  "EOPNOTSUPP: FALLOC_FL_KEEP_SIZE allocates blocks past the end of the file "
-                  "without RLIMIT_FSIZE's check (one file could take the whole disk), and "
-                  "EOPNOTSUPP is what callers already handle when a filesystem lacks a mode"},
+// Emitted after the sets, in this order (the compiled program is pinned by a golden file).
+constexpr NamedException kExceptions[] = {
+    {"openat2", ENOSYS, "its mode sits behind a pointer the filter cannot read (see the mode "
+                        "rules); ENOSYS makes callers fall back to openat"},
+    {"clone3", ENOSYS, "its flags sit behind a pointer the filter cannot read; ENOSYS makes "
+                       "glibc fall back to clone(2), whose flags are checked"},
 };
 
 constexpr SyscallSet kSets[] = {
@@ -217,6 +208,6 @@ constexpr SyscallSet kSets[] = {
 }  // namespace
 
 std::span<const SyscallSet> syscall_sets() { return kSets; }
-std::span<const SyscallEntry> argument_checked_syscalls() { return kArgumentChecked; }
+std::span<const NamedException> named_exceptions() { return kExceptions; }
 
 }  // namespace moat::sandbox

@@ -27,9 +27,18 @@ struct SyscallSet {
 // The unconditional sets, in the order explain-filter prints them.
 std::span<const SyscallSet> syscall_sets();
 
+// A syscall denied on its own, for a reason of its own: the argument the filter would have to
+// check sits behind a pointer (seccomp sees only registers), so it can be neither allowed nor
+// argument-checked; its errno makes callers fall back to a syscall that can be. In no set.
+struct NamedException {
+  const char* name;
+  int errno_value;
+  const char* reason;
+};
+std::span<const NamedException> named_exceptions();
+
 // Syscalls whose decision depends on an argument (clone flags, socket family, ioctl request,
-// personality). They belong to no set above; seccomp_policy.cc writes their rules and
-// explains them.
-std::span<const SyscallEntry> argument_checked_syscalls();
+// personality, modes) are in no set either: seccomp_policy.h's argument_checked_syscalls()
+// keeps each one's reason with the code that writes its rules.
 
 }  // namespace moat::sandbox

@@ -406,6 +406,49 @@ Result<int> LinuxSession::wait_exit(int channel, Clock::time_point deadline) {
   }
 }
 
+// Counts a call's output against the session's ceiling and passes on what is under it.
+struct OutputSink {
+  std::uint64_t ceiling;  // 0: none
+  const std::function<void(std::string_view)>& forward;
+  tools::ExecStatus& out;
+
+  // False when this chunk passed the ceiling: it is not passed on, and out.limit says so.
+  bool take(const char* data, ssize_t n) {
+    out.output_bytes += static_cast<std::uint64_t>(n);
+    if (ceiling && out.output_bytes > ceiling) {
+      if (out.limit.empty()) out.limit = "output";
+      return false;
+    }
+    if (forward) forward(std::string_view(data, static_cast<std::size_t>(n)));
+    return true;
+  }
+};
+
+// Drains what the pipe still holds: the group was killed, so EOF follows at once unless a
+// process escaped the group with setsid, which we do not wait for.
+void drain_output(int io, OutputSink& sink) {
+  char buf[65536];
+  for (;;) {
+    pollfd p{io, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) return;
+    ssize_t n = ::read(io, buf, sizeof buf);
+    if (n <= 0 || !sink.take(buf, n)) return;
+  }
+}
+
+void record_wait_status(int wait_status, tools::ExecStatus& out) {
+  if (WIFEXITED(wait_status)) out.exit_code = WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) {
+    out.signal = WTERMSIG(wait_status);
+    if (out.limit.empty()) out.limit = limit_for_signal(out.signal);
+  }
+}
+
+// A requested timeout only shortens the session's wall time, never extends it.
+double call_timeout(double requested, double wall) {
+  return requested > 0 && (wall <= 0 || requested < wall) ? requested : wall;
+}
+
 Result<tools::ExecStatus> LinuxSession::exec(
     const ExecSpec& spec, const std::function<void(std::string_view)>& on_output, StopFlags stop) {
   tools::ExecStatus out;
@@ -415,9 +458,7 @@ Result<tools::ExecStatus> LinuxSession::exec(
   MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true));
   out.pid = call.host_pid;
   MOAT_TRY(check_status(call.status.get()));
-  // A requested timeout only shortens the session's wall time, never extends it.
-  const double wall = config_.limits.wall_time_s;
-  const double timeout = spec.timeout_s > 0 && (wall <= 0 || spec.timeout_s < wall) ? spec.timeout_s : wall;
+  const double timeout = call_timeout(spec.timeout_s, config_.limits.wall_time_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
   bool killed = false, out_open = true;
@@ -426,6 +467,7 @@ Result<tools::ExecStatus> LinuxSession::exec(
     if (!killed) (void)::send(call.channel.get(), &k, 1, MSG_NOSIGNAL);
     killed = true;
   };
+  OutputSink sink{config_.limits.output_bytes, on_output, out};
   int wait_status = -1;
   char buf[65536];
   while (wait_status < 0) {
@@ -434,17 +476,10 @@ Result<tools::ExecStatus> LinuxSession::exec(
     if (rc < 0 && errno != EINTR) return fail(Error::from_errno("poll", errno));
     if (fds[1].revents) {
       ssize_t n = ::read(call.io.get(), buf, sizeof buf);
-      if (n <= 0) {
+      if (n <= 0)
         out_open = false;
-      } else {
-        out.output_bytes += static_cast<std::uint64_t>(n);
-        if (config_.limits.output_bytes && out.output_bytes > config_.limits.output_bytes) {
-          if (out.limit.empty()) out.limit = "output";
-          kill_call();
-        } else if (on_output) {
-          on_output(std::string_view(buf, static_cast<std::size_t>(n)));
-        }
-      }
+      else if (!sink.take(buf, n))
+        kill_call();
     }
     if (fds[0].revents) {
       ChannelRecord rec{};
@@ -467,26 +502,9 @@ Result<tools::ExecStatus> LinuxSession::exec(
       kill_call();
     }
   }
-  // Drain what the pipe still holds: the group was killed, so EOF follows at once unless a
-  // process escaped the group with setsid, which we do not wait for.
-  while (out_open && wait_status >= 0) {
-    pollfd p{call.io.get(), POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) break;
-    ssize_t n = ::read(call.io.get(), buf, sizeof buf);
-    if (n <= 0) break;
-    out.output_bytes += static_cast<std::uint64_t>(n);
-    if (config_.limits.output_bytes && out.output_bytes > config_.limits.output_bytes) {
-      if (out.limit.empty()) out.limit = "output";
-      break;
-    }
-    if (on_output) on_output(std::string_view(buf, static_cast<std::size_t>(n)));
-  }
   if (wait_status >= 0) {
-    if (WIFEXITED(wait_status)) out.exit_code = WEXITSTATUS(wait_status);
-    if (WIFSIGNALED(wait_status)) {
-      out.signal = WTERMSIG(wait_status);
-      if (out.limit.empty()) out.limit = limit_for_signal(out.signal);
-    }
+    if (out_open) drain_output(call.io.get(), sink);
+    record_wait_status(wait_status, out);
   }
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
   return out;
@@ -559,6 +577,61 @@ Result<void> check_allow_without(const std::set<std::string>& names) {
   return {};
 }
 
+// The workspace tree the session binds: idmapped to the sandbox's ids when moatd is root (an
+// invalid fd when rootless: the keeper clones the workspace itself). A failure is refused
+// unless the policy allows running without "idmap", which `skipped` then records.
+Result<UniqueFd> session_tree(int workspace, const SandboxIds& ids, const SessionConfig& config,
+                              nlohmann::json& skipped) {
+  if (ids.rootless) return UniqueFd();
+  auto idmapped = make_idmapped_workspace(workspace, ids);
+  if (idmapped) return std::move(*idmapped);
+  if (!config.allow_without.count("idmap")) return fail(idmapped.error().with_context("idmap"));
+  skipped["idmap"] = idmapped.error().message();
+  return UniqueFd();
+}
+
+// The keeper joins the session's cgroup before it forks the init: every process of the
+// session inherits it, and none can leave (cgroup.procs of the parent is not writable).
+// Inactive when cgroups are unavailable or fail and the policy allows running without. On a
+// failure it reaps the keeper first, so the cgroup is removed once its processes are gone.
+Result<ScopedCgroup> session_cgroup(pid_t keeper, const SessionConfig& config,
+                                    nlohmann::json& skipped, const std::function<void()>& reap) {
+  auto made = ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits);
+  if (made && !made->active()) {
+    skipped["cgroup"] = ScopedCgroup::unavailable_reason();
+    return ScopedCgroup();
+  }
+  Error err;
+  if (made) {
+    auto attached = made->attach(keeper);
+    if (attached) return std::move(*made);
+    err = attached.error();
+  } else {
+    err = made.error();
+  }
+  if (!config.allow_without.count("cgroup")) {
+    reap();
+    return fail(err.with_context("cgroup"));
+  }
+  skipped["cgroup"] = err.message();
+  return made ? std::move(*made) : ScopedCgroup();
+}
+
+// What `describe()` reports: the init's own description plus what moatd set up around it.
+nlohmann::json describe_session(const std::string& init_describe, const SandboxIds& ids,
+                                const ScopedCgroup& cgroup, const nlohmann::json& skipped) {
+  auto describe = nlohmann::json::parse(init_describe, nullptr, false);
+  for (const auto& ns : kNamespaces) describe[ns.name] = true;
+  describe["rootless"] = ids.rootless;
+  describe["uid_map"] = ids.uid.line().substr(0, ids.uid.line().size() - 1);
+  describe["idmap"] = !ids.rootless && !skipped.contains("idmap");
+  describe["cgroup"] = cgroup.active() && !skipped.contains("cgroup");
+  if (cgroup.active()) describe["cgroup_dirs"] = cgroup.dirs();
+  if (!describe.contains("skipped")) describe["skipped"] = nlohmann::json::object();
+  for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
+  return describe;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
@@ -569,17 +642,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
   const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
   nlohmann::json skipped = nlohmann::json::object();
-  UniqueFd tree;
-  if (!ids.rootless) {
-    auto idmapped = make_idmapped_workspace(workspace.get(), ids);
-    if (idmapped) {
-      tree = std::move(*idmapped);
-    } else if (config.allow_without.count("idmap")) {
-      skipped["idmap"] = idmapped.error().message();
-    } else {
-      return fail(idmapped.error().with_context("idmap"));
-    }
-  }
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, session_tree(workspace.get(), ids, config, skipped));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   const pid_t moatd = getpid();
   const auto created = Clock::now();
@@ -600,32 +663,11 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
     }
   };
   auto first = recv_message(ctl.first.get());
-  if (!first || *first != "U") {
+  if (!first || *first != std::string(1, ctl_byte(CtlMsg::kUnshared))) {
     reap();
     return fail(first ? Error::msg(first->substr(1)) : first.error());
   }
-  // The keeper joins the session's cgroup before it forks the init: every process of the
-  // session inherits it, and none can leave (cgroup.procs of the parent is not writable).
-  ScopedCgroup cgroup;
-  if (auto made = ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits);
-      made && made->active()) {
-    cgroup = std::move(*made);
-    if (auto attached = cgroup.attach(keeper); !attached) {
-      if (!config.allow_without.count("cgroup")) {
-        reap();
-        return fail(attached.error().with_context("cgroup"));
-      }
-      skipped["cgroup"] = attached.error().message();
-    }
-  } else if (!made) {
-    if (!config.allow_without.count("cgroup")) {
-      reap();
-      return fail(made.error().with_context("cgroup"));
-    }
-    skipped["cgroup"] = made.error().message();
-  } else {
-    skipped["cgroup"] = ScopedCgroup::unavailable_reason();
-  }
+  MOAT_ASSIGN_OR_RETURN(ScopedCgroup cgroup, session_cgroup(keeper, config, skipped, reap));
   if (auto maps = write_id_maps_in_parent(keeper, ids.uid, ids.gid); !maps) {
     reap();
     return fail(maps.error().with_context("user_ns"));
@@ -637,15 +679,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
     reap();
     return fail(ready ? Error::msg(ready->substr(1)) : ready.error());
   }
-  auto describe = nlohmann::json::parse(ready->substr(1), nullptr, false);
-  for (const auto& ns : kNamespaces) describe[ns.name] = true;
-  describe["rootless"] = ids.rootless;
-  describe["uid_map"] = ids.uid.line().substr(0, ids.uid.line().size() - 1);
-  describe["idmap"] = !ids.rootless && !skipped.contains("idmap");
-  describe["cgroup"] = cgroup.active() && !skipped.contains("cgroup");
-  if (cgroup.active()) describe["cgroup_dirs"] = cgroup.dirs();
-  if (!describe.contains("skipped")) describe["skipped"] = nlohmann::json::object();
-  for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
+  const auto describe = describe_session(ready->substr(1), ids, cgroup, skipped);
   pid_t init = child_of(keeper);
   return std::unique_ptr<Session>(
       new LinuxSession(std::move(config), std::move(workspace), keeper, init,

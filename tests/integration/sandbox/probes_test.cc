@@ -168,6 +168,7 @@ std::vector<DenyRow> deny_rows() {
   for (const auto& set : syscall_sets())
     if (set.action == SetAction::kErrno)
       for (const auto& e : set.entries) rows.push_back({set.name, e.name, set.errno_value});
+  for (const auto& e : named_exceptions()) rows.push_back({"exception", e.name, e.errno_value});
   return rows;
 }
 

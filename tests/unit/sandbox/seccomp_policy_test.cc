@@ -22,12 +22,27 @@ TEST(SeccompSets, EverySyscallBelongsToExactlyOneSet) {
     for (const auto& e : set.entries) EXPECT_TRUE(seen.insert(e.name).second) << e.name;
   for (const auto& e : argument_checked_syscalls())
     EXPECT_TRUE(seen.insert(e.name).second) << e.name;
+  for (const auto& e : named_exceptions()) EXPECT_TRUE(seen.insert(e.name).second) << e.name;
 }
 
 TEST(SeccompSets, EveryNameResolvesOnX8664) {
   for (const auto& set : syscall_sets())
     for (const auto& e : set.entries)
       EXPECT_NE(seccomp_syscall_resolve_name(e.name), __NR_SCMP_ERROR) << e.name;
+  for (const auto& e : named_exceptions())
+    EXPECT_NE(seccomp_syscall_resolve_name(e.name), __NR_SCMP_ERROR) << e.name;
+}
+
+TEST(SeccompSets, Clone3AndOpenat2AreNamedExceptionsWithEnosysNotObsolete) {
+  std::set<std::string> exceptions;
+  for (const auto& e : named_exceptions()) {
+    EXPECT_EQ(e.errno_value, ENOSYS) << e.name;
+    EXPECT_NE(std::string(e.reason).find("ENOSYS"), std::string::npos) << e.name;
+    exceptions.insert(e.name);
+  }
+  EXPECT_EQ(exceptions, (std::set<std::string>{"clone3", "openat2"}));
+  for (const auto& set : syscall_sets())
+    for (const auto& e : set.entries) EXPECT_FALSE(exceptions.count(e.name)) << set.name;
 }
 
 TEST(SeccompSets, EveryDenyEntryHasAReason) {
@@ -58,6 +73,8 @@ TEST(SeccompSets, EveryHandleKeyNamespaceAndClockSyscallIsDenied) {
       for (const auto& e : set.entries)
         if (std::string(e.name) == s.name)
           denied_with = set.action == SetAction::kErrno ? set.errno_value : -1;
+    for (const auto& e : named_exceptions())
+      if (std::string(e.name) == s.name) denied_with = e.errno_value;
     EXPECT_EQ(denied_with, s.err) << s.name << " (0: in no set, -1: allowed)";
   }
 }
@@ -79,6 +96,13 @@ TEST(SeccompPolicy, ExplainListsEverySetAndEntry) {
     for (const auto& e : set.entries)
       EXPECT_NE(text.find(std::string("       ") + e.name), std::string::npos) << e.name;
   }
+  for (const auto& r : argument_checked_syscalls())
+    EXPECT_NE(text.find(std::string("       ") + r.name + ": " + r.reason), std::string::npos)
+        << r.name;
+  for (const auto& e : named_exceptions())
+    EXPECT_NE(text.find(std::string("       ") + e.name + ": errno ENOSYS: " + e.reason),
+              std::string::npos)
+        << e.name;
   EXPECT_NE(text.find("AF_INET and AF_INET6 fail with EAFNOSUPPORT"), std::string::npos);
   EXPECT_NE(explain_filter(true).find("network granted"), std::string::npos);
 }
