@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "sandbox/protocol.h"
-#include "sandbox/random_id.h"
+#include "base/random.h"
 
 namespace moat::sandbox {
 

@@ -4,10 +4,10 @@
 #include <openssl/evp.h>
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <memory>
 
+#include "base/hex.h"
+#include "base/timestamps.h"
 #include "sandbox/protocol.h"
 
 namespace moat::sandbox {
@@ -26,31 +26,12 @@ class Sha256Stream {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_DigestFinal_ex(ctx_.get(), md, &n);
-    static const char* const kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned int i = 0; i < n; ++i) {
-      out += kHex[md[i] >> 4];
-      out += kHex[md[i] & 15];
-    }
-    return out;
+    return hex_encode(md, n);
   }
 
  private:
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
-
-std::string iso_time(std::chrono::system_clock::time_point t) {
-  const auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(ns % 1000000000));
-  return buf;
-}
 
 // A word longer than kMaxCommandBytes cannot be exec'd (execve: E2BIG past MAX_ARG_STRLEN),
 // so its record keeps that much and its length: a client's 15 MiB grep pattern must not
@@ -90,7 +71,7 @@ Result<tools::ExecStatus> AuditingRunner::exec(
                           if (on_output) on_output(chunk);
                         },
                         stop);
-  json rec = {{"argv", argv_for_audit(argv)}, {"cwd", cwd}, {"start", iso_time(start)}};
+  json rec = {{"argv", argv_for_audit(argv)}, {"cwd", cwd}, {"start", rfc3339_ns(start)}};
   if (!st) {
     rec["error"] = st.error().message();
   } else {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "sandbox/random_id.h"
+#include "base/random.h"
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
 #include "sessions/digest.h"
@@ -112,7 +112,8 @@ std::optional<std::string> CallGate::authorize_path(const GateCall& call, const 
 
 Result<std::string> CallGate::audit_decision(const policy::Decision& d, const GateCall& call,
                                              json input) {
-  const std::string decision_id = random_hex_or_abort(16);
+  // No id, no record: the action is refused like any other that cannot be audited.
+  MOAT_ASSIGN_OR_RETURN(const std::string decision_id, random_hex(16));
   json matched = json::array();
   for (const auto& m : d.matched) matched.push_back(m.id);
   json rec = {{"decision_id", decision_id},

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "base/log.h"
-#include "sandbox/random_id.h"
+#include "base/random.h"
 
 namespace moat::sandbox {
 

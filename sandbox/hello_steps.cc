@@ -7,8 +7,9 @@
 #include <mutex>
 
 #include "base/log.h"
-#include "sandbox/random_id.h"
+#include "base/random.h"
 #include "policy/digest.h"
+#include "policy/protected_paths.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
@@ -136,7 +137,6 @@ Result<void> HelloSteps::resolve_workspace() {
   if (!opened) return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
   state_.workspace = opened->path;
   state_.workspace_fd = std::move(opened->fd);
-  state_.id = random_hex_or_abort(16);
   return {};
 }
 
@@ -161,6 +161,7 @@ Result<void> HelloSteps::check_mode() {
 
 // A log that cannot be opened ends the hello only when the policy requires one.
 Result<void> HelloSteps::open_audit_log() {
+  MOAT_ASSIGN_OR_RETURN(state_.id, random_hex(16));  // the log's name
   auto opened = deps_.open_audit(options_, state_.id, state_.policy->policy_hash());
   if (opened) {
     state_.audit = std::move(opened->log);
@@ -177,7 +178,8 @@ Result<void> HelloSteps::open_audit_log() {
 // git's hooks and config, and what the policy protects, are read-only too, and read-denied
 // paths (.env, *.pem, ...) are hidden from the code as well as from the file tools.
 Result<void> HelloSteps::protect_own_files() {
-  config_.protected_paths = {".git/hooks", ".git/config", ".moat"};
+  config_.protected_paths.assign(std::begin(policy::kProtectedWorkspacePaths),
+                                 std::end(policy::kProtectedWorkspacePaths));
   for (const auto& p : host_executed_paths()) config_.protected_paths.push_back(p.pattern);
   for (const auto& g : state_.policy->protected_globs()) config_.protected_paths.push_back(g);
   config_.hidden_paths = state_.policy->unreadable_globs();
