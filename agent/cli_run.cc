@@ -193,7 +193,7 @@ int run(RunOptions& o) {
   client->bye();
   if (terminal) terminal->close();
   client.reset();  // after moatd closed the connection: session.end is written
-  print_summary(outcome, *store, welcome->audit_path);
+  print_summary(outcome, *store, welcome->audit);
   return exit_code_for(outcome.stop);
 }
 

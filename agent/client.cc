@@ -118,28 +118,21 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& soc
 
 Result<void> MoatdClient::attach_console(const std::string& session, const std::string& token) {
   MOAT_ASSIGN_OR_RETURN(std::unique_ptr<MoatdClient> c, connect(socket_path_));
-  MOAT_TRY(c->send({{"type", "console"}, {"session", session}, {"token", token}}));
+  MOAT_TRY(c->send(sandbox::ConsoleMsg{session, token}));
   // moatd's reply: attached, or an error frame and a close.
-  char buf[4096];
-  for (;;) {
-    auto frame = c->decoder_.next();
-    if (!frame) return fail("console channel: " + frame.error().message());
-    if (frame->has_value()) {
-      const nlohmann::json& m = **frame;
-      auto type = sandbox::validate_server_message(m);
-      if (type && *type == sandbox::ServerMessage::kAttached) break;
-      return fail("console channel refused: " + m.value("message", m.dump()));
-    }
-    ssize_t n = ::read(c->fd_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(std::string("console channel: moatd closed the connection"));
-    c->decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  auto reply = sandbox::read_server_frame(c->frames_);
+  if (!reply) return fail("console channel: " + reply.error().message());
+  if (!reply->has_value())
+    return fail(std::string("console channel: moatd closed the connection"));
+  if (!std::holds_alternative<sandbox::AttachedMsg>(**reply)) {
+    const auto* refusal = std::get_if<sandbox::ErrorMsg>(&**reply);
+    return fail("console channel refused: " +
+                (refusal != nullptr ? refusal->message : std::string("moatd did not attach it")));
   }
   c->closed_ = true;  // the console speaks on it from now on, not this client
   console_ = std::move(c->fd_);
   return {};
 }
-
 
 MoatdClient::~MoatdClient() {
   bye();
@@ -151,31 +144,32 @@ MoatdClient::~MoatdClient() {
   }
 }
 
-Result<void> MoatdClient::send(const json& m) {
+Result<void> MoatdClient::send_json(const json& frame) {
   // The protocol is JSON text, which holds only UTF-8: a workspace or argv word with another
   // byte would reach moatd with U+FFFD in its place, naming a path nobody chose. Refused.
-  if (auto bad = first_non_utf8_string(m))
-    return fail("'" + hex_escape_non_utf8(*bad) + "' is not UTF-8, and moatd's protocol cannot carry it exactly");
-  MOAT_ASSIGN_OR_RETURN(const std::string frame, sandbox::try_encode_frame(m));
+  if (auto bad = first_non_utf8_string(frame))
+    return fail("'" + hex_escape_non_utf8(*bad) +
+                "' is not UTF-8, and moatd's protocol cannot carry it exactly");
   std::lock_guard<std::mutex> lock(send_mu_);
-  std::size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = ::send(fd_.get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(Error::from_errno("send", errno, "moatd socket"));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return {};
+  return sandbox::send_frame(fd_.get(), frame);
 }
 
 void MoatdClient::start_reader() {
   std::call_once(reader_once_, [this] {
-    std::thread t([this] { reader_loop(); });
+    std::thread t([this] { read_frames(/*until_welcome=*/false); });
     std::lock_guard<std::mutex> lock(mu_);
     reader_ = std::move(t);
   });
+}
+
+bool MoatdClient::reader_started() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reader_.joinable();
+}
+
+bool MoatdClient::hello_answered() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return welcome_.has_value() || refusal_.has_value();
 }
 
 void MoatdClient::mark_closed(const std::string& why) {
@@ -185,142 +179,70 @@ void MoatdClient::mark_closed(const std::string& why) {
   cv_.notify_all();
 }
 
-bool MoatdClient::dispatch(json m, std::string* why) {
-  auto type = sandbox::validate_server_message(m);
-  if (!type) {
-    *why = "moatd sent a bad frame: " + type.error().message();
+void MoatdClient::read_frames(bool until_welcome) {
+  std::string why = "moatd closed the connection";
+  // Frames that arrived with the welcome, read by hello(), are handled first: they wait in
+  // the reader.
+  while (!(until_welcome && hello_answered())) {
+    auto frame = sandbox::read_server_frame(frames_);
+    if (!frame) {
+      why = "moatd sent a bad frame: " + frame.error().message();
+      break;
+    }
+    if (!frame->has_value() || !dispatch(std::move(**frame), &why)) break;
+  }
+  if (!(until_welcome && hello_answered())) mark_closed(why);
+}
+
+bool MoatdClient::dispatch(sandbox::ServerFrame frame, std::string* why) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (auto* welcome = std::get_if<sandbox::WelcomeMsg>(&frame)) {
+    welcome_ = std::move(*welcome);
+  } else if (auto* progress = std::get_if<sandbox::ProgressMsg>(&frame)) {
+    auto it = pending_.find(progress->id);
+    if (it == pending_.end() || !it->second->on_progress) return true;
+    auto cb = it->second->on_progress;
+    lock.unlock();  // the callback prints; results and other calls must not wait for it
+    cb(progress->chunk);
+    return true;
+  } else if (auto* result = std::get_if<sandbox::ResultMsg>(&frame)) {
+    auto it = pending_.find(result->id);
+    if (it == pending_.end()) return true;
+    it->second->result = std::move(result->result);
+    it->second->done = true;
+  } else if (auto* error = std::get_if<sandbox::ErrorMsg>(&frame)) {
+    *why = "moatd: " + error->message;
+    // A refused hello: kept for hello() to report.
+    if (!welcome_ && !refusal_) refusal_ = std::move(*error);
+  } else if (std::holds_alternative<sandbox::ByeMsg>(frame)) {
     return false;
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  switch (*type) {
-    case sandbox::ServerMessage::kWelcome:
-      welcome_ = std::move(m);
-      cv_.notify_all();
-      break;
-    case sandbox::ServerMessage::kProgress: {
-      auto it = pending_.find(m["id"].get<std::string>());
-      if (it != pending_.end() && it->second->on_progress) {
-        auto cb = it->second->on_progress;
-        lock.unlock();
-        cb(m["chunk"].get<std::string>());
-      }
-      break;
-    }
-    case sandbox::ServerMessage::kResult: {
-      auto it = pending_.find(m["id"].get<std::string>());
-      if (it != pending_.end()) {
-        it->second->result = tools::ToolResult::from_json(m);
-        it->second->done = true;
-        cv_.notify_all();
-      }
-      break;
-    }
-    case sandbox::ServerMessage::kAsk:
-    case sandbox::ServerMessage::kAttached:
-      // Questions go to the person's console channel, never to the agent's connection
-      // (and the agent could not answer them: moatd takes answers only from the console).
-      break;
-    case sandbox::ServerMessage::kError:
-      *why = "moatd: " + m["message"].get<std::string>();
-      if (!welcome_) {
-        // A refused hello: keep the error frame for hello() to report.
-        welcome_ = std::move(m);
-        cv_.notify_all();
-      }
-      break;
-    case sandbox::ServerMessage::kBye:
-      return false;
-  }
+  // ask and attached: questions go to the person's console channel, never to the agent's
+  // connection (and the agent could not answer them: moatd takes answers only from the
+  // console).
+  cv_.notify_all();
   return true;
 }
 
-bool MoatdClient::drain(std::string* why, bool until_welcome) {
-  for (;;) {
-    if (until_welcome) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (welcome_) return true;
-    }
-    auto frame = decoder_.next();
-    if (!frame) {
-      *why = "moatd sent a bad frame: " + frame.error().message();
-      return false;
-    }
-    if (!frame->has_value()) return true;
-    if (!dispatch(std::move(**frame), why)) return false;
-  }
-}
-
-void MoatdClient::reader_loop() {
-  char buf[65536];
-  std::string why = "moatd closed the connection";
-  // Frames that arrived with the welcome, read by hello(), are handled first.
-  for (bool running = drain(&why, false); running;) {
-    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-    running = drain(&why, false);
-  }
-  mark_closed(why);
-}
-
 Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why) {
-  auto set_why = [&](std::string code, std::string msg) {
+  auto refused = [&](std::string code, std::string msg) {
     if (why != nullptr) *why = WelcomeError{std::move(code), msg};
     return fail(std::move(msg));
   };
   if (!is_utf8(workspace))
-    return set_why("workspace", "workspace '" + hex_escape_non_utf8(workspace) + "'" +
+    return refused("workspace", "workspace '" + hex_escape_non_utf8(workspace) + "'" +
                                     " is not UTF-8: moatd's protocol cannot name it exactly, so "
                                     "no session is started (use a path whose names are UTF-8)");
-  if (auto r = send({{"type", "hello"}, {"version", sandbox::kProtocolVersion},
-                     {"client", std::string("moat/") + MOAT_VERSION}, {"workspace", workspace},
-                     {"headless", headless}});
-      !r)
-    return set_why("io", r.error().message());
-  bool reader_running = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reader_running = reader_.joinable();
-  }
-  if (!reader_running) {
-    // No reader thread yet: read until the welcome (or a refusal) on this thread.
-    std::string broke = "moatd closed the connection";
-    char buf[65536];
-    for (bool running = drain(&broke, true);;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (welcome_ || !running) break;
-      }
-      ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        running = false;
-        continue;
-      }
-      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-      running = drain(&broke, true);
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!welcome_) {
-      closed_ = true;
-      fatal_ = broke;
-    }
-  }
+  const sandbox::HelloMsg hello{sandbox::kProtocolVersion, workspace, headless,
+                                std::string("moat/") + MOAT_VERSION};
+  if (auto r = send(hello); !r) return refused("io", r.error().message());
+  // No reader thread yet: read until the welcome (or a refusal) on this thread.
+  if (!reader_started()) read_frames(/*until_welcome=*/true);
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return welcome_.has_value() || closed_; });
-  if (!welcome_) return set_why("io", fatal_);
-  const json& w = *welcome_;
-  if (w["type"] == "error")
-    return set_why(w.value("code", "protocol"), w["message"].get<std::string>());
-  Welcome out;
-  out.session = w["session"].get<std::string>();
-  out.audit_path = w.value("audit", "");
-  out.sandbox = w.value("sandbox", json::object());
-  out.console_token = w.value("console_token", "");
-  for (const auto& t : w["tools"])
-    if (auto spec = tools::ToolSpec::from_json(t)) out.tools.push_back(std::move(*spec));
-  return out;
+  cv_.wait(lock, [&] { return welcome_ || refusal_ || closed_; });
+  if (refusal_) return refused(refusal_->code, refusal_->message);
+  if (!welcome_) return refused("io", fatal_);
+  return *welcome_;
 }
 
 tools::ToolResult MoatdClient::call(const std::string& id, const std::string& tool,
@@ -337,9 +259,9 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
   }
   // moatd closes a session whose client breaks a bound (a 200 KiB heredoc command, an
   // oversized frame): a call the model made too large is refused here, as its own error.
-  const json frame = {{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", arguments}};
-  auto valid = sandbox::validate_client_message(frame);
-  auto r = valid ? send(frame) : Result<void>(fail(valid.error()));
+  const json frame = sandbox::CallMsg{id, tool, arguments}.to_json();
+  auto valid = sandbox::CallMsg::from_json(frame);
+  auto r = valid ? send_json(frame) : Result<void>(fail(valid.error()));
   if (!r) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);
@@ -352,7 +274,7 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
     if (cancel != nullptr && cancel->load() && !cancel_sent) {
       cancel_sent = true;
       lock.unlock();
-      (void)send({{"type", "cancel"}, {"id", id}});
+      (void)send(sandbox::CancelMsg{id});
       lock.lock();
     }
   }
@@ -366,7 +288,7 @@ void MoatdClient::bye() {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
   }
-  (void)send({{"type", "bye"}});
+  (void)send(sandbox::ByeMsg{});
   // moatd answers bye after finishing its calls; then the reader sees EOF.
   ::shutdown(fd_.get(), SHUT_WR);
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,13 +30,9 @@ struct WelcomeError {
   std::string message;
 };
 
-struct Welcome {
-  std::string session;
-  std::string audit_path;
-  std::vector<tools::ToolSpec> tools;
-  nlohmann::json sandbox;
-  std::string console_token;  // a shared moatd's one-time token for this session's console
-};
+// What moatd announced for the session: its id, the granted tools, the audit path and an
+// interactive session's console token (sandbox/protocol.h).
+using Welcome = sandbox::WelcomeMsg;
 
 class MoatdClient {
  public:
@@ -79,13 +76,21 @@ class MoatdClient {
 
  private:
   MoatdClient(UniqueFd fd, pid_t child, std::string socket_path = "")
-      : fd_(std::move(fd)), child_pid_(child), socket_path_(std::move(socket_path)) {}
-  Result<void> send(const nlohmann::json& m);
-  void reader_loop();
-  // Handles the frames decoder_ holds; false when the connection must stop (*why says why).
-  // With until_welcome, stops after a welcome or a refusing error frame.
-  bool drain(std::string* why, bool until_welcome);
-  bool dispatch(nlohmann::json m, std::string* why);
+      : fd_(std::move(fd)), child_pid_(child), socket_path_(std::move(socket_path)),
+        frames_(fd_.get()) {}
+  template <typename Msg>
+  Result<void> send(const Msg& m) {
+    return send_json(m.to_json());
+  }
+  Result<void> send_json(const nlohmann::json& frame);
+  // The one loop that reads moatd's frames (on the reader thread, or on hello()'s thread
+  // before that exists), until the connection ends; with until_welcome, also until hello
+  // has its answer (a welcome or a refusing error frame).
+  void read_frames(bool until_welcome);
+  // Handles one frame; false when the connection must stop (*why says why).
+  bool dispatch(sandbox::ServerFrame frame, std::string* why);
+  bool hello_answered();
+  bool reader_started();
   void mark_closed(const std::string& why);
 
   struct Pending {
@@ -102,12 +107,13 @@ class MoatdClient {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Pending>> pending_;
-  std::optional<nlohmann::json> welcome_;
+  std::optional<sandbox::WelcomeMsg> welcome_;
+  std::optional<sandbox::ErrorMsg> refusal_;  // the error frame that refused the hello
   std::string fatal_;  // set when the connection broke: every waiter gets it
   bool closed_ = false;
   std::thread reader_;
   std::once_flag reader_once_;
-  sandbox::FrameDecoder decoder_;  // hello() and then the reader thread, never both at once
+  sandbox::FrameReader frames_;  // hello() and then the reader thread, never both at once
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <deque>
@@ -22,8 +21,6 @@
 
 namespace moat::agent {
 namespace {
-
-using nlohmann::json;
 
 constexpr std::size_t kMaxLine = 64 * 1024;   // a line without end is taken in pieces
 constexpr std::size_t kMaxHeldAnswers = 16;   // answers typed ahead of their question
@@ -120,7 +117,7 @@ class Console {
   pid_t loop_;
   bool interactive_;
   UniqueFd to_loop_, loop_out_, loop_err_, channel_, signals_;
-  sandbox::FrameDecoder decoder_;
+  sandbox::FrameReader channel_frames_{channel_.get()};
   std::deque<std::pair<std::string, std::string>> asks_;  // ask id, question; front is shown
   bool shown_ = false;
   std::deque<std::string> held_;  // answers typed before their question came
@@ -239,23 +236,19 @@ void Console::take_line(std::string line) {
 }
 
 void Console::read_channel() {
-  char buf[65536];
-  const ssize_t n = ::read(channel_.get(), buf, sizeof buf);
-  if (n < 0 && errno == EINTR) return;
-  bool broken = n <= 0;
-  if (!broken) decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+  bool broken = !channel_frames_.fill();
   while (!broken) {
-    auto frame = decoder_.next();
+    auto frame = channel_frames_.next();
     if (!frame) broken = true;
     if (!frame || !frame->has_value()) break;
-    const json& m = **frame;
-    auto type = sandbox::validate_server_message(m);
-    if (type && *type == sandbox::ServerMessage::kAsk) {
-      asks_.emplace_back(m["ask"].get<std::string>(), m["question"].get<std::string>());
+    // A frame that is not moatd's is ignored; only a broken stream ends the channel.
+    auto decoded = sandbox::decode_server_frame(**frame);
+    if (!decoded) continue;
+    if (const auto* ask = std::get_if<sandbox::AskMsg>(&*decoded)) {
+      asks_.emplace_back(ask->ask, ask->question);
       show_question();
-    } else if (type && *type == sandbox::ServerMessage::kError) {
-      std::fprintf(stderr, "moat: moatd (console channel): %s\n",
-                   m["message"].get<std::string>().c_str());
+    } else if (const auto* error = std::get_if<sandbox::ErrorMsg>(&*decoded)) {
+      std::fprintf(stderr, "moat: moatd (console channel): %s\n", error->message.c_str());
     }
   }
   if (broken) {
@@ -285,10 +278,8 @@ void Console::answer(const std::optional<std::string>& line) {
   const PersonAnswer a = parse_answer(line);
   if (shown_) print_answer(a);
   if (channel_.valid())
-    (void)sandbox::send_frame(channel_.get(), {{"type", "answer"},
-                                      {"ask", asks_.front().first},
-                                      {"decision", a.allow ? "allow" : "deny"},
-                                      {"scope", a.for_session ? "session" : "once"}});
+    (void)sandbox::send_message(channel_.get(),
+                                sandbox::AnswerMsg{asks_.front().first, a.allow, a.for_session});
   asks_.pop_front();
   shown_ = false;
   show_question();

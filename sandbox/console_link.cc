@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "base/random.h"
 
@@ -38,38 +39,25 @@ bool ConsoleLink::send(const json& m) {
 }
 
 void ConsoleLink::serve(FrameDecoder& decoder) {
-  char buf[4096];
-  for (bool more = true; more;) {
-    for (;;) {
-      auto frame = decoder.next();
-      if (!frame) {
-        MOAT_LOG_WARN("console channel: %s", frame.error().message().c_str());
-        more = false;
-        break;
-      }
-      if (!frame->has_value()) break;
-      const json& m = **frame;
-      auto type = validate_client_message(m, decoder.last_payload_bytes());
-      if (!type || *type != ClientMessage::kAnswer) {
-        // The console only answers: anything else is a broken console, which is closed.
-        (void)send({{"type", "error"}, {"code", "protocol"},
-                    {"message", "a console sends only 'answer' frames"}});
-        more = false;
-        break;
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      // Only a question still waiting takes an answer, and only its first one.
-      auto it = waiting_.find(m["ask"].get<std::string>());
-      if (it != waiting_.end() && !it->second) {
-        it->second = m;
-        cv_.notify_all();
-      }
+  FrameReader frames(fd_.get(), std::move(decoder));
+  for (;;) {
+    auto frame = frames.read();
+    if (!frame) MOAT_LOG_WARN("console channel: %s", frame.error().message().c_str());
+    if (!frame || !frame->has_value()) break;  // broken, or hung up
+    auto decoded = decode_client_frame(**frame, frames.decoder().last_payload_bytes());
+    const AnswerMsg* answer = decoded ? std::get_if<AnswerMsg>(&*decoded) : nullptr;
+    if (answer == nullptr) {
+      // The console only answers: anything else is a broken console, which is closed.
+      (void)send(ErrorMsg{"a console sends only 'answer' frames", "protocol", ""}.to_json());
+      break;
     }
-    if (!more) break;
-    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    std::lock_guard<std::mutex> lock(mu_);
+    // Only a question still waiting takes an answer, and only its first one.
+    auto it = waiting_.find(answer->ask);
+    if (it != waiting_.end() && !it->second) {
+      it->second = *answer;
+      cv_.notify_all();
+    }
   }
   // The console is gone (or is closed now): questions still waiting are answered no, and no
   // later one is asked.
@@ -79,21 +67,30 @@ void ConsoleLink::serve(FrameDecoder& decoder) {
   cv_.notify_all();
 }
 
-std::optional<json> ConsoleLink::ask(const json& ask, const std::atomic<bool>& cancel) {
-  const std::string id = ask["ask"].get<std::string>();
+std::optional<ConsoleLink::Reply> ConsoleLink::ask(const AskMsg& ask,
+                                                   const std::atomic<bool>& cancel) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!attached_ || closed_) return std::nullopt;
-    waiting_[id] = std::nullopt;
+    waiting_[ask.ask] = std::nullopt;
   }
-  const bool sent = send(ask);
+  const bool sent = send(ask.to_json());
   std::unique_lock<std::mutex> lock(mu_);
   // No answer (cancel, the console hung up, the session ended) is a no: nothing runs.
-  while (sent && !waiting_[id] && !closed_ && !cancel.load())
+  while (sent && !waiting_[ask.ask] && !closed_ && !cancel.load())
     cv_.wait_for(lock, std::chrono::milliseconds(100));
-  json reply = waiting_[id] ? *waiting_[id] : json{{"decision", "deny"}, {"unanswered", true}};
-  waiting_.erase(id);
+  Reply reply{waiting_[ask.ask]};
+  waiting_.erase(ask.ask);
   return reply;
+}
+
+std::optional<json> ConsoleLink::ask(const json& ask, const std::atomic<bool>& cancel) {
+  auto msg = AskMsg::from_json(ask);
+  MOAT_CHECK(msg.has_value());  // moatd's own frame
+  std::optional<Reply> reply = this->ask(*msg, cancel);
+  if (!reply) return std::nullopt;
+  if (!reply->answer) return json{{"decision", "deny"}, {"unanswered", true}};
+  return reply->answer->to_json();
 }
 
 void ConsoleLink::close() {

@@ -46,10 +46,17 @@ class ConsoleLink {
   // for is dropped. `decoder` may already hold bytes that came with the attach frame.
   void serve(FrameDecoder& decoder);
 
-  // Sends `ask` (an ask frame with its "ask" id) to the console and waits for the answer.
-  // nullopt: no console is attached, so no person can be asked (ask becomes deny). A
-  // cancel, the console hanging up or the session ending answer {"decision":"deny",
-  // "unanswered":true}: a deny nobody gave.
+  // What the console answered one question: the person's answer, or none when nobody
+  // answered (a cancel, the console hanging up, the session ending): a deny nobody gave.
+  struct Reply {
+    std::optional<AnswerMsg> answer;
+  };
+  // Sends `ask` to the console and waits for the answer to its ask id. nullopt: no console
+  // is attached, so no person can be asked (ask becomes deny).
+  std::optional<Reply> ask(const AskMsg& ask, const std::atomic<bool>& cancel);
+  // The same for an ask frame as JSON, answered as the answer frame or as
+  // {"decision":"deny","unanswered":true}: the form supervisor.cc used before the typed
+  // protocol, kept until it asks with an AskMsg.
   std::optional<nlohmann::json> ask(const nlohmann::json& ask, const std::atomic<bool>& cancel);
 
   // The session ended: wakes serve() and every waiting question; later asks get nullopt.
@@ -67,7 +74,7 @@ class ConsoleLink {
   UniqueFd fd_;         // the console's connection, once attached
   bool attached_ = false;
   bool closed_ = false;
-  std::map<std::string, std::optional<nlohmann::json>> waiting_;  // ask id -> its answer
+  std::map<std::string, std::optional<AnswerMsg>> waiting_;  // ask id -> its answer
   std::mutex send_mu_;
 };
 
