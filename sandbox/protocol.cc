@@ -239,21 +239,6 @@ Result<void> optional_fields(const json& m, const std::string& type,
 
 std::string frame_what(const char* type) { return std::string("'") + type + "' frame"; }
 
-// One welcome tools entry, as lenient as the client always was: an entry without a string
-// name is skipped, a field of another type keeps its default.
-std::optional<tools::ToolSpec> tool_spec_from(const json& t) {
-  if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return std::nullopt;
-  tools::ToolSpec spec;
-  spec.name = t["name"].get<std::string>();
-  spec.description = string_or(t, "description");
-  auto params = t.find("parameters");
-  spec.parameters = params != t.end() ? *params : json::object();
-  auto flag = [&](const char* f) { return t.contains(f) && t[f].is_boolean() && t[f].get<bool>(); };
-  spec.mutates = flag("mutates");
-  spec.sequential = flag("sequential");
-  return spec;
-}
-
 // One row per message a side may receive, in the order of its variant (and of its enum):
 // the type's name and its decoder. Unknown types are refused naming every row.
 template <typename Frame>
@@ -396,10 +381,7 @@ Result<ConsoleMsg> ConsoleMsg::from_json(const json& m) {
 
 json WelcomeMsg::to_json() const {
   json specs = json::array();
-  for (const tools::ToolSpec& t : tools)
-    specs.push_back({{"name", t.name}, {"description", t.description},
-                     {"parameters", t.parameters}, {"mutates", t.mutates},
-                     {"sequential", t.sequential}});
+  for (const tools::ToolSpec& t : tools) specs.push_back(t.to_json());
   json m = {{"type", kType},       {"version", version}, {"session", session},
             {"tools", specs},      {"workspace", workspace}, {"audit", audit},
             {"sandbox", sandbox}};
@@ -415,7 +397,7 @@ Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
   w.version = m.at("version").get<std::int64_t>();
   w.session = m.at("session").get<std::string>();
   for (const json& t : m.at("tools"))
-    if (auto spec = tool_spec_from(t)) w.tools.push_back(std::move(*spec));
+    if (auto spec = tools::ToolSpec::from_json(t)) w.tools.push_back(std::move(*spec));
   w.workspace = string_or(m, "workspace");
   w.audit = string_or(m, "audit");
   if (auto it = m.find("sandbox"); it != m.end()) w.sandbox = *it;

@@ -22,15 +22,20 @@ struct ToolSpec {
     return {{"name", name}, {"description", description}, {"parameters", parameters},
             {"mutates", mutates}, {"sequential", sequential}};
   }
-  // nullopt when the entry has no name to call the tool by; a missing field keeps its default.
+  // nullopt when the entry has no name to call the tool by; a missing field, or one of
+  // another JSON type, keeps its default (moatd's frame must not make the client throw).
   static std::optional<ToolSpec> from_json(const nlohmann::json& j) {
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+    auto has = [&](const char* f, nlohmann::json::value_t t) {
+      return j.contains(f) && j[f].type() == t;
+    };
+    using T = nlohmann::json::value_t;
     ToolSpec s;
     s.name = j["name"].get<std::string>();
-    s.description = j.value("description", "");
-    s.parameters = j.value("parameters", nlohmann::json::object());
-    s.mutates = j.value("mutates", false);
-    s.sequential = j.value("sequential", false);
+    if (has("description", T::string)) s.description = j["description"].get<std::string>();
+    s.parameters = j.contains("parameters") ? j["parameters"] : nlohmann::json::object();
+    s.mutates = has("mutates", T::boolean) && j["mutates"].get<bool>();
+    s.sequential = has("sequential", T::boolean) && j["sequential"].get<bool>();
     return s;
   }
 };
