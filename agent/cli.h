@@ -3,16 +3,42 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace moat::agent {
 
-// Exit codes of `moat`, documented in `moat --help` and the README.
+// Exit codes of `moat`; kExitCodeMeanings says what each means.
 enum ExitCode : int {
-  kExitDone = 0,           // the task is done
-  kExitTaskFailed = 1,     // the task failed or a gate stopped it
-  kExitUsage = 2,          // usage or configuration error
-  kExitSandbox = 3,        // the sandbox could not be set up
-  kExitProvider = 4,       // the model provider failed
+  kExitDone = 0,
+  kExitTaskFailed = 1,
+  kExitUsage = 2,
+  kExitSandbox = 3,
+  kExitProvider = 4,
+  kExitStore = 5,
 };
+
+// The one text per exit code: `moat --help`, `moat run --help` and the README's table
+// (tests/unit/agent/cli_test.cc) all say these words.
+struct ExitCodeMeaning {
+  ExitCode code;
+  const char* meaning;
+};
+inline constexpr ExitCodeMeaning kExitCodeMeanings[] = {
+    {kExitDone, "done"},
+    {kExitTaskFailed, "the task failed or a gate stopped it"},
+    {kExitUsage, "usage or configuration error"},
+    {kExitSandbox, "the sandbox could not be set up"},
+    {kExitProvider, "the model provider failed"},
+    {kExitStore, "the session could not be saved (the session store failed)"},
+};
+
+// "<before><code><between><meaning><after>" for every code, in order.
+inline std::string exit_codes_text(const char* before, const char* between, const char* after) {
+  std::string out;
+  for (const ExitCodeMeaning& e : kExitCodeMeanings)
+    out += before + std::to_string(e.code) + between + e.meaning + after;
+  return out;
+}
 
 // Each add_* registers its subcommands on `app`. A subcommand's callback stores its exit
 // code in `exit_code` (CLI11 callbacks return void).

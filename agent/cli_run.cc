@@ -91,6 +91,8 @@ int exit_code_for(LoopStop stop) {
       return kExitDone;
     case LoopStop::kProviderError:
       return kExitProvider;
+    case LoopStop::kStoreError:
+      return kExitStore;
     default:
       return kExitTaskFailed;
   }
@@ -202,9 +204,8 @@ int run(RunOptions& o) {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run the agent on a task; tools run in moatd's sandbox");
-  cmd->footer(
-      "Exit codes: 0 done, 1 the task failed or a gate stopped it, 2 usage or configuration "
-      "error, 3 the sandbox could not be set up, 4 the model provider failed.");
+  std::string codes = exit_codes_text("", " ", ", ");
+  cmd->footer("Exit codes: " + codes.substr(0, codes.size() - 2) + ".");
   cmd->add_option("task", opts->task_words, "The task, as words");
   cmd->add_option("--task-file", opts->task_file, "Read the task from a file");
   cmd->add_option("--model", opts->model,

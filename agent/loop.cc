@@ -327,7 +327,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
   auto deliver = [&](const std::vector<std::string>& texts, const char* kind) {
     for (const auto& text : texts) {
       if (auto r = store.append({{"type", "message"}, {"message", user_message(text)}}); !r) {
-        stop(LoopStop::kProviderError, "session store: " + r.error().message());
+        stop(LoopStop::kStoreError, "session store: " + r.error().message());
         return false;
       }
       note(std::string(kind) + " delivered to the model");
@@ -354,7 +354,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
     out.cost += cost_of(assistant);
     // Slot 5 for the answer: persisted before anything it asks for runs.
     if (auto r = store.append({{"type", "message"}, {"message", assistant}}); !r)
-      return stop(LoopStop::kProviderError, "session store: " + r.error().message());
+      return stop(LoopStop::kStoreError, "session store: " + r.error().message());
 
     // Slot 2: take the calls.
     const std::vector<ToolCall> calls = tool_calls_of(assistant);
@@ -386,7 +386,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
     std::vector<tools::ToolResult> results =
         cut_off ? refuse_cut_off_calls(calls) : execute_batch(calls, tools, call_tool, stop_now);
     auto verdict = persist_results(calls, results, repetition, config, events, store);
-    if (!verdict) return stop(LoopStop::kProviderError, "session store: " + verdict.error().message());
+    if (!verdict) return stop(LoopStop::kStoreError, "session store: " + verdict.error().message());
     // What the person typed during the batch goes right after its results.
     const std::vector<std::string> steering =
         inbox ? inbox->take_steering() : std::vector<std::string>{};

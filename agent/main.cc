@@ -7,20 +7,12 @@
 
 namespace {
 
-constexpr const char* kExitCodesHelp =
-    "Exit codes:\n"
-    "  0  done\n"
-    "  1  the task failed or a gate stopped it\n"
-    "  2  usage or configuration error\n"
-    "  3  the sandbox could not be set up\n"
-    "  4  the model provider failed\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace moat::agent;
   CLI::App app{"moat: a coding agent for code nobody trusts"};
-  app.footer(kExitCodesHelp);
+  app.footer("Exit codes:\n" + exit_codes_text("  ", "  ", "\n"));
   app.require_subcommand(1);
   int exit_code = kExitDone;
 

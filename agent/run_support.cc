@@ -41,6 +41,8 @@ const char* stop_name(LoopStop s) {
       return "stopped: repetition";
     case LoopStop::kProviderError:
       return "provider error";
+    case LoopStop::kStoreError:
+      return "session store error";
     case LoopStop::kCancelled:
       return "cancelled";
     case LoopStop::kTerminated:

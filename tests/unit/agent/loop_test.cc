@@ -177,6 +177,18 @@ TEST_F(LoopTest, AProviderFailureStopsWithItsMessage) {
   EXPECT_NE(out.detail.find("has no turn 2"), std::string::npos) << out.detail;
 }
 
+// A store that cannot append (here: opened read-only, so append fails EBADF) is the disk's
+// failure, not the model's: it must not be reported as a provider error (exit 4).
+TEST_F(LoopTest, AStoreFailureStopsWithItsOwnReasonNotAsAProviderError) {
+  auto p = script({R"({"text":"nothing to do"})"});
+  auto read_only = sessions::SessionStore::open_read_only(store_->path());
+  ASSERT_TRUE(read_only) << read_only.error().message();
+  store_ = std::move(*read_only);
+  auto out = run(*p, [&](auto&&...) { return ok(""); });
+  EXPECT_EQ(out.stop, LoopStop::kStoreError);
+  EXPECT_NE(out.detail.find("session store"), std::string::npos) << out.detail;
+}
+
 TEST_F(LoopTest, EveryTurnIsOnDiskWhenTheLoopReturns) {
   auto p = script({R"({"tool_calls":[{"name":"read","arguments":{"path":"x"}}]})", R"({"text":"bye"})"});
   auto out = run(*p, [&](auto&&...) { return ok("content"); });
