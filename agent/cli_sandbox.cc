@@ -10,6 +10,7 @@
 #include "base/byte_strings.h"
 #include "sandbox/doctor.h"
 #include "sandbox/seccomp_policy.h"
+#include "tools/registry.h"
 
 namespace moat::agent {
 namespace {
@@ -55,10 +56,9 @@ int run_exec(const ExecOptions& o) {
     std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
     return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
   }
-  json args = {{"command", shell_join(o.argv)}};
-  if (o.timeout_s > 0) args["timeout"] = o.timeout_s;
+  const tools::CommandCall call = tools::command_call(shell_join(o.argv), o.timeout_s);
   bool streamed = false;
-  auto result = client->call("exec-1", "bash", args,
+  auto result = client->call("exec-1", call.tool, call.arguments,
                              [&streamed](std::string_view chunk) {
                                streamed = true;
                                std::fwrite(chunk.data(), 1, chunk.size(), stdout);

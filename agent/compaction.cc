@@ -8,6 +8,7 @@
 
 #include "agent/provider.h"
 #include "sessions/json_util.h"
+#include "tools/registry.h"
 
 namespace moat::agent {
 namespace {
@@ -58,14 +59,6 @@ std::string fence(std::string text) {
 bool is_cut_allowed(const Message& m) {
   const std::string role = str_field(m, "role");
   return role == "user" || role == "assistant";
-}
-
-std::string path_argument(const nlohmann::json& args) {
-  for (const char* key : {"path", "file_path"}) {
-    const std::string p = str_field(args, key);
-    if (!p.empty()) return p;
-  }
-  return "";
 }
 
 void add_mutations(const Message& result, std::set<std::string>* modified) {
@@ -154,11 +147,9 @@ FileLists collect_files(const std::vector<Message>& messages, const FileLists& p
     if (role != "assistant" || !m.contains("content") || !m["content"].is_array()) continue;
     for (const auto& b : m["content"]) {
       if (str_field(b, "type") != "toolCall" || !b.contains("arguments")) continue;
-      const std::string name = str_field(b, "name");
-      const std::string path = absolute(path_argument(b["arguments"]));
-      if (path.empty()) continue;
-      if (name == "read") read.insert(path);
-      if (name == "edit" || name == "write") modified.insert(path);
+      auto touched = tools::touched_file(str_field(b, "name"), b["arguments"]);
+      if (!touched) continue;
+      (touched->changed ? modified : read).insert(absolute(touched->path));
     }
   }
   FileLists out;

@@ -17,6 +17,7 @@
 #include "agent/providers/prompt.h"
 #include "agent/replay_provider.h"
 #include "base/log.h"
+#include "tools/registry.h"
 
 namespace moat::agent {
 namespace {
@@ -209,9 +210,7 @@ LoopEvents console_events(const std::string& model_spec) {
     std::fflush(stdout);
   };
   ev.on_call = [](const std::string& tool, const json& args) {
-    std::string shown = tool == "bash" && args.contains("command") && args["command"].is_string()
-                            ? args["command"].get<std::string>()
-                            : args.dump();
+    const std::string shown = tools::call_summary(tool, args);
     std::printf("  > %s: %s\n", tool.c_str(), one_line(shown, 160).c_str());
     std::fflush(stdout);
   };

@@ -147,13 +147,7 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
   ctx.mutation_ticket = call.ticket;
   ctx.workspace = session_.workspace;
   ctx.cancel = call.cancel;
-  json res = session_.policy->resources();
-  if (res.contains("wall_time_s") && res["wall_time_s"].is_number()) {
-    ctx.max_timeout_s = res["wall_time_s"].get<double>();
-    ctx.default_timeout_s = std::min(120.0, ctx.max_timeout_s);
-  }
-  if (res.contains("output_bytes") && res["output_bytes"].is_number())
-    ctx.output_ceiling = res["output_bytes"].get<std::uint64_t>();
+  ctx.limits = session_.tool_limits;
   ctx.progress = call.progress;
   ctx.authorize = [this, &call](const std::string& path, tools::PathAccess access) {
     return authorize_path(call, path, access);

@@ -202,7 +202,10 @@ Result<void> HelloSteps::create_session() {
 
 // The tools the policy does not deny outright: the only ones welcome announces.
 void HelloSteps::grant_tools() {
-  for (const auto& t : tools::all_tools()) {
+  // The specs state the limits the calls get (bash's timeout and output ceiling).
+  state_.tool_limits = tools::ToolLimits::for_session(config_.limits.wall_time_s,
+                                                      config_.limits.output_bytes);
+  for (const auto& t : tools::all_tools(state_.tool_limits)) {
     if (state_.policy->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
     state_.granted.insert(t.name);
     state_.tool_specs.push_back(t);

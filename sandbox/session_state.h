@@ -33,6 +33,7 @@ struct SessionState {
   std::unique_ptr<tools::SandboxRunner> runner;  // the session's, as the tools see it
   std::set<std::string> granted;  // the tools announced in welcome: no other may be called
   std::vector<tools::ToolSpec> tool_specs;  // their specs, for welcome
+  tools::ToolLimits tool_limits;  // the policy's, as the specs state them and the calls get them
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

@@ -8,6 +8,7 @@
 
 #include "base/random.h"
 #include "tools/bash_output.h"
+#include "tools/registry.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
@@ -33,18 +34,28 @@ std::string failure_reason(const ExecStatus& st, const BashOutput& out, double t
   return "";
 }
 
-}  // namespace
+// What a call without a timeout gets, and what the policy caps a requested one to.
+std::string timeout_text(const ToolLimits& limits) {
+  std::string t = "Optionally give a timeout in seconds";
+  if (limits.default_timeout_s > 0)
+    t += " (default " + format_seconds(limits.default_timeout_s) + " s" +
+         (limits.max_timeout_s > 0
+              ? ", at most the policy's " + format_seconds(limits.max_timeout_s) + " s"
+              : std::string()) +
+         ")";
+  return t + ".";
+}
 
-ToolSpec bash_spec() {
+ToolSpec bash_spec(const ToolLimits& limits) {
   ToolSpec s;
-  s.name = "bash";
   s.description =
       "Execute a bash command in the workspace, inside the sandbox (stdin is /dev/null, stdout "
       "and stderr are interleaved). Returns the last " + std::to_string(kMaxLines) +
       " lines or " + format_size(kMaxBytes) +
       " of output (whichever is hit first); when output is truncated, the full output is saved "
       "to a file under /tmp that you can read with the read tool. A non-zero exit code, a "
-      "timeout or a cancel is an error. Optionally give a timeout in seconds.";
+      "timeout or a cancel is an error. " + timeout_text(limits) +
+      " A command whose output passes " + format_size(limits.output_ceiling) + " is killed.";
   s.parameters = {
       {"type", "object"},
       {"properties",
@@ -59,12 +70,12 @@ ToolSpec bash_spec() {
 ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   const std::string command = args.at("command").get<std::string>();
   const double requested_s = args.contains("timeout") ? args["timeout"].get<double>()
-                                                      : ctx.default_timeout_s;
-  const bool capped = ctx.max_timeout_s > 0 && requested_s > ctx.max_timeout_s;
-  const double timeout_s = capped ? ctx.max_timeout_s : requested_s;
+                                                      : ctx.limits.default_timeout_s;
+  const bool capped = ctx.limits.max_timeout_s > 0 && requested_s > ctx.limits.max_timeout_s;
+  const double timeout_s = capped ? ctx.limits.max_timeout_s : requested_s;
   std::atomic<bool> kill{false};
   BashOutput::Options options;
-  options.ceiling = ctx.output_ceiling;
+  options.ceiling = ctx.limits.output_ceiling;
   options.progress = ctx.progress;
   options.open_spill = [&ctx](std::string* path) {
     *path = "/tmp/moat-bash-" + random_hex_or_abort(8) + ".log";
@@ -98,6 +109,34 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   if (!out.spill_path().empty() && out.spill_error().empty())
     r.details["fullOutputPath"] = out.spill_path();
   return r;
+}
+
+std::optional<std::string> command_line(const nlohmann::json& args) {
+  if (!args.is_object() || !args.contains("command") || !args["command"].is_string())
+    return std::nullopt;
+  return args["command"].get<std::string>();
+}
+
+std::vector<Guideline> bash_guidance(const GrantedTools& granted) {
+  std::vector<Guideline> g;
+  if (!granted.any_explores())
+    g.push_back({GuidelineSlot::kExplore, "Explore with bash (rg, find, ls); keep outputs short."});
+  g.push_back({GuidelineSlot::kTest,
+               "Run the project's tests with bash after a change; the sandbox has no network "
+               "unless the policy allows it."});
+  return g;
+}
+
+}  // namespace
+
+const Tool kBashTool = {
+    .name = "bash", .spec = &bash_spec, .run = &run_bash, .command = &command_line,
+    .changes_files = true, .guidance = &bash_guidance};
+
+CommandCall command_call(const std::string& line, double timeout_s) {
+  nlohmann::json args = {{"command", line}};
+  if (timeout_s > 0) args["timeout"] = timeout_s;
+  return {std::string(kBashTool.name), std::move(args)};
 }
 
 }  // namespace moat::tools

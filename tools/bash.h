@@ -2,17 +2,10 @@
 // output kept in a bounded rolling buffer (tail truncation) and spilled to a file.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
-#include "tools/registry.h"
-#include "tools/tool.h"
+#include "tools/tool_row.h"
 
 namespace moat::tools {
 
-ToolSpec bash_spec();
-
-// Runs args {command, timeout?}. Non-zero exit, timeout, cancel and the output ceiling
-// are errors that carry the output.
-ToolResult run_bash(const nlohmann::json& args, CallContext& ctx);
+extern const Tool kBashTool;
 
 }  // namespace moat::tools

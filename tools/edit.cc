@@ -37,11 +37,8 @@ Result<std::string> read_regular_file(const std::string& canonical) {
   return out;
 }
 
-}  // namespace
-
-ToolSpec edit_spec() {
+ToolSpec edit_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "edit";
   s.description =
       "Edit a file by replacing exact text. Each edits[].oldText must match a unique, "
       "non-overlapping region of the original file (include enough context to make it "
@@ -85,5 +82,33 @@ ToolResult edit_in_sandbox(const std::string& canonical, const nlohmann::json& a
                {"filesMutated", {canonical}}};
   return r;
 }
+
+// A single replacement given at the top level becomes edits[0] (models often send the
+// one-edit shape of other agents' edit tools).
+void fold_top_level_edit(nlohmann::json& args, std::vector<std::string>* notes) {
+  if (!args.is_object() || (!args.contains("oldText") && !args.contains("newText"))) return;
+  nlohmann::json one = nlohmann::json::object();
+  for (const char* k : {"oldText", "newText"})
+    if (args.contains(k)) {
+      one[k] = args[k];
+      args.erase(k);
+    }
+  if (!args.contains("edits") || !args["edits"].is_array()) args["edits"] = nlohmann::json::array();
+  args["edits"].push_back(std::move(one));
+  notes->push_back("oldText/newText: folded into edits[]");
+}
+
+std::vector<Guideline> edit_guidance(const GrantedTools&) {
+  return {{GuidelineSlot::kChange,
+           "Use edit for changes: the old text must match the file exactly and be unique."}};
+}
+
+}  // namespace
+
+const Tool kEditTool = {
+    .name = "edit", .spec = &edit_spec,
+    .file = FileOp{.access = PathAccess::kWrite, .op = &edit_in_sandbox},
+    .repair = &fold_top_level_edit, .file_argument = "path", .changes_files = true,
+    .guidance = &edit_guidance};
 
 }  // namespace moat::tools

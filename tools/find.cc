@@ -36,11 +36,8 @@ std::vector<std::string> matching_files(const std::string& root, const nlohmann:
   return out;
 }
 
-}  // namespace
-
-ToolSpec find_spec() {
+ToolSpec find_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "find";
   s.description =
       "Find files by glob pattern (e.g. '*.ts', 'src/**/*.json'; a pattern without '/' matches "
       "file names at any depth). Includes dotfiles, leaves out what .gitignore ignores, returns "
@@ -80,6 +77,8 @@ ToolResult find_in_sandbox(const std::string& canonical, const nlohmann::json& a
   return r;
 }
 
+// Every file and symlink below `canonical` as fdfind lists it inside the sandbox (no ignore
+// files: .gitignore is applied by find_in_sandbox, identically to the walk).
 Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::string& canonical,
                                               CallContext& ctx) {
   std::string out;
@@ -88,9 +87,9 @@ Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::
   auto status = ctx.runner->exec(
       {fd, "--hidden", "--no-ignore", "--exclude", ".git", "--type", "f", "--type", "l",
        "--color", "never", "--absolute-path", "--print0", ".", canonical},
-      ctx.workspace, ctx.default_timeout_s,
+      ctx.workspace, ctx.limits.default_timeout_s,
       [&](std::string_view chunk) {
-        if (out.size() + chunk.size() > ctx.output_ceiling) {
+        if (out.size() + chunk.size() > ctx.limits.output_ceiling) {
           overflow = true;
           stop = true;
           return;
@@ -99,7 +98,7 @@ Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::
       },
       &stop);
   if (!status) return fail(status.error());
-  if (overflow) return fail("fdfind listed more than " + format_size(ctx.output_ceiling));
+  if (overflow) return fail("fdfind listed more than " + format_size(ctx.limits.output_ceiling));
   if (status->exit_code != 0 || status->signal != 0)
     return fail("fdfind failed (exit " + std::to_string(status->exit_code) + "): " + out.substr(0, 500));
   std::vector<std::string> paths;
@@ -114,5 +113,24 @@ Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::
   }
   return paths;
 }
+
+// fdfind lists, then the worker filters and formats that list as it does its own walk's.
+ToolResult find_with_fd(const Target& target, const nlohmann::json& args, CallContext& ctx,
+                        const InWorker& in_worker) {
+  if (!target.is_dir) return ToolResult::error(target.canonical + " is not a directory");
+  auto listed = list_with_fd(target.program, target.canonical, ctx);
+  if (!listed) return ToolResult::error("find failed: " + listed.error().message());
+  nlohmann::json op_args = args;
+  op_args["_listed"] = std::move(*listed);
+  return in_worker(op_args);
+}
+
+}  // namespace
+
+const Tool kFindTool = {
+    .name = "find", .spec = &find_spec,
+    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &find_in_sandbox,
+                   .external = {"fdfind", "fd"}, .run_external = &find_with_fd},
+    .explores = true};
 
 }  // namespace moat::tools

@@ -169,11 +169,8 @@ std::map<std::string, FileHits> parse_rg_stream(const std::string& out, const st
   return files;
 }
 
-}  // namespace
-
-ToolSpec grep_spec() {
+ToolSpec grep_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "grep";
   s.description =
       "Search file contents for a regex (or a literal string with literal=true). Includes "
       "dotfiles, leaves out what .gitignore ignores and binary files. Output lines are "
@@ -227,8 +224,12 @@ ToolResult grep_in_sandbox(const std::string& canonical, const nlohmann::json& a
   return format_hits(std::move(hits), args);
 }
 
-ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, bool is_dir,
-                        const nlohmann::json& args, CallContext& ctx) {
+// rg (its path inside the sandbox) through the runner; its --json stream is formatted here.
+ToolResult grep_with_rg(const Target& target, const nlohmann::json& args, CallContext& ctx,
+                        const InWorker&) {
+  const std::string& rg = target.program;
+  const std::string& canonical = target.canonical;
+  const bool is_dir = target.is_dir;
   // Only .gitignore files count (not .ignore, .rgignore, global or git's exclude), with or
   // without a git repository: what the built-in walk does.
   std::vector<std::string> argv = {rg, "--json", "--hidden", "--no-require-git", "--no-ignore-dot",
@@ -243,9 +244,9 @@ ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, boo
   std::string out;
   bool overflow = false;
   std::atomic<bool> stop{false};
-  auto status = ctx.runner->exec(argv, ctx.workspace, ctx.default_timeout_s,
+  auto status = ctx.runner->exec(argv, ctx.workspace, ctx.limits.default_timeout_s,
                                  [&](std::string_view chunk) {
-                                   if (out.size() + chunk.size() > ctx.output_ceiling) {
+                                   if (out.size() + chunk.size() > ctx.limits.output_ceiling) {
                                      overflow = stop = true;
                                      return;
                                    }
@@ -257,12 +258,20 @@ ToolResult grep_with_rg(const std::string& rg, const std::string& canonical, boo
   std::map<std::string, FileHits> files = parse_rg_stream(out, canonical, is_dir, &errors);
   if (status->exit_code == 2 && files.empty())
     return ToolResult::error("grep failed: " + sanitize_utf8(errors.empty() ? "rg exited with 2" : errors));
-  if (overflow) return ToolResult::error("grep produced more than " + format_size(ctx.output_ceiling) + "; refine the pattern");
+  if (overflow) return ToolResult::error("grep produced more than " + format_size(ctx.limits.output_ceiling) + "; refine the pattern");
   const std::string glob = args.value("glob", "");
   std::vector<FileHits> hits;
   for (auto& [_, f] : files)
     if (glob.empty() || !is_dir || glob_match_relative(glob, f.rel)) hits.push_back(std::move(f));
   return format_hits(std::move(hits), args);
 }
+
+}  // namespace
+
+const Tool kGrepTool = {
+    .name = "grep", .spec = &grep_spec,
+    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &grep_in_sandbox,
+                   .external = {"rg"}, .run_external = &grep_with_rg},
+    .explores = true};
 
 }  // namespace moat::tools

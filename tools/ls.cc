@@ -14,10 +14,10 @@
 #include "tools/truncate.h"
 
 namespace moat::tools {
+namespace {
 
-ToolSpec ls_spec() {
+ToolSpec ls_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "ls";
   s.description =
       "List a directory's entries, sorted alphabetically, including dotfiles; entries ignored by "
       ".gitignore are left out and directories end with '/'. Returns at most " +
@@ -73,5 +73,12 @@ ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& arg
   r.details = {{"entries", names.size()}, {"truncated", t.truncated || !notices.empty()}};
   return r;
 }
+
+}  // namespace
+
+const Tool kLsTool = {
+    .name = "ls", .spec = &ls_spec,
+    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &ls_in_sandbox},
+    .explores = true};
 
 }  // namespace moat::tools

@@ -2,15 +2,10 @@
 // .gitignore respected, directories marked with '/'.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
-#include <string>
-
-#include "tools/tool.h"
+#include "tools/tool_row.h"
 
 namespace moat::tools {
 
-ToolSpec ls_spec();
-ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& args);
+extern const Tool kLsTool;
 
 }  // namespace moat::tools

@@ -131,11 +131,8 @@ ToolResult read_text(int fd, const nlohmann::json& args) {
   return r;
 }
 
-}  // namespace
-
-ToolSpec read_spec() {
+ToolSpec read_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "read";
   s.description =
       "Read the contents of a file. Supports text files and images (png, jpeg, gif, webp; "
       "detected from the file's bytes), which come back as image attachments (at most " +
@@ -183,5 +180,16 @@ ToolResult read_in_sandbox(const std::string& canonical, const nlohmann::json& a
                              " | head");
   return read_text(fd->get(), args);
 }
+
+std::vector<Guideline> read_guidance(const GrantedTools&) {
+  return {{GuidelineSlot::kRead, "Read a file before changing it; read large files in ranges."}};
+}
+
+}  // namespace
+
+const Tool kReadTool = {
+    .name = "read", .spec = &read_spec,
+    .file = FileOp{.access = PathAccess::kRead, .op = &read_in_sandbox}, .file_argument = "path",
+    .guidance = &read_guidance};
 
 }  // namespace moat::tools

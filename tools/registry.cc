@@ -1,9 +1,11 @@
-// tools/registry.cc: the tool set, execute() (repair -> validate -> resolve -> authorize ->
-// run) and the worker-side dispatch of handle_in_sandbox().
+// tools/registry.cc: the table of tool rows, what the rest of moat asks of it, execute()
+// (repair -> validate -> resolve -> authorize -> run) and the worker-side dispatch of
+// handle_in_sandbox().
 #include "tools/registry.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "base/byte_strings.h"
@@ -19,34 +21,29 @@
 #include "tools/write.h"
 
 namespace moat::tools {
+
+// The table: every tool, in the order the model sees them. Adding a tool is its own file
+// and one line here.
+const std::vector<const Tool*>& tool_table() {
+  static const std::vector<const Tool*> kRows = {&kReadTool,  &kBashTool, &kEditTool,
+                                                 &kWriteTool, &kGrepTool, &kFindTool,
+                                                 &kLsTool};
+  return kRows;
+}
+
 namespace {
 
-using SandboxOp = ToolResult (*)(const std::string& canonical, const nlohmann::json& args);
+// A row's spec for these limits, named after the row.
+ToolSpec spec_of(const Tool& tool, const ToolLimits& limits) {
+  ToolSpec spec = tool.spec(limits);
+  spec.name = std::string(tool.name);
+  return spec;
+}
 
-// A tool whose work is a file operation inside the sandbox.
-struct FileTool {
-  const char* name;
-  PathAccess access;
-  const char* default_path;  // when `path` is optional; nullptr when it is required
-  bool must_exist;           // false: the operation creates it (write)
-  SandboxOp op;
-  // Programs that replace the built-in back end when the sandbox has one of them.
-  std::vector<std::string> external;
-};
-
-const std::vector<FileTool> kFileTools = {
-    {"read", PathAccess::kRead, nullptr, true, &read_in_sandbox, {}},
-    {"edit", PathAccess::kWrite, nullptr, true, &edit_in_sandbox, {}},
-    {"write", PathAccess::kWrite, nullptr, false, &write_in_sandbox, {}},
-    {"grep", PathAccess::kRead, ".", true, &grep_in_sandbox, {"rg"}},
-    {"find", PathAccess::kRead, ".", true, &find_in_sandbox, {"fdfind", "fd"}},
-    {"ls", PathAccess::kRead, ".", true, &ls_in_sandbox, {}},
-};
-
-const FileTool* find_file_tool(std::string_view name) {
-  for (const auto& t : kFileTools)
-    if (name == t.name) return &t;
-  return nullptr;
+// The row of a tool whose work is a file operation, by the name a worker request carries.
+const FileOp* file_op_of(std::string_view name) {
+  const Tool* row = row_of(name);
+  return row != nullptr && row->file ? &*row->file : nullptr;
 }
 
 // Both ways, every byte crosses as it is: a canonical path that is not UTF-8 (a link the
@@ -69,14 +66,7 @@ std::string tool_names() {
   return out;
 }
 
-// Where a file tool's path leads inside the sandbox.
-struct Target {
-  std::string canonical;
-  bool is_dir = false;
-  std::string program;  // rg / fdfind inside the sandbox, when asked for and present
-};
-
-Result<Target> resolve_target(const FileTool& tool, const std::string& path, CallContext& ctx) {
+Result<Target> resolve_target(const FileOp& tool, const std::string& path, CallContext& ctx) {
   const nlohmann::json which =
       ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
   MOAT_ASSIGN_OR_RETURN(nlohmann::json r, call_worker(ctx, {{"op", "resolve"}, {"path", path},
@@ -88,28 +78,26 @@ Result<Target> resolve_target(const FileTool& tool, const std::string& path, Cal
   return t;
 }
 
-// The operation itself, in a worker; find first lists with fdfind when the sandbox has it.
-ToolResult run_operation(const FileTool& tool, const Target& target, const nlohmann::json& args,
+// The operation itself: the external back end when the sandbox has one, else the worker's.
+ToolResult run_operation(const Tool& tool, const Target& target, const nlohmann::json& args,
                          CallContext& ctx) {
-  nlohmann::json op_args = args;
-  if (!target.program.empty() && std::string_view(tool.name) == "grep")
-    return grep_with_rg(target.program, target.canonical, target.is_dir, args, ctx);
-  if (!target.program.empty() && std::string_view(tool.name) == "find") {
-    if (!target.is_dir) return ToolResult::error(target.canonical + " is not a directory");
-    auto listed = list_with_fd(target.program, target.canonical, ctx);
-    if (!listed) return ToolResult::error("find failed: " + listed.error().message());
-    op_args["_listed"] = std::move(*listed);
-  }
-  auto response = call_worker(ctx, {{"op", tool.name}, {"path", target.canonical}, {"args", op_args}});
-  if (!response) return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + response.error().message());
-  if (response->contains("error"))
-    return ToolResult::error(std::string(tool.name) + " failed in the sandbox: " + (*response)["error"].get<std::string>());
-  return ToolResult::from_json(*response);
+  const std::string name(tool.name);
+  const InWorker in_worker = [&](const nlohmann::json& op_args) {
+    auto response = call_worker(ctx, {{"op", name}, {"path", target.canonical}, {"args", op_args}});
+    if (!response) return ToolResult::error(name + " failed in the sandbox: " + response.error().message());
+    if (response->contains("error"))
+      return ToolResult::error(name + " failed in the sandbox: " + (*response)["error"].get<std::string>());
+    return ToolResult::from_json(*response);
+  };
+  if (!target.program.empty() && tool.file->run_external)
+    return tool.file->run_external(target, args, ctx, in_worker);
+  return in_worker(args);
 }
 
 // resolve -> authorize (moatd checks the policy and audits) -> queue (mutations) -> run.
-ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohmann::json& args,
+ToolResult run_file_tool(const Tool& tool, const ToolSpec& spec, const nlohmann::json& args,
                          CallContext& ctx) {
+  const FileOp& op = *tool.file;
   MutationQueue& queue = ctx.mutations ? *ctx.mutations : MutationQueue::process_default();
   if (spec.mutates && !ctx.mutation_ticket)
     ctx.mutation_ticket = std::make_shared<MutationQueue::Ticket>(queue.enter());
@@ -122,24 +110,25 @@ ToolResult run_file_tool(const FileTool& tool, const ToolSpec& spec, const nlohm
       ctx.mutation_ticket.reset();
     }
   } leave{ctx};
-  const std::string path = args.contains("path") ? args["path"].get<std::string>() : tool.default_path;
-  auto target = resolve_target(tool, path, ctx);
+  const std::string path = args.contains("path") ? args["path"].get<std::string>() : op.default_path;
+  auto target = resolve_target(op, path, ctx);
   if (!target) return ToolResult::error(target.error().message());
   // Named before the policy is asked: a call waiting for a person's answer holds back only
   // later calls on its own path.
   if (spec.mutates) queue.name(*ctx.mutation_ticket, target->canonical);
   if (ctx.authorize) {
-    if (auto refusal = ctx.authorize(target->canonical, tool.access))
+    if (auto refusal = ctx.authorize(target->canonical, op.access))
       return ToolResult::error("refused by policy: " + *refusal);
   }
   if (spec.mutates) queue.acquire(*ctx.mutation_ticket, target->canonical);
   return run_operation(tool, *target, args, ctx);
 }
 
-ToolResult execute_validated(const ToolSpec& spec, const nlohmann::json& args, CallContext& ctx) {
+ToolResult execute_validated(const Tool& tool, const ToolSpec& spec, const nlohmann::json& args,
+                             CallContext& ctx) {
   if (ctx.runner == nullptr) return ToolResult::error("no sandbox to run " + spec.name + " in");
-  if (spec.name == "bash") return run_bash(args, ctx);
-  if (const FileTool* ft = find_file_tool(spec.name)) return run_file_tool(*ft, spec, args, ctx);
+  if (tool.run != nullptr) return tool.run(args, ctx);
+  if (tool.file) return run_file_tool(tool, spec, args, ctx);
   return ToolResult::error("internal error: no handler for tool " + spec.name);
 }
 
@@ -165,8 +154,28 @@ std::string resolve_in_sandbox(const nlohmann::json& req) {
 
 }  // namespace
 
+bool GrantedTools::has(std::string_view name) const {
+  return std::any_of(tools.begin(), tools.end(), [&](const Tool* t) { return t->name == name; });
+}
+
+bool GrantedTools::any_explores() const {
+  return std::any_of(tools.begin(), tools.end(), [](const Tool* t) { return t->explores; });
+}
+
+const Tool* row_of(std::string_view name) {
+  for (const Tool* t : tool_table())
+    if (t->name == name) return t;
+  return nullptr;
+}
+
+std::vector<ToolSpec> all_tools(const ToolLimits& limits) {
+  std::vector<ToolSpec> specs;
+  for (const Tool* t : tool_table()) specs.push_back(spec_of(*t, limits));
+  return specs;
+}
+
 const std::vector<ToolSpec>& all_tools() {
-  static const std::vector<ToolSpec> kTools = {read_spec(), bash_spec(), edit_spec(), write_spec(), grep_spec(), find_spec(), ls_spec()};
+  static const std::vector<ToolSpec> kTools = all_tools(ToolLimits{});
   return kTools;
 }
 
@@ -177,8 +186,54 @@ const ToolSpec* find_tool(std::string_view name) {
 }
 
 std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args) {
-  if (tool != "bash" || !args.contains("command") || !args["command"].is_string()) return std::nullopt;
-  return args["command"].get<std::string>();
+  const Tool* row = row_of(tool);
+  if (row == nullptr || row->command == nullptr) return std::nullopt;
+  return row->command(args);
+}
+
+std::string call_summary(std::string_view tool, const nlohmann::json& args) {
+  if (auto line = command_to_judge(tool, args)) return *line;
+  return args.dump();
+}
+
+std::optional<TouchedFile> touched_file(std::string_view tool, const nlohmann::json& args) {
+  const Tool* row = row_of(tool);
+  if (row == nullptr || row->file_argument == nullptr || !args.is_object()) return std::nullopt;
+  auto it = args.find(row->file_argument);
+  if (it == args.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
+    return std::nullopt;
+  return TouchedFile{it->get<std::string>(), spec_of(*row, ToolLimits{}).mutates};
+}
+
+std::vector<std::string> guidelines(const std::vector<std::string>& granted_names) {
+  GrantedTools granted;
+  for (const auto& n : granted_names)
+    if (const Tool* row = row_of(n)) granted.tools.push_back(row);
+  std::vector<Guideline> all;
+  if (granted.any_explores())
+    all.push_back({GuidelineSlot::kExplore,
+                   "Explore with grep, find and ls before bash: they are bounded and faster."});
+  for (const Tool* t : tool_table())  // table order within a slot
+    if (t->guidance != nullptr && granted.has(t->name))
+      for (auto& g : t->guidance(granted)) all.push_back(std::move(g));
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Guideline& a, const Guideline& b) { return a.slot < b.slot; });
+  std::vector<std::string> lines;
+  for (auto& g : all) lines.push_back(std::move(g.text));
+  const bool can_change = std::any_of(granted.tools.begin(), granted.tools.end(),
+                                      [](const Tool* t) { return t->changes_files; });
+  if (!can_change)
+    lines.push_back("You cannot modify files: describe the changes you would make instead.");
+  return lines;
+}
+
+nlohmann::json repair_arguments(std::string_view tool, nlohmann::json args,
+                                std::vector<std::string>* notes) {
+  const Tool* row = row_of(tool);
+  if (row == nullptr) return args;
+  args = repair_to_schema(std::move(args), spec_of(*row, ToolLimits{}).parameters, notes);
+  if (row->repair != nullptr && args.is_object()) row->repair(args, notes);
+  return args;
 }
 
 void take_mutation_ticket(const std::string& tool, CallContext& ctx) {
@@ -189,22 +244,23 @@ void take_mutation_ticket(const std::string& tool, CallContext& ctx) {
 }
 
 ToolResult execute(const std::string& tool, const nlohmann::json& arguments, CallContext& ctx) {
-  const ToolSpec* spec = find_tool(tool);
-  if (spec == nullptr)
+  const Tool* row = row_of(tool);
+  if (row == nullptr)
     return ToolResult::error("unknown tool " + moat::quoted(tool) + "; the available tools are: " + tool_names());
+  const ToolSpec spec = spec_of(*row, ctx.limits);
   std::vector<std::string> notes;
-  const nlohmann::json args = repair_arguments(tool, arguments, spec->parameters, &notes);
-  const auto errors = validate_against_schema(args, spec->parameters);
+  const nlohmann::json args = repair_arguments(tool, arguments, &notes);
+  const auto errors = validate_against_schema(args, spec.parameters);
   if (!errors.empty()) {
     std::string msg = "invalid arguments for " + tool + ":";
     for (const auto& e : errors) msg += "\n- " + e;
-    msg += "\nThe schema is: " + spec->parameters.dump();
+    msg += "\nThe schema is: " + spec.parameters.dump();
     return ToolResult::error(msg);
   }
   // The boundary of the tools: nothing a tool throws (a JSON accessor on a shape the
   // schema let through) may reach moatd's thread.
   try {
-    ToolResult r = execute_validated(*spec, args, ctx);
+    ToolResult r = execute_validated(*row, spec, args, ctx);
     if (!notes.empty()) r.details["repairs"] = notes;
     return r;
   } catch (const std::exception& e) {
@@ -218,8 +274,8 @@ std::string handle_in_sandbox(std::string_view request) {
     if (req.is_discarded() || !req.is_object()) return dump({{"error", "malformed request"}});
     const std::string op = req.value("op", "");
     if (op == "resolve") return resolve_in_sandbox(req);
-    if (const FileTool* ft = find_file_tool(op))
-      return dump(ft->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
+    if (const FileOp* file = file_op_of(op))
+      return dump(file->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
     return dump({{"error", "unknown operation " + moat::quoted(op)}});
   } catch (const std::exception& e) {
     return dump({{"error", std::string("handler failed: ") + e.what()}});

@@ -1,62 +1,65 @@
-// tools/registry.h: the tool set: specs for `welcome`, execution in moatd, and the handler
-// that runs file operations inside a sandbox worker.
+// tools/registry.h: the tool set (one row per tool, tools/tool_row.h) and what the rest of
+// moat asks of it: specs for `welcome`, execution in moatd, the handler that runs file
+// operations inside a sandbox worker, and the per-tool facts the supervisor, the transcript,
+// compaction and the system prompt need, so none of them compares a tool's name.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <atomic>
-#include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tools/mutation_queue.h"
-#include "tools/runner.h"
+#include "tools/call_context.h"
 #include "tools/tool.h"
+#include "tools/tool_row.h"
 
 namespace moat::tools {
 
 // Every tool moat has, in a fixed order (the order the model sees them).
+const std::vector<const Tool*>& tool_table();
+const Tool* row_of(std::string_view name);
+
+// The specs of every tool for a session with these limits, in table order.
+std::vector<ToolSpec> all_tools(const ToolLimits& limits);
+// ... with the default limits (what a client shows before moatd announced the session's).
 const std::vector<ToolSpec>& all_tools();
 const ToolSpec* find_tool(std::string_view name);
 
-enum class PathAccess { kRead, kWrite };
+// The command line the policy judges for this call besides the tool's name (bash's
+// `command`), or nullopt when the tool is judged by name and by the paths it touches.
+std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args);
 
-// Everything one call needs from moatd.
-struct CallContext {
-  SandboxRunner* runner = nullptr;
-  std::string workspace;  // the sandbox path of the workspace (same as the host path)
-  // Checks the policy for a canonical sandbox path; returns the refusal message, or
-  // nullopt when allowed. moatd writes the decision to the audit log before returning.
-  std::function<std::optional<std::string>(const std::string& path, PathAccess access)> authorize;
-  std::function<void(std::string_view chunk)> progress;  // streamed output (bash)
-  const std::atomic<bool>* cancel = nullptr;
-  double default_timeout_s = 120;        // from the policy's resources
-  // The policy's per-call wall time (0 = none): a timeout the model asks for is capped to it,
-  // so an argument cannot extend a limit the policy sets (the sandbox caps it again).
-  double max_timeout_s = 0;
-  std::uint64_t output_ceiling = 16ull << 20;  // bash: bytes before the command is killed
-  // edit/write are serialised per canonical path through this queue (one per moatd;
-  // nullptr = MutationQueue::process_default()).
-  MutationQueue* mutations = nullptr;
-  // The call's place in request order. moatd sets it with take_mutation_ticket() in the
-  // thread that reads the calls, before starting execute() in its own thread; when empty,
-  // execute() takes one on entry.
-  std::shared_ptr<MutationQueue::Ticket> mutation_ticket;
-  // grep/find use rg/fdfind when the sandbox has them; false forces the built-in back ends
-  // (their output is identical; tests run both).
-  bool use_external_search = true;
+// One line for the transcript and the audit: the command line, else the arguments as JSON.
+std::string call_summary(std::string_view tool, const nlohmann::json& args);
+
+// The one file a call reads or changes, as its arguments name it (compaction's file lists).
+struct TouchedFile {
+  std::string path;
+  bool changed = false;  // edit, write; false: read
 };
+std::optional<TouchedFile> touched_file(std::string_view tool, const nlohmann::json& args);
+
+// The system prompt's guidelines for the granted tools, each line there because a tool of
+// the set exists (or is missing), in the order the prompt reads them.
+std::vector<std::string> guidelines(const std::vector<std::string>& granted);
+
+// The call that runs a command line with the command-running tool (moat sandbox exec).
+struct CommandCall {
+  std::string tool;
+  nlohmann::json arguments;
+};
+CommandCall command_call(const std::string& line, double timeout_s);
+
+// The deterministic repair of a call's arguments: the schema's generic one, then the tool's
+// own (its row's `repair`). Appends what was done to `notes`.
+nlohmann::json repair_arguments(std::string_view tool, nlohmann::json args,
+                                std::vector<std::string>* notes);
 
 // For a mutating tool (spec.mutates), takes the call's place in the mutation queue now, so
 // calls keep the order they arrived in even though each runs on its own thread.
 void take_mutation_ticket(const std::string& tool, CallContext& ctx);
-
-// What the policy judges for a call besides the tool's name: the command line of a tool that
-// runs one (bash's `command`), else nullopt. moatd asks this instead of knowing tools by name.
-std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args);
 
 // Validates the arguments against the tool's schema (after the deterministic repair) and
 // runs it. Every failure is a ToolResult with is_error set, never an exception.

@@ -147,8 +147,8 @@ std::vector<std::string> validate_against_schema(const nlohmann::json& value,
   return errors;
 }
 
-nlohmann::json repair_arguments(const std::string& tool, nlohmann::json args,
-                                const nlohmann::json& schema, std::vector<std::string>* notes) {
+nlohmann::json repair_to_schema(nlohmann::json args, const nlohmann::json& schema,
+                                std::vector<std::string>* notes) {
   if (args.is_string()) {
     auto parsed = nlohmann::json::parse(args.get<std::string>(), nullptr, false);
     if (!parsed.is_discarded() && parsed.is_object()) {
@@ -159,19 +159,6 @@ nlohmann::json repair_arguments(const std::string& tool, nlohmann::json args,
   if (args.is_null()) args = nlohmann::json::object();
   if (!args.is_object()) return args;
   repair_value(args, schema, "", notes);
-  // edit: a single replacement given at the top level becomes edits[0] (models often
-  // send the one-edit shape of other agents' edit tools).
-  if (tool == "edit" && (args.contains("oldText") || args.contains("newText"))) {
-    nlohmann::json one = nlohmann::json::object();
-    for (const char* k : {"oldText", "newText"})
-      if (args.contains(k)) {
-        one[k] = args[k];
-        args.erase(k);
-      }
-    if (!args.contains("edits") || !args["edits"].is_array()) args["edits"] = nlohmann::json::array();
-    args["edits"].push_back(std::move(one));
-    notes->push_back("oldText/newText: folded into edits[]");
-  }
   return args;
 }
 

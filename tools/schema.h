@@ -15,12 +15,12 @@ namespace moat::tools {
 std::vector<std::string> validate_against_schema(const nlohmann::json& value,
                                                  const nlohmann::json& schema);
 
-// Shapes a rule can repair without guessing: a JSON-encoded string where the schema wants
-// an array or object is parsed; a numeric string where it wants a number is converted; for
-// `edit`, top-level oldText/newText fold into edits[]. Returns the repaired arguments and
-// appends what was done to `notes`.
-nlohmann::json repair_arguments(const std::string& tool, nlohmann::json args,
-                                const nlohmann::json& schema, std::vector<std::string>* notes);
+// Shapes a rule can repair without guessing, for any tool: a JSON-encoded string where the
+// schema wants an array or object is parsed; a numeric string where it wants a number is
+// converted. Returns the repaired arguments and appends what was done to `notes`. A tool's
+// own repair (its row's `repair`) runs after this one.
+nlohmann::json repair_to_schema(nlohmann::json args, const nlohmann::json& schema,
+                                std::vector<std::string>* notes);
 
 // The first string argument holding a NUL byte ("path", "edits[0].oldText"), file content
 // excepted; nullopt when there is none. A path, a command or a pattern ends at its first NUL

@@ -3,11 +3,32 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace moat::tools {
+
+// The session's effective limits on a call: the specs state them (bash's description names
+// its timeout and output ceiling) and execute() enforces them, from this one value.
+struct ToolLimits {
+  double default_timeout_s = 120;  // a command's timeout when the call gives none
+  // The policy's per-call wall time (0 = none): a timeout the model asks for is capped to it,
+  // so an argument cannot extend a limit the policy sets (the sandbox caps it again).
+  double max_timeout_s = 0;
+  std::uint64_t output_ceiling = 16ull << 20;  // bytes of output before a command is killed
+
+  // A session whose policy sets this per-call wall time (0 = none) and output ceiling: a
+  // command runs at most 120 s unless its call asks for more, and never past the wall time.
+  static ToolLimits for_session(double wall_time_s, std::uint64_t output_bytes) {
+    ToolLimits l;
+    l.max_timeout_s = wall_time_s;
+    l.default_timeout_s = wall_time_s < 120.0 ? wall_time_s : 120.0;
+    l.output_ceiling = output_bytes;
+    return l;
+  }
+};
 
 // What the model is told about a tool: announced by moatd in `welcome`.
 struct ToolSpec {

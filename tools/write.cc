@@ -4,10 +4,10 @@
 #include "tools/atomic_write.h"
 
 namespace moat::tools {
+namespace {
 
-ToolSpec write_spec() {
+ToolSpec write_spec(const ToolLimits&) {
   ToolSpec s;
-  s.name = "write";
   s.description =
       "Write content to a file. Creates the file if it does not exist and replaces it "
       "atomically if it does (readers see the old or the new content, never a mix); creates "
@@ -31,5 +31,18 @@ ToolResult write_in_sandbox(const std::string& canonical, const nlohmann::json& 
   r.details = {{"bytes", content.size()}, {"path", canonical}, {"filesMutated", {canonical}}};
   return r;
 }
+
+std::vector<Guideline> write_guidance(const GrantedTools& granted) {
+  return {{GuidelineSlot::kChange, granted.has("edit")
+                                       ? "Use write only for new files or complete rewrites."
+                                       : "Use write to create or replace whole files."}};
+}
+
+}  // namespace
+
+const Tool kWriteTool = {
+    .name = "write", .spec = &write_spec,
+    .file = FileOp{.access = PathAccess::kWrite, .must_exist = false, .op = &write_in_sandbox},
+    .file_argument = "path", .changes_files = true, .guidance = &write_guidance};
 
 }  // namespace moat::tools

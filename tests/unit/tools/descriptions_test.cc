@@ -19,7 +19,8 @@ std::map<std::string, std::set<std::string>> expected_limits() {
   const std::string bytes = format_size(kMaxBytes);
   return {
       {"read", {lines, bytes, format_size(kMaxImageBytes)}},
-      {"bash", {lines, bytes}},
+      // all_tools() states the default limits: 120 s without a timeout, 16 MB of output.
+      {"bash", {lines, bytes, "120", format_size(ToolLimits{}.output_ceiling)}},
       {"edit", {}},
       {"write", {}},
       {"grep", {std::to_string(kGrepDefaultLimit), bytes, std::to_string(kGrepMaxLineLength)}},
@@ -60,6 +61,20 @@ TEST(ToolDescriptions, EveryNumberInADescriptionIsAnEnforcedConstant) {
       EXPECT_TRUE(expected.at(spec.name).count(found)) << "stale number " << found << " in: " << text;
     }
   }
+}
+
+TEST(ToolDescriptions, BashStatesTheSessionsTimeoutAndOutputCeiling) {
+  auto bash_description = [](const ToolLimits& limits) {
+    for (const auto& spec : all_tools(limits))
+      if (spec.name == "bash") return spec.description;
+    return std::string();
+  };
+  const std::string standard = bash_description(ToolLimits::for_session(600, 16ull << 20));
+  EXPECT_NE(standard.find("default 120 s, at most the policy's 600 s"), std::string::npos) << standard;
+  EXPECT_NE(standard.find("passes 16 MB is killed"), std::string::npos) << standard;
+  const std::string tight = bash_description(ToolLimits::for_session(30, 1ull << 20));
+  EXPECT_NE(tight.find("default 30 s, at most the policy's 30 s"), std::string::npos) << tight;
+  EXPECT_NE(tight.find("passes 1 MB is killed"), std::string::npos) << tight;
 }
 
 TEST(ToolSpecs, SchemasAreClosedObjectsWithEveryPropertyDescribed) {

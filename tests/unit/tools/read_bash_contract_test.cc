@@ -270,7 +270,7 @@ TEST_F(BashContract, TimeoutKillsTheWholeProcessGroup) {
 }
 
 TEST_F(BashContract, DefaultTimeoutComesFromTheContext) {
-  ctx_.default_timeout_s = 0.3;
+  ctx_.limits.default_timeout_s = 0.3;
   const auto r = run("bash", {{"command", "sleep 30"}});
   EXPECT_TRUE(r.is_error);
   EXPECT_EQ(text(r), "(no output)\n\ntimed out after 0.3 s");
@@ -320,7 +320,7 @@ TEST_F(BashContract, ASingleOverlongLastLineKeepsItsTail) {
 }
 
 TEST_F(BashContract, OutputPastTheCeilingKillsTheCommandAndSaysWhy) {
-  ctx_.output_ceiling = 1 << 20;
+  ctx_.limits.output_ceiling = 1 << 20;
   const auto r = run("bash", {{"command", "yes"}, {"timeout", 60}});
   EXPECT_TRUE(r.is_error);
   ASSERT_TRUE(r.details.contains("fullOutputPath"));

@@ -33,14 +33,14 @@ TEST(ValidateAgainstSchema, WholeFloatsCountAsIntegers) {
 
 TEST(RepairArguments, ArgumentsGivenAsAJsonStringAreParsed) {
   std::vector<std::string> notes;
-  const auto out = repair_arguments("read", R"({"path":"a"})", find_tool("read")->parameters, &notes);
+  const auto out = repair_arguments("read", R"({"path":"a"})", &notes);
   EXPECT_EQ(out, (nlohmann::json{{"path", "a"}}));
   EXPECT_EQ(notes, std::vector<std::string>{"arguments: parsed a JSON string into an object"});
 }
 
 TEST(RepairArguments, NonNumericStringsAreLeftForValidationToReport) {
   std::vector<std::string> notes;
-  const auto out = repair_arguments("read", {{"path", "a"}, {"offset", "ten"}}, find_tool("read")->parameters, &notes);
+  const auto out = repair_arguments("read", {{"path", "a"}, {"offset", "ten"}}, &notes);
   EXPECT_EQ(out["offset"], "ten");
   EXPECT_TRUE(notes.empty());
 }
@@ -49,7 +49,7 @@ TEST(RepairArguments, TopLevelEditFieldsJoinExistingEdits) {
   std::vector<std::string> notes;
   const auto out = repair_arguments(
       "edit", {{"path", "f"}, {"edits", {{{"oldText", "a"}, {"newText", "b"}}}}, {"oldText", "c"}, {"newText", "d"}},
-      find_tool("edit")->parameters, &notes);
+      &notes);
   ASSERT_EQ(out["edits"].size(), 2u);
   EXPECT_EQ(out["edits"][1], (nlohmann::json{{"oldText", "c"}, {"newText", "d"}}));
   EXPECT_FALSE(out.contains("oldText"));
