@@ -131,13 +131,9 @@ int run_prompt_show(const PromptOptions& o) {
   return kExitDone;
 }
 
-}  // namespace
-
-void add_provider_commands(CLI::App& app, int& exit_code) {
-  auto* provider = app.add_subcommand("provider", "Replay recorded provider streams through the parser");
-  provider->require_subcommand(1);
+void add_parse_command(CLI::App& provider, int& exit_code) {
   auto po = std::make_shared<ParseOptions>();
-  auto* parse = provider->add_subcommand(
+  auto* parse = provider.add_subcommand(
       "parse", "Feed a recorded streaming response body through the real parser and print the "
                "assembled assistant message as JSON (exit 4 if the stream holds an error)");
   parse->add_option("--api", po->api, "openai-chat | anthropic | openai-responses")->required();
@@ -148,14 +144,27 @@ void add_provider_commands(CLI::App& app, int& exit_code) {
   parse->add_flag("--normalized", po->normalized, "Print the wire-level normalised parse instead");
   parse->add_option("file", po->file, "The captured response body")->required();
   parse->callback([po, &exit_code] { exit_code = run_parse(*po); });
+}
 
-  auto* prompt = app.add_subcommand("prompt", "Inspect the system prompt");
-  prompt->require_subcommand(1);
+void add_prompt_show_command(CLI::App& prompt, int& exit_code) {
   auto so = std::make_shared<PromptOptions>();
-  auto* show = prompt->add_subcommand("show", "Print the assembled system prompt's blocks with their sizes");
+  auto* show = prompt.add_subcommand(
+      "show", "Print the assembled system prompt's blocks with their sizes");
   show->add_option("--workspace", so->workspace, "Workspace directory (default: the current one)");
   show->add_flag("--full", so->full, "Print each block's text too");
   show->callback([so, &exit_code] { exit_code = run_prompt_show(*so); });
+}
+
+}  // namespace
+
+void add_provider_commands(CLI::App& app, int& exit_code) {
+  auto* provider =
+      app.add_subcommand("provider", "Replay recorded provider streams through the parser");
+  provider->require_subcommand(1);
+  add_parse_command(*provider, exit_code);
+  auto* prompt = app.add_subcommand("prompt", "Inspect the system prompt");
+  prompt->require_subcommand(1);
+  add_prompt_show_command(*prompt, exit_code);
 }
 
 }  // namespace moat::agent

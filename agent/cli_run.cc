@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,105 +99,152 @@ int exit_code_for(LoopStop stop) {
   }
 }
 
-int run(RunOptions& o) {
-  MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
+// Set when a step ends the run: the exit code, its reason already printed.
+using Exit = std::optional<int>;
+
+Exit exit_with(int code, const std::string& message) {
+  std::fprintf(stderr, "moat: %s\n", message.c_str());
+  return code;
+}
+
+// What the steps of `moat run` open, in order, for the loop.
+struct Opened {
+  std::string workspace;
+  std::string task;  // empty when a resumed session goes on without a new one
+  bool headless = true;
+  std::unique_ptr<Provider> provider;
+  std::unique_ptr<MoatdClient> client;
+  Welcome welcome;
+  std::unique_ptr<sessions::SessionStore> store;
+  std::string system_prompt;
+};
+
+// Usage errors come first, before anything is started.
+Exit read_inputs(const RunOptions& o, Opened& r) {
+  auto workspace = canonical_workspace(o.workspace);
+  if (!workspace) return exit_with(kExitUsage, workspace.error().message());
+  r.workspace = std::move(*workspace);
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
-  std::string task;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
-    MOAT_ASSIGN_OR_RETURN_CODE(task, read_task(o), kExitUsage);
+    auto task = read_task(o);
+    if (!task) return exit_with(kExitUsage, task.error().message());
+    r.task = std::move(*task);
   }
-  // Everything the loop needs is opened before privileges go: the provider (its script or
-  // its key), moatd, and the session file.
-  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<Provider> provider, open_provider(o.model), kExitUsage);
+  r.headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
+  return std::nullopt;
+}
+
+Exit open_model(RunOptions& o, Opened& r) {
+  auto provider = open_provider(o.model);
+  if (!provider) return exit_with(kExitUsage, provider.error().message());
+  r.provider = std::move(*provider);
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
-  const bool headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
-  // Before moatd loads the policy: the person trusts (pins) the project policy or not.
-  settle_project_trust(workspace, headless, STDIN_FILENO);
-  WelcomeError why;
+  return std::nullopt;
+}
+
+// An interactive session gets a console channel to moatd, which only the console process
+// will hold: a private moatd's second socketpair, or a shared moatd's one-time token.
+Exit start_moatd_session(const RunOptions& o, Opened& r) {
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
-  // An interactive session gets a console channel to moatd, which only the console process
-  // will hold: a private moatd's second socketpair, or a shared moatd's one-time token.
-  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client,
-                             start_moatd(o.connect, pass, !headless), kExitSandbox);
-  auto welcome = client->hello(workspace, headless, &why);
-  if (!welcome) {
-    std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
-    return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
-  }
+  auto client = start_moatd(o.connect, pass, !r.headless);
+  if (!client) return exit_with(kExitSandbox, client.error().message());
+  r.client = std::move(*client);
+  WelcomeError why;
+  auto welcome = r.client->hello(r.workspace, r.headless, &why);
+  if (!welcome)
+    return exit_with(why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
+                     welcome.error().message());
+  r.welcome = std::move(*welcome);
   // Attached now, before the loop exists: the token is spent before any model is asked.
-  if (!welcome->console_token.empty()) {
-    if (auto r = client->attach_console(welcome->session, welcome->console_token); !r) {
-      std::fprintf(stderr, "moat: %s\n", r.error().message().c_str());
-      return kExitSandbox;
-    }
+  if (!r.welcome.console_token.empty()) {
+    if (auto a = r.client->attach_console(r.welcome.session, r.welcome.console_token); !a)
+      return exit_with(kExitSandbox, a.error().message());
   }
-  std::string sessions_dir = o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
-  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<sessions::SessionStore> store,
-                             open_session(o, sessions_dir, workspace), kExitUsage);
-  (void)store->append({{"type", "model_change"}, {"provider", provider->name()},
-                       {"model", provider->model()}});
-  json tool_names = json::array();
-  for (const auto& t : welcome->tools) tool_names.push_back(t.name);
-  (void)store->append({{"type", "tools_change"}, {"tools", tool_names},
-                       {"moatd_session", welcome->session}});
-  if (!task.empty())
-    (void)store->append({{"type", "message"},
-                         {"message", {{"role", "user"},
-                                      {"content", {{{"type", "text"}, {"text", task}}}}}}});
-  if (auto r = store->sync(); !r) {
-    std::fprintf(stderr, "moat: session file: %s\n", r.error().message().c_str());
-    return kExitUsage;
-  }
+  return std::nullopt;
+}
 
-  // Project docs (AGENTS.md) are read while we can still read what the person can.
-  const std::string system_prompt = system_prompt_for(welcome->tools, workspace);
-  // This process stays the console (the terminal, the person's answers); the loop goes on
-  // in a child that holds neither, then drops its privileges.
+// The session file starts with the model, the tools moatd offers and the task.
+Exit open_session_file(const RunOptions& o, Opened& r) {
+  const std::string dir =
+      o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
+  auto store = open_session(o, dir, r.workspace);
+  if (!store) return exit_with(kExitUsage, store.error().message());
+  r.store = std::move(*store);
+  (void)r.store->append({{"type", "model_change"}, {"provider", r.provider->name()},
+                         {"model", r.provider->model()}});
+  json tool_names = json::array();
+  for (const auto& t : r.welcome.tools) tool_names.push_back(t.name);
+  (void)r.store->append({{"type", "tools_change"}, {"tools", tool_names},
+                         {"moatd_session", r.welcome.session}});
+  if (!r.task.empty())
+    (void)r.store->append({{"type", "message"},
+                           {"message", {{"role", "user"},
+                                        {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
+  if (auto s = r.store->sync(); !s)
+    return exit_with(kExitUsage, "session file: " + s.error().message());
+  return std::nullopt;
+}
+
+// This process stays the console (the terminal, the person's answers); the loop goes on in a
+// child that holds neither, then drops its privileges.
+Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   ConsoleOptions console;
-  console.channel = client->take_console();
-  console.interactive = !headless;
-  console.moatd_pid = client->moatd_pid();
-  console.loop_only_fds = {client->fd()};
-  if (auto r = split_console_and_loop(std::move(console)); !r) {
-    std::fprintf(stderr, "moat: could not start the loop process: %s\n",
-                 r.error().message().c_str());
-    return kExitSandbox;
-  }
-  if (auto r = drop_to_unprivileged_loop({o.uid, o.gid}); !r) {
-    std::fprintf(stderr, "moat: could not make the loop process unprivileged: %s\n",
-                 r.error().message().c_str());
-    return kExitSandbox;
-  }
-  if (auto r = die_with_console(); !r) {
-    std::fprintf(stderr, "moat: %s\n", r.error().message().c_str());
-    return kExitSandbox;
-  }
+  console.channel = r.client->take_console();
+  console.interactive = !r.headless;
+  console.moatd_pid = r.client->moatd_pid();
+  console.loop_only_fds = {r.client->fd()};
+  if (auto s = split_console_and_loop(std::move(console)); !s)
+    return exit_with(kExitSandbox, "could not start the loop process: " + s.error().message());
+  if (auto s = drop_to_unprivileged_loop({o.uid, o.gid}); !s)
+    return exit_with(kExitSandbox,
+                     "could not make the loop process unprivileged: " + s.error().message());
+  if (auto s = die_with_console(); !s) return exit_with(kExitSandbox, s.error().message());
+  return std::nullopt;
+}
+
+// In the loop process, unprivileged: the threads start here, so they are as confined as the
+// loop (capabilities and the seccomp filter are per thread).
+int run_confined(const RunOptions& o, Opened& r) {
   Inbox inbox;
   for (const auto& f : o.follow_ups) inbox.follow_up(f);
-  // Started after the privilege drop, so the stdin reader thread is as confined as the loop
-  // (capabilities and the seccomp filter are per thread). stdin is the console's pipe: the
-  // lines the person typed that were not answers, each a steering message.
+  // stdin is the console's pipe: the lines the person typed that were not answers, each a
+  // steering message.
   std::unique_ptr<TerminalInput> terminal;
-  if (!headless) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
-  // moatd's frames are read by a thread of their own from here on; it too starts confined.
-  client->start_reader();
+  if (!r.headless) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
+  r.client->start_reader();  // moatd's frames are read by a thread of their own from here on
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);
 
-  MoatdClient* c = client.get();
+  MoatdClient* c = r.client.get();
   CallTool call_tool = [c](const std::string& id, const std::string& tool, const json& args,
                            const std::atomic<bool>* cancel) {
     return c->call(id, tool, args, nullptr, cancel);
   };
-  LoopOutcome outcome = run_loop(*provider, call_tool, *store, system_prompt, welcome->tools,
-                                 o.loop, console_events(o.model), &g_cancel, &inbox);
-  client->bye();
+  LoopOutcome outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt,
+                                 r.welcome.tools, o.loop, console_events(o.model), &g_cancel,
+                                 &inbox);
+  r.client->bye();
   if (terminal) terminal->close();
-  client.reset();  // after moatd closed the connection: session.end is written
-  print_summary(outcome, *store, welcome->audit);
+  r.client.reset();  // after moatd closed the connection: session.end is written
+  print_summary(outcome, *r.store, r.welcome.audit);
   return exit_code_for(outcome.stop);
+}
+
+int run(RunOptions& o) {
+  Opened r;
+  if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
+  // Everything the loop needs is opened before privileges go: the provider (its script or
+  // its key), moatd, and the session file.
+  if (Exit e = open_model(o, r)) return *e;
+  settle_project_trust(r.workspace, r.headless, STDIN_FILENO);  // before moatd loads the policy
+  if (Exit e = start_moatd_session(o, r)) return *e;
+  if (Exit e = open_session_file(o, r)) return *e;
+  // Project docs (AGENTS.md) are read while we can still read what the person can.
+  r.system_prompt = system_prompt_for(r.welcome.tools, r.workspace);
+  if (Exit e = split_off_the_loop(o, r)) return *e;
+  return run_confined(o, r);
 }
 
 }  // namespace

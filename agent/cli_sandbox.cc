@@ -80,13 +80,9 @@ int run_exec(const ExecOptions& o) {
                                                                        : kExitTaskFailed;
 }
 
-}  // namespace
-
-void add_sandbox_commands(CLI::App& app, int& exit_code) {
-  auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
-  sandbox->require_subcommand(1);
+void add_exec_command(CLI::App& sandbox, int& exit_code) {
   auto eo = std::make_shared<ExecOptions>();
-  auto* exec = sandbox->add_subcommand(
+  auto* exec = sandbox.add_subcommand(
       "exec", "Run one command in a fresh session sandbox, through moatd, as a tool call runs");
   exec->footer("Exits with the command's status (128+N when killed by signal N); 1 when the "
                "policy refused it, 2 on usage errors, 3 when the sandbox could not be set up.");
@@ -96,35 +92,53 @@ void add_sandbox_commands(CLI::App& app, int& exit_code) {
   add_moatd_pass_through(*exec, eo->moatd);
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
   exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
+}
 
+void add_explain_filter_command(CLI::App& sandbox) {
   auto network = std::make_shared<bool>(false);
-  auto* explain = sandbox->add_subcommand(
+  auto* explain = sandbox.add_subcommand(
       "explain-filter", "Print the workers' seccomp filter: every set, entry, action and reason");
   explain->add_flag("--network", *network, "The filter of a session the policy grants network");
   explain->callback([network] { std::fputs(sandbox::explain_filter(*network).c_str(), stdout); });
+}
+
+// Prints the doctor's report; false when a layer every session needs is missing.
+bool print_doctor_report(bool as_json) {
+  const json report = sandbox::doctor_report();
+  if (as_json) {
+    std::printf("%s\n", dump_lossless(report, 2).c_str());  // a reason may name any path
+  } else {
+    for (const auto& [layer, v] : report.items()) {
+      if (!v.is_object()) {
+        std::printf("%-18s %s\n", layer.c_str(), v.dump().c_str());
+        continue;
+      }
+      const bool ok = v.value("ok", false);
+      std::string extra = v.contains("abi") ? " (ABI " + v["abi"].dump() + ")" : "";
+      std::printf("%-18s %-4s %s%s\n", layer.c_str(), ok ? "yes" : "NO",
+                  v.value("reason", "").c_str(), extra.c_str());
+    }
+  }
+  bool complete = true;
+  for (const char* needed : {"mount_ns", "pid_ns", "net_ns", "seccomp"})
+    if (report.contains(needed) && !report[needed].value("ok", false)) complete = false;
+  return complete;
+}
+
+}  // namespace
+
+void add_sandbox_commands(CLI::App& app, int& exit_code) {
+  auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
+  sandbox->require_subcommand(1);
+  add_exec_command(*sandbox, exit_code);
+  add_explain_filter_command(*sandbox);
 
   auto as_json = std::make_shared<bool>(false);
   auto* doctor = app.add_subcommand("doctor", "Report which isolation layers this machine supports");
   doctor->add_flag("--json", *as_json, "Print the report as JSON");
+  // Exit 3 when a layer every session needs is missing, so scripts can check the machine.
   doctor->callback([as_json, &exit_code] {
-    const json report = sandbox::doctor_report();
-    if (*as_json) {
-      std::printf("%s\n", dump_lossless(report, 2).c_str());  // a reason may name any path
-    } else {
-      for (const auto& [layer, v] : report.items()) {
-        if (!v.is_object()) {
-          std::printf("%-18s %s\n", layer.c_str(), v.dump().c_str());
-          continue;
-        }
-        const bool ok = v.value("ok", false);
-        std::string extra = v.contains("abi") ? " (ABI " + v["abi"].dump() + ")" : "";
-        std::printf("%-18s %-4s %s%s\n", layer.c_str(), ok ? "yes" : "NO", v.value("reason", "").c_str(),
-                    extra.c_str());
-      }
-    }
-    // Exit 3 when a layer every session needs is missing, so scripts can check the machine.
-    for (const char* needed : {"mount_ns", "pid_ns", "net_ns", "seccomp"})
-      if (report.contains(needed) && !report[needed].value("ok", false)) exit_code = kExitSandbox;
+    if (!print_doctor_report(*as_json)) exit_code = kExitSandbox;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace moat::agent {
@@ -255,13 +256,171 @@ std::pair<std::vector<std::string>, const char*> said_at_the_end(Inbox* inbox) {
 
 // Slot 5's compaction, once the turn is on disk (agent/compaction.h).
 void compact_after_turn(Provider& provider, sessions::SessionStore& store, const Message& answer,
-                        const LoopConfig& config, const std::function<void(const std::string&)>& note,
+                        const LoopConfig& config, const LoopEvents& events,
                         const std::atomic<bool>* cancel) {
   auto compacted = compact_if_needed(store, used_tokens(answer), config.context_window,
                                      compaction_settings(config), summarizer_for(provider, cancel));
-  if (!compacted) note("compaction failed: " + compacted.error().message());
-  else if (*compacted) note("the context was compacted");
+  if (!events.on_note) return;
+  if (!compacted) events.on_note("compaction failed: " + compacted.error().message());
+  else if (*compacted) events.on_note("the context was compacted");
 }
+
+// One run of the loop: what it was given and what it has counted so far. Each step returns the
+// run's outcome when it ends the run, std::nullopt when the run goes on.
+class Run {
+ public:
+  Run(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
+      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
+      const LoopConfig& config, const LoopEvents& events, const std::atomic<bool>* cancel,
+      Inbox* inbox)
+      : provider_(provider), call_tool_(call_tool), store_(store), system_prompt_(system_prompt),
+        tools_(tools), config_(config), events_(events), cancel_(cancel), inbox_(inbox),
+        wall_(cancel, config.max_wall_s, started_) {}
+
+  LoopOutcome until_stopped() {
+    for (;;)
+      if (Next end = turn()) return std::move(*end);
+  }
+
+ private:
+  using Next = std::optional<LoopOutcome>;
+
+  // One turn, in the order of DESIGN.md's slots.
+  Next turn() {
+    if (Next end = stop_requested()) return end;  // the wall budget or the person's cancel
+    if (Next end = take_answer()) return end;     // slot 1: counted, persisted before it acts
+    const std::vector<ToolCall> calls = tool_calls_of(answer_);  // slot 2
+    if (answer_.value("stopReason", "") == "aborted")
+      return stop_synced(LoopStop::kCancelled, "the model call was cancelled");
+    if (calls.empty()) return answered_without_calls();  // slot 3: done, or the person goes on
+    return run_batch(calls);  // slots 4 and 5, then slot 3's stop rules
+  }
+
+  Next stop_requested() {
+    if (wall_.expired()) return wall_gate();
+    if (cancel_ != nullptr && cancel_->load()) return stop(LoopStop::kCancelled, "cancelled");
+    return std::nullopt;
+  }
+
+  // Slot 1 (call_model), and slot 5 for the answer: persisted before anything it asks for runs.
+  Next take_answer() {
+    auto answer = call_model(provider_, store_, system_prompt_, tools_, config_, events_,
+                             wall_.stop_flag());
+    if (wall_.expired()) return wall_gate();  // the request was cut short by the budget
+    // A provider's Error::code is the HTTP status, not an errno: its context says it all
+    // (agent/provider.h), and message() would add strerror(status).
+    if (!answer) return stop(LoopStop::kProviderError, answer.error().context);
+    answer_ = std::move(*answer);
+    if (events_.on_answer) events_.on_answer(answer_);
+    ++out_.turns;
+    out_.total_tokens +=
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, used_tokens(answer_)));
+    out_.cost += cost_of(answer_);
+    if (auto r = store_.append({{"type", "message"}, {"message", answer_}}); !r)
+      return store_failed(r.error());
+    return std::nullopt;
+  }
+
+  // Slot 3 for an answer without calls: the model is done, unless its answer was cut off or
+  // the person has more to say.
+  Next answered_without_calls() {
+    if (is_cut_off())
+      return stop_synced(LoopStop::kGate, "the answer was cut off by the output token limit");
+    auto [more, kind] = said_at_the_end(inbox_);
+    if (Next end = deliver(more, kind)) return end;
+    (void)store_.sync();
+    if (more.empty()) return stop(LoopStop::kDone, "");
+    return host_gate();
+  }
+
+  Next run_batch(const std::vector<ToolCall>& calls) {
+    if (events_.on_call)
+      for (const auto& c : calls) events_.on_call(c.name, c.arguments);
+    // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
+    std::vector<tools::ToolResult> results =
+        is_cut_off() ? refuse_cut_off_calls(calls)
+                     : execute_batch(calls, tools_, call_tool_, wall_.stop_flag());
+    auto verdict = persist_results(calls, results, repetition_, config_, events_, store_);
+    if (!verdict) return store_failed(verdict.error());
+    // What the person typed during the batch goes right after its results.
+    const std::vector<std::string> steering =
+        inbox_ ? inbox_->take_steering() : std::vector<std::string>{};
+    if (Next end = deliver(steering, "steering message")) return end;
+    (void)store_.sync();  // the end of a turn: everything acknowledged is on disk
+    if (config_.context_window > 0)
+      compact_after_turn(provider_, store_, answer_, config_, events_, wall_.stop_flag());
+    return after_batch(*verdict, !steering.empty());
+  }
+
+  // Slot 3's stop rules, only now that the results are persisted. A tool's suggestion to stop
+  // yields to the person, who just said something the model has not answered.
+  Next after_batch(const BatchVerdict& verdict, bool person_spoke) {
+    if (verdict.all_terminate && !person_spoke)
+      return stop(LoopStop::kTerminated, "every tool of the last batch asked to stop");
+    if (config_.repeat_limit > 0 && verdict.worst_repeat >= config_.repeat_limit)
+      return stop(LoopStop::kRepetition, "the same call failed the same way " +
+                                             std::to_string(verdict.worst_repeat) + " times");
+    return host_gate();
+  }
+
+  // Appends the person's messages as user messages.
+  Next deliver(const std::vector<std::string>& texts, const char* kind) {
+    for (const auto& text : texts) {
+      if (auto r = store_.append({{"type", "message"}, {"message", user_message(text)}}); !r)
+        return store_failed(r.error());
+      note(std::string(kind) + " delivered to the model");
+    }
+    return std::nullopt;
+  }
+
+  Next host_gate() {
+    const std::string gate = gate_reached(config_, out_, started_);
+    if (gate.empty()) return std::nullopt;
+    note(gate);
+    return stop(LoopStop::kGate, gate);
+  }
+
+  Next wall_gate() {
+    (void)store_.sync();
+    note(kWallGate);
+    return stop(LoopStop::kGate, kWallGate);
+  }
+
+  Next store_failed(const Error& e) {
+    return stop(LoopStop::kStoreError, "session store: " + e.message());
+  }
+
+  Next stop_synced(LoopStop why, std::string detail) {
+    (void)store_.sync();
+    return stop(why, std::move(detail));
+  }
+
+  Next stop(LoopStop why, std::string detail) {
+    out_.stop = why;
+    out_.detail = std::move(detail);
+    return out_;
+  }
+
+  bool is_cut_off() const { return answer_.value("stopReason", "") == "length"; }
+  void note(const std::string& s) const {
+    if (events_.on_note) events_.on_note(s);
+  }
+
+  Provider& provider_;
+  const CallTool& call_tool_;
+  sessions::SessionStore& store_;
+  const std::string& system_prompt_;
+  const std::vector<tools::ToolSpec>& tools_;
+  const LoopConfig& config_;
+  const LoopEvents& events_;
+  const std::atomic<bool>* const cancel_;
+  Inbox* const inbox_;
+  const Clock::time_point started_ = Clock::now();
+  const WallWatch wall_;  // after started_: it counts from it
+  RepetitionTracker repetition_;
+  Message answer_;  // this turn's
+  LoopOutcome out_;
+};
 
 }  // namespace
 
@@ -310,102 +469,8 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
                      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
                      const LoopConfig& config, const LoopEvents& events,
                      const std::atomic<bool>* cancel, Inbox* inbox) {
-  LoopOutcome out;
-  const auto started = Clock::now();
-  const WallWatch wall(cancel, config.max_wall_s, started);
-  const std::atomic<bool>* const stop_now = wall.stop_flag();
-  RepetitionTracker repetition;
-  auto note = [&](const std::string& s) {
-    if (events.on_note) events.on_note(s);
-  };
-  auto stop = [&out](LoopStop why, std::string detail) {
-    out.stop = why;
-    out.detail = std::move(detail);
-    return out;
-  };
-  // Appends the person's messages as user messages; false when the store failed (`out` says why).
-  auto deliver = [&](const std::vector<std::string>& texts, const char* kind) {
-    for (const auto& text : texts) {
-      if (auto r = store.append({{"type", "message"}, {"message", user_message(text)}}); !r) {
-        stop(LoopStop::kStoreError, "session store: " + r.error().message());
-        return false;
-      }
-      note(std::string(kind) + " delivered to the model");
-    }
-    return true;
-  };
-  auto wall_gate = [&] {
-    (void)store.sync();
-    note(kWallGate);
-    return stop(LoopStop::kGate, kWallGate);
-  };
-  for (;;) {
-    if (wall.expired()) return wall_gate();
-    if (cancel != nullptr && cancel->load()) return stop(LoopStop::kCancelled, "cancelled");
-    auto answer = call_model(provider, store, system_prompt, tools, config, events, stop_now);
-    if (wall.expired()) return wall_gate();  // the request was cut short by the budget
-    // A provider's Error::code is the HTTP status, not an errno: its context says it all
-    // (agent/provider.h), and message() would add strerror(status).
-    if (!answer) return stop(LoopStop::kProviderError, answer.error().context);
-    Message assistant = std::move(*answer);
-    if (events.on_answer) events.on_answer(assistant);
-    ++out.turns;
-    out.total_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, used_tokens(assistant)));
-    out.cost += cost_of(assistant);
-    // Slot 5 for the answer: persisted before anything it asks for runs.
-    if (auto r = store.append({{"type", "message"}, {"message", assistant}}); !r)
-      return stop(LoopStop::kStoreError, "session store: " + r.error().message());
-
-    // Slot 2: take the calls.
-    const std::vector<ToolCall> calls = tool_calls_of(assistant);
-    const bool cut_off = assistant.value("stopReason", "") == "length";
-    if (assistant.value("stopReason", "") == "aborted") {
-      (void)store.sync();
-      return stop(LoopStop::kCancelled, "the model call was cancelled");
-    }
-    if (calls.empty()) {
-      if (cut_off) {
-        (void)store.sync();
-        return stop(LoopStop::kGate, "the answer was cut off by the output token limit");
-      }
-      // Slot 3: no more calls means done, unless the person has more to say.
-      auto [more, kind] = said_at_the_end(inbox);
-      if (!deliver(more, kind)) return out;
-      (void)store.sync();
-      if (more.empty()) return stop(LoopStop::kDone, "");
-      if (std::string gate = gate_reached(config, out, started); !gate.empty()) {
-        note(gate);
-        return stop(LoopStop::kGate, gate);
-      }
-      continue;
-    }
-    if (events.on_call)
-      for (const auto& c : calls) events.on_call(c.name, c.arguments);
-
-    // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
-    std::vector<tools::ToolResult> results =
-        cut_off ? refuse_cut_off_calls(calls) : execute_batch(calls, tools, call_tool, stop_now);
-    auto verdict = persist_results(calls, results, repetition, config, events, store);
-    if (!verdict) return stop(LoopStop::kStoreError, "session store: " + verdict.error().message());
-    // What the person typed during the batch goes right after its results.
-    const std::vector<std::string> steering =
-        inbox ? inbox->take_steering() : std::vector<std::string>{};
-    if (!deliver(steering, "steering message")) return out;
-    (void)store.sync();  // the end of a turn: everything acknowledged is on disk
-    if (config.context_window > 0) compact_after_turn(provider, store, assistant, config, note, stop_now);
-
-    // Slot 3: stop rules, only now that the results are persisted. A tool's suggestion to
-    // stop yields to the person, who just said something the model has not answered.
-    if (verdict->all_terminate && steering.empty())
-      return stop(LoopStop::kTerminated, "every tool of the last batch asked to stop");
-    if (config.repeat_limit > 0 && verdict->worst_repeat >= config.repeat_limit)
-      return stop(LoopStop::kRepetition, "the same call failed the same way " +
-                                             std::to_string(verdict->worst_repeat) + " times");
-    if (std::string gate = gate_reached(config, out, started); !gate.empty()) {
-      note(gate);
-      return stop(LoopStop::kGate, gate);
-    }
-  }
+  Run run(provider, call_tool, store, system_prompt, tools, config, events, cancel, inbox);
+  return run.until_stopped();
 }
 
 }  // namespace moat::agent

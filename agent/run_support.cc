@@ -34,22 +34,70 @@ std::string one_line(std::string s, std::size_t max) {
 
 const char* stop_name(LoopStop s) {
   switch (s) {
-    case LoopStop::kDone:
-      return "done";
-    case LoopStop::kGate:
-      return "stopped by a gate";
-    case LoopStop::kRepetition:
-      return "stopped: repetition";
-    case LoopStop::kProviderError:
-      return "provider error";
-    case LoopStop::kStoreError:
-      return "session store error";
-    case LoopStop::kCancelled:
-      return "cancelled";
-    case LoopStop::kTerminated:
-      return "done (tools asked to stop)";
+    case LoopStop::kDone: return "done";
+    case LoopStop::kGate: return "stopped by a gate";
+    case LoopStop::kRepetition: return "stopped: repetition";
+    case LoopStop::kProviderError: return "provider error";
+    case LoopStop::kStoreError: return "session store error";
+    case LoopStop::kCancelled: return "cancelled";
+    case LoopStop::kTerminated: return "done (tools asked to stop)";
   }
   return "?";
+}
+
+// The configuration of the model behind `spec`; none for replay and unknown models.
+std::optional<providers::ModelConfig> configured_model(const std::string& spec) {
+  if (spec.rfind("replay:", 0) == 0) return std::nullopt;
+  auto cfg = providers::load_config();
+  if (!cfg) return std::nullopt;
+  auto m = providers::resolve_model(spec, *cfg);
+  if (!m) return std::nullopt;
+  return m->model;
+}
+
+// Cost and the cache-miss audit of every answer, with the model's prices; written into the
+// answer (so into the session) and shown when a miss is worth mentioning.
+std::function<void(Message&)> account_answers(const std::string& model_spec,
+                                              std::function<void()> end_line) {
+  struct Accounting {
+    providers::Pricing pricing;
+    std::optional<providers::CacheState> previous;
+    providers::SessionTotals totals;
+  };
+  auto acc = std::make_shared<Accounting>();
+  if (auto m = configured_model(model_spec)) acc->pricing = m->pricing;  // else: costs 0
+  return [acc, model_spec, end_line](Message& answer) {
+    end_line();
+    const auto usage = providers::Usage::from_message(answer);
+    const auto cost = providers::cost_of(usage, acc->pricing);
+    answer["cost"] = cost.to_json();
+    acc->totals.add(usage, cost);
+    const auto now = std::chrono::system_clock::now();
+    if (auto miss = providers::audit_cache(acc->previous, model_spec, usage, acc->pricing, now)) {
+      answer["cacheMiss"] = miss->to_json();
+      std::printf("moat: cache miss: %lld tokens not read from the cache (%s), $%.4f\n",
+                  static_cast<long long>(miss->missed_tokens), miss->reason.c_str(), miss->cost);
+    }
+    acc->previous = providers::CacheState{model_spec, usage.prompt(), now};
+  };
+}
+
+// The tail of a result's text: for a test run, the last lines say whether it passed.
+void print_result(const std::string&, const tools::ToolResult& r) {
+  std::string text;
+  for (const auto& b : r.content)
+    if (b.value("type", "") == "text") text += b.value("text", "");
+  std::string tail = text.size() > 4000 ? "..." + text.substr(text.size() - 4000) : text;
+  std::printf("    %s\n", r.is_error ? "[error]" : "[ok]");
+  std::size_t start = 0;
+  while (start < tail.size()) {
+    std::size_t nl = tail.find('\n', start);
+    std::string line = tail.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    std::printf("    | %s\n", line.c_str());
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -129,11 +177,8 @@ Result<std::unique_ptr<Provider>> open_provider(const std::string& spec) {
 }
 
 std::int64_t model_context_window(const std::string& spec) {
-  if (spec.rfind("replay:", 0) == 0) return 0;
-  auto cfg = providers::load_config();
-  if (!cfg) return 0;
-  auto m = providers::resolve_model(spec, *cfg);
-  return m ? m->model.context_window : 0;
+  auto m = configured_model(spec);
+  return m ? m->context_window : 0;
 }
 
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
@@ -167,21 +212,6 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
 
 LoopEvents console_events(const std::string& model_spec) {
   LoopEvents ev;
-  // Cost and the cache-miss audit of every answer, with the model's prices; written into
-  // the answer (so into the session) and shown when a miss is worth mentioning.
-  providers::Pricing pricing;
-  if (model_spec.rfind("replay:", 0) != 0) {
-    if (auto cfg = providers::load_config(); cfg) {
-      if (auto m = providers::resolve_model(model_spec, *cfg); m) pricing = m->model.pricing;
-    }
-  }
-  struct Accounting {
-    providers::Pricing pricing;
-    std::optional<providers::CacheState> previous;
-    providers::SessionTotals totals;
-  };
-  auto acc = std::make_shared<Accounting>();
-  acc->pricing = pricing;
   // The model's text arrives in pieces; a line of ours (a call, a note) starts on a line of
   // its own, and the answer ends with a newline.
   auto mid_line = std::make_shared<bool>(false);
@@ -189,20 +219,7 @@ LoopEvents console_events(const std::string& model_spec) {
     if (*mid_line) std::fputc('\n', stdout);
     *mid_line = false;
   };
-  ev.on_answer = [acc, model_spec, end_line](Message& answer) {
-    end_line();
-    const auto usage = providers::Usage::from_message(answer);
-    const auto cost = providers::cost_of(usage, acc->pricing);
-    answer["cost"] = cost.to_json();
-    acc->totals.add(usage, cost);
-    const auto now = std::chrono::system_clock::now();
-    if (auto miss = providers::audit_cache(acc->previous, model_spec, usage, acc->pricing, now)) {
-      answer["cacheMiss"] = miss->to_json();
-      std::printf("moat: cache miss: %lld tokens not read from the cache (%s), $%.4f\n",
-                  static_cast<long long>(miss->missed_tokens), miss->reason.c_str(), miss->cost);
-    }
-    acc->previous = providers::CacheState{model_spec, usage.prompt(), now};
-  };
+  ev.on_answer = account_answers(model_spec, end_line);
   ev.on_text = [mid_line](std::string_view t) {
     if (t.empty()) return;
     std::fwrite(t.data(), 1, t.size(), stdout);
@@ -214,23 +231,7 @@ LoopEvents console_events(const std::string& model_spec) {
     std::printf("  > %s: %s\n", tool.c_str(), one_line(shown, 160).c_str());
     std::fflush(stdout);
   };
-  ev.on_result = [](const std::string&, const tools::ToolResult& r) {
-    std::string text;
-    for (const auto& b : r.content)
-      if (b.value("type", "") == "text") text += b.value("text", "");
-    // The tail: for a test run, the last lines say whether it passed.
-    std::string tail = text.size() > 4000 ? "..." + text.substr(text.size() - 4000) : text;
-    std::printf("    %s\n", r.is_error ? "[error]" : "[ok]");
-    std::size_t start = 0;
-    while (start < tail.size()) {
-      std::size_t nl = tail.find('\n', start);
-      std::string line = tail.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-      std::printf("    | %s\n", line.c_str());
-      if (nl == std::string::npos) break;
-      start = nl + 1;
-    }
-    std::fflush(stdout);
-  };
+  ev.on_result = print_result;
   ev.on_note = [end_line](const std::string& n) {
     end_line();
     std::printf("moat: %s\n", n.c_str());

@@ -1,8 +1,7 @@
 // agent/providers/anthropic_decoder.cc: Anthropic Messages stream events.
 #include <map>
 
-#include "agent/providers/decoder.h"
-#include "agent/providers/json_util.h"
+#include "agent/providers/decoder_base.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -22,9 +21,9 @@ constexpr const char* kUsageFields[] = {"input_tokens", "output_tokens",
                                         "cache_creation_input_tokens",
                                         "cache_read_input_tokens"};
 
-class AnthropicDecoder final : public StreamDecoder {
+class AnthropicDecoder final : public DecoderBase {
  public:
-  explicit AnthropicDecoder(DecoderContext ctx) : ctx_(std::move(ctx)) {
+  explicit AnthropicDecoder(DecoderContext ctx) : DecoderBase(std::move(ctx)) {
     for (const char* f : kUsageFields) usage_[f] = nullptr;
     usage_["ephemeral_5m_input_tokens"] = nullptr;
     usage_["ephemeral_1h_input_tokens"] = nullptr;
@@ -32,11 +31,8 @@ class AnthropicDecoder final : public StreamDecoder {
 
   void on_event(const SseEvent& ev) override {
     ++data_events_;
-    auto j = parse_json(ev.data);
-    if (!j || !j->is_object()) {
-      set_failure({502, "malformed_chunk", "event data is not a JSON object"});
-      return;
-    }
+    auto j = data_object(ev, "event data is not a JSON object");
+    if (!j) return;
     // The JSON "type" is authoritative; the `event:` line repeats it.
     const std::string type = string_field(*j, "type").value_or(ev.type);
     if (type == "message_start") {
@@ -60,7 +56,6 @@ class AnthropicDecoder final : public StreamDecoder {
   void end_of_stream() override {
     if (!saw_message_stop_) set_failure({502, "incomplete_stream", "stream ended before message_stop"});
   }
-  std::optional<StreamFailure> failure() const override { return failure_; }
 
   json normalized(size_t /*comment_lines*/) const override {
     json blocks = json::array();
@@ -106,11 +101,9 @@ class AnthropicDecoder final : public StreamDecoder {
       }
     }
     auto u = [&](const char* k) { return usage_[k].is_number() ? usage_[k].get<int64_t>() : 0; };
-    return {{"role", "assistant"}, {"content", content}, {"stopReason", stop_reason()},
-            {"usage", usage_json(u("input_tokens"), u("output_tokens"),
-                                 u("cache_read_input_tokens"), u("cache_creation_input_tokens"),
-                                 u("ephemeral_1h_input_tokens"))},
-            {"provider", ctx_.provider}, {"model", ctx_.model.empty() ? model_ : ctx_.model}};
+    return answer(content, stop_reason(),
+                  usage_json(u("input_tokens"), u("output_tokens"), u("cache_read_input_tokens"),
+                             u("cache_creation_input_tokens"), u("ephemeral_1h_input_tokens")));
   }
 
  private:
@@ -143,13 +136,9 @@ class AnthropicDecoder final : public StreamDecoder {
     if (!b || !d) return;
     const std::string dt = string_field(*d, "type").value_or("");
     if (dt == "text_delta") {
-      const std::string t = string_field(*d, "text").value_or("");
-      b->text += t;
-      if (ctx_.stream && ctx_.stream->on_text && !t.empty()) ctx_.stream->on_text(t);
+      append_piece(b->text, string_field(*d, "text").value_or(""), false);
     } else if (dt == "thinking_delta") {
-      const std::string t = string_field(*d, "thinking").value_or("");
-      b->thinking += t;
-      if (ctx_.stream && ctx_.stream->on_reasoning && !t.empty()) ctx_.stream->on_reasoning(t);
+      append_piece(b->thinking, string_field(*d, "thinking").value_or(""), true);
     } else if (dt == "signature_delta") {
       b->signature += string_field(*d, "signature").value_or("");
     } else if (dt == "input_json_delta") {
@@ -225,20 +214,11 @@ class AnthropicDecoder final : public StreamDecoder {
     return "stop";
   }
 
-  void set_failure(StreamFailure f) {
-    if (!failure_) failure_ = std::move(f);
-  }
-
-  DecoderContext ctx_;
   std::map<int64_t, Block> blocks_;
   json message_id_ = nullptr;
-  std::string model_;
   json stop_reason_ = nullptr, stop_sequence_ = nullptr;
   json usage_ = json::object();
-  json error_ = nullptr;
   bool saw_message_stop_ = false;
-  size_t data_events_ = 0;
-  std::optional<StreamFailure> failure_;
 };
 
 }  // namespace

@@ -7,38 +7,31 @@ namespace {
 
 const json kEphemeral = {{"type", "ephemeral"}};
 
-json content_blocks(const json& content) {
-  json out = json::array();
-  if (content.is_string()) {
-    out.push_back({{"type", "text"}, {"text", content}});
-    return out;
+// One block of moat's content in the Messages API's shape.
+void add_block(const json& b, const std::string& t, json& out) {
+  if (t == "text" && !string_field(b, "text").value_or("").empty()) {
+    out.push_back({{"type", "text"}, {"text", b["text"]}});
+  } else if (t == "image") {
+    out.push_back({{"type", "image"},
+                   {"source", {{"type", "base64"}, {"media_type", raw_field(b, "mimeType")},
+                               {"data", raw_field(b, "data")}}}});
+  } else if (t == "thinking") {
+    // A thinking block is only accepted back with the signature Anthropic gave it; a
+    // redacted one goes back as the encrypted data it came as.
+    if (auto data = string_field(b, "redacted"); data && !data->empty())
+      out.push_back({{"type", "redacted_thinking"}, {"data", *data}});
+    else if (auto sig = string_field(b, "signature"); sig && !sig->empty())
+      out.push_back({{"type", "thinking"}, {"thinking", raw_field(b, "thinking")},
+                     {"signature", *sig}});
+  } else if (t == "toolCall") {
+    json input = raw_field(b, "arguments");
+    out.push_back({{"type", "tool_use"}, {"id", raw_field(b, "id")},
+                   {"name", raw_field(b, "name")},
+                   {"input", input.is_object() ? input : json::object()}});
   }
-  if (!content.is_array()) return out;
-  for (const auto& b : content) {
-    const std::string t = string_field(b, "type").value_or("");
-    if (t == "text" && !string_field(b, "text").value_or("").empty()) {
-      out.push_back({{"type", "text"}, {"text", b["text"]}});
-    } else if (t == "image") {
-      out.push_back({{"type", "image"},
-                     {"source", {{"type", "base64"}, {"media_type", raw_field(b, "mimeType")},
-                                 {"data", raw_field(b, "data")}}}});
-    } else if (t == "thinking") {
-      // A thinking block is only accepted back with the signature Anthropic gave it; a
-      // redacted one goes back as the encrypted data it came as.
-      if (auto data = string_field(b, "redacted"); data && !data->empty())
-        out.push_back({{"type", "redacted_thinking"}, {"data", *data}});
-      else if (auto sig = string_field(b, "signature"); sig && !sig->empty())
-        out.push_back({{"type", "thinking"}, {"thinking", raw_field(b, "thinking")},
-                       {"signature", *sig}});
-    } else if (t == "toolCall") {
-      json input = raw_field(b, "arguments");
-      out.push_back({{"type", "tool_use"}, {"id", raw_field(b, "id")},
-                     {"name", raw_field(b, "name")},
-                     {"input", input.is_object() ? input : json::object()}});
-    }
-  }
-  return out;
 }
+
+json content_blocks(const json& content) { return wire_blocks(content, "text", add_block); }
 
 json tool_result_block(const json& m) {
   json block = {{"type", "tool_result"}, {"tool_use_id", raw_field(m, "toolCallId")},

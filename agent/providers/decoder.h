@@ -21,6 +21,8 @@ enum class Api { kOpenAiChat, kAnthropic, kOpenAiResponses };
 // "openai-chat" | "anthropic" | "openai-responses".
 Result<Api> parse_api(std::string_view name);
 std::string_view api_name(Api api);
+// The URL path each API posts to, after the provider's base_url.
+std::string_view api_path(Api api);
 
 // A failure the stream itself reported (an error event, an error object inside a chunk, a
 // malformed chunk) or implied (it ended before its terminal event). `status` is the HTTP
@@ -68,6 +70,27 @@ nlohmann::json tool_call_block(const std::string& id, const std::string& name,
                                const std::string& raw_arguments, bool closed = true);
 nlohmann::json usage_json(int64_t input, int64_t output, int64_t cache_read,
                           int64_t cache_write, int64_t cache_write_1h);
+
+// OpenAI's two APIs count tokens alike under different names: Chat's prompt/completion,
+// Responses' input/output, each with a details object holding the cached (input) and
+// reasoning (output) part.
+struct OpenAiUsageNames {
+  const char* input;
+  const char* output;
+  const char* input_details;
+  const char* output_details;
+};
+inline constexpr OpenAiUsageNames kChatUsageNames{"prompt_tokens", "completion_tokens",
+                                                  "prompt_tokens_details",
+                                                  "completion_tokens_details"};
+inline constexpr OpenAiUsageNames kResponsesUsageNames{"input_tokens", "output_tokens",
+                                                       "input_tokens_details",
+                                                       "output_tokens_details"};
+// The usage object of the normalised parse: the counts as sent, null where absent.
+nlohmann::json normalized_openai_usage(const nlohmann::json& usage, const OpenAiUsageNames& names);
+// moat's usage (usage_json): the input count includes the cached part, and moat's "input"
+// bucket is the uncached rest.
+nlohmann::json openai_message_usage(const nlohmann::json& usage, const OpenAiUsageNames& names);
 
 // Runs `body` through SseParser and the decoder, fed in pieces cut at `cuts` (sorted byte
 // offsets; empty means one piece). Used by `moat provider parse` and the replay tests.

@@ -197,15 +197,6 @@ class HttpProvider final : public Provider {
 
 }  // namespace
 
-std::string_view api_path(Api api) {
-  switch (api) {
-    case Api::kOpenAiChat: return "/chat/completions";
-    case Api::kAnthropic: return "/messages";
-    case Api::kOpenAiResponses: return "/responses";
-  }
-  return "";
-}
-
 std::unique_ptr<Provider> make_http_provider(ProviderSettings settings) {
   return std::make_unique<HttpProvider>(std::move(settings));
 }

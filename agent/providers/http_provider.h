@@ -43,7 +43,4 @@ struct ProviderSettings {
 // streamed so far and no tool calls, so the session stays consistent.
 std::unique_ptr<Provider> make_http_provider(ProviderSettings settings);
 
-// The URL path each API posts to, after base_url.
-std::string_view api_path(Api api);
-
 }  // namespace moat::agent::providers

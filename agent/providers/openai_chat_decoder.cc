@@ -3,8 +3,7 @@
 #include <map>
 #include <vector>
 
-#include "agent/providers/decoder.h"
-#include "agent/providers/json_util.h"
+#include "agent/providers/decoder_base.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -16,9 +15,9 @@ struct ToolCallAcc {
   std::string arguments;
 };
 
-class OpenAiChatDecoder final : public StreamDecoder {
+class OpenAiChatDecoder final : public DecoderBase {
  public:
-  explicit OpenAiChatDecoder(DecoderContext ctx) : ctx_(std::move(ctx)) {}
+  explicit OpenAiChatDecoder(DecoderContext ctx) : DecoderBase(std::move(ctx)) {}
 
   void on_event(const SseEvent& ev) override {
     // Events after a failure still feed the normalised parse (OpenRouter sends [DONE] after
@@ -34,12 +33,7 @@ class OpenAiChatDecoder final : public StreamDecoder {
       saw_done_ = true;
       return;
     }
-    auto j = parse_json(ev.data);
-    if (!j || !j->is_object()) {
-      if (!failure_) failure_ = StreamFailure{502, "malformed_chunk", "chunk is not a JSON object"};
-      return;
-    }
-    on_chunk(*j);
+    if (auto j = data_object(ev, "chunk is not a JSON object")) on_chunk(*j);
   }
 
   void end_of_stream() override {
@@ -51,8 +45,6 @@ class OpenAiChatDecoder final : public StreamDecoder {
                                saw_done_ ? "stream ended without a finish reason"
                                          : "stream ended before its finish reason"};
   }
-
-  std::optional<StreamFailure> failure() const override { return failure_; }
 
   json normalized(size_t comment_lines) const override {
     json calls = json::array();
@@ -79,9 +71,7 @@ class OpenAiChatDecoder final : public StreamDecoder {
       content.push_back({{"type", "thinking"}, {"thinking", reasoning_}});
     if (!text_.empty()) content.push_back({{"type", "text"}, {"text", text_}});
     for (const auto& c : calls_) content.push_back(tool_call_block(c.id, c.name, c.arguments));
-    return {{"role", "assistant"}, {"content", content}, {"stopReason", stop_reason()},
-            {"usage", message_usage()}, {"provider", ctx_.provider},
-            {"model", ctx_.model.empty() ? model_ : ctx_.model}};
+    return answer(content, stop_reason(), message_usage());
   }
 
  private:
@@ -105,7 +95,7 @@ class OpenAiChatDecoder final : public StreamDecoder {
 
   void on_choice(const json& choice) {
     if (const json* delta = field(choice, "delta")) {
-      if (auto t = string_field(*delta, "content")) append_text(*t);
+      if (auto t = string_field(*delta, "content")) append_piece(text_, *t, false);
       // reasoning_content: llama.cpp, vLLM, DeepSeek; reasoning: OpenRouter, Groq, Ollama.
       for (const char* key : {"reasoning_content", "reasoning"})
         if (auto r = string_field(*delta, key)) append_reasoning(*r);
@@ -141,14 +131,9 @@ class OpenAiChatDecoder final : public StreamDecoder {
     return &calls_.back();
   }
 
-  void append_text(const std::string& t) {
-    text_ += t;
-    if (ctx_.stream && ctx_.stream->on_text && !t.empty()) ctx_.stream->on_text(t);
-  }
   void append_reasoning(const std::string& r) {
     has_reasoning_ = true;
-    reasoning_ += r;
-    if (ctx_.stream && ctx_.stream->on_reasoning && !r.empty()) ctx_.stream->on_reasoning(r);
+    append_piece(reasoning_, r, true);
   }
 
   void fail_from_error() {
@@ -170,27 +155,9 @@ class OpenAiChatDecoder final : public StreamDecoder {
   }
 
   json normalized_usage() const {
-    if (usage_.is_null()) return nullptr;
-    json cached = nullptr, reasoning = nullptr;
-    if (const json* d = field(usage_, "prompt_tokens_details"))
-      cached = int_or_null(int_field(*d, "cached_tokens"));
-    if (const json* d = field(usage_, "completion_tokens_details"))
-      reasoning = int_or_null(int_field(*d, "reasoning_tokens"));
-    return {{"prompt_tokens", int_or_null(int_field(usage_, "prompt_tokens"))},
-            {"completion_tokens", int_or_null(int_field(usage_, "completion_tokens"))},
-            {"total_tokens", int_or_null(int_field(usage_, "total_tokens"))},
-            {"cached_tokens", cached}, {"reasoning_tokens", reasoning}};
+    return usage_.is_null() ? json(nullptr) : normalized_openai_usage(usage_, kChatUsageNames);
   }
-
-  json message_usage() const {
-    // prompt_tokens includes the cached part; moat's "input" bucket is the uncached rest.
-    const int64_t prompt = int_field(usage_, "prompt_tokens").value_or(0);
-    int64_t cached = 0;
-    if (const json* d = field(usage_, "prompt_tokens_details"))
-      cached = int_field(*d, "cached_tokens").value_or(0);
-    return usage_json(prompt - cached, int_field(usage_, "completion_tokens").value_or(0),
-                      cached, 0, 0);
-  }
+  json message_usage() const { return openai_message_usage(usage_, kChatUsageNames); }
 
   std::string stop_reason() const {
     if (failure_) return "error";
@@ -202,16 +169,12 @@ class OpenAiChatDecoder final : public StreamDecoder {
     return "stop";
   }
 
-  DecoderContext ctx_;
-  std::string text_, reasoning_, model_;
+  std::string text_, reasoning_;
   bool has_reasoning_ = false;
   std::vector<ToolCallAcc> calls_;
   std::optional<std::string> finish_reason_;
   json usage_ = nullptr;
-  json error_ = nullptr;
   bool saw_done_ = false;
-  size_t data_events_ = 0;
-  std::optional<StreamFailure> failure_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/provider.h"
+#include "agent/providers/json_util.h"
 
 namespace moat::agent::providers {
 
@@ -32,5 +33,22 @@ nlohmann::json responses_body(const ModelRequest& request, const BodyOptions& op
 
 // The text blocks of a content array (or a plain string) joined with "\n".
 std::string joined_text(const nlohmann::json& content);
+
+// moat's message content as an array of wire blocks: a plain string is one
+// {"type": text_type, "text": ...} block; each block of an array goes through
+// `convert(block, its type, out)`, which appends what the API wants for it (maybe nothing);
+// anything else is no blocks.
+template <typename Convert>
+nlohmann::json wire_blocks(const nlohmann::json& content, const char* text_type,
+                           Convert convert) {
+  nlohmann::json out = nlohmann::json::array();
+  if (content.is_string()) {
+    out.push_back({{"type", text_type}, {"text", content}});
+    return out;
+  }
+  if (!content.is_array()) return out;
+  for (const auto& b : content) convert(b, string_field(b, "type").value_or(""), out);
+  return out;
+}
 
 }  // namespace moat::agent::providers

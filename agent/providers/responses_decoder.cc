@@ -1,8 +1,7 @@
 // agent/providers/responses_decoder.cc: OpenAI Responses API stream events.
 #include <map>
 
-#include "agent/providers/decoder.h"
-#include "agent/providers/json_util.h"
+#include "agent/providers/decoder_base.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -14,17 +13,14 @@ struct Item {
   bool done = false;  // response.output_item.done arrived
 };
 
-class ResponsesDecoder final : public StreamDecoder {
+class ResponsesDecoder final : public DecoderBase {
  public:
-  explicit ResponsesDecoder(DecoderContext ctx) : ctx_(std::move(ctx)) {}
+  explicit ResponsesDecoder(DecoderContext ctx) : DecoderBase(std::move(ctx)) {}
 
   void on_event(const SseEvent& ev) override {
     ++data_events_;
-    auto j = parse_json(ev.data);
-    if (!j || !j->is_object()) {
-      set_failure({502, "malformed_chunk", "event data is not a JSON object"});
-      return;
-    }
+    auto j = data_object(ev, "event data is not a JSON object");
+    if (!j) return;
     const std::string type = string_field(*j, "type").value_or(ev.type);
     if (type == "response.output_item.added" || type == "response.output_item.done") {
       on_item(*j, type == "response.output_item.done");
@@ -33,10 +29,10 @@ class ResponsesDecoder final : public StreamDecoder {
     } else if (type == "response.function_call_arguments.done") {
       if (Item* it = item_at(*j)) it->arguments = string_field(*j, "arguments").value_or(*it->arguments);
     } else if (type == "response.output_text.delta") {
-      emit(text_, string_field(*j, "delta").value_or(""), false);
+      append_piece(text_, string_field(*j, "delta").value_or(""), false);
     } else if (type == "response.reasoning_summary_text.delta" ||
                type == "response.reasoning_text.delta") {
-      emit(reasoning_, string_field(*j, "delta").value_or(""), true);
+      append_piece(reasoning_, string_field(*j, "delta").value_or(""), true);
     } else if (type == "response.completed" || type == "response.failed" ||
                type == "response.incomplete") {
       on_final(*j);
@@ -51,7 +47,6 @@ class ResponsesDecoder final : public StreamDecoder {
     if (status_.is_null())
       set_failure({502, "incomplete_stream", "stream ended before response.completed"});
   }
-  std::optional<StreamFailure> failure() const override { return failure_; }
 
   json normalized(size_t /*comment_lines*/) const override {
     json items = json::array();
@@ -83,9 +78,7 @@ class ResponsesDecoder final : public StreamDecoder {
       if (it.id.is_string()) block["itemId"] = it.id;
       content.push_back(block);
     }
-    return {{"role", "assistant"}, {"content", content}, {"stopReason", stop_reason(has_calls)},
-            {"usage", message_usage()}, {"provider", ctx_.provider},
-            {"model", ctx_.model.empty() ? model_ : ctx_.model}};
+    return answer(content, stop_reason(has_calls), message_usage());
   }
 
  private:
@@ -154,33 +147,11 @@ class ResponsesDecoder final : public StreamDecoder {
     return 500;
   }
 
-  void emit(std::string& acc, const std::string& piece, bool reasoning) {
-    acc += piece;
-    if (!ctx_.stream || piece.empty()) return;
-    const auto& cb = reasoning ? ctx_.stream->on_reasoning : ctx_.stream->on_text;
-    if (cb) cb(piece);
-  }
-
   json normalized_usage() const {
-    if (!usage_.is_object()) return nullptr;
-    json cached = nullptr, reasoning = nullptr;
-    if (const json* d = field(usage_, "input_tokens_details"))
-      cached = int_or_null(int_field(*d, "cached_tokens"));
-    if (const json* d = field(usage_, "output_tokens_details"))
-      reasoning = int_or_null(int_field(*d, "reasoning_tokens"));
-    return {{"input_tokens", int_or_null(int_field(usage_, "input_tokens"))},
-            {"output_tokens", int_or_null(int_field(usage_, "output_tokens"))},
-            {"total_tokens", int_or_null(int_field(usage_, "total_tokens"))},
-            {"cached_tokens", cached}, {"reasoning_tokens", reasoning}};
+    return usage_.is_object() ? normalized_openai_usage(usage_, kResponsesUsageNames)
+                              : json(nullptr);
   }
-
-  json message_usage() const {
-    const int64_t input = int_field(usage_, "input_tokens").value_or(0);
-    int64_t cached = 0;
-    if (const json* d = field(usage_, "input_tokens_details"))
-      cached = int_field(*d, "cached_tokens").value_or(0);
-    return usage_json(input - cached, int_field(usage_, "output_tokens").value_or(0), cached, 0, 0);
-  }
+  json message_usage() const { return openai_message_usage(usage_, kResponsesUsageNames); }
 
   std::string stop_reason(bool has_calls) const {
     if (failure_ || status_ == "failed") return "error";
@@ -191,17 +162,10 @@ class ResponsesDecoder final : public StreamDecoder {
     return has_calls ? "toolUse" : "stop";
   }
 
-  void set_failure(StreamFailure f) {
-    if (!failure_) failure_ = std::move(f);
-  }
-
-  DecoderContext ctx_;
   std::map<int64_t, Item> items_;
-  std::string text_, reasoning_, model_;
-  json status_ = nullptr, usage_ = nullptr, error_ = nullptr;
+  std::string text_, reasoning_;
+  json status_ = nullptr, usage_ = nullptr;
   json response_error_ = nullptr, incomplete_details_ = nullptr;
-  size_t data_events_ = 0;
-  std::optional<StreamFailure> failure_;
 };
 
 }  // namespace

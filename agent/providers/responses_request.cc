@@ -5,23 +5,15 @@
 namespace moat::agent::providers {
 namespace {
 
-json user_parts(const json& content) {
-  json parts = json::array();
-  if (content.is_string()) {
-    parts.push_back({{"type", "input_text"}, {"text", content}});
-    return parts;
-  }
-  if (!content.is_array()) return parts;
-  for (const auto& b : content) {
-    const std::string t = string_field(b, "type").value_or("");
-    if (t == "text") parts.push_back({{"type", "input_text"}, {"text", raw_field(b, "text")}});
-    if (t == "image")
-      parts.push_back({{"type", "input_image"},
-                       {"image_url", "data:" + string_field(b, "mimeType").value_or("") +
-                                         ";base64," + string_field(b, "data").value_or("")}});
-  }
-  return parts;
+void add_user_part(const json& b, const std::string& t, json& parts) {
+  if (t == "text") parts.push_back({{"type", "input_text"}, {"text", raw_field(b, "text")}});
+  if (t == "image")
+    parts.push_back({{"type", "input_image"},
+                     {"image_url", "data:" + string_field(b, "mimeType").value_or("") +
+                                       ";base64," + string_field(b, "data").value_or("")}});
 }
+
+json user_parts(const json& content) { return wire_blocks(content, "input_text", add_user_part); }
 
 void append_assistant(const json& m, json& input) {
   const json content = raw_field(m, "content");
