@@ -42,6 +42,14 @@ inline bool is_utf8(std::string_view s) {
   return true;
 }
 
+// Appends the byte as \xNN: how text shown to a person (quoted(), a session's one-line views)
+// writes a byte that must not reach the terminal as it is.
+inline void append_hex_escape(std::string& out, unsigned char c) {
+  char esc[8];
+  std::snprintf(esc, sizeof esc, "\\x%02x", c);
+  out += esc;
+}
+
 // `s` with each byte that is not part of well-formed UTF-8 written as \xNN: a path or word
 // shown to a person stays distinct from its neighbours, where U+FFFD would merge them.
 inline std::string hex_escape_non_utf8(std::string_view s) {
@@ -52,9 +60,7 @@ inline std::string hex_escape_non_utf8(std::string_view s) {
       s.remove_prefix(n);
       continue;
     }
-    char esc[8];
-    std::snprintf(esc, sizeof esc, "\\x%02x", static_cast<unsigned char>(s[0]));
-    out += esc;
+    append_hex_escape(out, static_cast<unsigned char>(s[0]));
     s.remove_prefix(1);
   }
   return out;

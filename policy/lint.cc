@@ -29,40 +29,48 @@ bool covers_programs(const CommandRule& b, const CommandRule& a) {
   });
 }
 
-void shadowed_commands(const std::vector<LoadedLayer>& layers, std::vector<Finding>& out) {
-  std::vector<const CommandRule*> all;
+// Every rule `a` of one kind that a rule `b` with a stronger verdict always decides first:
+// `covers(b, a)` says b matches whatever a matches, and `says(a, b)` words the warning.
+template <typename Rule, typename Covers, typename Says>
+void shadowed(const std::vector<LoadedLayer>& layers, std::vector<Rule> PolicyFile::*kind,
+              Covers covers, Says says, std::vector<Finding>& out) {
+  std::vector<const Rule*> all;
   for (const auto& l : layers)
-    for (const auto& r : l.file.command) all.push_back(&r);
+    for (const auto& r : l.file.*kind) all.push_back(&r);
   for (const auto* a : all) {
     for (const auto* b : all) {
-      if (a == b || b->decision <= a->decision || !unconditional(*b) || !covers_programs(*b, *a)) continue;
-      out.push_back({"warning", where_of(a->pos),
-                     "rule " + a->id + " (" + verdict_name(a->decision) + ") can never decide: " + b->id +
-                         " (" + verdict_name(b->decision) + ", " + where_of(b->pos) +
-                         ") matches every command it matches"});
+      if (a == b || b->decision <= a->decision || !covers(*b, *a)) continue;
+      out.push_back({"warning", where_of(a->pos), says(*a, *b)});
       break;
     }
   }
 }
 
+void shadowed_commands(const std::vector<LoadedLayer>& layers, std::vector<Finding>& out) {
+  auto covers = [](const CommandRule& b, const CommandRule& a) {
+    return unconditional(b) && covers_programs(b, a);
+  };
+  auto says = [](const CommandRule& a, const CommandRule& b) {
+    return "rule " + a.id + " (" + verdict_name(a.decision) + ") can never decide: " + b.id +
+           " (" + verdict_name(b.decision) + ", " + where_of(b.pos) +
+           ") matches every command it matches";
+  };
+  shadowed(layers, &PolicyFile::command, covers, says, out);
+}
+
 void shadowed_tools(const std::vector<LoadedLayer>& layers, std::vector<Finding>& out) {
-  std::vector<const ToolRule*> all;
-  for (const auto& l : layers)
-    for (const auto& r : l.file.tool) all.push_back(&r);
-  for (const auto* a : all) {
-    for (const auto* b : all) {
-      if (a == b || b->decision <= a->decision || !b->unless.tool.empty() || !b->unless.server.empty()) continue;
-      bool covers = std::all_of(a->tool.begin(), a->tool.end(), [&](const std::string& t) {
-        return std::find(b->tool.begin(), b->tool.end(), t) != b->tool.end() ||
-               std::find(b->tool.begin(), b->tool.end(), "*") != b->tool.end();
-      });
-      if (!covers) continue;
-      out.push_back({"warning", where_of(a->pos),
-                     "rule " + a->id + " can never decide: " + b->id + " (" + verdict_name(b->decision) +
-                         ") matches every tool it matches"});
-      break;
-    }
-  }
+  auto covers = [](const ToolRule& b, const ToolRule& a) {
+    if (!b.unless.tool.empty() || !b.unless.server.empty()) return false;
+    return std::all_of(a.tool.begin(), a.tool.end(), [&](const std::string& t) {
+      return std::find(b.tool.begin(), b.tool.end(), t) != b.tool.end() ||
+             std::find(b.tool.begin(), b.tool.end(), "*") != b.tool.end();
+    });
+  };
+  auto says = [](const ToolRule& a, const ToolRule& b) {
+    return "rule " + a.id + " can never decide: " + b.id + " (" + verdict_name(b.decision) +
+           ") matches every tool it matches";
+  };
+  shadowed(layers, &PolicyFile::tool, covers, says, out);
 }
 
 bool in_matched(const Decision& d, const json& rule) {

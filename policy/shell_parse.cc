@@ -358,45 +358,48 @@ class Lexer {
     return true;
   }
 
-  bool lex_arith(Word& w, bool quoted) {
+  // Where the bracket after pos_ closes, nested pairs counted (with `escapes`, a backslash
+  // hides the next character); npos when it never does.
+  std::size_t closing(char open, char close, bool escapes) const {
     int depth = 0;
     for (std::size_t i = pos_ + 1; i < src_.size(); ++i) {
-      if (src_[i] == '(') ++depth;
-      if (src_[i] == ')' && --depth == 0) {
-        std::string inner(src_.substr(pos_ + 3, i > pos_ + 4 ? i - pos_ - 4 : 0));
-        if (has_command_subst(inner)) problems_.push_back("command substitution inside $((...))");
-        add(w, SegKind::kSubst, std::string(src_.substr(pos_, i + 1 - pos_)), quoted);
-        pos_ = i + 1;
-        return true;
-      }
-    }
-    return error("unterminated $((");
-  }
-
-  bool lex_braced_param(Word& w, bool quoted) {
-    int depth = 0;
-    for (std::size_t i = pos_ + 1; i < src_.size(); ++i) {
-      if (src_[i] == '\\') {
+      if (escapes && src_[i] == '\\') {
         ++i;
         continue;
       }
-      if (src_[i] == '{') ++depth;
-      if (src_[i] == '}' && --depth == 0) {
-        std::string_view inner = src_.substr(pos_ + 2, i - pos_ - 2);
-        bool plain = !inner.empty() && (std::all_of(inner.begin(), inner.end(), is_name_char) ||
-                                        (inner.size() == 1 && std::string_view("@*#?-$!").find(inner[0]) != std::string_view::npos));
-        if (plain) {
-          add(w, SegKind::kVar, std::string(inner), quoted);
-        } else {
-          // ${x:-$(cmd)} runs cmd; we do not model parameter operators, so say so.
-          if (has_command_subst(inner)) problems_.push_back("command substitution inside ${...}");
-          add(w, SegKind::kSubst, std::string(src_.substr(pos_, i + 1 - pos_)), quoted);
-        }
-        pos_ = i + 1;
-        return true;
-      }
+      if (src_[i] == open) ++depth;
+      if (src_[i] == close && --depth == 0) return i;
     }
-    return error("unterminated ${");
+    return std::string_view::npos;
+  }
+
+  bool lex_arith(Word& w, bool quoted) {
+    const std::size_t end = closing('(', ')', false);
+    if (end == std::string_view::npos) return error("unterminated $((");
+    std::string inner(src_.substr(pos_ + 3, end > pos_ + 4 ? end - pos_ - 4 : 0));
+    if (has_command_subst(inner)) problems_.push_back("command substitution inside $((...))");
+    add(w, SegKind::kSubst, std::string(src_.substr(pos_, end + 1 - pos_)), quoted);
+    pos_ = end + 1;
+    return true;
+  }
+
+  bool lex_braced_param(Word& w, bool quoted) {
+    const std::size_t end = closing('{', '}', true);
+    if (end == std::string_view::npos) return error("unterminated ${");
+    std::string_view inner = src_.substr(pos_ + 2, end - pos_ - 2);
+    const bool special = inner.size() == 1 && std::string_view("@*#?-$!").find(inner[0]) !=
+                                                  std::string_view::npos;
+    bool plain =
+        !inner.empty() && (std::all_of(inner.begin(), inner.end(), is_name_char) || special);
+    if (plain) {
+      add(w, SegKind::kVar, std::string(inner), quoted);
+    } else {
+      // ${x:-$(cmd)} runs cmd; we do not model parameter operators, so say so.
+      if (has_command_subst(inner)) problems_.push_back("command substitution inside ${...}");
+      add(w, SegKind::kSubst, std::string(src_.substr(pos_, end + 1 - pos_)), quoted);
+    }
+    pos_ = end + 1;
+    return true;
   }
 
   bool lex_backtick(Word& w, bool quoted) {
@@ -555,23 +558,25 @@ class Parser {
     }
   }
 
-  void parse_and_or(const std::vector<const char*>& terms) {
-    parse_pipeline(terms);
-    while (!failed_ && (is_op("&&") || is_op("||"))) {
+  // part (op newline* part)*: the shape of an and-or list and of a pipeline.
+  using Part = void (Parser::*)(const std::vector<const char*>&);
+  void parse_joined(Part part, const char* op1, const char* op2,
+                    const std::vector<const char*>& terms) {
+    (this->*part)(terms);
+    while (!failed_ && (is_op(op1) || is_op(op2))) {
       ++i_;
       skip_newlines();
-      parse_pipeline(terms);
+      (this->*part)(terms);
     }
+  }
+
+  void parse_and_or(const std::vector<const char*>& terms) {
+    parse_joined(&Parser::parse_pipeline, "&&", "||", terms);
   }
 
   void parse_pipeline(const std::vector<const char*>& terms) {
     if (is_word("!")) ++i_;
-    parse_command(terms);
-    while (!failed_ && (is_op("|") || is_op("|&"))) {
-      ++i_;
-      skip_newlines();
-      parse_command(terms);
-    }
+    parse_joined(&Parser::parse_command, "|", "|&", terms);
   }
 
   void parse_command(const std::vector<const char*>& terms) {

@@ -144,6 +144,19 @@ class Reader {
     return error_at(n.source(), key, "expected a table, got " + type_name(n));
   }
 
+  // t[name], which must be there; `key` is t's own.
+  Result<const toml::node*> required(const toml::table& t, const char* name,
+                                     const std::string& key) {
+    if (const auto* n = t.get(name)) return n;
+    return error_at(t.source(), key + "." + name, "required key is missing");
+  }
+
+  Result<Strings> required_strings(const toml::table& t, const char* name,
+                                   const std::string& key) {
+    MOAT_ASSIGN_OR_RETURN(const toml::node* n, required(t, name, key));
+    return strings(*n, key + "." + name);
+  }
+
   // Durations and sizes: an integer, or a string with a unit.
   Result<std::int64_t> quantity(const toml::node& n, const std::string& key, bool duration) {
     if (const auto* i = n.as_integer()) {
@@ -223,31 +236,56 @@ Result<void> read_constraints(Reader& r, const toml::table& t, Constraints& c) {
   return {};
 }
 
-Result<void> read_tests(Reader& r, const toml::node& n, const std::string& key, RuleTests& tests) {
-  MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(n, key));
-  MOAT_TRY(r.check_keys(*t, "tests", key));
-  if (const auto* m = t->get("match")) {
-    MOAT_ASSIGN_OR_RETURN(tests.match, r.strings(*m, key + ".match"));
-  }
-  if (const auto* m = t->get("not_match")) {
-    MOAT_ASSIGN_OR_RETURN(tests.not_match, r.strings(*m, key + ".not_match"));
+// A key of a rule that holds a string or a list of them, and where it goes.
+struct StringsSlot {
+  const char* name;
+  Strings* out;
+};
+
+// Each slot that `t` (at `key`) holds.
+Result<void> read_strings(Reader& r, const toml::table& t, const std::string& key,
+                          std::initializer_list<StringsSlot> slots) {
+  for (const auto& slot : slots) {
+    if (const auto* n = t.get(slot.name)) {
+      MOAT_ASSIGN_OR_RETURN(*slot.out, r.strings(*n, key + "." + slot.name));
+    }
   }
   return {};
 }
 
-// The fields every rule kind shares: id (required), decision (required), reason.
+// A rule's optional sub-table of strings (tests, unless), checked against the keys of
+// `table_kind`.
+Result<void> read_sub_strings(Reader& r, const toml::table& rule, const char* name,
+                              std::string_view table_kind, const std::string& key,
+                              std::initializer_list<StringsSlot> slots) {
+  const auto* n = rule.get(name);
+  if (n == nullptr) return {};
+  const std::string sub = key + "." + name;
+  MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, sub));
+  MOAT_TRY(r.check_keys(*t, table_kind, sub));
+  return read_strings(r, *t, sub, slots);
+}
+
+Result<void> read_tests(Reader& r, const toml::table& rule, const std::string& key,
+                        RuleTests& tests) {
+  return read_sub_strings(r, rule, "tests", "tests", key,
+                          {{"match", &tests.match}, {"not_match", &tests.not_match}});
+}
+
+// What every rule kind shares: no key unknown to `kind`; id (required), decision (required),
+// reason.
 template <typename Rule>
-Result<void> read_rule_head(Reader& r, const toml::table& t, const std::string& key, Rule& rule) {
+Result<void> read_rule_head(Reader& r, const toml::table& t, std::string_view kind,
+                            const std::string& key, Rule& rule) {
+  MOAT_TRY(r.check_keys(t, kind, key));
   rule.pos = SourcePos{r.options().file, static_cast<int>(t.source().begin.line),
                        static_cast<int>(t.source().begin.column)};
-  const auto* id = t.get("id");
-  if (id == nullptr) return r.error_at(t.source(), key + ".id", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(const toml::node* id, r.required(t, "id", key));
   MOAT_ASSIGN_OR_RETURN(rule.id, r.string(*id, key + ".id"));
   for (unsigned char c : rule.id)
     if (!(std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':'))
       return r.error_at(id->source(), key + ".id", "expected letters, digits and . - _ : only");
-  const auto* d = t.get("decision");
-  if (d == nullptr) return r.error_at(t.source(), key + ".decision", "required key is missing");
+  MOAT_ASSIGN_OR_RETURN(const toml::node* d, r.required(t, "decision", key));
   MOAT_ASSIGN_OR_RETURN(rule.decision, r.verdict(*d, key + ".decision"));
   if (const auto* n = t.get("reason")) {
     MOAT_ASSIGN_OR_RETURN(rule.reason, r.string(*n, key + ".reason"));
@@ -275,19 +313,13 @@ Result<std::vector<ArgPattern>> read_args(Reader& r, const toml::node& n, const 
 }
 
 Result<CommandRule> read_command(Reader& r, const toml::table& t, const std::string& key) {
-  MOAT_TRY(r.check_keys(t, "command", key));
   CommandRule rule;
-  MOAT_TRY(read_rule_head(r, t, key, rule));
-  struct Slot { const char* key; Strings* out; };
-  const Slot slots[] = {{"program", &rule.program},     {"program_paths", &rule.program_paths},
-                        {"any_flag", &rule.any_flag},   {"all_flags", &rule.all_flags},
-                        {"no_flag", &rule.no_flag},     {"any_arg", &rule.any_arg},
-                        {"any_env", &rule.any_env},     {"script_paths", &rule.script_paths}};
-  for (const auto& slot : slots) {
-    if (const auto* n = t.get(slot.key)) {
-      MOAT_ASSIGN_OR_RETURN(*slot.out, r.strings(*n, key + "." + slot.key));
-    }
-  }
+  MOAT_TRY(read_rule_head(r, t, "command", key, rule));
+  MOAT_TRY(read_strings(r, t, key,
+                        {{"program", &rule.program},   {"program_paths", &rule.program_paths},
+                         {"any_flag", &rule.any_flag}, {"all_flags", &rule.all_flags},
+                         {"no_flag", &rule.no_flag},   {"any_arg", &rule.any_arg},
+                         {"any_env", &rule.any_env},   {"script_paths", &rule.script_paths}}));
   for (const auto& p : rule.program_paths)
     if (p.front() != '/')
       return r.error_at(t.get("program_paths")->source(), key + ".program_paths",
@@ -307,53 +339,34 @@ Result<CommandRule> read_command(Reader& r, const toml::table& t, const std::str
   if (const auto* n = t.get("args")) {
     MOAT_ASSIGN_OR_RETURN(rule.args, read_args(r, *n, key + ".args"));
   }
-  if (const auto* n = t.get("unless")) {
-    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
-    MOAT_TRY(r.check_keys(*u, "command.unless", key + ".unless"));
-    if (const auto* m = u->get("any_flag")) {
-      MOAT_ASSIGN_OR_RETURN(rule.unless.any_flag, r.strings(*m, key + ".unless.any_flag"));
-    }
-    if (const auto* m = u->get("any_arg")) {
-      MOAT_ASSIGN_OR_RETURN(rule.unless.any_arg, r.strings(*m, key + ".unless.any_arg"));
-    }
-  }
-  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  MOAT_TRY(read_sub_strings(r, t, "unless", "command.unless", key,
+                            {{"any_flag", &rule.unless.any_flag},
+                             {"any_arg", &rule.unless.any_arg}}));
+  MOAT_TRY(read_tests(r, t, key, rule.tests));
   return rule;
 }
 
 Result<PathRule> read_path(Reader& r, const toml::table& t, const std::string& key) {
-  MOAT_TRY(r.check_keys(t, "path", key));
   PathRule rule;
-  MOAT_TRY(read_rule_head(r, t, key, rule));
-  const auto* access = t.get("access");
-  if (access == nullptr) return r.error_at(t.source(), key + ".access", "required key is missing");
+  MOAT_TRY(read_rule_head(r, t, "path", key, rule));
+  MOAT_ASSIGN_OR_RETURN(const toml::node* access, r.required(t, "access", key));
   MOAT_ASSIGN_OR_RETURN(rule.access, r.one_of(*access, key + ".access", {"read", "write", "exec"}));
-  const auto* paths = t.get("paths");
-  if (paths == nullptr) return r.error_at(t.source(), key + ".paths", "required key is missing");
-  MOAT_ASSIGN_OR_RETURN(rule.paths, r.strings(*paths, key + ".paths"));
-  if (const auto* n = t.get("unless")) {
-    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
-    MOAT_TRY(r.check_keys(*u, "path.unless", key + ".unless"));
-    if (const auto* m = u->get("paths")) {
-      MOAT_ASSIGN_OR_RETURN(rule.unless.paths, r.strings(*m, key + ".unless.paths"));
-    }
-  }
-  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  MOAT_ASSIGN_OR_RETURN(rule.paths, r.required_strings(t, "paths", key));
+  MOAT_TRY(read_sub_strings(r, t, "unless", "path.unless", key,
+                            {{"paths", &rule.unless.paths}}));
+  MOAT_TRY(read_tests(r, t, key, rule.tests));
   return rule;
 }
 
 Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::string& key) {
-  MOAT_TRY(r.check_keys(t, "network", key));
   NetworkRule rule;
-  MOAT_TRY(read_rule_head(r, t, key, rule));
+  MOAT_TRY(read_rule_head(r, t, "network", key, rule));
   // Nothing filters connections yet, so an allow would be a promise nobody keeps.
   if (rule.decision == Verdict::kAllow)
     return r.error_at(t.get("decision")->source(), key + ".decision",
                       "network allow rules are not supported yet (the filtering proxy does not "
                       "exist); accepted: \"ask\", \"deny\"");
-  const auto* domains = t.get("domains");
-  if (domains == nullptr) return r.error_at(t.source(), key + ".domains", "required key is missing");
-  MOAT_ASSIGN_OR_RETURN(rule.domains, r.strings(*domains, key + ".domains"));
+  MOAT_ASSIGN_OR_RETURN(rule.domains, r.required_strings(t, "domains", key));
   if (const auto* n = t.get("ports")) {
     const auto* a = n->as_array();
     if (a == nullptr) return r.error_at(n->source(), key + ".ports", "expected an array of integers");
@@ -366,23 +379,12 @@ Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::str
 }
 
 Result<ToolRule> read_tool(Reader& r, const toml::table& t, const std::string& key) {
-  MOAT_TRY(r.check_keys(t, "tool", key));
   ToolRule rule;
-  MOAT_TRY(read_rule_head(r, t, key, rule));
-  const auto* tool = t.get("tool");
-  if (tool == nullptr) return r.error_at(t.source(), key + ".tool", "required key is missing");
-  MOAT_ASSIGN_OR_RETURN(rule.tool, r.strings(*tool, key + ".tool"));
-  if (const auto* n = t.get("unless")) {
-    MOAT_ASSIGN_OR_RETURN(const toml::table* u, r.table(*n, key + ".unless"));
-    MOAT_TRY(r.check_keys(*u, "tool.unless", key + ".unless"));
-    if (const auto* m = u->get("tool")) {
-      MOAT_ASSIGN_OR_RETURN(rule.unless.tool, r.strings(*m, key + ".unless.tool"));
-    }
-    if (const auto* m = u->get("server")) {
-      MOAT_ASSIGN_OR_RETURN(rule.unless.server, r.strings(*m, key + ".unless.server"));
-    }
-  }
-  if (const auto* n = t.get("tests")) MOAT_TRY(read_tests(r, *n, key + ".tests", rule.tests));
+  MOAT_TRY(read_rule_head(r, t, "tool", key, rule));
+  MOAT_ASSIGN_OR_RETURN(rule.tool, r.required_strings(t, "tool", key));
+  MOAT_TRY(read_sub_strings(r, t, "unless", "tool.unless", key,
+                            {{"tool", &rule.unless.tool}, {"server", &rule.unless.server}}));
+  MOAT_TRY(read_tests(r, t, key, rule.tests));
   return rule;
 }
 

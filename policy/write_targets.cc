@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
+#include <string_view>
+#include <utility>
 
 #include "policy/paths.h"
 
@@ -461,6 +463,11 @@ void git_writes(Collector& c) {
     for (const auto& o : p.values_of({"-o", "--output-directory"})) c.add(inside(base, o), sub == "format-patch", "git -o");
 }
 
+// Programs whose writes their own options name, each read by its own parser.
+constexpr std::pair<std::string_view, void (*)(Collector&)> kOwnOptionParsers[] = {
+    {"sort", sort_writes},   {"tar", tar_writes},     {"unzip", unzip_writes},
+    {"patch", patch_writes}, {"rsync", rsync_writes}, {"git", git_writes}};
+
 }  // namespace
 
 std::vector<OperandWrite> operand_writes(const CommandUnit& u, std::vector<std::string>& problems) {
@@ -488,18 +495,9 @@ std::vector<OperandWrite> operand_writes(const CommandUnit& u, std::vector<std::
   } else if (prog == "dd") {
     for (std::size_t k : u.operands)
       if (u.argv[k].prefix.rfind("of=", 0) == 0) c.add(tail_of(u.argv[k], 3), false, "dd of=");
-  } else if (prog == "sort") {
-    sort_writes(c);
-  } else if (prog == "tar") {
-    tar_writes(c);
-  } else if (prog == "unzip") {
-    unzip_writes(c);
-  } else if (prog == "patch") {
-    patch_writes(c);
-  } else if (prog == "rsync") {
-    rsync_writes(c);
-  } else if (prog == "git") {
-    git_writes(c);
+  } else {
+    for (const auto& [name, writes] : kOwnOptionParsers)
+      if (prog == name) writes(c);
   }
   return out;
 }

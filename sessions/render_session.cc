@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/utf8.h"
 #include "sessions/json_util.h"
 
 namespace moat::sessions {
@@ -19,13 +20,8 @@ std::string one_line(std::string_view text, size_t width) {
       break;
     }
     if (c == '\n' || c == '\t') out += ' ';
-    else if (c < 0x20 || c == 0x7f) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02x", c);
-      out += esc;
-    } else {
-      out += static_cast<char>(c);
-    }
+    else if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
+    else out += static_cast<char>(c);
   }
   return out;
 }
