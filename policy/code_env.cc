@@ -27,6 +27,8 @@ constexpr CodeEnvValue kPlainOptions = CodeEnvValue::kPlainOptions;
 // git-config(1) ENVIRONMENT, node(1), python(1), perlrun(1), ruby(1), the JDK's java launcher,
 // less(1), iconv_open(3), zsh(1) STARTUP FILES, make(1) and GNU make's "Variables from the
 // Environment", npm-config(7), cargo's "Environment Variables", go help environment.
+// Tables are laid out by hand, one row per line.
+// clang-format off
 constexpr CodeEnvRow kTable[] = {
     // The dynamic loader: every dynamically linked program.
     {"LD_PRELOAD", kNone, "", "the dynamic loader loads these libraries into the program before its own"},
@@ -125,6 +127,7 @@ constexpr CodeEnvRow kTable[] = {
     // Not in the table: IFS (bash and dash do not import it, so it only changes how the one
     // command it prefixes splits words, as in `IFS= read -r line`).
 };
+// clang-format on
 
 const RuleRef kCodeEnvRule{"builtin.code-env", "builtin", "", 0};
 

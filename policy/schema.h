@@ -5,7 +5,8 @@
 // comment line "// [table]" or "// [[table]]" (or "// <table>.<key> = { ... }" for inline
 // tables); each TOML key is a member named exactly like the key, followed by
 // "// default: <value>. <doc>" or "// required. <doc>". Members whose comment starts with
-// "(not a TOML key)" are bookkeeping.
+// "(not a TOML key)" are bookkeeping. One line per member, whatever its length: the file is
+// kept out of clang-format (below), which would wrap the comments this format relies on.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "policy/policy.h"
 
+// clang-format off
 namespace moat::policy {
 
 // Where something was read from; every rule keeps one so decisions can name file:line.
@@ -161,3 +163,4 @@ struct PolicyFile {
 };
 
 }  // namespace moat::policy
+// clang-format on

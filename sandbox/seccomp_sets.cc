@@ -7,6 +7,8 @@
 namespace moat::sandbox {
 namespace {
 
+// Tables are laid out by hand, one row per line.
+// clang-format off
 constexpr SyscallEntry kFiles[] = {
     {"read", ""}, {"write", ""}, {"close", ""},
     {"close_range", ""}, {"stat", ""}, {"fstat", ""}, {"lstat", ""},
@@ -204,6 +206,7 @@ constexpr SyscallSet kSets[] = {
     {"obsolete", SetAction::kErrno, ENOSYS, "what the kernel does not implement, or what we "
      "want to look absent", kObsolete},
 };
+// clang-format on
 
 }  // namespace
 
