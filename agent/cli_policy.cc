@@ -32,20 +32,27 @@ struct PolicyFlags {
   bool headless = false;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--policy-dir,--system-dir", system_dir,
-                    "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]");
-    cmd->add_option("--user-dir", user_dir,
-                    "User layer directory [env MOAT_USER_POLICY_DIR, default $XDG_CONFIG_HOME/moat/policy.d]");
-    cmd->add_option("--workspace", workspace, "Workspace (project layer, $WORKSPACE) [default: cwd]");
+    cmd->add_option(
+        "--policy-dir,--system-dir", system_dir,
+        "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]");
+    cmd->add_option(
+        "--user-dir", user_dir,
+        "User layer directory [env MOAT_USER_POLICY_DIR, default $XDG_CONFIG_HOME/moat/policy.d]");
+    cmd->add_option("--workspace", workspace,
+                    "Workspace (project layer, $WORKSPACE) [default: cwd]");
     cmd->add_option("--trust-dir", trust_dir, "Where project trust pins live [env MOAT_TRUST_DIR]");
     cmd->add_option("--policy", files, "An extra policy file that may only narrow (repeatable)");
-    cmd->add_flag("--trust-project", trust_project, "Accept (and pin) the project policy's current hash");
+    cmd->add_flag("--trust-project", trust_project,
+                  "Accept (and pin) the project policy's current hash");
     cmd->add_flag("--no-default-policy", no_default, "Leave out the built-in default policy");
   }
 
   policy::LoadOptions options() const {
     policy::LoadOptions o;
-    auto env = [](const char* name) { const char* v = std::getenv(name); return v ? std::string(v) : std::string(); };
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? std::string(v) : std::string();
+    };
     if (!system_dir.empty()) o.system_dir = system_dir;
     else if (!env("MOAT_POLICY_DIR").empty()) o.system_dir = env("MOAT_POLICY_DIR");
     o.user_dir = !user_dir.empty() ? user_dir : env("MOAT_USER_POLICY_DIR");
@@ -77,8 +84,10 @@ std::unique_ptr<policy::Policy> load_or_report(const PolicyFlags& flags, int& ex
 
 // Shell-quotes one argv word, so `explain -- sh -c 'a && b'` keeps its meaning.
 std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+          std::string::npos)
     return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -87,14 +96,16 @@ std::string shell_quote(const std::string& s) {
 
 void add_lint(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
-  auto* cmd = policy_cmd->add_subcommand("lint", "Check schema, unknown keys, ownership and unreachable rules");
+  auto* cmd = policy_cmd->add_subcommand(
+      "lint", "Check schema, unknown keys, ownership and unreachable rules");
   flags->add_to(cmd);
   cmd->callback([flags, &exit_code] {
     int errors = 0, warnings = 0;
     for (const auto& f : policy::lint_policy(flags->options())) {
       errors += f.severity == "error";
       warnings += f.severity == "warning";
-      std::printf("%s: %s%s\n", f.severity.c_str(), f.where.empty() ? "" : (f.where + ": ").c_str(), f.message.c_str());
+      std::printf("%s: %s%s\n", f.severity.c_str(), f.where.empty() ? "" : (f.where + ": ").c_str(),
+                  f.message.c_str());
     }
     std::printf("%d error(s), %d warning(s)\n", errors, warnings);
     exit_code = errors > 0 ? kExitUsage : warnings > 0 ? kExitTaskFailed : kExitDone;
@@ -103,7 +114,8 @@ void add_lint(CLI::App* policy_cmd, int& exit_code) {
 
 void add_test(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
-  auto* cmd = policy_cmd->add_subcommand("test", "Run every rule's tests.match and tests.not_match");
+  auto* cmd =
+      policy_cmd->add_subcommand("test", "Run every rule's tests.match and tests.not_match");
   flags->add_to(cmd);
   cmd->callback([flags, &exit_code] {
     auto p = load_or_report(*flags, exit_code);
@@ -115,8 +127,9 @@ void add_test(CLI::App* policy_cmd, int& exit_code) {
         continue;
       }
       (r.outcome == "fail" ? failed : skipped)++;
-      std::printf("%s  %s (%s)  %s %s: %s\n", r.outcome == "fail" ? "FAIL" : "skip", r.rule.c_str(), r.where.c_str(),
-                  r.expect_match ? "match" : "not_match", shell_quote(r.input).c_str(), r.detail.c_str());
+      std::printf("%s  %s (%s)  %s %s: %s\n", r.outcome == "fail" ? "FAIL" : "skip", r.rule.c_str(),
+                  r.where.c_str(), r.expect_match ? "match" : "not_match",
+                  shell_quote(r.input).c_str(), r.detail.c_str());
     }
     std::printf("%d passed, %d failed, %d skipped\n", pass, failed, skipped);
     exit_code = failed > 0 ? kExitTaskFailed : kExitDone;
@@ -135,9 +148,12 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
     json rules = p->rules_json();
     if (*as_json) {
       // Lossless (base/byte_strings.h): a layer's file path need not be UTF-8.
-      std::printf("%s\n", dump_lossless(json({{"layers", p->layers_json()}, {"policy_hash", p->policy_hash()},
-                                               {"resources", p->resources()}, {"rules", rules}}),
-                                         2).c_str());
+      std::printf("%s\n", dump_lossless(json({{"layers", p->layers_json()},
+                                              {"policy_hash", p->policy_hash()},
+                                              {"resources", p->resources()},
+                                              {"rules", rules}}),
+                                        2)
+                              .c_str());
       return;
     }
     for (const auto& l : p->layers_json())
@@ -145,11 +161,14 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
                   l["name"].get<std::string>().c_str(), l["revision"].get<std::string>().c_str(),
                   l["file"].get<std::string>().c_str());
     for (const auto& r : rules) {
-      std::string where = r["file"].get<std::string>().empty()
-                              ? "-" : r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>());
+      std::string where =
+          r["file"].get<std::string>().empty()
+              ? "-"
+              : r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>());
       std::printf("%-8s %-5s %-32s %-8s %s%s\n", r["kind"].get<std::string>().c_str(),
                   r["decision"].get<std::string>().c_str(), r["id"].get<std::string>().c_str(),
-                  r["layer"].get<std::string>().c_str(), where.c_str(), r["ignored"].get<bool>() ? "  (ignored)" : "");
+                  r["layer"].get<std::string>().c_str(), where.c_str(),
+                  r["ignored"].get<bool>() ? "  (ignored)" : "");
     }
     std::printf("policy_hash %s\n", p->policy_hash().c_str());
   });
@@ -163,12 +182,14 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
     std::vector<std::string> words;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = policy_cmd->add_subcommand("explain", "Show how a shell line, path or tool is decided");
+  auto* cmd =
+      policy_cmd->add_subcommand("explain", "Show how a shell line, path or tool is decided");
   a->flags.add_to(cmd);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_flag("--headless", a->flags.headless, "Decide as a headless run (ask becomes deny)");
   cmd->add_option("--path", a->path, "Explain a path access instead of a shell line");
-  cmd->add_option("--access", a->access, "Access for --path")->check(CLI::IsMember({"read", "write", "exec"}));
+  cmd->add_option("--access", a->access, "Access for --path")
+      ->check(CLI::IsMember({"read", "write", "exec"}));
   cmd->add_option("--tool", a->tool, "Explain a tool call instead of a shell line");
   cmd->add_option("--cwd", a->cwd, "Working directory of the shell line [default: the workspace]");
   cmd->add_option("line", a->words, "The shell line (one argument), or an argv after --");
@@ -179,8 +200,9 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
     std::string input;
     if (!a->path.empty()) {
       input = a->path;
-      auto access = a->access == "write" ? policy::Access::kWrite
-                    : a->access == "exec" ? policy::Access::kExec : policy::Access::kRead;
+      auto access = a->access == "write"  ? policy::Access::kWrite
+                    : a->access == "exec" ? policy::Access::kExec
+                                          : policy::Access::kRead;
       d = p->decide_path(p->expand_path(a->path), access);
     } else if (!a->tool.empty()) {
       input = a->tool;
@@ -216,15 +238,19 @@ void add_trust(CLI::App* parent, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = parent->add_subcommand(
-      "trust", "Trust the workspace's .moat/policy.toml: pin its current SHA-256 (or --revoke the pin)");
+      "trust",
+      "Trust the workspace's .moat/policy.toml: pin its current SHA-256 (or --revoke the pin)");
   cmd->add_option("--workspace", a->workspace, "Workspace [default: cwd]");
   cmd->add_option("--trust-dir", a->trust_dir,
                   "Where pins live [env MOAT_TRUST_DIR, default $XDG_STATE_HOME/moat/trust]");
-  cmd->add_flag("--revoke", a->revoke,
-                "Remove the pin: headless runs skip the project policy, interactive ones ask again");
+  cmd->add_flag(
+      "--revoke", a->revoke,
+      "Remove the pin: headless runs skip the project policy, interactive ones ask again");
   cmd->callback([a, &exit_code] {
     char buf[4096];
-    const std::string ws = !a->workspace.empty() ? a->workspace : ::getcwd(buf, sizeof buf) ? buf : ".";
+    const std::string ws = !a->workspace.empty()       ? a->workspace
+                           : ::getcwd(buf, sizeof buf) ? buf
+                                                       : ".";
     const std::string dir = !a->trust_dir.empty() ? a->trust_dir : policy::default_trust_dir();
     if (a->revoke) {
       if (auto r = policy::revoke_project(ws, dir); !r) {
@@ -241,13 +267,15 @@ void add_trust(CLI::App* parent, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    Result<void> pinned = t ? policy::pin_project(ws, dir, t->sha256) : Result<void>(fail(t.error()));
+    Result<void> pinned =
+        t ? policy::pin_project(ws, dir, t->sha256) : Result<void>(fail(t.error()));
     if (!pinned) {
       std::fprintf(stderr, "moat policy trust: %s\n", pinned.error().message().c_str());
       exit_code = kExitUsage;
       return;
     }
-    std::printf("trusted: %s\n  sha256 %s\n  pinned in %s\n", t->file.c_str(), t->sha256.c_str(), dir.c_str());
+    std::printf("trusted: %s\n  sha256 %s\n  pinned in %s\n", t->file.c_str(), t->sha256.c_str(),
+                dir.c_str());
   });
 }
 

@@ -80,7 +80,8 @@ json summary(const p::DecodedStream& d) {
               {"stopReason", d.message["stopReason"]},
               {"usage", d.message["usage"]},
               {"model", d.message["model"]}};
-  out["error"] = d.failure ? json({{"status", d.failure->status}, {"kind", d.failure->kind},
+  out["error"] = d.failure ? json({{"status", d.failure->status},
+                                   {"kind", d.failure->kind},
                                    {"message", d.failure->message}})
                            : json(nullptr);
   return out;
@@ -134,12 +135,16 @@ int run_prompt_show(const PromptOptions& o) {
 void add_parse_command(CLI::App& provider, int& exit_code) {
   auto po = std::make_shared<ParseOptions>();
   auto* parse = provider.add_subcommand(
-      "parse", "Feed a recorded streaming response body through the real parser and print the "
-               "assembled assistant message as JSON (exit 4 if the stream holds an error)");
+      "parse",
+      "Feed a recorded streaming response body through the real parser and print the "
+      "assembled assistant message as JSON (exit 4 if the stream holds an error)");
   parse->add_option("--api", po->api, "openai-chat | anthropic | openai-responses")->required();
-  parse->add_option("--split-seed", po->split_seed,
-                    "Feed the body in random pieces cut with this seed (the result must not change)");
-  parse->add_option("--format", po->format, "sse (raw body, default) | chunks (one data payload per line)")
+  parse->add_option(
+      "--split-seed", po->split_seed,
+      "Feed the body in random pieces cut with this seed (the result must not change)");
+  parse
+      ->add_option("--format", po->format,
+                   "sse (raw body, default) | chunks (one data payload per line)")
       ->check(CLI::IsMember({"sse", "chunks"}));
   parse->add_flag("--normalized", po->normalized, "Print the wire-level normalised parse instead");
   parse->add_option("file", po->file, "The captured response body")->required();
@@ -148,8 +153,8 @@ void add_parse_command(CLI::App& provider, int& exit_code) {
 
 void add_prompt_show_command(CLI::App& prompt, int& exit_code) {
   auto so = std::make_shared<PromptOptions>();
-  auto* show = prompt.add_subcommand(
-      "show", "Print the assembled system prompt's blocks with their sizes");
+  auto* show =
+      prompt.add_subcommand("show", "Print the assembled system prompt's blocks with their sizes");
   show->add_option("--workspace", so->workspace, "Workspace directory (default: the current one)");
   show->add_flag("--full", so->full, "Print each block's text too");
   show->callback([so, &exit_code] { exit_code = run_prompt_show(*so); });

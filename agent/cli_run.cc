@@ -81,21 +81,18 @@ Result<std::string> read_task(const RunOptions& o) {
   }
   std::string task;
   for (const auto& w : o.task_words) task += (task.empty() ? "" : " ") + w;
-  if (task.empty()) return fail(std::string("no task given (pass it as words or --task-file FILE)"));
+  if (task.empty())
+    return fail(std::string("no task given (pass it as words or --task-file FILE)"));
   return task;
 }
 
 int exit_code_for(LoopStop stop) {
   switch (stop) {
     case LoopStop::kDone:
-    case LoopStop::kTerminated:
-      return kExitDone;
-    case LoopStop::kProviderError:
-      return kExitProvider;
-    case LoopStop::kStoreError:
-      return kExitStore;
-    default:
-      return kExitTaskFailed;
+    case LoopStop::kTerminated: return kExitDone;
+    case LoopStop::kProviderError: return kExitProvider;
+    case LoopStop::kStoreError: return kExitStore;
+    default: return kExitTaskFailed;
   }
 }
 
@@ -171,16 +168,16 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
   auto store = open_session(o, dir, r.workspace);
   if (!store) return exit_with(kExitUsage, store.error().message());
   r.store = std::move(*store);
-  (void)r.store->append({{"type", "model_change"}, {"provider", r.provider->name()},
-                         {"model", r.provider->model()}});
+  (void)r.store->append(
+      {{"type", "model_change"}, {"provider", r.provider->name()}, {"model", r.provider->model()}});
   json tool_names = json::array();
   for (const auto& t : r.welcome.tools) tool_names.push_back(t.name);
-  (void)r.store->append({{"type", "tools_change"}, {"tools", tool_names},
-                         {"moatd_session", r.welcome.session}});
+  (void)r.store->append(
+      {{"type", "tools_change"}, {"tools", tool_names}, {"moatd_session", r.welcome.session}});
   if (!r.task.empty())
-    (void)r.store->append({{"type", "message"},
-                           {"message", {{"role", "user"},
-                                        {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
+    (void)r.store->append(
+        {{"type", "message"},
+         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
   if (auto s = r.store->sync(); !s)
     return exit_with(kExitUsage, "session file: " + s.error().message());
   return std::nullopt;
@@ -222,9 +219,8 @@ int run_confined(const RunOptions& o, Opened& r) {
                            const std::atomic<bool>* cancel) {
     return c->call(id, tool, args, nullptr, cancel);
   };
-  LoopOutcome outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt,
-                                 r.welcome.tools, o.loop, console_events(o.model), &g_cancel,
-                                 &inbox);
+  LoopOutcome outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools,
+                                 o.loop, console_events(o.model), &g_cancel, &inbox);
   r.client->bye();
   if (terminal) terminal->close();
   r.client.reset();  // after moatd closed the connection: session.end is written
@@ -292,9 +288,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Where session files go (default $XDG_STATE_HOME/moat/sessions)");
   auto* resume = cmd->add_option("--resume", opts->resume,
                                  "Continue session ID (or ID@ENTRY: branch from that entry)");
-  auto* fork = cmd->add_option("--fork", opts->fork,
-                               "Start a new session from a copy of ID (or ID@ENTRY)")
-                   ->excludes(resume);
+  auto* fork =
+      cmd->add_option("--fork", opts->fork, "Start a new session from a copy of ID (or ID@ENTRY)")
+          ->excludes(resume);
   cmd->add_flag("--continue", opts->continue_latest,
                 "Continue the newest session of this workspace")
       ->excludes(resume)

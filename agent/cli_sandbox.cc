@@ -32,10 +32,8 @@ std::string shell_join(const std::vector<std::string>& argv) {
     if (!out.empty()) out += ' ';
     out += '\'';
     for (char c : w) {
-      if (c == '\'')
-        out += "'\\''";
-      else
-        out += c;
+      if (c == '\'') out += "'\\''";
+      else out += c;
     }
     out += '\'';
   }
@@ -44,7 +42,8 @@ std::string shell_join(const std::vector<std::string>& argv) {
 
 int run_exec(const ExecOptions& o) {
   if (o.argv.empty()) {
-    std::fprintf(stderr, "moat sandbox exec: no command given (usage: moat sandbox exec -- CMD ARGS...)\n");
+    std::fprintf(stderr,
+                 "moat sandbox exec: no command given (usage: moat sandbox exec -- CMD ARGS...)\n");
     return kExitUsage;
   }
   MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
@@ -58,13 +57,14 @@ int run_exec(const ExecOptions& o) {
   }
   const tools::CommandCall call = tools::command_call(shell_join(o.argv), o.timeout_s);
   bool streamed = false;
-  auto result = client->call("exec-1", call.tool, call.arguments,
-                             [&streamed](std::string_view chunk) {
-                               streamed = true;
-                               std::fwrite(chunk.data(), 1, chunk.size(), stdout);
-                               std::fflush(stdout);
-                             },
-                             nullptr);
+  auto result = client->call(
+      "exec-1", call.tool, call.arguments,
+      [&streamed](std::string_view chunk) {
+        streamed = true;
+        std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+        std::fflush(stdout);
+      },
+      nullptr);
   client->bye();
   const json& d = result.details;
   const bool ran = d.is_object() && (d.contains("exitCode") || d.contains("signal"));
@@ -77,15 +77,16 @@ int run_exec(const ExecOptions& o) {
   if (d.contains("signal") && d["signal"].is_number_integer() && d["signal"].get<int>() > 0)
     return 128 + d["signal"].get<int>();
   return d.contains("exitCode") && d["exitCode"].is_number_integer() ? d["exitCode"].get<int>()
-                                                                       : kExitTaskFailed;
+                                                                     : kExitTaskFailed;
 }
 
 void add_exec_command(CLI::App& sandbox, int& exit_code) {
   auto eo = std::make_shared<ExecOptions>();
   auto* exec = sandbox.add_subcommand(
       "exec", "Run one command in a fresh session sandbox, through moatd, as a tool call runs");
-  exec->footer("Exits with the command's status (128+N when killed by signal N); 1 when the "
-               "policy refused it, 2 on usage errors, 3 when the sandbox could not be set up.");
+  exec->footer(
+      "Exits with the command's status (128+N when killed by signal N); 1 when the "
+      "policy refused it, 2 on usage errors, 3 when the sandbox could not be set up.");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--timeout", eo->timeout_s, "Wall-clock timeout in seconds");
   exec->add_option("--connect", eo->connect, "Use a running moatd at this socket path");
@@ -134,7 +135,8 @@ void add_sandbox_commands(CLI::App& app, int& exit_code) {
   add_explain_filter_command(*sandbox);
 
   auto as_json = std::make_shared<bool>(false);
-  auto* doctor = app.add_subcommand("doctor", "Report which isolation layers this machine supports");
+  auto* doctor =
+      app.add_subcommand("doctor", "Report which isolation layers this machine supports");
   doctor->add_flag("--json", *as_json, "Print the report as JSON");
   // Exit 3 when a layer every session needs is missing, so scripts can check the machine.
   doctor->callback([as_json, &exit_code] {

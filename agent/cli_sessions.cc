@@ -1,4 +1,5 @@
-// agent/cli_sessions.cc: `moat sessions list|show|tree|label|export` and `moat audit verify|show|export`.
+// agent/cli_sessions.cc: `moat sessions list|show|tree|label|export` and `moat audit
+// verify|show|export`.
 #include <unistd.h>
 
 #include <climits>
@@ -25,9 +26,9 @@ struct SessionsOptions {
   std::string dir;        // --dir, else default_sessions_dir()
   std::string workspace;  // --workspace, else the current directory
   bool all = false;
-  std::string ref;        // ID[@ENTRY]
+  std::string ref;  // ID[@ENTRY]
   bool html = false;
-  std::string output;     // -o FILE, else stdout
+  std::string output;  // -o FILE, else stdout
 };
 
 struct AuditOptions {
@@ -77,7 +78,8 @@ int run_list(const SessionsOptions& o) {
                 s.parent_session.empty() ? "" : ("  (fork of " + s.parent_session + ")").c_str());
     if (o.all) std::printf("    %s\n", moat::quoted(s.workspace).c_str());
   }
-  if (list->empty()) std::fprintf(stderr, "no sessions%s\n", ws.empty() ? "" : (" for " + ws).c_str());
+  if (list->empty())
+    std::fprintf(stderr, "no sessions%s\n", ws.empty() ? "" : (" for " + ws).c_str());
   return kExitDone;
 }
 
@@ -87,7 +89,8 @@ struct Loaded {
   std::vector<sessions::Entry> path;
 };
 Result<Loaded> load_ref(const SessionsOptions& o) {
-  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref, sessions::resolve_session_ref(sessions_dir(o), o.ref));
+  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref,
+                        sessions::resolve_session_ref(sessions_dir(o), o.ref));
   Loaded l;
   MOAT_ASSIGN_OR_RETURN(l.store, sessions::SessionStore::open_read_only(ref.path));
   l.path = ref.entry_id.empty() ? l.store->path_to_leaf() : l.store->path_to(ref.entry_id);
@@ -97,7 +100,8 @@ Result<Loaded> load_ref(const SessionsOptions& o) {
 int run_show(const SessionsOptions& o) {
   auto l = load_ref(o);
   if (!l) return report(l.error());
-  std::printf("session %s\nfile %s\nworkspace %s\n\n", l->store->id().c_str(), l->store->path().c_str(),
+  std::printf("session %s\nfile %s\nworkspace %s\n\n", l->store->id().c_str(),
+              l->store->path().c_str(),
               moat::quoted(sessions::str_field(l->store->header(), "workspace")).c_str());
   return emit(sessions::render_transcript(l->path), "");
 }
@@ -132,7 +136,8 @@ int run_label(const SessionsOptions& o, const std::string& name) {
     return report(store.error());
   }
   const std::string target = ref->entry_id.empty() ? (*store)->leaf() : ref->entry_id;
-  if (target.empty()) return report(Error::msg("session " + ref->session_id + " has no entries to label"));
+  if (target.empty())
+    return report(Error::msg("session " + ref->session_id + " has no entries to label"));
   if (auto a = (*store)->append({{"type", "label"}, {"targetId", target}, {"label", name}}); !a)
     return report(a.error());
   if (auto s = (*store)->sync(); !s) return report(s.error());
@@ -185,7 +190,8 @@ int run_audit_show(const AuditOptions& o) {
     auto records = sessions::load_audit_records(file);
     if (!records) return report(records.error());
     for (const auto& r : *records)
-      if (sessions::audit_matches(r, o.filter)) std::printf("%s\n", sessions::audit_line(r).c_str());
+      if (sessions::audit_matches(r, o.filter))
+        std::printf("%s\n", sessions::audit_line(r).c_str());
   }
   return kExitDone;
 }
@@ -204,14 +210,17 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<SessionsOptions>();
   auto* group = app.add_subcommand("sessions", "List, show and export sessions");
   group->require_subcommand(1);
-  group->add_option("--dir", opts->dir, "Sessions directory (default: $MOAT_SESSIONS_DIR, "
-                                        "$XDG_STATE_HOME/moat/sessions)");
+  group->add_option("--dir", opts->dir,
+                    "Sessions directory (default: $MOAT_SESSIONS_DIR, "
+                    "$XDG_STATE_HOME/moat/sessions)");
   auto* list = group->add_subcommand("list", "Sessions of this workspace, newest first");
-  list->add_option("--workspace", opts->workspace, "Workspace directory (default: the current one)");
+  list->add_option("--workspace", opts->workspace,
+                   "Workspace directory (default: the current one)");
   list->add_flag("--all", opts->all, "Sessions of every workspace");
   list->callback([opts, &exit_code] { exit_code = run_list(*opts); });
   auto* show = group->add_subcommand("show", "Print a session's current path (or up to ENTRY)");
-  show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")->required();
+  show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")
+      ->required();
   show->callback([opts, &exit_code] { exit_code = run_show(*opts); });
   auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
   tree->add_option("ref", opts->ref, "session id or prefix")->required();
@@ -233,14 +242,16 @@ void add_audit_group(CLI::App& app, int& exit_code) {
   auto* group = app.add_subcommand("audit", "Verify, show and export audit logs");
   group->require_subcommand(1);
   auto* verify = group->add_subcommand(
-      "verify", "Walk the hash chain; report the first broken record by seq and byte offset "
-                "(exit 1 if any file is broken)");
+      "verify",
+      "Walk the hash chain; report the first broken record by seq and byte offset "
+      "(exit 1 if any file is broken)");
   verify->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
   verify->add_flag("--allow-open", opts->allow_open,
                    "Accept a log without session.end (a session still running)");
-  verify->add_option("--key", opts->key,
-                     "moatd's public key (audit-key.pub): every checkpoint must verify under "
-                     "it, and a finished log must end in one")
+  verify
+      ->add_option("--key", opts->key,
+                   "moatd's public key (audit-key.pub): every checkpoint must verify under "
+                   "it, and a finished log must end in one")
       ->check(CLI::ExistingFile);
   verify->callback([opts, &exit_code] { exit_code = run_verify(*opts); });
   auto* show = group->add_subcommand("show", "Print a readable timeline");

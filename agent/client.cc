@@ -40,9 +40,8 @@ bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0
 bp::environment scrubbed_environment() {
   bp::environment env;
   env["PATH"] = kSystemPath;
-  for (const char* key : {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "MOAT_LOG",
-                          "MOAT_AUDIT_DIR", "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "MOAT_TRUST_DIR",
-                          "LANG"}) {
+  for (const char* key : {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "MOAT_LOG", "MOAT_AUDIT_DIR",
+                          "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "MOAT_TRUST_DIR", "LANG"}) {
     if (const char* v = std::getenv(key); v != nullptr) env[key] = v;
   }
   return env;
@@ -92,8 +91,9 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
   try {
     // setsid before exec: from its first instruction moatd is out of our process group, so
     // Ctrl-C or a SIGTERM to the group (timeout, CI runners, job control) never reaches it.
-    bp::child child(bp::exe = exe, bp::args = args, scrubbed_environment(),
-                    bp::extend::on_exec_setup = [](auto&) { (void)::setsid(); });
+    bp::child child(
+        bp::exe = exe, bp::args = args, scrubbed_environment(),
+        bp::extend::on_exec_setup = [](auto&) { (void)::setsid(); });
     pid = child.id();
     child.detach();  // reaped in ~MoatdClient (or by the console)
   } catch (const std::exception& e) {
@@ -107,7 +107,8 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
 Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& socket_path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + socket_path);
+  if (socket_path.size() >= sizeof addr.sun_path)
+    return fail("socket path too long: " + socket_path);
   socket_path.copy(addr.sun_path, socket_path.size());
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return fail(Error::from_errno("socket", errno));
@@ -122,8 +123,7 @@ Result<void> MoatdClient::attach_console(const std::string& session, const std::
   // moatd's reply: attached, or an error frame and a close.
   auto reply = sandbox::read_server_frame(c->frames_);
   if (!reply) return fail("console channel: " + reply.error().message());
-  if (!reply->has_value())
-    return fail(std::string("console channel: moatd closed the connection"));
+  if (!reply->has_value()) return fail(std::string("console channel: moatd closed the connection"));
   if (!std::holds_alternative<sandbox::AttachedMsg>(**reply)) {
     const auto* refusal = std::get_if<sandbox::ErrorMsg>(&**reply);
     return fail("console channel refused: " +
@@ -139,8 +139,7 @@ MoatdClient::~MoatdClient() {
   if (reader_.joinable()) reader_.join();
   if (child_pid_ > 0) {
     int status = 0;
-    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {}
   }
 }
 

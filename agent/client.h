@@ -26,7 +26,7 @@ namespace moat::agent {
 
 // Why a hello failed, so the CLI can pick its exit code (sandbox → 3, else 2).
 struct WelcomeError {
-  std::string code;     // "sandbox" | "policy" | "workspace" | "protocol" | "audit" | "io"
+  std::string code;  // "sandbox" | "policy" | "workspace" | "protocol" | "audit" | "io"
   std::string message;
 };
 
@@ -41,8 +41,8 @@ class MoatdClient {
   // written session.end), and returns a client connected to it. moatd_args are passed
   // through (e.g. --audit-dir). With `console`, a second socketpair is the session's console
   // channel: take_console() hands its end to the console process.
-  static Result<std::unique_ptr<MoatdClient>> spawn_private(const std::vector<std::string>& moatd_args,
-                                                            bool console = false);
+  static Result<std::unique_ptr<MoatdClient>> spawn_private(
+      const std::vector<std::string>& moatd_args, bool console = false);
   // Connects to a running moatd's socket.
   static Result<std::unique_ptr<MoatdClient>> connect(const std::string& socket_path);
   ~MoatdClient();
@@ -76,7 +76,9 @@ class MoatdClient {
 
  private:
   MoatdClient(UniqueFd fd, pid_t child, std::string socket_path = "")
-      : fd_(std::move(fd)), child_pid_(child), socket_path_(std::move(socket_path)),
+      : fd_(std::move(fd)),
+        child_pid_(child),
+        socket_path_(std::move(socket_path)),
         frames_(fd_.get()) {}
   template <typename Msg>
   Result<void> send(const Msg& m) {
@@ -109,7 +111,7 @@ class MoatdClient {
   std::map<std::string, std::shared_ptr<Pending>> pending_;
   std::optional<sandbox::WelcomeMsg> welcome_;
   std::optional<sandbox::ErrorMsg> refusal_;  // the error frame that refused the hello
-  std::string fatal_;  // set when the connection broke: every waiter gets it
+  std::string fatal_;                         // set when the connection broke: every waiter gets it
   bool closed_ = false;
   std::thread reader_;
   std::once_flag reader_once_;

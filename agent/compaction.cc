@@ -98,8 +98,9 @@ int64_t estimate_tokens(const Message& m) {
       else if (type == "thinking") chars += static_cast<int64_t>(str_field(b, "thinking").size());
       else if (type == "image") ++images;
       else if (type == "toolCall")
-        chars += static_cast<int64_t>(str_field(b, "name").size() +
-                                      (b.contains("arguments") ? sessions::dump_json(b["arguments"]).size() : 0));
+        chars += static_cast<int64_t>(
+            str_field(b, "name").size() +
+            (b.contains("arguments") ? sessions::dump_json(b["arguments"]).size() : 0));
     }
   }
   return (chars + 3) / 4 + images * kImageTokens;
@@ -124,7 +125,8 @@ CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recen
   cut.turn_start = i;
   if (str_field(messages[i], "role") == "user") return cut;
   // An assistant message opens the tail: the turn began at the last user message before it.
-  while (cut.turn_start > 0 && str_field(messages[cut.turn_start], "role") != "user") --cut.turn_start;
+  while (cut.turn_start > 0 && str_field(messages[cut.turn_start], "role") != "user")
+    --cut.turn_start;
   // No user message before the cut: the turn began before an earlier compaction, whose
   // summary already holds its start. Everything before the cut is then history that updates
   // that summary; a turn-prefix summary appended each time would grow without bound over a
@@ -179,8 +181,10 @@ std::string serialize_conversation(const std::vector<Message>& messages) {
       if (text.size() > kToolResultChars)
         text = text.substr(0, kToolResultChars) + "\n[... " +
                std::to_string(text.size() - kToolResultChars) + " more characters]";
-      const bool error = m.contains("isError") && m["isError"].is_boolean() && m["isError"].get<bool>();
-      out += "[Tool result " + str_field(m, "toolName") + (error ? ", error" : "") + "]: " + text + "\n\n";
+      const bool error =
+          m.contains("isError") && m["isError"].is_boolean() && m["isError"].get<bool>();
+      out += "[Tool result " + str_field(m, "toolName") + (error ? ", error" : "") + "]: " + text +
+             "\n\n";
     }
   }
   return fence(std::move(out));
@@ -223,18 +227,22 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
   const std::vector<Message> msgs = context.live_messages();
   const CutPoint cut = find_cut_point(msgs, settings.keep_recent_tokens);
   if (cut.first_kept == 0)
-    return fail(Error::msg("compact: the context is within keep_recent_tokens; nothing to summarise"));
-  const int max_tokens = static_cast<int>(std::max<int64_t>(1024, settings.reserve_tokens * 8 / 10));
+    return fail(
+        Error::msg("compact: the context is within keep_recent_tokens; nothing to summarise"));
+  const int max_tokens =
+      static_cast<int>(std::max<int64_t>(1024, settings.reserve_tokens * 8 / 10));
   const std::vector<Message> history = slice(msgs, 0, cut.turn_start);
   const std::vector<Message> prefix = slice(msgs, cut.turn_start, cut.first_kept);
 
   std::string summary = context.summary;
   if (!history.empty()) {
-    MOAT_ASSIGN_OR_RETURN(summary, summarize(history_summary_request(history, context.summary, max_tokens)));
+    MOAT_ASSIGN_OR_RETURN(summary,
+                          summarize(history_summary_request(history, context.summary, max_tokens)));
   }
   if (cut.splits_turn()) {
     MOAT_ASSIGN_OR_RETURN(std::string turn, summarize(turn_prefix_request(prefix, max_tokens)));
-    summary += (summary.empty() ? "" : "\n\n---\n\n") + std::string("## Turn Context (split turn)\n\n") + turn;
+    summary += (summary.empty() ? "" : "\n\n---\n\n") +
+               std::string("## Turn Context (split turn)\n\n") + turn;
   }
   const FileLists files =
       collect_files(slice(msgs, 0, cut.first_kept), {context.read_files, context.modified_files},
@@ -253,8 +261,8 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
 
 Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
                          const Summarizer& summarize, int64_t tokens_before) {
-  MOAT_ASSIGN_OR_RETURN(sessions::Entry entry,
-                        compact(sessions::build_context(store), settings, summarize, tokens_before));
+  MOAT_ASSIGN_OR_RETURN(sessions::Entry entry, compact(sessions::build_context(store), settings,
+                                                       summarize, tokens_before));
   MOAT_TRY(store.append(std::move(entry)));
   return store.sync();
 }
@@ -276,7 +284,8 @@ Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel) {
     MOAT_ASSIGN_OR_RETURN(Message answer, provider.complete(request, StreamCallbacks{}, cancel));
     const std::string stop = str_field(answer, "stopReason");
     if (stop == "error" || stop == "aborted")
-      return fail(Error::msg("compaction summary: " + stop + " " + str_field(answer, "errorMessage")));
+      return fail(
+          Error::msg("compaction summary: " + stop + " " + str_field(answer, "errorMessage")));
     std::string text = content_text(answer, "text", "text");
     if (text.empty()) return fail(Error::msg("compaction summary: the model returned no text"));
     return text;
@@ -289,8 +298,8 @@ bool is_context_overflow(const Error& error) {
   std::transform(msg.begin(), msg.end(), msg.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   static const char* const kWordings[] = {
-      "context_length_exceeded", "context length", "context window", "prompt is too long",
-      "maximum context", "too many tokens", "input is too long", "reduce the length"};
+      "context_length_exceeded", "context length",  "context window",    "prompt is too long",
+      "maximum context",         "too many tokens", "input is too long", "reduce the length"};
   for (const char* w : kWordings)
     if (msg.find(w) != std::string::npos) return true;
   return false;

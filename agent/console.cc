@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 #include <cstdio>
 #include <deque>
 #include <optional>
@@ -22,8 +21,8 @@
 namespace moat::agent {
 namespace {
 
-constexpr std::size_t kMaxLine = 64 * 1024;   // a line without end is taken in pieces
-constexpr std::size_t kMaxHeldAnswers = 16;   // answers typed ahead of their question
+constexpr std::size_t kMaxLine = 64 * 1024;  // a line without end is taken in pieces
+constexpr std::size_t kMaxHeldAnswers = 16;  // answers typed ahead of their question
 pid_t g_console_pid = -1;
 int g_signal_fd = -1;
 
@@ -60,8 +59,7 @@ Result<void> close_terminal_fds_in_child() {
   return {};
 }
 
-Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions& o,
-                                  int dumpable) {
+Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions& o, int dumpable) {
   // The console made the process undumpable before the fork, for itself; the loop is as
   // dumpable as it was (a later identity switch clears it anyway).
   if (::prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) != 0)
@@ -93,8 +91,12 @@ Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions
 class Console {
  public:
   Console(pid_t loop, ConsoleOptions& o, Pipe& in, Pipe& out, Pipe& err, UniqueFd signals)
-      : loop_(loop), interactive_(o.interactive), to_loop_(std::move(in.w)),
-        loop_out_(std::move(out.r)), loop_err_(std::move(err.r)), channel_(std::move(o.channel)),
+      : loop_(loop),
+        interactive_(o.interactive),
+        to_loop_(std::move(in.w)),
+        loop_out_(std::move(out.r)),
+        loop_err_(std::move(err.r)),
+        channel_(std::move(o.channel)),
         signals_(std::move(signals)) {
     if (!interactive_) to_loop_.reset();
     // A loop that stops reading must not block the console (and with it every answer).
@@ -163,10 +165,8 @@ int Console::run() {
   // a process it forked may hold them open).
   for (UniqueFd* fd : {&loop_out_, &loop_err_})
     if (fd->valid()) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
-  while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {
-  }
-  while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {
-  }
+  while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {}
+  while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
   return status;
 }
 
@@ -308,8 +308,7 @@ void Console::answer(const std::optional<std::string>& line) {
   // The private moatd writes session.end and its last checkpoint once the loop's connection
   // has closed: the run is over when that is on disk.
   if (o.moatd_pid > 0) {
-    while (::waitpid(o.moatd_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(o.moatd_pid, nullptr, 0) < 0 && errno == EINTR) {}
   }
   std::fflush(nullptr);
   ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));

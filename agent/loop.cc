@@ -37,8 +37,11 @@ std::vector<ToolCall> tool_calls_of(const Message& m) {
 }
 
 Message tool_result_message(const ToolCall& call, const tools::ToolResult& r) {
-  return {{"role", "toolResult"}, {"toolCallId", call.id}, {"toolName", call.name},
-          {"content", r.content}, {"isError", r.is_error}};
+  return {{"role", "toolResult"},
+          {"toolCallId", call.id},
+          {"toolName", call.name},
+          {"content", r.content},
+          {"isError", r.is_error}};
 }
 
 std::string first_text(const tools::ToolResult& r) {
@@ -61,8 +64,9 @@ std::vector<tools::ToolResult> refuse_cut_off_calls(const std::vector<ToolCall>&
   for (const auto& c : calls)
     out.push_back(tools::ToolResult::error(
         "Not executed: your answer was cut off by the output token limit, so the arguments of " +
-        c.name + " may be incomplete. Re-issue the call with complete arguments, or split the "
-                 "work into smaller calls."));
+        c.name +
+        " may be incomplete. Re-issue the call with complete arguments, or split the "
+        "work into smaller calls."));
   return out;
 }
 
@@ -207,9 +211,11 @@ Result<Message> call_model(Provider& provider, sessions::SessionStore& store,
       {system_prompt, tools, context_messages(store), config.max_output_tokens}, stream, cancel);
   if (!answer && config.context_window > 0 && is_context_overflow(answer.error())) {
     if (events.on_note) events.on_note("the context did not fit: compacting and retrying once");
-    if (auto c = compact_now(store, compaction_settings(config), summarizer_for(provider, cancel)); c)
+    if (auto c = compact_now(store, compaction_settings(config), summarizer_for(provider, cancel));
+        c)
       answer = provider.complete(
-          {system_prompt, tools, context_messages(store), config.max_output_tokens}, stream, cancel);
+          {system_prompt, tools, context_messages(store), config.max_output_tokens}, stream,
+          cancel);
   }
   return answer;
 }
@@ -239,7 +245,8 @@ Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls,
     if (!(results[i].details.is_object() && results[i].details.value("terminate", false)))
       v.all_terminate = false;
     if (events.on_result) events.on_result(calls[i].name, results[i]);
-    MOAT_TRY(store.append({{"type", "message"}, {"message", tool_result_message(calls[i], results[i])}}));
+    MOAT_TRY(store.append(
+        {{"type", "message"}, {"message", tool_result_message(calls[i], results[i])}}));
   }
   return v;
 }
@@ -273,8 +280,15 @@ class Run {
       const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
       const LoopConfig& config, const LoopEvents& events, const std::atomic<bool>* cancel,
       Inbox* inbox)
-      : provider_(provider), call_tool_(call_tool), store_(store), system_prompt_(system_prompt),
-        tools_(tools), config_(config), events_(events), cancel_(cancel), inbox_(inbox),
+      : provider_(provider),
+        call_tool_(call_tool),
+        store_(store),
+        system_prompt_(system_prompt),
+        tools_(tools),
+        config_(config),
+        events_(events),
+        cancel_(cancel),
+        inbox_(inbox),
         wall_(cancel, config.max_wall_s, started_) {}
 
   LoopOutcome until_stopped() {
@@ -293,7 +307,7 @@ class Run {
     if (answer_.value("stopReason", "") == "aborted")
       return stop_synced(LoopStop::kCancelled, "the model call was cancelled");
     if (calls.empty()) return answered_without_calls();  // slot 3: done, or the person goes on
-    return run_batch(calls);  // slots 4 and 5, then slot 3's stop rules
+    return run_batch(calls);                             // slots 4 and 5, then slot 3's stop rules
   }
 
   Next stop_requested() {
@@ -304,8 +318,8 @@ class Run {
 
   // Slot 1 (call_model), and slot 5 for the answer: persisted before anything it asks for runs.
   Next take_answer() {
-    auto answer = call_model(provider_, store_, system_prompt_, tools_, config_, events_,
-                             wall_.stop_flag());
+    auto answer =
+        call_model(provider_, store_, system_prompt_, tools_, config_, events_, wall_.stop_flag());
     if (wall_.expired()) return wall_gate();  // the request was cut short by the budget
     // A provider's Error::code is the HTTP status, not an errno: its context says it all
     // (agent/provider.h), and message() would add strerror(status).

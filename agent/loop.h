@@ -79,13 +79,13 @@ class Inbox {
 };
 
 enum class LoopStop {
-  kDone,            // the model answered without tool calls
-  kGate,            // a host gate stopped it (turns, tokens, cost, wall time)
-  kRepetition,      // the same failing call too many times
-  kProviderError,   // the model call failed
-  kStoreError,      // the session store could not save a message (the disk, not the model)
-  kCancelled,       // the person cancelled
-  kTerminated,      // every tool of the last batch suggested stopping
+  kDone,           // the model answered without tool calls
+  kGate,           // a host gate stopped it (turns, tokens, cost, wall time)
+  kRepetition,     // the same failing call too many times
+  kProviderError,  // the model call failed
+  kStoreError,     // the session store could not save a message (the disk, not the model)
+  kCancelled,      // the person cancelled
+  kTerminated,     // every tool of the last batch suggested stopping
 };
 
 struct LoopOutcome {

@@ -5,9 +5,7 @@
 
 #include "agent/cli.h"
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   using namespace moat::agent;

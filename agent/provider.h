@@ -31,9 +31,9 @@ namespace moat::agent {
 using Message = nlohmann::json;
 
 struct ModelRequest {
-  std::string system;                    // the assembled system prompt
-  std::vector<tools::ToolSpec> tools;    // as announced by moatd
-  std::vector<Message> messages;         // the context: root-to-leaf path of the session
+  std::string system;                  // the assembled system prompt
+  std::vector<tools::ToolSpec> tools;  // as announced by moatd
+  std::vector<Message> messages;       // the context: root-to-leaf path of the session
   int max_output_tokens = 8192;
 };
 

@@ -26,7 +26,8 @@ class ReplayProvider final : public Provider {
                   "); the agent asked for more turns than were recorded");
     Message m = turns_[next_++];
     for (const auto& block : m["content"]) {
-      if (block["type"] == "text" && stream.on_text) stream.on_text(block["text"].get<std::string>());
+      if (block["type"] == "text" && stream.on_text)
+        stream.on_text(block["text"].get<std::string>());
       if (block["type"] == "thinking" && stream.on_reasoning)
         stream.on_reasoning(block["thinking"].get<std::string>());
     }
@@ -72,8 +73,8 @@ Result<Message> turn_from_line(const json& j, const std::string& at, int turn) {
       std::string id = c.contains("id") && c["id"].is_string()
                            ? c["id"].get<std::string>()
                            : "replay_" + std::to_string(turn) + "_" + std::to_string(calls);
-      m["content"].push_back({{"type", "toolCall"}, {"id", id}, {"name", c["name"]},
-                              {"arguments", args}});
+      m["content"].push_back(
+          {{"type", "toolCall"}, {"id", id}, {"name", c["name"]}, {"arguments", args}});
       ++calls;
     }
   }
@@ -85,8 +86,8 @@ Result<Message> turn_from_line(const json& j, const std::string& at, int turn) {
       return fail(at + ": stop_reason '" + stop + "' is not one of stop, length, toolUse");
   }
   m["stopReason"] = stop;
-  json usage = {{"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0},
-                {"cacheWrite1h", 0}};
+  json usage = {
+      {"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0}, {"cacheWrite1h", 0}};
   if (j.contains("usage")) {
     if (!j["usage"].is_object()) return fail(at + ": 'usage' must be an object");
     for (const auto& [k, v] : j["usage"].items()) {
@@ -120,8 +121,8 @@ Result<std::unique_ptr<Provider>> make_replay_provider(const std::string& path) 
       // e.byte is 1-based within the line: that is the column.
       return fail(where(path, lineno, static_cast<int>(e.byte)) + ": malformed JSON: " + e.what());
     }
-    MOAT_ASSIGN_OR_RETURN(Message m, turn_from_line(j, where(path, lineno),
-                                                    static_cast<int>(turns.size()) + 1));
+    MOAT_ASSIGN_OR_RETURN(
+        Message m, turn_from_line(j, where(path, lineno), static_cast<int>(turns.size()) + 1));
     turns.push_back(std::move(m));
   }
   if (turns.empty()) return fail("replay script " + path + " holds no turns");

@@ -31,7 +31,6 @@ std::string one_line(std::string s, std::size_t max) {
   return s;
 }
 
-
 const char* stop_name(LoopStop s) {
   switch (s) {
     case LoopStop::kDone: return "done";
@@ -105,7 +104,8 @@ void print_result(const std::string&, const tools::ToolResult& r) {
 bool is_answer(const std::string& line) {
   std::string s;
   for (char c : line)
-    if (c != ' ' && c != '\t' && c != '\r') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c != ' ' && c != '\t' && c != '\r')
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s == "y" || s == "yes" || s == "s" || s == "n" || s == "no";
 }
 
@@ -164,7 +164,8 @@ Result<std::string> canonical_workspace(const std::string& path) {
 
 Result<std::string> canonical_path(const std::string& path) {
   char real[PATH_MAX];
-  if (::realpath(path.c_str(), real) == nullptr) return fail(Error::from_errno("realpath", errno, path));
+  if (::realpath(path.c_str(), real) == nullptr)
+    return fail(Error::from_errno("realpath", errno, path));
   return std::string(real);
 }
 

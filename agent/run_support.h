@@ -20,13 +20,13 @@
 #include "sessions/store.h"
 
 // Like MOAT_ASSIGN_OR_RETURN, for CLI functions that return an exit code: prints the error.
-#define MOAT_ASSIGN_OR_RETURN_CODE(lhs, expr, code)                                    \
-  auto MOAT_CONCAT_(moat_aorc_, __LINE__) = (expr);                                    \
-  if (!MOAT_CONCAT_(moat_aorc_, __LINE__)) {                                           \
-    std::fprintf(stderr, "moat: %s\n",                                                 \
-                 MOAT_CONCAT_(moat_aorc_, __LINE__).error().message().c_str());       \
-    return code;                                                                       \
-  }                                                                                    \
+#define MOAT_ASSIGN_OR_RETURN_CODE(lhs, expr, code)                             \
+  auto MOAT_CONCAT_(moat_aorc_, __LINE__) = (expr);                             \
+  if (!MOAT_CONCAT_(moat_aorc_, __LINE__)) {                                    \
+    std::fprintf(stderr, "moat: %s\n",                                          \
+                 MOAT_CONCAT_(moat_aorc_, __LINE__).error().message().c_str()); \
+    return code;                                                                \
+  }                                                                             \
   lhs = std::move(MOAT_CONCAT_(moat_aorc_, __LINE__)).value()
 
 namespace moat::agent {
@@ -106,7 +106,7 @@ class TerminalInput {
   std::mutex ask_mu_;  // one question at a time
   std::mutex mu_;
   std::condition_variable cv_;
-  bool waiting_ = false;              // a question waits for its answer
+  bool waiting_ = false;  // a question waits for its answer
   std::optional<std::string> answer_;
   bool eof_ = false;
   std::atomic<bool> stop_{false};

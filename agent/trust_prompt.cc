@@ -28,7 +28,8 @@ bool read_answer(int fd, std::string& line) {
 bool is_yes(const std::string& answer) {
   std::string a;
   for (char c : answer)
-    if (c != ' ' && c != '\t' && c != '\r') a += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (c != ' ' && c != '\t' && c != '\r')
+      a += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   return a == "y" || a == "yes";
 }
 
@@ -44,10 +45,12 @@ void settle_project_trust(const std::string& workspace, bool headless, int in_fd
   const std::string trust_dir = policy::default_trust_dir();
   auto t = policy::project_trust(workspace, trust_dir);
   if (!t) {
-    std::fprintf(stderr, "moat: project policy: %s; it will not be loaded\n", t.error().message().c_str());
+    std::fprintf(stderr, "moat: project policy: %s; it will not be loaded\n",
+                 t.error().message().c_str());
     return;
   }
-  if (t->state == policy::TrustState::kNoProjectPolicy || t->state == policy::TrustState::kTrusted) return;
+  if (t->state == policy::TrustState::kNoProjectPolicy || t->state == policy::TrustState::kTrusted)
+    return;
   if (headless) {
     std::fprintf(stderr,
                  "moat: warning: project policy %s is skipped: %s, and headless runs never trust "
@@ -72,7 +75,8 @@ void settle_project_trust(const std::string& workspace, bool headless, int in_fd
                  r.error().message().c_str());
     return;
   }
-  std::fprintf(stderr, "moat: trusted; pinned sha256 %s in %s\n", t->sha256.c_str(), trust_dir.c_str());
+  std::fprintf(stderr, "moat: trusted; pinned sha256 %s in %s\n", t->sha256.c_str(),
+               trust_dir.c_str());
 }
 
 }  // namespace moat::agent

@@ -115,7 +115,8 @@ Result<void> add_loop_denies(scmp_filter_ctx ctx) {
 }  // namespace
 
 Result<void> install_loop_filter() {
-  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_ALLOW),
+                                                       seccomp_release);
   if (!ctx) return fail(std::string("seccomp_init failed"));
   MOAT_TRY(add_loop_denies(ctx.get()));
   // One rule per flag: a masked compare tests "this bit is set", and rules with the same
@@ -127,7 +128,8 @@ Result<void> install_loop_filter() {
         rc != 0)
       return fail(Error::from_errno("seccomp_rule_add(clone)", -rc));
   }
-  if (int rc = seccomp_load(ctx.get()); rc != 0) return fail(Error::from_errno("seccomp_load", -rc));
+  if (int rc = seccomp_load(ctx.get()); rc != 0)
+    return fail(Error::from_errno("seccomp_load", -rc));
   return {};
 }
 

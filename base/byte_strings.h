@@ -33,7 +33,8 @@ inline nlohmann::json encode_byte_strings(nlohmann::json value) {
 // The first string value (at any depth) that is not UTF-8, for a channel that cannot carry it
 // and must refuse rather than send another string in its place.
 inline std::optional<std::string> first_non_utf8_string(const nlohmann::json& value) {
-  if (value.is_string() && !is_utf8(value.get_ref<const std::string&>())) return value.get<std::string>();
+  if (value.is_string() && !is_utf8(value.get_ref<const std::string&>()))
+    return value.get<std::string>();
   if (value.is_object() || value.is_array())
     for (const auto& member : value)
       if (auto bad = first_non_utf8_string(member)) return bad;
@@ -43,7 +44,8 @@ inline std::optional<std::string> first_non_utf8_string(const nlohmann::json& va
 // The exact bytes an {"bytes": base64} object stands for; nullopt for any other value, and
 // for base64 that is not the canonical encoding of what it decodes to.
 inline std::optional<std::string> byte_string_of(const nlohmann::json& value) {
-  if (!value.is_object() || value.size() != 1 || !value.contains("bytes") || !value["bytes"].is_string())
+  if (!value.is_object() || value.size() != 1 || !value.contains("bytes") ||
+      !value["bytes"].is_string())
     return std::nullopt;
   const std::string& text = value["bytes"].get_ref<const std::string&>();
   std::string bytes = base64_decode(text);

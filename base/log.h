@@ -26,7 +26,7 @@ inline LogLevel& log_threshold() {
 }
 
 __attribute__((format(printf, 4, 5))) inline void log_line(LogLevel level, const char* file,
-                                                            int line, const char* fmt, ...) {
+                                                           int line, const char* fmt, ...) {
   if (level < log_threshold()) return;
   static const char* const kNames[] = {"debug", "info", "warn", "error"};
   char buf[4096];
@@ -63,7 +63,11 @@ inline std::string quoted(std::string_view s) {
 
 }  // namespace moat
 
-#define MOAT_LOG_DEBUG(...) ::moat::log_line(::moat::LogLevel::kDebug, __FILE__, __LINE__, __VA_ARGS__)
-#define MOAT_LOG_INFO(...) ::moat::log_line(::moat::LogLevel::kInfo, __FILE__, __LINE__, __VA_ARGS__)
-#define MOAT_LOG_WARN(...) ::moat::log_line(::moat::LogLevel::kWarn, __FILE__, __LINE__, __VA_ARGS__)
-#define MOAT_LOG_ERROR(...) ::moat::log_line(::moat::LogLevel::kError, __FILE__, __LINE__, __VA_ARGS__)
+#define MOAT_LOG_DEBUG(...) \
+  ::moat::log_line(::moat::LogLevel::kDebug, __FILE__, __LINE__, __VA_ARGS__)
+#define MOAT_LOG_INFO(...) \
+  ::moat::log_line(::moat::LogLevel::kInfo, __FILE__, __LINE__, __VA_ARGS__)
+#define MOAT_LOG_WARN(...) \
+  ::moat::log_line(::moat::LogLevel::kWarn, __FILE__, __LINE__, __VA_ARGS__)
+#define MOAT_LOG_ERROR(...) \
+  ::moat::log_line(::moat::LogLevel::kError, __FILE__, __LINE__, __VA_ARGS__)

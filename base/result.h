@@ -92,15 +92,14 @@ class [[nodiscard]] Result<void> {
 #define MOAT_CONCAT_(a, b) MOAT_CONCAT_INNER_(a, b)
 
 // Propagates a failure; an ordinary statement (no GNU statement expressions).
-#define MOAT_TRY(expr)                                  \
-  do {                                                  \
-    if (auto moat_try_ = (expr); !moat_try_)            \
-      return ::moat::fail(moat_try_.error());           \
+#define MOAT_TRY(expr)                                                               \
+  do {                                                                               \
+    if (auto moat_try_ = (expr); !moat_try_) return ::moat::fail(moat_try_.error()); \
   } while (0)
 
 // Expands to several statements: never use it as an unbraced if-body.
-#define MOAT_ASSIGN_OR_RETURN(lhs, expr)                              \
-  auto MOAT_CONCAT_(moat_aor_, __LINE__) = (expr);                    \
-  if (!MOAT_CONCAT_(moat_aor_, __LINE__))                             \
-    return ::moat::fail(MOAT_CONCAT_(moat_aor_, __LINE__).error());   \
+#define MOAT_ASSIGN_OR_RETURN(lhs, expr)                            \
+  auto MOAT_CONCAT_(moat_aor_, __LINE__) = (expr);                  \
+  if (!MOAT_CONCAT_(moat_aor_, __LINE__))                           \
+    return ::moat::fail(MOAT_CONCAT_(moat_aor_, __LINE__).error()); \
   lhs = std::move(MOAT_CONCAT_(moat_aor_, __LINE__)).value()

@@ -41,7 +41,7 @@ class UniqueFd {
 // A borrowed fd: the callee uses it and never closes it.
 struct BorrowedFd {
   int fd = -1;
-  BorrowedFd(int f) : fd(f) {}  // NOLINT: implicit on purpose
+  BorrowedFd(int f) : fd(f) {}                    // NOLINT: implicit on purpose
   BorrowedFd(const UniqueFd& u) : fd(u.get()) {}  // NOLINT
   int get() const { return fd; }
 };

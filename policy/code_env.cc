@@ -167,7 +167,8 @@ Entry classify(const std::vector<Segment>& pieces, const std::string& name) {
   // LD_LIBRARY_PATH or PYTHONPATH would leave an empty entry, which means the cwd.
   if (pieces.size() == 1 && first.kind == SegKind::kVar && first.text == name && name == "PATH")
     return {Entry::kOldValue, ""};
-  bool home = (first.kind == SegKind::kTilde && first.text.empty()) || (first.kind == SegKind::kVar && first.text == "HOME");
+  bool home = (first.kind == SegKind::kTilde && first.text.empty()) ||
+              (first.kind == SegKind::kVar && first.text == "HOME");
   if (home && literal_from(1, e.text)) {
     e.kind = Entry::kHomePath;
     return e;
@@ -192,7 +193,8 @@ std::vector<Entry> split_entries(const Arg& v, const std::string& name) {
     }
     std::size_t i = 0;
     for (std::size_t colon; (colon = s.text.find(':', i)) != std::string::npos; i = colon + 1) {
-      if (colon > i) pieces.push_back({SegKind::kLiteral, s.text.substr(i, colon - i), s.quoted, 0});
+      if (colon > i)
+        pieces.push_back({SegKind::kLiteral, s.text.substr(i, colon - i), s.quoted, 0});
       close();
     }
     if (i < s.text.size()) pieces.push_back({SegKind::kLiteral, s.text.substr(i), s.quoted, 0});
@@ -202,7 +204,8 @@ std::vector<Entry> split_entries(const Arg& v, const std::string& name) {
 }
 
 // True when the entry names a directory sandboxed code cannot have written.
-bool entry_is_safe(const Entry& e, const std::vector<std::string>& cwds, const CodeEnvContext& ctx) {
+bool entry_is_safe(const Entry& e, const std::vector<std::string>& cwds,
+                   const CodeEnvContext& ctx) {
   // /proc and /dev hold magic links (/proc/self/cwd, /dev/fd/3) to the working directory or to
   // any directory a descriptor names: their text says nothing of where they lead.
   auto outside = [&](const std::string& dir) {
@@ -226,8 +229,8 @@ bool entry_is_safe(const Entry& e, const std::vector<std::string>& cwds, const C
   });
 }
 
-bool is_harmless_search_path(const Arg& v, const std::string& name, const std::vector<std::string>& cwds,
-                             const CodeEnvContext& ctx) {
+bool is_harmless_search_path(const Arg& v, const std::string& name,
+                             const std::vector<std::string>& cwds, const CodeEnvContext& ctx) {
   if (!v.known && v.segs.empty()) return false;  // from stdin or a list we cannot see
   auto entries = split_entries(v, name);
   return std::all_of(entries.begin(), entries.end(),
@@ -249,8 +252,9 @@ bool is_harmless_program(const Arg& v, const CodeEnvContext& ctx) {
 
 bool is_plain_options(const Arg& v) {
   return v.known && std::all_of(v.text.begin(), v.text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view(" -_,:").find(c) != std::string_view::npos;
-  });
+           return std::isalnum(static_cast<unsigned char>(c)) ||
+                  std::string_view(" -_,:").find(c) != std::string_view::npos;
+         });
 }
 
 }  // namespace
@@ -265,12 +269,14 @@ const CodeEnvRow* code_env_hit(const Assignment& a, const std::vector<std::strin
   std::string lower = a.name;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const auto& row : kTable) {
-    const bool any_case = std::any_of(row.name.begin(), row.name.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+    const bool any_case =
+        std::any_of(row.name.begin(), row.name.end(), [](char c) { return c >= 'a' && c <= 'z'; });
     if (!word_glob_matches(row.name, any_case ? lower : a.name)) continue;
     switch (row.harmless_when) {
       case CodeEnvValue::kNone: return &row;
       case CodeEnvValue::kWords: return is_harmless_word(row.harmless, a.value) ? nullptr : &row;
-      case CodeEnvValue::kSearchPath: return is_harmless_search_path(a.value, a.name, cwds, ctx) ? nullptr : &row;
+      case CodeEnvValue::kSearchPath:
+        return is_harmless_search_path(a.value, a.name, cwds, ctx) ? nullptr : &row;
       case CodeEnvValue::kProgram: return is_harmless_program(a.value, ctx) ? nullptr : &row;
       case CodeEnvValue::kPlainOptions: return is_plain_options(a.value) ? nullptr : &row;
     }

@@ -15,15 +15,17 @@ namespace moat::policy {
 
 // What makes a value of the variable harmless.
 enum class CodeEnvValue {
-  kNone,        // no value: whatever it names is loaded or run
-  kSearchPath,  // every ':' entry is a directory outside the writable roots, or the old value
-  kWords,       // one of `harmless`, words that run nothing (a pager of "cat")
-  kProgram,     // a bare name (looked up in PATH) or an absolute path outside the writable roots
-  kPlainOptions,  // letters, digits, spaces and "-_,:" only: no '=' (a definition), '.' or '/' (a file)
+  kNone,          // no value: whatever it names is loaded or run
+  kSearchPath,    // every ':' entry is a directory outside the writable roots, or the old value
+  kWords,         // one of `harmless`, words that run nothing (a pager of "cat")
+  kProgram,       // a bare name (looked up in PATH) or an absolute path outside the writable roots
+  kPlainOptions,  // letters, digits, spaces and "-_,:" only: no '=' (a definition), '.' or '/' (a
+                  // file)
 };
 
 struct CodeEnvRow {
-  std::string_view name;      // a variable name, or a glob ("GIT_CONFIG_KEY_*"); in lower case: any case
+  std::string_view
+      name;  // a variable name, or a glob ("GIT_CONFIG_KEY_*"); in lower case: any case
   CodeEnvValue harmless_when;
   std::string_view harmless;  // kWords: the harmless values, separated by '|' ("|cat" = "" or cat)
   std::string_view reason;    // who reads it and what it makes them load or run

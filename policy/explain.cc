@@ -58,12 +58,14 @@ json explain_json(const Decision& d, const Policy& policy, const std::string& in
 std::string explain_text(const Decision& d, const Policy& policy, const std::string& input) {
   std::string out;
   const json detail = d.detail();
-  const json units = detail.is_object() && detail.contains("units") ? detail["units"] : json::array();
+  const json units =
+      detail.is_object() && detail.contains("units") ? detail["units"] : json::array();
   if (!units.empty()) {
     int wrappers = 0;
     for (const auto& u : units) wrappers += u.value("wrapper", false) ? 1 : 0;
-    out += pad("shell", 7) + pad(moat::quoted(input), 30) + "parsed: " + std::to_string(units.size()) +
-           " units" + (wrappers ? " (" + std::to_string(wrappers) + " wrapper)" : "") + "\n";
+    out += pad("shell", 7) + pad(moat::quoted(input), 30) +
+           "parsed: " + std::to_string(units.size()) + " units" +
+           (wrappers ? " (" + std::to_string(wrappers) + " wrapper)" : "") + "\n";
     for (const auto& p : detail.value("problems", json::array()))
       out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
     int n = 0;
@@ -72,11 +74,13 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
       std::string argv = u.value("argv", "");
       if (u.contains("sets")) {
         std::string sets;
-        for (const auto& n : u["sets"]) sets += (sets.empty() ? "" : " ") + n.get<std::string>() + "=…";
+        for (const auto& n : u["sets"])
+          sets += (sets.empty() ? "" : " ") + n.get<std::string>() + "=…";
         argv = argv.empty() ? sets : sets + " " + argv;
       }
       if (u.contains("via")) argv += "   (via " + u["via"].get<std::string>() + ")";
-      if (u.value("depth", 0) > 0) argv += "   (depth " + std::to_string(u["depth"].get<int>()) + ")";
+      if (u.value("depth", 0) > 0)
+        argv += "   (depth " + std::to_string(u["depth"].get<int>()) + ")";
       std::string decision = u.value("decision", "none");
       if (!u.contains("deciding_rule")) {
         out += pad(label, 7) + pad(argv, 30) +
@@ -88,9 +92,12 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
       out += pad(label, 7) + pad(argv, 30) + pad(decision, 6) + pad(dr.value("id", ""), 26) +
              pad(dr.value("layer", ""), 8) + where(dr) + "\n";
       if (u.contains("program"))
-        out += pad("", 7) + "program: " + (u["program"].is_null() ? std::string("not found on the sandbox PATH")
-                                                                   : u["program"].get<std::string>()) +
-               (u.value("program_writable", false) ? " (in a writable root: never allowed by name)" : "") + "\n";
+        out += pad("", 7) + "program: " +
+               (u["program"].is_null() ? std::string("not found on the sandbox PATH")
+                                       : u["program"].get<std::string>()) +
+               (u.value("program_writable", false) ? " (in a writable root: never allowed by name)"
+                                                   : "") +
+               "\n";
       for (const auto& p : u.value("problems", json::array()))
         out += pad("", 7) + "cannot judge statically: " + p.get<std::string>() + "\n";
       for (const auto& r : u.value("reads", json::array()))
@@ -99,9 +106,12 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
       if (decision != "allow" && u.contains("reason") && u["reason"] != d.reason)
         out += pad("", 7) + "why: " + u["reason"].get<std::string>() + "\n";
       for (const auto& m : u.value("matched", json::array())) {
-        if (m.value("id", "") == dr.value("id", "") && m.value("layer", "") == dr.value("layer", "")) continue;
+        if (m.value("id", "") == dr.value("id", "") &&
+            m.value("layer", "") == dr.value("layer", ""))
+          continue;
         std::string md = m.value("decision", "");
-        out += pad("", 7) + "also matched: " + m.value("id", "") + " (" + md + ", " + m.value("layer", "") + ")" +
+        out += pad("", 7) + "also matched: " + m.value("id", "") + " (" + md + ", " +
+               m.value("layer", "") + ")" +
                (md != decision ? " -> overridden (" + decision + " > " + md + ")" : "") + "\n";
       }
     }
@@ -113,9 +123,11 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
     }
   }
   std::string deciding = d.deciding.id;
-  out += pad("result", 7) + pad(upper(verdict_name(d.verdict)), 6) + " deciding=" + deciding + "  " +
-         d.deciding.layer + "  " + (d.deciding.file.empty() ? "-" : d.deciding.file + ":" + std::to_string(d.deciding.line)) +
-         "  policy_hash=" + policy.policy_hash() + "  mode=" + (policy.headless() ? "headless" : "interactive") + "\n";
+  out += pad("result", 7) + pad(upper(verdict_name(d.verdict)), 6) + " deciding=" + deciding +
+         "  " + d.deciding.layer + "  " +
+         (d.deciding.file.empty() ? "-" : d.deciding.file + ":" + std::to_string(d.deciding.line)) +
+         "  policy_hash=" + policy.policy_hash() +
+         "  mode=" + (policy.headless() ? "headless" : "interactive") + "\n";
   if (!d.reason.empty()) out += pad("reason", 7) + d.reason + "\n";
   return out;
 }

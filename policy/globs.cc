@@ -62,9 +62,7 @@ bool is_var_char(char c) {
 
 }  // namespace
 
-bool has_glob_chars(std::string_view s) {
-  return s.find_first_of("*?[") != std::string_view::npos;
-}
+bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
 // A plain loop: find_first_of with a character set calls memchr once per byte of `p`, and
 // this check runs for every pattern of every rule on every word (it was a tenth of

@@ -112,10 +112,12 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
   if (t.state == TrustState::kTrusted && trust_dir_in_workspace(o.workspace, trust_dir))
     t.skipped = "the trust directory " + trust_dir + " is inside the workspace";
   else if (t.state != TrustState::kTrusted)
-    t.skipped = t.state == TrustState::kChanged ? "it changed since it was trusted" : "the workspace is not trusted";
+    t.skipped = t.state == TrustState::kChanged ? "it changed since it was trusted"
+                                                : "the workspace is not trusted";
   if (!t.skipped.empty()) {
     if (notices != nullptr)
-      notices->push_back(t.file + ": project policy not loaded: " + t.skipped + " (sha256 " + t.sha256 + ")");
+      notices->push_back(t.file + ": project policy not loaded: " + t.skipped + " (sha256 " +
+                         t.sha256 + ")");
     if (report != nullptr) *report = t;
     return {};
   }
@@ -166,7 +168,7 @@ Result<ProjectTrust> project_trust(const std::string& workspace, const std::stri
   std::ifstream pin(pin_path(workspace, trust_dir));
   std::string line;
   if (pin && std::getline(pin, line)) t.pinned = line.substr(0, line.find(' '));
-  t.state = t.pinned.empty() ? TrustState::kUntrusted
+  t.state = t.pinned.empty()       ? TrustState::kUntrusted
             : t.pinned == t.sha256 ? TrustState::kTrusted
                                    : TrustState::kChanged;
   return t;
@@ -175,7 +177,8 @@ Result<ProjectTrust> project_trust(const std::string& workspace, const std::stri
 Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,
                          const std::string& sha256) {
   if (trust_dir_in_workspace(workspace, trust_dir))
-    return fail("the trust directory " + trust_dir + " is inside the workspace; sandboxed code could write its pins");
+    return fail("the trust directory " + trust_dir +
+                " is inside the workspace; sandboxed code could write its pins");
   MOAT_TRY(make_dirs(trust_dir));
   const std::string path = pin_path(workspace, trust_dir);
   const std::string tmp = path + ".tmp";
@@ -184,17 +187,20 @@ Result<void> pin_project(const std::string& workspace, const std::string& trust_
     out << sha256 << "  " << canonical_path(workspace, "/") << "\n";
     if (!out) return fail(Error::from_errno("write", errno, tmp));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Error::from_errno("rename", errno, path));
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(Error::from_errno("rename", errno, path));
   return {};
 }
 
 Result<void> revoke_project(const std::string& workspace, const std::string& trust_dir) {
   const std::string path = pin_path(workspace, trust_dir);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(Error::from_errno("unlink", errno, path));
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return fail(Error::from_errno("unlink", errno, path));
   return {};
 }
 
-Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<std::string>* notices,
+Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o,
+                                             std::vector<std::string>* notices,
                                              ProjectTrust* project) {
   std::vector<LoadedLayer> layers;
   // System layer: ownership of the directory and of every file first, then parse.
@@ -207,7 +213,8 @@ Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<s
   if (o.use_builtin_default && layers.empty()) {
     ParseOptions po;
     po.file = "builtin:default.toml";
-    MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(builtin_default_policy_text(), po, notices));
+    MOAT_ASSIGN_OR_RETURN(PolicyFile p,
+                          parse_policy_text(builtin_default_policy_text(), po, notices));
     p.sha256 = sha256_hex(builtin_default_policy_text());
     p.layer.name = p.layer.name.empty() ? "default" : p.layer.name;
     layers.insert(layers.begin(), LoadedLayer{"builtin", std::move(p)});
@@ -216,7 +223,8 @@ Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o, std::vector<s
   for (const auto& l : layers)
     if (l.kind == "system" && l.file.constraints && l.file.constraints->unknown_keys == "warn")
       strict = false;
-  MOAT_TRY(load_dir(o.user_dir.empty() ? default_user_dir() : o.user_dir, "user", strict, layers, notices));
+  MOAT_TRY(load_dir(o.user_dir.empty() ? default_user_dir() : o.user_dir, "user", strict, layers,
+                    notices));
   MOAT_TRY(load_project(o, strict, layers, notices, project));
   for (const auto& f : o.extra_files) {
     MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(f, strict, notices));

@@ -22,11 +22,11 @@ const char* trust_state_name(TrustState s);  // "none" | "trusted" | "untrusted"
 
 struct ProjectTrust {
   TrustState state = TrustState::kNoProjectPolicy;
-  std::string file;    // <workspace>/.moat/policy.toml
-  std::string sha256;  // of its current bytes
-  std::string pinned;  // the accepted hash, if any
-  bool loaded = false; // the load used it (trusted, and read with the pinned hash)
-  std::string skipped; // why it was not loaded (empty when loaded or absent)
+  std::string file;     // <workspace>/.moat/policy.toml
+  std::string sha256;   // of its current bytes
+  std::string pinned;   // the accepted hash, if any
+  bool loaded = false;  // the load used it (trusted, and read with the pinned hash)
+  std::string skipped;  // why it was not loaded (empty when loaded or absent)
 };
 
 // Every layer in precedence order (builtin or system first, cli last). Parse errors in

@@ -51,9 +51,8 @@ void shadowed_commands(const std::vector<LoadedLayer>& layers, std::vector<Findi
     return unconditional(b) && covers_programs(b, a);
   };
   auto says = [](const CommandRule& a, const CommandRule& b) {
-    return "rule " + a.id + " (" + verdict_name(a.decision) + ") can never decide: " + b.id +
-           " (" + verdict_name(b.decision) + ", " + where_of(b.pos) +
-           ") matches every command it matches";
+    return "rule " + a.id + " (" + verdict_name(a.decision) + ") can never decide: " + b.id + " (" +
+           verdict_name(b.decision) + ", " + where_of(b.pos) + ") matches every command it matches";
   };
   shadowed(layers, &PolicyFile::command, covers, says, out);
 }
@@ -110,7 +109,8 @@ std::vector<Finding> lint_policy(const LoadOptions& options) {
     std::string why = r["layer"] == "cli" ? "command-line policy files may only narrow"
                                           : "the organisation's managed_allows_only covers " +
                                                 r["kind"].get<std::string>();
-    out.push_back({"warning", r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>()),
+    out.push_back({"warning",
+                   r["file"].get<std::string>() + ":" + std::to_string(r["line"].get<int>()),
                    "allow rule " + r["id"].get<std::string>() + " is ignored: " + why});
   }
   shadowed_commands(*layers, out);
@@ -123,10 +123,12 @@ std::vector<RuleTestResult> run_rule_tests(const Policy& policy, const std::stri
   for (const auto& rule : policy.rules_json()) {
     if (!rule.contains("tests")) continue;
     const std::string kind = rule["kind"];
-    const std::string where = rule["file"].get<std::string>() + ":" + std::to_string(rule["line"].get<int>());
+    const std::string where =
+        rule["file"].get<std::string>() + ":" + std::to_string(rule["line"].get<int>());
     for (const char* which : {"match", "not_match"}) {
       for (const auto& t : rule["tests"][which]) {
-        RuleTestResult r{rule["id"], where, t.get<std::string>(), std::string(which) == "match", "pass", ""};
+        RuleTestResult r{rule["id"], where, t.get<std::string>(), std::string(which) == "match",
+                         "pass",     ""};
         if (rule.value("ignored", false)) {
           r.outcome = "skip";
           r.detail = "the rule is ignored in this configuration";

@@ -21,12 +21,12 @@ struct Finding {
 std::vector<Finding> lint_policy(const LoadOptions& options);
 
 struct RuleTestResult {
-  std::string rule;       // id
-  std::string where;      // file:line of the rule
-  std::string input;      // the test line, path or tool name
+  std::string rule;   // id
+  std::string where;  // file:line of the rule
+  std::string input;  // the test line, path or tool name
   bool expect_match = true;
-  std::string outcome;    // "pass" | "fail" | "skip"
-  std::string detail;     // why it failed or was skipped
+  std::string outcome;  // "pass" | "fail" | "skip"
+  std::string detail;   // why it failed or was skipped
 };
 
 // Runs every rule's tests; command lines are judged in `cwd`.

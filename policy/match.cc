@@ -15,9 +15,13 @@ namespace {
 // Global options that take a value, per program: skipped to find the subcommand
 // (`git -C dir push` is a push). From git(1), npm(1), make(1), cargo(1), docker(1).
 bool global_option_takes_value(std::string_view prog, std::string_view opt) {
-  struct Entry { std::string_view prog; std::vector<std::string_view> opts; };
+  struct Entry {
+    std::string_view prog;
+    std::vector<std::string_view> opts;
+  };
   static const Entry kTable[] = {
-      {"git", {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}},
+      {"git",
+       {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}},
       {"npm", {"--prefix", "-w", "--workspace"}},
       {"make", {"-C", "-f", "--directory", "--file", "--makefile", "-I", "-o", "-W"}},
       {"cargo", {"-C", "--config", "-Z", "--color"}},
@@ -30,7 +34,8 @@ bool global_option_takes_value(std::string_view prog, std::string_view opt) {
 }
 
 bool is_under_any(const std::string& path, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return is_under(path, r); });
+  return std::any_of(roots.begin(), roots.end(),
+                     [&](const std::string& r) { return is_under(path, r); });
 }
 
 bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
@@ -41,7 +46,8 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
     // the name decides for builtins that run nothing (resolve.h builtin_runs_nothing).
     const bool pinned = !(p.resolved.builtin && builtin_runs_nothing(p.argv0_base));
     if (pinned && !r.program_paths.empty() &&
-        std::find(r.program_paths.begin(), r.program_paths.end(), p.resolved.real_path) == r.program_paths.end())
+        std::find(r.program_paths.begin(), r.program_paths.end(), p.resolved.real_path) ==
+            r.program_paths.end())
       return false;
     if (pinned && !r.sha256.empty()) {
       auto digest = sha256_file_hex(p.resolved.real_path);
@@ -62,7 +68,8 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
   std::string_view real_base = base_name(p.resolved.real_path);
   for (const auto& name : r.program) {
     if (name[0] == '/') {
-      if (p.argv0 == name || p.resolved.typed_path == name || p.resolved.real_path == name) return true;
+      if (p.argv0 == name || p.resolved.typed_path == name || p.resolved.real_path == name)
+        return true;
     } else if (word_glob_matches(name, p.argv0_base) ||
                (!real_base.empty() && !p.resolved.builtin && word_glob_matches(name, real_base))) {
       return true;
@@ -71,8 +78,8 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
   return false;
 }
 
-bool args_from(const std::vector<ArgPattern>& pats, std::size_t pi, const std::vector<const Arg*>& words,
-               std::size_t wi, bool conservative) {
+bool args_from(const std::vector<ArgPattern>& pats, std::size_t pi,
+               const std::vector<const Arg*>& words, std::size_t wi, bool conservative) {
   if (pi == pats.size()) {
     if (wi == words.size()) return true;
     // Leftover words that may expand to nothing could still make an exact match.
@@ -101,10 +108,12 @@ bool args_match(const CommandRule& r, const CommandUnit& u, bool conservative) {
   // Again with the program's leading global options skipped: `git -C d --no-pager push`.
   std::string_view prog = u.argv.empty() ? "" : base_name(u.argv[0].text);
   std::size_t i = 0;
-  while (i < words.size() && words[i]->known && words[i]->text.size() > 1 && words[i]->text[0] == '-') {
+  while (i < words.size() && words[i]->known && words[i]->text.size() > 1 &&
+         words[i]->text[0] == '-') {
     std::string_view opt = words[i]->text;
     opt = opt.substr(0, opt.find('='));
-    bool takes = global_option_takes_value(prog, opt) && words[i]->text.find('=') == std::string::npos;
+    bool takes =
+        global_option_takes_value(prog, opt) && words[i]->text.find('=') == std::string::npos;
     i += takes ? 2 : 1;
   }
   if (i == 0 || i > words.size()) return false;
@@ -126,14 +135,16 @@ bool any_flag_present(const Strings& specs, const CommandUnit& u, bool unknown_c
 
 bool word_matches_any(const Strings& globs, const Arg& a, bool unknown_counts) {
   if (!a.known || a.home) return unknown_counts;
-  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return word_glob_matches(g, a.text); });
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& g) { return word_glob_matches(g, a.text); });
 }
 
 // `unless.any_arg`: operands only. An exception loosens the rule, so a made-up option word
 // (`rm -rf / --x.txt`) must not be able to switch it on.
 bool any_operand_matches(const Strings& globs, const CommandUnit& u, bool unknown_counts) {
-  return std::any_of(u.operands.begin(), u.operands.end(),
-                     [&](std::size_t i) { return word_matches_any(globs, u.argv[i], unknown_counts); });
+  return std::any_of(u.operands.begin(), u.operands.end(), [&](std::size_t i) {
+    return word_matches_any(globs, u.argv[i], unknown_counts);
+  });
 }
 
 // `any_arg`: every word after the program, option-looking ones included: `find . -delete`
@@ -165,13 +176,15 @@ bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, con
       any = any || conservative;
       continue;
     }
-    std::string path = a.home ? env.paths->canonical(env.home + a.text, "/") : env.paths->canonical(a.text, cwd);
+    std::string path =
+        a.home ? env.paths->canonical(env.home + a.text, "/") : env.paths->canonical(a.text, cwd);
     bool hit = std::any_of(r.script_globs.begin(), r.script_globs.end(),
                            [&](const PathGlob& g) { return path_glob_matches(g, path); });
     // An allow names a script file; an operand that is not one (a module name, a file
     // to be created later) is not what the rule allowed.
     struct stat st;
-    if (hit && !conservative && (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))) hit = false;
+    if (hit && !conservative && (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)))
+      hit = false;
     all = all && hit;
     any = any || hit;
   }
@@ -199,8 +212,8 @@ ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolve
   return p;
 }
 
-bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u,
-                          const ProgramInfo& p, const MatchEnv& env) {
+bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u, const ProgramInfo& p,
+                          const MatchEnv& env) {
   const CommandRule& r = *cr.rule;
   const bool allow = r.decision == Verdict::kAllow;
   const bool conservative = !allow;
@@ -251,7 +264,8 @@ bool path_rule_matches_under(const CompiledPathRule& r, const std::string& dir) 
 bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool) {
   const ToolRule& r = *cr.rule;
   auto hit = [&](const Strings& globs, const std::string& s) {
-    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return word_glob_matches(g, s); });
+    return std::any_of(globs.begin(), globs.end(),
+                       [&](const std::string& g) { return word_glob_matches(g, s); });
   };
   if (!hit(r.tool, tool)) return false;
   if (hit(r.unless.tool, tool)) return false;

@@ -38,9 +38,9 @@ struct CompiledToolRule {
 
 // What the matcher knows about a unit's program.
 struct ProgramInfo {
-  std::string argv0;          // as typed (NFC)
+  std::string argv0;  // as typed (NFC)
   std::string argv0_base;
-  ResolvedProgram resolved;   // found=false when not on PATH or the cwd is uncertain
+  ResolvedProgram resolved;       // found=false when not on PATH or the cwd is uncertain
   bool trusted_location = false;  // typed and real path outside every writable root
 };
 

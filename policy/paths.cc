@@ -51,8 +51,9 @@ std::string resolve_proc_root(std::string abs) {
   const std::size_t slash = abs.find('/', 6);
   if (slash == std::string::npos) return abs;
   const std::string_view who = std::string_view(abs).substr(6, slash - 6);
-  const bool process = who == "self" || who == "thread-self" ||
-                       (!who.empty() && who.find_first_not_of("0123456789") == std::string_view::npos);
+  const bool process =
+      who == "self" || who == "thread-self" ||
+      (!who.empty() && who.find_first_not_of("0123456789") == std::string_view::npos);
   const std::string_view rest = std::string_view(abs).substr(slash);
   if (!process || !(rest == "/root" || rest.starts_with("/root/"))) return abs;
   return rest.size() == 5 ? "/" : std::string(rest.substr(5));

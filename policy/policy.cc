@@ -57,7 +57,8 @@ Decision combine(std::span<const Vote> votes, bool headless) {
   seen.reserve(votes.size());
   for (const auto& v : votes) {
     if (best == nullptr || v.verdict > best->verdict) best = &v;
-    bool dup = std::any_of(seen.begin(), seen.end(), [&](const RuleRef* r) { return same_ref(*r, *v.ref); });
+    bool dup = std::any_of(seen.begin(), seen.end(),
+                           [&](const RuleRef* r) { return same_ref(*r, *v.ref); });
     if (!dup) seen.push_back(v.ref);
   }
   MOAT_CHECK(best != nullptr);
@@ -70,14 +71,16 @@ Decision combine(std::span<const Vote> votes, bool headless) {
   if (headless && d.verdict == Verdict::kAsk) {
     d.verdict = Verdict::kDeny;
     d.headless_downgraded = true;
-    d.reason += std::string(d.reason.empty() ? "" : " ") + "(headless: nobody to ask, so ask becomes deny)";
+    d.reason +=
+        std::string(d.reason.empty() ? "" : " ") + "(headless: nobody to ask, so ask becomes deny)";
   }
   return d;
 }
 
 // glob(3) relative to `cwd`, as the shell would expand it; false when there are too many
 // matches to judge one by one.
-bool expand_glob(const std::string& pattern, const std::string& cwd, std::vector<std::string>& out) {
+bool expand_glob(const std::string& pattern, const std::string& cwd,
+                 std::vector<std::string>& out) {
   constexpr std::size_t kMaxMatches = 256;
   std::string abs = pattern[0] == '/' ? pattern : cwd + "/" + pattern;
   glob_t g{};
@@ -107,26 +110,29 @@ json ref_json(const RuleRef& r) {
 // refs point into the policy, so detail() is valid while the policy lives.
 struct LineTrace {
   LinePlan plan;
-  std::vector<ProgramInfo> programs;                      // per unit
-  std::vector<Vote> votes;                                // every unit's votes, in order
-  std::vector<std::pair<std::size_t, std::size_t>> spans; // per unit: [begin, end) in votes
+  std::vector<ProgramInfo> programs;                       // per unit
+  std::vector<Vote> votes;                                 // every unit's votes, in order
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // per unit: [begin, end) in votes
 };
 
 json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vote>& unit_votes) {
   // Per unit: id, layer and decision; file and line are in Decision::matched.
   json matched = json::array();
   for (const auto& v : unit_votes)
-    matched.push_back({{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}});
+    matched.push_back(
+        {{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}});
   json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
   // Variables set for it that its argv does not show (a NAME=value prefix, env's, a loop's);
   // builtin.code-env judges them.
   json sets = json::array();
   for (const auto& a : u.assigns)
-    if (u.argv.empty() || a.how != u.argv[0].text) sets.push_back(a.name.empty() ? "<unknown>" : a.name);
+    if (u.argv.empty() || a.how != u.argv[0].text)
+      sets.push_back(a.name.empty() ? "<unknown>" : a.name);
   if (!sets.empty()) unit["sets"] = sets;
   json reads = json::array();  // input redirections, judged as path reads
   for (const auto& r : u.reads)
-    if (std::find(reads.begin(), reads.end(), r.path.home ? "~" + r.path.text : r.path.text) == reads.end())
+    if (std::find(reads.begin(), reads.end(), r.path.home ? "~" + r.path.text : r.path.text) ==
+        reads.end())
       reads.push_back(r.path.home ? "~" + r.path.text : r.path.text);
   if (!reads.empty()) unit["reads"] = reads;
   if (!u.origin.empty()) unit["origin"] = u.origin;
@@ -174,8 +180,8 @@ struct DefaultSlot {
 
 class PolicyImpl final : public Policy {
  public:
-  PolicyImpl(std::vector<LoadedLayer> layers, const LoadOptions& o, std::vector<std::string> notices,
-             ProjectTrust project)
+  PolicyImpl(std::vector<LoadedLayer> layers, const LoadOptions& o,
+             std::vector<std::string> notices, ProjectTrust project)
       : layers_(std::move(layers)),
         project_(std::move(project)),
         headless_(o.headless),
@@ -196,7 +202,8 @@ class PolicyImpl final : public Policy {
     vars_.vars = o.path_vars;
     // moatd names its own audit directory (--audit-dir, MOAT_AUDIT_DIR, /var/log/moat);
     // elsewhere (moat policy) it is a private moatd's default.
-    if (!vars_.vars.count("AUDIT_DIR")) vars_.vars["AUDIT_DIR"] = dirs::audit(/*system_daemon=*/false);
+    if (!vars_.vars.count("AUDIT_DIR"))
+      vars_.vars["AUDIT_DIR"] = dirs::audit(/*system_daemon=*/false);
     match_env_.home = home_;
     match_env_.writable_roots = &writable_roots_;
   }
@@ -206,7 +213,8 @@ class PolicyImpl final : public Policy {
       if (l.file.constraints && l.kind == "system") constraints_.push_back(&*l.file.constraints);
     for (const auto& l : layers_) {
       if (l.file.constraints && l.kind != "system")
-        notices_.push_back(l.file.file + ": [constraints] is honoured only in the system layer; ignored");
+        notices_.push_back(l.file.file +
+                           ": [constraints] is honoured only in the system layer; ignored");
       MOAT_TRY(compile_layer(l));
     }
     compile_defaults();
@@ -220,7 +228,8 @@ class PolicyImpl final : public Policy {
       if (r.allow_ignored || !tool_rule_matches(r, tool)) continue;
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
-    if (votes.empty()) votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
+    if (votes.empty())
+      votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
     return combine(votes, headless_);
   }
 
@@ -229,7 +238,8 @@ class PolicyImpl final : public Policy {
     MatchEnv env = match_env_;
     env.paths = &paths;
     auto trace = std::make_shared<LineTrace>();
-    trace->plan = plan_line(line, cwd.empty() ? vars_.workspace : paths.canonical(cwd, "/"), home_, &paths);
+    trace->plan =
+        plan_line(line, cwd.empty() ? vars_.workspace : paths.canonical(cwd, "/"), home_, &paths);
     const LinePlan& plan = trace->plan;
     std::vector<Vote>& votes = trace->votes;
     if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
@@ -243,7 +253,8 @@ class PolicyImpl final : public Policy {
       judge_unit(u, p, env, votes);
       trace->spans.emplace_back(begin, votes.size());
     }
-    static const std::vector<Vote> empty_line = {Vote{Verdict::kAllow, &kEmptyLineRef, nullptr, "nothing to run", true}};
+    static const std::vector<Vote> empty_line = {
+        Vote{Verdict::kAllow, &kEmptyLineRef, nullptr, "nothing to run", true}};
     // An empty line or only comments: nothing runs.
     Decision d = combine(votes.empty() ? empty_line : votes, headless_);
     d.detail_fn = [trace] { return line_detail(*trace); };
@@ -261,16 +272,19 @@ class PolicyImpl final : public Policy {
     for (const auto& [rule, ref] : network_) {
       bool port_ok = rule->ports.empty() ||
                      std::find(rule->ports.begin(), rule->ports.end(), port) != rule->ports.end();
-      bool host_ok = std::any_of(rule->domains.begin(), rule->domains.end(), [&](const std::string& d) {
-        if (d.rfind("*.", 0) == 0) {
-          std::string suffix = d.substr(1);
-          return host.size() > suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
-        }
-        return d == host;
-      });
+      bool host_ok =
+          std::any_of(rule->domains.begin(), rule->domains.end(), [&](const std::string& d) {
+            if (d.rfind("*.", 0) == 0) {
+              std::string suffix = d.substr(1);
+              return host.size() > suffix.size() &&
+                     host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
+            }
+            return d == host;
+          });
       if (port_ok && host_ok) votes.push_back(rule_vote(rule->decision, ref, rule->reason));
     }
-    if (votes.empty()) votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
+    if (votes.empty())
+      votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
     return combine(votes, headless_);
   }
 
@@ -293,8 +307,12 @@ class PolicyImpl final : public Policy {
             {"open_files", min_of(&Resources::open_files, 1024)}};
   }
 
-  std::vector<std::string> protected_globs() const override { return workspace_globs(Access::kWrite); }
-  std::vector<std::string> unreadable_globs() const override { return workspace_globs(Access::kRead); }
+  std::vector<std::string> protected_globs() const override {
+    return workspace_globs(Access::kWrite);
+  }
+  std::vector<std::string> unreadable_globs() const override {
+    return workspace_globs(Access::kRead);
+  }
 
   bool audit_required() const override {
     return std::any_of(constraints_.begin(), constraints_.end(),
@@ -303,8 +321,8 @@ class PolicyImpl final : public Policy {
 
   bool mode_allowed(const std::string& mode) const override {
     for (const auto* c : constraints_)
-      if (!c->allowed_modes.empty() &&
-          std::find(c->allowed_modes.begin(), c->allowed_modes.end(), mode) == c->allowed_modes.end())
+      if (!c->allowed_modes.empty() && std::find(c->allowed_modes.begin(), c->allowed_modes.end(),
+                                                 mode) == c->allowed_modes.end())
         return false;
     return true;
   }
@@ -317,7 +335,8 @@ class PolicyImpl final : public Policy {
       p = home_ + p.substr(1);
     } else if (!p.empty() && p[0] == '$') {
       std::size_t end = 1;
-      while (end < p.size() && (std::isalnum(static_cast<unsigned char>(p[end])) || p[end] == '_')) ++end;
+      while (end < p.size() && (std::isalnum(static_cast<unsigned char>(p[end])) || p[end] == '_'))
+        ++end;
       std::string name = p.substr(1, end - 1);
       std::string value = name == "WORKSPACE" ? vars_.workspace : name == "HOME" ? home_ : "";
       if (auto it = vars_.vars.find(name); it != vars_.vars.end()) value = it->second;
@@ -329,9 +348,11 @@ class PolicyImpl final : public Policy {
 
   json project_json() const override {
     if (project_.state == TrustState::kNoProjectPolicy) return nullptr;
-    json j = {{"file", project_.file}, {"sha256", project_.sha256},
+    json j = {{"file", project_.file},
+              {"sha256", project_.sha256},
               {"pinned", project_.pinned.empty() ? json(nullptr) : json(project_.pinned)},
-              {"state", trust_state_name(project_.state)}, {"loaded", project_.loaded}};
+              {"state", trust_state_name(project_.state)},
+              {"loaded", project_.loaded}};
     if (!project_.skipped.empty()) j["skipped"] = project_.skipped;
     return j;
   }
@@ -339,8 +360,11 @@ class PolicyImpl final : public Policy {
   json layers_json() const override {
     json out = json::array();
     for (const auto& l : layers_)
-      out.push_back({{"layer", l.kind}, {"name", l.file.layer.name}, {"revision", l.file.layer.revision},
-                     {"file", l.file.file}, {"sha256", l.file.sha256}});
+      out.push_back({{"layer", l.kind},
+                     {"name", l.file.layer.name},
+                     {"revision", l.file.layer.revision},
+                     {"file", l.file.file},
+                     {"sha256", l.file.sha256}});
     return out;
   }
 
@@ -352,11 +376,11 @@ class PolicyImpl final : public Policy {
 
   json rules_json() const override {
     json out = json::array();
-    auto add = [&](const char* kind, const RuleRef& ref, Verdict v, bool ignored, const std::string& reason,
-                   const RuleTests* tests, const json& what) {
-      json r = {{"kind", kind}, {"id", ref.id}, {"decision", verdict_name(v)}, {"layer", ref.layer},
-                {"file", ref.file}, {"line", ref.line}, {"ignored", ignored}, {"reason", reason},
-                {"match", what}};
+    auto add = [&](const char* kind, const RuleRef& ref, Verdict v, bool ignored,
+                   const std::string& reason, const RuleTests* tests, const json& what) {
+      json r = {{"kind", kind},       {"id", ref.id},     {"decision", verdict_name(v)},
+                {"layer", ref.layer}, {"file", ref.file}, {"line", ref.line},
+                {"ignored", ignored}, {"reason", reason}, {"match", what}};
       if (tests) r["tests"] = {{"match", tests->match}, {"not_match", tests->not_match}};
       out.push_back(std::move(r));
     };
@@ -370,7 +394,8 @@ class PolicyImpl final : public Policy {
       add("tool", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
           {{"tool", r.rule->tool}});
     for (const auto& [rule, ref] : network_)
-      add("network", ref, rule->decision, false, rule->reason, nullptr, {{"domains", rule->domains}});
+      add("network", ref, rule->decision, false, rule->reason, nullptr,
+          {{"domains", rule->domains}});
     for (const auto& [key, slot] : defaults_)
       add("default", slot.ref, slot.verdict, false, "", nullptr, {{"key", key}});
     return out;
@@ -397,7 +422,8 @@ class PolicyImpl final : public Policy {
       return pos.file + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) + ": ";
     };
     for (const auto& r : l.file.command) {
-      CompiledCommandRule c{&r, ref_of(l, r.id, r.pos), {}, allow_ignored(l, r.decision, "command")};
+      CompiledCommandRule c{
+          &r, ref_of(l, r.id, r.pos), {}, allow_ignored(l, r.decision, "command")};
       for (const auto& p : r.script_paths) {
         auto g = compile_path_glob(p, vars_);
         if (!g) return fail(where(r.pos) + "script_paths: " + g.error().message());
@@ -435,7 +461,11 @@ class PolicyImpl final : public Policy {
 
   // Each default is the strictest value any layer sets; schema.h's default otherwise.
   void compile_defaults() {
-    struct Key { const char* name; std::optional<Verdict> Defaults::*member; Verdict fallback; };
+    struct Key {
+      const char* name;
+      std::optional<Verdict> Defaults::*member;
+      Verdict fallback;
+    };
     const Key keys[] = {{"tool", &Defaults::tool, Verdict::kAsk},
                         {"command", &Defaults::command, Verdict::kAsk},
                         {"read", &Defaults::read, Verdict::kAllow},
@@ -467,7 +497,8 @@ class PolicyImpl final : public Policy {
 
   Vote unparseable_vote(const std::vector<std::string>& problems) const {
     std::string reason = "cannot be judged statically: ";
-    for (std::size_t i = 0; i < problems.size() && i < 3; ++i) reason += (i ? "; " : "") + problems[i];
+    for (std::size_t i = 0; i < problems.size() && i < 3; ++i)
+      reason += (i ? "; " : "") + problems[i];
     return default_vote(defaults_.at("unparseable_shell"), reason);
   }
 
@@ -490,7 +521,8 @@ class PolicyImpl final : public Policy {
       }
       exec_votes(p, votes);  // before the default: a planted file is the better reason
       if (!matched && !u.rules_only)
-        votes.push_back(default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
+        votes.push_back(
+            default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
     }
     for (const auto& r : u.reads) target_votes(r, Access::kRead, *env.paths, votes);
     for (const auto& w : u.writes) target_votes(w, Access::kWrite, *env.paths, votes);
@@ -498,7 +530,8 @@ class PolicyImpl final : public Policy {
     for (std::size_t i = first; i < votes.size(); ++i) {
       bool dup = std::any_of(votes.begin() + static_cast<std::ptrdiff_t>(first),
                              votes.begin() + static_cast<std::ptrdiff_t>(kept), [&](const Vote& o) {
-                               return o.verdict == votes[i].verdict && o.ref->id == votes[i].ref->id &&
+                               return o.verdict == votes[i].verdict &&
+                                      o.ref->id == votes[i].ref->id &&
                                       o.ref->file == votes[i].ref->file;
                              });
       if (dup) continue;
@@ -516,7 +549,8 @@ class PolicyImpl final : public Policy {
     for (const auto& a : u.assigns) {
       const CodeEnvRow* row = code_env_hit(a, u.cwds, ctx);
       if (row == nullptr) continue;
-      std::string shown = a.name.empty() ? "a variable" : a.name + "=" + shortened(a.value.text, 64);
+      std::string shown =
+          a.name.empty() ? "a variable" : a.name + "=" + shortened(a.value.text, 64);
       votes.push_back(Vote{Verdict::kAsk, &code_env_rule(), nullptr,
                            shown + " (" + a.how + "): " + std::string(row->reason), false});
     }
@@ -542,9 +576,11 @@ class PolicyImpl final : public Policy {
   void index_command_rules() {
     for (std::size_t i = 0; i < commands_.size(); ++i) {
       const Strings& names = commands_[i].rule->program;
-      bool plain = !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) {
-        return !n.empty() && n[0] != '/' && !has_glob_chars(n) && n.find('\\') == std::string::npos;
-      });
+      bool plain =
+          !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) {
+            return !n.empty() && n[0] != '/' && !has_glob_chars(n) &&
+                   n.find('\\') == std::string::npos;
+          });
       if (!plain) {
         any_program_.push_back(i);
         continue;
@@ -566,11 +602,13 @@ class PolicyImpl final : public Policy {
       path_votes(*path, std::string(), Access::kExec, votes, false);
     }
     if (votes.size() == first && defaults_.at("exec").verdict != Verdict::kAllow)
-      votes.push_back(default_vote(defaults_.at("exec"), "no [[path]] exec rule matches " + p.resolved.real_path));
+      votes.push_back(default_vote(defaults_.at("exec"),
+                                   "no [[path]] exec rule matches " + p.resolved.real_path));
   }
 
   // A path the unit reads (input redirection) or writes (redirection, operand, option).
-  void target_votes(const PathTarget& t, Access access, PathCache& paths, std::vector<Vote>& votes) const {
+  void target_votes(const PathTarget& t, Access access, PathCache& paths,
+                    std::vector<Vote>& votes) const {
     const Arg& a = t.path;
     if (!a.glob.empty() && !t.cwd.empty()) {
       // Pathname expansion: the shell expands it against the same files we can see.
@@ -589,8 +627,9 @@ class PolicyImpl final : public Policy {
         path_votes(std::string(), "/", access, votes, true);  // relative to an unknown cwd
         return;
       }
-      known_target_votes(a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, t.cwd), t, access,
-                         votes);
+      known_target_votes(
+          a.home ? paths.canonical(home_ + a.text, "/") : paths.canonical(a.text, t.cwd), t, access,
+          votes);
       return;
     }
     // Unknown target: judge everything below the directory its known prefix names.
@@ -613,7 +652,8 @@ class PolicyImpl final : public Policy {
 
   // Some unknown path at or below `dir` is accessed. A deny rule may or may not cover the
   // real target: that is a question for a person.
-  void under_votes(const std::string& dir, Access access, const std::string& what, std::vector<Vote>& votes) const {
+  void under_votes(const std::string& dir, Access access, const std::string& what,
+                   std::vector<Vote>& votes) const {
     std::size_t first = votes.size();
     path_votes(std::string(), dir, access, votes, true);
     for (std::size_t i = first; i < votes.size(); ++i) {
@@ -633,15 +673,19 @@ class PolicyImpl final : public Policy {
     for (const auto& r : paths_) {
       bool covers = access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
       if (!covers || r.allow_ignored) continue;
-      bool hit = under_dir.empty() ? path_rule_matches(r, parts) : path_rule_matches_under(r, under_dir);
+      bool hit =
+          under_dir.empty() ? path_rule_matches(r, parts) : path_rule_matches_under(r, under_dir);
       if (!hit) continue;
       matched = true;
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
     if (matched || !with_default) return;
-    const char* key = access == Access::kRead ? "read" : access == Access::kWrite ? "write" : "exec";
+    const char* key = access == Access::kRead    ? "read"
+                      : access == Access::kWrite ? "write"
+                                                 : "exec";
     std::string what = under_dir.empty() ? path : under_dir + "/<unknown>";
-    votes.push_back(default_vote(defaults_.at(key), std::string("no [[path]] ") + key + " rule matches " + what));
+    votes.push_back(default_vote(defaults_.at(key),
+                                 std::string("no [[path]] ") + key + " rule matches " + what));
   }
 
   // Deny rules inside the workspace, as workspace-relative globs for the sandbox to mask.
@@ -657,14 +701,16 @@ class PolicyImpl final : public Policy {
           rel.assign(g.parts.begin() + 1, g.parts.end());
           if (rel.empty()) continue;
         } else {
-          if (g.parts.size() <= ws.size() || !std::equal(ws.begin(), ws.end(), g.parts.begin())) continue;
+          if (g.parts.size() <= ws.size() || !std::equal(ws.begin(), ws.end(), g.parts.begin()))
+            continue;
           rel.assign(g.parts.begin() + static_cast<std::ptrdiff_t>(ws.size()), g.parts.end());
         }
         if (rel.size() > 1 && rel.back() == "**") rel.pop_back();  // the directory itself
         std::string s;
         for (const auto& part : rel) s += (s.empty() ? "" : "/") + part;
         if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
-        if (!g.parts.empty() && g.parts[0] == "**" && std::find(out.begin(), out.end(), "**/" + s) == out.end())
+        if (!g.parts.empty() && g.parts[0] == "**" &&
+            std::find(out.begin(), out.end(), "**/" + s) == out.end())
           out.push_back("**/" + s);
       }
     }
@@ -684,7 +730,8 @@ class PolicyImpl final : public Policy {
   std::vector<const Constraints*> constraints_;
   std::vector<CompiledCommandRule> commands_;
   // commands_ indexes by plain program name, and those with globs, paths or no program.
-  std::unordered_map<std::string, std::vector<std::size_t>, StringHash, std::equal_to<>> by_program_;
+  std::unordered_map<std::string, std::vector<std::size_t>, StringHash, std::equal_to<>>
+      by_program_;
   std::vector<std::size_t> any_program_;
   std::vector<CompiledPathRule> paths_;
   std::vector<CompiledToolRule> tools_;
@@ -694,9 +741,12 @@ class PolicyImpl final : public Policy {
 
 }  // namespace
 
-Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers, const LoadOptions& options,
-                                             std::vector<std::string> notices, ProjectTrust project) {
-  auto p = std::make_unique<PolicyImpl>(std::move(layers), options, std::move(notices), std::move(project));
+Result<std::unique_ptr<Policy>> build_policy(std::vector<LoadedLayer> layers,
+                                             const LoadOptions& options,
+                                             std::vector<std::string> notices,
+                                             ProjectTrust project) {
+  auto p = std::make_unique<PolicyImpl>(std::move(layers), options, std::move(notices),
+                                        std::move(project));
   MOAT_TRY(p->compile());
   return std::unique_ptr<Policy>(std::move(p));
 }

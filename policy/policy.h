@@ -14,7 +14,7 @@
 namespace moat::policy {
 
 enum class Verdict { kAllow = 0, kAsk = 1, kDeny = 2 };  // ordered: higher is stricter
-const char* verdict_name(Verdict v);                      // "allow" | "ask" | "deny"
+const char* verdict_name(Verdict v);                     // "allow" | "ask" | "deny"
 
 // Where a rule came from: every decision names its deciding rule like this.
 struct RuleRef {
@@ -27,9 +27,9 @@ struct RuleRef {
 struct Decision {
   Verdict verdict = Verdict::kDeny;
   RuleRef deciding;
-  std::vector<RuleRef> matched;   // every rule that matched, deciding one included
-  std::string decided_by;         // "policy" | "default" | "constraint"
-  std::string reason;             // the rule's reason, for the model and the person
+  std::vector<RuleRef> matched;      // every rule that matched, deciding one included
+  std::string decided_by;            // "policy" | "default" | "constraint"
+  std::string reason;                // the rule's reason, for the model and the person
   bool headless_downgraded = false;  // the policy said ask; headless made it deny
 
   // Per-unit breakdown of a shell line ({units, problems}; null for other decisions), for
@@ -44,11 +44,11 @@ enum class Access { kRead, kWrite, kExec };
 // Where to find the layers; every directory can be overridden so tests never touch /etc.
 struct LoadOptions {
   std::string system_dir = "/etc/moat/policy.d";  // root-owned; a parse error is fatal
-  std::string user_dir;          // default $XDG_CONFIG_HOME/moat/policy.d
-  std::string workspace;         // project layer: <workspace>/.moat/policy.toml, if trusted
-  std::string trust_dir;         // where trust pins live; default $XDG_STATE_HOME/moat/trust
-  bool trust_project = false;    // the person accepted the project layer's current hash
-  bool headless = true;          // ask => deny
+  std::string user_dir;                           // default $XDG_CONFIG_HOME/moat/policy.d
+  std::string workspace;       // project layer: <workspace>/.moat/policy.toml, if trusted
+  std::string trust_dir;       // where trust pins live; default $XDG_STATE_HOME/moat/trust
+  bool trust_project = false;  // the person accepted the project layer's current hash
+  bool headless = true;        // ask => deny
   std::vector<std::string> extra_files;  // --policy FILE: a narrowing CLI layer
   bool use_builtin_default = true;       // the shipped default policy as the base layer
                                          // (only when the system layer has no files)
@@ -74,9 +74,9 @@ class Policy {
   virtual Decision decide_path(const std::string& path, Access access) const = 0;
 
   // The sandbox's view and ceilings, combined across layers (minimum wins).
-  virtual nlohmann::json resources() const = 0;   // {"wall_time_s":..,"memory_bytes":..,...}
-  virtual std::vector<std::string> protected_globs() const = 0;  // write-masked in workspace
-  virtual std::vector<std::string> unreadable_globs() const = 0; // read-denied (masked)
+  virtual nlohmann::json resources() const = 0;  // {"wall_time_s":..,"memory_bytes":..,...}
+  virtual std::vector<std::string> protected_globs() const = 0;   // write-masked in workspace
+  virtual std::vector<std::string> unreadable_globs() const = 0;  // read-denied (masked)
   virtual bool audit_required() const = 0;
   // [{name, revision, file, sha256}] for session.start; and the hash over all layers.
   virtual nlohmann::json layers_json() const = 0;

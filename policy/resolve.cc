@@ -33,12 +33,12 @@ bool is_shell_builtin(std::string_view name) {
   // The builtins bash runs itself even when a file of that name is on PATH. eval, source,
   // ".", alias, trap and the wrappers (exec, command, builtin) are handled before this.
   static constexpr std::string_view kBuiltins[] = {
-      ":",      "[",       "[[",     "bg",      "break",  "builtin", "cd",    "command",
-      "continue", "declare", "exec",
-      "dirs",   "echo",    "exit",   "export",  "false",  "fg",     "getopts",  "hash",
-      "jobs",   "kill",    "let",    "local",   "mapfile", "popd",  "printf", "pushd", "pwd",
-      "read",   "readarray", "readonly", "return", "set",  "shift",  "shopt",  "test",  "times",
-      "true",   "type",    "typeset", "ulimit", "umask",  "unset",  "wait"};
+      ":",        "[",       "[[",    "bg",   "break", "builtin",   "cd",       "command",
+      "continue", "declare", "exec",  "dirs", "echo",  "exit",      "export",   "false",
+      "fg",       "getopts", "hash",  "jobs", "kill",  "let",       "local",    "mapfile",
+      "popd",     "printf",  "pushd", "pwd",  "read",  "readarray", "readonly", "return",
+      "set",      "shift",   "shopt", "test", "times", "true",      "type",     "typeset",
+      "ulimit",   "umask",   "unset", "wait"};
   return std::find(std::begin(kBuiltins), std::end(kBuiltins), name) != std::end(kBuiltins);
 }
 
@@ -49,22 +49,23 @@ bool builtin_runs_nothing(std::string_view name) {
   // a callback), fc (runs an editor), set/shopt/export/declare/typeset/local/readonly/unset
   // (change what later commands run with), type (harmless, but nobody pins it).
   static constexpr std::string_view kRunsNothing[] = {
-      "echo",      // prints its words
-      "printf",    // prints; -v assigns a variable (an assignment rule still sees it)
-      "pwd",       // prints the working directory
-      "true",      // exit status only
-      "false",     // exit status only
-      ":",         // exit status only
-      "test", "[",  // evaluates its words (file tests stat, never run)
-      "cd", "pushd", "popd", "dirs",  // change or print the directory stack
-      "kill",      // sends a signal inside the sandbox's pid namespace
-      "wait",      // waits for this shell's children
-      "umask",     // file creation mask of this shell
-      "times",     // prints CPU times
-      "jobs",      // lists this shell's jobs
-      "exit", "return", "break", "continue", "shift",  // control flow of this shell
+      "echo",         // prints its words
+      "printf",       // prints; -v assigns a variable (an assignment rule still sees it)
+      "pwd",          // prints the working directory
+      "true",         // exit status only
+      "false",        // exit status only
+      ":",            // exit status only
+      "test",   "[",  // evaluates its words (file tests stat, never run)
+      "cd",     "pushd",  "popd",  "dirs",  // change or print the directory stack
+      "kill",                               // sends a signal inside the sandbox's pid namespace
+      "wait",                               // waits for this shell's children
+      "umask",                              // file creation mask of this shell
+      "times",                              // prints CPU times
+      "jobs",                               // lists this shell's jobs
+      "exit",   "return", "break", "continue", "shift",  // control flow of this shell
   };
-  return std::find(std::begin(kRunsNothing), std::end(kRunsNothing), name) != std::end(kRunsNothing);
+  return std::find(std::begin(kRunsNothing), std::end(kRunsNothing), name) !=
+         std::end(kRunsNothing);
 }
 
 std::vector<std::string> sandbox_search_path(std::string_view host_path) {

@@ -20,20 +20,14 @@ std::string Word::literal() const {
     switch (s.kind) {
       case SegKind::kLiteral:
       case SegKind::kGlob:
-      case SegKind::kBrace:
-        out += s.text;
-        break;
-      case SegKind::kVar:
-        out += "$" + s.text;
-        break;
-      case SegKind::kTilde:
-        out += "~" + s.text;
-        break;
+      case SegKind::kBrace: out += s.text; break;
+      case SegKind::kVar: out += "$" + s.text; break;
+      case SegKind::kTilde: out += "~" + s.text; break;
       case SegKind::kSubst:
-        out += s.opener == '`' ? "`" + s.text + "`"
+        out += s.opener == '`'                      ? "`" + s.text + "`"
                : s.opener == '<' || s.opener == '>' ? std::string(1, s.opener) + "(" + s.text + ")"
-               : s.opener == '$' ? "$(" + s.text + ")"
-                                 : s.text;
+               : s.opener == '$'                    ? "$(" + s.text + ")"
+                                                    : s.text;
         break;
     }
   }
@@ -56,8 +50,7 @@ bool Word::may_split() const {
 }
 
 bool Redirect::writes() const {
-  if (op == ">" || op == ">>" || op == ">|" || op == "<>" || op == "&>" || op == "&>>")
-    return true;
+  if (op == ">" || op == ">>" || op == ">|" || op == "<>" || op == "&>" || op == "&>>") return true;
   // ">&word" with a non-number word is bash's "stdout and stderr to file".
   if (op == ">&") {
     std::string v = target.literal();
@@ -160,9 +153,9 @@ class Lexer {
   }
 
   std::string lex_operator() {
-    static const char* const kOps[] = {";;&", "&>>", "<<<", "<<-", "&&", "||", "|&", ";;", ";&",
-                                       "<<",  "<>",  "<&",  ">>",  ">|", ">&", "&>", "|",  "&",
-                                       ";",   "<",   ">",   "(",   ")"};
+    static const char* const kOps[] = {";;&", "&>>", "<<<", "<<-", "&&", "||", "|&", ";;",
+                                       ";&",  "<<",  "<>",  "<&",  ">>", ">|", ">&", "&>",
+                                       "|",   "&",   ";",   "<",   ">",  "(",  ")"};
     for (const char* op : kOps) {
       std::string_view o(op);
       if (src_.substr(pos_, o.size()) == o) {
@@ -224,7 +217,8 @@ class Lexer {
         ++pos_;
       } else if (c == '~' && (pos_ == start || src_[pos_ - 1] == '=' || src_[pos_ - 1] == ':')) {
         std::size_t end = pos_ + 1;
-        while (end < src_.size() && (is_name_char(src_[end]) || src_[end] == '-' || src_[end] == '.'))
+        while (end < src_.size() &&
+               (is_name_char(src_[end]) || src_[end] == '-' || src_[end] == '.'))
           ++end;
         if (end < src_.size() && !(src_[end] == '/' || src_[end] == ':' || is_blank(src_[end]) ||
                                    src_[end] == '\n' || is_op_char(src_[end]))) {
@@ -343,7 +337,8 @@ class Lexer {
       pos_ = end;
       return true;
     }
-    if (c != '\0' && (std::isdigit(static_cast<unsigned char>(c)) || std::string_view("@*#?-$!").find(c) != std::string_view::npos)) {
+    if (c != '\0' && (std::isdigit(static_cast<unsigned char>(c)) ||
+                      std::string_view("@*#?-$!").find(c) != std::string_view::npos)) {
       add(w, SegKind::kVar, std::string(1, c), quoted);
       pos_ = n + 1;
       return true;
@@ -387,8 +382,8 @@ class Lexer {
     const std::size_t end = closing('{', '}', true);
     if (end == std::string_view::npos) return error("unterminated ${");
     std::string_view inner = src_.substr(pos_ + 2, end - pos_ - 2);
-    const bool special = inner.size() == 1 && std::string_view("@*#?-$!").find(inner[0]) !=
-                                                  std::string_view::npos;
+    const bool special =
+        inner.size() == 1 && std::string_view("@*#?-$!").find(inner[0]) != std::string_view::npos;
     bool plain =
         !inner.empty() && (std::all_of(inner.begin(), inner.end(), is_name_char) || special);
     if (plain) {
@@ -435,11 +430,15 @@ class Lexer {
       if (auto k = kFrom.find(e); k != std::string_view::npos) {
         value += kTo[k];
       } else if (e == 'x' || (e >= '0' && e <= '7')) {
-        int base = e == 'x' ? 16 : 8, max = e == 'x' ? 2 : 3, v = e == 'x' ? 0 : e - '0', got = e == 'x' ? 0 : 1;
-        while (got < max && i + 1 < src_.size() && std::isxdigit(static_cast<unsigned char>(src_[i + 1])) &&
+        int base = e == 'x' ? 16 : 8, max = e == 'x' ? 2 : 3, v = e == 'x' ? 0 : e - '0',
+            got = e == 'x' ? 0 : 1;
+        while (got < max && i + 1 < src_.size() &&
+               std::isxdigit(static_cast<unsigned char>(src_[i + 1])) &&
                (base == 16 || (src_[i + 1] >= '0' && src_[i + 1] <= '7'))) {
           char d = src_[++i];
-          v = v * base + (std::isdigit(static_cast<unsigned char>(d)) ? d - '0' : (std::tolower(d) - 'a' + 10));
+          v = v * base + (std::isdigit(static_cast<unsigned char>(d))
+                              ? d - '0'
+                              : (std::tolower(d) - 'a' + 10));
           ++got;
         }
         value += static_cast<char>(v);
@@ -466,7 +465,8 @@ class Lexer {
       std::size_t eol = src_.find('\n', pos_);
       std::size_t end = eol == std::string_view::npos ? src_.size() : eol;
       std::string_view line = src_.substr(pos_, end - pos_);
-      if (strip) while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
+      if (strip)
+        while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
       pos_ = eol == std::string_view::npos ? src_.size() : eol + 1;
       if (line == tag) break;
       body += std::string(line) + "\n";
@@ -504,13 +504,17 @@ class Parser {
  private:
   const Token& cur() const { return t_[i_ < t_.size() ? i_ : t_.size() - 1]; }
   bool at_end() const { return i_ >= t_.size() || t_[i_].kind == TokKind::kEnd; }
-  bool is_op(const char* op) const { return !at_end() && cur().kind == TokKind::kOp && cur().op == op; }
+  bool is_op(const char* op) const {
+    return !at_end() && cur().kind == TokKind::kOp && cur().op == op;
+  }
   bool is_word(std::string_view w) const {
     return !at_end() && cur().kind == TokKind::kWord && cur().word.is_literal() &&
            cur().word.raw == w;
   }
   bool is_newline() const { return !at_end() && cur().kind == TokKind::kNewline; }
-  void skip_newlines() { while (is_newline()) ++i_; }
+  void skip_newlines() {
+    while (is_newline()) ++i_;
+  }
   std::string describe(const Token& t) const {
     if (t.kind == TokKind::kOp) return "'" + t.op + "'";
     if (t.kind == TokKind::kWord) return "word '" + t.word.raw + "'";
@@ -528,7 +532,8 @@ class Parser {
       ++i_;
       return true;
     }
-    syntax(std::string("expected '") + w + "', got " + (at_end() ? "end of line" : describe(cur())));
+    syntax(std::string("expected '") + w + "', got " +
+           (at_end() ? "end of line" : describe(cur())));
     return false;
   }
 
@@ -692,8 +697,8 @@ class Parser {
     if (at_end()) return false;
     if (cur().kind == TokKind::kIoNumber) return true;
     if (cur().kind != TokKind::kOp) return false;
-    static const char* const kRedirs[] = {"<", ">", ">>", "<>", ">|", "<&", ">&",
-                                          "&>", "&>>", "<<", "<<-", "<<<"};
+    static const char* const kRedirs[] = {"<",  ">",  ">>",  "<>", ">|",  "<&",
+                                          ">&", "&>", "&>>", "<<", "<<-", "<<<"};
     for (const char* r : kRedirs)
       if (cur().op == r) return true;
     return false;
@@ -796,7 +801,7 @@ class Parser {
   void visit_word(const Word& w, const char* origin = nullptr) {
     for (const auto& s : w.segs) {
       if (s.kind != SegKind::kSubst || s.opener == 0) continue;
-      const char* how = origin        ? origin
+      const char* how = origin            ? origin
                         : s.opener == '`' ? "``"
                         : s.opener == '<' ? "<()"
                         : s.opener == '>' ? ">()"
@@ -853,8 +858,8 @@ ShellParse parse_shell(std::string_view script, int depth) {
   std::vector<Token> toks;
   Lexer lexer(script, out.problems);
   lexer.lex(false, toks);  // on error, problems says so
-  std::size_t words = static_cast<std::size_t>(
-      std::count_if(toks.begin(), toks.end(), [](const Token& t) { return t.kind == TokKind::kWord; }));
+  std::size_t words = static_cast<std::size_t>(std::count_if(
+      toks.begin(), toks.end(), [](const Token& t) { return t.kind == TokKind::kWord; }));
   if (words > kMaxShellWords) {
     out.problems.push_back("more than " + std::to_string(kMaxShellWords) + " words");
     return out;

@@ -30,18 +30,18 @@ struct Word {
   std::vector<Segment> segs;
   std::string raw;  // as written
 
-  bool is_literal() const;            // every piece known: the value is literal()
-  std::string literal() const;        // the value, expansions shown as written ($X, *, ...)
-  std::string literal_prefix() const; // the value up to the first unknown piece
+  bool is_literal() const;             // every piece known: the value is literal()
+  std::string literal() const;         // the value, expansions shown as written ($X, *, ...)
+  std::string literal_prefix() const;  // the value up to the first unknown piece
   // An unquoted expansion or glob can become several words (or none) at run time.
   bool may_split() const;
 };
 
 struct Redirect {
-  int fd = -1;         // explicit io number, or -1
-  std::string op;      // "<" ">" ">>" "<>" ">|" "<&" ">&" "&>" "&>>" "<<" "<<-" "<<<"
-  Word target;         // file, fd number, here-doc delimiter, or here-string
-  bool writes() const; // the target is a file opened for writing
+  int fd = -1;          // explicit io number, or -1
+  std::string op;       // "<" ">" ">>" "<>" ">|" "<&" ">&" "&>" "&>>" "<<" "<<-" "<<<"
+  Word target;          // file, fd number, here-doc delimiter, or here-string
+  bool writes() const;  // the target is a file opened for writing
   bool reads() const;  // the target is a file opened for reading (`<`, `<>`, any fd; not here-docs)
 };
 
@@ -49,8 +49,8 @@ struct SimpleCommand {
   std::vector<std::pair<std::string, Word>> assignments;  // NAME=value prefixes
   std::vector<Word> words;                                // argv as words
   std::vector<Redirect> redirects;
-  int depth = 0;        // 0: the line itself; +1 per substitution or nested script
-  std::string origin;   // "" or how it was reached: "$()", "``", "<()", "here-doc" ...
+  int depth = 0;       // 0: the line itself; +1 per substitution or nested script
+  std::string origin;  // "" or how it was reached: "$()", "``", "<()", "here-doc" ...
 };
 
 // Limits that keep parsing linear and bounded (POLICY.md class 15: very long argv).

@@ -14,14 +14,14 @@ namespace {
 
 const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> keys = {
-      {"top", {"schema", "defaults", "resources", "layer", "constraints", "command", "path",
-               "network", "tool"}},
+      {"top",
+       {"schema", "defaults", "resources", "layer", "constraints", "command", "path", "network",
+        "tool"}},
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
        {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files"}},
       {"layer", {"name", "revision"}},
-      {"constraints",
-       {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
+      {"constraints", {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
       {"tests", {"match", "not_match"}},
       {"command",
        {"id", "decision", "program", "program_paths", "sha256", "args", "any_flag", "all_flags",
@@ -67,7 +67,8 @@ class Reader {
       if (std::find(allowed.begin(), allowed.end(), k.str()) != allowed.end()) continue;
       std::string accepted;
       for (const auto& a : allowed) accepted += (accepted.empty() ? "" : ", ") + a;
-      const std::string key = path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
+      const std::string key =
+          path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
       auto err = error_at(k.source(), key, "unknown key; accepted keys here: " + accepted);
       if (options_.unknown_keys_are_errors) return err;
       if (notices_ != nullptr) notices_->push_back(err.error.context + " (ignored)");
@@ -151,8 +152,7 @@ class Reader {
     return error_at(t.source(), key + "." + name, "required key is missing");
   }
 
-  Result<Strings> required_strings(const toml::table& t, const char* name,
-                                   const std::string& key) {
+  Result<Strings> required_strings(const toml::table& t, const char* name, const std::string& key) {
     MOAT_ASSIGN_OR_RETURN(const toml::node* n, required(t, name, key));
     return strings(*n, key + "." + name);
   }
@@ -161,7 +161,8 @@ class Reader {
   Result<std::int64_t> quantity(const toml::node& n, const std::string& key, bool duration) {
     if (const auto* i = n.as_integer()) {
       if (i->get() <= 0)
-        return error_at(n.source(), key, "expected a positive value, got " + std::to_string(i->get()));
+        return error_at(n.source(), key,
+                        "expected a positive value, got " + std::to_string(i->get()));
       return i->get();
     }
     const char* accepted = duration ? "a duration (90, \"30s\", \"10m\", \"1h\")"
@@ -169,8 +170,10 @@ class Reader {
     const auto* s = n.as_string();
     if (s == nullptr) return error_at(n.source(), key, std::string("expected ") + accepted);
     auto v = duration ? parse_duration_seconds(s->get()) : parse_size_bytes(s->get());
-    if (!v) return error_at(n.source(), key, std::string("expected ") + accepted + ", got \"" +
-                                                 std::string(s->get()) + "\"");
+    if (!v)
+      return error_at(
+          n.source(), key,
+          std::string("expected ") + accepted + ", got \"" + std::string(s->get()) + "\"");
     return *v;
   }
 
@@ -183,9 +186,16 @@ class Reader {
 
 Result<void> read_defaults(Reader& r, const toml::table& t, Defaults& d) {
   MOAT_TRY(r.check_keys(t, "defaults", "defaults"));
-  struct Slot { const char* key; std::optional<Verdict>* out; };
-  const Slot slots[] = {{"tool", &d.tool},     {"command", &d.command}, {"read", &d.read},
-                        {"write", &d.write},   {"exec", &d.exec},       {"network", &d.network},
+  struct Slot {
+    const char* key;
+    std::optional<Verdict>* out;
+  };
+  const Slot slots[] = {{"tool", &d.tool},
+                        {"command", &d.command},
+                        {"read", &d.read},
+                        {"write", &d.write},
+                        {"exec", &d.exec},
+                        {"network", &d.network},
                         {"unparseable_shell", &d.unparseable_shell}};
   for (const auto& slot : slots) {
     if (const auto* n = t.get(slot.key)) {
@@ -197,10 +207,14 @@ Result<void> read_defaults(Reader& r, const toml::table& t, Defaults& d) {
 
 Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
   MOAT_TRY(r.check_keys(t, "resources", "resources"));
-  struct Slot { const char* key; std::optional<std::int64_t>* out; int kind; };  // 0 dur 1 size 2 count
-  const Slot slots[] = {{"wall_time", &res.wall_time, 0}, {"cpu_time", &res.cpu_time, 0},
-                        {"memory", &res.memory, 1},       {"pids", &res.pids, 2},
-                        {"output", &res.output, 1},       {"file_size", &res.file_size, 1},
+  struct Slot {
+    const char* key;
+    std::optional<std::int64_t>* out;
+    int kind;
+  };  // 0 dur 1 size 2 count
+  const Slot slots[] = {{"wall_time", &res.wall_time, 0},  {"cpu_time", &res.cpu_time, 0},
+                        {"memory", &res.memory, 1},        {"pids", &res.pids, 2},
+                        {"output", &res.output, 1},        {"file_size", &res.file_size, 1},
                         {"open_files", &res.open_files, 2}};
   for (const auto& slot : slots) {
     const auto* n = t.get(slot.key);
@@ -218,9 +232,8 @@ Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
 Result<void> read_constraints(Reader& r, const toml::table& t, Constraints& c) {
   MOAT_TRY(r.check_keys(t, "constraints", "constraints"));
   if (const auto* n = t.get("managed_allows_only")) {
-    MOAT_ASSIGN_OR_RETURN(c.managed_allows_only,
-                          r.one_of(*n, "constraints.managed_allows_only",
-                                   {"command", "path", "network", "tool"}));
+    MOAT_ASSIGN_OR_RETURN(c.managed_allows_only, r.one_of(*n, "constraints.managed_allows_only",
+                                                          {"command", "path", "network", "tool"}));
   }
   if (const auto* n = t.get("allowed_modes")) {
     MOAT_ASSIGN_OR_RETURN(c.allowed_modes, r.strings(*n, "constraints.allowed_modes"));
@@ -230,7 +243,8 @@ Result<void> read_constraints(Reader& r, const toml::table& t, Constraints& c) {
   }
   if (const auto* n = t.get("unknown_keys")) {
     MOAT_ASSIGN_OR_RETURN(Strings v, r.one_of(*n, "constraints.unknown_keys", {"error", "warn"}));
-    if (v.size() != 1) return r.error_at(n->source(), "constraints.unknown_keys", "expected one string");
+    if (v.size() != 1)
+      return r.error_at(n->source(), "constraints.unknown_keys", "expected one string");
     c.unknown_keys = v[0];
   }
   return {};
@@ -316,10 +330,14 @@ Result<CommandRule> read_command(Reader& r, const toml::table& t, const std::str
   CommandRule rule;
   MOAT_TRY(read_rule_head(r, t, "command", key, rule));
   MOAT_TRY(read_strings(r, t, key,
-                        {{"program", &rule.program},   {"program_paths", &rule.program_paths},
-                         {"any_flag", &rule.any_flag}, {"all_flags", &rule.all_flags},
-                         {"no_flag", &rule.no_flag},   {"any_arg", &rule.any_arg},
-                         {"any_env", &rule.any_env},   {"script_paths", &rule.script_paths}}));
+                        {{"program", &rule.program},
+                         {"program_paths", &rule.program_paths},
+                         {"any_flag", &rule.any_flag},
+                         {"all_flags", &rule.all_flags},
+                         {"no_flag", &rule.no_flag},
+                         {"any_arg", &rule.any_arg},
+                         {"any_env", &rule.any_env},
+                         {"script_paths", &rule.script_paths}}));
   for (const auto& p : rule.program_paths)
     if (p.front() != '/')
       return r.error_at(t.get("program_paths")->source(), key + ".program_paths",
@@ -330,18 +348,20 @@ Result<CommandRule> read_command(Reader& r, const toml::table& t, const std::str
                std::all_of(rule.sha256.begin(), rule.sha256.end(),
                            [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
     if (!hex) return r.error_at(n->source(), key + ".sha256", "expected 64 hex digits");
-    std::transform(rule.sha256.begin(), rule.sha256.end(), rule.sha256.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+    std::transform(rule.sha256.begin(), rule.sha256.end(), rule.sha256.begin(), [](char c) {
+      return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    });
   }
   if ((!rule.program_paths.empty() || !rule.sha256.empty()) && rule.decision != Verdict::kAllow)
-    return r.error_at(t.source(), key + ".program_paths",
-                      "pins (program_paths, sha256) only narrow allow rules; use program for deny/ask");
+    return r.error_at(
+        t.source(), key + ".program_paths",
+        "pins (program_paths, sha256) only narrow allow rules; use program for deny/ask");
   if (const auto* n = t.get("args")) {
     MOAT_ASSIGN_OR_RETURN(rule.args, read_args(r, *n, key + ".args"));
   }
-  MOAT_TRY(read_sub_strings(r, t, "unless", "command.unless", key,
-                            {{"any_flag", &rule.unless.any_flag},
-                             {"any_arg", &rule.unless.any_arg}}));
+  MOAT_TRY(
+      read_sub_strings(r, t, "unless", "command.unless", key,
+                       {{"any_flag", &rule.unless.any_flag}, {"any_arg", &rule.unless.any_arg}}));
   MOAT_TRY(read_tests(r, t, key, rule.tests));
   return rule;
 }
@@ -352,8 +372,7 @@ Result<PathRule> read_path(Reader& r, const toml::table& t, const std::string& k
   MOAT_ASSIGN_OR_RETURN(const toml::node* access, r.required(t, "access", key));
   MOAT_ASSIGN_OR_RETURN(rule.access, r.one_of(*access, key + ".access", {"read", "write", "exec"}));
   MOAT_ASSIGN_OR_RETURN(rule.paths, r.required_strings(t, "paths", key));
-  MOAT_TRY(read_sub_strings(r, t, "unless", "path.unless", key,
-                            {{"paths", &rule.unless.paths}}));
+  MOAT_TRY(read_sub_strings(r, t, "unless", "path.unless", key, {{"paths", &rule.unless.paths}}));
   MOAT_TRY(read_tests(r, t, key, rule.tests));
   return rule;
 }
@@ -369,7 +388,8 @@ Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::str
   MOAT_ASSIGN_OR_RETURN(rule.domains, r.required_strings(t, "domains", key));
   if (const auto* n = t.get("ports")) {
     const auto* a = n->as_array();
-    if (a == nullptr) return r.error_at(n->source(), key + ".ports", "expected an array of integers");
+    if (a == nullptr)
+      return r.error_at(n->source(), key + ".ports", "expected an array of integers");
     for (const auto& e : *a) {
       MOAT_ASSIGN_OR_RETURN(std::int64_t port, r.integer(e, key + ".ports", 1, 65535));
       rule.ports.push_back(port);
@@ -393,7 +413,8 @@ template <typename Rule, typename Fn>
 Result<void> read_rules(Reader& r, const toml::node& n, const std::string& name,
                         std::vector<Rule>& out, Fn read) {
   const auto* a = n.as_array();
-  if (a == nullptr) return r.error_at(n.source(), name, "expected an array of tables ([[" + name + "]])");
+  if (a == nullptr)
+    return r.error_at(n.source(), name, "expected an array of tables ([[" + name + "]])");
   for (std::size_t i = 0; i < a->size(); ++i) {
     const std::string key = name + "[" + std::to_string(i) + "]";
     MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table((*a)[i], key));
@@ -408,7 +429,8 @@ Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
   PolicyFile p;
   p.file = r.options().file;
   const auto* schema = top.get("schema");
-  if (schema == nullptr) return r.error_at(top.source(), "schema", "required key is missing; accepted: 1");
+  if (schema == nullptr)
+    return r.error_at(top.source(), "schema", "required key is missing; accepted: 1");
   MOAT_ASSIGN_OR_RETURN(p.schema, r.integer(*schema, "schema", 1, 1));
   if (const auto* n = top.get("defaults")) {
     MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "defaults"));
@@ -435,9 +457,11 @@ Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
     p.constraints.emplace();
     MOAT_TRY(read_constraints(r, *t, *p.constraints));
   }
-  if (const auto* n = top.get("command")) MOAT_TRY(read_rules(r, *n, "command", p.command, read_command));
+  if (const auto* n = top.get("command"))
+    MOAT_TRY(read_rules(r, *n, "command", p.command, read_command));
   if (const auto* n = top.get("path")) MOAT_TRY(read_rules(r, *n, "path", p.path, read_path));
-  if (const auto* n = top.get("network")) MOAT_TRY(read_rules(r, *n, "network", p.network, read_network));
+  if (const auto* n = top.get("network"))
+    MOAT_TRY(read_rules(r, *n, "network", p.network, read_network));
   if (const auto* n = top.get("tool")) MOAT_TRY(read_rules(r, *n, "tool", p.tool, read_tool));
   return p;
 }
@@ -518,8 +542,8 @@ const std::vector<std::string>& known_keys(std::string_view table) {
 Result<PolicyFile> parse_policy_text(std::string_view text, const ParseOptions& options,
                                      std::vector<std::string>* notices) {
   if (text.size() > kMaxPolicyFileBytes)
-    return fail(options.file + ":1:1: file is larger than " +
-                std::to_string(kMaxPolicyFileBytes) + " bytes");
+    return fail(options.file + ":1:1: file is larger than " + std::to_string(kMaxPolicyFileBytes) +
+                " bytes");
   Reader reader(options, notices);
   toml::table top;
   try {

@@ -15,7 +15,7 @@ namespace moat::policy {
 inline constexpr std::size_t kMaxPolicyFileBytes = 1 << 20;
 
 struct ParseOptions {
-  std::string file;                  // named in every error and kept in every rule's pos
+  std::string file;                     // named in every error and kept in every rule's pos
   bool unknown_keys_are_errors = true;  // false: unknown keys become notices
 };
 

@@ -27,10 +27,10 @@ enum class WrapKind {
 struct WrapperSpec {
   std::string_view name;
   WrapKind kind;
-  std::string_view value_short;                // short options that take a value
-  std::vector<std::string_view> value_long;    // long options that take a value (no "=")
-  int fixed_operands = 0;                      // operands before the command (timeout's duration)
-  std::string_view lookup_flags;               // short flags that mean "do not run" (command -v)
+  std::string_view value_short;              // short options that take a value
+  std::vector<std::string_view> value_long;  // long options that take a value (no "=")
+  int fixed_operands = 0;                    // operands before the command (timeout's duration)
+  std::string_view lookup_flags;             // short flags that mean "do not run" (command -v)
 };
 
 // Option specs from each tool's man page (coreutils 9, util-linux 2.38, findutils 4.9,
@@ -38,20 +38,43 @@ struct WrapperSpec {
 // command starts.
 const std::vector<WrapperSpec>& wrappers() {
   static const std::vector<WrapperSpec> table = {
-      {"env", WrapKind::kEnv, "uCS", {"--unset", "--chdir", "--split-string", "--block-signal", "--default-signal", "--ignore-signal"}, 0, ""},
+      {"env",
+       WrapKind::kEnv,
+       "uCS",
+       {"--unset", "--chdir", "--split-string", "--block-signal", "--default-signal",
+        "--ignore-signal"},
+       0,
+       ""},
       {"timeout", WrapKind::kPrefix, "sk", {"--signal", "--kill-after"}, 1, ""},
       {"nice", WrapKind::kPrefix, "n", {"--adjustment"}, 0, ""},
-      {"ionice", WrapKind::kPrefix, "cnpPu", {"--class", "--classdata", "--pid", "--pgid", "--uid"}, 0, "pPu"},
+      {"ionice",
+       WrapKind::kPrefix,
+       "cnpPu",
+       {"--class", "--classdata", "--pid", "--pgid", "--uid"},
+       0,
+       "pPu"},
       {"nohup", WrapKind::kPrefix, "", {}, 0, ""},
       {"stdbuf", WrapKind::kPrefix, "ioe", {"--input", "--output", "--error"}, 0, ""},
       {"setsid", WrapKind::kPrefix, "", {}, 0, ""},
-      {"xargs", WrapKind::kXargs, "adEILnPs", {"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, 0, ""},
+      {"xargs",
+       WrapKind::kXargs,
+       "adEILnPs",
+       {"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args",
+        "--max-procs", "--max-chars", "--process-slot-var"},
+       0,
+       ""},
       {"command", WrapKind::kPrefix, "", {}, 0, "vV"},
       {"builtin", WrapKind::kPrefix, "", {}, 0, ""},
       {"exec", WrapKind::kPrefix, "a", {}, 0, ""},
       {"time", WrapKind::kPrefix, "fo", {"--format", "--output"}, 0, ""},
       {"busybox", WrapKind::kBusybox, "", {}, 0, ""},
-      {"sudo", WrapKind::kPrefix, "CDghpRrTtUu", {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user"}, 0, "lvkK"},
+      {"sudo",
+       WrapKind::kPrefix,
+       "CDghpRrTtUu",
+       {"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type",
+        "--command-timeout", "--other-user", "--user"},
+       0,
+       "lvkK"},
       {"doas", WrapKind::kPrefix, "uC", {}, 0, "L"},
       {"chroot", WrapKind::kPrefix, "", {"--userspec", "--groups"}, 1, ""},
       {"find", WrapKind::kFind, "", {}, 0, ""},
@@ -72,8 +95,8 @@ const WrapperSpec* find_wrapper(std::string_view name) {
 
 // Builtins whose argument is code run later or elsewhere: nothing static can judge them.
 bool runs_code_from_text(std::string_view name) {
-  return name == "eval" || name == "source" || name == "." || name == "alias" ||
-         name == "trap" || name == "enable" || name == "coproc";
+  return name == "eval" || name == "source" || name == "." || name == "alias" || name == "trap" ||
+         name == "enable" || name == "coproc";
 }
 
 std::string nfc(const std::string& s, bool& valid) {
@@ -117,9 +140,8 @@ Arg to_arg(const Word& w) {
   // ~/rest and $HOME/rest: resolvable paths if the rest is literal.
   if (!w.segs.empty() && ((w.segs[0].kind == SegKind::kTilde && w.segs[0].text.empty()) ||
                           (w.segs[0].kind == SegKind::kVar && w.segs[0].text == "HOME"))) {
-    bool rest_literal = std::all_of(w.segs.begin() + 1, w.segs.end(), [](const Segment& s) {
-      return s.kind == SegKind::kLiteral;
-    });
+    bool rest_literal = std::all_of(w.segs.begin() + 1, w.segs.end(),
+                                    [](const Segment& s) { return s.kind == SegKind::kLiteral; });
     if (rest_literal) {
       std::string rest;
       for (auto it = w.segs.begin() + 1; it != w.segs.end(); ++it) rest += it->text;
@@ -146,9 +168,7 @@ bool is_process_substitution(const Word& w) {
          (w.segs[0].opener == '<' || w.segs[0].opener == '>');
 }
 
-bool is_flag_word(const Arg& a) {
-  return a.known && a.text.size() > 1 && a.text[0] == '-';
-}
+bool is_flag_word(const Arg& a) { return a.known && a.text.size() > 1 && a.text[0] == '-'; }
 
 // Write operands and option values (policy/write_targets.cc), once per possible cwd.
 void add_operand_writes(CommandUnit& u) {
@@ -180,7 +200,9 @@ Assignment assignment_word(const Arg& word, const char* how) {
 
 bool is_name(std::string_view s) {
   return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
 }
 
 // Builtins that set variables for the rest of the line, by their operands: export NAME=value,
@@ -192,25 +214,26 @@ struct SetterSpec {
   std::string_view value_opts;  // short options whose value is skipped
   std::string_view name_opts;   // short options whose value is a variable name
   std::string_view alias_opts;  // short options that make a name refer to another (declare -n)
-  bool operands_assign;         // export NAME=value: an operand with '=' assigns; an unknown one may
-  bool operands_are_names;      // read NAME...: every operand is a name (value unknown)
-  bool last_operand_is_name;    // mapfile [opts] [NAME]
-  int name_operand;             // getopts OPTSTRING NAME: the operand at this index is a name (-1: none)
+  bool operands_assign;       // export NAME=value: an operand with '=' assigns; an unknown one may
+  bool operands_are_names;    // read NAME...: every operand is a name (value unknown)
+  bool last_operand_is_name;  // mapfile [opts] [NAME]
+  int name_operand;  // getopts OPTSTRING NAME: the operand at this index is a name (-1: none)
 };
 
 constexpr SetterSpec kSetters[] = {
     {"export", "", "", "", true, false, false, -1},
-    {"declare", "", "", "n", true, false, false, -1},   // declare -n P=PATH: P=x then sets PATH
+    {"declare", "", "", "n", true, false, false, -1},  // declare -n P=PATH: P=x then sets PATH
     {"typeset", "", "", "n", true, false, false, -1},
     {"local", "", "", "n", true, false, false, -1},
     {"readonly", "", "", "", true, false, false, -1},
-    {"let", "", "", "", true, false, false, -1},        // let PATH=1: arithmetic, but a value
+    {"let", "", "", "", true, false, false, -1},  // let PATH=1: arithmetic, but a value
     {"read", "dinNptu", "a", "", false, true, false, -1},
     {"printf", "", "v", "", false, false, false, -1},
     {"mapfile", "dnOsuCc", "", "", false, false, true, -1},
     {"readarray", "dnOsuCc", "", "", false, false, true, -1},
-    {"getopts", "", "", "", false, false, false, 1},    // `getopts x PATH` sets PATH=x: a relative directory
-    {"wait", "p", "p", "", false, false, false, -1},    // wait -p PATH: a pid, a relative directory
+    {"getopts", "", "", "", false, false, false,
+     1},  // `getopts x PATH` sets PATH=x: a relative directory
+    {"wait", "p", "p", "", false, false, false, -1},  // wait -p PATH: a pid, a relative directory
 };
 
 void inherit_env(CommandUnit& inner, const CommandUnit& outer, std::vector<Assignment> extra) {
@@ -258,7 +281,8 @@ void builtin_assignments(CommandUnit& u) {
       for (std::size_t k = 1; k < text.size(); ++k) {
         const char opt = text[k];
         if (spec->alias_opts.find(opt) != std::string_view::npos)
-          u.assigns.push_back({"", unknown_value(), how});  // which variable a reference sets is not known here
+          u.assigns.push_back(
+              {"", unknown_value(), how});  // which variable a reference sets is not known here
         const bool names = spec->name_opts.find(opt) != std::string_view::npos;
         if (!names && spec->value_opts.find(opt) == std::string_view::npos) continue;
         std::string value = text.substr(k + 1);
@@ -327,9 +351,10 @@ void arithmetic_assignments(std::string_view t, std::vector<Assignment>& out) {
     std::size_t k = end;
     while (k < t.size() && (t[k] == ' ' || t[k] == '\t')) ++k;
     const std::string_view rest = t.substr(k);
-    bool assigns = pre || rest.starts_with("++") || rest.starts_with("--") || rest.starts_with("<<=") ||
-                   rest.starts_with(">>=");
-    if (!assigns && !rest.empty() && std::string_view("=+-*/%&^|").find(rest[0]) != std::string_view::npos) {
+    bool assigns = pre || rest.starts_with("++") || rest.starts_with("--") ||
+                   rest.starts_with("<<=") || rest.starts_with(">>=");
+    if (!assigns && !rest.empty() &&
+        std::string_view("=+-*/%&^|").find(rest[0]) != std::string_view::npos) {
       if (rest[0] == '=') assigns = rest.size() < 2 || rest[1] != '=';
       else assigns = rest.size() > 1 && rest[1] == '=';
     }
@@ -401,11 +426,14 @@ class Planner {
     for (const auto& r : cmd.redirects) expansion_assignments(r.target, u.assigns);
     if (!cmd.redirects.empty())
       for (const auto& a : u.argv)
-        if (is_fd_variable_word(a)) u.assigns.push_back({a.text.substr(1, a.text.size() - 2), unknown_value(), "{NAME} redirection"});
+        if (is_fd_variable_word(a))
+          u.assigns.push_back(
+              {a.text.substr(1, a.text.size() - 2), unknown_value(), "{NAME} redirection"});
     for (const auto& r : cmd.redirects) {
       // `< <(cmd)`, `> >(cmd)`: a pipe to a command that is judged itself, not a file.
       if (is_process_substitution(r.target)) continue;
-      const std::string via = "redirect " + (r.fd >= 0 ? std::to_string(r.fd) : std::string()) + r.op;
+      const std::string via =
+          "redirect " + (r.fd >= 0 ? std::to_string(r.fd) : std::string()) + r.op;
       for (const auto& cwd : cwds) {
         if (r.reads()) u.reads.push_back({to_arg(r.target), cwd, via});
         if (r.writes()) u.writes.push_back({to_arg(r.target), cwd, via});
@@ -431,18 +459,21 @@ class Planner {
       return std::any_of(v.assigns.begin(), v.assigns.end(),
                          [](const Assignment& a) { return a.name == "CDPATH" || a.name.empty(); });
     };
-    const bool cdpath = sets_cdpath(u) || std::any_of(plan_.units.begin(), plan_.units.end(), sets_cdpath);
-    const bool searched = target != nullptr && target->known && !target->home && target->text != "-" &&
-                          target->text[0] != '/' && target->text.rfind("./", 0) != 0 &&
-                          target->text.rfind("../", 0) != 0 && target->text != "." && target->text != "..";
+    const bool cdpath =
+        sets_cdpath(u) || std::any_of(plan_.units.begin(), plan_.units.end(), sets_cdpath);
+    const bool searched = target != nullptr && target->known && !target->home &&
+                          target->text != "-" && target->text[0] != '/' &&
+                          target->text.rfind("./", 0) != 0 && target->text.rfind("../", 0) != 0 &&
+                          target->text != "." && target->text != "..";
     std::vector<std::string> next = cwds;
     for (const auto& cwd : cwds) {
       std::string moved;
       if (cdpath && searched) moved = "";  // not known
       else if (target == nullptr) moved = home_;
       else if (target->home) moved = lexical_absolute("." + target->text, home_);
-      else if (target->known && target->text != "-" && !cwd.empty()) moved = paths_ != nullptr ? paths_->canonical(target->text, cwd)
-                                                                                       : canonical_path(target->text, cwd);
+      else if (target->known && target->text != "-" && !cwd.empty())
+        moved = paths_ != nullptr ? paths_->canonical(target->text, cwd)
+                                  : canonical_path(target->text, cwd);
       if (std::find(next.begin(), next.end(), moved) == next.end()) next.push_back(moved);
     }
     if (next.size() > 8) next = {cwds.front(), ""};
@@ -521,10 +552,13 @@ class Planner {
       if (a.text.size() < 2 || a.text[0] != '-') return i;
       if (a.text[1] == '-') {
         std::string opt = a.text.substr(0, a.text.find('='));
-        bool takes = std::find(spec.value_long.begin(), spec.value_long.end(), opt) != spec.value_long.end();
+        bool takes =
+            std::find(spec.value_long.begin(), spec.value_long.end(), opt) != spec.value_long.end();
         if (opt == "--split-string" && split_string != nullptr) {
-          *split_string = a.text.find('=') != std::string::npos ? a.text.substr(a.text.find('=') + 1)
-                          : i + 1 < u.argv.size() ? u.argv[i + 1].text : "";
+          *split_string = a.text.find('=') != std::string::npos
+                              ? a.text.substr(a.text.find('=') + 1)
+                          : i + 1 < u.argv.size() ? u.argv[i + 1].text
+                                                  : "";
         }
         i += (takes && a.text.find('=') == std::string::npos) ? 2 : 1;
         continue;
@@ -534,8 +568,9 @@ class Planner {
         char c = a.text[k];
         if (spec.lookup_flags.find(c) != std::string_view::npos) lookup_only = true;
         if (spec.value_short.find(c) != std::string_view::npos) {
-          std::string value = k + 1 < a.text.size() ? a.text.substr(k + 1)
-                              : i + 1 < u.argv.size() ? u.argv[i + 1].text : "";
+          std::string value = k + 1 < a.text.size()   ? a.text.substr(k + 1)
+                              : i + 1 < u.argv.size() ? u.argv[i + 1].text
+                                                      : "";
           if (c == 'S' && split_string != nullptr) *split_string = value;
           if (k + 1 == a.text.size()) next = i + 2;
           break;
@@ -549,20 +584,23 @@ class Planner {
   void expand_prefix(CommandUnit u, const WrapperSpec& spec, int level) {
     bool lookup_only = false;
     std::string split_string;
-    std::size_t i = skip_options(u, spec, lookup_only, spec.kind == WrapKind::kEnv ? &split_string : nullptr);
+    std::size_t i =
+        skip_options(u, spec, lookup_only, spec.kind == WrapKind::kEnv ? &split_string : nullptr);
     if (i == std::string::npos || lookup_only) return finish(std::move(u));
     i += static_cast<std::size_t>(spec.fixed_operands);
     std::vector<Assignment> env;
     if (spec.kind == WrapKind::kEnv) {
-      for (; i < u.argv.size() && u.argv[i].known && u.argv[i].text.find('=') != std::string::npos &&
-             u.argv[i].text[0] != '=';
+      for (; i < u.argv.size() && u.argv[i].known &&
+             u.argv[i].text.find('=') != std::string::npos && u.argv[i].text[0] != '=';
            ++i)
         env.push_back(assignment_word(u.argv[i], "env"));
-      if (i < u.argv.size() && !u.argv[i].known && u.argv[i].prefix.find('=') == std::string::npos) {
+      if (i < u.argv.size() && !u.argv[i].known &&
+          u.argv[i].prefix.find('=') == std::string::npos) {
         u.problems.push_back("env: an expansion where the command or NAME=VALUE should be");
         return finish(std::move(u));
       }
-      if (!split_string.empty()) return expand_split_string(std::move(u), i, split_string, std::move(env), level);
+      if (!split_string.empty())
+        return expand_split_string(std::move(u), i, split_string, std::move(env), level);
     }
     if (i >= u.argv.size()) return finish(std::move(u));  // no inner command: judge it as is
     split(std::move(u), i, spec, level, env, spec.kind == WrapKind::kXargs);
@@ -579,8 +617,10 @@ class Planner {
     }
     CommandUnit inner;
     for (const auto& w : words.commands[0].words) inner.argv.push_back(to_arg(w));
-    inner.argv.insert(inner.argv.end(), u.argv.begin() + static_cast<std::ptrdiff_t>(i), u.argv.end());
-    for (const auto& [n, v] : words.commands[0].assignments) env.push_back({n, to_arg(v), "env -S"});
+    inner.argv.insert(inner.argv.end(), u.argv.begin() + static_cast<std::ptrdiff_t>(i),
+                      u.argv.end());
+    for (const auto& [n, v] : words.commands[0].assignments)
+      env.push_back({n, to_arg(v), "env -S"});
     inherit_env(inner, u, std::move(env));
     inner.cwds = u.cwds;
     inner.depth = u.depth;
@@ -596,7 +636,8 @@ class Planner {
     std::vector<CommandUnit> inners;
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
       const Arg& a = u.argv[i];
-      if (!a.known || (a.text != "-exec" && a.text != "-execdir" && a.text != "-ok" && a.text != "-okdir"))
+      if (!a.known ||
+          (a.text != "-exec" && a.text != "-execdir" && a.text != "-ok" && a.text != "-okdir"))
         continue;
       CommandUnit inner;
       std::size_t k = i + 1;
@@ -613,7 +654,8 @@ class Planner {
           inner.argv.push_back(w);
         }
       }
-      if (k >= u.argv.size()) u.problems.push_back("find " + a.text + " without a terminating ';' or '+'");
+      if (k >= u.argv.size())
+        u.problems.push_back("find " + a.text + " without a terminating ';' or '+'");
       inherit_env(inner, u, {});
       inner.cwds = u.cwds;
       inner.depth = u.depth;
@@ -641,7 +683,9 @@ class Planner {
       }
       if (a.text.size() < 2 || (a.text[0] != '-' && a.text[0] != '+')) break;
       if (a.text[1] == '-') {
-        if (std::find(spec.value_long.begin(), spec.value_long.end(), a.text) != spec.value_long.end()) ++i;
+        if (std::find(spec.value_long.begin(), spec.value_long.end(), a.text) !=
+            spec.value_long.end())
+          ++i;
         continue;
       }
       bool value = false;

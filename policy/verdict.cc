@@ -5,12 +5,9 @@ namespace moat::policy {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kAllow:
-      return "allow";
-    case Verdict::kAsk:
-      return "ask";
-    case Verdict::kDeny:
-      return "deny";
+    case Verdict::kAllow: return "allow";
+    case Verdict::kAsk: return "ask";
+    case Verdict::kDeny: return "deny";
   }
   return "deny";
 }

@@ -84,7 +84,8 @@ Arg inside(const Arg* base, const Arg& a) {
   return out;
 }
 
-Parsed parse(const std::vector<Arg>& argv, std::size_t start, const OptionSpec& spec, bool old_style = false) {
+Parsed parse(const std::vector<Arg>& argv, std::size_t start, const OptionSpec& spec,
+             bool old_style = false) {
   Parsed p;
   bool operands_only = false;
   for (std::size_t i = start; i < argv.size(); ++i) {
@@ -94,7 +95,8 @@ Parsed parse(const std::vector<Arg>& argv, std::size_t start, const OptionSpec& 
       std::size_t next = i + 1;
       for (char c : a.text) {
         p.options.push_back(std::string("-") + c);
-        if (spec.value_short.find(c) != npos && next < argv.size()) p.values.emplace_back(std::string("-") + c, argv[next++]);
+        if (spec.value_short.find(c) != npos && next < argv.size())
+          p.values.emplace_back(std::string("-") + c, argv[next++]);
       }
       i = next - 1;
       continue;
@@ -111,7 +113,8 @@ Parsed parse(const std::vector<Arg>& argv, std::size_t start, const OptionSpec& 
       const auto eq = a.text.find('=');
       std::string name = a.text.substr(0, eq);
       if (eq != npos) p.values.emplace_back(name, tail_of(a, eq + 1));
-      else if (std::find(spec.value_long.begin(), spec.value_long.end(), name) != spec.value_long.end() &&
+      else if (std::find(spec.value_long.begin(), spec.value_long.end(), name) !=
+                   spec.value_long.end() &&
                i + 1 < argv.size())
         p.values.emplace_back(name, argv[++i]);
       p.options.push_back(std::move(name));
@@ -134,7 +137,9 @@ Parsed parse(const std::vector<Arg>& argv, std::size_t start, const OptionSpec& 
 class Collector {
  public:
   Collector(const CommandUnit& u, std::vector<OperandWrite>& out) : u_(u), out_(out) {}
-  void add(const Arg& path, bool below, const std::string& via) { out_.push_back({path, below, via}); }
+  void add(const Arg& path, bool below, const std::string& via) {
+    out_.push_back({path, below, via});
+  }
   // A known destination names a directory: "dir/", ".", or an existing directory.
   bool names_directory(const Arg& a) const {
     if (a.home) return a.text.empty() || a.text.back() == '/';
@@ -154,8 +159,9 @@ class Collector {
 
 // cp, mv, ln, install: the destination, and into a directory each source's name there.
 void copy_writes(const std::string& prog, Collector& c) {
-  const OptionSpec spec{prog == "install" ? "gmoSt" : "St",
-                        {"--suffix", "--target-directory", "--group", "--mode", "--owner", "--strip-program"}};
+  const OptionSpec spec{
+      prog == "install" ? "gmoSt" : "St",
+      {"--suffix", "--target-directory", "--group", "--mode", "--owner", "--strip-program"}};
   const Parsed p = parse(c.unit().argv, 1, spec);
   const std::string via = "operand of " + prog;
   if (prog == "install" && p.has({"-d", "--directory"})) {
@@ -171,7 +177,8 @@ void copy_writes(const std::string& prog, Collector& c) {
   } else if (dirs.empty() && !sources.empty()) {
     dirs.push_back(sources.back());
     sources.pop_back();
-    into_dir = !p.has({"-T", "--no-target-directory"}) && (sources.size() > 1 || c.names_directory(dirs[0]));
+    into_dir = !p.has({"-T", "--no-target-directory"}) &&
+               (sources.size() > 1 || c.names_directory(dirs[0]));
   }
   for (const auto& d : dirs) {
     c.add(d, false, via);  // the destination itself: a file, or the directory's entry
@@ -186,22 +193,46 @@ void copy_writes(const std::string& prog, Collector& c) {
 }
 
 void sort_writes(Collector& c) {
-  const OptionSpec spec{"kotST", {"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory",
-                                  "--compress-program", "--files0-from", "--parallel", "--batch-size", "--sort",
-                                  "--random-source"}};
-  for (const auto& o : parse(c.unit().argv, 1, spec).values_of({"-o", "--output"})) c.add(o, false, "sort -o");
+  const OptionSpec spec{"kotST",
+                        {"--key", "--output", "--field-separator", "--buffer-size",
+                         "--temporary-directory", "--compress-program", "--files0-from",
+                         "--parallel", "--batch-size", "--sort", "--random-source"}};
+  for (const auto& o : parse(c.unit().argv, 1, spec).values_of({"-o", "--output"}))
+    c.add(o, false, "sort -o");
 }
 
 // tar -c/-r/-u writes the archive; tar -x writes below -C (or the cwd), anywhere with -P.
 void tar_writes(Collector& c) {
   const OptionSpec spec{"bCfFgHIKLNTVX",
-                        {"--directory", "--file", "--listed-incremental", "--to-command", "--use-compress-program",
-                         "--exclude-from", "--files-from", "--newer", "--label", "--format", "--blocking-factor",
-                         "--info-script", "--new-volume-script", "--tape-length", "--starting-file", "--owner",
-                         "--group", "--mode", "--mtime", "--transform", "--xform", "--exclude",
-                         "--checkpoint-action", "--index-file", "--volno-file", "--rsh-command"}};
+                        {"--directory",
+                         "--file",
+                         "--listed-incremental",
+                         "--to-command",
+                         "--use-compress-program",
+                         "--exclude-from",
+                         "--files-from",
+                         "--newer",
+                         "--label",
+                         "--format",
+                         "--blocking-factor",
+                         "--info-script",
+                         "--new-volume-script",
+                         "--tape-length",
+                         "--starting-file",
+                         "--owner",
+                         "--group",
+                         "--mode",
+                         "--mtime",
+                         "--transform",
+                         "--xform",
+                         "--exclude",
+                         "--checkpoint-action",
+                         "--index-file",
+                         "--volno-file",
+                         "--rsh-command"}};
   const Parsed p = parse(c.unit().argv, 1, spec, true);
-  if (p.has({"-c", "--create", "-r", "--append", "-u", "--update", "-A", "--catenate", "--concatenate", "--delete"}))
+  if (p.has({"-c", "--create", "-r", "--append", "-u", "--update", "-A", "--catenate",
+             "--concatenate", "--delete"}))
     for (const auto& f : p.values_of({"-f", "--file"}))
       if (!(f.known && f.text == "-")) c.add(f, false, "tar archive");
   for (const auto& f : p.values_of({"-g", "--listed-incremental", "--index-file", "--volno-file"}))
@@ -210,7 +241,8 @@ void tar_writes(Collector& c) {
   std::vector<Arg> dirs = p.values_of({"-C", "--directory"});
   if (dirs.empty()) dirs.push_back(literal("."));
   for (const auto& d : dirs) c.add(d, true, "tar -x into");
-  if (p.has({"-P", "--absolute-names"})) c.add(literal("/"), true, "tar -x -P (absolute member names)");
+  if (p.has({"-P", "--absolute-names"}))
+    c.add(literal("/"), true, "tar -x -P (absolute member names)");
 }
 
 void unzip_writes(Collector& c) {
@@ -226,8 +258,8 @@ void unzip_writes(Collector& c) {
 void patch_writes(Collector& c) {
   const OptionSpec spec{"BDFgiopVYzdr",
                         {"--prefix", "--ifdef", "--fuzz", "--get", "--input", "--output", "--strip",
-                         "--version-control", "--basename-prefix", "--suffix", "--directory", "--reject-file",
-                         "--quoting-style", "--reject-format"}};
+                         "--version-control", "--basename-prefix", "--suffix", "--directory",
+                         "--reject-file", "--quoting-style", "--reject-format"}};
   const Parsed p = parse(c.unit().argv, 1, spec);
   if (p.has({"--dry-run"})) return;
   const std::vector<Arg> dirs = p.values_of({"-d", "--directory"});
@@ -235,7 +267,8 @@ void patch_writes(Collector& c) {
   const std::vector<Arg> outs = p.values_of({"-o", "--output"});
   for (const auto& o : outs)
     if (!(o.known && o.text == "-")) c.add(inside(base, o), false, "patch -o");
-  for (const auto& r : p.values_of({"-r", "--reject-file"})) c.add(inside(base, r), false, "patch -r");
+  for (const auto& r : p.values_of({"-r", "--reject-file"}))
+    c.add(inside(base, r), false, "patch -r");
   if (!outs.empty()) return;
   if (!p.operands.empty()) c.add(inside(base, p.operands.front()), false, "patch target");
   else c.add(base != nullptr ? *base : literal("."), true, "files the patch names");
@@ -268,8 +301,8 @@ class SedScript {
   bool skip_address() {
     while (i_ < s_.size()) {
       const char c = s_[i_];
-      if (std::isdigit(static_cast<unsigned char>(c)) || c == '$' || c == ',' || c == '~' || c == '+' ||
-          c == '!' || c == ' ' || c == '\t' || c == 'I' || c == 'M') {
+      if (std::isdigit(static_cast<unsigned char>(c)) || c == '$' || c == ',' || c == '~' ||
+          c == '+' || c == '!' || c == ' ' || c == '\t' || c == 'I' || c == 'M') {
         ++i_;
       } else if (c == '/') {
         ++i_;
@@ -313,36 +346,59 @@ class SedScript {
   }
   bool command(char c, std::vector<std::string>& files, bool& runs) {
     switch (c) {
-      case '{': case '}': case '=': case 'd': case 'D': case 'g': case 'G': case 'h': case 'H':
-      case 'n': case 'N': case 'p': case 'P': case 'x': case 'z': case 'F':
+      case '{':
+      case '}':
+      case '=':
+      case 'd':
+      case 'D':
+      case 'g':
+      case 'G':
+      case 'h':
+      case 'H':
+      case 'n':
+      case 'N':
+      case 'p':
+      case 'P':
+      case 'x':
+      case 'z':
+      case 'F': return true;
+      case 'l':
+      case 'L':
+      case 'q':
+      case 'Q':
+        while (i_ < s_.size() &&
+               (s_[i_] == ' ' || std::isdigit(static_cast<unsigned char>(s_[i_]))))
+          ++i_;
         return true;
-      case 'l': case 'L': case 'q': case 'Q':
-        while (i_ < s_.size() && (s_[i_] == ' ' || std::isdigit(static_cast<unsigned char>(s_[i_])))) ++i_;
-        return true;
-      case ':': case 'b': case 't': case 'T': case 'v':
-        skip_label();
-        return true;
-      case '#': case 'r': case 'R':  // a comment; r and R only read
+      case ':':
+      case 'b':
+      case 't':
+      case 'T':
+      case 'v': skip_label(); return true;
+      case '#':
+      case 'r':
+      case 'R':  // a comment; r and R only read
         i_ = end_of_line();
         return true;
-      case 'a': case 'i': case 'c':  // text to the end of the line; "\" + newline goes on
+      case 'a':
+      case 'i':
+      case 'c':  // text to the end of the line; "\" + newline goes on
         while (i_ < s_.size() && s_[i_] != '\n') i_ += s_[i_] == '\\' ? 2 : 1;
         return true;
-      case 'w': case 'W':
-        return file_name(files);
+      case 'w':
+      case 'W': return file_name(files);
       case 'e':
         runs = true;
         i_ = end_of_line();
         return true;
-      case 'y':
-        return i_ < s_.size() && skip_pair(s_[i_++]);
-      case 's':
-        return i_ < s_.size() && skip_pair(s_[i_++]) && s_flags(files, runs);
-      default:
-        return false;
+      case 'y': return i_ < s_.size() && skip_pair(s_[i_++]);
+      case 's': return i_ < s_.size() && skip_pair(s_[i_++]) && s_flags(files, runs);
+      default: return false;
     }
   }
-  bool skip_pair(char d) { return d != '\n' && d != '\\' && skip_delimited(d) && skip_delimited(d); }
+  bool skip_pair(char d) {
+    return d != '\n' && d != '\\' && skip_delimited(d) && skip_delimited(d);
+  }
   bool s_flags(std::vector<std::string>& files, bool& runs) {
     while (i_ < s_.size()) {
       const char f = s_[i_];
@@ -364,22 +420,26 @@ class SedScript {
 };
 
 void sed_writes(Collector& c, std::vector<std::string>& problems) {
-  const Parsed p = parse(c.unit().argv, 1, OptionSpec{"efl", {"--expression", "--file", "--line-length"}, "i"});
+  const Parsed p =
+      parse(c.unit().argv, 1, OptionSpec{"efl", {"--expression", "--file", "--line-length"}, "i"});
   std::vector<Arg> scripts = p.values_of({"-e", "--expression"});
   std::vector<Arg> files = p.operands;
-  if (p.has({"-f", "--file"})) problems.push_back("sed -f: the script is in a file, so its w and e commands cannot be seen");
+  if (p.has({"-f", "--file"}))
+    problems.push_back("sed -f: the script is in a file, so its w and e commands cannot be seen");
   else if (scripts.empty() && !files.empty()) {
     scripts.push_back(files.front());
     files.erase(files.begin());
   }
   for (const auto& s : scripts) {
     if (!s.known) {
-      problems.push_back("sed: the script is an expansion; it could write files (w) or run commands (e)");
+      problems.push_back(
+          "sed: the script is an expansion; it could write files (w) or run commands (e)");
       continue;
     }
     std::vector<std::string> written;
     bool runs = false;
-    if (!SedScript(s.text).scan(written, runs)) problems.push_back("sed: the script could not be read: " + s.text);
+    if (!SedScript(s.text).scan(written, runs))
+      problems.push_back("sed: the script could not be read: " + s.text);
     if (runs) problems.push_back("sed: the script runs shell commands (e)");
     for (auto& w : written) c.add(literal(std::move(w)), false, "sed w");
   }
@@ -396,22 +456,64 @@ bool is_remote_rsync(const Arg& a) {
 
 void rsync_writes(Collector& c) {
   const OptionSpec spec{"efBMT",
-                        {"--rsh", "--rsync-path", "--filter", "--exclude", "--include", "--exclude-from",
-                         "--include-from", "--files-from", "--temp-dir", "--partial-dir", "--compare-dest",
-                         "--copy-dest", "--link-dest", "--backup-dir", "--suffix", "--log-file",
-                         "--log-file-format", "--password-file", "--write-batch", "--only-write-batch",
-                         "--read-batch", "--chmod", "--chown", "--usermap", "--groupmap", "--timeout",
-                         "--contimeout", "--port", "--out-format", "--max-size", "--min-size", "--max-delete",
-                         "--bwlimit", "--block-size", "--remote-option", "--info", "--debug", "--iconv",
-                         "--checksum-choice", "--compress-choice", "--compress-level", "--skip-compress",
-                         "--modify-window", "--address", "--sockopts", "--outbuf", "--stop-after", "--stop-at",
+                        {"--rsh",
+                         "--rsync-path",
+                         "--filter",
+                         "--exclude",
+                         "--include",
+                         "--exclude-from",
+                         "--include-from",
+                         "--files-from",
+                         "--temp-dir",
+                         "--partial-dir",
+                         "--compare-dest",
+                         "--copy-dest",
+                         "--link-dest",
+                         "--backup-dir",
+                         "--suffix",
+                         "--log-file",
+                         "--log-file-format",
+                         "--password-file",
+                         "--write-batch",
+                         "--only-write-batch",
+                         "--read-batch",
+                         "--chmod",
+                         "--chown",
+                         "--usermap",
+                         "--groupmap",
+                         "--timeout",
+                         "--contimeout",
+                         "--port",
+                         "--out-format",
+                         "--max-size",
+                         "--min-size",
+                         "--max-delete",
+                         "--bwlimit",
+                         "--block-size",
+                         "--remote-option",
+                         "--info",
+                         "--debug",
+                         "--iconv",
+                         "--checksum-choice",
+                         "--compress-choice",
+                         "--compress-level",
+                         "--skip-compress",
+                         "--modify-window",
+                         "--address",
+                         "--sockopts",
+                         "--outbuf",
+                         "--stop-after",
+                         "--stop-at",
                          "--protocol"}};
   const Parsed p = parse(c.unit().argv, 1, spec);
-  if (p.operands.size() >= 2 && !is_remote_rsync(p.operands.back())) c.add(p.operands.back(), true, "rsync into");
-  for (const auto& f : p.values_of({"--log-file", "--write-batch", "--only-write-batch"})) c.add(f, false, "rsync file");
+  if (p.operands.size() >= 2 && !is_remote_rsync(p.operands.back()))
+    c.add(p.operands.back(), true, "rsync into");
+  for (const auto& f : p.values_of({"--log-file", "--write-batch", "--only-write-batch"}))
+    c.add(f, false, "rsync file");
   if (p.has({"--remove-source-files"}))
     for (std::size_t i = 0; i + 1 < p.operands.size(); ++i)
-      if (!is_remote_rsync(p.operands[i])) c.add(p.operands[i], false, "rsync --remove-source-files");
+      if (!is_remote_rsync(p.operands[i]))
+        c.add(p.operands[i], false, "rsync --remove-source-files");
 }
 
 // What `git clone URL` names its directory: the URL's last part without ".git".
@@ -431,36 +533,48 @@ void git_writes(Collector& c) {
   const auto& argv = c.unit().argv;
   std::vector<Arg> dirs;
   std::size_t i = 1;
-  for (; i < argv.size() && argv[i].known && argv[i].text.size() > 1 && argv[i].text[0] == '-'; ++i) {
+  for (; i < argv.size() && argv[i].known && argv[i].text.size() > 1 && argv[i].text[0] == '-';
+       ++i) {
     const std::string& t = argv[i].text;
     const bool takes = t == "-C" || t == "--git-dir" || t == "--work-tree";
-    if (takes && i + 1 < argv.size()) dirs.push_back(t == "-C" && !dirs.empty() ? inside(&dirs.back(), argv[i + 1]) : argv[i + 1]);
-    else if (t.rfind("--git-dir=", 0) == 0 || t.rfind("--work-tree=", 0) == 0) dirs.push_back(tail_of(argv[i], t.find('=') + 1));
-    if (takes || t == "-c" || t == "--namespace" || t == "--config-env" || t == "--super-prefix") ++i;
+    if (takes && i + 1 < argv.size())
+      dirs.push_back(t == "-C" && !dirs.empty() ? inside(&dirs.back(), argv[i + 1]) : argv[i + 1]);
+    else if (t.rfind("--git-dir=", 0) == 0 || t.rfind("--work-tree=", 0) == 0)
+      dirs.push_back(tail_of(argv[i], t.find('=') + 1));
+    if (takes || t == "-c" || t == "--namespace" || t == "--config-env" || t == "--super-prefix")
+      ++i;
   }
   if (i >= argv.size() || !argv[i].known) return;
   const std::string& sub = argv[i].text;
   static const std::string_view kWriting[] = {
-      "add", "am", "apply", "checkout", "cherry-pick", "clean", "clone", "commit", "merge", "mv", "pull",
-      "rebase", "reset", "restore", "revert", "rm", "stash", "switch", "worktree", "fetch", "gc", "prune",
-      "config", "tag", "branch", "notes", "submodule", "bisect", "init", "format-patch", "archive", "bundle"};
+      "add",    "am",           "apply",   "checkout", "cherry-pick", "clean",     "clone",
+      "commit", "merge",        "mv",      "pull",     "rebase",      "reset",     "restore",
+      "revert", "rm",           "stash",   "switch",   "worktree",    "fetch",     "gc",
+      "prune",  "config",       "tag",     "branch",   "notes",       "submodule", "bisect",
+      "init",   "format-patch", "archive", "bundle"};
   if (std::find(std::begin(kWriting), std::end(kWriting), sub) != std::end(kWriting))
     for (const auto& d : dirs) c.add(d, false, "git -C");
   const Arg* base = dirs.empty() ? nullptr : &dirs.back();
-  const Parsed p = parse(argv, i + 1,
-                         OptionSpec{"obucj", {"--origin", "--branch", "--upload-pack", "--template", "--reference",
-                                               "--separate-git-dir", "--depth", "--config", "--jobs", "--filter",
-                                               "--output", "--output-directory", "--shallow-since",
-                                               "--shallow-exclude", "--server-option", "--bundle-uri"}});
+  const Parsed p =
+      parse(argv, i + 1,
+            OptionSpec{"obucj",
+                       {"--origin", "--branch", "--upload-pack", "--template", "--reference",
+                        "--separate-git-dir", "--depth", "--config", "--jobs", "--filter",
+                        "--output", "--output-directory", "--shallow-since", "--shallow-exclude",
+                        "--server-option", "--bundle-uri"}});
   if (sub == "clone" && !p.operands.empty())
-    c.add(inside(base, p.operands.size() > 1 ? p.operands[1] : clone_dir(p.operands[0])), false, "git clone into");
-  if (sub == "init") c.add(inside(base, p.operands.empty() ? literal(".") : p.operands[0]), false, "git init");
-  if (sub == "bundle" && p.operands.size() > 1 && p.operands[0].known && p.operands[0].text == "create")
+    c.add(inside(base, p.operands.size() > 1 ? p.operands[1] : clone_dir(p.operands[0])), false,
+          "git clone into");
+  if (sub == "init")
+    c.add(inside(base, p.operands.empty() ? literal(".") : p.operands[0]), false, "git init");
+  if (sub == "bundle" && p.operands.size() > 1 && p.operands[0].known &&
+      p.operands[0].text == "create")
     c.add(inside(base, p.operands[1]), false, "git bundle create");
   const bool o_is_output = sub == "archive" || sub == "format-patch";
   for (const auto& o : p.values_of({"--output"})) c.add(inside(base, o), false, "git --output");
   if (o_is_output)
-    for (const auto& o : p.values_of({"-o", "--output-directory"})) c.add(inside(base, o), sub == "format-patch", "git -o");
+    for (const auto& o : p.values_of({"-o", "--output-directory"}))
+      c.add(inside(base, o), sub == "format-patch", "git -o");
 }
 
 // Programs whose writes their own options name, each read by its own parser.
@@ -477,7 +591,8 @@ std::vector<OperandWrite> operand_writes(const CommandUnit& u, std::vector<std::
   const std::string via = "operand of " + prog;
   Collector c(u, out);
   auto all_operands_from = [&](std::size_t first) {
-    for (std::size_t k = first; k < u.operands.size(); ++k) c.add(u.argv[u.operands[k]], false, via);
+    for (std::size_t k = first; k < u.operands.size(); ++k)
+      c.add(u.argv[u.operands[k]], false, via);
   };
   if (prog == "tee" || prog == "rm" || prog == "rmdir" || prog == "touch" || prog == "mkdir" ||
       prog == "truncate" || prog == "shred" || prog == "unlink") {
@@ -487,8 +602,11 @@ std::vector<OperandWrite> operand_writes(const CommandUnit& u, std::vector<std::
   } else if (prog == "chmod" || prog == "chown" || prog == "chgrp") {
     all_operands_from(1);
   } else if (prog == "perl") {
-    const bool in_place = std::any_of(u.flags.begin(), u.flags.end(), [](const std::string& f) { return f == "-i"; });
-    const bool script_in_flags = std::any_of(u.flags.begin(), u.flags.end(), [](const std::string& f) { return f == "-e" || f == "-E"; });
+    const bool in_place =
+        std::any_of(u.flags.begin(), u.flags.end(), [](const std::string& f) { return f == "-i"; });
+    const bool script_in_flags =
+        std::any_of(u.flags.begin(), u.flags.end(),
+                    [](const std::string& f) { return f == "-e" || f == "-E"; });
     if (in_place) all_operands_from(script_in_flags ? 0 : 1);
   } else if (prog == "sed") {
     sed_writes(c, problems);

@@ -25,27 +25,26 @@ policy::Decision AskBroker::ask(policy::Decision d, const std::string& call_id,
     if (session_allows_.count(what) != 0) {
       d.verdict = policy::Verdict::kAllow;
       d.decided_by = "user";
-      answer = {{"answer", "allow"}, {"scope", "session"}, {"remembered", true},
-                {"latency_ms", 0}};
+      answer = {{"answer", "allow"}, {"scope", "session"}, {"remembered", true}, {"latency_ms", 0}};
       return d;
     }
   }
-  std::string question = what + " needs your approval: rule " + d.deciding.id + " (" +
-                         d.deciding.layer + ") says ask";
+  std::string question =
+      what + " needs your approval: rule " + d.deciding.id + " (" + d.deciding.layer + ") says ask";
   if (!d.reason.empty()) question += ": " + d.reason;
   // No console attached (not yet, or it hung up): nobody can answer, the verdict stays ask.
   std::optional<json> reply =
-      console_ ? console_->ask(
-                     AskMsg{call_id, random_hex_or_abort(8), question, rule_json(d.deciding)}
-                         .to_json(),
-                     cancel)
-               : std::nullopt;
+      console_
+          ? console_->ask(
+                AskMsg{call_id, random_hex_or_abort(8), question, rule_json(d.deciding)}.to_json(),
+                cancel)
+          : std::nullopt;
   if (!reply) return d;
   d = apply_reply(std::move(d), *reply, what, answer);
   if (!answer.is_null())
-    answer["latency_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - t0)
-                               .count();
+    answer["latency_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
   return d;
 }
 

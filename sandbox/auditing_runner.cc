@@ -51,8 +51,8 @@ json argv_for_audit(const std::vector<std::string>& argv) {
 
 // How the process ended: its exit code or signal, and the limit that ended it, if one did.
 json exit_json(const tools::ExecStatus& st) {
-  json limit = st.limit.empty() ? (st.timed_out ? json("wall_time") : json(nullptr))
-                                : json(st.limit);
+  json limit =
+      st.limit.empty() ? (st.timed_out ? json("wall_time") : json(nullptr)) : json(st.limit);
   return {{"code", st.signal == 0 ? json(st.exit_code) : json(nullptr)},
           {"signal", st.signal != 0 ? json(st.signal) : json(nullptr)},
           {"limit", std::move(limit)}};
@@ -65,12 +65,13 @@ Result<tools::ExecStatus> AuditingRunner::exec(
     const std::function<void(std::string_view)>& on_output, StopFlags stop) {
   Sha256Stream sha;
   const auto start = std::chrono::system_clock::now();
-  auto st = inner_.exec(argv, cwd, timeout_s,
-                        [&](std::string_view chunk) {
-                          sha.update(chunk);
-                          if (on_output) on_output(chunk);
-                        },
-                        stop);
+  auto st = inner_.exec(
+      argv, cwd, timeout_s,
+      [&](std::string_view chunk) {
+        sha.update(chunk);
+        if (on_output) on_output(chunk);
+      },
+      stop);
   json rec = {{"argv", argv_for_audit(argv)}, {"cwd", cwd}, {"start", rfc3339_ns(start)}};
   if (!st) {
     rec["error"] = st.error().message();

@@ -27,8 +27,7 @@ std::string refusal_text(const policy::Decision& d, std::string_view what) {
            " asked for approval). Do not retry it; find another way or ask the person.";
   std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
                   "): rule " + d.deciding.id + " (" + d.deciding.layer;
-  if (!d.deciding.file.empty())
-    s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
+  if (!d.deciding.file.empty()) s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
   s += ")";
   if (!d.reason.empty()) s += ": " + d.reason;
   if (d.verdict == policy::Verdict::kAsk)
@@ -43,9 +42,9 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   tools::CallContext ctx = context_for(call, auditing);
   const auto t0 = std::chrono::system_clock::now();
   tools::ToolResult result = tools::execute(call.tool, call.args, ctx);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now() - t0)
+          .count();
   record_exec(call, *decision_id, result, ms, auditing.processes());
   return result;
 }
@@ -156,15 +155,16 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
 }
 
 void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
-                           const tools::ToolResult& result, long long duration_ms,
-                           json processes) {
-  json exec = {{"decision_id", decision_id}, {"call_id", call.id},
-               {"tool", call.tool},          {"cwd", session_.workspace},
-               {"duration_ms", duration_ms}, {"is_error", result.is_error},
+                           const tools::ToolResult& result, long long duration_ms, json processes) {
+  json exec = {{"decision_id", decision_id},
+               {"call_id", call.id},
+               {"tool", call.tool},
+               {"cwd", session_.workspace},
+               {"duration_ms", duration_ms},
+               {"is_error", result.is_error},
                {"processes", std::move(processes)}};
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
-    if (result.details.is_object() && result.details.contains(key))
-      exec[key] = result.details[key];
+    if (result.details.is_object() && result.details.contains(key)) exec[key] = result.details[key];
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
   (void)session_.record("exec", std::move(exec), sessions::AuditLog::Sync::kWithNext);

@@ -20,9 +20,9 @@ namespace moat::sandbox {
 namespace {
 
 struct Hierarchy {
-  const char* root;     // where the hierarchy is mounted
-  const char* file;     // the limit file
-  bool memory;          // which limit goes into it
+  const char* root;  // where the hierarchy is mounted
+  const char* file;  // the limit file
+  bool memory;       // which limit goes into it
 };
 
 // cgroup v1 first (this machine's), then v2 where the hybrid layout mounts it.

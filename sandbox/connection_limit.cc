@@ -39,7 +39,8 @@ Result<std::shared_ptr<void>> take_or_refuse(int fd, ConnectionLimit& limit) {
   Result<std::shared_ptr<void>> slot = fail(Error{0, "no peer credentials"});
   if (peer) slot = limit.take(peer->uid);
   if (!slot) {
-    const std::string frame = encode_frame(ErrorMsg{slot.error().message(), "protocol", ""}.to_json());
+    const std::string frame =
+        encode_frame(ErrorMsg{slot.error().message(), "protocol", ""}.to_json());
     (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
   }

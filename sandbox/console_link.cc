@@ -143,9 +143,8 @@ void SessionConsole::close(ConsoleRegistry* registry, const std::string& session
   if (thread_.joinable()) thread_.join();
 }
 
-bool attach_console(ConsoleRegistry* registry, const std::string& session,
-                    const std::string& token, uid_t peer_uid, UniqueFd& fd,
-                    FrameDecoder& decoder) {
+bool attach_console(ConsoleRegistry* registry, const std::string& session, const std::string& token,
+                    uid_t peer_uid, UniqueFd& fd, FrameDecoder& decoder) {
   std::shared_ptr<ConsoleLink> link = registry == nullptr ? nullptr : registry->find(session);
   // One answer for every refusal: a wrong guess learns nothing about which check failed.
   if (!link || !link->claim(token, peer_uid, fd)) return false;

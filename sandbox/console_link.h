@@ -66,12 +66,11 @@ class ConsoleLink {
   bool send(const nlohmann::json& m);
 
  private:
-
   uid_t owner_ = static_cast<uid_t>(-1);
   std::mutex mu_;
   std::condition_variable cv_;
-  std::string token_;   // empty once used (or never issued)
-  UniqueFd fd_;         // the console's connection, once attached
+  std::string token_;  // empty once used (or never issued)
+  UniqueFd fd_;        // the console's connection, once attached
   bool attached_ = false;
   bool closed_ = false;
   std::map<std::string, std::optional<AnswerMsg>> waiting_;  // ask id -> its answer
@@ -110,8 +109,7 @@ class SessionConsole {
 // A console connection's attach frame: the link of `session` in `registry`, claimed with
 // `token` by `peer_uid` on `fd`, which it then serves until it hangs up. false (nothing
 // claimed, and the same refusal whichever check failed) when no session waits for it.
-bool attach_console(ConsoleRegistry* registry, const std::string& session,
-                    const std::string& token, uid_t peer_uid, UniqueFd& fd,
-                    FrameDecoder& decoder);
+bool attach_console(ConsoleRegistry* registry, const std::string& session, const std::string& token,
+                    uid_t peer_uid, UniqueFd& fd, FrameDecoder& decoder);
 
 }  // namespace moat::sandbox

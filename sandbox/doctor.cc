@@ -36,8 +36,7 @@ int try_unshare_in_child(int flags, bool with_user) {
     _exit(unshare(flags) == 0 ? 0 : (errno & 0xff));
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
 }
 
@@ -52,8 +51,8 @@ nlohmann::json probe_idmap() {
   attr.attr_set = MOUNT_ATTR_IDMAP;
   attr.userns_fd = static_cast<std::uint64_t>(userns->get());
   if (mount_setattr(tree->get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
-    return verdict(false, std::string("mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ") +
-                              std::strerror(errno));
+    return verdict(false,
+                   std::string("mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ") + std::strerror(errno));
   return verdict(true, "idmapped mounts work on /tmp's filesystem");
 }
 
@@ -68,12 +67,12 @@ nlohmann::json doctor_report() {
   nlohmann::json r;
   r["running_as_root"] = geteuid() == 0;
   int user = try_unshare_in_child(CLONE_NEWUSER, false);
-  r["user_ns"] = verdict(user == 0, user == 0 ? "unshare(CLONE_NEWUSER) works"
-                                              : std::string("unshare(CLONE_NEWUSER): ") +
-                                                    std::strerror(user));
+  r["user_ns"] =
+      verdict(user == 0, user == 0 ? "unshare(CLONE_NEWUSER) works"
+                                   : std::string("unshare(CLONE_NEWUSER): ") + std::strerror(user));
   const std::pair<int, const char*> kOthers[] = {
-      {CLONE_NEWNS, "mount_ns"}, {CLONE_NEWPID, "pid_ns"},   {CLONE_NEWNET, "net_ns"},
-      {CLONE_NEWIPC, "ipc_ns"},  {CLONE_NEWUTS, "uts_ns"},   {CLONE_NEWCGROUP, "cgroup_ns"}};
+      {CLONE_NEWNS, "mount_ns"}, {CLONE_NEWPID, "pid_ns"}, {CLONE_NEWNET, "net_ns"},
+      {CLONE_NEWIPC, "ipc_ns"},  {CLONE_NEWUTS, "uts_ns"}, {CLONE_NEWCGROUP, "cgroup_ns"}};
   for (const auto& [flag, name] : kOthers) {
     int err = try_unshare_in_child(flag, true);
     r[name] = verdict(err == 0, err == 0 ? "works inside a user namespace"

@@ -24,14 +24,10 @@ namespace {
 using nlohmann::json;
 
 constexpr HelloStepInfo kStepInfo[] = {
-    {"version", "protocol", "", false},
-    {"workspace", "workspace", "", false},
-    {"policy", "policy", "policy: ", false},
-    {"mode", "policy", "policy: ", false},
-    {"audit log", "audit", "audit log: ", false},
-    {"own files", "workspace", "", true},
-    {"session", "sandbox", "sandbox: ", true},
-    {"session.start", "audit", "audit log: ", false},
+    {"version", "protocol", "", false},           {"workspace", "workspace", "", false},
+    {"policy", "policy", "policy: ", false},      {"mode", "policy", "policy: ", false},
+    {"audit log", "audit", "audit log: ", false}, {"own files", "workspace", "", true},
+    {"session", "sandbox", "sandbox: ", true},    {"session.start", "audit", "audit log: ", false},
 };
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
@@ -56,10 +52,11 @@ Result<std::shared_ptr<const sessions::AuditKey>> audit_key(const std::string& p
 Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int workspace_fd) {
   const json project = p.project_json();
   if (!project.is_object() || !project.value("loaded", false)) return {};
-  const std::string refusal = "the project policy that was loaded is not the workspace's own "
-                              ".moat/policy.toml";
-  auto fd = sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY,
-                              false);
+  const std::string refusal =
+      "the project policy that was loaded is not the workspace's own "
+      ".moat/policy.toml";
+  auto fd =
+      sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY, false);
   if (!fd) return fail(fd.error().with_context(refusal));  // EXDEV: it leads outside
   auto text = sys::read_to_end(fd->get(), 16u << 20);
   if (!text) return fail(text.error().with_context(refusal));
@@ -91,8 +88,7 @@ const HelloStepInfo& hello_step_info(HelloStep step) {
   return kStepInfo[static_cast<std::size_t>(step)];
 }
 
-Result<OpenedAudit> open_session_audit(const SupervisorOptions& options,
-                                       const std::string& session,
+Result<OpenedAudit> open_session_audit(const SupervisorOptions& options, const std::string& session,
                                        const std::string& policy_hash) {
   auto key = audit_key(audit_key_path(options));
   // Without its key the log is still written, unsigned, and session.start says why: the
@@ -132,9 +128,10 @@ Result<void> HelloSteps::check_version() {
 // check changes nothing (workspace.h).
 Result<void> HelloSteps::resolve_workspace() {
   const std::string& requested = hello_.workspace;
-  auto opened = open_workspace(requested, peer_.uid == 0 ? std::nullopt
-                                                         : std::optional<uid_t>(peer_.uid));
-  if (!opened) return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
+  auto opened =
+      open_workspace(requested, peer_.uid == 0 ? std::nullopt : std::optional<uid_t>(peer_.uid));
+  if (!opened)
+    return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
   state_.workspace = opened->path;
   state_.workspace_fd = std::move(opened->fd);
   return {};
@@ -203,8 +200,8 @@ Result<void> HelloSteps::create_session() {
 // The tools the policy does not deny outright: the only ones welcome announces.
 void HelloSteps::grant_tools() {
   // The specs state the limits the calls get (bash's timeout and output ceiling).
-  state_.tool_limits = tools::ToolLimits::for_session(config_.limits.wall_time_s,
-                                                      config_.limits.output_bytes);
+  state_.tool_limits =
+      tools::ToolLimits::for_session(config_.limits.wall_time_s, config_.limits.output_bytes);
   for (const auto& t : tools::all_tools(state_.tool_limits)) {
     if (state_.policy->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
     state_.granted.insert(t.name);

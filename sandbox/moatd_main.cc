@@ -78,7 +78,8 @@ void add_file_options(CLI::App& app, Flags& f) {
                  "with its public half written next to it as .pub (default "
                  "<audit dir>/audit-key.pem)");
   app.add_option("--system-policy-dir", f.system_policy_dir,
-                 "Organisation policy directory (root-owned)")->capture_default_str();
+                 "Organisation policy directory (root-owned)")
+      ->capture_default_str();
   app.add_option("--user-policy-dir", f.user_policy_dir,
                  "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
   app.add_option("--policy", f.policy_files,
@@ -104,8 +105,7 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   // Absolute, so the policy's $AUDIT_DIR (the supervisor passes it) and the sandbox's
   // protected paths name this one.
   options.audit_dir = std::filesystem::absolute(
-      f.audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon)
-                          : f.audit_dir);
+      f.audit_dir.empty() ? moat::sessions::default_audit_dir(options.system_daemon) : f.audit_dir);
   options.audit_key = f.audit_key;
   options.sessions_dir = f.sessions_dir;
   options.policy.system_dir = f.system_policy_dir;

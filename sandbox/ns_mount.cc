@@ -26,11 +26,11 @@ enum class OpKind { kTree, kTmpfs, kProc, kDevpts, kSymlink, kFile, kDir, kSelfR
 
 struct Op {
   OpKind kind;
-  std::string target;        // sandbox path
-  UniqueFd tree;             // kTree: the detached tree to attach
-  std::string data;          // kTmpfs: options; kSymlink: link text; kFile: contents
-  bool is_dir = true;        // kTree: whether the mount point is a directory
-  int order = 0;             // ties keep insertion order; lower runs first
+  std::string target;  // sandbox path
+  UniqueFd tree;       // kTree: the detached tree to attach
+  std::string data;    // kTmpfs: options; kSymlink: link text; kFile: contents
+  bool is_dir = true;  // kTree: whether the mount point is a directory
+  int order = 0;       // ties keep insertion order; lower runs first
 };
 
 int depth(const std::string& p) {
@@ -201,13 +201,12 @@ Result<void> run_op(const std::string& root, Op& op) {
       return {};
     case OpKind::kFile: {
       MOAT_TRY(mkdir_p(target.substr(0, target.rfind('/')), 0755));
-      MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(target, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+      MOAT_ASSIGN_OR_RETURN(UniqueFd fd,
+                            sys::open_path(target, O_WRONLY | O_CREAT | O_TRUNC, 0644));
       return sys::write_all(fd.get(), op.data.data(), op.data.size());
     }
-    case OpKind::kDir:
-      return mkdir_p(target, 0555);
-    case OpKind::kSelfReadOnly:
-      return run_self_read_only(root, op);
+    case OpKind::kDir: return mkdir_p(target, 0555);
+    case OpKind::kSelfReadOnly: return run_self_read_only(root, op);
   }
   return {};
 }
@@ -237,7 +236,7 @@ Result<void> pivot_into(const std::string& root) {
 }  // namespace
 
 const std::vector<std::string>& default_read_only_paths() {
-  static const std::vector<std::string> kPaths = {"/usr",   "/bin",   "/sbin",  "/lib",
+  static const std::vector<std::string> kPaths = {"/usr",   "/bin",   "/sbin",   "/lib",
                                                   "/lib64", "/lib32", "/libx32", "/etc"};
   return kPaths;
 }

@@ -17,9 +17,11 @@ Result<void> bring_up_loopback() {
   MOAT_ASSIGN_OR_RETURN(UniqueFd sock, sys::make_socket(AF_INET, SOCK_DGRAM));
   ifreq req{};
   std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0) return fail(Error::from_errno("SIOCGIFFLAGS", errno, "lo"));
+  if (ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0)
+    return fail(Error::from_errno("SIOCGIFFLAGS", errno, "lo"));
   req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0) return fail(Error::from_errno("SIOCSIFFLAGS", errno, "lo"));
+  if (ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0)
+    return fail(Error::from_errno("SIOCSIFFLAGS", errno, "lo"));
   return {};
 }
 

@@ -134,8 +134,7 @@ Result<UniqueFd> make_userns_fd(const IdMap& uid, const IdMap& gid) {
   auto reap = [&] {
     done.second.reset();
     int status;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   };
   char c = 0;
   if (::read(ready.first.get(), &c, 1) != 1 || c != 'u') {
@@ -143,9 +142,9 @@ Result<UniqueFd> make_userns_fd(const IdMap& uid, const IdMap& gid) {
     return fail(Error::from_errno("unshare(CLONE_NEWUSER)", EPERM, "idmap helper"));
   }
   auto maps = write_id_maps_in_parent(child, uid, gid);
-  Result<UniqueFd> fd = maps ? sys::open_path("/proc/" + std::to_string(child) + "/ns/user",
-                                              O_RDONLY)
-                             : Result<UniqueFd>(fail(maps.error()));
+  Result<UniqueFd> fd =
+      maps ? sys::open_path("/proc/" + std::to_string(child) + "/ns/user", O_RDONLY)
+           : Result<UniqueFd>(fail(maps.error()));
   reap();
   return fd;
 }

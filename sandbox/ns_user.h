@@ -64,10 +64,14 @@ struct UserCounter {
   const char* host_file;  // else a quarter of the host's limit read here
 };
 inline constexpr UserCounter kUserCounters[] = {
-    {"max_user_namespaces", 0, nullptr},   {"max_pid_namespaces", 0, nullptr},
-    {"max_net_namespaces", 0, nullptr},    {"max_ipc_namespaces", 0, nullptr},
-    {"max_uts_namespaces", 0, nullptr},    {"max_cgroup_namespaces", 0, nullptr},
-    {"max_time_namespaces", 0, nullptr},   {"max_fanotify_groups", 0, nullptr},
+    {"max_user_namespaces", 0, nullptr},
+    {"max_pid_namespaces", 0, nullptr},
+    {"max_net_namespaces", 0, nullptr},
+    {"max_ipc_namespaces", 0, nullptr},
+    {"max_uts_namespaces", 0, nullptr},
+    {"max_cgroup_namespaces", 0, nullptr},
+    {"max_time_namespaces", 0, nullptr},
+    {"max_fanotify_groups", 0, nullptr},
     {"max_fanotify_marks", 0, nullptr},
     // open_tree(OPEN_TREE_CLONE) makes an anonymous mount namespace, counted here (ENOSPC at
     // 0): the init clones one tree at a time to mask protected paths before every call.

@@ -36,13 +36,39 @@ std::string current_dir() {
 
 // Files and directories under a home directory that run code as the person (shells' startup
 // files, git's and npm's configuration, ssh's, PATH directories, autostart and user units).
-constexpr const char* kHomeStartup[] = {
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-    ".zprofile", ".zlogin", ".zlogout", ".config/fish", ".gitconfig", ".config/git", ".ssh",
-    ".npmrc", ".local/bin", "bin", ".cargo/bin", ".cargo/config.toml", ".config/autostart",
-    ".config/systemd", ".config/environment.d", ".pam_environment", ".xprofile", ".xsessionrc",
-    ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/direnv",
-    ".Rprofile"};
+constexpr const char* kHomeStartup[] = {".bashrc",
+                                        ".bash_profile",
+                                        ".bash_login",
+                                        ".bash_logout",
+                                        ".profile",
+                                        ".zshrc",
+                                        ".zshenv",
+                                        ".zprofile",
+                                        ".zlogin",
+                                        ".zlogout",
+                                        ".config/fish",
+                                        ".gitconfig",
+                                        ".config/git",
+                                        ".ssh",
+                                        ".npmrc",
+                                        ".local/bin",
+                                        "bin",
+                                        ".cargo/bin",
+                                        ".cargo/config.toml",
+                                        ".config/autostart",
+                                        ".config/systemd",
+                                        ".config/environment.d",
+                                        ".pam_environment",
+                                        ".xprofile",
+                                        ".xsessionrc",
+                                        ".vimrc",
+                                        ".vim",
+                                        ".config/nvim",
+                                        ".emacs",
+                                        ".emacs.d",
+                                        ".tmux.conf",
+                                        ".config/direnv",
+                                        ".Rprofile"};
 
 }  // namespace
 
@@ -53,15 +79,12 @@ std::string audit_key_path(const SupervisorOptions& o) {
 OwnFiles own_files(const SupervisorOptions& o, uid_t peer_uid) {
   OwnFiles own;
   const std::string key = audit_key_path(o);
-  own.read_only = {dirs::config(),
-                   o.policy.user_dir.empty() ? dirs::user_policy() : o.policy.user_dir,
-                   o.policy.system_dir,
-                   o.policy.trust_dir.empty() ? dirs::trust() : o.policy.trust_dir,
-                   dirs::state(),
-                   o.sessions_dir.empty() ? dirs::sessions() : o.sessions_dir,
-                   o.audit_dir,
-                   // The public half: replacing it would vouch for a forged log.
-                   sessions::audit_public_key_path(key)};
+  own.read_only = {
+      dirs::config(), o.policy.user_dir.empty() ? dirs::user_policy() : o.policy.user_dir,
+      o.policy.system_dir, o.policy.trust_dir.empty() ? dirs::trust() : o.policy.trust_dir,
+      dirs::state(), o.sessions_dir.empty() ? dirs::sessions() : o.sessions_dir, o.audit_dir,
+      // The public half: replacing it would vouch for a forged log.
+      sessions::audit_public_key_path(key)};
   own.hidden = {key};
   std::string home;
   if (peer_uid != ::geteuid()) {
@@ -79,7 +102,8 @@ OwnFiles own_files(const SupervisorOptions& o, uid_t peer_uid) {
   struct stat st {};
   if (!home.empty())
     for (const char* rel : kHomeStartup)
-      if (::lstat((home + "/" + rel).c_str(), &st) == 0) own.home_startup.push_back(home + "/" + rel);
+      if (::lstat((home + "/" + rel).c_str(), &st) == 0)
+        own.home_startup.push_back(home + "/" + rel);
   return own;
 }
 
@@ -87,7 +111,8 @@ Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace
                                std::vector<std::string>* protected_paths,
                                std::vector<std::string>* hidden_paths) {
   const std::string cwd = current_dir();
-  auto add = [&](const std::string& path, std::vector<std::string>* to, bool refuse_inside = true) -> Result<void> {
+  auto add = [&](const std::string& path, std::vector<std::string>* to,
+                 bool refuse_inside = true) -> Result<void> {
     if (path.empty()) return {};
     // Where the path really is: a symlinked ~/.config inside the workspace counts.
     const std::string real = policy::canonical_path(path, cwd);

@@ -33,28 +33,34 @@ bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::strin
 // Each is protected at any depth: a nested repository, a vendored project or a submodule is
 // as much a place where that person types `git status` as the workspace's top.
 constexpr HostExecutedPath kHostExecuted[] = {
-    {"**/.git/config", "git: core.fsmonitor, core.pager, core.sshCommand, core.hooksPath, "
-                       "aliases, filter and diff drivers run commands"},
+    {"**/.git/config",
+     "git: core.fsmonitor, core.pager, core.sshCommand, core.hooksPath, "
+     "aliases, filter and diff drivers run commands"},
     {"**/.git/config.worktree", "git: as config (extensions.worktreeConfig)"},
     {"**/.git/hooks", "git: run by commit, merge, checkout, push"},
-    {"**/.git/info", "git: info/attributes picks filter and diff drivers; info/exclude hides "
-                     "files from git status"},
+    {"**/.git/info",
+     "git: info/attributes picks filter and diff drivers; info/exclude hides "
+     "files from git status"},
     {"**/.git/commondir", "git: a linked worktree's pointer to the repository whose config runs"},
     {"**/.git/worktrees/*/commondir", "git: as commondir, for each linked worktree"},
     {"**/.git/worktrees/*/config.worktree", "git: as config, for each linked worktree"},
     {"**/.git/modules/**/config", "git: a submodule's config (its repository lives here)"},
     {"**/.git/modules/**/hooks", "git: a submodule's hooks"},
     {"**/.git/modules/**/info", "git: a submodule's info/attributes"},
-    {"**/.git", "git: a gitlink file (submodule, linked worktree) names the repository git "
-                "uses there; only a .git that is not a directory matches (see protect.h)"},
-    {"**/.envrc", "direnv: runs it on cd once allowed; an allowed .envrc is re-allowed by "
-                  "people who do not re-read it"},
+    {"**/.git",
+     "git: a gitlink file (submodule, linked worktree) names the repository git "
+     "uses there; only a .git that is not a directory matches (see protect.h)"},
+    {"**/.envrc",
+     "direnv: runs it on cd once allowed; an allowed .envrc is re-allowed by "
+     "people who do not re-read it"},
     {"**/.vscode/tasks.json", "VS Code: tasks with runOn folderOpen run when the folder opens"},
-    {"**/.vscode/settings.json", "VS Code: settings name interpreters, shells and tool paths "
-                                 "that the editor and its extensions run"},
+    {"**/.vscode/settings.json",
+     "VS Code: settings name interpreters, shells and tool paths "
+     "that the editor and its extensions run"},
     {"**/.vscode/launch.json", "VS Code: launch configurations run programs and pre-launch tasks"},
-    {"**/.idea", "JetBrains IDEs: run configurations, startup tasks, external tools, file "
-                 "watchers"},
+    {"**/.idea",
+     "JetBrains IDEs: run configurations, startup tasks, external tools, file "
+     "watchers"},
     {"**/.devcontainer", "Dev Containers: initializeCommand runs on the host"},
     {"**/.devcontainer.json", "Dev Containers: as .devcontainer"},
 };
@@ -73,7 +79,7 @@ bool is_gitlink_pattern(const std::string& glob) {
 }
 
 Result<std::uint64_t> mount_id(const std::string& path) {
-  struct statx st{};
+  struct statx st {};
   if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &st) != 0)
     return fail(Error::from_errno("statx", errno, path));
   return static_cast<std::uint64_t>(st.stx_mnt_id);
@@ -202,7 +208,9 @@ LinkCache::Dir* cached_dir(LinkScan* links, int dir_fd, const std::string& rel, 
   if (!*fresh) {
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
-    d = LinkCache::Dir{st.st_ino, st.st_mtim, st.st_ctim,
+    d = LinkCache::Dir{st.st_ino,
+                       st.st_mtim,
+                       st.st_ctim,
                        now.tv_sec > st.st_mtim.tv_sec + 2 && now.tv_sec > st.st_ctim.tv_sec + 2,
                        {}};
   }
@@ -278,8 +286,7 @@ GlobPlan plan_globs(const std::vector<std::string>& patterns) {
   return plan;
 }
 
-bool matches_any(const GlobPlan& plan, std::string_view name, const std::string& rel,
-                 bool is_dir) {
+bool matches_any(const GlobPlan& plan, std::string_view name, const std::string& rel, bool is_dir) {
   for (const GlobPlan::Glob& g : plan.globs) {
     if (!g.last.empty() && g.last != name) continue;
     if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
@@ -384,7 +391,8 @@ Result<void> hide_paths(const std::string& workspace, const std::vector<std::str
   for (const auto& t : globbed.targets) MOAT_TRY(hide_one(workspace, t));
   for (const auto& t : globbed.unreadable) MOAT_TRY(hide_one(workspace, t));
   for (const std::string& p : patterns)
-    if (!is_glob(p) && p.find("..") == std::string::npos) MOAT_TRY(hide_one(workspace, workspace + "/" + p));
+    if (!is_glob(p) && p.find("..") == std::string::npos)
+      MOAT_TRY(hide_one(workspace, workspace + "/" + p));
   return {};
 }
 
@@ -400,9 +408,9 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
     if (comp == "..") return fail(Error::from_errno("protected path", EINVAL, relative));
     cur += "/" + comp;
     struct stat st;
-    if (::lstat(cur.c_str(), &st) != 0) return cur;   // first missing component
-    if (S_ISLNK(st.st_mode)) return cur;              // the link itself
-    if (!S_ISDIR(st.st_mode)) return cur;             // a file in the middle: cover it
+    if (::lstat(cur.c_str(), &st) != 0) return cur;  // first missing component
+    if (S_ISLNK(st.st_mode)) return cur;             // the link itself
+    if (!S_ISDIR(st.st_mode)) return cur;            // a file in the middle: cover it
   }
   return cur;
 }
@@ -413,12 +421,14 @@ Result<void> mask_protected_paths(const std::string& workspace,
                                   LinkCache* linked_files) {
   LinkScan scan;
   scan.cache = linked_files;
-  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries,
-                                                          linked_files != nullptr ? &scan : nullptr));
+  MOAT_ASSIGN_OR_RETURN(
+      GlobMatches globbed,
+      glob_matches(workspace, patterns, max_entries, linked_files != nullptr ? &scan : nullptr));
   // No pin_ancestors: what matters is the inode, and a read-only mount point cannot be
   // renamed, removed or linked (EXDEV) from the sandbox; a renamed parent carries it along.
   for (const auto& t : linked_out(scan))
-    if (!is_mount_point(workspace + "/" + t)) MOAT_TRY(bind_read_only(workspace + "/" + t, workspace + "/" + t));
+    if (!is_mount_point(workspace + "/" + t))
+      MOAT_TRY(bind_read_only(workspace + "/" + t, workspace + "/" + t));
   for (const auto& t : globbed.targets) MOAT_TRY(mask_one(workspace, t, created));
   // Read-only, so the code cannot chmod it back open and write what the walk could not see.
   for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));

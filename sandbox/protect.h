@@ -49,14 +49,13 @@ struct Placeholder {
 // (*, ?, [) are matched against the workspace's current entries (** crosses directories;
 // without it a pattern matches at its own depth only; a leading "**/" also matches at the
 // top). A glob whose last component is ".git" matches only a .git that is not a directory
-// (a gitlink file or a symlink): a .git directory is never masked whole. Every directory between the workspace
-// and a target is made a mount point too, so it cannot be renamed or removed (EBUSY): masks
-// cannot be carried away with a renamed parent.
-// A glob pattern's walk visits at most max_entries entries: past that the call is refused
-// with E2BIG (fail closed) rather than run with later matches unmasked. A directory the walk
-// cannot read is masked as a whole (its content cannot be checked).
-// Kept by the session init between calls for mask_protected_paths' hard-link check: per
-// directory, its inode and change times when it was last read, and which of its regular files
+// (a gitlink file or a symlink): a .git directory is never masked whole. Every directory between
+// the workspace and a target is made a mount point too, so it cannot be renamed or removed (EBUSY):
+// masks cannot be carried away with a renamed parent. A glob pattern's walk visits at most
+// max_entries entries: past that the call is refused with E2BIG (fail closed) rather than run with
+// later matches unmasked. A directory the walk cannot read is masked as a whole (its content cannot
+// be checked). Kept by the session init between calls for mask_protected_paths' hard-link check:
+// per directory, its inode and change times when it was last read, and which of its regular files
 // had more than one name. A directory unchanged since (and not changed in the two seconds
 // before it was read, which a coarse timestamp could hide) is not stat'ed file by file again:
 // only those files are. So a link made on the host from outside to a workspace file that had

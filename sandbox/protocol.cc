@@ -25,19 +25,13 @@ struct Field {
 
 const char* type_name(json::value_t t) {
   switch (t) {
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
     case json::value_t::number_unsigned:
-    case json::value_t::number_integer:
-      return "an integer";
-    case json::value_t::boolean:
-      return "a boolean";
-    default:
-      return "a value";
+    case json::value_t::number_integer: return "an integer";
+    case json::value_t::boolean: return "a boolean";
+    default: return "a value";
   }
 }
 
@@ -274,25 +268,27 @@ Result<Frame> decode_frame(const json& m, std::size_t payload_bytes, const char*
     if (type == row.type) return row.decode(m, payload_bytes);
     names += (names.empty() ? "" : ", ") + std::string(row.type);
   }
-  return fail("unknown frame type '" + type.substr(0, 64) + "' (" + sender + " may send " +
-              names + ")");
+  return fail("unknown frame type '" + type.substr(0, 64) + "' (" + sender + " may send " + names +
+              ")");
 }
 
 // The enums name the variants' alternatives by index.
 static_assert(std::variant_size_v<ClientFrame> == std::size_t(ClientMessage::kConsole) + 1);
-static_assert(std::is_same_v<std::variant_alternative_t<std::size_t(ClientMessage::kAnswer),
-                                                        ClientFrame>, AnswerMsg>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<std::size_t(ClientMessage::kAnswer), ClientFrame>,
+                   AnswerMsg>);
 static_assert(std::variant_size_v<ServerFrame> == std::size_t(ServerMessage::kAttached) + 1);
-static_assert(std::is_same_v<std::variant_alternative_t<std::size_t(ServerMessage::kError),
-                                                        ServerFrame>, ErrorMsg>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<std::size_t(ServerMessage::kError), ServerFrame>,
+                   ErrorMsg>);
 
 }  // namespace
 
 // Client -> moatd.
 
 json HelloMsg::to_json() const {
-  json m = {{"type", kType}, {"version", version}, {"workspace", workspace},
-            {"headless", headless}};
+  json m = {
+      {"type", kType}, {"version", version}, {"workspace", workspace}, {"headless", headless}};
   if (!client.empty()) m["client"] = client;
   return m;
 }
@@ -343,7 +339,9 @@ Result<CancelMsg> CancelMsg::from_json(const json& m) {
 }
 
 json AnswerMsg::to_json() const {
-  return {{"type", kType}, {"ask", ask}, {"decision", allow ? "allow" : "deny"},
+  return {{"type", kType},
+          {"ask", ask},
+          {"decision", allow ? "allow" : "deny"},
           {"scope", for_session ? "session" : "once"}};
 }
 
@@ -382,17 +380,16 @@ Result<ConsoleMsg> ConsoleMsg::from_json(const json& m) {
 json WelcomeMsg::to_json() const {
   json specs = json::array();
   for (const tools::ToolSpec& t : tools) specs.push_back(t.to_json());
-  json m = {{"type", kType},       {"version", version}, {"session", session},
-            {"tools", specs},      {"workspace", workspace}, {"audit", audit},
-            {"sandbox", sandbox}};
+  json m = {{"type", kType},          {"version", version}, {"session", session}, {"tools", specs},
+            {"workspace", workspace}, {"audit", audit},     {"sandbox", sandbox}};
   if (!console_token.empty()) m["console_token"] = console_token;
   return m;
 }
 
 Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
   MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"session", kStr}, {"tools", kArr}}));
-  MOAT_TRY(optional_fields(m, kType,
-                           {{"workspace", kStr}, {"audit", kStr}, {"console_token", kStr}}));
+  MOAT_TRY(
+      optional_fields(m, kType, {{"workspace", kStr}, {"audit", kStr}, {"console_token", kStr}}));
   WelcomeMsg w;
   w.version = m.at("version").get<std::int64_t>();
   w.session = m.at("session").get<std::string>();
@@ -437,8 +434,7 @@ Result<AskMsg> AskMsg::from_json(const json& m) {
 }
 
 json ErrorMsg::to_json() const {
-  json e = {{"type", kType}, {"message", cut_utf8(message, kMaxErrorMessageBytes)},
-            {"code", code}};
+  json e = {{"type", kType}, {"message", cut_utf8(message, kMaxErrorMessageBytes)}, {"code", code}};
   if (!id.empty()) e["id"] = cut_utf8(id, kMaxCallIdBytes);
   return e;
 }

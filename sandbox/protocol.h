@@ -110,9 +110,9 @@ struct HelloMsg {
 
 struct CallMsg {
   static constexpr const char* kType = "call";
-  std::string id;             // 1 to kMaxCallIdBytes
-  std::string tool;           // at most kMaxToolNameBytes
-  nlohmann::json arguments;   // an object; its "path" and "command" within their bounds
+  std::string id;            // 1 to kMaxCallIdBytes
+  std::string tool;          // at most kMaxToolNameBytes
+  nlohmann::json arguments;  // an object; its "path" and "command" within their bounds
   nlohmann::json to_json() const;
   static Result<CallMsg> from_json(const nlohmann::json& m);
 };
@@ -157,9 +157,9 @@ struct WelcomeMsg {
   // taken when they have their type.
   std::vector<tools::ToolSpec> tools;
   std::string workspace;
-  std::string audit;               // the audit file's path; "" without an audit log
+  std::string audit;  // the audit file's path; "" without an audit log
   nlohmann::json sandbox = nlohmann::json::object();  // what was applied (free-form)
-  std::string console_token;       // interactive sessions on a shared moatd only
+  std::string console_token;                          // interactive sessions on a shared moatd only
   nlohmann::json to_json() const;
   static Result<WelcomeMsg> from_json(const nlohmann::json& m);
 };
@@ -192,7 +192,7 @@ struct AskMsg {  // on the console channel only
 
 struct ErrorMsg {
   static constexpr const char* kType = "error";
-  std::string message;  // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
+  std::string message;            // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
   std::string code = "protocol";  // protocol, workspace, policy, sandbox, audit, console
   std::string id;                 // optional: the call it is about (cut to kMaxCallIdBytes)
   nlohmann::json to_json() const;
@@ -242,8 +242,7 @@ Result<void> send_message(int fd, const Msg& m) {
 // come first.
 class FrameReader {
  public:
-  explicit FrameReader(int fd, FrameDecoder decoder = {})
-      : fd_(fd), decoder_(std::move(decoder)) {}
+  explicit FrameReader(int fd, FrameDecoder decoder = {}) : fd_(fd), decoder_(std::move(decoder)) {}
   // The next whole frame, reading (blocking) as long as it takes; nullopt when the peer
   // closed the connection (or reading failed); an error when the stream is broken.
   Result<std::optional<nlohmann::json>> read();

@@ -15,10 +15,10 @@ EncodedReply encode_reply(const json& m, pid_t peer_pid) {
   MOAT_LOG_ERROR("reply to pid %d: %s", peer_pid, encoded.error().message().c_str());
   const std::string type = m.value("type", "");
   if (type == "result") {
-    return {encode_frame(ResultMsg{m.value("id", ""),
-                                   tools::ToolResult::error(
-                                       "the result exceeded the protocol's frame limit: " +
-                                       encoded.error().message())}
+    return {encode_frame(ResultMsg{
+                m.value("id", ""),
+                tools::ToolResult::error("the result exceeded the protocol's frame limit: " +
+                                         encoded.error().message())}
                              .to_json()),
             false};
   }

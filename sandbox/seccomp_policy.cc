@@ -40,8 +40,8 @@ namespace {
 using FilterCtx = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
 
 // CLONE_NEWTIME (0x80) is absent: in clone(2)'s first argument those bits are the exit signal.
-constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
                                              CLONE_NEWCGROUP};
 constexpr unsigned long kCloneNewTime = 0x80;
 
@@ -54,7 +54,8 @@ Result<void> add(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
 
 Result<int> resolve(const char* name) {
   int nr = seccomp_syscall_resolve_name(name);
-  if (nr == __NR_SCMP_ERROR) return fail(Error::from_errno("seccomp_syscall_resolve_name", ENOENT, name));
+  if (nr == __NR_SCMP_ERROR)
+    return fail(Error::from_errno("seccomp_syscall_resolve_name", ENOENT, name));
   return nr;
 }
 
@@ -97,8 +98,8 @@ Result<void> add_socket_family_rules(scmp_filter_ctx ctx, int nr, const Argument
 // shared, CVE-2017-5226); TIOCLINUX can read the console. The kernel compares only the low
 // 32 bits of the request, so the filter does too.
 Result<void> add_ioctl_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
-  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
-                                static_cast<unsigned long>(TIOCLINUX)}) {
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
     scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, request);
     MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "ioctl"));
   }
@@ -147,16 +148,20 @@ Result<void> add_fallocate_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule
 const ArgumentRule kArgumentRules[] = {
     {"clone", "allowed unless a namespace flag is set (EPERM)", add_clone_rules},
     {"unshare", "allowed unless a namespace flag is set (EPERM)", add_unshare_rules},
-    {"socket", "AF_UNIX always, AF_INET/AF_INET6 only with network; other families "
-               "EAFNOSUPPORT", add_socket_family_rules},
+    {"socket",
+     "AF_UNIX always, AF_INET/AF_INET6 only with network; other families "
+     "EAFNOSUPPORT",
+     add_socket_family_rules},
     {"socketpair", "as socket", add_socket_family_rules},
     {"ioctl", "TIOCSTI and TIOCLINUX (low 32 bits of the request) EPERM; the rest allowed",
      add_ioctl_rules},
     {"personality", "PER_LINUX and the 0xffffffff query allowed; anything else EPERM",
      add_personality_rules},
-    {"open", "EPERM when the mode sets S_ISUID or S_ISGID: through the idmapped workspace a "
-             "setuid file would be owned by the workspace's owner on the host (root, when "
-             "moatd is root)", add_mode_rules, 2},
+    {"open",
+     "EPERM when the mode sets S_ISUID or S_ISGID: through the idmapped workspace a "
+     "setuid file would be owned by the workspace's owner on the host (root, when "
+     "moatd is root)",
+     add_mode_rules, 2},
     {"openat", "as open", add_mode_rules, 3},
     {"creat", "as open", add_mode_rules, 1},
     {"chmod", "as open", add_mode_rules, 1},
@@ -164,13 +169,14 @@ const ArgumentRule kArgumentRules[] = {
     {"fchmodat", "as open", add_mode_rules, 2},
     {"mkdir", "as open (setgid directories)", add_mode_rules, 1},
     {"mkdirat", "as mkdir", add_mode_rules, 2},
-    {"mknod", "as open; device nodes also need CAP_MKNOD and every mount is nodev",
-     add_mode_rules, 1},
+    {"mknod", "as open; device nodes also need CAP_MKNOD and every mount is nodev", add_mode_rules,
+     1},
     {"mknodat", "as mknod", add_mode_rules, 2},
-    {"fallocate", "mode 0 (allocate and extend, bounded by RLIMIT_FSIZE) allowed; any mode bit "
-                  "EOPNOTSUPP: FALLOC_FL_KEEP_SIZE allocates blocks past the end of the file "
-                  "without RLIMIT_FSIZE's check (one file could take the whole disk), and "
-                  "EOPNOTSUPP is what callers already handle when a filesystem lacks a mode",
+    {"fallocate",
+     "mode 0 (allocate and extend, bounded by RLIMIT_FSIZE) allowed; any mode bit "
+     "EOPNOTSUPP: FALLOC_FL_KEEP_SIZE allocates blocks past the end of the file "
+     "without RLIMIT_FSIZE's check (one file could take the whole disk), and "
+     "EOPNOTSUPP is what callers already handle when a filesystem lacks a mode",
      add_fallocate_rules},
 };
 
@@ -187,8 +193,8 @@ Result<void> add_set_rules(scmp_filter_ctx ctx, std::set<int>& known) {
   for (const NamedException& e : named_exceptions()) {
     MOAT_ASSIGN_OR_RETURN(int nr, resolve(e.name));
     known.insert(nr);
-    MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(static_cast<uint16_t>(e.errno_value)), nr, 0, nullptr,
-                 e.name));
+    MOAT_TRY(
+        add(ctx, SCMP_ACT_ERRNO(static_cast<uint16_t>(e.errno_value)), nr, 0, nullptr, e.name));
   }
   for (const ArgumentRule& r : kArgumentRules) {
     MOAT_ASSIGN_OR_RETURN(int nr, resolve(r.name));
@@ -219,7 +225,8 @@ Result<FilterCtx> build(bool network) {
   MOAT_TRY(add_set_rules(ctx.get(), known));
   MOAT_TRY(add_argument_rules(ctx.get(), network));
   for (int nr = 0; nr < kFilterMaxSyscall; ++nr)
-    if (known.count(nr) == 0) MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
+    if (known.count(nr) == 0)
+      MOAT_TRY(add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr, "unknown"));
   return ctx;
 }
 

@@ -50,10 +50,10 @@ struct NamespaceLayer {
 };
 // The user namespace comes first: it is what lets an unprivileged moatd create the others,
 // and every later namespace is owned by it.
-constexpr NamespaceLayer kNamespaces[] = {
-    {CLONE_NEWUSER, "user_ns"}, {CLONE_NEWNS, "mount_ns"},   {CLONE_NEWPID, "pid_ns"},
-    {CLONE_NEWNET, "net_ns"},   {CLONE_NEWIPC, "ipc_ns"},    {CLONE_NEWUTS, "uts_ns"},
-    {CLONE_NEWCGROUP, "cgroup_ns"}};
+constexpr NamespaceLayer kNamespaces[] = {{CLONE_NEWUSER, "user_ns"},    {CLONE_NEWNS, "mount_ns"},
+                                          {CLONE_NEWPID, "pid_ns"},      {CLONE_NEWNET, "net_ns"},
+                                          {CLONE_NEWIPC, "ipc_ns"},      {CLONE_NEWUTS, "uts_ns"},
+                                          {CLONE_NEWCGROUP, "cgroup_ns"}};
 
 // The call's fds on moatd's side.
 struct CallFds {
@@ -102,7 +102,7 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
                                       pid_t moatd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);  // moatd died before the line above
-  if (fchdir(workspace) != 0)  // before keep_only_session_fds closes it
+  if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
     fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
   keep_only_session_fds(ctl, tree);
   clearenv();  // nothing of moatd's environment is consulted inside the session
@@ -139,8 +139,7 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   if (!cloned.valid() && tree >= 0) close(tree);
   cloned.reset();
   int status = 0;
-  while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(init, &status, 0) < 0 && errno == EINTR) {}
   _exit(0);
 }
 
@@ -173,7 +172,9 @@ class LifetimeForker {
   }
 
  private:
-  LifetimeForker() { std::thread([this] { loop(); }).detach(); }
+  LifetimeForker() {
+    std::thread([this] { loop(); }).detach();
+  }
   [[noreturn]] void loop() {
     for (;;) {
       std::unique_lock<std::mutex> lock(mu_);
@@ -264,8 +265,13 @@ class LinuxSession final : public Session {
  public:
   LinuxSession(SessionConfig config, UniqueFd workspace, pid_t keeper, pid_t init, UniqueFd ctl,
                std::string describe, ScopedCgroup cgroup, Clock::time_point created)
-      : config_(std::move(config)), workspace_(std::move(workspace)), keeper_(keeper), init_(init),
-        ctl_(std::move(ctl)), describe_(std::move(describe)), created_(created),
+      : config_(std::move(config)),
+        workspace_(std::move(workspace)),
+        keeper_(keeper),
+        init_(init),
+        ctl_(std::move(ctl)),
+        describe_(std::move(describe)),
+        created_(created),
         cgroup_(std::move(cgroup)) {
     if (auto pidfd = sys::pidfd_open(init_); pidfd) init_pidfd_ = std::move(*pidfd);
   }
@@ -273,14 +279,12 @@ class LinuxSession final : public Session {
   ~LinuxSession() override {
     kill(keeper_, SIGKILL);  // the init follows through its parent-death signal
     int status;
-    while (waitpid(keeper_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(keeper_, &status, 0) < 0 && errno == EINTR) {}
     // Once the init is gone, so is every process of the session: nothing inside can still
     // report a placeholder, or write into one, while they are removed.
     if (init_pidfd_.valid()) {
       pollfd p{init_pidfd_.get(), POLLIN, 0};
-      while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
-      }
+      while (poll(&p, 1, 5000) < 0 && errno == EINTR) {}
     }
     std::vector<Placeholder> created = drain_placeholders(ctl_.get());
     ctl_.reset();
@@ -354,10 +358,11 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
                                                           &pidfd, 1, &nfds, &cred_pid));
   if (n != sizeof rec) return fail("session init closed the call (session ended?)");
   if (rec.type == ChannelMsg::kFailed && rec.value == E2BIG)
-    return fail(Error{E2BIG, "protected paths: the workspace has more than " +
-                                 std::to_string(config_.max_protect_walk_entries) +
-                                 " entries, so the per-call walk cannot find every path the "
-                                 "policy's globs protect or hide; the call is refused (fail closed)"});
+    return fail(
+        Error{E2BIG, "protected paths: the workspace has more than " +
+                         std::to_string(config_.max_protect_walk_entries) +
+                         " entries, so the per-call walk cannot find every path the "
+                         "policy's globs protect or hide; the call is refused (fail closed)"});
   if (rec.type == ChannelMsg::kFailed)
     return fail(Error::from_errno("session init: start worker", rec.value));
   CallFds call{std::move(channel.first), std::move(status.first), std::move(io.first)};
@@ -449,12 +454,13 @@ double call_timeout(double requested, double wall) {
   return requested > 0 && (wall <= 0 || requested < wall) ? requested : wall;
 }
 
-Result<tools::ExecStatus> LinuxSession::exec(
-    const ExecSpec& spec, const std::function<void(std::string_view)>& on_output, StopFlags stop) {
+Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
+                                             const std::function<void(std::string_view)>& on_output,
+                                             StopFlags stop) {
   tools::ExecStatus out;
   const auto t0 = Clock::now();
-  nlohmann::json req = {{"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd},
-                        {"env", spec.env}};
+  nlohmann::json req = {
+      {"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd}, {"env", spec.env}};
   MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true));
   out.pid = call.host_pid;
   MOAT_TRY(check_status(call.status.get()));
@@ -476,10 +482,8 @@ Result<tools::ExecStatus> LinuxSession::exec(
     if (rc < 0 && errno != EINTR) return fail(Error::from_errno("poll", errno));
     if (fds[1].revents) {
       ssize_t n = ::read(call.io.get(), buf, sizeof buf);
-      if (n <= 0)
-        out_open = false;
-      else if (!sink.take(buf, n))
-        kill_call();
+      if (n <= 0) out_open = false;
+      else if (!sink.take(buf, n)) kill_call();
     }
     if (fds[0].revents) {
       ChannelRecord rec{};
@@ -513,8 +517,9 @@ Result<tools::ExecStatus> LinuxSession::exec(
 Result<std::string> LinuxSession::run_handler(std::string_view request) {
   MOAT_ASSIGN_OR_RETURN(CallFds call, start({{"kind", "handler"}}, false));
   MOAT_TRY(check_status(call.status.get()));
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(config_.limits.wall_time_s > 0 ? config_.limits.wall_time_s : 1e9));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                         config_.limits.wall_time_s > 0 ? config_.limits.wall_time_s : 1e9));
   auto sent = sys::write_all(call.io.get(), request.data(), request.size());
   ::shutdown(call.io.get(), SHUT_WR);
   std::string response;
@@ -650,17 +655,15 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   const int tree_fd = tree.valid() ? tree.get() : -1;
   const int workspace_fd = workspace.get();
   (void)parent_end;  // the child keeps only its own end (keep_only_session_fds)
-  pid_t keeper = LifetimeForker::get().fork_with([&] {
-    run_keeper_in_child(config, child_end, tree_fd, workspace_fd, moatd);
-  });
+  pid_t keeper = LifetimeForker::get().fork_with(
+      [&] { run_keeper_in_child(config, child_end, tree_fd, workspace_fd, moatd); });
   if (keeper < 0) return fail(Error::from_errno("fork", -keeper, "session"));
   ctl.second.reset();
   tree.reset();
   auto reap = [&] {
     kill(keeper, SIGKILL);
     int st;
-    while (waitpid(keeper, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(keeper, &st, 0) < 0 && errno == EINTR) {}
   };
   auto first = recv_message(ctl.first.get());
   if (!first || *first != std::string(1, ctl_byte(CtlMsg::kUnshared))) {
@@ -682,8 +685,8 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   const auto describe = describe_session(ready->substr(1), ids, cgroup, skipped);
   pid_t init = child_of(keeper);
   return std::unique_ptr<Session>(
-      new LinuxSession(std::move(config), std::move(workspace), keeper, init,
-                       std::move(ctl.first), dump_lossless(describe), std::move(cgroup), created));
+      new LinuxSession(std::move(config), std::move(workspace), keeper, init, std::move(ctl.first),
+                       dump_lossless(describe), std::move(cgroup), created));
 }
 
 }  // namespace moat::sandbox

@@ -26,15 +26,15 @@ namespace moat::sandbox {
 
 // Ceilings applied to every worker of a session (0 = not set).
 struct Limits {
-  double wall_time_s = 600;           // per call; kills the worker's process group
-  double session_wall_time_s = 0;     // whole session; kills the pid namespace
-  std::uint64_t cpu_time_s = 300;     // RLIMIT_CPU
-  std::uint64_t memory_bytes = 4ull << 30;  // RLIMIT_AS (and memory.max with a cgroup)
-  std::uint64_t pids = 512;           // RLIMIT_NPROC (non-root uid) and pids.max
-  std::uint64_t file_size = 512ull << 20;   // RLIMIT_FSIZE (write, truncate, fallocate)
-  std::uint64_t open_files = 1024;    // RLIMIT_NOFILE
-  std::uint64_t tmp_size = 256ull << 20;    // size= of the private /tmp tmpfs
-  std::uint64_t output_bytes = 16ull << 20; // what a call may print before it is killed
+  double wall_time_s = 600;                  // per call; kills the worker's process group
+  double session_wall_time_s = 0;            // whole session; kills the pid namespace
+  std::uint64_t cpu_time_s = 300;            // RLIMIT_CPU
+  std::uint64_t memory_bytes = 4ull << 30;   // RLIMIT_AS (and memory.max with a cgroup)
+  std::uint64_t pids = 512;                  // RLIMIT_NPROC (non-root uid) and pids.max
+  std::uint64_t file_size = 512ull << 20;    // RLIMIT_FSIZE (write, truncate, fallocate)
+  std::uint64_t open_files = 1024;           // RLIMIT_NOFILE
+  std::uint64_t tmp_size = 256ull << 20;     // size= of the private /tmp tmpfs
+  std::uint64_t output_bytes = 16ull << 20;  // what a call may print before it is killed
 };
 
 // What runs inside a worker that does not exec: a pure function from a request (JSON text)
@@ -49,7 +49,7 @@ using WorkerHandler = std::string (*)(std::string_view request);
 inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap", "cgroup"};
 
 struct SessionConfig {
-  std::string workspace;               // host path; bound read-write at the same path
+  std::string workspace;  // host path; bound read-write at the same path
   // The workspace opened by open_workspace (workspace.h), borrowed until create returns: the
   // session is built from this fd and never resolves `workspace` again. -1: create opens
   // `workspace` itself the same way (no symlink at any component).
@@ -69,7 +69,7 @@ struct SessionConfig {
   // pnpm store) are bound read-only before every call (mask_protected_paths' linked_files).
   // This makes every call walk the whole workspace; tests of the walk itself turn it off.
   bool mask_linked_files = true;
-  bool network = false;                // false: a net namespace with loopback only
+  bool network = false;  // false: a net namespace with loopback only
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
   std::string hostname = "moat";
@@ -79,7 +79,7 @@ struct SessionConfig {
   // Layers the policy explicitly lets the session run without (kSkippableLayers). Anything
   // not listed that cannot be applied refuses the session; so does a name not in the list.
   std::set<std::string> allow_without;
-  WorkerHandler handler = nullptr;     // used by run_handler()
+  WorkerHandler handler = nullptr;  // used by run_handler()
   // Tests only: every worker of the session leaves out this step ("caps", "seccomp", ...; see
   // sandbox/worker.h), so a test can show its assertion fails without the step. moatd never
   // sets it.
@@ -90,9 +90,9 @@ struct SessionConfig {
 };
 
 struct ExecSpec {
-  std::vector<std::string> argv;  // argv[0] resolved through PATH inside the sandbox
-  std::string cwd;                // sandbox path; empty = workspace
-  double timeout_s = 0;           // 0 = limits.wall_time_s; never more than it
+  std::vector<std::string> argv;           // argv[0] resolved through PATH inside the sandbox
+  std::string cwd;                         // sandbox path; empty = workspace
+  double timeout_s = 0;                    // 0 = limits.wall_time_s; never more than it
   std::map<std::string, std::string> env;  // extra variables for this call only
 };
 

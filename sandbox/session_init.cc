@@ -99,10 +99,8 @@ void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1,
 // The environment is built, never inherited: nothing of moatd's (API keys) can reach it.
 std::vector<std::string> build_env(const SessionConfig& config, const nlohmann::json& extra,
                                    std::string& path_env) {
-  std::map<std::string, std::string> env = {{"PATH", kSystemPath},
-                                            {"HOME", "/tmp"},
-                                            {"LANG", "C.UTF-8"},
-                                            {"TERM", "dumb"}};
+  std::map<std::string, std::string> env = {
+      {"PATH", kSystemPath}, {"HOME", "/tmp"}, {"LANG", "C.UTF-8"}, {"TERM", "dumb"}};
   for (const auto& [k, v] : config.env) env[k] = v;
   for (const auto& [k, v] : extra.items())
     if (v.is_string()) env[k] = v.get<std::string>();
@@ -165,7 +163,7 @@ class Init {
   std::optional<LandlockRuleset> landlock_;
   nlohmann::json describe_ = nlohmann::json::object();
   std::map<int, Running> calls_;  // by channel fd
-  LinkCache link_cache_;  // the hard-link check's per-directory cache, kept between calls
+  LinkCache link_cache_;          // the hard-link check's per-directory cache, kept between calls
   UniqueFd sigchld_, timer_;
   UniqueFd children_;  // /proc/1/task/1/children: the init's children, re-read on each use
 };
@@ -177,8 +175,7 @@ Result<void> Init::setup_filter() {
     describe_["seccomp"] = true;
     return {};
   }
-  if (!config_.allow_without.count("seccomp"))
-    return fail(program.error().with_context("seccomp"));
+  if (!config_.allow_without.count("seccomp")) return fail(program.error().with_context("seccomp"));
   describe_["seccomp"] = false;
   describe_["skipped"]["seccomp"] = program.error().message();
   return {};
@@ -273,14 +270,16 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
     return fail(call.error());
   }
   std::vector<Placeholder> created;
-  auto masked = hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
+  auto masked =
+      hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
   if (masked)
     masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
                                   config_.max_protect_walk_entries,
                                   config_.mask_linked_files ? &link_cache_ : nullptr);
   report_placeholders(created);
   if (!masked) {
-    send_record(channel.get(), ChannelMsg::kFailed, masked.error().code ? masked.error().code : EIO);
+    send_record(channel.get(), ChannelMsg::kFailed,
+                masked.error().code ? masked.error().code : EIO);
     return fail(masked.error());
   }
   WorkerPlan plan;
@@ -327,8 +326,7 @@ void Init::report_placeholders(const std::vector<Placeholder>& created) const {
 
 void Init::on_sigchld() {
   signalfd_siginfo info;
-  while (::read(sigchld_.get(), &info, sizeof info) > 0) {
-  }
+  while (::read(sigchld_.get(), &info, sizeof info) > 0) {}
   bool reaped_leftover = false;
   for (;;) {
     int status = 0;

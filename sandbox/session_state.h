@@ -22,13 +22,13 @@
 namespace moat::sandbox {
 
 struct SessionState {
-  std::string id;                 // 32 hex digits: the audit log's name and the console's key
-  bool headless = true;           // no person to ask: ask verdicts are denies
-  std::string workspace;          // canonical host path (the same path inside the sandbox)
-  UniqueFd workspace_fd;          // the directory `workspace` named when it was checked
+  std::string id;         // 32 hex digits: the audit log's name and the console's key
+  bool headless = true;   // no person to ask: ask verdicts are denies
+  std::string workspace;  // canonical host path (the same path inside the sandbox)
+  UniqueFd workspace_fd;  // the directory `workspace` named when it was checked
   std::unique_ptr<policy::Policy> policy;
   std::unique_ptr<sessions::AuditLog> audit;  // null when it could not be opened
-  std::string audit_signing;      // "ed25519", or "off: <why>" (session.start says which)
+  std::string audit_signing;  // "ed25519", or "off: <why>" (session.start says which)
   std::unique_ptr<Session> session;
   std::unique_ptr<tools::SandboxRunner> runner;  // the session's, as the tools see it
   std::set<std::string> granted;  // the tools announced in welcome: no other may be called

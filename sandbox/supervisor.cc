@@ -30,13 +30,13 @@ using nlohmann::json;
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
 // and the first that fails is answered by Connection::refuse.
 constexpr std::pair<HelloStep, Result<void> (HelloSteps::*)()> kHelloChecklist[] = {
-    {HelloStep::kVersion, &HelloSteps::check_version},          // the one protocol we speak
-    {HelloStep::kWorkspace, &HelloSteps::resolve_workspace},    // the peer's own, held by fd
-    {HelloStep::kPolicy, &HelloSteps::load_policy},             // with the workspace's layer
-    {HelloStep::kMode, &HelloSteps::check_mode},                // the organisation may forbid it
-    {HelloStep::kAuditLog, &HelloSteps::open_audit_log},        // before anything is decided
-    {HelloStep::kOwnFiles, &HelloSteps::protect_own_files},     // moat's files out of reach
-    {HelloStep::kSession, &HelloSteps::create_session},         // namespaces, mounts, init
+    {HelloStep::kVersion, &HelloSteps::check_version},        // the one protocol we speak
+    {HelloStep::kWorkspace, &HelloSteps::resolve_workspace},  // the peer's own, held by fd
+    {HelloStep::kPolicy, &HelloSteps::load_policy},           // with the workspace's layer
+    {HelloStep::kMode, &HelloSteps::check_mode},              // the organisation may forbid it
+    {HelloStep::kAuditLog, &HelloSteps::open_audit_log},      // before anything is decided
+    {HelloStep::kOwnFiles, &HelloSteps::protect_own_files},   // moat's files out of reach
+    {HelloStep::kSession, &HelloSteps::create_session},       // namespaces, mounts, init
     {HelloStep::kSessionStart, &HelloSteps::record_session_start},  // what this session is
 };
 
@@ -46,10 +46,14 @@ class Connection {
   // sessions wait for a console to attach with their token (null for a private moatd).
   Connection(const SupervisorOptions& options, const SupervisorDeps& deps, UniqueFd fd,
              PeerCred peer, UniqueFd console, ConsoleRegistry* consoles)
-      : options_(options), deps_(deps), fd_(std::move(fd)), peer_(peer),
-        writer_(fd_.get(), std::chrono::milliseconds(static_cast<long long>(
-                               options.client_stall_timeout_s * 1000))),
-        console_fd_(std::move(console)), consoles_(consoles) {}
+      : options_(options),
+        deps_(deps),
+        fd_(std::move(fd)),
+        peer_(peer),
+        writer_(fd_.get(), std::chrono::milliseconds(
+                               static_cast<long long>(options.client_stall_timeout_s * 1000))),
+        console_fd_(std::move(console)),
+        consoles_(consoles) {}
   ~Connection() { finish(); }
 
   void run();
@@ -153,9 +157,7 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
     case ClientMessage::kCall:
       on_call(std::get<CallMsg>(frame), decoder.last_payload_bytes());
       return true;
-    case ClientMessage::kCancel:
-      calls_.cancel(std::get<CancelMsg>(frame).id);
-      return true;
+    case ClientMessage::kCancel: calls_.cancel(std::get<CancelMsg>(frame).id); return true;
     case ClientMessage::kAnswer:
       // The agent's own connection never answers: the person's answers come only from the
       // console channel (console_link.h). Dropped unread and unanswered, so an agent sending
@@ -173,7 +175,7 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
 }
 
 Result<void> Connection::on_hello(const HelloMsg& hello) {
-  const ConsoleSource console = console_fd_.valid() ? ConsoleSource::kSocketpair
+  const ConsoleSource console = console_fd_.valid()    ? ConsoleSource::kSocketpair
                                 : consoles_ != nullptr ? ConsoleSource::kToken
                                                        : ConsoleSource::kNone;
   HelloSteps steps(options_, deps_, peer_, hello, console);
@@ -197,9 +199,13 @@ Result<void> Connection::refuse(HelloStep step, const Error& error, HelloSteps& 
 }
 
 void Connection::send_welcome() {
-  WelcomeMsg welcome{kProtocolVersion, session_.id, session_.tool_specs, session_.workspace,
+  WelcomeMsg welcome{kProtocolVersion,
+                     session_.id,
+                     session_.tool_specs,
+                     session_.workspace,
                      session_.audit ? session_.audit->path() : "",
-                     json::parse(session_.session->describe_json(), nullptr, false), ""};
+                     json::parse(session_.session->describe_json(), nullptr, false),
+                     ""};
   if (!session_.headless) {
     auto token = console_.open(std::move(console_fd_), consoles_, session_.id, peer_.uid);
     if (token) welcome.console_token = *token;
@@ -220,7 +226,11 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
   tools::CallContext order;
   order.mutations = &mutations_;
   tools::take_mutation_ticket(m.tool, order);
-  GateCall call{m.id, m.tool, m.arguments, cancel->get(), std::move(order.mutation_ticket),
+  GateCall call{m.id,
+                m.tool,
+                m.arguments,
+                cancel->get(),
+                std::move(order.mutation_ticket),
                 [this, id = m.id](std::string_view chunk) {
                   send(ProgressMsg{id, std::string(chunk)}.to_json());
                 }};
@@ -265,7 +275,8 @@ void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* console
   }
 }
 
-Result<void> Supervisor::serve_socket(const ListeningSocket& socket, const std::atomic<bool>& stop) {
+Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
+                                      const std::atomic<bool>& stop) {
   const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
   ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);

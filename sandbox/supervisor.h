@@ -23,15 +23,15 @@
 namespace moat::sandbox {
 
 struct SupervisorOptions {
-  policy::LoadOptions policy;   // workspace and headless are filled in from each hello
-  std::string audit_dir;        // where per-session audit logs go
+  policy::LoadOptions policy;  // workspace and headless are filled in from each hello
+  std::string audit_dir;       // where per-session audit logs go
   // The Ed25519 key that signs the logs' checkpoints, created on first use (its public half
   // is written next to it as .pub); empty: <audit_dir>/audit-key.pem.
   std::string audit_key;
   // moat's session files (moat run --sessions-dir), kept read-only like every other directory
   // of moat's inside a workspace (sandbox/own_files.h); empty: the default.
   std::string sessions_dir;
-  bool system_daemon = false;   // serving other users over a socket path
+  bool system_daemon = false;  // serving other users over a socket path
   uid_t unprivileged_uid = kUnprivilegedUid;
   gid_t unprivileged_gid = kUnprivilegedGid;
   std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack
@@ -39,7 +39,6 @@ struct SupervisorOptions {
   // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   double client_stall_timeout_s = 60;
 };
-
 
 // A session's audit log as opened for it, and whether its checkpoints are signed.
 struct OpenedAudit {
@@ -49,15 +48,14 @@ struct OpenedAudit {
 
 // Opens <audit_dir>'s log for `session`, signed with the audit key (loaded or created once per
 // path for the life of moatd); without the key the log is still written, unsigned.
-Result<OpenedAudit> open_session_audit(const SupervisorOptions& options,
-                                       const std::string& session,
+Result<OpenedAudit> open_session_audit(const SupervisorOptions& options, const std::string& session,
                                        const std::string& policy_hash);
 
 // What a session is built from, passed in so the supervisor can be tested with fakes on a
 // machine without namespaces (ninja's DiskInterface); the defaults are the real ones.
 struct SupervisorDeps {
-  std::function<Result<std::unique_ptr<policy::Policy>>(const policy::LoadOptions&)>
-      load_policy = &policy::Policy::load;
+  std::function<Result<std::unique_ptr<policy::Policy>>(const policy::LoadOptions&)> load_policy =
+      &policy::Policy::load;
   std::function<Result<OpenedAudit>(const SupervisorOptions&, const std::string& session,
                                     const std::string& policy_hash)>
       open_audit = &open_session_audit;

@@ -31,9 +31,9 @@ constexpr int kLandlockFd = 5;
 constexpr int kFirstFree = 6;
 constexpr int kParkBase = 100;  // fds are parked here so the final dup2s cannot collide
 
-constexpr const char* kStepNames[] = {"none",   "signals", "setsid",  "close_fds",
-                                      "rlimits", "caps",   "no_new_privs", "landlock",
-                                      "chdir",  "seccomp", "exec",    "handler"};
+constexpr const char* kStepNames[] = {"none",    "signals", "setsid",       "close_fds",
+                                      "rlimits", "caps",    "no_new_privs", "landlock",
+                                      "chdir",   "seccomp", "exec",         "handler"};
 // One name per step, in the enum's order: a step added without its name would be reported
 // as another step's (or "unknown") when it fails.
 static_assert(std::size(kStepNames) == static_cast<std::size_t>(Step::kLast) + 1,
@@ -179,9 +179,7 @@ int exec_resolved(const WorkerPlan& plan) {
 // they get a copy of the memory, fork().
 constexpr std::size_t kWorkerStackBytes = 256 * 1024;
 
-int exec_worker_entry(void* plan) {
-  run_worker_in_child(*static_cast<const WorkerPlan*>(plan));
-}
+int exec_worker_entry(void* plan) { run_worker_in_child(*static_cast<const WorkerPlan*>(plan)); }
 
 // One stack for every exec worker: the init is single-threaded and suspended while a child
 // runs on it. Mapped once, with a guard page below it so an overflow faults.
@@ -212,15 +210,15 @@ Step step_from_name(const char* name) {
 
 void run_worker_in_child(const WorkerPlan& plan) {
   status_fd_now = plan.status_fd;
-  run_step(plan, Step::kSignals, reset_signals);    // init blocks SIGCHLD for its signalfd
-  run_step(plan, Step::kSetsid, new_session);       // no controlling tty; timeout kills the group
-  run_step(plan, Step::kCloseFds, close_fds);       // nothing of the init leaks in
-  run_step(plan, Step::kRlimits, apply_rlimits);    // inherited by exec and every child
-  run_step(plan, Step::kCaps, drop_caps);           // exec cannot regain any
+  run_step(plan, Step::kSignals, reset_signals);  // init blocks SIGCHLD for its signalfd
+  run_step(plan, Step::kSetsid, new_session);     // no controlling tty; timeout kills the group
+  run_step(plan, Step::kCloseFds, close_fds);     // nothing of the init leaks in
+  run_step(plan, Step::kRlimits, apply_rlimits);  // inherited by exec and every child
+  run_step(plan, Step::kCaps, drop_caps);         // exec cannot regain any
   run_step(plan, Step::kNoNewPrivs, set_no_new_privs);  // Landlock and seccomp need it
-  run_step(plan, Step::kLandlock, apply_landlock);  // second filesystem layer, scoping
-  run_step(plan, Step::kChdir, change_dir);         // as the restricted code would
-  run_step(plan, Step::kSeccomp, install_seccomp);  // last: the steps above need denied calls
+  run_step(plan, Step::kLandlock, apply_landlock);      // second filesystem layer, scoping
+  run_step(plan, Step::kChdir, change_dir);             // as the restricted code would
+  run_step(plan, Step::kSeccomp, install_seccomp);      // last: the steps above need denied calls
   if (plan.kind == WorkerKind::kHandler) run_handler(plan);
   if (plan.kind == WorkerKind::kCreateFile) run_create_file(plan);
   report_and_exit(Step::kExec, exec_resolved(plan));  // env carries no moatd secrets

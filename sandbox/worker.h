@@ -15,16 +15,16 @@ namespace moat::sandbox {
 // Each checked step of the worker, in order. The numbers travel on the status pipe.
 enum class Step : std::int32_t {
   kNone = 0,
-  kSignals = 1,     // default dispositions and an empty mask (init blocks SIGCHLD)
-  kSetsid = 2,      // new session and group (no controlling tty: TIOCSTI; group kill), and
-                    // the call's subreaper: what leaves the group still ends with the call
-  kCloseFds = 3,    // only the call's pipes survive
+  kSignals = 1,   // default dispositions and an empty mask (init blocks SIGCHLD)
+  kSetsid = 2,    // new session and group (no controlling tty: TIOCSTI; group kill), and
+                  // the call's subreaper: what leaves the group still ends with the call
+  kCloseFds = 3,  // only the call's pipes survive
   kRlimits = 4,
   kCaps = 5,        // every set emptied, securebits locked, verified
   kNoNewPrivs = 6,  // exec cannot gain privileges (setuid files, file caps)
   kLandlock = 7,
-  kChdir = 8,       // after the restrictions: the directory is reached as the code would
-  kSeccomp = 9,     // last: the steps above need syscalls it denies
+  kChdir = 8,    // after the restrictions: the directory is reached as the code would
+  kSeccomp = 9,  // last: the steps above need syscalls it denies
   kExec = 10,
   kHandler = 11,
   kLast = kHandler,  // keep equal to the last step: worker.cc's kStepNames is checked against it
@@ -43,15 +43,15 @@ enum class WorkerKind { kExec, kHandler, kCreateFile };
 // Everything the child needs, prepared by the init before fork so the child allocates nothing.
 struct WorkerPlan {
   WorkerKind kind = WorkerKind::kExec;
-  char* const* argv = nullptr;      // kExec
-  char* const* envp = nullptr;      // kExec
-  const char* path_env = nullptr;   // PATH used to resolve argv[0]
+  char* const* argv = nullptr;     // kExec
+  char* const* envp = nullptr;     // kExec
+  const char* path_env = nullptr;  // PATH used to resolve argv[0]
   const char* cwd = "/";
   const char* create_path = nullptr;  // kCreateFile
   WorkerHandler handler = nullptr;    // kHandler
-  int io_fd = -1;        // kExec: stdout+stderr pipe; otherwise the data socket
+  int io_fd = -1;                     // kExec: stdout+stderr pipe; otherwise the data socket
   int status_fd = -1;
-  int landlock_fd = -1;  // -1 = Landlock not applied (allowed without)
+  int landlock_fd = -1;                // -1 = Landlock not applied (allowed without)
   const BpfProgram* filter = nullptr;  // nullptr = seccomp not applied (allowed without)
   RlimitPlan rlimits;
   Step skip = Step::kNone;  // tests only: prove each step matters by leaving it out

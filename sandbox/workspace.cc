@@ -53,8 +53,9 @@ Result<void> check_still_named(int fd, const std::string& path) {
 
 Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner) {
   if (!is_normalized_absolute(path))
-    return fail(Error{EINVAL, "not an absolute path without '.', '..', '//' or a trailing '/' "
-                              "(\"/\" itself is refused)"});
+    return fail(Error{EINVAL,
+                      "not an absolute path without '.', '..', '//' or a trailing '/' "
+                      "(\"/\" itself is refused)"});
   auto opened = sys::open_no_symlinks(path, O_PATH | O_DIRECTORY);
   if (!opened && opened.error().code == ELOOP)
     return fail(Error{ELOOP, "a component is a symlink: name the directory by its real path"});

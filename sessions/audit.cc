@@ -66,8 +66,12 @@ class JsonlAuditLog final : public AuditLog {
  public:
   JsonlAuditLog(std::string path, UniqueFd fd, std::string session, std::string policy_hash,
                 std::shared_ptr<const AuditKey> key, std::chrono::steady_clock::duration interval)
-      : path_(std::move(path)), fd_(std::move(fd)), session_(std::move(session)),
-        policy_hash_(std::move(policy_hash)), key_(std::move(key)), interval_(interval),
+      : path_(std::move(path)),
+        fd_(std::move(fd)),
+        session_(std::move(session)),
+        policy_hash_(std::move(policy_hash)),
+        key_(std::move(key)),
+        interval_(interval),
         head_(audit_genesis(session_, policy_hash_)) {}
 
   ~JsonlAuditLog() override {

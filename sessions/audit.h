@@ -9,8 +9,9 @@
 // With a signing key, the first record also carries "audit_key" {key_id, public_key}, and a
 // "checkpoint" record {head, count, key_id, sig} follows every kCheckpointEvery-th record,
 // the first record appended kCheckpointInterval or more after the last checkpoint (a slow
-// session's tail is not left unsigned for long), and session.end: sig is the key's Ed25519 signature of checkpoint_message(session, count, head),
-// where head is the hash of record `count`, the one just before the checkpoint.
+// session's tail is not left unsigned for long), and session.end: sig is the key's Ed25519
+// signature of checkpoint_message(session, count, head), where head is the hash of record `count`,
+// the one just before the checkpoint.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -59,8 +60,8 @@ class AuditLog {
     return append(type, std::move(fields), Sync::kNow);
   }
   virtual std::string path() const = 0;
-  virtual uint64_t last_seq() const = 0;   // 0 before the first record
-  virtual std::string head() const = 0;    // the last record's hash (the genesis before one)
+  virtual uint64_t last_seq() const = 0;  // 0 before the first record
+  virtual std::string head() const = 0;   // the last record's hash (the genesis before one)
 };
 
 // The default directory: /var/log/moat for a system moatd, $XDG_STATE_HOME/moat/audit else.

@@ -28,7 +28,6 @@ std::string raw_public(EVP_PKEY* pkey) {
   return std::string(reinterpret_cast<const char*>(raw), len);
 }
 
-
 Result<void> write_public(EVP_PKEY* pkey, const std::string& path) {
   const std::string pub = audit_public_key_path(path);
   const std::string tmp = pub + ".tmp";
@@ -53,9 +52,11 @@ Result<EVP_PKEY*> create_key(const std::string& path) {
     return fail(Error::from_errno("create audit key", errno, path));
   }
   FILE* f = ::fdopen(fd, "w");
-  bool ok = f != nullptr && PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  bool ok =
+      f != nullptr && PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
   ok = ok && std::fflush(f) == 0 && ::fsync(fd) == 0;
-  if (f != nullptr) std::fclose(f); else ::close(fd);
+  if (f != nullptr) std::fclose(f);
+  else ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());
     EVP_PKEY_free(pkey);
@@ -122,10 +123,10 @@ std::string AuditKey::sign_b64(std::string_view message) const {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   unsigned char sig[64];
   std::size_t len = sizeof sig;
-  const bool ok = ctx != nullptr &&
-                  EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, as_pkey(pkey_)) == 1 &&
-                  EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(message.data()),
-                                 message.size()) == 1;
+  const bool ok =
+      ctx != nullptr && EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, as_pkey(pkey_)) == 1 &&
+      EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(message.data()),
+                     message.size()) == 1;
   EVP_MD_CTX_free(ctx);
   return ok ? base64_encode(std::string_view(reinterpret_cast<const char*>(sig), len)) : "";
 }
@@ -144,12 +145,14 @@ Result<std::string> read_audit_public_key(const std::string& path) {
     if (pkey != nullptr && EVP_PKEY_get_base_id(pkey) == EVP_PKEY_ED25519) raw = raw_public(pkey);
     EVP_PKEY_free(pkey);
     if (raw.size() == kRawKeySize) return raw;
-    return fail(Error::msg(path + ": not an Ed25519 public key (expected the audit-key.pub moatd wrote)"));
+    return fail(
+        Error::msg(path + ": not an Ed25519 public key (expected the audit-key.pub moatd wrote)"));
   }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string raw = strict_base64_decode(text);
   if (raw.size() != kRawKeySize)
-    return fail(Error::msg(path + ": expected a PEM public key or a base64 Ed25519 key of 32 bytes"));
+    return fail(
+        Error::msg(path + ": expected a PEM public key or a base64 Ed25519 key of 32 bytes"));
   return raw;
 }
 
@@ -162,11 +165,10 @@ bool verify_audit_signature(const std::string& raw_public_key, std::string_view 
       raw_public_key.size());
   if (pkey == nullptr) return false;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  const bool ok = ctx != nullptr &&
-                  EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
-                  EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
-                                   reinterpret_cast<const unsigned char*>(message.data()),
-                                   message.size()) == 1;
+  const bool ok =
+      ctx != nullptr && EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
+      EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
   EVP_MD_CTX_free(ctx);
   EVP_PKEY_free(pkey);
   return ok;

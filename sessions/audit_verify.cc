@@ -75,8 +75,9 @@ AuditVerdict check_record(AuditVerdict v, const std::vector<Line>& lines, size_t
       return broken(v, AuditProblem::kBadSignature, line.offset,
                     at + ": checkpoint, but no key to check it against");
     if (str_field(rec, "key_id") != v.key_id)
-      return broken(v, AuditProblem::kBadSignature, line.offset,
-                    at + ": checkpoint signed by " + str_field(rec, "key_id") + ", not " + v.key_id);
+      return broken(
+          v, AuditProblem::kBadSignature, line.offset,
+          at + ": checkpoint signed by " + str_field(rec, "key_id") + ", not " + v.key_id);
     if (!verify_audit_signature(v.public_key,
                                 checkpoint_message(v.session, static_cast<uint64_t>(count), head),
                                 str_field(rec, "sig")))
@@ -141,10 +142,8 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
                     "exec record names decision_id " + moat::quoted(str_field(rec, "decision_id")) +
                         ", which no decision record before it has");
     }
-    if (type == "checkpoint")
-      last_checkpoint_seq = v.records;
-    else
-      last_type = type;  // a final checkpoint follows session.end
+    if (type == "checkpoint") last_checkpoint_seq = v.records;
+    else last_type = type;  // a final checkpoint follows session.end
   }
   v.seq = v.records + 1;
   if (torn > 0)

@@ -10,28 +10,28 @@
 namespace moat::sessions {
 
 enum class AuditProblem {
-  kNone,         // the chain is intact and ends with session.end
-  kEmpty,        // no whole record at all
-  kUnparseable,  // a line is not a JSON object (a flipped byte, a glued line)
-  kChanged,      // the record's hash does not match its content, or it is not canonical
-  kMissing,      // seq jumps: a record was deleted
-  kReordered,    // the expected seq appears later in the file: records were moved
-  kWrongPrev,    // prev is not the previous record's hash (or the genesis), or session differs
-  kTruncated,    // the file ends inside a record
-  kIncomplete,   // the whole records chain, but the last one is not session.end
-  kBadSignature, // a checkpoint's signature, key or fields do not hold
-  kUnsigned,     // with a trusted key: records after the last checkpoint, or none at all
-  kNoDecision,   // an exec record names a decision_id that no decision record before it has
+  kNone,          // the chain is intact and ends with session.end
+  kEmpty,         // no whole record at all
+  kUnparseable,   // a line is not a JSON object (a flipped byte, a glued line)
+  kChanged,       // the record's hash does not match its content, or it is not canonical
+  kMissing,       // seq jumps: a record was deleted
+  kReordered,     // the expected seq appears later in the file: records were moved
+  kWrongPrev,     // prev is not the previous record's hash (or the genesis), or session differs
+  kTruncated,     // the file ends inside a record
+  kIncomplete,    // the whole records chain, but the last one is not session.end
+  kBadSignature,  // a checkpoint's signature, key or fields do not hold
+  kUnsigned,      // with a trusted key: records after the last checkpoint, or none at all
+  kNoDecision,    // an exec record names a decision_id that no decision record before it has
 };
 
 struct AuditVerdict {
   AuditProblem problem = AuditProblem::kNone;
-  uint64_t records = 0;   // records verified before the break (all of them when intact)
-  uint64_t seq = 0;       // the seq expected at the break
-  uint64_t offset = 0;    // byte offset of the broken record (or of the cut)
-  std::string detail;     // one line for a person
+  uint64_t records = 0;  // records verified before the break (all of them when intact)
+  uint64_t seq = 0;      // the seq expected at the break
+  uint64_t offset = 0;   // byte offset of the broken record (or of the cut)
+  std::string detail;    // one line for a person
   std::string session;
-  std::string head;       // hash of the last verified record
+  std::string head;             // hash of the last verified record
   uint64_t checkpoints = 0;     // valid signed checkpoints
   uint64_t signed_through = 0;  // the last seq a valid checkpoint covers
   std::string key_id;           // the key the checkpoints were checked against
@@ -41,8 +41,9 @@ struct AuditVerdict {
 };
 
 // Verifies the chain in `data` (a whole file), and that every exec record's decision_id
-// names a decision record earlier in the file (write-ahead: nothing runs without one). With `require_end` false, a log whose last
-// whole record is not session.end (a session still running) passes.
+// names a decision record earlier in the file (write-ahead: nothing runs without one). With
+// `require_end` false, a log whose last whole record is not session.end (a session still running)
+// passes.
 //
 // Checkpoints are checked against `trusted_key` (a raw Ed25519 public key) when given, else
 // against the key the log's first record names, which shows the log is consistent but not

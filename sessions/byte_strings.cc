@@ -8,7 +8,8 @@ namespace moat::sessions {
 
 std::string display_text(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
-  if (!value.is_object() || value.size() != 1 || !value.contains("bytes") || !value["bytes"].is_string())
+  if (!value.is_object() || value.size() != 1 || !value.contains("bytes") ||
+      !value["bytes"].is_string())
     return "";
   return hex_escape_non_utf8(base64_decode(value["bytes"].get<std::string>()));
 }

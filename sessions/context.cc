@@ -40,7 +40,8 @@ Message summary_message(const std::string& summary, const std::vector<std::strin
 }
 
 std::vector<Message> SessionContext::live_messages() const {
-  return std::vector<Message>(messages.begin() + static_cast<std::ptrdiff_t>(live_begin), messages.end());
+  return std::vector<Message>(messages.begin() + static_cast<std::ptrdiff_t>(live_begin),
+                              messages.end());
 }
 
 SessionContext build_context(const std::vector<const Entry*>& path) {
@@ -129,8 +130,9 @@ Message interrupted_result(const DanglingCall& call) {
           {"isError", true},
           {"content",
            {{{"type", "text"},
-             {"text", "The tool call was interrupted (moat stopped before it finished), so its "
-                      "outcome is unknown. Check the state before repeating it."}}}}};
+             {"text",
+              "The tool call was interrupted (moat stopped before it finished), so its "
+              "outcome is unknown. Check the state before repeating it."}}}}};
 }
 
 Result<size_t> answer_dangling_calls(SessionStore& store) {

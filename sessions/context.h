@@ -14,17 +14,17 @@ namespace moat::sessions {
 using Message = nlohmann::json;  // agent/provider.h's message shape
 
 struct SessionContext {
-  std::string summary;                      // the newest compaction's summary on the path
-  std::vector<std::string> read_files;      // that compaction's file lists
+  std::string summary;                  // the newest compaction's summary on the path
+  std::vector<std::string> read_files;  // that compaction's file lists
   std::vector<std::string> modified_files;
   // What the provider is sent: the summary as a user message when compacted (then
   // live_begin is 1), then the live messages (retained tail + later messages).
   std::vector<Message> messages;
   size_t live_begin = 0;
-  std::string provider;                     // from the newest model_change ("" if none)
+  std::string provider;  // from the newest model_change ("" if none)
   std::string model;
-  size_t compactions = 0;                   // compaction entries on the path
-  std::string workspace;                    // the session header's (build_context(store) only)
+  size_t compactions = 0;  // compaction entries on the path
+  std::string workspace;   // the session header's (build_context(store) only)
 
   const std::vector<Message>& for_provider() const { return messages; }
   std::vector<Message> live_messages() const;  // messages[live_begin, end)

@@ -15,7 +15,8 @@ std::string uuid_v7() {
   unsigned char b[16];
   random_bytes_or_abort(b, sizeof b);
   const timespec ts = now_realtime();
-  const uint64_t ms = static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+  const uint64_t ms =
+      static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
   for (int i = 0; i < 6; ++i) b[i] = static_cast<unsigned char>(ms >> (8 * (5 - i)));
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x70);  // version 7
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // variant 10

@@ -21,11 +21,19 @@ bool to_utf16(std::string_view s, std::u16string* out) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     uint32_t cp = 0;
     size_t len = 0;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if ((c & 0xe0) == 0xc0) { cp = c & 0x1f; len = 2; }
-    else if ((c & 0xf0) == 0xe0) { cp = c & 0x0f; len = 3; }
-    else if ((c & 0xf8) == 0xf0) { cp = c & 0x07; len = 4; }
-    else return false;
+    if (c < 0x80) {
+      cp = c;
+      len = 1;
+    } else if ((c & 0xe0) == 0xc0) {
+      cp = c & 0x1f;
+      len = 2;
+    } else if ((c & 0xf0) == 0xe0) {
+      cp = c & 0x0f;
+      len = 3;
+    } else if ((c & 0xf8) == 0xf0) {
+      cp = c & 0x07;
+      len = 4;
+    } else return false;
     if (i + len > s.size()) return false;
     for (size_t k = 1; k < len; ++k) {
       const unsigned char cc = static_cast<unsigned char>(s[i + k]);
@@ -83,7 +91,8 @@ Result<void> append_object(const nlohmann::json& v, std::string* out) {
   members.reserve(v.size());
   for (auto it = v.begin(); it != v.end(); ++it) {
     std::u16string key;
-    if (!to_utf16(it.key(), &key)) return fail(Error::msg("canonical_json: invalid UTF-8 in a key"));
+    if (!to_utf16(it.key(), &key))
+      return fail(Error::msg("canonical_json: invalid UTF-8 in a key"));
     members.emplace_back(std::move(key), it);
   }
   std::sort(members.begin(), members.end(),
@@ -136,8 +145,7 @@ Result<void> append_value(const nlohmann::json& v, std::string* out) {
       *out += es_number(d);
       return {};
     }
-    default:
-      return fail(Error::msg("canonical_json: binary or discarded value"));
+    default: return fail(Error::msg("canonical_json: binary or discarded value"));
   }
 }
 
@@ -163,7 +171,9 @@ std::string es_number(double v) {
   const int k = static_cast<int>(digits.size());
   const int n = exp10 + 1;  // ECMA-262 Number::toString's n: value = 0.digits * 10^n
   if (k <= n && n <= 21) return sign + digits + std::string(static_cast<size_t>(n - k), '0');
-  if (0 < n && n <= 21) return sign + digits.substr(0, static_cast<size_t>(n)) + "." + digits.substr(static_cast<size_t>(n));
+  if (0 < n && n <= 21)
+    return sign + digits.substr(0, static_cast<size_t>(n)) + "." +
+           digits.substr(static_cast<size_t>(n));
   if (-6 < n && n <= 0) return sign + "0." + std::string(static_cast<size_t>(-n), '0') + digits;
   std::string mant = digits.substr(0, 1);
   if (k > 1) mant += "." + digits.substr(1);

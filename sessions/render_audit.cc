@@ -34,12 +34,14 @@ std::string action_of(const json& r) {
   }
   const json& in = r.contains("input") && r["input"].is_object() ? r["input"] : r;
   for (const char* key : {"path", "command", "host"})
-    if (in.contains(key) && !display_text(in[key]).empty()) return out + " " + display_text(in[key]);
+    if (in.contains(key) && !display_text(in[key]).empty())
+      return out + " " + display_text(in[key]);
   return out;
 }
 
 std::string rule_of(const json& r) {
-  if (r.contains("deciding_rule") && r["deciding_rule"].is_object()) return str_field(r["deciding_rule"], "id");
+  if (r.contains("deciding_rule") && r["deciding_rule"].is_object())
+    return str_field(r["deciding_rule"], "id");
   return str_field(r, "rule");
 }
 
@@ -49,12 +51,14 @@ std::string exit_of(const json& r) {
   const json& ex = r.contains("exit") && r["exit"].is_object() ? r["exit"] : r;
   std::string out;
   for (const char* key : {"code", "exitCode"})
-    if (ex.contains(key) && ex[key].is_number_integer()) out = "exit " + std::to_string(ex[key].get<int64_t>());
+    if (ex.contains(key) && ex[key].is_number_integer())
+      out = "exit " + std::to_string(ex[key].get<int64_t>());
   if (ex.contains("signal") && !ex["signal"].is_null())
     out += (out.empty() ? "" : ", ") + std::string("signal ") +
            (ex["signal"].is_string() ? ex["signal"].get<std::string>() : dump_json(ex["signal"]));
   if (ex.contains("limit") && ex["limit"].is_string())
-    out += (out.empty() ? "" : ", ") + std::string("killed by ") + ex["limit"].get<std::string>() + " limit";
+    out += (out.empty() ? "" : ", ") + std::string("killed by ") + ex["limit"].get<std::string>() +
+           " limit";
   if (out.empty() && r.contains("is_error") && r["is_error"].is_boolean())
     out = r["is_error"].get<bool>() ? "error" : "ok";
   return out;
@@ -90,7 +94,8 @@ Result<std::vector<json>> load_audit_records(const std::string& path) {
 bool audit_matches(const json& r, const AuditFilter& f) {
   if (!f.session.empty() && str_field(r, "session").rfind(f.session, 0) != 0) return false;
   if (!f.type.empty() && str_field(r, "type") != f.type) return false;
-  if (!f.decision.empty() && (str_field(r, "type") != "decision" || str_field(r, "result") != f.decision))
+  if (!f.decision.empty() &&
+      (str_field(r, "type") != "decision" || str_field(r, "result") != f.decision))
     return false;
   return true;
 }
@@ -102,7 +107,8 @@ std::vector<std::string> files_touched(const json& r) {
     for (const auto& f : r[key]) {
       if (f.is_string() || f.contains("bytes")) out.push_back(display_text(f));
       else if (!str_field(f, "path").empty())
-        out.push_back(str_field(f, "path") + (str_field(f, "op").empty() ? "" : " (" + str_field(f, "op") + ")"));
+        out.push_back(str_field(f, "path") +
+                      (str_field(f, "op").empty() ? "" : " (" + str_field(f, "op") + ")"));
     }
   }
   return out;
@@ -125,7 +131,9 @@ std::string audit_line(const json& r) {
     // moatd writes moat_version; the workspace may be host bytes ({"bytes": base64}).
     const std::string version = str_field(r, "moat_version").empty() ? str_field(r, "version")
                                                                      : str_field(r, "moat_version");
-    out += " " + clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
+    out +=
+        " " +
+        clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
   } else if (type == "checkpoint") {
     out += " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
            clean(str_field(r, "key_id"), 40);
@@ -144,30 +152,40 @@ std::string audit_html(const std::vector<json>& records, const AuditVerdict& ver
   const std::string session = records.empty() ? "" : str_field(records.front(), "session");
   std::string out =
       "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-      "<title>moat audit " + html_escape(session) + "</title><style>"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'unsafe-inline'\">"
+      "<title>moat audit " +
+      html_escape(session) +
+      "</title><style>"
       "body{font-family:system-ui,sans-serif;margin:2rem;color:#222}"
       "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem;"
       "text-align:left;vertical-align:top;font-size:.9rem}code{white-space:pre-wrap}"
       ".deny{background:#fde8e8}.ask{background:#fff6db}.allow{background:#ecf8ee}"
       ".ok{color:#1a7f37}.bad{color:#c00;font-weight:bold}</style></head><body>\n"
-      "<h1>Audit of session " + html_escape(session) + "</h1>\n<p>" + html_escape(source) + "</p>\n";
+      "<h1>Audit of session " +
+      html_escape(session) + "</h1>\n<p>" + html_escape(source) + "</p>\n";
   const std::string signed_note =
       verdict.checkpoints == 0
           ? " No signed checkpoints."
           : " Signed through seq " + std::to_string(verdict.signed_through) + " by " +
                 html_escape(verdict.key_id) +
-                (verdict.key_trusted ? "." : " (the key the log names; check it with moat audit verify --key).");
-  out += verdict.ok() ? "<p class=\"ok\">Chain verified: " + std::to_string(verdict.records) + " records." + signed_note + "</p>\n"
-                      : "<p class=\"bad\">Chain BROKEN (" + std::string(problem_name(verdict.problem)) +
-                            ") at seq " + std::to_string(verdict.seq) + ", byte " +
-                            std::to_string(verdict.offset) + ": " + html_escape(verdict.detail) + "</p>\n";
+                (verdict.key_trusted
+                     ? "."
+                     : " (the key the log names; check it with moat audit verify --key).");
+  out += verdict.ok()
+             ? "<p class=\"ok\">Chain verified: " + std::to_string(verdict.records) + " records." +
+                   signed_note + "</p>\n"
+             : "<p class=\"bad\">Chain BROKEN (" + std::string(problem_name(verdict.problem)) +
+                   ") at seq " + std::to_string(verdict.seq) + ", byte " +
+                   std::to_string(verdict.offset) + ": " + html_escape(verdict.detail) + "</p>\n";
   out += "<h2>Decisions</h2><p>";
-  for (const auto& [result, n] : by_result) out += html_escape(result) + ": " + std::to_string(n) + " &nbsp; ";
+  for (const auto& [result, n] : by_result)
+    out += html_escape(result) + ": " + std::to_string(n) + " &nbsp; ";
   out += "</p>\n<h2>Files touched</h2><ul>";
   for (const auto& f : files) out += "<li><code>" + html_escape(f) + "</code></li>";
-  out += "</ul>\n<h2>Timeline</h2>\n<table><tr><th>seq</th><th>time</th><th>type</th><th>action</th>"
-         "<th>outcome</th><th>rule</th></tr>\n";
+  out +=
+      "</ul>\n<h2>Timeline</h2>\n<table><tr><th>seq</th><th>time</th><th>type</th><th>action</th>"
+      "<th>outcome</th><th>rule</th></tr>\n";
   for (const auto& r : records) {
     const std::string type = str_field(r, "type");
     const std::string result = str_field(r, "result");

@@ -90,11 +90,14 @@ std::string entry_summary(const Entry& e, size_t width) {
   if (type == "message" && e.contains("message")) return message_summary(e["message"], width);
   if (type == "model_change")
     return "model: " + one_line(str_field(e, "provider") + "/" + str_field(e, "model"), width);
-  if (type == "tools_change") return "tools changed: " + one_line(e.contains("tools") ? dump_json(e["tools"]) : "", width);
+  if (type == "tools_change")
+    return "tools changed: " + one_line(e.contains("tools") ? dump_json(e["tools"]) : "", width);
   if (type == "compaction")
     return "compaction: " + std::to_string(int_field(e, "tokensBefore")) + " tokens summarised";
-  if (type == "branch_summary") return "branch summary: " + one_line(str_field(e, "summary"), width);
-  if (type == "label") return "label " + one_line(str_field(e, "label"), width) + " -> " + str_field(e, "targetId");
+  if (type == "branch_summary")
+    return "branch summary: " + one_line(str_field(e, "summary"), width);
+  if (type == "label")
+    return "label " + one_line(str_field(e, "label"), width) + " -> " + str_field(e, "targetId");
   if (type == "session_info") return "name: " + one_line(str_field(e, "name"), width);
   return one_line(type, width);
 }
@@ -114,7 +117,11 @@ std::string render_tree(const SessionStore& store) {
   // Iterative depth-first walk: entries are a chain of up to 100,000, too deep to recurse.
   // Only a fork point indents its children (with tree connectors); a linear run continues
   // at its parent's indentation.
-  struct Item { size_t index; std::string line_prefix; std::string indent; };
+  struct Item {
+    size_t index;
+    std::string line_prefix;
+    std::string indent;
+  };
   std::vector<Item> stack;
   for (size_t r = roots.size(); r-- > 0;) {
     const bool last = r + 1 == roots.size();
@@ -127,14 +134,17 @@ std::string render_tree(const SessionStore& store) {
     const Entry& e = entries[item.index];
     const std::string id = str_field(e, "id");
     out += item.line_prefix + id + "  " + entry_summary(e, 70);
-    if (auto it = labels.find(id); it != labels.end()) out += "  [" + one_line(it->second, 40) + "]";
+    if (auto it = labels.find(id); it != labels.end())
+      out += "  [" + one_line(it->second, 40) + "]";
     if (id == store.leaf()) out += "  <- leaf";
     out += "\n";
     const auto& kids = children[id];
     for (size_t k = kids.size(); k-- > 0;) {
       const bool last = k + 1 == kids.size();
       if (kids.size() == 1) stack.push_back({kids[k], item.indent, item.indent});
-      else stack.push_back({kids[k], item.indent + (last ? "└─ " : "├─ "), item.indent + (last ? "   " : "│  ")});
+      else
+        stack.push_back(
+            {kids[k], item.indent + (last ? "└─ " : "├─ "), item.indent + (last ? "   " : "│  ")});
     }
   }
   return out;
@@ -160,14 +170,19 @@ std::string render_transcript(const std::vector<Entry>& path) {
 std::string session_html(const SessionStore& store, const std::vector<Entry>& path) {
   std::string out =
       "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-      "<title>moat session " + html_escape(store.id()) + "</title><style>"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'unsafe-inline'\">"
+      "<title>moat session " +
+      html_escape(store.id()) +
+      "</title><style>"
       "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;color:#222}"
       ".e{border-left:4px solid #ccc;margin:.6rem 0;padding:.3rem .8rem}"
       ".user{border-color:#2a7ae2}.assistant{border-color:#2e9e4f}.toolResult{border-color:#999}"
       ".error{border-color:#d33;background:#fff4f4}.meta{color:#777;font-size:.8rem}"
-      "pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;overflow-x:auto}</style></head><body>\n"
-      "<h1>Session " + html_escape(store.id()) + "</h1>\n<p class=\"meta\">workspace " +
+      "pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;overflow-x:auto}</style></"
+      "head><body>\n"
+      "<h1>Session " +
+      html_escape(store.id()) + "</h1>\n<p class=\"meta\">workspace " +
       html_escape(str_field(store.header(), "workspace")) + " &middot; created " +
       html_escape(str_field(store.header(), "timestamp")) + " &middot; " +
       std::to_string(path.size()) + " entries on this path</p>\n";
@@ -177,15 +192,18 @@ std::string session_html(const SessionStore& store, const std::vector<Entry>& pa
     std::string cls = type == "message" ? str_field(m, "role") : type;
     if (type == "message" && is_error_result(m)) cls += " error";
     out += "<div class=\"e " + html_escape(cls) + "\"><div class=\"meta\">" +
-           html_escape(str_field(e, "id") + " · " + str_field(e, "timestamp") + " · " + cls) + "</div>";
+           html_escape(str_field(e, "id") + " · " + str_field(e, "timestamp") + " · " + cls) +
+           "</div>";
     if (type == "message") {
       const std::string text = blocks_text(m, "text", "text");
       if (!text.empty()) out += "<pre>" + html_escape(text) + "</pre>";
       if (m.contains("content") && m["content"].is_array())
         for (const auto& b : m["content"])
           if (str_field(b, "type") == "toolCall")
-            out += "<pre>&#9656; " + html_escape(str_field(b, "name") + " " +
-                                                 dump_json(b.value("arguments", Entry::object()))) + "</pre>";
+            out += "<pre>&#9656; " +
+                   html_escape(str_field(b, "name") + " " +
+                               dump_json(b.value("arguments", Entry::object()))) +
+                   "</pre>";
     } else if (type == "compaction" || type == "branch_summary") {
       out += "<pre>" + html_escape(str_field(e, "summary")) + "</pre>";
     } else {

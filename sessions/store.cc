@@ -154,10 +154,12 @@ std::vector<Entry> JsonlSessionStore::path_to(const std::string& entry_id) const
 
 Result<void> JsonlSessionStore::write_header(const std::string& workspace,
                                              const std::string& parent) {
-  header_ = {{"type", "session"},          {"version", kSessionFormatVersion},
-             {"id", id_},                  {"timestamp", now_rfc3339_ms()},
-             {"workspace", workspace},     {"parentSession", parent.empty() ? Entry(nullptr)
-                                                                            : Entry(parent)}};
+  header_ = {{"type", "session"},
+             {"version", kSessionFormatVersion},
+             {"id", id_},
+             {"timestamp", now_rfc3339_ms()},
+             {"workspace", workspace},
+             {"parentSession", parent.empty() ? Entry(nullptr) : Entry(parent)}};
   const std::string line = dump_json(header_) + "\n";
   MOAT_TRY(append_line(fd_.get(), line, 0));
   size_ = static_cast<off_t>(line.size());
@@ -222,8 +224,8 @@ Result<std::unique_ptr<SessionStore>> open_impl(const std::string& path, bool wr
 }  // namespace
 
 bool is_entry_type(const std::string& type) {
-  static const char* const kTypes[] = {"message",        "model_change", "tools_change",
-                                       "compaction",     "branch_summary", "label",
+  static const char* const kTypes[] = {"message",     "model_change",   "tools_change",
+                                       "compaction",  "branch_summary", "label",
                                        "session_info"};
   for (const char* t : kTypes)
     if (type == t) return true;
@@ -233,8 +235,8 @@ bool is_entry_type(const std::string& type) {
 std::string workspace_slug(const std::string& workspace) {
   std::string slug;
   for (char c : workspace) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '.' || c == '_';
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_';
     slug += plain ? c : '-';
   }
   while (!slug.empty() && slug.front() == '-') slug.erase(slug.begin());

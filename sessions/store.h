@@ -90,7 +90,7 @@ struct SessionInfo {
   std::string name;            // newest session_info name, if any
   std::string first_message;   // first user text, for listings (up to 80 bytes)
   size_t entries = 0;
-  int64_t modified_ns = 0;     // file mtime
+  int64_t modified_ns = 0;  // file mtime
 };
 
 // Every readable session file under `sessions_dir` (only `workspace`'s when non-empty),

@@ -13,7 +13,8 @@ namespace moat::sessions {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::vector<std::string> list_dir(const std::string& dir, bool want_dirs) {
@@ -56,7 +57,8 @@ struct SessionFile {
 };
 
 // Session files under `sessions_dir` (only `workspace`'s when non-empty), newest mtime first.
-std::vector<SessionFile> session_files(const std::string& sessions_dir, const std::string& workspace) {
+std::vector<SessionFile> session_files(const std::string& sessions_dir,
+                                       const std::string& workspace) {
   std::vector<std::string> dirs;
   if (workspace.empty()) dirs = list_dir(sessions_dir, /*want_dirs=*/true);
   else dirs.push_back(sessions_dir + "/" + workspace_slug(workspace));
@@ -67,7 +69,8 @@ std::vector<SessionFile> session_files(const std::string& sessions_dir, const st
       if (::stat(file.c_str(), &st) != 0) continue;
       const size_t us = file.rfind('_');
       const size_t slash = file.rfind('/');
-      const std::string id = us == std::string::npos || us < slash ? "" : file.substr(us + 1, file.size() - us - 7);
+      const std::string id =
+          us == std::string::npos || us < slash ? "" : file.substr(us + 1, file.size() - us - 7);
       out.push_back({file, id, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
@@ -116,7 +119,8 @@ Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
   for (const SessionFile& f : session_files(sessions_dir, workspace)) {
     auto store = SessionStore::open_read_only(f.path);
     if (!store) {
-      MOAT_LOG_WARN("skipping %s: %s", moat::quoted(f.path).c_str(), store.error().message().c_str());
+      MOAT_LOG_WARN("skipping %s: %s", moat::quoted(f.path).c_str(),
+                    store.error().message().c_str());
       continue;
     }
     out.push_back(info_of(**store, f.modified_ns));
@@ -142,9 +146,10 @@ Result<std::string> resolve_entry(const SessionStore& store, const std::string& 
   std::vector<std::string> ids;
   ids.reserve(entries.size());
   for (const Entry& e : entries) ids.push_back(str_field(e, "id"));
-  MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(name, ids.size(),
-                                                [&](size_t k) -> const std::string& { return ids[k]; },
-                                                "entry"));
+  MOAT_ASSIGN_OR_RETURN(
+      size_t i,
+      unique_prefix(
+          name, ids.size(), [&](size_t k) -> const std::string& { return ids[k]; }, "entry"));
   return ids[i];
 }
 
@@ -154,7 +159,8 @@ std::vector<std::pair<std::string, std::string>> labels_of(const SessionStore& s
     if (str_field(e, "type") != "label") continue;
     const std::string target = str_field(e, "targetId");
     const std::string label = str_field(e, "label");
-    auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& p) { return p.first == target; });
+    auto it = std::find_if(labels.begin(), labels.end(),
+                           [&](const auto& p) { return p.first == target; });
     if (it != labels.end()) labels.erase(it);
     if (!label.empty()) labels.emplace_back(target, label);
   }
@@ -173,9 +179,10 @@ Result<SessionRef> resolve_session_ref(const std::string& sessions_dir, const st
   } else {
     // File names end in _<id>.jsonl, so the match needs no file to be loaded.
     const std::vector<SessionFile> files = session_files(sessions_dir, "");
-    MOAT_ASSIGN_OR_RETURN(size_t i, unique_prefix(id_part, files.size(),
-                                                  [&](size_t k) -> const std::string& { return files[k].id; },
-                                                  "session"));
+    MOAT_ASSIGN_OR_RETURN(
+        size_t i, unique_prefix(
+                      id_part, files.size(),
+                      [&](size_t k) -> const std::string& { return files[k].id; }, "session"));
     out.path = files[i].path;
   }
   MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open_read_only(out.path));
@@ -202,8 +209,8 @@ Result<std::unique_ptr<SessionStore>> fork_session(const std::string& sessions_d
                                                    const std::string& workspace) {
   MOAT_ASSIGN_OR_RETURN(SessionRef r, resolve_session_ref(sessions_dir, ref));
   MOAT_ASSIGN_OR_RETURN(auto source, SessionStore::open_read_only(r.path));
-  const std::vector<Entry> path = r.entry_id.empty() ? source->path_to_leaf()
-                                                     : source->path_to(r.entry_id);
+  const std::vector<Entry> path =
+      r.entry_id.empty() ? source->path_to_leaf() : source->path_to(r.entry_id);
   MOAT_ASSIGN_OR_RETURN(auto fork, SessionStore::create(sessions_dir, workspace, source->id()));
   // Ids and timestamps are kept, so ID@ENTRY, labels and compactions mean the same entry in
   // the fork as in its parent.

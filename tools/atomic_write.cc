@@ -53,12 +53,13 @@ Result<void> replace_file(const std::string& canonical, std::string_view content
   // An O_PATH fd serves as the dirfd of the *at calls below (open(2), O_PATH) and needs
   // no read permission on the directory.
   MOAT_ASSIGN_OR_RETURN(UniqueFd dirfd, open_dir(dir, create_parents));
-  struct stat old{};
+  struct stat old {};
   const bool existed = ::fstatat(dirfd.get(), name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0;
   if (existed && S_ISDIR(old.st_mode)) return fail(Error{EISDIR, canonical + " is a directory"});
   const mode_t mode = existed && S_ISREG(old.st_mode) ? (old.st_mode & 07777) : 0666;
   const std::string tmp = temp_name(name);
-  const int raw = ::openat(dirfd.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  const int raw = ::openat(dirfd.get(), tmp.c_str(),
+                           O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (raw < 0) return fail(Error::from_errno("openat", errno, dir + "/" + tmp));
   UniqueFd fd(raw);
   auto cleanup_on_error = [&](Error e) {
@@ -67,7 +68,8 @@ Result<void> replace_file(const std::string& canonical, std::string_view content
   };
   if (existed && S_ISREG(old.st_mode)) {
     // The umask applied at creation; the old file's bits are what the user chose.
-    if (::fchmod(fd.get(), mode) != 0) return cleanup_on_error(Error::from_errno("fchmod", errno, tmp));
+    if (::fchmod(fd.get(), mode) != 0)
+      return cleanup_on_error(Error::from_errno("fchmod", errno, tmp));
     if (::fchown(fd.get(), old.st_uid, old.st_gid) != 0) {
       // Not allowed to give the file away (not root): it stays ours, which is correct.
     }

@@ -23,8 +23,7 @@ std::string format_seconds(double s) {
 // Why the command did not succeed, or "" when it did.
 std::string failure_reason(const ExecStatus& st, const BashOutput& out, double timeout_s) {
   if (out.ceiling_hit())
-    return "killed: the output passed the " + format_size(out.total_bytes()) +
-           " output ceiling" +
+    return "killed: the output passed the " + format_size(out.total_bytes()) + " output ceiling" +
            (out.spill_error().empty() ? "; everything up to it is in " + out.spill_path() : "");
   if (st.cancelled) return "cancelled";
   if (st.timed_out) return "timed out after " + format_seconds(timeout_s) + " s";
@@ -50,17 +49,19 @@ ToolSpec bash_spec(const ToolLimits& limits) {
   ToolSpec s;
   s.description =
       "Execute a bash command in the workspace, inside the sandbox (stdin is /dev/null, stdout "
-      "and stderr are interleaved). Returns the last " + std::to_string(kMaxLines) +
-      " lines or " + format_size(kMaxBytes) +
+      "and stderr are interleaved). Returns the last " +
+      std::to_string(kMaxLines) + " lines or " + format_size(kMaxBytes) +
       " of output (whichever is hit first); when output is truncated, the full output is saved "
       "to a file under /tmp that you can read with the read tool. A non-zero exit code, a "
-      "timeout or a cancel is an error. " + timeout_text(limits) +
-      " A command whose output passes " + format_size(limits.output_ceiling) + " is killed.";
+      "timeout or a cancel is an error. " +
+      timeout_text(limits) + " A command whose output passes " +
+      format_size(limits.output_ceiling) + " is killed.";
   s.parameters = {
       {"type", "object"},
       {"properties",
        {{"command", {{"type", "string"}, {"description", "Bash command to execute"}}},
-        {"timeout", {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "Timeout in seconds"}}}}},
+        {"timeout",
+         {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "Timeout in seconds"}}}}},
       {"required", {"command"}},
       {"additionalProperties", false}};
   s.sequential = false;
@@ -69,8 +70,8 @@ ToolSpec bash_spec(const ToolLimits& limits) {
 
 ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   const std::string command = args.at("command").get<std::string>();
-  const double requested_s = args.contains("timeout") ? args["timeout"].get<double>()
-                                                      : ctx.limits.default_timeout_s;
+  const double requested_s =
+      args.contains("timeout") ? args["timeout"].get<double>() : ctx.limits.default_timeout_s;
   const bool capped = ctx.limits.max_timeout_s > 0 && requested_s > ctx.limits.max_timeout_s;
   const double timeout_s = capped ? ctx.limits.max_timeout_s : requested_s;
   std::atomic<bool> kill{false};
@@ -82,9 +83,9 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
     return ctx.runner->create_file(*path);
   };
   BashOutput out(std::move(options), &kill);  // sets `kill` when the output ceiling is hit
-  auto status = ctx.runner->exec({"bash", "--noprofile", "--norc", "-c", command}, ctx.workspace,
-                                 timeout_s, [&out](std::string_view c) { out.add(c); },
-                                 StopFlags(&kill, ctx.cancel));
+  auto status = ctx.runner->exec(
+      {"bash", "--noprofile", "--norc", "-c", command}, ctx.workspace, timeout_s,
+      [&out](std::string_view c) { out.add(c); }, StopFlags(&kill, ctx.cancel));
   out.finish();
   if (!status) return ToolResult::error("could not run bash: " + status.error().message());
   const std::string reason = failure_reason(*status, out, timeout_s);
@@ -129,9 +130,12 @@ std::vector<Guideline> bash_guidance(const GrantedTools& granted) {
 
 }  // namespace
 
-const Tool kBashTool = {
-    .name = "bash", .spec = &bash_spec, .run = &run_bash, .command = &command_line,
-    .changes_files = true, .guidance = &bash_guidance};
+const Tool kBashTool = {.name = "bash",
+                        .spec = &bash_spec,
+                        .run = &run_bash,
+                        .command = &command_line,
+                        .changes_files = true,
+                        .guidance = &bash_guidance};
 
 CommandCall command_call(const std::string& line, double timeout_s) {
   nlohmann::json args = {{"command", line}};

@@ -79,7 +79,8 @@ void BashOutput::add(std::string_view chunk) {
 }
 
 void BashOutput::finish() {
-  if (options_.progress && !pending_progress_.empty()) options_.progress(sanitize_utf8(pending_progress_));
+  if (options_.progress && !pending_progress_.empty())
+    options_.progress(sanitize_utf8(pending_progress_));
   pending_progress_.clear();
 }
 
@@ -114,7 +115,8 @@ std::string BashOutput::render() const {
                                 : "The full output could not be saved (" + spill_error_ + ")";
   if (t.last_line_partial) {
     text += "\n\n[Showing the last " + format_size(t.text.size()) + " of line " +
-            std::to_string(total) + " (over the " + format_size(kMaxBytes) + " limit). " + where + "]";
+            std::to_string(total) + " (over the " + format_size(kMaxBytes) + " limit). " + where +
+            "]";
   } else {
     const std::uint64_t first = total - t.output_lines + 1;
     text += "\n\n[Showing lines " + std::to_string(first) + "-" + std::to_string(total) + " of " +

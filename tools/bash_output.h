@@ -21,7 +21,7 @@ class BashOutput {
   struct Options {
     std::uint64_t ceiling = 16ull << 20;  // bytes; past it `kill` is set
     std::chrono::milliseconds progress_interval{100};
-    std::function<void(std::string_view)> progress;           // may be empty
+    std::function<void(std::string_view)> progress;                 // may be empty
     std::function<Result<UniqueFd>(std::string* path)> open_spill;  // creates the spill file
   };
   BashOutput(Options options, std::atomic<bool>* kill);

@@ -32,8 +32,9 @@ struct Step {
   std::size_t b;  // index in after (kKeep, kAdd)
 };
 
-std::vector<Step> diff_middle(const std::vector<std::string_view>& a, std::size_t a0, std::size_t a1,
-                              const std::vector<std::string_view>& b, std::size_t b0, std::size_t b1) {
+std::vector<Step> diff_middle(const std::vector<std::string_view>& a, std::size_t a0,
+                              std::size_t a1, const std::vector<std::string_view>& b,
+                              std::size_t b0, std::size_t b1) {
   const std::size_t n = a1 - a0, m = b1 - b0;
   std::vector<Step> steps;
   if (n * m > kMaxLcsCells) {
@@ -45,7 +46,8 @@ std::vector<Step> diff_middle(const std::vector<std::string_view>& a, std::size_
   auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
   for (std::size_t i = n; i-- > 0;)
     for (std::size_t j = m; j-- > 0;)
-      at(i, j) = a[a0 + i] == b[b0 + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) =
+          a[a0 + i] == b[b0 + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
   std::size_t i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[a0 + i] == b[b0 + j]) {
@@ -80,7 +82,8 @@ std::string unified_diff(std::string_view before, std::string_view after, const 
     ++suf;
   std::vector<Step> steps;
   for (std::size_t i = 0; i < pre; ++i) steps.push_back({Op::kKeep, i, i});
-  for (const Step& s : diff_middle(a, pre, a.size() - suf, b, pre, b.size() - suf)) steps.push_back(s);
+  for (const Step& s : diff_middle(a, pre, a.size() - suf, b, pre, b.size() - suf))
+    steps.push_back(s);
   for (std::size_t k = suf; k > 0; --k) steps.push_back({Op::kKeep, a.size() - k, b.size() - k});
 
   std::string out = "--- a/" + path + "\n+++ b/" + path + "\n";
@@ -101,11 +104,22 @@ std::string unified_diff(std::string_view before, std::string_view after, const 
     std::string body;
     for (std::size_t s = start; s < end; ++s) {
       const Step& st = steps[s];
-      if (st.op == Op::kKeep) { body += " " + std::string(a[st.a]) + "\n"; ++na; ++nb; }
-      if (st.op == Op::kDel) { body += "-" + std::string(a[st.a]) + "\n"; ++na; }
-      if (st.op == Op::kAdd) { body += "+" + std::string(b[st.b]) + "\n"; ++nb; }
+      if (st.op == Op::kKeep) {
+        body += " " + std::string(a[st.a]) + "\n";
+        ++na;
+        ++nb;
+      }
+      if (st.op == Op::kDel) {
+        body += "-" + std::string(a[st.a]) + "\n";
+        ++na;
+      }
+      if (st.op == Op::kAdd) {
+        body += "+" + std::string(b[st.b]) + "\n";
+        ++nb;
+      }
     }
-    out += "@@ -" + range(steps[start].a + 1, na) + " +" + range(steps[start].b + 1, nb) + " @@\n" + body;
+    out += "@@ -" + range(steps[start].a + 1, na) + " +" + range(steps[start].b + 1, nb) + " @@\n" +
+           body;
     k = end;
   }
   return out;

@@ -18,7 +18,7 @@ namespace {
 
 Result<std::string> read_regular_file(const std::string& canonical) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_canonical(canonical, O_RDONLY | O_NOCTTY | O_NONBLOCK));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(Error::from_errno("fstat", errno, canonical));
   if (S_ISDIR(st.st_mode)) return fail(Error{EISDIR, canonical + " is a directory"});
   if (!S_ISREG(st.st_mode)) return fail(Error{EINVAL, canonical + " is not a regular file"});
@@ -48,15 +48,23 @@ ToolSpec edit_spec(const ToolLimits&) {
   const nlohmann::json edit_item = {
       {"type", "object"},
       {"properties",
-       {{"oldText", {{"type", "string"}, {"minLength", 1}, {"description", "Exact text to replace"}}},
+       {{"oldText",
+         {{"type", "string"}, {"minLength", 1}, {"description", "Exact text to replace"}}},
         {"newText", {{"type", "string"}, {"description", "Text to put in its place"}}}}},
       {"required", {"oldText", "newText"}},
       {"additionalProperties", false}};
   s.parameters = {
       {"type", "object"},
       {"properties",
-       {{"path", {{"type", "string"}, {"minLength", 1}, {"description", "Path to the file to edit (relative to the workspace or absolute)"}}},
-        {"edits", {{"type", "array"}, {"minItems", 1}, {"items", edit_item}, {"description", "Replacements, matched against the original file"}}}}},
+       {{"path",
+         {{"type", "string"},
+          {"minLength", 1},
+          {"description", "Path to the file to edit (relative to the workspace or absolute)"}}},
+        {"edits",
+         {{"type", "array"},
+          {"minItems", 1},
+          {"items", edit_item},
+          {"description", "Replacements, matched against the original file"}}}}},
       {"required", {"path", "edits"}},
       {"additionalProperties", false}};
   s.mutates = true;
@@ -66,7 +74,8 @@ ToolSpec edit_spec(const ToolLimits&) {
 ToolResult edit_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
   const std::string shown = args.value("path", canonical);
   auto original = read_regular_file(canonical);
-  if (!original) return ToolResult::error("cannot edit " + shown + ": " + original.error().message());
+  if (!original)
+    return ToolResult::error("cannot edit " + shown + ": " + original.error().message());
   std::vector<EditSpec> edits;
   for (const auto& e : args.at("edits"))
     edits.push_back({e.at("oldText").get<std::string>(), e.at("newText").get<std::string>()});
@@ -75,10 +84,13 @@ ToolResult edit_in_sandbox(const std::string& canonical, const nlohmann::json& a
   if (auto w = replace_file(canonical, outcome->content, /*create_parents=*/false); !w)
     return ToolResult::error("cannot write " + shown + ": " + w.error().message());
   const std::string diff = sanitize_utf8(unified_diff(*original, outcome->content, shown));
-  ToolResult r = ToolResult::text("Applied " + std::to_string(edits.size()) + " edit(s) to " + shown +
-                                  (outcome->normalised ? " (matched ignoring whitespace/Unicode lookalikes)" : "") +
-                                  ".\n\n" + diff);
-  r.details = {{"diff", diff}, {"normalisedMatch", outcome->normalised}, {"path", canonical},
+  ToolResult r = ToolResult::text(
+      "Applied " + std::to_string(edits.size()) + " edit(s) to " + shown +
+      (outcome->normalised ? " (matched ignoring whitespace/Unicode lookalikes)" : "") + ".\n\n" +
+      diff);
+  r.details = {{"diff", diff},
+               {"normalisedMatch", outcome->normalised},
+               {"path", canonical},
                {"filesMutated", {canonical}}};
   return r;
 }
@@ -105,10 +117,12 @@ std::vector<Guideline> edit_guidance(const GrantedTools&) {
 
 }  // namespace
 
-const Tool kEditTool = {
-    .name = "edit", .spec = &edit_spec,
-    .file = FileOp{.access = PathAccess::kWrite, .op = &edit_in_sandbox},
-    .repair = &fold_top_level_edit, .file_argument = "path", .changes_files = true,
-    .guidance = &edit_guidance};
+const Tool kEditTool = {.name = "edit",
+                        .spec = &edit_spec,
+                        .file = FileOp{.access = PathAccess::kWrite, .op = &edit_in_sandbox},
+                        .repair = &fold_top_level_edit,
+                        .file_argument = "path",
+                        .changes_files = true,
+                        .guidance = &edit_guidance};
 
 }  // namespace moat::tools

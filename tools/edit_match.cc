@@ -36,13 +36,27 @@ std::pair<std::int32_t, std::size_t> decode(std::string_view s, std::size_t i) {
 // The characters models type in place of what editors and word processors insert.
 std::int32_t fold_lookalike(std::int32_t cp) {
   switch (cp) {
-    case 0x2018: case 0x2019: case 0x201A: case 0x201B: case 0x2032:
-      return '\'';  // single smart quotes and prime
-    case 0x201C: case 0x201D: case 0x201E: case 0x201F: case 0x2033:
-      return '"';  // double smart quotes and double prime
-    case 0x2010: case 0x2011: case 0x2012: case 0x2013: case 0x2014: case 0x2015: case 0x2212:
-      return '-';  // hyphens, figure/en/em dashes, horizontal bar, minus sign
-    case 0x00A0: case 0x202F: case 0x205F: case 0x3000:
+    case 0x2018:
+    case 0x2019:
+    case 0x201A:
+    case 0x201B:
+    case 0x2032: return '\'';  // single smart quotes and prime
+    case 0x201C:
+    case 0x201D:
+    case 0x201E:
+    case 0x201F:
+    case 0x2033: return '"';  // double smart quotes and double prime
+    case 0x2010:
+    case 0x2011:
+    case 0x2012:
+    case 0x2013:
+    case 0x2014:
+    case 0x2015:
+    case 0x2212: return '-';  // hyphens, figure/en/em dashes, horizontal bar, minus sign
+    case 0x00A0:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return ' ';  // no-break, narrow no-break, medium mathematical and ideographic spaces
     default:
       if (cp >= 0x2000 && cp <= 0x200A) return ' ';  // en quad .. hair space
@@ -52,10 +66,10 @@ std::int32_t fold_lookalike(std::int32_t cp) {
 
 std::string nfkc(std::string_view bytes) {
   utf8proc_uint8_t* out = nullptr;
-  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(bytes.data()),
-                              static_cast<utf8proc_ssize_t>(bytes.size()), &out,
-                              static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPAT |
-                                                             UTF8PROC_COMPOSE));
+  const auto n = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(bytes.data()),
+      static_cast<utf8proc_ssize_t>(bytes.size()), &out,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPAT | UTF8PROC_COMPOSE));
   if (n < 0) return std::string(bytes);
   std::string s(reinterpret_cast<char*>(out), static_cast<std::size_t>(n));
   std::free(out);
@@ -195,7 +209,8 @@ Result<EditOutcome> apply_edits(std::string_view original, const std::vector<Edi
   }
   if (!matches) return fail(matches.error());
   std::vector<Match> sorted = *matches;
-  std::sort(sorted.begin(), sorted.end(), [](const Match& a, const Match& b) { return a.begin < b.begin; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Match& a, const Match& b) { return a.begin < b.begin; });
   for (std::size_t k = 1; k < sorted.size(); ++k) {
     if (sorted[k].begin < sorted[k - 1].end) {
       const auto [a, b] = std::minmax(sorted[k - 1].index, sorted[k].index);
@@ -204,7 +219,8 @@ Result<EditOutcome> apply_edits(std::string_view original, const std::vector<Edi
     }
   }
   const std::size_t first_nl = original.find('\n');
-  const bool crlf = first_nl != std::string_view::npos && first_nl > 0 && original[first_nl - 1] == '\r';
+  const bool crlf =
+      first_nl != std::string_view::npos && first_nl > 0 && original[first_nl - 1] == '\r';
   std::size_t pos = 0;
   for (const Match& m : sorted) {
     out.content.append(original.substr(pos, m.begin - pos));
@@ -213,7 +229,8 @@ Result<EditOutcome> apply_edits(std::string_view original, const std::vector<Edi
   }
   out.content.append(original.substr(pos));
   if (out.content == original)
-    return fail("the edits leave " + shown + " unchanged (oldText and newText differ only in what the "
+    return fail("the edits leave " + shown +
+                " unchanged (oldText and newText differ only in what the "
                 "normalised match ignores)");
   return out;
 }

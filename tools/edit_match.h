@@ -19,7 +19,7 @@ struct EditSpec {
 };
 
 struct EditOutcome {
-  std::string content;  // the file after all edits, with its BOM and line endings
+  std::string content;      // the file after all edits, with its BOM and line endings
   bool normalised = false;  // the fallback matching was used
 };
 

@@ -32,7 +32,8 @@ std::vector<std::string> matching_files(const std::string& root, const nlohmann:
           glob_match_relative(pattern, e.rel))
         out.push_back(e.rel);
   }
-  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return path_less(a, b); });
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return path_less(a, b); });
   return out;
 }
 
@@ -47,9 +48,15 @@ ToolSpec find_spec(const ToolLimits&) {
   s.parameters = {
       {"type", "object"},
       {"properties",
-       {{"pattern", {{"type", "string"}, {"minLength", 1}, {"description", "Glob pattern to match files"}}},
-        {"path", {{"type", "string"}, {"description", "Directory to search in (default: the workspace)"}}},
-        {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "Maximum number of results (default " + std::to_string(kFindDefaultLimit) + ")"}}}}},
+       {{"pattern",
+         {{"type", "string"}, {"minLength", 1}, {"description", "Glob pattern to match files"}}},
+        {"path",
+         {{"type", "string"}, {"description", "Directory to search in (default: the workspace)"}}},
+        {"limit",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description",
+           "Maximum number of results (default " + std::to_string(kFindDefaultLimit) + ")"}}}}},
       {"required", {"pattern"}},
       {"additionalProperties", false}};
   return s;
@@ -85,8 +92,8 @@ Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::
   bool overflow = false;
   std::atomic<bool> stop{false};
   auto status = ctx.runner->exec(
-      {fd, "--hidden", "--no-ignore", "--exclude", ".git", "--type", "f", "--type", "l",
-       "--color", "never", "--absolute-path", "--print0", ".", canonical},
+      {fd, "--hidden", "--no-ignore", "--exclude", ".git", "--type", "f", "--type", "l", "--color",
+       "never", "--absolute-path", "--print0", ".", canonical},
       ctx.workspace, ctx.limits.default_timeout_s,
       [&](std::string_view chunk) {
         if (out.size() + chunk.size() > ctx.limits.output_ceiling) {
@@ -100,7 +107,8 @@ Result<std::vector<std::string>> list_with_fd(const std::string& fd, const std::
   if (!status) return fail(status.error());
   if (overflow) return fail("fdfind listed more than " + format_size(ctx.limits.output_ceiling));
   if (status->exit_code != 0 || status->signal != 0)
-    return fail("fdfind failed (exit " + std::to_string(status->exit_code) + "): " + out.substr(0, 500));
+    return fail("fdfind failed (exit " + std::to_string(status->exit_code) +
+                "): " + out.substr(0, 500));
   std::vector<std::string> paths;
   std::size_t start = 0;
   while (start < out.size()) {
@@ -127,10 +135,13 @@ ToolResult find_with_fd(const Target& target, const nlohmann::json& args, CallCo
 
 }  // namespace
 
-const Tool kFindTool = {
-    .name = "find", .spec = &find_spec,
-    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &find_in_sandbox,
-                   .external = {"fdfind", "fd"}, .run_external = &find_with_fd},
-    .explores = true};
+const Tool kFindTool = {.name = "find",
+                        .spec = &find_spec,
+                        .file = FileOp{.access = PathAccess::kRead,
+                                       .default_path = ".",
+                                       .op = &find_in_sandbox,
+                                       .external = {"fdfind", "fd"},
+                                       .run_external = &find_with_fd},
+                        .explores = true};
 
 }  // namespace moat::tools

@@ -45,7 +45,8 @@ const std::vector<GitIgnore::Rule>& GitIgnore::rules_of(const std::string& dir) 
     start = nl + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // Trailing spaces are ignored unless escaped with a backslash.
-    while (!line.empty() && line.back() == ' ' && !(line.size() >= 2 && line[line.size() - 2] == '\\'))
+    while (!line.empty() && line.back() == ' ' &&
+           !(line.size() >= 2 && line[line.size() - 2] == '\\'))
       line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     Rule r;

@@ -37,8 +37,7 @@ bool match_at(std::string_view p, std::size_t pi, std::string_view s, std::size_
   while (pi < p.size()) {
     const char pc = p[pi];
     if (pc == '*') {
-      const bool dstar = pi + 1 < p.size() && p[pi + 1] == '*' &&
-                         (pi == 0 || p[pi - 1] == '/') &&
+      const bool dstar = pi + 1 < p.size() && p[pi + 1] == '*' && (pi == 0 || p[pi - 1] == '/') &&
                          (pi + 2 == p.size() || p[pi + 2] == '/');
       if (dstar) {
         // "**/" also matches zero directories; a trailing "**" matches everything below.

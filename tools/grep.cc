@@ -75,7 +75,7 @@ ToolResult format_hits(std::vector<FileHits> files, const nlohmann::json& args) 
 
 Result<std::string> read_file(const std::string& path) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_canonical(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return fail(Error{EINVAL, "not a file"});
   std::string out;
   char buf[65536];
@@ -140,8 +140,10 @@ void take_rg_message(const nlohmann::json& msg, const std::string& root, bool ro
   std::string line = text_of(data["lines"]);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   const std::size_t n = data.value("line_number", std::size_t{0});
-  std::string rel = root_is_dir ? (path.size() > root.size() + 1 ? path.substr(root == "/" ? 1 : root.size() + 1) : path)
-                                : base_name(path);
+  std::string rel =
+      root_is_dir
+          ? (path.size() > root.size() + 1 ? path.substr(root == "/" ? 1 : root.size() + 1) : path)
+          : base_name(path);
   FileHits& f = (*files)[rel];
   f.rel = rel;
   f.lines[n] = line;
@@ -175,20 +177,34 @@ ToolSpec grep_spec(const ToolLimits&) {
       "Search file contents for a regex (or a literal string with literal=true). Includes "
       "dotfiles, leaves out what .gitignore ignores and binary files. Output lines are "
       "'path:line: text' for matches and 'path-line- text' for context lines, paths relative to "
-      "the search directory, sorted. Returns at most " + std::to_string(kGrepDefaultLimit) +
-      " matches by default (set limit for more) and at most " + format_size(kMaxBytes) +
-      " of output; lines longer than " + std::to_string(kGrepMaxLineLength) +
-      " characters are truncated.";
+      "the search directory, sorted. Returns at most " +
+      std::to_string(kGrepDefaultLimit) + " matches by default (set limit for more) and at most " +
+      format_size(kMaxBytes) + " of output; lines longer than " +
+      std::to_string(kGrepMaxLineLength) + " characters are truncated.";
   s.parameters = {
       {"type", "object"},
       {"properties",
-       {{"pattern", {{"type", "string"}, {"minLength", 1}, {"description", "Regex (or literal string) to search for"}}},
-        {"path", {{"type", "string"}, {"description", "Directory or file to search (default: the workspace)"}}},
-        {"glob", {{"type", "string"}, {"description", "Only search files matching this glob, e.g. '*.ts'"}}},
+       {{"pattern",
+         {{"type", "string"},
+          {"minLength", 1},
+          {"description", "Regex (or literal string) to search for"}}},
+        {"path",
+         {{"type", "string"},
+          {"description", "Directory or file to search (default: the workspace)"}}},
+        {"glob",
+         {{"type", "string"},
+          {"description", "Only search files matching this glob, e.g. '*.ts'"}}},
         {"ignoreCase", {{"type", "boolean"}, {"description", "Case-insensitive search"}}},
         {"literal", {{"type", "boolean"}, {"description", "Treat pattern as a literal string"}}},
-        {"context", {{"type", "integer"}, {"minimum", 0}, {"description", "Lines of context before and after each match"}}},
-        {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "Maximum number of matches (default " + std::to_string(kGrepDefaultLimit) + ")"}}}}},
+        {"context",
+         {{"type", "integer"},
+          {"minimum", 0},
+          {"description", "Lines of context before and after each match"}}},
+        {"limit",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description",
+           "Maximum number of matches (default " + std::to_string(kGrepDefaultLimit) + ")"}}}}},
       {"required", {"pattern"}},
       {"additionalProperties", false}};
   return s;
@@ -208,7 +224,7 @@ ToolResult grep_in_sandbox(const std::string& canonical, const nlohmann::json& a
   const std::size_t context = args.value("context", std::size_t{0});
   const std::string glob = args.value("glob", "");
   std::vector<FileHits> hits;
-  struct stat st{};
+  struct stat st {};
   auto fd = open_canonical(canonical, O_PATH);
   if (!fd || ::fstat(fd->get(), &st) != 0) return ToolResult::error("cannot search " + canonical);
   if (!S_ISDIR(st.st_mode)) {
@@ -232,33 +248,46 @@ ToolResult grep_with_rg(const Target& target, const nlohmann::json& args, CallCo
   const bool is_dir = target.is_dir;
   // Only .gitignore files count (not .ignore, .rgignore, global or git's exclude), with or
   // without a git repository: what the built-in walk does.
-  std::vector<std::string> argv = {rg, "--json", "--hidden", "--no-require-git", "--no-ignore-dot",
-                                   "--no-ignore-global", "--no-ignore-exclude", "--no-config",
-                                   "--no-messages", "--glob", "!.git"};
+  std::vector<std::string> argv = {rg,
+                                   "--json",
+                                   "--hidden",
+                                   "--no-require-git",
+                                   "--no-ignore-dot",
+                                   "--no-ignore-global",
+                                   "--no-ignore-exclude",
+                                   "--no-config",
+                                   "--no-messages",
+                                   "--glob",
+                                   "!.git"};
   if (args.value("ignoreCase", false)) argv.push_back("--ignore-case");
   if (args.value("literal", false)) argv.push_back("--fixed-strings");
-  if (args.value("context", 0) > 0) argv.insert(argv.end(), {"--context", std::to_string(args["context"].get<int>())});
+  if (args.value("context", 0) > 0)
+    argv.insert(argv.end(), {"--context", std::to_string(args["context"].get<int>())});
   // No --glob for the caller's glob: rg lets a whitelist glob override .gitignore, the
   // built-in does not; the glob is applied to rg's results below instead.
   argv.insert(argv.end(), {"--regexp", args.at("pattern").get<std::string>(), "--", canonical});
   std::string out;
   bool overflow = false;
   std::atomic<bool> stop{false};
-  auto status = ctx.runner->exec(argv, ctx.workspace, ctx.limits.default_timeout_s,
-                                 [&](std::string_view chunk) {
-                                   if (out.size() + chunk.size() > ctx.limits.output_ceiling) {
-                                     overflow = stop = true;
-                                     return;
-                                   }
-                                   out.append(chunk);
-                                 },
-                                 &stop);
+  auto status = ctx.runner->exec(
+      argv, ctx.workspace, ctx.limits.default_timeout_s,
+      [&](std::string_view chunk) {
+        if (out.size() + chunk.size() > ctx.limits.output_ceiling) {
+          overflow = stop = true;
+          return;
+        }
+        out.append(chunk);
+      },
+      &stop);
   if (!status) return ToolResult::error("could not run rg: " + status.error().message());
   std::string errors;
   std::map<std::string, FileHits> files = parse_rg_stream(out, canonical, is_dir, &errors);
   if (status->exit_code == 2 && files.empty())
-    return ToolResult::error("grep failed: " + sanitize_utf8(errors.empty() ? "rg exited with 2" : errors));
-  if (overflow) return ToolResult::error("grep produced more than " + format_size(ctx.limits.output_ceiling) + "; refine the pattern");
+    return ToolResult::error("grep failed: " +
+                             sanitize_utf8(errors.empty() ? "rg exited with 2" : errors));
+  if (overflow)
+    return ToolResult::error("grep produced more than " + format_size(ctx.limits.output_ceiling) +
+                             "; refine the pattern");
   const std::string glob = args.value("glob", "");
   std::vector<FileHits> hits;
   for (auto& [_, f] : files)
@@ -268,10 +297,13 @@ ToolResult grep_with_rg(const Target& target, const nlohmann::json& args, CallCo
 
 }  // namespace
 
-const Tool kGrepTool = {
-    .name = "grep", .spec = &grep_spec,
-    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &grep_in_sandbox,
-                   .external = {"rg"}, .run_external = &grep_with_rg},
-    .explores = true};
+const Tool kGrepTool = {.name = "grep",
+                        .spec = &grep_spec,
+                        .file = FileOp{.access = PathAccess::kRead,
+                                       .default_path = ".",
+                                       .op = &grep_in_sandbox,
+                                       .external = {"rg"},
+                                       .run_external = &grep_with_rg},
+                        .explores = true};
 
 }  // namespace moat::tools

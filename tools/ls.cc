@@ -26,8 +26,13 @@ ToolSpec ls_spec(const ToolLimits&) {
   s.parameters = {
       {"type", "object"},
       {"properties",
-       {{"path", {{"type", "string"}, {"description", "Directory to list (default: the workspace)"}}},
-        {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "Maximum number of entries (default " + std::to_string(kLsDefaultLimit) + ")"}}}}},
+       {{"path",
+         {{"type", "string"}, {"description", "Directory to list (default: the workspace)"}}},
+        {"limit",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"description",
+           "Maximum number of entries (default " + std::to_string(kLsDefaultLimit) + ")"}}}}},
       {"additionalProperties", false}};
   return s;
 }
@@ -35,19 +40,22 @@ ToolSpec ls_spec(const ToolLimits&) {
 ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
   auto fd = open_canonical(canonical, O_RDONLY | O_DIRECTORY);
   if (!fd) {
-    if (fd.error().code == ENOTDIR) return ToolResult::error(canonical + " is not a directory; use read for files");
+    if (fd.error().code == ENOTDIR)
+      return ToolResult::error(canonical + " is not a directory; use read for files");
     return ToolResult::error("cannot list " + canonical + ": " + fd.error().message());
   }
   DIR* d = ::fdopendir(fd->release());
-  if (d == nullptr) return ToolResult::error("cannot list " + canonical + ": " + std::strerror(errno));
+  if (d == nullptr)
+    return ToolResult::error("cannot list " + canonical + ": " + std::strerror(errno));
   std::unique_ptr<DIR, int (*)(DIR*)> owner(d, &::closedir);
   GitIgnore ignore;
   std::vector<std::pair<std::string, bool>> entries;  // name, is a directory
   while (const dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    struct stat st{};
-    const bool is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    struct stat st {};
+    const bool is_dir =
+        ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
     const std::string path = canonical == "/" ? "/" + name : canonical + "/" + name;
     if (ignore.is_ignored(path, is_dir)) continue;
     entries.emplace_back(std::move(name), is_dir);
@@ -77,7 +85,8 @@ ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& arg
 }  // namespace
 
 const Tool kLsTool = {
-    .name = "ls", .spec = &ls_spec,
+    .name = "ls",
+    .spec = &ls_spec,
     .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &ls_in_sandbox},
     .explores = true};
 

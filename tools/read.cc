@@ -22,8 +22,8 @@ namespace {
 // sees that there was more).
 struct Scan {
   std::size_t total_lines = 0;
-  std::string slice;                // lines [offset, offset + want), capped
-  std::size_t first_line_bytes = 0; // full length of line `offset`, without its newline
+  std::string slice;                 // lines [offset, offset + want), capped
+  std::size_t first_line_bytes = 0;  // full length of line `offset`, without its newline
 };
 
 // Streams the file through a fixed buffer with read(2): memory stays bounded whatever the
@@ -46,10 +46,12 @@ Result<Scan> scan_lines(int fd, std::size_t offset, std::size_t want) {
     const char* end = p + n;
     last = end[-1];
     while (p < end) {
-      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+      const char* nl =
+          static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
       const char* seg_end = nl ? nl + 1 : end;  // the segment keeps its newline
       if (line >= offset && line - offset < want && scan.slice.size() < cap)
-        scan.slice.append(p, std::min<std::size_t>(static_cast<std::size_t>(seg_end - p), cap - scan.slice.size()));
+        scan.slice.append(p, std::min<std::size_t>(static_cast<std::size_t>(seg_end - p),
+                                                   cap - scan.slice.size()));
       if (line == offset) scan.first_line_bytes += static_cast<std::size_t>((nl ? nl : end) - p);
       if (nl == nullptr) break;
       ++newlines;
@@ -95,7 +97,8 @@ ToolResult read_text(int fd, const nlohmann::json& args) {
   const bool user_limit = args.contains("limit");
   const std::size_t want = user_limit ? args["limit"].get<std::size_t>() : kMaxLines;
   auto scanned = scan_lines(fd, offset, want);
-  if (!scanned) return ToolResult::error("cannot read " + shown_path + ": " + scanned.error().message());
+  if (!scanned)
+    return ToolResult::error("cannot read " + shown_path + ": " + scanned.error().message());
   const Scan& scan = *scanned;
   const std::size_t total = scan.total_lines;
   if (offset > total) {
@@ -107,8 +110,9 @@ ToolResult read_text(int fd, const nlohmann::json& args) {
   const std::size_t last = offset + t.output_lines - 1;
   const std::size_t next = last + 1;
   if (t.first_line_exceeds_limit) {
-    return ToolResult::text("[Line " + std::to_string(offset) + " is " + format_size(scan.first_line_bytes) +
-                            ", over the " + format_size(kMaxBytes) + " limit. Use bash: sed -n '" +
+    return ToolResult::text("[Line " + std::to_string(offset) + " is " +
+                            format_size(scan.first_line_bytes) + ", over the " +
+                            format_size(kMaxBytes) + " limit. Use bash: sed -n '" +
                             std::to_string(offset) + "p' " + shell_quote(shown_path) +
                             " | head -c " + std::to_string(kMaxBytes) + "]");
   }
@@ -118,16 +122,17 @@ ToolResult read_text(int fd, const nlohmann::json& args) {
   const bool truncated = t.truncated || (!user_limit && last < total);
   std::vector<std::string> notices;
   if (truncated) {
-    notices.push_back("Showing lines " + std::to_string(offset) + "-" + std::to_string(last) + " of " +
-                      std::to_string(total) +
+    notices.push_back("Showing lines " + std::to_string(offset) + "-" + std::to_string(last) +
+                      " of " + std::to_string(total) +
                       (t.truncated_by == "bytes" ? " (" + format_size(kMaxBytes) + " limit)" : "") +
                       ". Use offset=" + std::to_string(next) + " to continue.");
   } else if (last < total) {
-    notices.push_back(std::to_string(total - last) + " more lines in file. Use offset=" +
-                      std::to_string(next) + " to continue.");
+    notices.push_back(std::to_string(total - last) +
+                      " more lines in file. Use offset=" + std::to_string(next) + " to continue.");
   }
   ToolResult r = ToolResult::text(append_notices(std::move(text), notices));
-  r.details = {{"totalLines", total}, {"firstLine", offset}, {"lastLine", last}, {"truncated", truncated}};
+  r.details = {
+      {"totalLines", total}, {"firstLine", offset}, {"lastLine", last}, {"truncated", truncated}};
   return r;
 }
 
@@ -136,25 +141,32 @@ ToolSpec read_spec(const ToolLimits&) {
   s.description =
       "Read the contents of a file. Supports text files and images (png, jpeg, gif, webp; "
       "detected from the file's bytes), which come back as image attachments (at most " +
-      format_size(kMaxImageBytes) + "). Text output is truncated to " +
-      std::to_string(kMaxLines) + " lines or " + format_size(kMaxBytes) +
+      format_size(kMaxImageBytes) + "). Text output is truncated to " + std::to_string(kMaxLines) +
+      " lines or " + format_size(kMaxBytes) +
       " (whichever is hit first); a truncated result ends with the offset to continue from. "
       "Use offset/limit for large files.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path", {{"type", "string"}, {"description", "Path to the file (relative to the workspace or absolute)"}}},
-        {"offset", {{"type", "integer"}, {"minimum", 1}, {"description", "Line number to start reading from (1-based)"}}},
-        {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "Maximum number of lines to read"}}}}},
-      {"required", {"path"}},
-      {"additionalProperties", false}};
+  s.parameters = {{"type", "object"},
+                  {"properties",
+                   {{"path",
+                     {{"type", "string"},
+                      {"description", "Path to the file (relative to the workspace or absolute)"}}},
+                    {"offset",
+                     {{"type", "integer"},
+                      {"minimum", 1},
+                      {"description", "Line number to start reading from (1-based)"}}},
+                    {"limit",
+                     {{"type", "integer"},
+                      {"minimum", 1},
+                      {"description", "Maximum number of lines to read"}}}}},
+                  {"required", {"path"}},
+                  {"additionalProperties", false}};
   return s;
 }
 
 ToolResult read_in_sandbox(const std::string& canonical, const nlohmann::json& args) {
   auto fd = open_canonical(canonical, O_RDONLY | O_NOCTTY | O_NONBLOCK);
   if (!fd) return ToolResult::error("cannot open " + canonical + ": " + fd.error().message());
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd->get(), &st) != 0)
     return ToolResult::error("cannot stat " + canonical + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode))
@@ -171,7 +183,8 @@ ToolResult read_in_sandbox(const std::string& canonical, const nlohmann::json& a
       return ToolResult::error("image is " + format_size(size) + ", over the " +
                                format_size(kMaxImageBytes) + " limit of one image block");
     auto bytes = read_whole(fd->get(), size);
-    if (!bytes) return ToolResult::error("cannot read " + canonical + ": " + bytes.error().message());
+    if (!bytes)
+      return ToolResult::error("cannot read " + canonical + ": " + bytes.error().message());
     return read_image(*bytes, *mime);
   }
   if (std::memchr(first.data(), '\0', first.size()) != nullptr)
@@ -187,9 +200,10 @@ std::vector<Guideline> read_guidance(const GrantedTools&) {
 
 }  // namespace
 
-const Tool kReadTool = {
-    .name = "read", .spec = &read_spec,
-    .file = FileOp{.access = PathAccess::kRead, .op = &read_in_sandbox}, .file_argument = "path",
-    .guidance = &read_guidance};
+const Tool kReadTool = {.name = "read",
+                        .spec = &read_spec,
+                        .file = FileOp{.access = PathAccess::kRead, .op = &read_in_sandbox},
+                        .file_argument = "path",
+                        .guidance = &read_guidance};
 
 }  // namespace moat::tools

@@ -25,9 +25,8 @@ namespace moat::tools {
 // The table: every tool, in the order the model sees them. Adding a tool is its own file
 // and one line here.
 const std::vector<const Tool*>& tool_table() {
-  static const std::vector<const Tool*> kRows = {&kReadTool,  &kBashTool, &kEditTool,
-                                                 &kWriteTool, &kGrepTool, &kFindTool,
-                                                 &kLsTool};
+  static const std::vector<const Tool*> kRows = {&kReadTool, &kBashTool, &kEditTool, &kWriteTool,
+                                                 &kGrepTool, &kFindTool, &kLsTool};
   return kRows;
 }
 
@@ -69,9 +68,12 @@ std::string tool_names() {
 Result<Target> resolve_target(const FileOp& tool, const std::string& path, CallContext& ctx) {
   const nlohmann::json which =
       ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
-  MOAT_ASSIGN_OR_RETURN(nlohmann::json r, call_worker(ctx, {{"op", "resolve"}, {"path", path},
-                                                            {"cwd", ctx.workspace}, {"which", which}}));
-  if (r.contains("error")) return fail("could not resolve " + path + ": " + r["error"].get<std::string>());
+  MOAT_ASSIGN_OR_RETURN(
+      nlohmann::json r,
+      call_worker(ctx,
+                  {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}, {"which", which}}));
+  if (r.contains("error"))
+    return fail("could not resolve " + path + ": " + r["error"].get<std::string>());
   Target t{r["path"].get<std::string>(), r["isDir"].get<bool>(), r.value("program", "")};
   if (tool.must_exist && !r["exists"].get<bool>())
     return fail("path not found: " + path + " (resolved to " + t.canonical + ")");
@@ -84,9 +86,11 @@ ToolResult run_operation(const Tool& tool, const Target& target, const nlohmann:
   const std::string name(tool.name);
   const InWorker in_worker = [&](const nlohmann::json& op_args) {
     auto response = call_worker(ctx, {{"op", name}, {"path", target.canonical}, {"args", op_args}});
-    if (!response) return ToolResult::error(name + " failed in the sandbox: " + response.error().message());
+    if (!response)
+      return ToolResult::error(name + " failed in the sandbox: " + response.error().message());
     if (response->contains("error"))
-      return ToolResult::error(name + " failed in the sandbox: " + (*response)["error"].get<std::string>());
+      return ToolResult::error(
+          name + " failed in the sandbox: " + (*response)["error"].get<std::string>());
     return ToolResult::from_json(*response);
   };
   if (!target.program.empty() && tool.file->run_external)
@@ -110,7 +114,8 @@ ToolResult run_file_tool(const Tool& tool, const ToolSpec& spec, const nlohmann:
       ctx.mutation_ticket.reset();
     }
   } leave{ctx};
-  const std::string path = args.contains("path") ? args["path"].get<std::string>() : op.default_path;
+  const std::string path =
+      args.contains("path") ? args["path"].get<std::string>() : op.default_path;
   auto target = resolve_target(op, path, ctx);
   if (!target) return ToolResult::error(target.error().message());
   // Named before the policy is asked: a call waiting for a person's answer holds back only
@@ -246,7 +251,8 @@ void take_mutation_ticket(const std::string& tool, CallContext& ctx) {
 ToolResult execute(const std::string& tool, const nlohmann::json& arguments, CallContext& ctx) {
   const Tool* row = row_of(tool);
   if (row == nullptr)
-    return ToolResult::error("unknown tool " + moat::quoted(tool) + "; the available tools are: " + tool_names());
+    return ToolResult::error("unknown tool " + moat::quoted(tool) +
+                             "; the available tools are: " + tool_names());
   const ToolSpec spec = spec_of(*row, ctx.limits);
   std::vector<std::string> notes;
   const nlohmann::json args = repair_arguments(tool, arguments, &notes);
@@ -275,7 +281,8 @@ std::string handle_in_sandbox(std::string_view request) {
     const std::string op = req.value("op", "");
     if (op == "resolve") return resolve_in_sandbox(req);
     if (const FileOp* file = file_op_of(op))
-      return dump(file->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
+      return dump(
+          file->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
     return dump({{"error", "unknown operation " + moat::quoted(op)}});
   } catch (const std::exception& e) {
     return dump({{"error", std::string("handler failed: ") + e.what()}});

@@ -34,11 +34,13 @@ Result<UniqueFd> open_without_symlinks(int dirfd, const std::string& path, int f
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i] == ".") continue;
     if (parts[i] == "..") return fail(Error::from_errno("openat", EXDEV, path));
-    struct stat st{};
-    if (::fstatat(cur.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+    struct stat st {};
+    if (::fstatat(cur.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode))
       return fail(Error::from_errno("openat", ELOOP, path));
     const bool last = i + 1 == parts.size();
-    const int f = last ? (flags | O_NOFOLLOW | O_CLOEXEC) : (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int f =
+        last ? (flags | O_NOFOLLOW | O_CLOEXEC) : (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     const int fd = ::openat(cur.get(), parts[i].c_str(), f, mode);
     if (fd < 0) return fail(Error::from_errno("openat", errno, path));
     cur.reset(fd);
@@ -124,9 +126,10 @@ Result<Resolved> resolve_once(int root, const std::string& full) {
     }
     // readlink before fstat: an unlink between them then shows as st_nlink == 0.
     MOAT_ASSIGN_OR_RETURN(std::string base, fd_path(fd->get()));
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd->get(), &st) != 0) return fail(Error::from_errno("fstat", errno, full));
-    if (st.st_nlink == 0 && !S_ISDIR(st.st_mode)) return fail(Error::from_errno("resolve", ESTALE, full));
+    if (st.st_nlink == 0 && !S_ISDIR(st.st_mode))
+      return fail(Error::from_errno("resolve", ESTALE, full));
     Resolved r;
     r.exists = n == parts.size();
     r.is_dir = S_ISDIR(st.st_mode);

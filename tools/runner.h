@@ -22,12 +22,12 @@ namespace moat::tools {
 // How one command ended, as the sandbox observed it (moatd audits these fields, not what a
 // tool reports). sandbox::Session::exec returns it as it is.
 struct ExecStatus {
-  pid_t pid = -1;            // host-visible pid of the worker
-  int exit_code = -1;        // valid when signal == 0
-  int signal = 0;            // the signal that ended it, or 0
-  bool timed_out = false;    // killed by the wall-clock timeout
-  bool cancelled = false;    // killed because the stop flags were raised
-  std::string limit;         // "wall_time", "cpu", "file_size", "output", ... or empty
+  pid_t pid = -1;          // host-visible pid of the worker
+  int exit_code = -1;      // valid when signal == 0
+  int signal = 0;          // the signal that ended it, or 0
+  bool timed_out = false;  // killed by the wall-clock timeout
+  bool cancelled = false;  // killed because the stop flags were raised
+  std::string limit;       // "wall_time", "cpu", "file_size", "output", ... or empty
   std::uint64_t output_bytes = 0;
   std::chrono::milliseconds duration{0};
 };

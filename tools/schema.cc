@@ -68,12 +68,11 @@ void validate(const nlohmann::json& v, const nlohmann::json& schema, const std::
     if (props.contains(key)) {
       validate(value, props[key], prefix + key, errors);
     } else if (schema.contains("additionalProperties") && schema["additionalProperties"] == false) {
-      errors->push_back(prefix + key + ": unknown field (allowed: " +
-                        [&] {
-                          std::string names;
-                          for (const auto& [k, _] : props.items()) names += (names.empty() ? "" : ", ") + k;
-                          return names;
-                        }() + ")");
+      errors->push_back(prefix + key + ": unknown field (allowed: " + [&] {
+        std::string names;
+        for (const auto& [k, _] : props.items()) names += (names.empty() ? "" : ", ") + k;
+        return names;
+      }() + ")");
     }
   }
 }
@@ -112,20 +111,22 @@ void repair_value(nlohmann::json& v, const nlohmann::json& schema, const std::st
       repair_value(v[i], schema["items"], where + "[" + std::to_string(i) + "]", notes);
   if (v.is_object() && schema.contains("properties"))
     for (auto& [key, sub] : schema["properties"].items())
-      if (v.contains(key)) repair_value(v[key], sub, where.empty() ? key : where + "." + key, notes);
+      if (v.contains(key))
+        repair_value(v[key], sub, where.empty() ? key : where + "." + key, notes);
 }
 
 // Arguments that are a file's content, not a name the kernel or argv will cut at NUL.
 constexpr std::string_view kContentFields[] = {"content", "oldText", "newText"};
 
 bool is_content_field(std::string_view key) {
-  return std::find(std::begin(kContentFields), std::end(kContentFields), key) != std::end(kContentFields);
+  return std::find(std::begin(kContentFields), std::end(kContentFields), key) !=
+         std::end(kContentFields);
 }
 
 std::optional<std::string> nul_in(const nlohmann::json& v, const std::string& where) {
   if (v.is_string())
     return v.get_ref<const std::string&>().find('\0') == std::string::npos ? std::nullopt
-                                                                            : std::optional(where);
+                                                                           : std::optional(where);
   if (v.is_array())
     for (std::size_t i = 0; i < v.size(); ++i)
       if (auto f = nul_in(v[i], where + "[" + std::to_string(i) + "]")) return f;

@@ -33,15 +33,18 @@ struct ToolLimits {
 // What the model is told about a tool: announced by moatd in `welcome`.
 struct ToolSpec {
   std::string name;
-  std::string description;  // generated from the limits the implementation enforces
+  std::string description;    // generated from the limits the implementation enforces
   nlohmann::json parameters;  // JSON Schema (draft 2020-12 subset) of the arguments
   bool mutates = false;       // edit/write: serialised per canonical path by moatd
   bool sequential = false;    // a batch holding this tool runs its calls one by one
 
   // The `welcome` frame's entry for the tool.
   nlohmann::json to_json() const {
-    return {{"name", name}, {"description", description}, {"parameters", parameters},
-            {"mutates", mutates}, {"sequential", sequential}};
+    return {{"name", name},
+            {"description", description},
+            {"parameters", parameters},
+            {"mutates", mutates},
+            {"sequential", sequential}};
   }
   // nullopt when the entry has no name to call the tool by; a missing field, or one of
   // another JSON type, keeps its default (moatd's frame must not make the client throw).

@@ -32,10 +32,16 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   std::size_t len = 0;
   std::uint32_t cp = 0;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else return 0;
   if (i + len > s.size()) return 0;
   for (std::size_t k = 1; k < len; ++k) {
     const auto cc = static_cast<unsigned char>(s[i + k]);

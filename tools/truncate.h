@@ -10,22 +10,22 @@
 
 namespace moat::tools {
 
-inline constexpr std::size_t kMaxLines = 2000;          // lines of one result
-inline constexpr std::size_t kMaxBytes = 50 * 1024;     // bytes of one result
-inline constexpr std::size_t kGrepMaxLineLength = 500;  // characters of one grep line
-inline constexpr std::size_t kGrepDefaultLimit = 100;   // matches
-inline constexpr std::size_t kFindDefaultLimit = 1000;  // paths
-inline constexpr std::size_t kLsDefaultLimit = 500;     // entries
+inline constexpr std::size_t kMaxLines = 2000;                  // lines of one result
+inline constexpr std::size_t kMaxBytes = 50 * 1024;             // bytes of one result
+inline constexpr std::size_t kGrepMaxLineLength = 500;          // characters of one grep line
+inline constexpr std::size_t kGrepDefaultLimit = 100;           // matches
+inline constexpr std::size_t kFindDefaultLimit = 1000;          // paths
+inline constexpr std::size_t kLsDefaultLimit = 500;             // entries
 inline constexpr std::size_t kMaxImageBytes = 5 * 1024 * 1024;  // read: one image block
 inline constexpr std::size_t kMaxReadFileBytes = 256ull * 1024 * 1024;  // read loads the file
 
 struct Truncation {
-  std::string text;             // what is kept
+  std::string text;  // what is kept
   bool truncated = false;
   std::string truncated_by;     // "lines" or "bytes" ("" when not truncated)
   std::size_t total_lines = 0;  // lines of the input
   std::size_t total_bytes = 0;
-  std::size_t output_lines = 0; // whole lines kept
+  std::size_t output_lines = 0;  // whole lines kept
   // Head only: the first line alone exceeds max_bytes, nothing was kept.
   bool first_line_exceeds_limit = false;
   // Tail only: the last line alone exceeds max_bytes and its tail was kept.

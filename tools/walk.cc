@@ -23,7 +23,7 @@ struct DirCloser {
 EntryType type_of(int dirfd, const dirent* e) {
   unsigned char t = e->d_type;
   if (t == DT_UNKNOWN) {
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) return EntryType::kOther;
     if (S_ISREG(st.st_mode)) return EntryType::kFile;
     if (S_ISDIR(st.st_mode)) return EntryType::kDir;

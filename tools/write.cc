@@ -15,7 +15,10 @@ ToolSpec write_spec(const ToolLimits&) {
   s.parameters = {
       {"type", "object"},
       {"properties",
-       {{"path", {{"type", "string"}, {"minLength", 1}, {"description", "Path to the file to write (relative to the workspace or absolute)"}}},
+       {{"path",
+         {{"type", "string"},
+          {"minLength", 1},
+          {"description", "Path to the file to write (relative to the workspace or absolute)"}}},
         {"content", {{"type", "string"}, {"description", "Content to write to the file"}}}}},
       {"required", {"path", "content"}},
       {"additionalProperties", false}};
@@ -27,7 +30,8 @@ ToolResult write_in_sandbox(const std::string& canonical, const nlohmann::json& 
   const std::string& content = args.at("content").get_ref<const std::string&>();
   if (auto r = replace_file(canonical, content, /*create_parents=*/true); !r)
     return ToolResult::error("cannot write " + canonical + ": " + r.error().message());
-  ToolResult r = ToolResult::text("Wrote " + std::to_string(content.size()) + " bytes to " + canonical);
+  ToolResult r =
+      ToolResult::text("Wrote " + std::to_string(content.size()) + " bytes to " + canonical);
   r.details = {{"bytes", content.size()}, {"path", canonical}, {"filesMutated", {canonical}}};
   return r;
 }
@@ -41,8 +45,11 @@ std::vector<Guideline> write_guidance(const GrantedTools& granted) {
 }  // namespace
 
 const Tool kWriteTool = {
-    .name = "write", .spec = &write_spec,
+    .name = "write",
+    .spec = &write_spec,
     .file = FileOp{.access = PathAccess::kWrite, .must_exist = false, .op = &write_in_sandbox},
-    .file_argument = "path", .changes_files = true, .guidance = &write_guidance};
+    .file_argument = "path",
+    .changes_files = true,
+    .guidance = &write_guidance};
 
 }  // namespace moat::tools

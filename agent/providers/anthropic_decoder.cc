@@ -18,8 +18,7 @@ struct Block {
 
 // The usage fields of the normalised parse; null until the stream sends them.
 constexpr const char* kUsageFields[] = {"input_tokens", "output_tokens",
-                                        "cache_creation_input_tokens",
-                                        "cache_read_input_tokens"};
+                                        "cache_creation_input_tokens", "cache_read_input_tokens"};
 
 class AnthropicDecoder final : public DecoderBase {
  public:
@@ -54,7 +53,8 @@ class AnthropicDecoder final : public DecoderBase {
   }
 
   void end_of_stream() override {
-    if (!saw_message_stop_) set_failure({502, "incomplete_stream", "stream ended before message_stop"});
+    if (!saw_message_stop_)
+      set_failure({502, "incomplete_stream", "stream ended before message_stop"});
   }
 
   json normalized(size_t /*comment_lines*/) const override {
@@ -72,14 +72,23 @@ class AnthropicDecoder final : public DecoderBase {
         nb["data"] = b.data;
       } else if (b.type == "tool_use") {
         json input = tool_input(b);
-        nb.update({{"id", b.id}, {"name", b.name}, {"partial_json", b.partial_json},
-                   {"input", input}, {"complete", b.stopped && !input.is_null()}});
+        nb.update({{"id", b.id},
+                   {"name", b.name},
+                   {"partial_json", b.partial_json},
+                   {"input", input},
+                   {"complete", b.stopped && !input.is_null()}});
       }
       blocks.push_back(nb);
     }
-    return {{"message_id", message_id_}, {"model", model_}, {"text", text},
-            {"blocks", blocks}, {"stop_reason", stop_reason_}, {"stop_sequence", stop_sequence_},
-            {"usage", usage_}, {"error", error_}, {"saw_message_stop", saw_message_stop_},
+    return {{"message_id", message_id_},
+            {"model", model_},
+            {"text", text},
+            {"blocks", blocks},
+            {"stop_reason", stop_reason_},
+            {"stop_sequence", stop_sequence_},
+            {"usage", usage_},
+            {"error", error_},
+            {"saw_message_stop", saw_message_stop_},
             {"data_events", data_events_}};
   }
 
@@ -89,8 +98,8 @@ class AnthropicDecoder final : public DecoderBase {
       if (b.type == "text" && !b.text.empty()) {
         content.push_back({{"type", "text"}, {"text", b.text}});
       } else if (b.type == "thinking") {
-        content.push_back({{"type", "thinking"}, {"thinking", b.thinking},
-                           {"signature", b.signature}});
+        content.push_back(
+            {{"type", "thinking"}, {"thinking", b.thinking}, {"signature", b.signature}});
       } else if (b.type == "redacted_thinking") {
         // With extended thinking on, the assistant turn must go back with its thinking
         // blocks unchanged, the redacted ones included (docs.anthropic.com, extended thinking).
@@ -161,8 +170,10 @@ class AnthropicDecoder final : public DecoderBase {
     for (const char* f : kUsageFields)
       if (auto v = int_field(u, f)) usage_[f] = *v;
     if (const json* cc = field(u, "cache_creation")) {
-      if (auto v = int_field(*cc, "ephemeral_5m_input_tokens")) usage_["ephemeral_5m_input_tokens"] = *v;
-      if (auto v = int_field(*cc, "ephemeral_1h_input_tokens")) usage_["ephemeral_1h_input_tokens"] = *v;
+      if (auto v = int_field(*cc, "ephemeral_5m_input_tokens"))
+        usage_["ephemeral_5m_input_tokens"] = *v;
+      if (auto v = int_field(*cc, "ephemeral_1h_input_tokens"))
+        usage_["ephemeral_1h_input_tokens"] = *v;
     }
   }
 

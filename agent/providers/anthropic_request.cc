@@ -13,19 +13,22 @@ void add_block(const json& b, const std::string& t, json& out) {
     out.push_back({{"type", "text"}, {"text", b["text"]}});
   } else if (t == "image") {
     out.push_back({{"type", "image"},
-                   {"source", {{"type", "base64"}, {"media_type", raw_field(b, "mimeType")},
-                               {"data", raw_field(b, "data")}}}});
+                   {"source",
+                    {{"type", "base64"},
+                     {"media_type", raw_field(b, "mimeType")},
+                     {"data", raw_field(b, "data")}}}});
   } else if (t == "thinking") {
     // A thinking block is only accepted back with the signature Anthropic gave it; a
     // redacted one goes back as the encrypted data it came as.
     if (auto data = string_field(b, "redacted"); data && !data->empty())
       out.push_back({{"type", "redacted_thinking"}, {"data", *data}});
     else if (auto sig = string_field(b, "signature"); sig && !sig->empty())
-      out.push_back({{"type", "thinking"}, {"thinking", raw_field(b, "thinking")},
-                     {"signature", *sig}});
+      out.push_back(
+          {{"type", "thinking"}, {"thinking", raw_field(b, "thinking")}, {"signature", *sig}});
   } else if (t == "toolCall") {
     json input = raw_field(b, "arguments");
-    out.push_back({{"type", "tool_use"}, {"id", raw_field(b, "id")},
+    out.push_back({{"type", "tool_use"},
+                   {"id", raw_field(b, "id")},
                    {"name", raw_field(b, "name")},
                    {"input", input.is_object() ? input : json::object()}});
   }
@@ -34,7 +37,8 @@ void add_block(const json& b, const std::string& t, json& out) {
 json content_blocks(const json& content) { return wire_blocks(content, "text", add_block); }
 
 json tool_result_block(const json& m) {
-  json block = {{"type", "tool_result"}, {"tool_use_id", raw_field(m, "toolCallId")},
+  json block = {{"type", "tool_result"},
+                {"tool_use_id", raw_field(m, "toolCallId")},
                 {"content", content_blocks(raw_field(m, "content"))}};
   if (field(m, "isError") && m["isError"].is_boolean() && m["isError"].get<bool>())
     block["is_error"] = true;
@@ -70,8 +74,8 @@ json wire_messages(const std::vector<Message>& messages) {
 }  // namespace
 
 json anthropic_body(const ModelRequest& request, const BodyOptions& options) {
-  json body = {{"model", options.model}, {"max_tokens", request.max_output_tokens},
-               {"stream", true}};
+  json body = {
+      {"model", options.model}, {"max_tokens", request.max_output_tokens}, {"stream", true}};
   if (options.thinking_budget > 0) {
     // Extended thinking: budget_tokens must stay below max_tokens, which counts the
     // thinking too, so the answer keeps its whole output allowance on top of the budget.
@@ -80,8 +84,8 @@ json anthropic_body(const ModelRequest& request, const BodyOptions& options) {
   }
   json tools = json::array();
   for (const auto& t : request.tools)
-    tools.push_back({{"name", t.name}, {"description", t.description},
-                     {"input_schema", t.parameters}});
+    tools.push_back(
+        {{"name", t.name}, {"description", t.description}, {"input_schema", t.parameters}});
   json system = json::array();
   if (!request.system.empty()) system.push_back({{"type", "text"}, {"text", request.system}});
   json messages = wire_messages(request.messages);

@@ -52,10 +52,14 @@ Pricing anthropic_prices(double in, double out) {
 Config builtin_config() {
   Config c;
   auto add = [&](ProviderConfig p) { c.providers[p.name] = std::move(p); };
-  add(provider("anthropic", Api::kAnthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY", false, false));
-  add(provider("openai", Api::kOpenAiResponses, "https://api.openai.com/v1", "OPENAI_API_KEY", false, false));
-  add(provider("openai-chat", Api::kOpenAiChat, "https://api.openai.com/v1", "OPENAI_API_KEY", false, false));
-  add(provider("openrouter", Api::kOpenAiChat, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", false, false));
+  add(provider("anthropic", Api::kAnthropic, "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY",
+               false, false));
+  add(provider("openai", Api::kOpenAiResponses, "https://api.openai.com/v1", "OPENAI_API_KEY",
+               false, false));
+  add(provider("openai-chat", Api::kOpenAiChat, "https://api.openai.com/v1", "OPENAI_API_KEY",
+               false, false));
+  add(provider("openrouter", Api::kOpenAiChat, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
+               false, false));
   add(provider("ollama", Api::kOpenAiChat, "http://127.0.0.1:11434/v1", "", true, true));
   add(provider("vllm", Api::kOpenAiChat, "http://127.0.0.1:8000/v1", "", true, true));
   add(provider("llamacpp", Api::kOpenAiChat, "http://127.0.0.1:8080/v1", "", false, true));
@@ -73,10 +77,14 @@ Config builtin_config() {
   };
   // OpenAI bills cached input at a discount and has no separate cache-write price.
   for (const char* provider : {"openai", "openai-chat"}) {
-    c.models.push_back(model(provider, "gpt-5", 400000, 128000, {1.25, 10, 0.125, 0, std::nullopt, {}}));
-    c.models.push_back(model(provider, "gpt-5-mini", 400000, 128000, {0.25, 2, 0.025, 0, std::nullopt, {}}));
-    c.models.push_back(model(provider, "gpt-4.1", 1047576, 32768, {2, 8, 0.5, 0, std::nullopt, {}}));
-    c.models.push_back(model(provider, "gpt-4o-mini", 128000, 16384, {0.15, 0.6, 0.075, 0, std::nullopt, {}}));
+    c.models.push_back(
+        model(provider, "gpt-5", 400000, 128000, {1.25, 10, 0.125, 0, std::nullopt, {}}));
+    c.models.push_back(
+        model(provider, "gpt-5-mini", 400000, 128000, {0.25, 2, 0.025, 0, std::nullopt, {}}));
+    c.models.push_back(
+        model(provider, "gpt-4.1", 1047576, 32768, {2, 8, 0.5, 0, std::nullopt, {}}));
+    c.models.push_back(
+        model(provider, "gpt-4o-mini", 128000, 16384, {0.15, 0.6, 0.075, 0, std::nullopt, {}}));
   }
   return c;
 }
@@ -161,11 +169,13 @@ Result<void> read_retry_and_timeouts(const toml::table& t, ProviderConfig& p,
 Result<void> read_prices(const toml::table& t, PriceTier& p, const std::string& where,
                          bool with_threshold) {
   if (with_threshold) {
-    MOAT_TRY(check_keys(t, {"above_input_tokens", "input", "output", "cache_read", "cache_write",
-                            "cache_write_1h"}, where));
+    MOAT_TRY(check_keys(
+        t, {"above_input_tokens", "input", "output", "cache_read", "cache_write", "cache_write_1h"},
+        where));
     MOAT_TRY(read(t, "above_input_tokens", p.above_input_tokens, where));
   } else {
-    MOAT_TRY(check_keys(t, {"input", "output", "cache_read", "cache_write", "cache_write_1h"}, where));
+    MOAT_TRY(
+        check_keys(t, {"input", "output", "cache_read", "cache_write", "cache_write_1h"}, where));
   }
   MOAT_TRY(read(t, "input", p.input, where));
   MOAT_TRY(read(t, "output", p.output, where));
@@ -181,9 +191,10 @@ Result<void> read_prices(const toml::table& t, PriceTier& p, const std::string& 
 
 Result<ProviderConfig> read_provider(const std::string& name, const toml::table& t,
                                      const std::string& where) {
-  MOAT_TRY(check_keys(t, {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local",
-                          "max_retries", "retry_base_ms", "retry_max_ms", "retry_after_cap_ms",
-                          "connect_timeout_ms", "idle_timeout_ms"},
+  MOAT_TRY(check_keys(t,
+                      {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local",
+                       "max_retries", "retry_base_ms", "retry_max_ms", "retry_after_cap_ms",
+                       "connect_timeout_ms", "idle_timeout_ms"},
                       where));
   ProviderConfig p;
   p.name = name;
@@ -199,7 +210,8 @@ Result<ProviderConfig> read_provider(const std::string& name, const toml::table&
   MOAT_TRY(read_retry_and_timeouts(t, p, where));
   if (const toml::table* h = t["headers"].as_table()) {
     for (const auto& [k, v] : *h) {
-      if (!v.is_string()) return fail(where + ".headers." + std::string(k.str()) + ": expected a string");
+      if (!v.is_string())
+        return fail(where + ".headers." + std::string(k.str()) + ": expected a string");
       p.headers[std::string(k.str())] = **v.as_string();
     }
   }
@@ -207,9 +219,9 @@ Result<ProviderConfig> read_provider(const std::string& name, const toml::table&
 }
 
 Result<ModelConfig> read_model(const toml::table& t, const std::string& where) {
-  MOAT_TRY(check_keys(t, {"provider", "id", "context_window", "max_output", "price", "tiers",
-                          "thinking_budget"},
-                      where));
+  MOAT_TRY(check_keys(
+      t, {"provider", "id", "context_window", "max_output", "price", "tiers", "thinking_budget"},
+      where));
   ModelConfig m;
   MOAT_TRY(read(t, "provider", m.provider, where));
   MOAT_TRY(read(t, "id", m.id, where));
@@ -220,7 +232,8 @@ Result<ModelConfig> read_model(const toml::table& t, const std::string& where) {
   if (const toml::table* price = t["price"].as_table()) {
     PriceTier base;
     MOAT_TRY(read_prices(*price, base, where + ".price", false));
-    m.pricing = Pricing{base.input, base.output, base.cache_read, base.cache_write, base.cache_write_1h, {}};
+    m.pricing = Pricing{base.input,       base.output,         base.cache_read,
+                        base.cache_write, base.cache_write_1h, {}};
   }
   if (const toml::array* tiers = t["tiers"].as_array()) {
     for (size_t i = 0; i < tiers->size(); ++i) {
@@ -254,7 +267,8 @@ Result<Config> overlay(const toml::table& root, Config c, const std::string& ori
       MOAT_ASSIGN_OR_RETURN(ModelConfig m, read_model(*t, where));
       if (!c.providers.count(m.provider))
         return fail(where + ": unknown provider " + ::moat::quoted(m.provider));
-      std::erase_if(c.models, [&](const ModelConfig& o) { return o.provider == m.provider && o.id == m.id; });
+      std::erase_if(c.models,
+                    [&](const ModelConfig& o) { return o.provider == m.provider && o.id == m.id; });
       c.models.push_back(std::move(m));
     }
   }

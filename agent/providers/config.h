@@ -18,29 +18,29 @@ namespace moat::agent::providers {
 // [providers.NAME]
 struct ProviderConfig {
   std::string name;
-  Api kind = Api::kOpenAiChat;       // kind = "openai-chat" | "anthropic" | "openai-responses"
-  std::string base_url;              // base_url = "https://api.openai.com/v1"
-  std::string api_key_env;           // api_key_env = "OPENAI_API_KEY"; "" for local servers
+  Api kind = Api::kOpenAiChat;  // kind = "openai-chat" | "anthropic" | "openai-responses"
+  std::string base_url;         // base_url = "https://api.openai.com/v1"
+  std::string api_key_env;      // api_key_env = "OPENAI_API_KEY"; "" for local servers
   std::map<std::string, std::string> headers;  // headers = { "X-Title" = "moat" }
-  bool legacy_max_tokens = false;    // legacy_max_tokens = true: send max_tokens
-  bool local = false;                // local = true: unknown models are free and allowed
-  RetryPolicy retry;                 // max_retries = 4, retry_base_ms = 1000,
-                                     // retry_max_ms = 30000, retry_after_cap_ms = 60000
-  int64_t connect_timeout_ms = 10000;  // connect_timeout_ms = 10000
-  int64_t idle_timeout_ms = 120000;    // idle_timeout_ms = 120000: no byte for this long fails
+  bool legacy_max_tokens = false;              // legacy_max_tokens = true: send max_tokens
+  bool local = false;                          // local = true: unknown models are free and allowed
+  RetryPolicy retry;                           // max_retries = 4, retry_base_ms = 1000,
+                                               // retry_max_ms = 30000, retry_after_cap_ms = 60000
+  int64_t connect_timeout_ms = 10000;          // connect_timeout_ms = 10000
+  int64_t idle_timeout_ms = 120000;  // idle_timeout_ms = 120000: no byte for this long fails
 };
 
 // [[models]]
 struct ModelConfig {
-  std::string provider;              // provider = "anthropic"
-  std::string id;                    // id = "claude-sonnet-4-5"
-  int64_t context_window = 128000;   // context_window = 200000
-  int64_t max_output = 8192;         // max_output = 64000
-  Pricing pricing;                   // [models.price] input/output/cache_read/cache_write/
-                                     // cache_write_1h, [[models.tiers]] above_input_tokens + same
-  bool known = true;                 // false: not in any catalogue (prices unknown, shown as 0)
-  int64_t thinking_budget = 0;       // thinking_budget = 8000: Anthropic extended thinking
-                                     // with this many tokens (0 = off; other APIs ignore it)
+  std::string provider;             // provider = "anthropic"
+  std::string id;                   // id = "claude-sonnet-4-5"
+  int64_t context_window = 128000;  // context_window = 200000
+  int64_t max_output = 8192;        // max_output = 64000
+  Pricing pricing;                  // [models.price] input/output/cache_read/cache_write/
+                                    // cache_write_1h, [[models.tiers]] above_input_tokens + same
+  bool known = true;                // false: not in any catalogue (prices unknown, shown as 0)
+  int64_t thinking_budget = 0;      // thinking_budget = 8000: Anthropic extended thinking
+                                    // with this many tokens (0 = off; other APIs ignore it)
 };
 
 struct Config {

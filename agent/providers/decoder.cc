@@ -51,8 +51,8 @@ std::unique_ptr<StreamDecoder> make_decoder(Api api, DecoderContext context) {
 nlohmann::json tool_call_block(const std::string& id, const std::string& name,
                                const std::string& raw_arguments, bool closed) {
   json block = {{"type", "toolCall"}, {"id", id}, {"name", name}};
-  std::optional<json> parsed = raw_arguments.empty() ? std::optional<json>(json::object())
-                                                     : parse_json(raw_arguments);
+  std::optional<json> parsed =
+      raw_arguments.empty() ? std::optional<json>(json::object()) : parse_json(raw_arguments);
   if (closed && parsed && parsed->is_object()) {
     block["arguments"] = std::move(*parsed);
   } else {
@@ -63,10 +63,13 @@ nlohmann::json tool_call_block(const std::string& id, const std::string& name,
   return block;
 }
 
-nlohmann::json usage_json(int64_t input, int64_t output, int64_t cache_read,
-                          int64_t cache_write, int64_t cache_write_1h) {
-  return {{"input", input}, {"output", output}, {"cacheRead", cache_read},
-          {"cacheWrite", cache_write}, {"cacheWrite1h", cache_write_1h}};
+nlohmann::json usage_json(int64_t input, int64_t output, int64_t cache_read, int64_t cache_write,
+                          int64_t cache_write_1h) {
+  return {{"input", input},
+          {"output", output},
+          {"cacheRead", cache_read},
+          {"cacheWrite", cache_write},
+          {"cacheWrite1h", cache_write_1h}};
 }
 
 nlohmann::json normalized_openai_usage(const nlohmann::json& usage, const OpenAiUsageNames& names) {
@@ -78,7 +81,8 @@ nlohmann::json normalized_openai_usage(const nlohmann::json& usage, const OpenAi
   return {{names.input, int_or_null(int_field(usage, names.input))},
           {names.output, int_or_null(int_field(usage, names.output))},
           {"total_tokens", int_or_null(int_field(usage, "total_tokens"))},
-          {"cached_tokens", cached}, {"reasoning_tokens", reasoning}};
+          {"cached_tokens", cached},
+          {"reasoning_tokens", reasoning}};
 }
 
 nlohmann::json openai_message_usage(const nlohmann::json& usage, const OpenAiUsageNames& names) {

@@ -68,8 +68,8 @@ std::unique_ptr<StreamDecoder> make_responses_decoder(DecoderContext context);
 // can refuse to execute the call.
 nlohmann::json tool_call_block(const std::string& id, const std::string& name,
                                const std::string& raw_arguments, bool closed = true);
-nlohmann::json usage_json(int64_t input, int64_t output, int64_t cache_read,
-                          int64_t cache_write, int64_t cache_write_1h);
+nlohmann::json usage_json(int64_t input, int64_t output, int64_t cache_read, int64_t cache_write,
+                          int64_t cache_write_1h);
 
 // OpenAI's two APIs count tokens alike under different names: Chat's prompt/completion,
 // Responses' input/output, each with a details object holding the cached (input) and
@@ -80,12 +80,10 @@ struct OpenAiUsageNames {
   const char* input_details;
   const char* output_details;
 };
-inline constexpr OpenAiUsageNames kChatUsageNames{"prompt_tokens", "completion_tokens",
-                                                  "prompt_tokens_details",
-                                                  "completion_tokens_details"};
-inline constexpr OpenAiUsageNames kResponsesUsageNames{"input_tokens", "output_tokens",
-                                                       "input_tokens_details",
-                                                       "output_tokens_details"};
+inline constexpr OpenAiUsageNames kChatUsageNames{
+    "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"};
+inline constexpr OpenAiUsageNames kResponsesUsageNames{
+    "input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"};
 // The usage object of the normalised parse: the counts as sent, null where absent.
 nlohmann::json normalized_openai_usage(const nlohmann::json& usage, const OpenAiUsageNames& names);
 // moat's usage (usage_json): the input count includes the cached part, and moat's "input"

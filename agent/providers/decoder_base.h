@@ -42,13 +42,13 @@ class DecoderBase : public StreamDecoder {
 
   // The assistant message in moat's shape (agent/provider.h) around what the stream held.
   Message answer(json content, const std::string& stop_reason, json usage) const {
-    return {{"role", "assistant"},     {"content", std::move(content)},
+    return {{"role", "assistant"},       {"content", std::move(content)},
             {"stopReason", stop_reason}, {"usage", std::move(usage)},
             {"provider", ctx_.provider}, {"model", ctx_.model.empty() ? model_ : ctx_.model}};
   }
 
   DecoderContext ctx_;
-  std::string model_;    // the model the stream names
+  std::string model_;     // the model the stream names
   json error_ = nullptr;  // the error object the stream sent, as sent
   size_t data_events_ = 0;
   std::optional<StreamFailure> failure_;

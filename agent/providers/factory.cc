@@ -11,14 +11,15 @@ namespace moat::agent::providers {
 Result<ResolvedModel> resolve_model(const std::string& spec, const Config& config) {
   const size_t slash = spec.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == spec.size())
-    return fail("--model " + ::moat::quoted(spec) + ": expected provider/model-id, e.g. anthropic/claude-sonnet-4-5");
+    return fail("--model " + ::moat::quoted(spec) +
+                ": expected provider/model-id, e.g. anthropic/claude-sonnet-4-5");
   const std::string provider = spec.substr(0, slash);
   auto p = config.providers.find(provider);
   if (p == config.providers.end()) {
     std::string known;
     for (const auto& [name, cfg] : config.providers) known += (known.empty() ? "" : ", ") + name;
-    return fail("--model " + ::moat::quoted(spec) + ": unknown provider " + ::moat::quoted(provider) +
-                " (known: " + known + ")");
+    return fail("--model " + ::moat::quoted(spec) + ": unknown provider " +
+                ::moat::quoted(provider) + " (known: " + known + ")");
   }
   MOAT_ASSIGN_OR_RETURN(ModelConfig m, config.model(provider, spec.substr(slash + 1)));
   return ResolvedModel{p->second, std::move(m)};

@@ -64,9 +64,9 @@ class HttpProvider final : public Provider {
       if (a.cancelled) return aborted_message();
       const std::string reason = describe(a);
       if (!is_retryable(a.status, a.kind) || attempt >= s_.retry.max_retries)
-        return fail(error(a, reason + (attempt > 0 ? " (after " + std::to_string(attempt + 1) +
-                                                         " attempts)"
-                                                   : "")));
+        return fail(error(
+            a,
+            reason + (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : "")));
       milliseconds delay = backoff_delay(s_.retry, attempt, rng_);
       if (auto asked = retry_after(a.headers)) {
         if (*asked > s_.retry.max_retry_after)
@@ -121,13 +121,20 @@ class HttpProvider final : public Provider {
     a.headers = std::move(out.headers);
     switch (out.transport) {
       case Transport::kCancelled: a.cancelled = true; return a;
-      case Transport::kConnectFailed: a.kind = "connect_failed"; a.text = out.detail; return a;
+      case Transport::kConnectFailed:
+        a.kind = "connect_failed";
+        a.text = out.detail;
+        return a;
       case Transport::kIdleTimeout:
         a.kind = "idle_timeout";
         a.text = "no data for " + std::to_string(http.idle_timeout.count()) + " ms";
         return a;
-      case Transport::kBroken: a.kind = "connection_broken"; a.text = out.detail; return a;
-      case Transport::kStopped: case Transport::kOk: break;
+      case Transport::kBroken:
+        a.kind = "connection_broken";
+        a.text = out.detail;
+        return a;
+      case Transport::kStopped:
+      case Transport::kOk: break;
     }
     if (a.status < 200 || a.status >= 300) {
       read_error_body(out.error_body, a);
@@ -149,8 +156,10 @@ class HttpProvider final : public Provider {
 
   Message aborted_message() const {
     Message m = last_decoder_ ? last_decoder_->message()
-                              : Message{{"role", "assistant"}, {"content", json::array()},
-                                        {"provider", s_.name}, {"model", s_.model}};
+                              : Message{{"role", "assistant"},
+                                        {"content", json::array()},
+                                        {"provider", s_.name},
+                                        {"model", s_.model}};
     // Half-streamed calls must not run: keep only what the user already saw.
     json kept = json::array();
     for (const auto& b : m["content"])

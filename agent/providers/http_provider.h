@@ -23,7 +23,7 @@ struct RetryNotice {
 };
 
 struct ProviderSettings {
-  std::string name;      // "anthropic", "openai", "ollama", ... (messages and errors)
+  std::string name;  // "anthropic", "openai", "ollama", ... (messages and errors)
   Api api = Api::kOpenAiChat;
   std::string base_url;  // up to and including the version: "https://api.openai.com/v1"
   std::string api_key;   // empty: no auth header (local servers). Never logged or echoed.

@@ -23,12 +23,12 @@ struct HttpRequest {
 };
 
 enum class Transport {
-  kOk,            // the server answered; see status
-  kConnectFailed, // DNS, refused, TLS, or the connect timeout
-  kIdleTimeout,   // no byte within idle_timeout
-  kCancelled,     // *cancel became true
-  kStopped,       // on_body asked to stop (the decoder saw a failure)
-  kBroken,        // the connection broke mid-transfer
+  kOk,             // the server answered; see status
+  kConnectFailed,  // DNS, refused, TLS, or the connect timeout
+  kIdleTimeout,    // no byte within idle_timeout
+  kCancelled,      // *cancel became true
+  kStopped,        // on_body asked to stop (the decoder saw a failure)
+  kBroken,         // the connection broke mid-transfer
 };
 
 struct HttpOutcome {

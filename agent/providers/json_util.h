@@ -36,9 +36,7 @@ inline json raw_field(const json& j, std::string_view key) {
   const json* f = field(j, key);
   return f == nullptr ? json(nullptr) : *f;
 }
-inline json int_or_null(const std::optional<int64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+inline json int_or_null(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 // Parses without exceptions; nullopt when the text is not JSON.
 inline std::optional<json> parse_json(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);

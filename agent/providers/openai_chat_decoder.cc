@@ -50,8 +50,11 @@ class OpenAiChatDecoder final : public DecoderBase {
     json calls = json::array();
     for (const auto& c : calls_) {
       json parsed = parse_arguments(c.arguments);
-      calls.push_back({{"index", c.index}, {"id", c.id}, {"name", c.name},
-                       {"arguments", c.arguments}, {"arguments_json", parsed},
+      calls.push_back({{"index", c.index},
+                       {"id", c.id},
+                       {"name", c.name},
+                       {"arguments", c.arguments},
+                       {"arguments_json", parsed},
                        {"complete", !parsed.is_null()}});
     }
     return {{"text", text_},
@@ -139,12 +142,12 @@ class OpenAiChatDecoder final : public DecoderBase {
   void fail_from_error() {
     if (failure_) return;
     StreamFailure f;
-    f.message = string_field(error_, "message").value_or(error_.is_string() ? error_.get<std::string>()
-                                                                            : error_.dump());
+    f.message = string_field(error_, "message")
+                    .value_or(error_.is_string() ? error_.get<std::string>() : error_.dump());
     f.kind = string_field(error_, "type").value_or("");
     if (auto code = string_field(error_, "code")) f.kind = *code;
-    f.status = static_cast<int>(int_field(error_, "status_code")
-                                    .value_or(int_field(error_, "code").value_or(500)));
+    f.status = static_cast<int>(
+        int_field(error_, "status_code").value_or(int_field(error_, "code").value_or(500)));
     failure_ = f;
   }
 

@@ -29,8 +29,9 @@ json user_content(const json& content) {
     if (t == "text") parts.push_back({{"type", "text"}, {"text", b["text"]}});
     if (t == "image")
       parts.push_back({{"type", "image_url"},
-                       {"image_url", {{"url", "data:" + string_field(b, "mimeType").value_or("") +
-                                                  ";base64," + string_field(b, "data").value_or("")}}}});
+                       {"image_url",
+                        {{"url", "data:" + string_field(b, "mimeType").value_or("") + ";base64," +
+                                     string_field(b, "data").value_or("")}}}});
   }
   return parts;
 }
@@ -45,11 +46,13 @@ json assistant_message(const json& msg) {
     for (const auto& b : content) {
       if (string_field(b, "type").value_or("") != "toolCall") continue;
       // The wire carries arguments as a JSON string, not an object.
-      calls.push_back({{"id", raw_field(b, "id")}, {"type", "function"},
-                       {"function", {{"name", raw_field(b, "name")},
-                                     {"arguments", raw_field(b, "arguments").is_null()
-                                                       ? std::string("{}")
-                                                       : b["arguments"].dump()}}}});
+      calls.push_back(
+          {{"id", raw_field(b, "id")},
+           {"type", "function"},
+           {"function",
+            {{"name", raw_field(b, "name")},
+             {"arguments",
+              raw_field(b, "arguments").is_null() ? std::string("{}") : b["arguments"].dump()}}}});
     }
   if (!calls.empty()) out["tool_calls"] = calls;
   return out;
@@ -59,7 +62,8 @@ json assistant_message(const json& msg) {
 
 json openai_chat_body(const ModelRequest& request, const BodyOptions& options) {
   json messages = json::array();
-  if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});
+  if (!request.system.empty())
+    messages.push_back({{"role", "system"}, {"content", request.system}});
   for (const auto& m : request.messages) {
     const std::string role = string_field(m, "role").value_or("");
     if (role == "user") {
@@ -68,20 +72,24 @@ json openai_chat_body(const ModelRequest& request, const BodyOptions& options) {
       json a = assistant_message(m);
       if (!a["content"].is_null() || a.contains("tool_calls")) messages.push_back(a);
     } else if (role == "toolResult") {
-      messages.push_back({{"role", "tool"}, {"tool_call_id", raw_field(m, "toolCallId")},
+      messages.push_back({{"role", "tool"},
+                          {"tool_call_id", raw_field(m, "toolCallId")},
                           {"content", joined_text(raw_field(m, "content"))}});
     }
   }
-  json body = {{"model", options.model}, {"messages", messages}, {"stream", true},
+  json body = {{"model", options.model},
+               {"messages", messages},
+               {"stream", true},
                {"stream_options", {{"include_usage", true}}}};
   body[options.legacy_max_tokens ? "max_tokens" : "max_completion_tokens"] =
       request.max_output_tokens;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const auto& t : request.tools)
-      tools.push_back({{"type", "function"},
-                       {"function", {{"name", t.name}, {"description", t.description},
-                                     {"parameters", t.parameters}}}});
+      tools.push_back(
+          {{"type", "function"},
+           {"function",
+            {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
     body["tools"] = tools;
     body["tool_choice"] = "auto";
   }

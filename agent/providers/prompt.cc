@@ -61,7 +61,8 @@ std::string guidelines_block(const std::vector<tools::ToolSpec>& tools) {
   std::vector<std::string> names;
   for (const auto& t : tools) names.push_back(t.name);
   std::vector<std::string> g = tools::guidelines(names);
-  g.push_back("Be concise. When the task is done, stop calling tools and summarise what you changed.");
+  g.push_back(
+      "Be concise. When the task is done, stop calling tools and summarise what you changed.");
   std::string out = "<guidelines>\n";
   for (const auto& line : g) out += "- " + line + "\n";
   return out + "</guidelines>";
@@ -104,8 +105,9 @@ std::vector<PromptBlock> system_prompt_blocks(const PromptInputs& in) {
       {"docs", docs_block(in.doc_routes)},
       {"skills", skills_block(in.skills)},
       {"project", project_block(in.project_docs)},
-      {"cwd", in.workspace.empty() ? "" : "<working_directory>" + xml_escape(in.workspace) +
-                                              "</working_directory>"},
+      {"cwd", in.workspace.empty()
+                  ? ""
+                  : "<working_directory>" + xml_escape(in.workspace) + "</working_directory>"},
   };
   std::erase_if(blocks, [](const PromptBlock& b) { return b.text.empty(); });
   return blocks;

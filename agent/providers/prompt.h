@@ -32,7 +32,7 @@ struct ProjectDoc {
 
 struct PromptInputs {
   std::vector<tools::ToolSpec> tools;
-  std::string workspace;            // the working directory as the model's tools see it
+  std::string workspace;  // the working directory as the model's tools see it
   std::vector<Skill> skills;
   std::vector<DocRoute> doc_routes;
   std::vector<ProjectDoc> project_docs;  // usually find_project_docs(workspace on the host)

@@ -39,8 +39,7 @@ std::string joined_text(const nlohmann::json& content);
 // `convert(block, its type, out)`, which appends what the API wants for it (maybe nothing);
 // anything else is no blocks.
 template <typename Convert>
-nlohmann::json wire_blocks(const nlohmann::json& content, const char* text_type,
-                           Convert convert) {
+nlohmann::json wire_blocks(const nlohmann::json& content, const char* text_type, Convert convert) {
   nlohmann::json out = nlohmann::json::array();
   if (content.is_string()) {
     out.push_back({{"type", text_type}, {"text", content}});

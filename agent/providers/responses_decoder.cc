@@ -10,7 +10,7 @@ struct Item {
   std::string type;  // function_call | message | reasoning | ...
   json id = nullptr, call_id = nullptr, name = nullptr;
   std::optional<std::string> arguments;  // function_call only
-  bool done = false;  // response.output_item.done arrived
+  bool done = false;                     // response.output_item.done arrived
 };
 
 class ResponsesDecoder final : public DecoderBase {
@@ -27,7 +27,8 @@ class ResponsesDecoder final : public DecoderBase {
     } else if (type == "response.function_call_arguments.delta") {
       if (Item* it = item_at(*j)) *it->arguments += string_field(*j, "delta").value_or("");
     } else if (type == "response.function_call_arguments.done") {
-      if (Item* it = item_at(*j)) it->arguments = string_field(*j, "arguments").value_or(*it->arguments);
+      if (Item* it = item_at(*j))
+        it->arguments = string_field(*j, "arguments").value_or(*it->arguments);
     } else if (type == "response.output_text.delta") {
       append_piece(text_, string_field(*j, "delta").value_or(""), false);
     } else if (type == "response.reasoning_summary_text.delta" ||
@@ -37,7 +38,8 @@ class ResponsesDecoder final : public DecoderBase {
                type == "response.incomplete") {
       on_final(*j);
     } else if (type == "response.created" || type == "response.in_progress") {
-      if (const json* r = field(*j, "response")) model_ = string_field(*r, "model").value_or(model_);
+      if (const json* r = field(*j, "response"))
+        model_ = string_field(*r, "model").value_or(model_);
     } else if (type == "error") {
       on_error(*j);
     }
@@ -53,14 +55,25 @@ class ResponsesDecoder final : public DecoderBase {
     for (const auto& [index, it] : items_) {
       json args = it.arguments ? json(*it.arguments) : json(nullptr);
       json parsed = nullptr;
-      if (it.arguments) parsed = it.arguments->empty() ? json::object() : parse_json(*it.arguments).value_or(json(nullptr));
-      items.push_back({{"output_index", index}, {"type", it.type}, {"id", it.id},
-                       {"call_id", it.call_id}, {"name", it.name}, {"arguments", args},
+      if (it.arguments)
+        parsed = it.arguments->empty() ? json::object()
+                                       : parse_json(*it.arguments).value_or(json(nullptr));
+      items.push_back({{"output_index", index},
+                       {"type", it.type},
+                       {"id", it.id},
+                       {"call_id", it.call_id},
+                       {"name", it.name},
+                       {"arguments", args},
                        {"arguments_json", parsed}});
     }
-    return {{"text", text_}, {"items", items}, {"status", status_}, {"usage", normalized_usage()},
-            {"error", error_}, {"response_error", response_error_},
-            {"incomplete_details", incomplete_details_}, {"data_events", data_events_}};
+    return {{"text", text_},
+            {"items", items},
+            {"status", status_},
+            {"usage", normalized_usage()},
+            {"error", error_},
+            {"response_error", response_error_},
+            {"incomplete_details", incomplete_details_},
+            {"data_events", data_events_}};
   }
 
   Message message() const override {
@@ -136,8 +149,10 @@ class ResponsesDecoder final : public DecoderBase {
       error_.erase("type");
       error_.erase("sequence_number");
     }
-    const std::string code = string_field(error_, "code").value_or(string_field(error_, "type").value_or("error"));
-    set_failure({status_for_code(code), code, string_field(error_, "message").value_or(error_.dump())});
+    const std::string code =
+        string_field(error_, "code").value_or(string_field(error_, "type").value_or("error"));
+    set_failure(
+        {status_for_code(code), code, string_field(error_, "message").value_or(error_.dump())});
   }
 
   static int status_for_code(const std::string& code) {

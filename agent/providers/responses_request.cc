@@ -9,8 +9,8 @@ void add_user_part(const json& b, const std::string& t, json& parts) {
   if (t == "text") parts.push_back({{"type", "input_text"}, {"text", raw_field(b, "text")}});
   if (t == "image")
     parts.push_back({{"type", "input_image"},
-                     {"image_url", "data:" + string_field(b, "mimeType").value_or("") +
-                                       ";base64," + string_field(b, "data").value_or("")}});
+                     {"image_url", "data:" + string_field(b, "mimeType").value_or("") + ";base64," +
+                                       string_field(b, "data").value_or("")}});
 }
 
 json user_parts(const json& content) { return wire_blocks(content, "input_text", add_user_part); }
@@ -21,11 +21,13 @@ void append_assistant(const json& m, json& input) {
   for (const auto& b : content) {
     const std::string t = string_field(b, "type").value_or("");
     if (t == "text" && !string_field(b, "text").value_or("").empty()) {
-      input.push_back({{"type", "message"}, {"role", "assistant"},
+      input.push_back({{"type", "message"},
+                       {"role", "assistant"},
                        {"content", json::array({{{"type", "output_text"}, {"text", b["text"]}}})}});
     } else if (t == "toolCall") {
       const json args = raw_field(b, "arguments");
-      input.push_back({{"type", "function_call"}, {"call_id", raw_field(b, "id")},
+      input.push_back({{"type", "function_call"},
+                       {"call_id", raw_field(b, "id")},
                        {"name", raw_field(b, "name")},
                        {"arguments", args.is_null() ? std::string("{}") : args.dump()}});
     }
@@ -45,17 +47,23 @@ json responses_body(const ModelRequest& request, const BodyOptions& options) {
     } else if (role == "assistant") {
       append_assistant(m, input);
     } else if (role == "toolResult") {
-      input.push_back({{"type", "function_call_output"}, {"call_id", raw_field(m, "toolCallId")},
+      input.push_back({{"type", "function_call_output"},
+                       {"call_id", raw_field(m, "toolCallId")},
                        {"output", joined_text(raw_field(m, "content"))}});
     }
   }
-  json body = {{"model", options.model}, {"input", input}, {"stream", true}, {"store", false},
+  json body = {{"model", options.model},
+               {"input", input},
+               {"stream", true},
+               {"store", false},
                {"max_output_tokens", request.max_output_tokens}};
   if (!request.system.empty()) body["instructions"] = request.system;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const auto& t : request.tools)
-      tools.push_back({{"type", "function"}, {"name", t.name}, {"description", t.description},
+      tools.push_back({{"type", "function"},
+                       {"name", t.name},
+                       {"description", t.description},
                        {"parameters", t.parameters}});
     body["tools"] = tools;
     body["tool_choice"] = "auto";

@@ -7,14 +7,14 @@ namespace moat::agent::providers {
 
 bool is_retryable(int status, std::string_view kind) {
   // Checked before the status: OpenAI sends insufficient_quota as a 429 that no wait fixes.
-  for (std::string_view fatal : {"insufficient_quota", "authentication_error", "permission_error",
-                                 "invalid_request_error", "context_length_exceeded",
-                                 "invalid_api_key", "billing_hard_limit_reached"})
+  for (std::string_view fatal :
+       {"insufficient_quota", "authentication_error", "permission_error", "invalid_request_error",
+        "context_length_exceeded", "invalid_api_key", "billing_hard_limit_reached"})
     if (kind == fatal) return false;
-  for (std::string_view transient : {"overloaded_error", "rate_limit_error", "api_error",
-                                     "server_error", "rate_limit_exceeded", "connect_failed",
-                                     "idle_timeout", "connection_broken", "incomplete_stream",
-                                     "malformed_chunk"})
+  for (std::string_view transient :
+       {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded",
+        "connect_failed", "idle_timeout", "connection_broken", "incomplete_stream",
+        "malformed_chunk"})
     if (kind == transient) return true;
   return status == 408 || status == 429 || status == 529 || (status >= 500 && status < 600);
 }

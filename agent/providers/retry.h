@@ -11,10 +11,10 @@
 namespace moat::agent::providers {
 
 struct RetryPolicy {
-  int max_retries = 4;                                // attempts after the first
-  std::chrono::milliseconds base_delay{1000};         // doubled each attempt, then jittered
-  std::chrono::milliseconds max_delay{30000};         // cap of the computed backoff
-  std::chrono::milliseconds max_retry_after{60000};   // a longer retry-after fails instead
+  int max_retries = 4;                               // attempts after the first
+  std::chrono::milliseconds base_delay{1000};        // doubled each attempt, then jittered
+  std::chrono::milliseconds max_delay{30000};        // cap of the computed backoff
+  std::chrono::milliseconds max_retry_after{60000};  // a longer retry-after fails instead
 };
 
 // 429 (except insufficient_quota), 408, 5xx, 529 and the overload/rate-limit error types are

@@ -39,8 +39,8 @@ class SseParser {
   void dispatch();
 
   Sink sink_;
-  std::string line_;          // bytes of the current, unterminated line
-  bool after_cr_ = false;     // the previous byte was CR: a following LF belongs to it
+  std::string line_;             // bytes of the current, unterminated line
+  bool after_cr_ = false;        // the previous byte was CR: a following LF belongs to it
   bool at_stream_start_ = true;  // a UTF-8 BOM is skipped only here
   std::string event_type_;
   std::string data_;

@@ -20,13 +20,19 @@ Usage Usage::from_message(const nlohmann::json& message) {
 }
 
 nlohmann::json Usage::to_json() const {
-  return {{"input", input}, {"output", output}, {"cacheRead", cache_read},
-          {"cacheWrite", cache_write}, {"cacheWrite1h", cache_write_1h}};
+  return {{"input", input},
+          {"output", output},
+          {"cacheRead", cache_read},
+          {"cacheWrite", cache_write},
+          {"cacheWrite1h", cache_write_1h}};
 }
 
 nlohmann::json Cost::to_json() const {
-  return {{"input", input}, {"output", output}, {"cacheRead", cache_read},
-          {"cacheWrite", cache_write}, {"total", total}};
+  return {{"input", input},
+          {"output", output},
+          {"cacheRead", cache_read},
+          {"cacheWrite", cache_write},
+          {"total", total}};
 }
 
 namespace {

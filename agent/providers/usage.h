@@ -30,7 +30,8 @@ struct Usage {
   int64_t input = 0, output = 0, cache_read = 0, cache_write = 0, cache_write_1h = 0;
   int64_t prompt() const { return input + cache_read + cache_write; }  // whole prompt size
   static Usage from_message(const nlohmann::json& assistant_message);  // its "usage"
-  nlohmann::json to_json() const;  // moat's shape: {input, output, cacheRead, cacheWrite, cacheWrite1h}
+  nlohmann::json to_json()
+      const;  // moat's shape: {input, output, cacheRead, cacheWrite, cacheWrite1h}
 };
 
 struct Cost {

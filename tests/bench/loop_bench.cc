@@ -31,7 +31,8 @@ constexpr int kTurns = 50;
 constexpr size_t kHistoryTokens = 100000;  // the mock counts 4 bytes per token
 
 double cpu_ms(const rusage& r) {
-  return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
+  return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 +
+         (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
 }
 
 // Peak RSS since the last reset (Linux: writing 5 to clear_refs resets VmHWM).
@@ -63,15 +64,16 @@ ServerChild start_server(Api api) {
         moat::testing::ScriptedTurn t;
         t.text = "Turn " + std::to_string(n) + ": reading the next file to find the bug.";
         if (n + 1 < static_cast<size_t>(kTurns))
-          t.calls = {{"call_" + std::to_string(n), "read", {{"path", "src/file" + std::to_string(n) + ".cc"}}}};
+          t.calls = {{"call_" + std::to_string(n),
+                      "read",
+                      {{"path", "src/file" + std::to_string(n) + ".cc"}}}};
         return t;
       });
       const std::string url = server.base_url();
       if (write(url_pipe[1], url.data(), url.size()) < 0) _exit(1);
       close(url_pipe[1]);
       char c;
-      while (read(stop_pipe[0], &c, 1) > 0) {
-      }
+      while (read(stop_pipe[0], &c, 1) > 0) {}
     }
     _exit(0);
   }
@@ -91,15 +93,23 @@ json text_message(const char* role, const std::string& text) {
 std::vector<Message> history() {
   std::vector<Message> h{text_message("user", "Find and fix the crash in the parser.")};
   std::string chunk;
-  for (int i = 0; chunk.size() < 4000; ++i) chunk += "line " + std::to_string(i) + ": int x = parse(buf, len);\n";
+  for (int i = 0; chunk.size() < 4000; ++i)
+    chunk += "line " + std::to_string(i) + ": int x = parse(buf, len);\n";
   for (size_t bytes = 0, i = 0; bytes < kHistoryTokens * 4; ++i) {
     const std::string id = "old_" + std::to_string(i);
-    h.push_back({{"role", "assistant"},
-                 {"content", json::array({{{"type", "toolCall"}, {"id", id}, {"name", "read"},
-                                           {"arguments", {{"path", "src/old" + std::to_string(i) + ".cc"}}}}})},
-                 {"stopReason", "toolUse"}});
-    h.push_back({{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "read"},
-                 {"content", json::array({{{"type", "text"}, {"text", chunk}}})}, {"isError", false}});
+    h.push_back(
+        {{"role", "assistant"},
+         {"content",
+          json::array({{{"type", "toolCall"},
+                        {"id", id},
+                        {"name", "read"},
+                        {"arguments", {{"path", "src/old" + std::to_string(i) + ".cc"}}}}})},
+         {"stopReason", "toolUse"}});
+    h.push_back({{"role", "toolResult"},
+                 {"toolCallId", id},
+                 {"toolName", "read"},
+                 {"content", json::array({{{"type", "text"}, {"text", chunk}}})},
+                 {"isError", false}});
     bytes += chunk.size() + 120;
   }
   return h;
@@ -125,7 +135,9 @@ Stats run_session(Api api) {
   s.model = "mock-model";
   auto provider = make_http_provider(s);
   PromptInputs in;
-  in.tools = {{"read", "Read a file", json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"), false, false}};
+  in.tools = {{"read", "Read a file",
+               json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"), false,
+               false}};
   in.workspace = "/work/repo";
   ModelRequest request;
   request.tools = in.tools;
@@ -154,9 +166,12 @@ Stats run_session(Api api) {
     request.messages.push_back(*answer);
     for (const auto& b : (*answer)["content"])
       if (b["type"] == "toolCall")
-        request.messages.push_back({{"role", "toolResult"}, {"toolCallId", b["id"]}, {"toolName", "read"},
-                                    {"content", json::array({{{"type", "text"}, {"text", "int main() { return 0; }\n"}}})},
-                                    {"isError", false}});
+        request.messages.push_back(
+            {{"role", "toolResult"},
+             {"toolCallId", b["id"]},
+             {"toolName", "read"},
+             {"content", json::array({{{"type", "text"}, {"text", "int main() { return 0; }\n"}}})},
+             {"isError", false}});
     const auto t1 = std::chrono::steady_clock::now();
     getrusage(RUSAGE_SELF, &after);
     cpu.push_back(cpu_ms(after) - cpu_ms(before));
@@ -183,7 +198,8 @@ Stats run_floor() {
     int status;
     rusage r;
     wait4(pid, &status, 0, &r);
-    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    wall.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(cpu_ms(r));
     peak = std::max(peak, r.ru_maxrss);
   }
@@ -197,23 +213,27 @@ Stats run_floor() {
 }
 
 void print(const char* name, const Stats& s) {
-  std::printf("%-28s %10.3f %10.3f %10.3f %12ld\n", name, s.cpu_median, s.cpu_max, s.wall_median, s.peak_kib_max);
+  std::printf("%-28s %10.3f %10.3f %10.3f %12ld\n", name, s.cpu_median, s.cpu_max, s.wall_median,
+              s.peak_kib_max);
 }
 
 }  // namespace
 
 int main() {
-  std::printf("loop_bench: %d turns, history of ~%zu tokens, mock model server in a child process\n",
-              kTurns, kHistoryTokens);
+  std::printf(
+      "loop_bench: %d turns, history of ~%zu tokens, mock model server in a child process\n",
+      kTurns, kHistoryTokens);
   const Stats chat = run_session(Api::kOpenAiChat);
   const Stats anthropic = run_session(Api::kAnthropic);
   const Stats responses = run_session(Api::kOpenAiResponses);
   const Stats floor = run_floor();
-  std::printf("\n%-28s %10s %10s %10s %12s\n", "per turn", "cpu ms p50", "cpu ms max", "wall ms p50", "peak RSS KiB");
+  std::printf("\n%-28s %10s %10s %10s %12s\n", "per turn", "cpu ms p50", "cpu ms max",
+              "wall ms p50", "peak RSS KiB");
   print("host turn, openai-chat", chat);
   print("host turn, anthropic", anthropic);
   print("host turn, openai-responses", responses);
   print("floor: sh -c true (child)", floor);
-  std::printf("\nhost CPU per turn / floor: %.1fx (anthropic)\n", anthropic.cpu_median / std::max(floor.cpu_median, 1e-3));
+  std::printf("\nhost CPU per turn / floor: %.1fx (anthropic)\n",
+              anthropic.cpu_median / std::max(floor.cpu_median, 1e-3));
   return 0;
 }

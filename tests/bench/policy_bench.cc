@@ -159,7 +159,10 @@ int main() {
   const auto lines = make_lines(1000);
   std::size_t allow = 0, ask_or_deny = 0;
   auto t0 = Clock::now();
-  for (const auto& l : lines) (policy.decide_command(l, o.workspace).verdict == moat::policy::Verdict::kAllow ? allow : ask_or_deny)++;
+  for (const auto& l : lines)
+    (policy.decide_command(l, o.workspace).verdict == moat::policy::Verdict::kAllow
+         ? allow
+         : ask_or_deny)++;
   double cold = std::chrono::duration<double>(Clock::now() - t0).count();
 
   std::size_t decisions = 0;
@@ -174,20 +177,23 @@ int main() {
     elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   const double cpu = thread_cpu_seconds() - cpu0;
-  std::printf("policy_bench: %d rules, %zu lines (%zu allowed, %zu ask/deny headless)\n", rules, lines.size(),
-              allow, ask_or_deny);
+  std::printf("policy_bench: %d rules, %zu lines (%zu allowed, %zu ask/deny headless)\n", rules,
+              lines.size(), allow, ask_or_deny);
   std::printf("first pass (cold PATH cache): %.0f decisions/s\n", lines.size() / cold);
   constexpr double kTarget = 100000;  // decisions per second on one core (issue 4)
   const double per_cpu_second = decisions / cpu;
-  std::printf("steady state, one thread:     %.0f decisions/s wall, %.0f per CPU-second (%.2f us CPU per line)\n",
-              decisions / elapsed, per_cpu_second, 1e6 * cpu / decisions);
+  std::printf(
+      "steady state, one thread:     %.0f decisions/s wall, %.0f per CPU-second (%.2f us CPU per "
+      "line)\n",
+      decisions / elapsed, per_cpu_second, 1e6 * cpu / decisions);
   std::printf("target >= %.0f decisions/s:  %.2fx the target per CPU-second (%s)\n", kTarget,
               per_cpu_second / kTarget, per_cpu_second >= kTarget ? "met" : "NOT met");
   // The audit record and policy explain build each decision's per-unit detail; that cost
   // is measured apart, since most decisions are never explained.
   const double cpu1 = thread_cpu_seconds();
   std::size_t detailed = 0;
-  for (const auto& l : lines) detailed += policy.decide_command(l, o.workspace).detail()["units"].size();
+  for (const auto& l : lines)
+    detailed += policy.decide_command(l, o.workspace).detail()["units"].size();
   const double detail_cpu = thread_cpu_seconds() - cpu1;
   std::printf("with detail() for the audit:  %.0f decisions per CPU-second (%zu units)\n",
               lines.size() / detail_cpu, detailed);

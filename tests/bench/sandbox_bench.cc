@@ -119,8 +119,11 @@ class MoatdConnection {
     theirs.reset();  // so a moatd that failed to start reads as EOF, not a hang
     if (pid_ < 0) return false;
     const auto t0 = Clock::now();
-    auto welcome = round_trip({{"type", "hello"}, {"version", moat::sandbox::kProtocolVersion},
-                               {"workspace", workspace}, {"headless", true}}, "welcome");
+    auto welcome = round_trip({{"type", "hello"},
+                               {"version", moat::sandbox::kProtocolVersion},
+                               {"workspace", workspace},
+                               {"headless", true}},
+                              "welcome");
     *hello_ms = ms_since(t0);
     if (!welcome) std::fprintf(stderr, "moatd (%s): no welcome\n", exe.c_str());
     return welcome.has_value();
@@ -128,8 +131,9 @@ class MoatdConnection {
 
   bool bash_true() {
     const std::string id = "bench-" + std::to_string(calls_++);
-    auto result = round_trip({{"type", "call"}, {"id", id}, {"tool", "bash"},
-                              {"arguments", {{"command", "true"}}}}, "result");
+    auto result = round_trip(
+        {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", "true"}}}},
+        "result");
     if (result && result->value("isError", true))
       std::fprintf(stderr, "moatd: %s\n", result->dump().c_str());
     return result && !result->value("isError", true);
@@ -247,37 +251,63 @@ int main(int argc, char** argv) {
   moat::sandbox::ExecSpec spec;
   spec.argv = {"/bin/true"};
   std::vector<Path> paths;
-  paths.push_back({"bare fork+exec /bin/true", 1,
-                   [] { return fork_exec({"/bin/true", nullptr}); }, {}});
-  paths.push_back({"bare fork+exec bash -c true", 1, [] {
-                     return fork_exec({"/bin/bash", "--noprofile", "--norc", "-c", "true",
-                                       nullptr});
-                   }, {}});
-  paths.push_back({"session exec /bin/true (warm)", 1, [&] {
+  paths.push_back({"bare fork+exec /bin/true",
+                   1,
+                   [] {
+                     return fork_exec({"/bin/true", nullptr});
+                   },
+                   {}});
+  paths.push_back(
+      {"bare fork+exec bash -c true",
+       1,
+       [] {
+         return fork_exec({"/bin/bash", "--noprofile", "--norc", "-c", "true", nullptr});
+       },
+       {}});
+  paths.push_back({"session exec /bin/true (warm)",
+                   1,
+                   [&] {
                      auto r = session->exec(spec, nullptr, nullptr);
                      return r && r->exit_code == 0;
-                   }, {}});
-  paths.push_back({"session exec /bin/true, 10k-file workspace", 1, [&] {
+                   },
+                   {}});
+  paths.push_back({"session exec /bin/true, 10k-file workspace",
+                   1,
+                   [&] {
                      auto r = big_session->exec(spec, nullptr, nullptr);
                      return r && r->exit_code == 0;
-                   }, {}});
-  paths.push_back({"moatd bash `true` (warm), audit on disk", 1, [&] { return moatd_disk->bash_true(); }, {}});
-  paths.push_back({"moatd bash `true` (warm), audit on tmpfs", 1, [&] { return moatd_shm->bash_true(); }, {}});
-  paths.push_back({"bwrap --unshare-all true", 3, [] {
+                   },
+                   {}});
+  paths.push_back(
+      {"moatd bash `true` (warm), audit on disk", 1, [&] { return moatd_disk->bash_true(); }, {}});
+  paths.push_back(
+      {"moatd bash `true` (warm), audit on tmpfs", 1, [&] { return moatd_shm->bash_true(); }, {}});
+  paths.push_back({"bwrap --unshare-all true",
+                   3,
+                   [] {
                      return fork_exec({"/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
-                                       "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                                       "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
-                                       "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/true",
-                                       nullptr});
-                   }, {}});
+                                       "--ro-bind",      "/usr",          "/usr",
+                                       "--symlink",      "usr/bin",       "/bin",
+                                       "--symlink",      "usr/lib",       "/lib",
+                                       "--symlink",      "usr/lib64",     "/lib64",
+                                       "--proc",         "/proc",         "--dev",
+                                       "/dev",           "/bin/true",     nullptr});
+                   },
+                   {}});
   // The bash tool runs bash: the same program under bwrap, for a like-with-like ratio.
-  paths.push_back({"bwrap --unshare-all bash -c true", 3, [] {
+  paths.push_back({"bwrap --unshare-all bash -c true",
+                   3,
+                   [] {
                      return fork_exec({"/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
-                                       "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                                       "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
-                                       "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/bash",
-                                       "-c", "true", nullptr});
-                   }, {}});
+                                       "--ro-bind",      "/usr",          "/usr",
+                                       "--symlink",      "usr/bin",       "/bin",
+                                       "--symlink",      "usr/lib",       "/lib",
+                                       "--symlink",      "usr/lib64",     "/lib64",
+                                       "--proc",         "/proc",         "--dev",
+                                       "/dev",           "/bin/bash",     "-c",
+                                       "true",           nullptr});
+                   },
+                   {}});
 
   for (int warm = 0; warm < 20; ++warm)  // page cache, the sessions' first calls
     for (auto& p : paths) (void)p.once();
@@ -295,8 +325,7 @@ int main(int argc, char** argv) {
   }
 
   const Path &bare = paths[0], &bare_bash = paths[1], &sess = paths[2], &big = paths[3],
-             &moatd = paths[4], &moatd_tmpfs = paths[5], &bwrap = paths[6],
-             &bwrap_bash = paths[7];
+             &moatd = paths[4], &moatd_tmpfs = paths[5], &bwrap = paths[6], &bwrap_bash = paths[7];
   std::printf("per call (interleaved):\n");
   for (const auto& p : paths) print_row(p);
   std::printf("ratios:\n");
@@ -317,6 +346,7 @@ int main(int argc, char** argv) {
   moatd_shm.reset();
   session.reset();
   big_session.reset();
-  for (const auto& d : {ws, ws_big, ws_disk, ws_shm, disk_audit, shm_audit, policy_dir}) fs::remove_all(d);
+  for (const auto& d : {ws, ws_big, ws_disk, ws_shm, disk_audit, shm_audit, policy_dir})
+    fs::remove_all(d);
   return 0;
 }

@@ -26,23 +26,36 @@ Entry make_entry(size_t i) {
   switch (i % 4) {
     case 0:
       return {{"type", "message"},
-              {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Please look at step " + n}}}}}}};
+              {"message",
+               {{"role", "user"},
+                {"content", {{{"type", "text"}, {"text", "Please look at step " + n}}}}}}};
     case 1:
-      return {{"type", "message"},
-              {"message", {{"role", "assistant"}, {"stopReason", "toolUse"},
-                           {"usage", {{"input", 1200}, {"output", 80}, {"cacheRead", 1000}, {"cacheWrite", 0}}},
-                           {"content", {{{"type", "text"}, {"text", "Reading the file."}},
-                                        {{"type", "toolCall"}, {"id", "c" + n}, {"name", "read"},
-                                         {"arguments", {{"path", "src/file" + n + ".cc"}}}}}}}}};
+      return {
+          {"type", "message"},
+          {"message",
+           {{"role", "assistant"},
+            {"stopReason", "toolUse"},
+            {"usage", {{"input", 1200}, {"output", 80}, {"cacheRead", 1000}, {"cacheWrite", 0}}},
+            {"content",
+             {{{"type", "text"}, {"text", "Reading the file."}},
+              {{"type", "toolCall"},
+               {"id", "c" + n},
+               {"name", "read"},
+               {"arguments", {{"path", "src/file" + n + ".cc"}}}}}}}}};
     case 2:
       return {{"type", "message"},
-              {"message", {{"role", "toolResult"}, {"toolCallId", "c" + std::to_string(i - 1)},
-                           {"toolName", "read"}, {"isError", false},
-                           {"content", {{{"type", "text"}, {"text", std::string(400, 'x') + "\n" + n}}}}}}};
+              {"message",
+               {{"role", "toolResult"},
+                {"toolCallId", "c" + std::to_string(i - 1)},
+                {"toolName", "read"},
+                {"isError", false},
+                {"content", {{{"type", "text"}, {"text", std::string(400, 'x') + "\n" + n}}}}}}};
     default:
       return {{"type", "message"},
-              {"message", {{"role", "assistant"}, {"stopReason", "stop"},
-                           {"content", {{{"type", "text"}, {"text", "Step " + n + " looks fine."}}}}}}};
+              {"message",
+               {{"role", "assistant"},
+                {"stopReason", "stop"},
+                {"content", {{{"type", "text"}, {"text", "Step " + n + " looks fine."}}}}}}};
   }
 }
 
@@ -88,7 +101,8 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     auto store = moat::sessions::SessionStore::open_read_only(path);
     if (!store) std::abort();
-    load_only_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    load_only_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     messages = moat::sessions::build_context(**store).for_provider().size();
   });
   std::printf("session file: %zu lines, %zu bytes (%zu entries)\n", lines, bytes, n);

@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
     if (r.is_error) std::fprintf(stderr, "read failed: %s\n", r.to_json().dump().c_str());
   });
   // Where the read's time goes: one worker round trip (the resolve step) of its two.
-  const std::string resolve = nlohmann::json{{"op", "resolve"}, {"path", "big.txt"}, {"cwd", ws}}.dump();
+  const std::string resolve =
+      nlohmann::json{{"op", "resolve"}, {"path", "big.txt"}, {"cwd", ws}}.dump();
   const double round_trip = median_ms(iterations, [&] { (void)runner.run_handler(resolve); });
   const double host_read = median_ms(iterations, [&] { host_read_middle(file, 50'000); });
   const double tool_bash = median_ms(iterations, [&] {

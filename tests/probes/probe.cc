@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
   if (!strcmp(p, "connect") && argc == 4) return connect_tcp(argv[2], argv[3]);
   if (!strcmp(p, "abstract") && argc == 3) return connect_abstract(argv[2]);
   if (!strcmp(p, "abstract-listen") && argc == 3) return listen_abstract(argv[2]);
-  if (!strcmp(p, "ioctl") && argc == 3) return report(syscall(SYS_ioctl, -1, arg(argc, argv, 2), 0));
+  if (!strcmp(p, "ioctl") && argc == 3)
+    return report(syscall(SYS_ioctl, -1, arg(argc, argv, 2), 0));
   if (!strcmp(p, "personality") && argc == 3)
     return report(syscall(SYS_personality, arg(argc, argv, 2)));
   if (!strcmp(p, "x32")) return x32_getpid();

@@ -48,8 +48,7 @@ std::string canonical_prompt(Api api, json body) {
   auto add_each = [&](const char* key) {
     if (body.contains(key) && body[key].is_array())
       for (const auto& e : body[key]) out += e.dump() + "\n";
-    else if (body.contains(key))
-      out += body[key].dump() + "\n";
+    else if (body.contains(key)) out += body[key].dump() + "\n";
   };
   add_each("tools");
   if (api == Api::kAnthropic) add_each("system");
@@ -87,29 +86,41 @@ struct Usage {
 std::vector<std::string> openai_events(const ScriptedTurn& t, const Usage& u, size_t frag,
                                        bool missing_finish) {
   auto chunk = [](json delta, json finish) {
-    return sse({{"id", "chatcmpl-mock"}, {"object", "chat.completion.chunk"}, {"created", 0},
-                {"model", "mock"},
-                {"choices", json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}});
+    return sse(
+        {{"id", "chatcmpl-mock"},
+         {"object", "chat.completion.chunk"},
+         {"created", 0},
+         {"model", "mock"},
+         {"choices", json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}});
   };
   std::vector<std::string> ev{chunk({{"role", "assistant"}, {"content", ""}}, nullptr)};
-  for (const auto& p : pieces(t.reasoning, 5)) ev.push_back(chunk({{"reasoning_content", p}}, nullptr));
+  for (const auto& p : pieces(t.reasoning, 5))
+    ev.push_back(chunk({{"reasoning_content", p}}, nullptr));
   for (const auto& p : pieces(t.text, 4)) ev.push_back(chunk({{"content", p}}, nullptr));
   for (size_t i = 0; i < t.calls.size(); ++i) {
     const auto& c = t.calls[i];
-    ev.push_back(chunk({{"tool_calls", json::array({{{"index", i}, {"id", c.id}, {"type", "function"},
-                                                     {"function", {{"name", c.name}, {"arguments", ""}}}}})}},
-                       nullptr));
+    ev.push_back(chunk(
+        {{"tool_calls", json::array({{{"index", i},
+                                      {"id", c.id},
+                                      {"type", "function"},
+                                      {"function", {{"name", c.name}, {"arguments", ""}}}}})}},
+        nullptr));
     for (const auto& p : pieces(c.arguments.dump(), frag))
-      ev.push_back(chunk({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", p}}}}})}},
-                         nullptr));
+      ev.push_back(
+          chunk({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", p}}}}})}},
+                nullptr));
   }
   const char* finish = t.hit_output_limit ? "length" : t.calls.empty() ? "stop" : "tool_calls";
   ev.push_back(chunk(json::object(), missing_finish ? json(nullptr) : json(finish)));
-  ev.push_back(sse({{"id", "chatcmpl-mock"}, {"object", "chat.completion.chunk"}, {"choices", json::array()},
-                    {"usage", {{"prompt_tokens", u.prompt}, {"completion_tokens", u.output},
-                               {"total_tokens", u.prompt + u.output},
-                               {"prompt_tokens_details", {{"cached_tokens", u.cached}}},
-                               {"completion_tokens_details", {{"reasoning_tokens", 0}}}}}}));
+  ev.push_back(sse({{"id", "chatcmpl-mock"},
+                    {"object", "chat.completion.chunk"},
+                    {"choices", json::array()},
+                    {"usage",
+                     {{"prompt_tokens", u.prompt},
+                      {"completion_tokens", u.output},
+                      {"total_tokens", u.prompt + u.output},
+                      {"prompt_tokens_details", {{"cached_tokens", u.cached}}},
+                      {"completion_tokens_details", {{"reasoning_tokens", 0}}}}}}));
   ev.push_back("data: [DONE]\n\n");
   return ev;
 }
@@ -121,23 +132,33 @@ std::vector<std::string> anthropic_events(const ScriptedTurn& t, const Usage& u,
   std::vector<std::string> ev;
   auto add = [&](const json& j) { ev.push_back(sse(j, j["type"])); };
   add({{"type", "message_start"},
-       {"message", {{"id", "msg_mock"}, {"type", "message"}, {"role", "assistant"}, {"model", "mock"},
-                    {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-                    {"usage", {{"input_tokens", u.prompt - u.cached - write},
-                               {"cache_creation_input_tokens", write},
-                               {"cache_read_input_tokens", u.cached}, {"output_tokens", 1},
-                               {"cache_creation", {{"ephemeral_5m_input_tokens", write},
-                                                   {"ephemeral_1h_input_tokens", 0}}}}}}}});
+       {"message",
+        {{"id", "msg_mock"},
+         {"type", "message"},
+         {"role", "assistant"},
+         {"model", "mock"},
+         {"content", json::array()},
+         {"stop_reason", nullptr},
+         {"stop_sequence", nullptr},
+         {"usage",
+          {{"input_tokens", u.prompt - u.cached - write},
+           {"cache_creation_input_tokens", write},
+           {"cache_read_input_tokens", u.cached},
+           {"output_tokens", 1},
+           {"cache_creation",
+            {{"ephemeral_5m_input_tokens", write}, {"ephemeral_1h_input_tokens", 0}}}}}}}});
   int index = 0;
   auto block = [&](json start, const std::vector<json>& deltas) {
     add({{"type", "content_block_start"}, {"index", index}, {"content_block", start}});
-    for (const auto& d : deltas) add({{"type", "content_block_delta"}, {"index", index}, {"delta", d}});
+    for (const auto& d : deltas)
+      add({{"type", "content_block_delta"}, {"index", index}, {"delta", d}});
     add({{"type", "content_block_stop"}, {"index", index}});
     ++index;
   };
   if (!t.reasoning.empty()) {
     std::vector<json> d;
-    for (const auto& p : pieces(t.reasoning, 5)) d.push_back({{"type", "thinking_delta"}, {"thinking", p}});
+    for (const auto& p : pieces(t.reasoning, 5))
+      d.push_back({{"type", "thinking_delta"}, {"thinking", p}});
     d.push_back({{"type", "signature_delta"}, {"signature", "c2lnLW1vY2s="}});
     block({{"type", "thinking"}, {"thinking", ""}}, d);
   }
@@ -155,7 +176,8 @@ std::vector<std::string> anthropic_events(const ScriptedTurn& t, const Usage& u,
   }
   if (missing_finish) return ev;
   const char* stop = t.hit_output_limit ? "max_tokens" : t.calls.empty() ? "end_turn" : "tool_use";
-  add({{"type", "message_delta"}, {"delta", {{"stop_reason", stop}, {"stop_sequence", nullptr}}},
+  add({{"type", "message_delta"},
+       {"delta", {{"stop_reason", stop}, {"stop_sequence", nullptr}}},
        {"usage", {{"output_tokens", u.output}}}});
   add({{"type", "message_stop"}});
   return ev;
@@ -171,27 +193,40 @@ std::vector<std::string> responses_events(const ScriptedTurn& t, const Usage& u,
     ev.push_back(sse(j, j["type"]));
   };
   add({{"type", "response.created"},
-       {"response", {{"id", "resp_mock"}, {"status", "in_progress"}, {"model", "mock"},
-                     {"output", json::array()}, {"usage", nullptr}}}});
+       {"response",
+        {{"id", "resp_mock"},
+         {"status", "in_progress"},
+         {"model", "mock"},
+         {"output", json::array()},
+         {"usage", nullptr}}}});
   int oi = 0;
   json output = json::array();
   if (!t.reasoning.empty()) {
     json item = {{"type", "reasoning"}, {"id", "rs_mock"}, {"summary", json::array()}};
     add({{"type", "response.output_item.added"}, {"output_index", oi}, {"item", item}});
     for (const auto& p : pieces(t.reasoning, 5))
-      add({{"type", "response.reasoning_summary_text.delta"}, {"item_id", "rs_mock"},
-           {"output_index", oi}, {"summary_index", 0}, {"delta", p}});
+      add({{"type", "response.reasoning_summary_text.delta"},
+           {"item_id", "rs_mock"},
+           {"output_index", oi},
+           {"summary_index", 0},
+           {"delta", p}});
     add({{"type", "response.output_item.done"}, {"output_index", oi}, {"item", item}});
     output.push_back(item);
     ++oi;
   }
   if (!t.text.empty()) {
-    json item = {{"type", "message"}, {"id", "msg_mock"}, {"role", "assistant"},
-                 {"status", "in_progress"}, {"content", json::array()}};
+    json item = {{"type", "message"},
+                 {"id", "msg_mock"},
+                 {"role", "assistant"},
+                 {"status", "in_progress"},
+                 {"content", json::array()}};
     add({{"type", "response.output_item.added"}, {"output_index", oi}, {"item", item}});
     for (const auto& p : pieces(t.text, 4))
-      add({{"type", "response.output_text.delta"}, {"item_id", "msg_mock"}, {"output_index", oi},
-           {"content_index", 0}, {"delta", p}});
+      add({{"type", "response.output_text.delta"},
+           {"item_id", "msg_mock"},
+           {"output_index", oi},
+           {"content_index", 0},
+           {"delta", p}});
     item["status"] = "completed";
     item["content"] = json::array({{{"type", "output_text"}, {"text", t.text}}});
     add({{"type", "response.output_item.done"}, {"output_index", oi}, {"item", item}});
@@ -200,14 +235,18 @@ std::vector<std::string> responses_events(const ScriptedTurn& t, const Usage& u,
   }
   for (const auto& c : t.calls) {
     const std::string item_id = "fc_" + c.id;
-    json item = {{"type", "function_call"}, {"id", item_id}, {"call_id", c.id},
-                 {"name", c.name}, {"arguments", ""}, {"status", "in_progress"}};
+    json item = {{"type", "function_call"}, {"id", item_id},   {"call_id", c.id},
+                 {"name", c.name},          {"arguments", ""}, {"status", "in_progress"}};
     add({{"type", "response.output_item.added"}, {"output_index", oi}, {"item", item}});
     for (const auto& p : pieces(c.arguments.dump(), frag))
-      add({{"type", "response.function_call_arguments.delta"}, {"item_id", item_id},
-           {"output_index", oi}, {"delta", p}});
-    add({{"type", "response.function_call_arguments.done"}, {"item_id", item_id},
-         {"output_index", oi}, {"arguments", c.arguments.dump()}});
+      add({{"type", "response.function_call_arguments.delta"},
+           {"item_id", item_id},
+           {"output_index", oi},
+           {"delta", p}});
+    add({{"type", "response.function_call_arguments.done"},
+         {"item_id", item_id},
+         {"output_index", oi},
+         {"arguments", c.arguments.dump()}});
     item["arguments"] = c.arguments.dump();
     item["status"] = "completed";
     add({{"type", "response.output_item.done"}, {"output_index", oi}, {"item", item}});
@@ -215,29 +254,36 @@ std::vector<std::string> responses_events(const ScriptedTurn& t, const Usage& u,
     ++oi;
   }
   if (missing_finish) return ev;
-  json response = {{"id", "resp_mock"}, {"model", "mock"}, {"output", output},
+  json response = {{"id", "resp_mock"},
+                   {"model", "mock"},
+                   {"output", output},
                    {"status", t.hit_output_limit ? "incomplete" : "completed"},
-                   {"incomplete_details", t.hit_output_limit ? json({{"reason", "max_output_tokens"}})
-                                                             : json(nullptr)},
+                   {"incomplete_details",
+                    t.hit_output_limit ? json({{"reason", "max_output_tokens"}}) : json(nullptr)},
                    {"error", nullptr},
-                   {"usage", {{"input_tokens", u.prompt},
-                              {"input_tokens_details", {{"cached_tokens", u.cached}}},
-                              {"output_tokens", u.output},
-                              {"output_tokens_details", {{"reasoning_tokens", 0}}},
-                              {"total_tokens", u.prompt + u.output}}}};
-  add({{"type", t.hit_output_limit ? "response.incomplete" : "response.completed"}, {"response", response}});
+                   {"usage",
+                    {{"input_tokens", u.prompt},
+                     {"input_tokens_details", {{"cached_tokens", u.cached}}},
+                     {"output_tokens", u.output},
+                     {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                     {"total_tokens", u.prompt + u.output}}}};
+  add({{"type", t.hit_output_limit ? "response.incomplete" : "response.completed"},
+       {"response", response}});
   return ev;
 }
 
 std::string midstream_error(Api api) {
   switch (api) {
     case Api::kAnthropic:
-      return sse({{"type", "error"}, {"error", {{"type", "overloaded_error"}, {"message", "Overloaded"}}}},
-                 "error");
+      return sse(
+          {{"type", "error"}, {"error", {{"type", "overloaded_error"}, {"message", "Overloaded"}}}},
+          "error");
     case Api::kOpenAiChat:
       return sse({{"error", {{"message", "The server is overloaded"}, {"type", "server_error"}}}});
     case Api::kOpenAiResponses:
-      return sse({{"type", "error"}, {"code", "server_error"}, {"message", "The server is overloaded"},
+      return sse({{"type", "error"},
+                  {"code", "server_error"},
+                  {"message", "The server is overloaded"},
                   {"param", nullptr}},
                  "error");
   }
@@ -247,7 +293,9 @@ std::string midstream_error(Api api) {
 std::string error_body(Api api, const std::string& type, const std::string& message) {
   if (api == Api::kAnthropic)
     return json({{"type", "error"}, {"error", {{"type", type}, {"message", message}}}}).dump();
-  return json({{"error", {{"message", message}, {"type", type}, {"code", type}, {"param", nullptr}}}}).dump();
+  return json({{"error",
+                {{"message", message}, {"type", type}, {"code", type}, {"param", nullptr}}}})
+      .dump();
 }
 
 }  // namespace
@@ -256,13 +304,14 @@ std::string error_body(Api api, const std::string& type, const std::string& mess
 struct MockModelServer::Plan {
   std::vector<std::string> events;
   std::optional<Fault> fault;
-  std::string injected;       // the malformed event or the in-stream error
+  std::string injected;                 // the malformed event or the in-stream error
   std::function<void()> on_last_event;  // marks the scripted turn as used
   std::chrono::milliseconds stall{0};
   std::atomic<bool>* stopping = nullptr;
 };
 
-MockModelServer::MockModelServer(Api api) : api_(api), server_(std::make_unique<httplib::Server>()) {
+MockModelServer::MockModelServer(Api api)
+    : api_(api), server_(std::make_unique<httplib::Server>()) {
   auto route = [this](const httplib::Request& req, httplib::Response& res) {
     std::map<std::string, std::string> headers;
     for (const auto& [k, v] : req.headers) {
@@ -379,16 +428,20 @@ void MockModelServer::handle(const std::string& path, const std::string& body,
     error_out = error_body(api_, type, message);
   };
   if (fault == Fault::kRateLimit) {
-    reply(429, api_ == Api::kAnthropic ? "rate_limit_error" : "rate_limit_exceeded", "Rate limit reached");
+    reply(429, api_ == Api::kAnthropic ? "rate_limit_error" : "rate_limit_exceeded",
+          "Rate limit reached");
     // OpenAI sends both; retry-after-ms is the precise one.
     reply_headers["retry-after-ms"] = std::to_string(retry_after_.count());
     reply_headers["retry-after"] = std::to_string((retry_after_.count() + 999) / 1000);
     return;
   }
-  if (fault == Fault::kInsufficientQuota) return reply(429, "insufficient_quota", "You exceeded your current quota");
-  if (fault == Fault::kServerError) return reply(500, api_ == Api::kAnthropic ? "api_error" : "server_error", "Internal error");
+  if (fault == Fault::kInsufficientQuota)
+    return reply(429, "insufficient_quota", "You exceeded your current quota");
+  if (fault == Fault::kServerError)
+    return reply(500, api_ == Api::kAnthropic ? "api_error" : "server_error", "Internal error");
   if (fault == Fault::kOverloaded) return reply(529, "overloaded_error", "Overloaded");
-  if (fault == Fault::kBadRequest) return reply(400, "invalid_request_error", "messages: field required");
+  if (fault == Fault::kBadRequest)
+    return reply(400, "invalid_request_error", "messages: field required");
   if (fault == Fault::kUnauthorized) {
     // Real providers echo part of a bad key; this one echoes all of it.
     std::string key = headers.count("x-api-key") ? headers.at("x-api-key") : "";
@@ -416,11 +469,13 @@ void MockModelServer::handle(const std::string& path, const std::string& body,
   switch (api_) {
     case Api::kOpenAiChat: plan->events = openai_events(*turn, u, fragment_, missing); break;
     case Api::kAnthropic: plan->events = anthropic_events(*turn, u, fragment_, missing); break;
-    case Api::kOpenAiResponses: plan->events = responses_events(*turn, u, fragment_, missing); break;
+    case Api::kOpenAiResponses:
+      plan->events = responses_events(*turn, u, fragment_, missing);
+      break;
   }
   plan->fault = fault;
   plan->injected = fault == Fault::kMalformedChunk ? "data: {\"choices\": [{\"delta\": \n\n"
-                                                  : midstream_error(api_);
+                                                   : midstream_error(api_);
   plan->stall = stall_;
   plan->stopping = &stopping_;
   const bool counts = !fault || fault == Fault::kStall;

@@ -38,17 +38,17 @@ struct ScriptedTurn {
 };
 
 enum class Fault {
-  kRateLimit,          // 429 with retry-after (see set_retry_after)
-  kInsufficientQuota,  // 429 insufficient_quota: must not be retried
-  kServerError,        // 500
-  kOverloaded,         // 529 overloaded_error
-  kOverloadedMidStream,// 200, a few events, then the API's in-stream error
-  kUnauthorized,       // 401 whose message echoes the key it received
-  kBadRequest,         // 400 invalid_request_error
-  kDropMidStream,      // 200, half the events, then the connection is cut
-  kMalformedChunk,     // 200, an event whose data is not JSON, then the rest
-  kStall,              // 200, a few events, then silence for stall(), then the rest
-  kMissingFinish,      // 200, everything but the finish reason / terminal event
+  kRateLimit,            // 429 with retry-after (see set_retry_after)
+  kInsufficientQuota,    // 429 insufficient_quota: must not be retried
+  kServerError,          // 500
+  kOverloaded,           // 529 overloaded_error
+  kOverloadedMidStream,  // 200, a few events, then the API's in-stream error
+  kUnauthorized,         // 401 whose message echoes the key it received
+  kBadRequest,           // 400 invalid_request_error
+  kDropMidStream,        // 200, half the events, then the connection is cut
+  kMalformedChunk,       // 200, an event whose data is not JSON, then the rest
+  kStall,                // 200, a few events, then silence for stall(), then the rest
+  kMissingFinish,        // 200, everything but the finish reason / terminal event
 };
 
 struct RecordedRequest {

@@ -37,9 +37,9 @@ class AuditDirRuleTest : public ::testing::Test {
     std::vector<std::string> argv = {moatd_bin(), "--socket", socket_, "--system-policy-dir",
                                      dir_.path() + "/no-policy"};
     argv.insert(argv.end(), args.begin(), args.end());
-    env.insert(env.begin(), {"HOME=" + dir_.path() + "/home",
-                             "XDG_CONFIG_HOME=" + dir_.path() + "/home/.config",
-                             "XDG_STATE_HOME=" + dir_.path() + "/home/.local/state"});
+    env.insert(env.begin(),
+               {"HOME=" + dir_.path() + "/home", "XDG_CONFIG_HOME=" + dir_.path() + "/home/.config",
+                "XDG_STATE_HOME=" + dir_.path() + "/home/.local/state"});
     pid_ = start(argv, dir_.path() + "/moatd.log", env);
   }
 
@@ -51,7 +51,9 @@ class AuditDirRuleTest : public ::testing::Test {
     json welcome = c.read_frame();
     EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
     EXPECT_EQ(welcome.value("audit", "").rfind(audit_dir + "/", 0), 0u) << welcome.dump();
-    c.send_json({{"type", "call"}, {"id", "1"}, {"tool", "write"},
+    c.send_json({{"type", "call"},
+                 {"id", "1"},
+                 {"tool", "write"},
                  {"arguments", {{"path", audit_dir + "/planted.txt"}, {"content", "x"}}}});
     json r = c.read_frame();
     c.send_json({{"type", "bye"}});

@@ -101,10 +101,12 @@ TEST_F(AuditRecordTest, ANonUtf8CommandGetsItsDecisionRecordAndTheLogVerifies) {
     if (r.value("type", "") == "decision") {
       decisions.insert(r.value("decision_id", ""));
       // The unit the policy judged, `echo <0xff>`, is recorded with its exact bytes.
-      bytes_recorded |= r.dump().find("{\"bytes\":\"" + base64_encode("echo \xff") + "\"}") != std::string::npos;
+      bytes_recorded |=
+          r.dump().find("{\"bytes\":\"" + base64_encode("echo \xff") + "\"}") != std::string::npos;
     }
     if (r.value("type", "") == "exec") {
-      EXPECT_EQ(decisions.count(r.value("decision_id", "")), 1u) << "exec without its decision: " << r.dump();
+      EXPECT_EQ(decisions.count(r.value("decision_id", "")), 1u)
+          << "exec without its decision: " << r.dump();
     }
   }
   EXPECT_TRUE(bytes_recorded) << "no decision records the unit `echo <0xff>`";
@@ -146,7 +148,8 @@ TEST_F(AuditRecordTest, VerifyFailsOnAnExecWhoseDecisionRecordIsMissing) {
   std::ofstream(forged) << rewritten;
   e2e::Run v = run({moat_bin(), "audit", "verify", forged});
   EXPECT_EQ(v.exit_code, 1) << v.out;
-  EXPECT_NE(v.out.find("BROKEN (no-decision) at seq " + std::to_string(exec_seq)), std::string::npos)
+  EXPECT_NE(v.out.find("BROKEN (no-decision) at seq " + std::to_string(exec_seq)),
+            std::string::npos)
       << v.out;
   EXPECT_NE(v.out.find("names decision_id"), std::string::npos) << v.out;
 }

@@ -41,7 +41,8 @@ class BytePathsTest : public ::testing::Test {
     client_ = std::make_unique<RawClient>(socket_);
     client_->send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
     welcome_ = client_->read_frame();
-    ASSERT_EQ(welcome_.value("type", ""), "welcome") << welcome_.dump() << read_all(dir_.path() + "/moatd.log");
+    ASSERT_EQ(welcome_.value("type", ""), "welcome")
+        << welcome_.dump() << read_all(dir_.path() + "/moatd.log");
   }
   void TearDown() override {
     client_.reset();
@@ -51,7 +52,10 @@ class BytePathsTest : public ::testing::Test {
     }
   }
   json call(const std::string& tool, const json& args) {
-    client_->send_json({{"type", "call"}, {"id", "c" + std::to_string(++calls_)}, {"tool", tool}, {"arguments", args}});
+    client_->send_json({{"type", "call"},
+                        {"id", "c" + std::to_string(++calls_)},
+                        {"tool", tool},
+                        {"arguments", args}});
     json r = client_->read_frame();
     while (r.value("type", "") == "progress") r = client_->read_frame();
     return r;
@@ -61,7 +65,9 @@ class BytePathsTest : public ::testing::Test {
   }
   // What sandboxed code plants: a directory whose name is the byte 0xff, and `link` to it.
   void plant_link_to_non_utf8_directory() {
-    json r = call("bash", {{"command", "mkdir $'\\xff' && ln -s $'\\xff' link && echo inside > $'\\xff'/in.txt"}});
+    json r = call(
+        "bash",
+        {{"command", "mkdir $'\\xff' && ln -s $'\\xff' link && echo inside > $'\\xff'/in.txt"}});
     ASSERT_FALSE(r.value("isError", true)) << r.dump();
     ASSERT_TRUE(fs::is_regular_file(ws_ + "/\xff/in.txt"));
   }
@@ -74,7 +80,8 @@ class BytePathsTest : public ::testing::Test {
       if (!r.is_object() || r.value("type", "") != "decision" || !r.contains("input")) continue;
       const json& p = r["input"].value("path", json());
       if (p.is_string()) out.push_back(p.get<std::string>());
-      if (p.is_object() && p.contains("bytes")) out.push_back(base64_decode(p["bytes"].get<std::string>()));
+      if (p.is_object() && p.contains("bytes"))
+        out.push_back(base64_decode(p["bytes"].get<std::string>()));
     }
     return out;
   }
@@ -122,7 +129,8 @@ TEST_F(BytePathsTest, ReadEditAndListThroughALinkIntoANonUtf8DirectoryReachTheRe
   r = call("grep", {{"pattern", "edited"}, {"path", "link"}});
   ASSERT_FALSE(r.value("isError", true)) << r.dump();
   EXPECT_NE(text_of(r).find("edited"), std::string::npos) << r.dump();
-  for (const std::string& p : judged_paths()) EXPECT_EQ(p.find(kReplacement), std::string::npos) << p;
+  for (const std::string& p : judged_paths())
+    EXPECT_EQ(p.find(kReplacement), std::string::npos) << p;
 }
 
 // moatd's protocol is JSON text. A workspace named with the byte 0xff used to reach moatd with
@@ -132,11 +140,13 @@ TEST_F(BytePathsTest, AWorkspaceThatIsNotUtf8IsRefusedByTheClientNotRenamed) {
   const std::string named = dir_.path() + "/\xff", other = dir_.path() + "/" + kReplacement;
   fs::create_directories(named);
   fs::create_directories(other);
-  e2e::Run r = run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", named, "--", "touch", "ran"});
+  e2e::Run r =
+      run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", named, "--", "touch", "ran"});
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_FALSE(fs::exists(other + "/ran")) << "the command ran in a workspace nobody named";
   EXPECT_FALSE(fs::exists(named + "/ran"));
-  EXPECT_NE(r.out.find("workspace '" + dir_.path() + "/\\xff' is not UTF-8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workspace '" + dir_.path() + "/\\xff' is not UTF-8"), std::string::npos)
+      << r.out;
   // An argv word is the same: `touch <0xff>` is refused, not run as `touch <U+FFFD>`.
   r = run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", ws_, "--", "touch", "\xff"});
   EXPECT_NE(r.exit_code, 0) << r.out;
@@ -149,8 +159,9 @@ TEST_F(BytePathsTest, AWorkspaceThatIsNotUtf8IsRefusedByTheClientNotRenamed) {
 TEST(MoatJsonOutput, PolicyExplainJsonCarriesANonUtf8WordAsBytes) {
   TempDir dir;
   fs::create_directories(dir.path() + "/no-policy");
-  e2e::Run r = run({moat_bin(), "policy", "explain", "--json", "--system-dir", dir.path() + "/no-policy",
-               "--user-dir", dir.path() + "/no-policy", "--workspace", dir.path(), "echo $'\\xff'"});
+  e2e::Run r =
+      run({moat_bin(), "policy", "explain", "--json", "--system-dir", dir.path() + "/no-policy",
+           "--user-dir", dir.path() + "/no-policy", "--workspace", dir.path(), "echo $'\\xff'"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   json j = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;

@@ -26,7 +26,8 @@ using nlohmann::json;
 std::string audit_text(const std::string& dir) {
   std::string all;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); ++it)
     if (it->is_regular_file() && it->path().extension() == ".jsonl") all += read_file(it->path());
   return all;
 }
@@ -65,7 +66,9 @@ class ConsoleChannelTest : public ::testing::Test {
     return c.read_frame();
   }
   void call_rm(RawClient& c) {
-    c.send_json({{"type", "call"}, {"id", "rm"}, {"tool", "bash"},
+    c.send_json({{"type", "call"},
+                 {"id", "rm"},
+                 {"tool", "bash"},
                  {"arguments", {{"command", "rm -rf build"}}}});
   }
   // Reads the agent connection until the result; `on_ask` sees any ask sent to it.
@@ -91,8 +94,8 @@ TEST_F(ConsoleChannelTest, AnAgentThatSaysInteractiveCannotAnswerItsOwnAsk) {
   bool asked = false;
   json r = result(agent, [&](const json& ask) {
     asked = true;
-    agent.send_json({{"type", "answer"}, {"ask", ask["ask"]}, {"decision", "allow"},
-                     {"scope", "session"}});
+    agent.send_json(
+        {{"type", "answer"}, {"ask", ask["ask"]}, {"decision", "allow"}, {"scope", "session"}});
   });
   ASSERT_FALSE(r.is_null()) << moatd_log();
   EXPECT_FALSE(asked) << "moatd sends questions to the console channel only";
@@ -147,8 +150,8 @@ TEST_F(ConsoleChannelTest, AConsoleTokenWorksOnceAndAWrongOneSpendsIt) {
   const std::string token = welcome.value("console_token", "");
   {
     RawClient guess(socket_);
-    guess.send_json({{"type", "console"}, {"session", welcome["session"]},
-                     {"token", std::string(64, '0')}});
+    guess.send_json(
+        {{"type", "console"}, {"session", welcome["session"]}, {"token", std::string(64, '0')}});
     EXPECT_EQ(guess.read_frame().value("type", ""), "error");
     EXPECT_TRUE(guess.closed_by_peer());
   }
@@ -166,7 +169,8 @@ TEST_F(ConsoleChannelTest, ASecondConsoleForTheSameSessionIsRefused) {
   RawClient agent(socket_);
   const json welcome = hello(agent);
   ASSERT_EQ(welcome.value("type", ""), "welcome") << moatd_log();
-  const json attach = {{"type", "console"}, {"session", welcome["session"]},
+  const json attach = {{"type", "console"},
+                       {"session", welcome["session"]},
                        {"token", welcome.value("console_token", "")}};
   RawClient first(socket_);
   first.send_json(attach);
@@ -175,7 +179,8 @@ TEST_F(ConsoleChannelTest, ASecondConsoleForTheSameSessionIsRefused) {
   second.send_json(attach);
   EXPECT_EQ(second.read_frame().value("type", ""), "error");
   // A console connection only answers: a call on it closes it.
-  first.send_json({{"type", "call"}, {"id", "c"}, {"tool", "bash"}, {"arguments", {{"command", "true"}}}});
+  first.send_json(
+      {{"type", "call"}, {"id", "c"}, {"tool", "bash"}, {"arguments", {{"command", "true"}}}});
   EXPECT_EQ(first.read_frame().value("type", ""), "error");
   EXPECT_TRUE(first.closed_by_peer());
 }
@@ -200,9 +205,16 @@ class ConsoleRunTest : public ::testing::Test {
   void start_run(const std::string& turns, const std::vector<std::string>& extra = {}) {
     const std::string script = dir_.path() + "/turns.jsonl";
     std::ofstream(script) << turns;
-    std::vector<std::string> argv = {moat_bin(), "run", "--interactive", "--model",
-                                     "replay:" + script, "-C", ws_, "--sessions-dir",
-                                     dir_.path() + "/sessions", "--audit-dir",
+    std::vector<std::string> argv = {moat_bin(),
+                                     "run",
+                                     "--interactive",
+                                     "--model",
+                                     "replay:" + script,
+                                     "-C",
+                                     ws_,
+                                     "--sessions-dir",
+                                     dir_.path() + "/sessions",
+                                     "--audit-dir",
                                      dir_.path() + "/audit"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("clean up");
@@ -234,7 +246,9 @@ class ConsoleRunTest : public ::testing::Test {
     }
     return true;
   }
-  void type(const std::string& s) { ASSERT_EQ(write(master_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void type(const std::string& s) {
+    ASSERT_EQ(write(master_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
   int finish() {
     read_until("\x04never");  // drains the screen until the terminal closes
     const int rc = wait_exit(pid_, 60);
@@ -243,8 +257,8 @@ class ConsoleRunTest : public ::testing::Test {
   }
   // The loop: the child of `moat run` that is not moatd (without a console, moat run itself).
   pid_t loop_pid() {
-    std::istringstream kids(read_file("/proc/" + std::to_string(pid_) + "/task/" +
-                                      std::to_string(pid_) + "/children"));
+    std::istringstream kids(
+        read_file("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children"));
     for (std::string k; kids >> k;)
       if (read_file("/proc/" + k + "/comm") == "moat\n") return std::stoi(k);
     return pid_;
@@ -281,8 +295,9 @@ TEST_F(ConsoleRunTest, TheLoopHoldsNoTerminalAndTheConsoleIsOutOfItsReach) {
   }
   // No controlling terminal either (field 7 of /proc/<pid>/stat, tty_nr): /dev/tty does not
   // open, and TIOCSTI cannot type into the person's input.
-  std::istringstream stat(read_file("/proc/" + std::to_string(loop) + "/stat").substr(
-      read_file("/proc/" + std::to_string(loop) + "/stat").rfind(')') + 2));
+  std::istringstream stat(
+      read_file("/proc/" + std::to_string(loop) + "/stat")
+          .substr(read_file("/proc/" + std::to_string(loop) + "/stat").rfind(')') + 2));
   std::string state, ppid, pgrp, session, tty_nr;
   stat >> state >> ppid >> pgrp >> session >> tty_nr;
   EXPECT_EQ(tty_nr, "0");
@@ -345,8 +360,10 @@ TEST_F(ConsoleRunTest, ASharedMoatdsSessionAsksThroughTheConsoleThatMoatRunAttac
 // Steering, the other half of --interactive: a line typed while the agent works reaches the
 // model after the current step, through the console and the loop's stdin pipe.
 TEST_F(ConsoleRunTest, ALineTypedWhileTheAgentWorksSteersIt) {
-  start_run(std::string(R"({"tool_calls":[{"name":"bash","arguments":{"command":"while [ ! -e go ]; do sleep 0.1; done"}}]})") +
-            "\n" + R"({"text":"done"})" + "\n");
+  start_run(
+      std::string(
+          R"({"tool_calls":[{"name":"bash","arguments":{"command":"while [ ! -e go ]; do sleep 0.1; done"}}]})") +
+      "\n" + R"({"text":"done"})" + "\n");
   // The loop's condition cannot be judged statically, so it is asked about first.
   ASSERT_TRUE(read_until("deny [n]?")) << screen_;
   type("y\n");

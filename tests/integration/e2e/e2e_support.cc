@@ -150,8 +150,8 @@ std::string make_example_workspace(const std::string& dir) {
     fs::remove_all(ws + "/" + d);
   run({"git", "-C", ws, "init", "-q"});
   run({"git", "-C", ws, "add", "-A"});
-  run({"git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit",
-       "-qm", "init"});
+  run({"git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm",
+       "init"});
   return ws;
 }
 

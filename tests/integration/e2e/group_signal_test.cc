@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 std::string audit_log_in(const std::string& dir) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); ++it)
     if (it->is_regular_file() && it->path().extension() == ".jsonl") return it->path();
   return "";
 }
@@ -40,14 +41,17 @@ class RunSignalTest : public ::testing::Test {
   // that sleeps, and returns once the call runs: its decision is on disk.
   pid_t start_sleeping_run() {
     const std::string script = dir_.path() + "/slow.jsonl";
-    std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"sleep 30"}}]})"
-                          << "\n" << R"({"text":"done"})" << "\n";
-    const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C",
-                             ws_, "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
-                             audit_, "wait"},
-                            dir_.path() + "/run.log",
-                            {"XDG_STATE_HOME=" + dir_.path() + "/state",
-                             "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()});
+    std::ofstream(script)
+        << R"({"tool_calls":[{"name":"bash","arguments":{"command":"sleep 30"}}]})"
+        << "\n"
+        << R"({"text":"done"})"
+        << "\n";
+    const pid_t pid =
+        start({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws_,
+               "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", audit_, "wait"},
+              dir_.path() + "/run.log",
+              {"XDG_STATE_HOME=" + dir_.path() + "/state",
+               "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()});
     for (int i = 0; i < 400; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       log_ = audit_log_in(audit_);
@@ -75,7 +79,8 @@ class GroupSignalTest : public RunSignalTest, public ::testing::WithParamInterfa
 
 TEST_P(GroupSignalTest, ASignalToTheRunsGroupDuringACallLeavesAVerifiedLogAndNoPlaceholders) {
   const pid_t pid = start_sleeping_run();
-  ASSERT_NE(read_file(log_).find("sleep 30"), std::string::npos) << read_file(dir_.path() + "/run.log");
+  ASSERT_NE(read_file(log_).find("sleep 30"), std::string::npos)
+      << read_file(dir_.path() + "/run.log");
   ASSERT_FALSE(fs::is_empty(ws_)) << "placeholders are there during the session";
   ASSERT_EQ(kill(-pid, GetParam()), 0);
   EXPECT_NE(wait_exit(pid, 60), -2) << "moat run ended after the signal";
@@ -85,10 +90,11 @@ TEST_P(GroupSignalTest, ASignalToTheRunsGroupDuringACallLeavesAVerifiedLogAndNoP
 // Signals to moatd itself (an operator's kill, a shutdown) end the session the same way.
 TEST_F(RunSignalTest, ASigtermToThePrivateMoatdItselfEndsTheSessionCleanly) {
   const pid_t pid = start_sleeping_run();
-  ASSERT_NE(read_file(log_).find("sleep 30"), std::string::npos) << read_file(dir_.path() + "/run.log");
+  ASSERT_NE(read_file(log_).find("sleep 30"), std::string::npos)
+      << read_file(dir_.path() + "/run.log");
   pid_t moatd = -1;
-  std::istringstream kids(read_file("/proc/" + std::to_string(pid) + "/task/" +
-                                    std::to_string(pid) + "/children"));
+  std::istringstream kids(
+      read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
   for (std::string k; kids >> k;)
     if (read_file("/proc/" + k + "/comm") == "moatd\n") moatd = std::stoi(k);
   ASSERT_GT(moatd, 0) << "the private moatd is a child of moat run";

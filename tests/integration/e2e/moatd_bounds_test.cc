@@ -45,7 +45,9 @@ class MoatdBoundsTest : public MoatdFixture {
   }
   // A session that keeps working while others misbehave: each check reads a file.
   void expect_session_works(RawClient& c, const std::string& id) {
-    c.send_json({{"type", "call"}, {"id", id}, {"tool", "read"},
+    c.send_json({{"type", "call"},
+                 {"id", id},
+                 {"tool", "read"},
                  {"arguments", {{"path", ws_ + "/hello.txt"}}}});
     json r = result_of(c, id);
     ASSERT_EQ(r.value("type", ""), "result") << "no result for " << id << "\n" << moatd_log();
@@ -62,7 +64,8 @@ class MoatdBoundsTest : public MoatdFixture {
   // channel"), attached with the welcome's one-time token.
   std::unique_ptr<RawClient> attach_console(const json& welcome) {
     auto console = std::make_unique<RawClient>(socket_);
-    console->send_json({{"type", "console"}, {"session", welcome.value("session", "")},
+    console->send_json({{"type", "console"},
+                        {"session", welcome.value("session", "")},
                         {"token", welcome.value("console_token", "")}});
     EXPECT_EQ(console->read_frame().value("type", ""), "attached") << moatd_log();
     return console;
@@ -99,13 +102,22 @@ TEST_F(MoatdBoundsTest, A16MiBToolNamePathOrCommandIsRefusedForThatClientOnly) {
   RawClient good(socket_);
   ASSERT_EQ(greet(good).value("type", ""), "welcome");
   const std::vector<std::pair<std::string, json>> attacks = {
-      {"'tool' is", {{"type", "call"}, {"id", "t"}, {"tool", long_string(kNearLimit)},
-                     {"arguments", json::object()}}},
-      {"'path' is", {{"type", "call"}, {"id", "p"}, {"tool", "read"},
-                     {"arguments", {{"path", "/" + long_string(kNearLimit)}}}}},
+      {"'tool' is",
+       {{"type", "call"},
+        {"id", "t"},
+        {"tool", long_string(kNearLimit)},
+        {"arguments", json::object()}}},
+      {"'path' is",
+       {{"type", "call"},
+        {"id", "p"},
+        {"tool", "read"},
+        {"arguments", {{"path", "/" + long_string(kNearLimit)}}}}},
       // An interactive session, where today the command is echoed in an ask.
-      {"'command' is", {{"type", "call"}, {"id", "c"}, {"tool", "bash"},
-                        {"arguments", {{"command", "git push " + long_string(kNearLimit)}}}}},
+      {"'command' is",
+       {{"type", "call"},
+        {"id", "c"},
+        {"tool", "bash"},
+        {"arguments", {{"command", "git push " + long_string(kNearLimit)}}}}},
   };
   for (const auto& [expected, call] : attacks) {
     SCOPED_TRACE(expected);
@@ -113,8 +125,7 @@ TEST_F(MoatdBoundsTest, A16MiBToolNamePathOrCommandIsRefusedForThatClientOnly) {
     ASSERT_EQ(greet(bad, /*headless=*/false).value("type", ""), "welcome");
     bad.send_json(call);
     json e = expect_error_then_close(bad);
-    EXPECT_NE(e.value("message", "").find(expected), std::string::npos)
-        << e.dump().substr(0, 300);
+    EXPECT_NE(e.value("message", "").find(expected), std::string::npos) << e.dump().substr(0, 300);
     ASSERT_TRUE(moatd_alive()) << moatd_log().substr(0, 4000);
     expect_session_works(good, "after-" + call["id"].get<std::string>());
   }
@@ -129,8 +140,9 @@ TEST_F(MoatdBoundsTest, DeeplyNestedArgumentsGetAnErrorFrameAndOthersGoOn) {
   RawClient bad(socket_);
   ASSERT_EQ(greet(bad).value("type", ""), "welcome");
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  bad.send_bytes(frame_of(R"({"type":"call","id":"d","tool":"write","arguments":{"path":"x","content":)" +
-                          deep + "}}"));
+  bad.send_bytes(
+      frame_of(R"({"type":"call","id":"d","tool":"write","arguments":{"path":"x","content":)" +
+               deep + "}}"));
   json e = expect_error_then_close(bad);
   EXPECT_NE(e.value("message", "").find("deeper than 64 levels"), std::string::npos) << e.dump();
   ASSERT_TRUE(moatd_alive()) << moatd_log().substr(0, 4000);
@@ -151,8 +163,8 @@ TEST_F(MoatdBoundsTest, TheAgentRefusesAnOversizedCallItselfAndItsSessionGoesOn)
   tools::ToolResult big = (*client)->call("big", "bash", {{"command", heredoc}}, nullptr, nullptr);
   EXPECT_TRUE(big.is_error);
   EXPECT_NE(big.to_json().dump().find("'command' is"), std::string::npos) << big.to_json().dump();
-  tools::ToolResult after = (*client)->call("after", "read", {{"path", ws_ + "/hello.txt"}},
-                                            nullptr, nullptr);
+  tools::ToolResult after =
+      (*client)->call("after", "read", {{"path", ws_ + "/hello.txt"}}, nullptr, nullptr);
   EXPECT_FALSE(after.is_error) << after.to_json().dump() << moatd_log();
 }
 
@@ -164,21 +176,27 @@ TEST_F(MoatdBoundsTest, AnUnansweredAskInOneSessionDoesNotHoldAnotherSessionsWri
   RawClient asker(socket_);
   auto console = attach_console(greet(asker, /*headless=*/false));
   // Outside the workspace and /tmp, the default policy asks before a write.
-  asker.send_json({{"type", "call"}, {"id", "w-ask"}, {"tool", "write"},
+  asker.send_json({{"type", "call"},
+                   {"id", "w-ask"},
+                   {"tool", "write"},
                    {"arguments", {{"path", "/etc/moat-bounds-test.conf"}, {"content", "x"}}}});
   json ask = console->read_frame();
   ASSERT_EQ(ask.value("type", ""), "ask") << ask.dump() << moatd_log();
 
   RawClient other(socket_);
   ASSERT_EQ(greet(other).value("type", ""), "welcome");
-  other.send_json({{"type", "call"}, {"id", "w"}, {"tool", "write"},
+  other.send_json({{"type", "call"},
+                   {"id", "w"},
+                   {"tool", "write"},
                    {"arguments", {{"path", ws_ + "/other.txt"}, {"content", "written\n"}}}});
   json r = result_of(other, "w");
   ASSERT_EQ(r.value("type", ""), "result") << "the write waited for another session's ask";
   EXPECT_FALSE(r["isError"].get<bool>()) << r.dump();
 
   // Within the asking session, a write to another path does not wait for the ask either.
-  asker.send_json({{"type", "call"}, {"id", "w2"}, {"tool", "write"},
+  asker.send_json({{"type", "call"},
+                   {"id", "w2"},
+                   {"tool", "write"},
                    {"arguments", {{"path", ws_ + "/mine.txt"}, {"content", "mine\n"}}}});
   r = result_of(asker, "w2");
   ASSERT_EQ(r.value("type", ""), "result") << "a write waited for an ask on another path";
@@ -198,8 +216,11 @@ TEST_F(MoatdBoundsTest, PendingAsksBeyondTheCapAreRefusedAndThreadsStayBounded) 
   constexpr int kCalls = 200;
   constexpr int kPending = static_cast<int>(sandbox::kMaxConcurrentCalls);
   for (int i = 0; i < kCalls; ++i)
-    c.send_json({{"type", "call"}, {"id", "a" + std::to_string(i)}, {"tool", "write"},
-                 {"arguments", {{"path", "/etc/moat-bounds-" + std::to_string(i)}, {"content", "x"}}}});
+    c.send_json(
+        {{"type", "call"},
+         {"id", "a" + std::to_string(i)},
+         {"tool", "write"},
+         {"arguments", {{"path", "/etc/moat-bounds-" + std::to_string(i)}, {"content", "x"}}}});
   // The calls beyond the cap are refused on the agent's connection; the others ask the console.
   for (int refused = 0; refused < kCalls - kPending; ++refused) {
     json f = result_of(c, "a" + std::to_string(kPending + refused));
@@ -223,9 +244,12 @@ TEST_F(MoatdBoundsTest, CallsBeyondTheRunningBytesBoundAreRefused) {
   auto console = attach_console(greet(c, /*headless=*/false));
   constexpr int kCalls = 5;  // 5 x 15 MiB > 64 MiB: the fifth does not fit
   for (int i = 0; i < kCalls; ++i)
-    c.send_json({{"type", "call"}, {"id", "b" + std::to_string(i)}, {"tool", "write"},
-                 {"arguments", {{"path", "/etc/moat-bytes-" + std::to_string(i)},
-                                {"content", long_string(15u << 20)}}}});
+    c.send_json({{"type", "call"},
+                 {"id", "b" + std::to_string(i)},
+                 {"tool", "write"},
+                 {"arguments",
+                  {{"path", "/etc/moat-bytes-" + std::to_string(i)},
+                   {"content", long_string(15u << 20)}}}});
   // The fifth is refused on the agent's connection; the four that fit ask the console.
   json refused = result_of(c, "b4");
   EXPECT_NE(refused.dump().find("the running calls' arguments already hold"), std::string::npos)
@@ -245,8 +269,10 @@ TEST_F(MoatdBoundsTest, UnsolicitedAnswersDoNotGrowMoatd) {
   ASSERT_EQ(greet(c, /*headless=*/false).value("type", ""), "welcome");
   const long rss_before = status_field("VmRSS");
   for (int i = 0; i < 30; ++i)
-    c.send_json({{"type", "answer"}, {"ask", "nobody-asked-" + std::to_string(i)},
-                 {"decision", "allow"}, {"padding", long_string(8u << 20)}});
+    c.send_json({{"type", "answer"},
+                 {"ask", "nobody-asked-" + std::to_string(i)},
+                 {"decision", "allow"},
+                 {"padding", long_string(8u << 20)}});
   // Each frame was read (or the connection refused): a bye round trip orders after them.
   c.send_json({{"type", "bye"}});
   c.read_frame(30000);
@@ -265,8 +291,10 @@ TEST_F(MoatdBoundsTest, AnswersNobodyAskedForAreDropped) {
   const long rss_before = status_field("VmRSS");
   std::string batch;
   for (int i = 0; i < 30000; ++i) {
-    json answer = {{"type", "answer"}, {"ask", "nobody-asked-" + std::to_string(i)},
-                   {"decision", "allow"}, {"padding", ""}};
+    json answer = {{"type", "answer"},
+                   {"ask", "nobody-asked-" + std::to_string(i)},
+                   {"decision", "allow"},
+                   {"padding", ""}};
     answer["padding"] = long_string(4000 - answer.dump().size());
     batch += sandbox::encode_frame(answer);
     if (batch.size() > (8u << 20)) c.send_bytes(std::exchange(batch, ""));
@@ -317,11 +345,15 @@ TEST_F(MoatdBoundsTest, WhatAClientSendsCannotBloatTheAuditLog) {
     audit_path = w.value("audit", "");
     for (int i = 0; i < 3; ++i) {
       const std::string id = "g" + std::to_string(i);
-      c.send_json({{"type", "call"}, {"id", id}, {"tool", "grep"},
+      c.send_json({{"type", "call"},
+                   {"id", id},
+                   {"tool", "grep"},
                    {"arguments", {{"pattern", long_string(4u << 20)}, {"path", ws_}}}});
       ASSERT_EQ(result_of(c, id).value("type", ""), "result") << moatd_log();
     }
-    c.send_json({{"type", "call"}, {"id", "t"}, {"tool", long_string(15u << 20)},
+    c.send_json({{"type", "call"},
+                 {"id", "t"},
+                 {"tool", long_string(15u << 20)},
                  {"arguments", json::object()}});
     expect_error_then_close(c);
   }
@@ -351,7 +383,8 @@ TEST_F(MoatdBoundsTest, ConnectionsBeyondThePerUserBoundAreRefusedAndTheOthersGo
   }
   RawClient over(socket_);
   json e = expect_error_then_close(over);
-  EXPECT_NE(e.value("message", "").find("connections open (the limit is 64)"), std::string::npos) << e.dump();
+  EXPECT_NE(e.value("message", "").find("connections open (the limit is 64)"), std::string::npos)
+      << e.dump();
   ASSERT_TRUE(moatd_alive()) << moatd_log();
   // An open connection is served: its hello is judged (a missing workspace, refused for that).
   held.front()->send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_ + "/missing"}});
@@ -366,7 +399,8 @@ TEST_F(MoatdBoundsTest, ConnectionsBeyondThePerUserBoundAreRefusedAndTheOthersGo
     next.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_ + "/missing"}});
     again = next.read_frame();
     if (again.value("code", "") == "workspace") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the slot is given back when the thread ends
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(100));  // the slot is given back when the thread ends
   }
   EXPECT_EQ(again.value("code", ""), "workspace") << again.dump();
 }

@@ -62,8 +62,12 @@ class MoatdLimitsTest : public ::testing::Test {
     ws_ = dir_.path() + "/ws";
     fs::create_directories(ws_);
     std::ofstream(dir_.path() + "/limits.toml") << policy;
-    std::vector<std::string> argv = {moatd_bin(), "--socket", socket_, "--audit-dir",
-                                     dir_.path() + "/audit", "--policy",
+    std::vector<std::string> argv = {moatd_bin(),
+                                     "--socket",
+                                     socket_,
+                                     "--audit-dir",
+                                     dir_.path() + "/audit",
+                                     "--policy",
                                      dir_.path() + "/limits.toml"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     pid_ = start(argv, dir_.path() + "/moatd.log");
@@ -106,7 +110,9 @@ TEST_F(MoatdLimitsTest, ACallsTimeoutAboveThePolicysWallTimeIsCapped) {
   RawClient c(socket_);
   ASSERT_TRUE(c.connected()) << moatd_log();
   const std::string audit = greet(c);
-  c.send_json({{"type", "call"}, {"id", "long"}, {"tool", "bash"},
+  c.send_json({{"type", "call"},
+               {"id", "long"},
+               {"tool", "bash"},
                {"arguments", {{"command", "sleep 60; echo overslept"}, {"timeout", 1000}}}});
   json r = result_of(c, "long", 45000);
   ASSERT_FALSE(r.is_null()) << "no result while the command sleeps: the timeout was not capped";
@@ -115,8 +121,9 @@ TEST_F(MoatdLimitsTest, ACallsTimeoutAboveThePolicysWallTimeIsCapped) {
   EXPECT_TRUE(r["details"].value("timeoutCapped", false)) << r.dump();
   EXPECT_EQ(r["details"].value("timeoutS", 0.0), 1.0) << r.dump();
   const std::string text = r["content"][0].value("text", "");
-  EXPECT_NE(text.find("the requested timeout of 1000 s was capped to the policy's wall time of 1 s"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("the requested timeout of 1000 s was capped to the policy's wall time of 1 s"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("overslept"), std::string::npos) << text;
 }
@@ -134,8 +141,11 @@ TEST_F(MoatdLimitsTest, AClientThatStopsReadingSuspendsNoDeadlineAndIsDisconnect
   ASSERT_FALSE(audit.empty());
   // About 1 MB/s of output, forever: far more than the socket buffers hold in 2 s.
   stalled.send_json(
-      {{"type", "call"}, {"id", "flood"}, {"tool", "bash"},
-       {"arguments", {{"command", "while :; do head -c 100000 /dev/zero | tr '\\0' x; sleep 0.1; done"}}}});
+      {{"type", "call"},
+       {"id", "flood"},
+       {"tool", "bash"},
+       {"arguments",
+        {{"command", "while :; do head -c 100000 /dev/zero | tr '\\0' x; sleep 0.1; done"}}}});
   ASSERT_TRUE(eventually([&] { return find_record(audit, "exec", "flood").has_value(); }, 40s))
       << "the call was not killed at its deadline while its client did not read\n"
       << read_file(audit) << moatd_log();
@@ -146,14 +156,17 @@ TEST_F(MoatdLimitsTest, AClientThatStopsReadingSuspendsNoDeadlineAndIsDisconnect
   RawClient other(socket_);
   ASSERT_TRUE(other.connected());
   greet(other);
-  other.send_json({{"type", "call"}, {"id", "e"}, {"tool", "bash"},
+  other.send_json({{"type", "call"},
+                   {"id", "e"},
+                   {"tool", "bash"},
                    {"arguments", {{"command", "echo served"}}}});
   json r = result_of(other, "e");
   ASSERT_FALSE(r.is_null()) << moatd_log();
   EXPECT_FALSE(r.value("isError", true)) << r.dump();
 
   ASSERT_TRUE(eventually([&] { return find_record(audit, "session.end").has_value(); }, 40s))
-      << "the stalled client was never disconnected\n" << moatd_log();
+      << "the stalled client was never disconnected\n"
+      << moatd_log();
   // Its connection is closed: what it reads now ends in EOF.
   int frames = 0;
   while (!stalled.read_frame(5000).is_null()) ++frames;
@@ -180,8 +193,8 @@ class MoatdSocketClaimTest : public ::testing::Test {
     return wait_exit(p, 10);
   }
   pid_t start_moatd(const std::string& name) {
-    pid_t p = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"},
-                    log(name));
+    pid_t p =
+        start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"}, log(name));
     pids_.push_back(p);
     return p;
   }
@@ -207,8 +220,8 @@ TEST_F(MoatdSocketClaimTest, ASecondMoatdRefusesALiveSocketAndTheFirstStaysReach
   const pid_t first = start_moatd("first");
   ASSERT_TRUE(served()) << read_file(log("first"));
   EXPECT_TRUE(says_listening("first")) << read_file(log("first"));
-  e2e::Run second = run({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"},
-                        {}, 20);
+  e2e::Run second =
+      run({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"}, {}, 20);
   EXPECT_EQ(second.exit_code, 3) << second.out;
   EXPECT_NE(second.out.find("is in use"), std::string::npos) << second.out;
   EXPECT_TRUE(served()) << "the first moatd is no longer reachable";
@@ -232,7 +245,8 @@ TEST_F(MoatdSocketClaimTest, AStaleSocketFileIsReplaced) {
 
 TEST_F(MoatdSocketClaimTest, APathThatIsNotASocketIsNeitherRemovedNorServed) {
   std::ofstream(socket_) << "precious\n";
-  e2e::Run r = run({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"}, {}, 20);
+  e2e::Run r =
+      run({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"}, {}, 20);
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.out.find("is not a socket"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(socket_), "precious\n");

@@ -65,7 +65,8 @@ TEST_F(MoatdSocketTest, UnknownTypesAndMissingFieldsAreNamed) {
     RawClient c(socket_);
     c.send_json({{"type", "launch_missiles"}});
     json e = expect_error_then_close(c);
-    EXPECT_NE(e.value("message", "").find("unknown frame type 'launch_missiles'"), std::string::npos);
+    EXPECT_NE(e.value("message", "").find("unknown frame type 'launch_missiles'"),
+              std::string::npos);
   }
   {
     RawClient c(socket_);
@@ -105,15 +106,17 @@ TEST_F(MoatdSocketTest, AMisbehavingClientDoesNotDisturbAnotherSession) {
   ASSERT_TRUE(has_read) << w.dump();
 
   // Meanwhile, three clients break the protocol in different ways.
-  for (const std::string& junk : {frame_of("{"), std::string("\xff\xff\xff\xff", 4),
-                                  frame_of("[\"not an object\"]")}) {
+  for (const std::string& junk :
+       {frame_of("{"), std::string("\xff\xff\xff\xff", 4), frame_of("[\"not an object\"]")}) {
     RawClient bad(socket_);
     bad.send_bytes(junk);
     expect_error_then_close(bad);
   }
   ASSERT_TRUE(moatd_alive());
 
-  good.send_json({{"type", "call"}, {"id", "r1"}, {"tool", "read"},
+  good.send_json({{"type", "call"},
+                  {"id", "r1"},
+                  {"tool", "read"},
                   {"arguments", {{"path", ws_ + "/hello.txt"}}}});
   json r;
   for (int i = 0; i < 10; ++i) {
@@ -134,12 +137,14 @@ TEST_F(MoatdSocketTest, AnUnknownToolIsAnErrorResultNotACrash) {
   RawClient c(socket_);
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
   ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
-  c.send_json({{"type", "call"}, {"id", "x"}, {"tool", "format_disk"}, {"arguments", json::object()}});
+  c.send_json(
+      {{"type", "call"}, {"id", "x"}, {"tool", "format_disk"}, {"arguments", json::object()}});
   json r = c.read_frame();
   ASSERT_EQ(r.value("type", ""), "result") << r.dump();
   EXPECT_TRUE(r["isError"].get<bool>());
-  EXPECT_NE(r["content"][0]["text"].get<std::string>().find("unknown or refused tool 'format_disk'"),
-            std::string::npos)
+  EXPECT_NE(
+      r["content"][0]["text"].get<std::string>().find("unknown or refused tool 'format_disk'"),
+      std::string::npos)
       << r.dump();
   EXPECT_TRUE(moatd_alive());
 }
@@ -150,9 +155,13 @@ TEST_F(MoatdSocketTest, ConcurrentCallsEachGetTheirResult) {
   RawClient c(socket_);
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
   ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
-  c.send_json({{"type", "call"}, {"id", "slow"}, {"tool", "bash"},
+  c.send_json({{"type", "call"},
+               {"id", "slow"},
+               {"tool", "bash"},
                {"arguments", {{"command", "sleep 1; echo slow-done"}}}});
-  c.send_json({{"type", "call"}, {"id", "fast"}, {"tool", "bash"},
+  c.send_json({{"type", "call"},
+               {"id", "fast"},
+               {"tool", "bash"},
                {"arguments", {{"command", "echo fast-done"}}}});
   std::vector<std::string> order;
   while (order.size() < 2) {
@@ -180,7 +189,9 @@ TEST_F(MoatdSocketTest, TheSessionsAuditLogEndsInACheckpointSignedWithMoatdsKey)
     json welcome = c.read_frame();
     ASSERT_EQ(welcome.value("type", ""), "welcome") << moatd_log();
     audit_path = welcome.value("audit", "");
-    c.send_json({{"type", "call"}, {"id", "k"}, {"tool", "bash"},
+    c.send_json({{"type", "call"},
+                 {"id", "k"},
+                 {"tool", "bash"},
                  {"arguments", {{"command", "cat " + key}}}});
     json r = c.read_frame();
     while (r.value("type", "") == "progress") r = c.read_frame();
@@ -201,7 +212,8 @@ TEST_F(MoatdSocketTest, TheSessionsAuditLogEndsInACheckpointSignedWithMoatdsKey)
   const std::string other = dir_.path() + "/other";
   std::filesystem::create_directories(other);
   std::ofstream(other + "/other.pub")
-      << "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n"
+      << "-----BEGIN PUBLIC "
+         "KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n"
          "-----END PUBLIC KEY-----\n";
   e2e::Run w = run({moat_bin(), "audit", "verify", "--key", other + "/other.pub", audit_path});
   EXPECT_EQ(w.exit_code, 1) << w.out;
@@ -219,9 +231,9 @@ TEST(MoatdAuditKey, AnUnusableKeyLeavesTheLogUnsignedAndSaysWhy) {
   ::chmod(key.c_str(), 0600);
   const std::string socket = dir.path() + "/moatd.sock", ws = dir.path() + "/ws";
   std::filesystem::create_directories(ws);
-  pid_t pid = start({moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit",
-                     "--audit-key", key},
-                    dir.path() + "/moatd.log");
+  pid_t pid = start(
+      {moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit", "--audit-key", key},
+      dir.path() + "/moatd.log");
   std::string audit_path;
   {
     RawClient c(socket);
@@ -256,8 +268,8 @@ TEST_F(MoatdSocketTest, ManySequentialCallsDoNotGrowMoatd) {
   ASSERT_EQ(c.read_frame().value("type", ""), "welcome") << moatd_log();
   auto call = [&](int i) {
     const std::string id = "c" + std::to_string(i);
-    c.send_json({{"type", "call"}, {"id", id}, {"tool", "bash"},
-                 {"arguments", {{"command", "true"}}}});
+    c.send_json(
+        {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", "true"}}}});
     for (;;) {
       json f = c.read_frame();
       if (f.is_null()) return false;
@@ -289,10 +301,12 @@ TEST_F(MoatdSocketTest, ManySequentialSessionsDoNotGrowMoatd) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(session()) << moatd_log();
   const int before = thread_stacks();
   constexpr int kSessions = 40;
-  for (int i = 0; i < kSessions; ++i) ASSERT_TRUE(session()) << "session " << i << "\n" << moatd_log();
+  for (int i = 0; i < kSessions; ++i)
+    ASSERT_TRUE(session()) << "session " << i << "\n" << moatd_log();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the accept loop's next tick
-  EXPECT_LT(thread_stacks() - before, 8) << "moatd kept " << thread_stacks() - before
-                                         << " more thread stacks after " << kSessions << " sessions";
+  EXPECT_LT(thread_stacks() - before, 8)
+      << "moatd kept " << thread_stacks() - before << " more thread stacks after " << kSessions
+      << " sessions";
 }
 
 }  // namespace

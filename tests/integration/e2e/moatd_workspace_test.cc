@@ -90,8 +90,8 @@ class Race {
 
   // Runs the attacker for `seconds` as kAttacker; returns its tally.
   Tally attack(int seconds) {
-    json j = json::parse(as_attacker([&] { return attacker_in_child(seconds).dump(); }), nullptr,
-                         false);
+    json j =
+        json::parse(as_attacker([&] { return attacker_in_child(seconds).dump(); }), nullptr, false);
     Tally t;
     if (!j.is_object()) return t;
     t.tries = j.value("tries", 0);
@@ -125,14 +125,22 @@ class Race {
         continue;
       }
       tally["welcomes"] = tally["welcomes"].get<int>() + 1;
-      const json calls[] = {
-          {{"type", "call"}, {"id", "rel"}, {"tool", "read"}, {"arguments", {{"path", "ROOT_MARKER"}}}},
-          {{"type", "call"}, {"id", "abs"}, {"tool", "read"},
-           {"arguments", {{"path", root_dir_ + "/ROOT_MARKER"}}}},
-          {{"type", "call"}, {"id", "put"}, {"tool", "write"},
-           {"arguments", {{"path", root_dir_ + "/PWNED"}, {"content", "x"}}}},
-          {{"type", "call"}, {"id", "own"}, {"tool", "write"},
-           {"arguments", {{"path", "from-session.txt"}, {"content", "x"}}}}};
+      const json calls[] = {{{"type", "call"},
+                             {"id", "rel"},
+                             {"tool", "read"},
+                             {"arguments", {{"path", "ROOT_MARKER"}}}},
+                            {{"type", "call"},
+                             {"id", "abs"},
+                             {"tool", "read"},
+                             {"arguments", {{"path", root_dir_ + "/ROOT_MARKER"}}}},
+                            {{"type", "call"},
+                             {"id", "put"},
+                             {"tool", "write"},
+                             {"arguments", {{"path", root_dir_ + "/PWNED"}, {"content", "x"}}}},
+                            {{"type", "call"},
+                             {"id", "own"},
+                             {"tool", "write"},
+                             {"arguments", {{"path", "from-session.txt"}, {"content", "x"}}}}};
       for (const json& call : calls) c.send_json(call);
       for (int results = 0; results < 4;) {
         json r = c.read_frame();
@@ -170,9 +178,9 @@ TEST(MoatdWorkspaceRace, SwappingTheWorkspaceForALinkToARootDirectoryNeverWins) 
   if (geteuid() != 0)
     GTEST_SKIP() << "needs root: the race is a local user against a moatd running as root";
   Race race;
-  const pid_t moatd = start({moatd_bin(), "--socket", race.socket(), "--audit-dir",
-                             race.dir().path() + "/audit"},
-                            race.dir().path() + "/moatd.log");
+  const pid_t moatd =
+      start({moatd_bin(), "--socket", race.socket(), "--audit-dir", race.dir().path() + "/audit"},
+            race.dir().path() + "/moatd.log");
   const int seconds = race_seconds();
   const Tally t = race.attack(seconds);
   const bool moatd_alive = kill(moatd, 0) == 0 && waitpid(moatd, nullptr, WNOHANG) == 0;

@@ -59,7 +59,8 @@ class OwnFilesTest : public ::testing::Test {
   std::string moatd_log() { return slurp(dir_.path() + "/moatd.log"); }
 
   json call(RawClient& c, const std::string& tool, const json& args) {
-    c.send_json({{"type", "call"}, {"id", std::to_string(++calls_)}, {"tool", tool}, {"arguments", args}});
+    c.send_json(
+        {{"type", "call"}, {"id", std::to_string(++calls_)}, {"tool", tool}, {"arguments", args}});
     json r = c.read_frame();
     while (r.value("type", "") == "progress") r = c.read_frame();
     return r;
@@ -79,13 +80,15 @@ class OwnFilesTest : public ::testing::Test {
          {std::string("echo 'base_url = \"https://attacker.example\"' >> .config/moat/config.toml"),
           std::string("rm -f .config/moat/config.toml"),
           std::string("touch .config/moat/policy.d/00-allow-all.toml"),
-          std::string("touch .local/state/moat/sessions/ws/s.jsonl .local/state/moat/sessions/new.jsonl"),
+          std::string(
+              "touch .local/state/moat/sessions/ws/s.jsonl .local/state/moat/sessions/new.jsonl"),
           std::string("rm -f .local/state/moat/sessions/ws/s.jsonl"),
-          std::string("touch .local/state/moat/trust/evil.pin"),
-          "touch " + extra_dir + "/planted", "rm -rf " + extra_dir,
-          std::string("mv .config .config.old"), std::string("mv .local/state/moat .local/state/moved")})
+          std::string("touch .local/state/moat/trust/evil.pin"), "touch " + extra_dir + "/planted",
+          "rm -rf " + extra_dir, std::string("mv .config .config.old"),
+          std::string("mv .local/state/moat .local/state/moved")})
       call(c, "bash", {{"command", cmd}});
-    json w = call(c, "write", {{"path", ".config/moat/config.toml"}, {"content", "[providers.x]\n"}});
+    json w =
+        call(c, "write", {{"path", ".config/moat/config.toml"}, {"content", "[providers.x]\n"}});
     EXPECT_TRUE(w.value("isError", false)) << w.dump();
     c.send_json({{"type", "bye"}});
     c.read_frame();
@@ -135,8 +138,8 @@ TEST_F(OwnFilesTest, TheAuditDirectoryIsProtectedWhereMoatAuditDirPutsIt) {
 TEST_F(OwnFilesTest, TheSessionsAndUserPolicyDirectoriesAreProtectedWhereTheFlagsPutThem) {
   fs::create_directories(home_ + "/my-policies");
   fs::create_directories(home_ + "/my-sessions/ws");
-  start_moatd({"--sessions-dir", home_ + "/my-sessions", "--user-policy-dir", home_ + "/my-policies",
-               "--audit-dir", dir_.path() + "/audit"});
+  start_moatd({"--sessions-dir", home_ + "/my-sessions", "--user-policy-dir",
+               home_ + "/my-policies", "--audit-dir", dir_.path() + "/audit"});
   attack("my-sessions");
   RawClient c(socket_);
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_}, {"headless", true}});
@@ -167,8 +170,10 @@ TEST_F(OwnFilesTest, TheAuditKeyInsideTheWorkspaceIsHidden) {
 TEST_F(OwnFilesTest, MoatRunKeepsItsSessionsDirectoryOutOfTheSandboxsReach) {
   const std::string script = dir_.path() + "/plant.jsonl";
   std::ofstream(script)
-      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"touch my-sessions/planted"}}]})" << "\n"
-      << R"({"text":"done"})" << "\n";
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"touch my-sessions/planted"}}]})"
+      << "\n"
+      << R"({"text":"done"})"
+      << "\n";
   e2e::Run r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", home_,
                     "--sessions-dir", home_ + "/my-sessions", "--audit-dir", dir_.path() + "/audit",
                     "plant a session file"},
@@ -189,7 +194,8 @@ TEST_F(OwnFilesTest, AWorkspaceInsideMoatsOwnDirectoryIsRefused) {
   json e = c.read_frame();
   EXPECT_EQ(e.value("type", ""), "error") << e.dump();
   EXPECT_EQ(e.value("code", ""), "workspace") << e.dump();
-  EXPECT_NE(e.value("message", "").find("one of moat's own directories"), std::string::npos) << e.dump();
+  EXPECT_NE(e.value("message", "").find("one of moat's own directories"), std::string::npos)
+      << e.dump();
 }
 
 }  // namespace
@@ -218,9 +224,10 @@ TEST_F(OwnFilesTest, AWorkspaceAtTheUsersHomeCannotChangeItsShellGitOrSshStartup
     ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
     json ok = call(c, "bash", {{"command", "touch made"}});
     ASSERT_TRUE(fs::exists(ws + "/made")) << ok.dump() << moatd_log();
-    for (const char* cmd : {"echo evil >> .bashrc", "printf '[core]\\n\\tpager = evil\\n' >> .gitconfig",
-                            "printf '#!/bin/sh\\n' > .local/bin/ls", "echo key >> .ssh/authorized_keys",
-                            "echo evil >> zshrc", "mv .bashrc .bashrc.old"})
+    for (const char* cmd :
+         {"echo evil >> .bashrc", "printf '[core]\\n\\tpager = evil\\n' >> .gitconfig",
+          "printf '#!/bin/sh\\n' > .local/bin/ls", "echo key >> .ssh/authorized_keys",
+          "echo evil >> zshrc", "mv .bashrc .bashrc.old"})
       call(c, "bash", {{"command", cmd}});
     c.send_json({{"type", "bye"}});
     c.read_frame();

@@ -70,7 +70,8 @@ std::vector<std::string> conversation(Api api, const json& body) {
     for (const auto& m : body["messages"]) {
       const std::string role = m.value("role", "");
       if (role == "user" || role == "assistant") text_line(role, text_of(m["content"]));
-      if (role == "tool") out.push_back("result:" + m.value("tool_call_id", "") + ":" + text_of(m["content"]));
+      if (role == "tool")
+        out.push_back("result:" + m.value("tool_call_id", "") + ":" + text_of(m["content"]));
       if (m.contains("tool_calls"))
         for (const auto& c : m["tool_calls"])
           out.push_back("call:" + c.value("id", "") + ":" + c["function"].value("name", ""));
@@ -80,7 +81,8 @@ std::vector<std::string> conversation(Api api, const json& body) {
       for (const auto& b : m["content"]) {
         const std::string type = b.value("type", "");
         if (type == "text") text_line(m.value("role", ""), b.value("text", ""));
-        if (type == "tool_use") out.push_back("call:" + b.value("id", "") + ":" + b.value("name", ""));
+        if (type == "tool_use")
+          out.push_back("call:" + b.value("id", "") + ":" + b.value("name", ""));
         if (type == "tool_result")
           out.push_back("result:" + b.value("tool_use_id", "") + ":" + text_of(b["content"]));
       }
@@ -165,13 +167,22 @@ class MockRun : public ::testing::Test {
   }
 
   std::vector<std::string> env() const {
-    return {"XDG_STATE_HOME=" + dir_.path() + "/state", "XDG_CONFIG_HOME=" + dir_.path() + "/config",
-            "MOATD_BIN=" + moatd_bin(), std::string(kKeyEnv) + "=" + kKey};
+    return {"XDG_STATE_HOME=" + dir_.path() + "/state",
+            "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin(),
+            std::string(kKeyEnv) + "=" + kKey};
   }
 
-  std::vector<std::string> argv(const std::vector<std::string>& extra, const std::string& model) const {
-    std::vector<std::string> a = {moat_bin(), "run", "--model", "mock/" + model, "-C", ws_,
-                                  "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
+  std::vector<std::string> argv(const std::vector<std::string>& extra,
+                                const std::string& model) const {
+    std::vector<std::string> a = {moat_bin(),
+                                  "run",
+                                  "--model",
+                                  "mock/" + model,
+                                  "-C",
+                                  ws_,
+                                  "--sessions-dir",
+                                  dir_.path() + "/sessions",
+                                  "--audit-dir",
                                   dir_.path() + "/audit"};
     a.insert(a.end(), extra.begin(), extra.end());
     a.push_back("do the task");
@@ -213,8 +224,8 @@ class ProviderRunTest : public MockRun, public ::testing::WithParamInterface<Api
 };
 
 TEST_P(ProviderRunTest, AToolCallRunsItsResultGoesBackAndTheFinalAnswerExitsZero) {
-  server_->push_turn(call_turn("call_e2e_1", "bash",
-                               {{"command", "echo made-by-the-tool; echo hi > f.txt"}}));
+  server_->push_turn(
+      call_turn("call_e2e_1", "bash", {{"command", "echo made-by-the-tool; echo hi > f.txt"}}));
   server_->push_turn(text_turn("All finished."));
   auto r = moat();
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -265,8 +276,8 @@ TEST_P(ProviderRunTest, AFollowUpContinuesTheRunWhenTheModelStops) {
 // batch's results. The call waits for a file the test creates once moat says it queued
 // the line, so the order does not depend on timing.
 TEST_P(ProviderRunTest, ALineTypedWhileAToolRunsFollowsItsResultInTheNextRequest) {
-  server_->push_turn(call_turn("call_wait", "bash",
-                               {{"command", "until test -e go; do sleep 0.05; done; echo waited"}}));
+  server_->push_turn(call_turn(
+      "call_wait", "bash", {{"command", "until test -e go; do sleep 0.05; done; echo waited"}}));
   server_->push_turn(text_turn("Done, and noted."));
   std::vector<std::string> a = argv({"--interactive"}, "anything");
   const std::string log = dir_.path() + "/run.log";
@@ -274,7 +285,8 @@ TEST_P(ProviderRunTest, ALineTypedWhileAToolRunsFollowsItsResultInTheNextRequest
   ASSERT_TRUE(eventually([&] { return server_->served_usage().size() >= 1; })) << read_file(log);
   const std::string line = "please also add a README\n";
   ASSERT_EQ(write(bg.stdin_fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-  const bool queued = eventually([&] { return read_file(log).find("message queued") != std::string::npos; });
+  const bool queued =
+      eventually([&] { return read_file(log).find("message queued") != std::string::npos; });
   std::ofstream(ws_ + "/go") << "";
   const int code = wait_exit(bg.pid, 60);
   close(bg.stdin_fd);
@@ -290,7 +302,8 @@ TEST_P(ProviderRunTest, ALineTypedWhileAToolRunsFollowsItsResultInTheNextRequest
 }
 
 INSTANTIATE_TEST_SUITE_P(EachApi, ProviderRunTest,
-                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic, Api::kOpenAiResponses),
+                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic,
+                                           Api::kOpenAiResponses),
                          api_label);
 
 // ---- Each fault of the mock, for each API. ----
@@ -346,15 +359,19 @@ TEST_P(FaultRunTest, RetriesWhatWaitingFixesAndFailsTheRestAtOnceWithoutTheKey) 
     EXPECT_EQ(r.exit_code, 4) << "moat run --help: 4 = the model provider failed\n" << r.out;
     EXPECT_EQ(server_->request_count(), 1u) << "not retried\n" << r.out;
     EXPECT_NE(r.out.find("mock (anything): " + std::string(fault().says)), std::string::npos)
-        << "the error names the provider, the model and the status\n" << r.out;
+        << "the error names the provider, the model and the status\n"
+        << r.out;
     EXPECT_EQ(r.out.find("retry"), std::string::npos) << r.out;
-    EXPECT_EQ(r.out.find("Unknown error"), std::string::npos) << "an HTTP status is no errno\n" << r.out;
+    EXPECT_EQ(r.out.find("Unknown error"), std::string::npos) << "an HTTP status is no errno\n"
+                                                              << r.out;
   }
   // The key reached the server (so it could leak) and appears nowhere the person or a
   // reviewer sees: output, session file, audit log.
   ASSERT_FALSE(server_->requests().empty());
   const auto h = server_->requests()[0].headers;
-  const std::string sent = h.count("x-api-key") ? h.at("x-api-key") : h.count("authorization") ? h.at("authorization") : "";
+  const std::string sent = h.count("x-api-key")       ? h.at("x-api-key")
+                           : h.count("authorization") ? h.at("authorization")
+                                                      : "";
   EXPECT_NE(sent.find(kKey), std::string::npos);
   EXPECT_EQ(r.out.find(kKey), std::string::npos) << r.out;
   EXPECT_EQ(session_text().find(kKey), std::string::npos);
@@ -387,7 +404,8 @@ class StopRuleTest : public MockRun {
   void endless_calls(const std::string& tool, const json& args, bool unique = true) {
     server_->set_responder([tool, args, unique](const json&, std::size_t n) {
       json a = args;
-      if (unique && a.contains("command")) a["command"] = a["command"].get<std::string>() + " " + std::to_string(n);
+      if (unique && a.contains("command"))
+        a["command"] = a["command"].get<std::string>() + " " + std::to_string(n);
       return call_turn("call_" + std::to_string(n), tool, a);
     });
   }
@@ -502,8 +520,8 @@ TEST_F(StopRuleTest, AnAnswerWithoutCallsEndsTheTurnWithExitZero) {
 TEST_F(StopRuleTest, TheTaskAfterARepeatableOptionStaysTheTask) {
   server_->push_turn(text_turn("One."));
   server_->push_turn(text_turn("Two."));
-  auto r = moat({"--policy", source_root() + "/examples/policies/default.toml", "--follow-up",
-                 "and then"});
+  auto r = moat(
+      {"--policy", source_root() + "/examples/policies/default.toml", "--follow-up", "and then"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   ASSERT_EQ(server_->request_count(), 2u);
   EXPECT_EQ(request(0), std::vector<std::string>{"user:do the task"});
@@ -513,9 +531,9 @@ TEST_F(StopRuleTest, TheTaskAfterARepeatableOptionStaysTheTask) {
 TEST_F(StopRuleTest, TheHelpDocumentsTheExitCodes) {
   auto r = run({moat_bin(), "run", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  for (const char* s : {"0 done", "1 the task failed or a gate stopped it",
-                        "2 usage or configuration error", "3 the sandbox could not be set up",
-                        "4 the model provider failed", "--follow-up"})
+  for (const char* s :
+       {"0 done", "1 the task failed or a gate stopped it", "2 usage or configuration error",
+        "3 the sandbox could not be set up", "4 the model provider failed", "--follow-up"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
@@ -524,7 +542,8 @@ TEST_F(StopRuleTest, TheHelpDocumentsTheExitCodes) {
 class ThinkingRunTest : public MockRun {
  protected:
   void SetUp() override {
-    start(Api::kAnthropic, "\n[[models]]\nprovider = \"mock\"\nid = \"thinker\"\nthinking_budget = 2048\n");
+    start(Api::kAnthropic,
+          "\n[[models]]\nprovider = \"mock\"\nid = \"thinker\"\nthinking_budget = 2048\n");
   }
 };
 
@@ -542,9 +561,9 @@ TEST_F(ThinkingRunTest, TheBudgetIsRequestedAndSignedThinkingGoesBack) {
   EXPECT_GT(body["max_tokens"].get<int>(), 2048);
   const json& assistant = body["messages"][1];
   ASSERT_EQ(assistant["role"], "assistant");
-  EXPECT_EQ(assistant["content"][0],
-            json({{"type", "thinking"}, {"thinking", "First I list, then I answer."},
-                  {"signature", "c2lnLW1vY2s="}}))
+  EXPECT_EQ(assistant["content"][0], json({{"type", "thinking"},
+                                           {"thinking", "First I list, then I answer."},
+                                           {"signature", "c2lnLW1vY2s="}}))
       << assistant.dump();
   EXPECT_EQ(assistant["content"][1]["type"], "tool_use");
 }

@@ -32,10 +32,10 @@ class RunTest : public ::testing::Test {
 };
 
 TEST_F(RunTest, SandboxExecShowsTheSandboxsOwnIdentityPidSpaceAndHostname) {
-  auto r = run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir",
-                dir_.path() + "/audit", "--", "sh", "-c",
-                "id -u; ls /proc | grep -c '^[0-9]'; cat /etc/hostname"},
-               state_env(dir_));
+  auto r =
+      run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir", dir_.path() + "/audit",
+           "--", "sh", "-c", "id -u; ls /proc | grep -c '^[0-9]'; cat /etc/hostname"},
+          state_env(dir_));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::istringstream lines(r.out);
   std::string uid, pids, host;
@@ -55,10 +55,10 @@ TEST_F(RunTest, SandboxExecExitsWithTheCommandsStatus) {
 }
 
 TEST_F(RunTest, SandboxExecCannotSeeTheHostsHomeOrReachTheNetwork) {
-  auto r = run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir",
-                dir_.path() + "/audit", "--", "sh", "-c",
-                "ls /root 2>&1; ls /home 2>&1; cat /proc/net/dev | grep -c :"},
-               state_env(dir_));
+  auto r =
+      run({moat_bin(), "sandbox", "exec", "-C", dir_.path(), "--audit-dir", dir_.path() + "/audit",
+           "--", "sh", "-c", "ls /root 2>&1; ls /home 2>&1; cat /proc/net/dev | grep -c :"},
+          state_env(dir_));
   EXPECT_NE(r.out.find("No such file or directory"), std::string::npos) << r.out;
   // A new network namespace has exactly one interface: lo.
   EXPECT_NE(r.out.find("\n1\n"), std::string::npos) << r.out;
@@ -76,16 +76,17 @@ TEST_F(RunTest, TheDemoFlowRenamesRunsTheTestsAndBlocksEveryProbe) {
   const std::string git_config_before = read_file(ws + "/.git/config");
   auto env = state_env(dir_);
   env.push_back("OPENAI_API_KEY=sk-e2e-canary-value");
-  auto r = run({moat_bin(), "run", "--headless", "--model",
-                "replay:" + source_root() + "/examples/untrusted-calc/rename.replay.jsonl", "-C", ws,
-                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
-                "Rename compute_total to sum_line_items and run the tests."},
-               env, 120);
+  auto r =
+      run({moat_bin(), "run", "--headless", "--model",
+           "replay:" + source_root() + "/examples/untrusted-calc/rename.replay.jsonl", "-C", ws,
+           "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
+           "Rename compute_total to sum_line_items and run the tests."},
+          env, 120);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   // The rename landed everywhere.
   EXPECT_NE(read_file(ws + "/calc/core.py").find("def sum_line_items"), std::string::npos);
-  for (const char* f : {"calc/__init__.py", "calc/invoice.py", "calc/report.py",
-                        "tests/test_calc.py", "README.md"})
+  for (const char* f :
+       {"calc/__init__.py", "calc/invoice.py", "calc/report.py", "tests/test_calc.py", "README.md"})
     EXPECT_EQ(read_file(ws + "/" + f).find("compute_total"), std::string::npos) << f;
   // The tests passed inside the sandbox, and every hostile probe was blocked.
   EXPECT_NE(r.out.find("Ran 6 tests"), std::string::npos) << r.out;
@@ -106,23 +107,25 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   fs::create_directories(ws);
   const std::string script = dir_.path() + "/slow.jsonl";
   std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"sleep 3"}}]})"
-                        << "\n" << R"({"text":"done"})" << "\n";
-  const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C",
-                           ws, "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
-                           dir_.path() + "/audit", "wait"},
-                          dir_.path() + "/run.log", [&] {
-                            auto env = state_env(dir_);
-                            env.push_back("ANTHROPIC_API_KEY=sk-ant-canary-3f9e");
-                            return env;
-                          }());
+                        << "\n"
+                        << R"({"text":"done"})"
+                        << "\n";
+  const pid_t pid = start(
+      {moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws, "--sessions-dir",
+       dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit", "wait"},
+      dir_.path() + "/run.log", [&] {
+        auto env = state_env(dir_);
+        env.push_back("ANTHROPIC_API_KEY=sk-ant-canary-3f9e");
+        return env;
+      }());
   // The loop is the child of `moat run` (which stays the console) that is not moatd. Poll it
   // while its tool call runs, until the thread that reads moatd's frames is there too (it
   // starts with the first call).
   pid_t loop = -1;
   for (int i = 0; i < 100 && loop < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::istringstream kids(read_file("/proc/" + std::to_string(pid) + "/task/" +
-                                      std::to_string(pid) + "/children"));
+    std::istringstream kids(
+        read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
     for (std::string k; kids >> k;)
       if (read_file("/proc/" + k + "/comm") == "moat\n") loop = std::stoi(k);
   }
@@ -131,7 +134,9 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   auto thread_count = [&] {
     size_t n = 0;
     std::error_code ec;
-    for (auto it = fs::directory_iterator(proc + "/task", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+    for (auto it = fs::directory_iterator(proc + "/task", ec);
+         !ec && it != fs::directory_iterator(); ++it)
+      ++n;
     return n;
   };
   std::string status;
@@ -161,8 +166,8 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   }
   EXPECT_GE(threads, 2u) << "the moatd reader thread runs while the call is in flight";
   // The private moatd it started got a scrubbed environment: the API key stayed behind.
-  std::istringstream children(read_file("/proc/" + std::to_string(pid) + "/task/" +
-                                        std::to_string(pid) + "/children"));
+  std::istringstream children(
+      read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
   bool saw_moatd = false;
   for (std::string child; children >> child;) {
     if (read_file("/proc/" + child + "/comm") != "moatd\n") continue;
@@ -183,8 +188,11 @@ TEST_F(RunTest, RunConnectsToASharedMoatdOverItsSocket) {
   const std::string ws = dir_.path() + "/ws";
   fs::create_directories(ws);
   const std::string script = dir_.path() + "/s.jsonl";
-  std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo via-socket > out.txt"}}]})"
-                        << "\n" << R"({"text":"done"})" << "\n";
+  std::ofstream(script)
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo via-socket > out.txt"}}]})"
+      << "\n"
+      << R"({"text":"done"})"
+      << "\n";
   for (int i = 0; i < 100 && !fs::exists(sock); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto r = run({moat_bin(), "run", "--headless", "--connect", sock, "--model", "replay:" + script,
@@ -200,13 +208,16 @@ TEST_F(RunTest, AKilledRunResumesWithTheInterruptedCallAnsweredAsAnError) {
   const std::string ws = dir_.path() + "/ws";
   fs::create_directories(ws);
   const std::string first = dir_.path() + "/first.jsonl";
-  std::ofstream(first) << R"({"tool_calls":[{"id":"call_sleep","name":"bash","arguments":{"command":"sleep 30"}}]})"
-                       << "\n" << R"({"text":"unreached"})" << "\n";
+  std::ofstream(first)
+      << R"({"tool_calls":[{"id":"call_sleep","name":"bash","arguments":{"command":"sleep 30"}}]})"
+      << "\n"
+      << R"({"text":"unreached"})"
+      << "\n";
   const std::string sessions = dir_.path() + "/sessions";
-  const pid_t pid = start({moat_bin(), "run", "--headless", "--model", "replay:" + first, "-C", ws,
-                           "--sessions-dir", sessions, "--audit-dir", dir_.path() + "/audit",
-                           "sleep a while"},
-                          dir_.path() + "/first.log", state_env(dir_));
+  const pid_t pid =
+      start({moat_bin(), "run", "--headless", "--model", "replay:" + first, "-C", ws,
+             "--sessions-dir", sessions, "--audit-dir", dir_.path() + "/audit", "sleep a while"},
+            dir_.path() + "/first.log", state_env(dir_));
   // Kill the agent while its tool call runs: once the answer holding the call is on disk.
   std::string session_file;
   for (int i = 0; i < 200 && session_file.empty(); ++i) {
@@ -222,7 +233,8 @@ TEST_F(RunTest, AKilledRunResumesWithTheInterruptedCallAnsweredAsAnError) {
   wait_exit(pid, 10);
 
   const std::string second = dir_.path() + "/second.jsonl";
-  std::ofstream(second) << R"({"text":"resumed after the crash"})" << "\n";
+  std::ofstream(second) << R"({"text":"resumed after the crash"})"
+                        << "\n";
   auto r = run({moat_bin(), "run", "--headless", "--continue", "--model", "replay:" + second, "-C",
                 ws, "--sessions-dir", sessions, "--audit-dir", dir_.path() + "/audit"},
                state_env(dir_));
@@ -244,16 +256,19 @@ TEST_F(RunTest, APassedWindowCompactsTheContextThroughTheModel) {
   std::ofstream out(script);
   for (int i = 0; i < 3; ++i)
     out << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo step )" << i
-        << R"("}}],"usage":{"input":)" << 1000 * (i + 1) << R"(,"output":50}})" << "\n";
+        << R"("}}],"usage":{"input":)" << 1000 * (i + 1) << R"(,"output":50}})"
+        << "\n";
   // The fourth model call is the summary request the loop makes when 3050 > 3500 - 1000.
-  out << R"({"text":"## Goal\nEcho three steps.\n## Progress\nDone: steps 0-2."})" << "\n"
-      << R"({"text":"all steps done"})" << "\n";
+  out << R"({"text":"## Goal\nEcho three steps.\n## Progress\nDone: steps 0-2."})"
+      << "\n"
+      << R"({"text":"all steps done"})"
+      << "\n";
   out.close();
-  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws,
-                "--context-window", "3500", "--compaction-reserve", "1000", "--keep-recent", "10",
-                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
-                "echo three steps"},
-               state_env(dir_));
+  auto r = run(
+      {moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws, "--context-window",
+       "3500", "--compaction-reserve", "1000", "--keep-recent", "10", "--sessions-dir",
+       dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit", "echo three steps"},
+      state_env(dir_));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("the context was compacted"), std::string::npos) << r.out;
   std::string text;
@@ -271,14 +286,16 @@ class AskTest : public RunTest {
     fs::create_directories(ws_ + "/build/sub");
     const std::string script = dir_.path() + "/ask.jsonl";
     std::ofstream(script)
-        << R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf build"}}]})" << "\n"
-        << R"({"text":"done"})" << "\n";
+        << R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf build"}}]})"
+        << "\n"
+        << R"({"text":"done"})"
+        << "\n";
     std::vector<std::string> argv = {moat_bin(), "run"};
     argv.insert(argv.end(), mode.begin(), mode.end());
-    for (const std::string& a : {std::string("--model"), "replay:" + script, std::string("-C"), ws_,
-                                 std::string("--sessions-dir"), dir_.path() + "/sessions",
-                                 std::string("--audit-dir"), dir_.path() + "/audit",
-                                 std::string("clean up")})
+    for (const std::string& a :
+         {std::string("--model"), "replay:" + script, std::string("-C"), ws_,
+          std::string("--sessions-dir"), dir_.path() + "/sessions", std::string("--audit-dir"),
+          dir_.path() + "/audit", std::string("clean up")})
       argv.push_back(a);
     return run(argv, state_env(dir_), 60, answers);
   }
@@ -319,9 +336,9 @@ TEST_F(AskTest, ThePersonCanDecline) {
 TEST_F(RunTest, ABadReplayScriptIsAUsageErrorNamingTheLine) {
   const std::string script = dir_.path() + "/bad.jsonl";
   std::ofstream(script) << "{\"text\":\"fine\"}\n{oops\n";
-  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(),
-                "task"},
-               state_env(dir_));
+  auto r = run(
+      {moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(), "task"},
+      state_env(dir_));
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(script + ":2:"), std::string::npos) << r.out;
 }
@@ -330,10 +347,10 @@ TEST_F(RunTest, AnExhaustedScriptIsAProviderErrorExitingFour) {
   const std::string script = dir_.path() + "/short.jsonl";
   std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"true"}}]})"
                         << "\n";
-  auto r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(),
-                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit",
-                "task"},
-               state_env(dir_));
+  auto r = run(
+      {moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", dir_.path(),
+       "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit", "task"},
+      state_env(dir_));
   EXPECT_EQ(r.exit_code, 4) << r.out;
 }
 
@@ -341,7 +358,8 @@ TEST_F(RunTest, TheMaxTurnsGateExitsOne) {
   const std::string script = dir_.path() + "/loop.jsonl";
   std::ofstream out(script);
   for (int i = 0; i < 5; ++i)
-    out << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo )" << i << R"("}}]})" << "\n";
+    out << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo )" << i << R"("}}]})"
+        << "\n";
   out.close();
   auto r = run({moat_bin(), "run", "--headless", "--max-turns", "2", "--model", "replay:" + script,
                 "-C", dir_.path(), "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",

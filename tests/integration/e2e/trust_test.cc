@@ -31,13 +31,16 @@ class TrustTest : public ::testing::Test {
     fs::create_directories(ws_ + "/.moat");
     std::ofstream(ws_ + "/.moat/policy.toml") << kProjectPolicy;
     script_ = dir_.path() + "/ls.jsonl";
-    std::ofstream(script_) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"ls -la"}}]})" << "\n"
-                           << R"({"text":"done"})" << "\n";
+    std::ofstream(script_) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"ls -la"}}]})"
+                           << "\n"
+                           << R"({"text":"done"})"
+                           << "\n";
   }
 
   std::vector<std::string> env() const {
     std::vector<std::string> e = {"XDG_STATE_HOME=" + dir_.path() + "/state",
-                                  "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
+                                  "XDG_CONFIG_HOME=" + dir_.path() + "/config",
+                                  "MOATD_BIN=" + moatd_bin()};
     if (!trust_dir_.empty()) e.push_back("MOAT_TRUST_DIR=" + trust_dir_);
     return e;
   }
@@ -45,9 +48,10 @@ class TrustTest : public ::testing::Test {
   // One `moat run`, with its own audit directory so each run's records stand apart.
   e2e::Run run_moat(const std::string& mode, const std::string& stdin_data = "") {
     audit_dir_ = dir_.path() + "/audit" + std::to_string(++runs_);
-    return run({moat_bin(), "run", mode, "--model", "replay:" + script_, "-C", ws_, "--sessions-dir",
-                dir_.path() + "/sessions", "--audit-dir", audit_dir_, "list the files"},
-               env(), 120, stdin_data);
+    return run(
+        {moat_bin(), "run", mode, "--model", "replay:" + script_, "-C", ws_, "--sessions-dir",
+         dir_.path() + "/sessions", "--audit-dir", audit_dir_, "list the files"},
+        env(), 120, stdin_data);
   }
 
   e2e::Run policy_trust(const std::vector<std::string>& extra = {}) {
@@ -77,7 +81,8 @@ class TrustTest : public ::testing::Test {
   // The rule that decided the bash call's command line ("" if none was recorded).
   std::string ls_rule() const {
     for (const auto& r : records())
-      if (r.value("type", "") == "decision" && r.contains("units") && r["input"].dump().find("ls -la") != std::string::npos)
+      if (r.value("type", "") == "decision" && r.contains("units") &&
+          r["input"].dump().find("ls -la") != std::string::npos)
         return r["deciding_rule"].value("id", "");
     return "";
   }
@@ -90,7 +95,8 @@ class TrustTest : public ::testing::Test {
 TEST_F(TrustTest, HeadlessSkipsAnUnpinnedProjectPolicyWithAWarningAndAnAuditRecord) {
   auto r = run_moat("--headless");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("warning: project policy " + ws_ + "/.moat/policy.toml is skipped"), std::string::npos)
+  EXPECT_NE(r.out.find("warning: project policy " + ws_ + "/.moat/policy.toml is skipped"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("moat policy trust"), std::string::npos) << r.out;
   EXPECT_EQ(ls_rule(), "default.read-only");
@@ -110,7 +116,8 @@ TEST_F(TrustTest, APinnedProjectPolicyAppliesUntilTheFileChangesAndARevokeUndoes
   auto pinned = run_moat("--headless");
   ASSERT_EQ(pinned.exit_code, 0) << pinned.out;
   EXPECT_EQ(ls_rule(), "proj.no-ls") << pinned.out;
-  EXPECT_NE(pinned.out.find("proj.no-ls"), std::string::npos) << "the model is told which rule refused";
+  EXPECT_NE(pinned.out.find("proj.no-ls"), std::string::npos)
+      << "the model is told which rule refused";
   EXPECT_EQ(pinned.out.find("warning: project policy"), std::string::npos) << pinned.out;
   EXPECT_EQ(project_at_start()["loaded"], true);
 

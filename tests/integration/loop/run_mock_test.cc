@@ -52,12 +52,20 @@ class RunAgainstMock : public ::testing::TestWithParam<Api> {
   }
 
   std::vector<std::string> env() const {
-    return {"XDG_STATE_HOME=" + dir_.path() + "/state", "XDG_CONFIG_HOME=" + dir_.path() + "/config",
-            "MOATD_BIN=" + e2e::moatd_bin()};
+    return {"XDG_STATE_HOME=" + dir_.path() + "/state",
+            "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + e2e::moatd_bin()};
   }
   std::vector<std::string> argv(std::vector<std::string> extra) const {
-    std::vector<std::string> a = {e2e::moat_bin(), "run", "--headless", "--model", "mock/mock-model",
-                                  "-C", ws_, "--sessions-dir", sessions(), "--audit-dir",
+    std::vector<std::string> a = {e2e::moat_bin(),
+                                  "run",
+                                  "--headless",
+                                  "--model",
+                                  "mock/mock-model",
+                                  "-C",
+                                  ws_,
+                                  "--sessions-dir",
+                                  sessions(),
+                                  "--audit-dir",
                                   dir_.path() + "/audit"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -124,7 +132,8 @@ TEST_P(RunAgainstMock, KilledDuringAModelStreamResumesWithNothingAcknowledgedLos
   const std::string before = session_text();
   EXPECT_NE(before.find("call_marker"), std::string::npos) << before;
   EXPECT_EQ(before.find("PARTIAL-ANSWER"), std::string::npos)
-      << "an answer whose stream was cut is not acknowledged:\n" << before;
+      << "an answer whose stream was cut is not acknowledged:\n"
+      << before;
 
   auto r = e2e::run(argv({"--continue"}), env(), 120);
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -211,23 +220,23 @@ ScriptStep step(const std::string& ws, int i) {
       return {"read", ws + "/" + doc, {{"path", doc}}};
     }
     case 2:
-      return {"edit", note,
-              {{"path", rel_note},
-               {"edits", json::array({{{"oldText", "line 0 of"}, {"newText", "edited line 0 of"}}})}}};
-    default:
-      return {"bash", "", {{"command", "wc -l notes/n" + std::to_string(i - 3) + ".txt"}}};
+      return {
+          "edit",
+          note,
+          {{"path", rel_note},
+           {"edits", json::array({{{"oldText", "line 0 of"}, {"newText", "edited line 0 of"}}})}}};
+    default: return {"bash", "", {{"command", "wc -l notes/n" + std::to_string(i - 3) + ".txt"}}};
   }
 }
 
 std::string summary_text(int n) {
   return "## Goal\nMaintain the notes.\n## Constraints\nNone.\n## Progress\n### Done\nSummary " +
-         std::to_string(n) + ".\n### In progress\nNotes.\n### Blocked\nNothing.\n## Decisions\n"
+         std::to_string(n) +
+         ".\n### In progress\nNotes.\n### Blocked\nNothing.\n## Decisions\n"
          "None.\n## Next steps\nContinue.\n## Critical context\nNone.";
 }
 
-int turn_of(const std::string& call_id) {
-  return std::stoi(call_id.substr(call_id.find('_') + 1));
-}
+int turn_of(const std::string& call_id) { return std::stoi(call_id.substr(call_id.find('_') + 1)); }
 
 TEST_P(RunAgainstMock, TwoHundredTurnsCompactWithoutSplittingCallsAndWithTheRightFileLists) {
   fs::create_directories(ws_ + "/docs");
@@ -294,8 +303,10 @@ TEST_P(RunAgainstMock, TwoHundredTurnsCompactWithoutSplittingCallsAndWithTheRigh
           first_turn = std::min(first_turn, turn_of(b.value("id", "")));
         }
     }
-    for (const auto& id : results) EXPECT_TRUE(calls.count(id)) << "result " << id << " lost its call";
-    for (const auto& id : calls) EXPECT_TRUE(results.count(id)) << "call " << id << " lost its result";
+    for (const auto& id : results)
+      EXPECT_TRUE(calls.count(id)) << "result " << id << " lost its call";
+    for (const auto& id : calls)
+      EXPECT_TRUE(results.count(id)) << "call " << id << " lost its result";
     ASSERT_LT(first_turn, kTurns);
 
     // Everything before the first retained turn was summarised: its files are listed.
@@ -310,7 +321,8 @@ TEST_P(RunAgainstMock, TwoHundredTurnsCompactWithoutSplittingCallsAndWithTheRigh
     EXPECT_EQ(entry["readFiles"].get<std::set<std::string>>(), read);
     EXPECT_NE(entry.value("summary", "").find("## Goal"), std::string::npos);
     // One task, hundreds of calls: each compaction updates the summary; it does not grow.
-    EXPECT_LT(entry.value("summary", "").size(), 2 * summary_text(0).size() + 64) << entry["summary"];
+    EXPECT_LT(entry.value("summary", "").size(), 2 * summary_text(0).size() + 64)
+        << entry["summary"];
   }
 
   // The request after each compaction carries the summary and no message older than the
@@ -327,7 +339,8 @@ TEST_P(RunAgainstMock, TwoHundredTurnsCompactWithoutSplittingCallsAndWithTheRigh
 }
 
 INSTANTIATE_TEST_SUITE_P(EachApi, RunAgainstMock,
-                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic, Api::kOpenAiResponses),
+                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic,
+                                           Api::kOpenAiResponses),
                          api_label);
 
 }  // namespace

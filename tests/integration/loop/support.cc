@@ -51,7 +51,8 @@ void anthropic(const json& body, std::vector<WireItem>* out) {
     for (const auto& b : content) {
       const std::string type = b.value("type", "");
       if (type == "text") {
-        out->push_back({user ? WireItem::kUser : WireItem::kAssistantText, "", b.value("text", "")});
+        out->push_back(
+            {user ? WireItem::kUser : WireItem::kAssistantText, "", b.value("text", "")});
       } else if (type == "tool_use") {
         out->push_back({WireItem::kToolCall, b.value("id", ""), ""});
       } else if (type == "tool_result") {
@@ -112,7 +113,8 @@ std::string context_problem(const std::vector<WireItem>& items) {
       case WireItem::kAssistantText:
         // Anthropic and chat both need the batch answered before the conversation goes on
         // (a user message may follow the results of the same batch, as steering does).
-        if (!open.empty()) return "call " + open.begin()->first + " has no result before more conversation" + at;
+        if (!open.empty())
+          return "call " + open.begin()->first + " has no result before more conversation" + at;
         break;
     }
   }

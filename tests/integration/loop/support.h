@@ -14,8 +14,8 @@ namespace moat::loop_test {
 // One conversation item of a request body, in the body's order.
 struct WireItem {
   enum Kind { kUser, kAssistantText, kToolCall, kToolResult } kind;
-  std::string id;    // tool call / result id
-  std::string text;  // user text, assistant text, or the result's output
+  std::string id;         // tool call / result id
+  std::string text;       // user text, assistant text, or the result's output
   bool is_error = false;  // tool results (anthropic's is_error; other APIs: unknown, false)
 };
 

@@ -129,8 +129,9 @@ TEST(Limits, DefaultFileSizeLimitStopsAOneGibFile) {
   testing::install_probe(ws);
   MOAT_SESSION_OR_SKIP(s, config_for(ws));
   EXPECT_EQ(testing::probe(s, ws, {"fallocate", "0", "1073741824", ws.file("big")}), "EFBIG\n0");
-  auto r = testing::sh(s, "truncate -s 1G sparse; echo truncate $?; "
-                          "exec dd if=/dev/zero of=sparse2 bs=1 count=1 seek=1073741823 2>/dev/null");
+  auto r = testing::sh(s,
+                       "truncate -s 1G sparse; echo truncate $?; "
+                       "exec dd if=/dev/zero of=sparse2 bs=1 count=1 seek=1073741823 2>/dev/null");
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->outcome.signal, SIGXFSZ) << r->output;
   EXPECT_EQ(r->outcome.limit, "file_size");
@@ -174,11 +175,16 @@ TEST(Limits, HostUserCanStillCreateAnInotifyInstanceWhileASandboxHoldsAllItCan) 
   EXPECT_GE(fd, 0) << "host inotify_init1: " << strerrorname_np(err) << "; sandbox: " << held;
   if (fd >= 0) close(fd);
   EXPECT_NE(held.find("EMFILE"), std::string::npos) << held;
-  auto r = testing::sh(s, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_user_namespaces");
+  auto r =
+      testing::sh(s, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_user_namespaces");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->output, std::to_string(std::stol(std::string(std::istreambuf_iterator<char>(
-                           *std::make_unique<std::ifstream>("/proc/sys/fs/inotify/max_user_instances")),
-                           {})) / 4) + "\n0\n");
+  EXPECT_EQ(r->output,
+            std::to_string(std::stol(std::string(
+                               std::istreambuf_iterator<char>(*std::make_unique<std::ifstream>(
+                                   "/proc/sys/fs/inotify/max_user_instances")),
+                               {})) /
+                           4) +
+                "\n0\n");
 }
 
 // A timeout asked for above the session's wall time does not extend it.
@@ -225,7 +231,10 @@ TEST(Limits, ADaemonThatLeftTheCallsSessionDiesWithTheCall) {
                        "until test -e started; do sleep 0.05; done; echo daemon-up");
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->output, "daemon-up\n") << "the daemon never started";
-  EXPECT_TRUE(eventually_gone(std::string("sleep\0" "86421\0", 12)))
+  EXPECT_TRUE(
+      eventually_gone(std::string("sleep\0"
+                                  "86421\0",
+                                  12)))
       << "a setsid daemon outlived the call that started it";
   auto after = testing::sh(s, "echo alive");
   ASSERT_TRUE(after);
@@ -243,7 +252,10 @@ TEST(Limits, ADaemonOfACallThatTimesOutDiesWithIt) {
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_EQ(r->output, "daemon-up\n") << "the daemon never started";
   EXPECT_TRUE(r->outcome.timed_out);
-  EXPECT_TRUE(eventually_gone(std::string("sleep\0" "86422\0", 12)))
+  EXPECT_TRUE(
+      eventually_gone(std::string("sleep\0"
+                                  "86422\0",
+                                  12)))
       << "a double-forked setsid daemon outlived the call that started it";
 }
 
@@ -272,9 +284,7 @@ TEST(Limits, MoatdDyingKillsEverySandboxProcess) {
     if (!s) _exit(1);
     ExecSpec spec;
     spec.argv = {"sleep", "1000"};
-    std::thread t([&] {
-      (void)(*s)->exec(spec, nullptr, nullptr);
-    });
+    std::thread t([&] { (void)(*s)->exec(spec, nullptr, nullptr); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     pid_t init = (*s)->init_pid();
     (void)!write(pipefd[1], &init, sizeof init);
@@ -332,7 +342,8 @@ TEST(FailClosed, AllowWithoutANamespaceOrAnUnknownLayerIsRefused) {
   auto typo = Session::create(c);
   ASSERT_FALSE(typo);
   EXPECT_NE(typo.error().message().find("'lanlock' is not a layer that can be skipped"),
-            std::string::npos) << typo.error().message();
+            std::string::npos)
+      << typo.error().message();
 }
 
 TEST(FailClosed, RelativeWorkspaceIsRefused) {

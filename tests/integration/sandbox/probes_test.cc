@@ -59,7 +59,9 @@ std::string* ProbeTest::skip_reason_ = nullptr;
 
 std::string nr(const char* name) { return std::to_string(seccomp_syscall_resolve_name(name)); }
 
-TEST_F(ProbeTest, Clone3FailsWithEnosys) { EXPECT_EQ(probe({"syscall", nr("clone3"), "0", "0"}), "ENOSYS"); }
+TEST_F(ProbeTest, Clone3FailsWithEnosys) {
+  EXPECT_EQ(probe({"syscall", nr("clone3"), "0", "0"}), "ENOSYS");
+}
 TEST_F(ProbeTest, UnshareUserFailsWithEperm) {
   EXPECT_EQ(probe({"syscall", nr("unshare"), std::to_string(CLONE_NEWUSER)}), "EPERM");
 }
@@ -73,17 +75,27 @@ TEST_F(ProbeTest, CloneWithNamespaceFlagFailsWithEperm) {
   // The stack pointer is bad: an allowed clone would fail with EFAULT or crash the child.
   EXPECT_EQ(probe({"syscall", nr("clone"), std::to_string(CLONE_NEWPID | SIGCHLD), "-1"}), "EPERM");
 }
-TEST_F(ProbeTest, SetnsBadFdFailsWithEpermNotEbadf) { EXPECT_EQ(probe({"syscall", nr("setns"), "-1", "0"}), "EPERM"); }
+TEST_F(ProbeTest, SetnsBadFdFailsWithEpermNotEbadf) {
+  EXPECT_EQ(probe({"syscall", nr("setns"), "-1", "0"}), "EPERM");
+}
 TEST_F(ProbeTest, MountBadPointerFailsWithEpermNotEfault) {
   EXPECT_EQ(probe({"syscall", nr("mount"), "-1", "-1", "-1", "0", "0"}), "EPERM");
 }
-TEST_F(ProbeTest, IoUringSetupFailsWithEperm) { EXPECT_EQ(probe({"syscall", nr("io_uring_setup"), "1", "-1"}), "EPERM"); }
-TEST_F(ProbeTest, TiocstiFailsWithEpermOnABadFd) { EXPECT_EQ(probe({"ioctl", std::to_string(TIOCSTI)}), "EPERM"); }
+TEST_F(ProbeTest, IoUringSetupFailsWithEperm) {
+  EXPECT_EQ(probe({"syscall", nr("io_uring_setup"), "1", "-1"}), "EPERM");
+}
+TEST_F(ProbeTest, TiocstiFailsWithEpermOnABadFd) {
+  EXPECT_EQ(probe({"ioctl", std::to_string(TIOCSTI)}), "EPERM");
+}
 TEST_F(ProbeTest, TiocstiWithHighBitsSetFailsWithEperm) {
   EXPECT_EQ(probe({"ioctl", std::to_string((1UL << 32) | TIOCSTI)}), "EPERM");
 }
-TEST_F(ProbeTest, TioclinuxFailsWithEperm) { EXPECT_EQ(probe({"ioctl", std::to_string(TIOCLINUX)}), "EPERM"); }
-TEST_F(ProbeTest, OtherIoctlReachesTheKernel) { EXPECT_EQ(probe({"ioctl", std::to_string(TIOCGWINSZ)}), "EBADF"); }
+TEST_F(ProbeTest, TioclinuxFailsWithEperm) {
+  EXPECT_EQ(probe({"ioctl", std::to_string(TIOCLINUX)}), "EPERM");
+}
+TEST_F(ProbeTest, OtherIoctlReachesTheKernel) {
+  EXPECT_EQ(probe({"ioctl", std::to_string(TIOCGWINSZ)}), "EBADF");
+}
 TEST_F(ProbeTest, PersonalityQueryAndLinuxAreAllowed) {
   EXPECT_EQ(probe({"personality", "0xffffffff"}), "ok");
   EXPECT_EQ(probe({"personality", "0"}), "ok");
@@ -92,7 +104,9 @@ TEST_F(ProbeTest, PersonalityAddrNoRandomizeFailsWithEperm) {
   EXPECT_EQ(probe({"personality", "0x0040000"}), "EPERM");
   EXPECT_EQ(probe({"personality", "0x80000001"}), "EPERM");
 }
-TEST_F(ProbeTest, UnixSocketsAreAllowed) { EXPECT_EQ(probe({"socket", std::to_string(AF_UNIX)}), "ok"); }
+TEST_F(ProbeTest, UnixSocketsAreAllowed) {
+  EXPECT_EQ(probe({"socket", std::to_string(AF_UNIX)}), "ok");
+}
 TEST_F(ProbeTest, InetWithoutNetworkFailsWithEafnosupport) {
   EXPECT_EQ(probe({"socket", std::to_string(AF_INET)}), "EAFNOSUPPORT");
   EXPECT_EQ(probe({"socket", std::to_string(AF_INET6)}), "EAFNOSUPPORT");
@@ -102,7 +116,9 @@ TEST_F(ProbeTest, NetlinkPacketAlgVsockFailWithEafnosupport) {
   for (int family : {AF_NETLINK, AF_PACKET, AF_ALG, AF_VSOCK, 100})
     EXPECT_EQ(probe({"socket", std::to_string(family)}), "EAFNOSUPPORT") << family;
 }
-TEST_F(ProbeTest, X32SyscallKillsTheProcess) { EXPECT_EQ(probe({"x32"}), "signal:" + std::to_string(SIGSYS)); }
+TEST_F(ProbeTest, X32SyscallKillsTheProcess) {
+  EXPECT_EQ(probe({"x32"}), "signal:" + std::to_string(SIGSYS));
+}
 // The probe run on the host, outside any sandbox: its wait status.
 int probe_on_host(const std::vector<const char*>& args) {
   const std::string exe = testing::probe_binary();
@@ -123,15 +139,20 @@ int probe_on_host(const std::vector<const char*>& args) {
 }
 
 TEST_F(ProbeTest, Int80SyscallKillsTheProcess) {
-  // Some hypervisors (the 2-vCPU VM this suite was last run on, for one) do not deliver int 0x80 to the kernel's
-  // i386 entry at all: the instruction faults (SIGSEGV) before any filter could see it.
+  // Some hypervisors (the 2-vCPU VM this suite was last run on, for one) do not deliver int 0x80 to
+  // the kernel's i386 entry at all: the instruction faults (SIGSEGV) before any filter could see
+  // it.
   const int host = probe_on_host({"int80"});
   if (WIFSIGNALED(host))
     GTEST_SKIP() << "int 0x80 dies with signal " << WTERMSIG(host) << " on this host already";
   EXPECT_EQ(probe({"int80"}), "signal:" + std::to_string(SIGSYS));
 }
-TEST_F(ProbeTest, OpenAt2FailsWithEnosys) { EXPECT_EQ(probe({"syscall", nr("openat2"), "-1", "0", "0", "0"}), "ENOSYS"); }
-TEST_F(ProbeTest, UnknownSyscallNumberFailsWithEnosys) { EXPECT_EQ(probe({"syscall", "499"}), "ENOSYS"); }
+TEST_F(ProbeTest, OpenAt2FailsWithEnosys) {
+  EXPECT_EQ(probe({"syscall", nr("openat2"), "-1", "0", "0", "0"}), "ENOSYS");
+}
+TEST_F(ProbeTest, UnknownSyscallNumberFailsWithEnosys) {
+  EXPECT_EQ(probe({"syscall", "499"}), "ENOSYS");
+}
 
 TEST_F(ProbeTest, NoSetuidOrSetgidFileCanBeMade) {
   EXPECT_EQ(probe({"setuid-file", ws_->file("suid")}), "create EPERM\nchmod EPERM\nchmod-g EPERM");
@@ -184,8 +205,9 @@ INSTANTIATE_TEST_SUITE_P(AllRows, SeccompDenyRow, ::testing::ValuesIn(deny_rows(
 // The kernel's handle, key, namespace, clock, LSM and quota syscalls, by number (so also those
 // libseccomp cannot name): each fails with its exact errno whatever its arguments (clone and
 // unshare: whenever a namespace flag is set).
-class SensitiveSyscallProbe : public ProbeTest,
-                              public ::testing::WithParamInterface<moat::testing::SensitiveSyscall> {};
+class SensitiveSyscallProbe
+    : public ProbeTest,
+      public ::testing::WithParamInterface<moat::testing::SensitiveSyscall> {};
 
 TEST_P(SensitiveSyscallProbe, FailsWithItsErrno) {
   const auto& s = GetParam();
@@ -278,7 +300,7 @@ TEST(Canary, FilesOutsideTheWorkspaceAreUnchanged) {
   MOAT_SESSION_OR_SKIP(s, c);
   const std::string f = outside.file("canary.txt");
   auto r = testing::sh(s, "echo changed > " + f + "; rm -f " + f + "; ls " + outside.path() +
-                          "; echo changed > /proc/1/root" + f + "; true");
+                              "; echo changed > /proc/1/root" + f + "; true");
   ASSERT_TRUE(r);
   EXPECT_EQ(outside.read("canary.txt"), "original\n");
   EXPECT_NE(r->output.find("No such file or directory"), std::string::npos) << r->output;

@@ -26,8 +26,9 @@ TEST(ProtectedPaths, ExistingHooksAreReadOnly) {
   ws.write(".git/config", "[core]\n");
   ws.write("src/main.c", "int main;\n");
   MOAT_SESSION_OR_SKIP(s, protected_config(ws));
-  auto r = testing::sh(s, "echo evil > .git/hooks/pre-commit; echo evil > .git/hooks/post-checkout;"
-                          " echo evil >> .git/config; echo ok > src/main.c; cat .git/config");
+  auto r = testing::sh(s,
+                       "echo evil > .git/hooks/pre-commit; echo evil > .git/hooks/post-checkout;"
+                       " echo evil >> .git/config; echo ok > src/main.c; cat .git/config");
   ASSERT_TRUE(r);
   EXPECT_EQ(ws.read(".git/hooks/pre-commit"), "#!/bin/sh\n");
   EXPECT_FALSE(std::filesystem::exists(ws.file(".git/hooks/post-checkout")));
@@ -39,7 +40,8 @@ TEST(ProtectedPaths, ExistingHooksAreReadOnly) {
 TEST(ProtectedPaths, MissingPathIsMaskedAtItsFirstMissingComponent) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, protected_config(ws));
-  auto r = testing::sh(s, "mkdir -p .git/hooks 2>&1; mkdir .moat/x 2>&1; echo x > .moat/p 2>&1; true");
+  auto r =
+      testing::sh(s, "mkdir -p .git/hooks 2>&1; mkdir .moat/x 2>&1; echo x > .moat/p 2>&1; true");
   ASSERT_TRUE(r);
   EXPECT_FALSE(std::filesystem::exists(ws.file(".git/hooks")));
   EXPECT_FALSE(std::filesystem::exists(ws.file(".moat/p")));
@@ -92,8 +94,9 @@ TEST(ProtectedPaths, GlobWithoutDoubleStarMatchesAtItsOwnDepth) {
   c.protected_paths = {"src/*.key", "**/deeper.key"};
   MOAT_SESSION_OR_SKIP(s, c);
   ws.write("src/deep/er/deeper.key", "v1\n");
-  auto r = testing::sh(s, "for f in top.key src/a.key src/deep/b.key src/deep/er/deeper.key; do "
-                          "echo v2 > $f 2>/dev/null; done; true");
+  auto r = testing::sh(s,
+                       "for f in top.key src/a.key src/deep/b.key src/deep/er/deeper.key; do "
+                       "echo v2 > $f 2>/dev/null; done; true");
   ASSERT_TRUE(r);
   EXPECT_EQ(ws.read("src/a.key"), "v1\n");
   EXPECT_EQ(ws.read("src/deep/er/deeper.key"), "v1\n") << "** still reaches any depth";
@@ -106,8 +109,9 @@ TEST(ProtectedPaths, RenamingTheParentAwayFailsWithEbusy) {
   std::filesystem::create_directories(ws.file(".git/hooks"));
   ws.write(".git/HEAD", "ref: refs/heads/main\n");
   MOAT_SESSION_OR_SKIP(s, protected_config(ws));
-  auto r = testing::sh(s, "mv .git .git2 2>&1; rm -rf .git 2>&1; mkdir -p .git/hooks; "
-                          "echo evil > .git/hooks/pre-commit 2>&1; echo ok > .git/HEAD; true");
+  auto r = testing::sh(s,
+                       "mv .git .git2 2>&1; rm -rf .git 2>&1; mkdir -p .git/hooks; "
+                       "echo evil > .git/hooks/pre-commit 2>&1; echo ok > .git/HEAD; true");
   ASSERT_TRUE(r);
   EXPECT_NE(r->output.find("Device or resource busy"), std::string::npos) << r->output;
   EXPECT_FALSE(std::filesystem::exists(ws.file(".git2")));
@@ -187,8 +191,9 @@ TEST(HiddenPaths, DeniedFilesAndDirectoriesAreEmptyInside) {
   c.workspace = ws.path();
   c.hidden_paths = {".env", "secrets", "**/*.env"};
   MOAT_SESSION_OR_SKIP(s, c);
-  auto r = testing::sh(s, "cat .env src/app.env secrets/prod.key 2>&1; ls -A secrets; "
-                          "cat src/main.c; echo x > .env 2>&1; true");
+  auto r = testing::sh(s,
+                       "cat .env src/app.env secrets/prod.key 2>&1; ls -A secrets; "
+                       "cat src/main.c; echo x > .env 2>&1; true");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->output.find("canary-41c7"), std::string::npos) << r->output;
   EXPECT_NE(r->output.find("int main;"), std::string::npos) << r->output;
@@ -250,7 +255,8 @@ TEST(LinkedFiles, AHardLinkToAFileOutsideIsReadOnly) {
   store.write("pkg/lib/util.js", "util\n");
   std::filesystem::create_directories(ws.file("node_modules/pkg/lib"));
   std::filesystem::create_hard_link(store.file("one.txt"), ws.file("one.txt"));
-  std::filesystem::create_hard_link(store.file("pkg/index.js"), ws.file("node_modules/pkg/index.js"));
+  std::filesystem::create_hard_link(store.file("pkg/index.js"),
+                                    ws.file("node_modules/pkg/index.js"));
   std::filesystem::create_hard_link(store.file("pkg/lib/util.js"),
                                     ws.file("node_modules/pkg/lib/util.js"));
   ws.write("src/a.txt", "a\n");
@@ -258,9 +264,10 @@ TEST(LinkedFiles, AHardLinkToAFileOutsideIsReadOnly) {
   SessionConfig c;
   c.workspace = ws.path();
   MOAT_SESSION_OR_SKIP(s, c);
-  auto r = testing::sh(s, "echo evil >> one.txt; echo evil >> node_modules/pkg/index.js; "
-                          "echo evil > node_modules/pkg/lib/util.js; echo more >> src/b.txt; "
-                          "cat one.txt src/a.txt");
+  auto r = testing::sh(s,
+                       "echo evil >> one.txt; echo evil >> node_modules/pkg/index.js; "
+                       "echo evil > node_modules/pkg/lib/util.js; echo more >> src/b.txt; "
+                       "cat one.txt src/a.txt");
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(store.read("one.txt"), "store\n");
   EXPECT_EQ(store.read("pkg/index.js"), "index\n");
@@ -283,8 +290,9 @@ TEST(LinkedFiles, ADirectoryOfLinkedFilesIsBoundWholeAndReDerivedEveryCall) {
   c.workspace = ws.path();
   MOAT_SESSION_OR_SKIP(s, c);
   std::filesystem::create_hard_link(store.file("late.js"), ws.file("late.js"));
-  auto r = testing::sh(s, "echo x > node_modules/pkg/new.js 2>&1; echo evil >> late.js 2>&1; "
-                          "grep -c 'node_modules ro,' /proc/self/mountinfo");
+  auto r = testing::sh(s,
+                       "echo x > node_modules/pkg/new.js 2>&1; echo evil >> late.js 2>&1; "
+                       "grep -c 'node_modules ro,' /proc/self/mountinfo");
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(store.read("late.js"), "late\n");
   EXPECT_FALSE(std::filesystem::exists(ws.file("node_modules/pkg/new.js")));

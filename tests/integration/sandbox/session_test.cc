@@ -86,8 +86,9 @@ TEST(Session, HostHomeAndRootAreNotVisible) {
 TEST(Session, SystemDirectoriesAreReadOnly) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, config_for(ws));
-  auto r = testing::sh(s, "touch /usr/moat-x 2>&1; touch /etc/moat-x 2>&1; mkdir /newdir 2>&1;"
-                          " echo end");
+  auto r = testing::sh(s,
+                       "touch /usr/moat-x 2>&1; touch /etc/moat-x 2>&1; mkdir /newdir 2>&1;"
+                       " echo end");
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(std::count(r->output.begin(), r->output.end(), '\n'), 4) << r->output;
   EXPECT_NE(r->output.find("Read-only file system"), std::string::npos) << r->output;
@@ -104,13 +105,15 @@ TEST(Session, EnvironmentComesFromTheAllowlistOnly) {
   spec.argv = {"/usr/bin/env"};
   spec.env["CALL_VAR"] = "c1";
   std::string out;
-  auto r = s.exec(spec, [&](std::string_view chunk) { out.append(chunk); }, nullptr);
+  auto r = s.exec(
+      spec, [&](std::string_view chunk) { out.append(chunk); }, nullptr);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(out.find("canary-7f3a9"), std::string::npos);
   std::set<std::string> names;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) names.insert(line.substr(0, line.find('=')));
-  EXPECT_EQ(names, (std::set<std::string>{"CALL_VAR", "HOME", "LANG", "PATH", "POLICY_VAR", "TERM"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"CALL_VAR", "HOME", "LANG", "PATH", "POLICY_VAR", "TERM"}));
   unsetenv("MOAT_CANARY_SECRET");
 }
 
@@ -122,7 +125,8 @@ TEST(Session, TmpIsPrivateToTheSession) {
   ASSERT_TRUE(r) << r.error().message();
   // Only the workspace's own path may show through (when it lives under /tmp).
   EXPECT_EQ(r->output.find(std::filesystem::path(host_tmp.path()).filename().string()),
-            std::string::npos) << r->output;
+            std::string::npos)
+      << r->output;
   EXPECT_NE(r->output.find("x\n"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists("/tmp/inside"));
 }
@@ -183,7 +187,8 @@ TEST(Session, ArgvCwdAndPathsThatAreNotUtf8ReachTheWorkerExactly) {
   spec.argv = {"pwd"};
   spec.cwd = ws.file("d\xff");
   std::string out;
-  auto ran = s.exec(spec, [&](std::string_view c) { out.append(c); }, nullptr);
+  auto ran = s.exec(
+      spec, [&](std::string_view c) { out.append(c); }, nullptr);
   ASSERT_TRUE(ran) << ran.error().message();
   EXPECT_EQ(out, ws.file("d\xff") + "\n");
   auto fd = s.create_file(ws.file("d\xff/created\xfd"));
@@ -195,8 +200,8 @@ TEST(Session, DescribeJsonNamesEveryLayer) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, config_for(ws));
   auto j = nlohmann::json::parse(s.describe_json());
-  for (const char* k : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
-                        "cgroup_ns", "seccomp", "landlock"})
+  for (const char* k : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns",
+                        "seccomp", "landlock"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j["seccomp"].get<bool>());
   EXPECT_TRUE(j.contains("skipped"));

@@ -56,7 +56,8 @@ inline Result<Ran> run(Session& s, std::vector<std::string> argv, double timeout
   spec.timeout_s = timeout_s;
   Ran ran;
   MOAT_ASSIGN_OR_RETURN(ran.outcome,
-                        s.exec(spec, [&](std::string_view c) { ran.output.append(c); }, nullptr));
+                        s.exec(
+                            spec, [&](std::string_view c) { ran.output.append(c); }, nullptr));
   return ran;
 }
 
@@ -69,11 +70,11 @@ inline Result<std::unique_ptr<Session>> make_session(SessionConfig config) {
   return Session::create(config);
 }
 
-#define MOAT_SESSION_OR_SKIP(var, config)                                              \
-  auto var##_made = ::moat::sandbox::testing::make_session(config);                    \
-  if (!var##_made && var##_made.error().context.find("user_ns") != std::string::npos)  \
-    GTEST_SKIP() << "no user namespaces here: " << var##_made.error().message();       \
-  ASSERT_TRUE(var##_made.has_value()) << var##_made.error().message();                 \
+#define MOAT_SESSION_OR_SKIP(var, config)                                             \
+  auto var##_made = ::moat::sandbox::testing::make_session(config);                   \
+  if (!var##_made && var##_made.error().context.find("user_ns") != std::string::npos) \
+    GTEST_SKIP() << "no user namespaces here: " << var##_made.error().message();      \
+  ASSERT_TRUE(var##_made.has_value()) << var##_made.error().message();                \
   auto& var = *var##_made.value()
 
 }  // namespace moat::sandbox::testing

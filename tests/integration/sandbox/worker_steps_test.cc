@@ -44,12 +44,12 @@ Both run_both(const std::string& step, const std::string& script, SessionConfig 
   return run_both_argv(step, {"/bin/sh", "-c", script}, base);
 }
 
-#define MOAT_SKIP_WITHOUT_SESSIONS()                                              \
-  do {                                                                            \
-    TempDir probe_ws;                                                             \
-    SessionConfig probe_c;                                                        \
-    probe_c.workspace = probe_ws.path();                                          \
-    auto probe_s = Session::create(probe_c);                                      \
+#define MOAT_SKIP_WITHOUT_SESSIONS()                                                \
+  do {                                                                              \
+    TempDir probe_ws;                                                               \
+    SessionConfig probe_c;                                                          \
+    probe_c.workspace = probe_ws.path();                                            \
+    auto probe_s = Session::create(probe_c);                                        \
     if (!probe_s) GTEST_SKIP() << "no sandbox here: " << probe_s.error().message(); \
   } while (0)
 
@@ -124,12 +124,15 @@ std::string connect_to_other_workers_socket(const std::string& skip) {
     ExecSpec spec;
     spec.argv = {ws.file("moat_probe"), "abstract-listen", "moat-scope-test"};
     spec.timeout_s = 60;  // a guard against a hang only: the call is cancelled below
-    auto r = s.exec(spec, [&](std::string_view chunk) {
-      std::lock_guard<std::mutex> lock(mu);
-      listener_out.append(chunk);
-      listening_or_ended = listener_out.find("listening") != std::string::npos;
-      cv.notify_all();
-    }, &stop);
+    auto r = s.exec(
+        spec,
+        [&](std::string_view chunk) {
+          std::lock_guard<std::mutex> lock(mu);
+          listener_out.append(chunk);
+          listening_or_ended = listener_out.find("listening") != std::string::npos;
+          cv.notify_all();
+        },
+        &stop);
     std::lock_guard<std::mutex> lock(mu);
     if (!r) listener_out += " " + r.error().message();
     listening_or_ended = true;

@@ -57,24 +57,30 @@ TEST_F(ProviderParseCli, EverySplitSeedPrintsTheSameMessage) {
     EXPECT_FALSE(j["toolCalls"].empty());
     for (int seed : {1, 2, 17, 1234}) {
       const CliRun split = moat(std::string("provider parse --api ") + api + " --split-seed " +
-                             std::to_string(seed) + " " + fixture(file));
+                                std::to_string(seed) + " " + fixture(file));
       EXPECT_EQ(split.out, whole.out) << "seed " << seed;
     }
   }
 }
 
 TEST_F(ProviderParseCli, PrintsParsedArgumentsStopReasonAndFourBuckets) {
-  const json j = json::parse(moat("provider parse --api openai-chat " + fixture("openai-chat-parallel-tools.sse")).out);
+  const json j = json::parse(
+      moat("provider parse --api openai-chat " + fixture("openai-chat-parallel-tools.sse")).out);
   EXPECT_EQ(j["stopReason"], "toolUse");
   EXPECT_EQ(j["toolCalls"][1]["arguments"], json({{"ticker", "AAPL"}, {"exchange", "NASDAQ"}}));
-  EXPECT_EQ(j["usage"], json({{"input", 149}, {"output", 60}, {"cacheRead", 0}, {"cacheWrite", 0}, {"cacheWrite1h", 0}}));
+  EXPECT_EQ(j["usage"], json({{"input", 149},
+                              {"output", 60},
+                              {"cacheRead", 0},
+                              {"cacheWrite", 0},
+                              {"cacheWrite1h", 0}}));
 }
 
 TEST_F(ProviderParseCli, StreamErrorExitsFourAndNamesIt) {
   const CliRun r = moat("provider parse --api openai-chat " + fixture("groq-error-event.sse"));
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_EQ(json::parse(r.out)["error"]["kind"], "tool_use_failed");
-  const CliRun chunks = moat("provider parse --api openai-responses --format chunks " + fixture("responses-error.chunks.txt"));
+  const CliRun chunks = moat("provider parse --api openai-responses --format chunks " +
+                             fixture("responses-error.chunks.txt"));
   EXPECT_EQ(chunks.exit_code, 4);
   EXPECT_EQ(json::parse(chunks.out)["error"]["kind"], "insufficient_quota");
 }

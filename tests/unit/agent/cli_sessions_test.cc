@@ -1,4 +1,5 @@
-// tests/unit/agent/cli_sessions_test.cc: `moat sessions ...` and `moat audit ...` through the binary.
+// tests/unit/agent/cli_sessions_test.cc: `moat sessions ...` and `moat audit ...` through the
+// binary.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -45,11 +46,13 @@ class MoatCliTest : public ::testing::Test {
     if (bin == nullptr || ::access(bin, X_OK) != 0) GTEST_SKIP() << "MOAT_BIN is not built";
   }
   std::string write_audit(int decisions) {
-    auto log = AuditLog::open(dir_.path() + "/audit", "01900000-0000-7000-8000-000000000001", "sha256:p");
+    auto log =
+        AuditLog::open(dir_.path() + "/audit", "01900000-0000-7000-8000-000000000001", "sha256:p");
     EXPECT_TRUE(log.has_value());
     EXPECT_TRUE((*log)->append("session.start", {{"version", "t"}}));
     for (int i = 0; i < decisions; ++i)
-      EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"result", i % 2 ? "allow" : "deny"},
+      EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"},
+                                              {"result", i % 2 ? "allow" : "deny"},
                                               {"input", {{"argv", {"cmd" + std::to_string(i)}}}}}));
     EXPECT_TRUE((*log)->append("session.end", nlohmann::json::object()));
     return (*log)->path();
@@ -104,8 +107,9 @@ TEST_F(MoatCliTest, AuditExportWritesAnHtmlTimeline) {
 TEST_F(MoatCliTest, SessionsListShowTreeAndExport) {
   auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
   ASSERT_TRUE(s);
-  auto a = (*s)->append({{"type", "message"},
-                         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "hello moat"}}}}}}});
+  auto a = (*s)->append(
+      {{"type", "message"},
+       {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "hello moat"}}}}}}});
   ASSERT_TRUE(a);
   ASSERT_TRUE((*s)->append({{"type", "label"}, {"targetId", *a}, {"label", "start"}}));
   const std::string id = (*s)->id();
@@ -132,16 +136,21 @@ TEST_F(MoatCliTest, SessionsLabelNamesAnEntryForShowAndResume) {
   {
     auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
     ASSERT_TRUE(s);
-    auto a = (*s)->append({{"type", "message"},
-                           {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "first task"}}}}}}});
+    auto a = (*s)->append(
+        {{"type", "message"},
+         {"message",
+          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "first task"}}}}}}});
     ASSERT_TRUE(a);
     first = *a;
-    ASSERT_TRUE((*s)->append({{"type", "message"},
-                              {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "second task"}}}}}}}));
+    ASSERT_TRUE((*s)->append(
+        {{"type", "message"},
+         {"message",
+          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "second task"}}}}}}}));
     ASSERT_TRUE((*s)->sync());
     id = (*s)->id();
     // The store holds the file's lock while open: labelling now is refused, clearly.
-    const CliRun busy = moat("sessions --dir " + dir_.path() + "/s label " + id + "@" + first.substr(0, 12) + " before");
+    const CliRun busy = moat("sessions --dir " + dir_.path() + "/s label " + id + "@" +
+                             first.substr(0, 12) + " before");
     EXPECT_EQ(busy.rc, 2) << busy.out;
     EXPECT_NE(busy.out.find("running moat"), std::string::npos) << busy.out;
   }
@@ -151,7 +160,8 @@ TEST_F(MoatCliTest, SessionsLabelNamesAnEntryForShowAndResume) {
   r = moat(d + "show " + id + "@before");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("first task"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("second task"), std::string::npos) << "the path ends at the labelled entry\n" << r.out;
+  EXPECT_EQ(r.out.find("second task"), std::string::npos) << "the path ends at the labelled entry\n"
+                                                          << r.out;
   r = moat(d + "label " + id + " bad@name");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("may not contain"), std::string::npos) << r.out;

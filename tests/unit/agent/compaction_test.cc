@@ -21,13 +21,16 @@ Message user(const std::string& t) {
   return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", t}}}}};
 }
 Message text_answer(const std::string& t) {
-  return {{"role", "assistant"}, {"content", {{{"type", "text"}, {"text", t}}}}, {"stopReason", "stop"}};
+  return {{"role", "assistant"},
+          {"content", {{{"type", "text"}, {"text", t}}}},
+          {"stopReason", "stop"}};
 }
 Message tool_result(const std::string& id, const std::string& name, size_t chars,
                     nlohmann::json details = nlohmann::json::object()) {
-  return {{"role", "toolResult"}, {"toolCallId", id}, {"toolName", name},
-          {"content", {{{"type", "text"}, {"text", std::string(chars, 'x')}}}},
-          {"isError", false}, {"details", details}};
+  return {
+      {"role", "toolResult"}, {"toolCallId", id},
+      {"toolName", name},     {"content", {{{"type", "text"}, {"text", std::string(chars, 'x')}}}},
+      {"isError", false},     {"details", details}};
 }
 
 // A generated session: every call's file and kind is known to the generator, so the test's
@@ -49,10 +52,12 @@ Script make_script(int n_turns) {
     const int steps = i % 4 == 0 ? 3 : 1;  // some turns are long, so cuts can split them
     for (int k = 0; k < steps; ++k) {
       const std::string p = "t" + std::to_string(i) + "s" + std::to_string(k);
-      Message a = {{"role", "assistant"}, {"content", nlohmann::json::array()}, {"stopReason", "toolUse"}};
+      Message a = {
+          {"role", "assistant"}, {"content", nlohmann::json::array()}, {"stopReason", "toolUse"}};
       std::vector<Message> results;
       auto call = [&](const std::string& id, const std::string& name, nlohmann::json args) {
-        a["content"].push_back({{"type", "toolCall"}, {"id", id}, {"name", name}, {"arguments", args}});
+        a["content"].push_back(
+            {{"type", "toolCall"}, {"id", id}, {"name", name}, {"arguments", args}});
       };
       const std::string read_path = "src/f" + std::to_string(i) + "_" + std::to_string(k) + ".cc";
       call(p + "r", "read", {{"path", read_path}});
@@ -129,7 +134,8 @@ TEST(Compaction, Scripted200TurnSessionStaysUnderTheWindowAndKeepsCallsWithResul
       all.push_back(m);
     }
     sessions::SessionContext ctx = sessions::build_context((*store)->path_to_leaf());
-    if (!should_compact(estimate_tokens(ctx.for_provider()), window, settings.reserve_tokens)) continue;
+    if (!should_compact(estimate_tokens(ctx.for_provider()), window, settings.reserve_tokens))
+      continue;
     auto entry = compact(ctx, settings, summarizer.fn());
     ASSERT_TRUE(entry) << entry.error().message();
     ASSERT_TRUE((*store)->append(*entry));
@@ -186,11 +192,15 @@ TEST(Compaction, OneLongTurnUpdatesTheSummaryInsteadOfGrowingIt) {
   for (int i = 0; i < 300; ++i) {
     const std::string id = "c" + std::to_string(i);
     Message a = {{"role", "assistant"},
-                 {"content", {{{"type", "toolCall"}, {"id", id}, {"name", "read"},
-                               {"arguments", {{"path", "f" + std::to_string(i)}}}}}},
+                 {"content",
+                  {{{"type", "toolCall"},
+                    {"id", id},
+                    {"name", "read"},
+                    {"arguments", {{"path", "f" + std::to_string(i)}}}}}},
                  {"stopReason", "toolUse"}};
     ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", a}}));
-    ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", tool_result(id, "read", 2000)}}));
+    ASSERT_TRUE(
+        (*store)->append({{"type", "message"}, {"message", tool_result(id, "read", 2000)}}));
     const auto ctx = sessions::build_context(**store);
     const int64_t used = estimate_tokens(ctx.for_provider()) + 7;  // as a provider counts it
     auto did = compact_if_needed(**store, used, 10000, s, summarizer.fn());
@@ -242,9 +252,12 @@ TEST(Compaction, CutNeverLandsOnAToolResultForAnyKeepRecent) {
     const CutPoint cut = find_cut_point(msgs, keep);
     if (cut.first_kept == 0) continue;
     EXPECT_NE(str_field(msgs[cut.first_kept], "role"), "toolResult");
-    EXPECT_GE(estimate_tokens(std::vector<Message>(msgs.begin() + static_cast<long>(cut.first_kept), msgs.end())), keep);
+    EXPECT_GE(estimate_tokens(std::vector<Message>(msgs.begin() + static_cast<long>(cut.first_kept),
+                                                   msgs.end())),
+              keep);
     EXPECT_EQ(str_field(msgs[cut.turn_start], "role"), "user");
-    expect_calls_paired(std::vector<Message>(msgs.begin() + static_cast<long>(cut.first_kept), msgs.end()));
+    expect_calls_paired(
+        std::vector<Message>(msgs.begin() + static_cast<long>(cut.first_kept), msgs.end()));
   }
   EXPECT_EQ(find_cut_point(msgs, total + 1).first_kept, 0u);
 }
@@ -256,9 +269,11 @@ TEST(Compaction, ShouldCompactOnlyPastWindowMinusReserve) {
 }
 
 TEST(Compaction, FileListsMergeThePreviousAndModifiedWins) {
-  Message a = {{"role", "assistant"},
-               {"content", {{{"type", "toolCall"}, {"id", "1"}, {"name", "read"}, {"arguments", {{"path", "b"}}}},
-                            {{"type", "toolCall"}, {"id", "2"}, {"name", "write"}, {"arguments", {{"path", "a"}}}}}}};
+  Message a = {
+      {"role", "assistant"},
+      {"content",
+       {{{"type", "toolCall"}, {"id", "1"}, {"name", "read"}, {"arguments", {{"path", "b"}}}},
+        {{"type", "toolCall"}, {"id", "2"}, {"name", "write"}, {"arguments", {{"path", "a"}}}}}}};
   const FileLists out = collect_files({a}, {{"a", "z"}, {"m"}});
   EXPECT_EQ(out.read, (std::vector<std::string>{"b", "z"}));
   EXPECT_EQ(out.modified, (std::vector<std::string>{"a", "m"}));
@@ -268,9 +283,19 @@ TEST(Compaction, FileListsMergeThePreviousAndModifiedWins) {
 // it mutated: with the workspace known, both are one entry.
 TEST(Compaction, RelativeArgumentsAndMutationRecordsOfOneFileAreOneEntry) {
   Message a = {{"role", "assistant"},
-               {"content", {{{"type", "toolCall"}, {"id", "1"}, {"name", "edit"}, {"arguments", {{"path", "src/./a.cc"}}}},
-                            {{"type", "toolCall"}, {"id", "2"}, {"name", "read"}, {"arguments", {{"path", "docs/../README"}}}},
-                            {{"type", "toolCall"}, {"id", "3"}, {"name", "read"}, {"arguments", {{"path", "/etc/hosts"}}}}}}};
+               {"content",
+                {{{"type", "toolCall"},
+                  {"id", "1"},
+                  {"name", "edit"},
+                  {"arguments", {{"path", "src/./a.cc"}}}},
+                 {{"type", "toolCall"},
+                  {"id", "2"},
+                  {"name", "read"},
+                  {"arguments", {{"path", "docs/../README"}}}},
+                 {{"type", "toolCall"},
+                  {"id", "3"},
+                  {"name", "read"},
+                  {"arguments", {{"path", "/etc/hosts"}}}}}}};
   Message r = tool_result("1", "edit", 10, {{"filesMutated", {"/w/src/a.cc"}}});
   const FileLists out = collect_files({a, r}, {}, "/w");
   EXPECT_EQ(out.modified, (std::vector<std::string>{"/w/src/a.cc"}));
@@ -294,7 +319,8 @@ TEST(Compaction, SummariserFailurePropagates) {
   for (int i = 0; i < 10; ++i) ctx.messages.push_back(user(std::string(4000, 'a')));
   CompactionSettings s;
   s.keep_recent_tokens = 1000;
-  auto r = compact(ctx, s, [](const SummaryRequest&) -> Result<std::string> { return fail("HTTP 500"); });
+  auto r = compact(ctx, s,
+                   [](const SummaryRequest&) -> Result<std::string> { return fail("HTTP 500"); });
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message(), "HTTP 500");
 }
@@ -318,7 +344,8 @@ class FakeProvider : public Provider {
   Result<Message> complete(const ModelRequest& request, const StreamCallbacks&,
                            const std::atomic<bool>*) override {
     last = request;
-    return Message{{"role", "assistant"}, {"content", {{{"type", "text"}, {"text", "S"}}}},
+    return Message{{"role", "assistant"},
+                   {"content", {{{"type", "text"}, {"text", "S"}}}},
                    {"stopReason", "stop"}};
   }
   ModelRequest last;

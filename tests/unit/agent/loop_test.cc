@@ -29,9 +29,9 @@ class LoopTest : public ::testing::Test {
     auto s = sessions::SessionStore::create(dir_ + "/sessions", dir_);
     ASSERT_TRUE(s) << s.error().message();
     store_ = std::move(*s);
-    ASSERT_TRUE(store_->append({{"type", "message"},
-                                {"message", {{"role", "user"},
-                                             {"content", {{{"type", "text"}, {"text", "go"}}}}}}}));
+    ASSERT_TRUE(store_->append(
+        {{"type", "message"},
+         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "go"}}}}}}}));
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -63,7 +63,10 @@ tools::ToolResult ok(const std::string& text) { return tools::ToolResult::text(t
 TEST_F(LoopTest, AnAnswerWithoutCallsIsDone) {
   auto p = script({R"({"text":"nothing to do"})"});
   int calls = 0;
-  auto out = run(*p, [&](auto&&...) { ++calls; return ok(""); });
+  auto out = run(*p, [&](auto&&...) {
+    ++calls;
+    return ok("");
+  });
   EXPECT_EQ(out.stop, LoopStop::kDone);
   EXPECT_EQ(out.turns, 1);
   EXPECT_EQ(calls, 0);
@@ -110,10 +113,14 @@ TEST_F(LoopTest, ASequentialToolMakesItsBatchSequential) {
 }
 
 TEST_F(LoopTest, AnAnswerCutOffByTheOutputLimitExecutesNoneOfItsCalls) {
-  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf"}}],"stop_reason":"length"})",
-                   R"({"text":"ok"})"});
+  auto p = script(
+      {R"({"tool_calls":[{"name":"bash","arguments":{"command":"rm -rf"}}],"stop_reason":"length"})",
+       R"({"text":"ok"})"});
   int calls = 0;
-  auto out = run(*p, [&](auto&&...) { ++calls; return ok(""); });
+  auto out = run(*p, [&](auto&&...) {
+    ++calls;
+    return ok("");
+  });
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(out.stop, LoopStop::kDone);
   auto m = messages();
@@ -129,7 +136,8 @@ TEST_F(LoopTest, MaxTurnsGateStopsAfterTheResultsArePersisted) {
                    R"({"text":"never reached"})"});
   LoopConfig cfg;
   cfg.max_turns = 2;
-  auto out = run(*p, [&](auto&&...) { return ok("fine"); }, cfg);
+  auto out = run(
+      *p, [&](auto&&...) { return ok("fine"); }, cfg);
   EXPECT_EQ(out.stop, LoopStop::kGate);
   EXPECT_EQ(out.turns, 2);
   auto m = messages();
@@ -138,12 +146,14 @@ TEST_F(LoopTest, MaxTurnsGateStopsAfterTheResultsArePersisted) {
 }
 
 TEST_F(LoopTest, TheSameFailingCallIsFlaggedThenStopsTheRun) {
-  std::vector<std::string> lines(8, R"({"tool_calls":[{"name":"bash","arguments":{"command":"make"}}]})");
+  std::vector<std::string> lines(
+      8, R"({"tool_calls":[{"name":"bash","arguments":{"command":"make"}}]})");
   auto p = script(lines);
   LoopConfig cfg;
   cfg.repeat_warn = 3;
   cfg.repeat_limit = 5;
-  auto out = run(*p, [&](auto&&...) { return tools::ToolResult::error("exit code 2"); }, cfg);
+  auto out = run(
+      *p, [&](auto&&...) { return tools::ToolResult::error("exit code 2"); }, cfg);
   EXPECT_EQ(out.stop, LoopStop::kRepetition);
   EXPECT_EQ(out.turns, 5);
   auto m = messages();
@@ -156,9 +166,10 @@ TEST_F(LoopTest, TheSameFailingCallIsFlaggedThenStopsTheRun) {
 }
 
 TEST_F(LoopTest, TerminateEndsTheRunOnlyWhenEveryResultAgrees) {
-  auto p = script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"a"}},{"name":"bash","arguments":{"command":"b"}}]})",
-                   R"({"tool_calls":[{"name":"bash","arguments":{"command":"c"}},{"name":"bash","arguments":{"command":"d"}}]})",
-                   R"({"text":"unreached"})"});
+  auto p = script(
+      {R"({"tool_calls":[{"name":"bash","arguments":{"command":"a"}},{"name":"bash","arguments":{"command":"b"}}]})",
+       R"({"tool_calls":[{"name":"bash","arguments":{"command":"c"}},{"name":"bash","arguments":{"command":"d"}}]})",
+       R"({"text":"unreached"})"});
   auto out = run(*p, [&](const std::string&, const std::string&, const json& args, auto) {
     tools::ToolResult r = ok("x");
     const std::string c = args["command"];
@@ -190,7 +201,8 @@ TEST_F(LoopTest, AStoreFailureStopsWithItsOwnReasonNotAsAProviderError) {
 }
 
 TEST_F(LoopTest, EveryTurnIsOnDiskWhenTheLoopReturns) {
-  auto p = script({R"({"tool_calls":[{"name":"read","arguments":{"path":"x"}}]})", R"({"text":"bye"})"});
+  auto p =
+      script({R"({"tool_calls":[{"name":"read","arguments":{"path":"x"}}]})", R"({"text":"bye"})"});
   auto out = run(*p, [&](auto&&...) { return ok("content"); });
   ASSERT_EQ(out.stop, LoopStop::kDone);
   auto reopened = sessions::SessionStore::open_read_only(store_->path());
@@ -223,14 +235,18 @@ std::string text_of(const Message& m) {
 }
 
 TEST_F(LoopTest, ASteeringMessageTypedDuringABatchFollowsItsResultsInTheNextRequest) {
-  RecordingProvider p(script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"x"}},)"
-                              R"({"id":"b","name":"bash","arguments":{"command":"y"}}]})",
-                              R"({"text":"done"})"}));
+  RecordingProvider p(
+      script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"x"}},)"
+              R"({"id":"b","name":"bash","arguments":{"command":"y"}}]})",
+              R"({"text":"done"})"}));
   Inbox inbox;
-  auto out = run(p, [&](const std::string& id, auto&&...) {
-    if (id == "a") inbox.steer("use y instead");
-    return ok("ran " + id);
-  }, {}, &inbox);
+  auto out = run(
+      p,
+      [&](const std::string& id, auto&&...) {
+        if (id == "a") inbox.steer("use y instead");
+        return ok("ran " + id);
+      },
+      {}, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kDone);
   ASSERT_EQ(p.requests.size(), 2u);
   const auto& second = p.requests[1];
@@ -248,7 +264,8 @@ TEST_F(LoopTest, ASteeringMessageTypedDuringTheFinalAnswerKeepsTheRunGoing) {
   p.during_answer = [&](std::size_t n) {
     if (n == 1) inbox.steer("wait, one more thing");
   };
-  auto out = run(p, [&](auto&&...) { return ok(""); }, {}, &inbox);
+  auto out = run(
+      p, [&](auto&&...) { return ok(""); }, {}, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kDone);
   EXPECT_EQ(out.turns, 2);
   ASSERT_EQ(p.requests.size(), 2u);
@@ -264,7 +281,8 @@ TEST_F(LoopTest, FollowUpsWaitForTheEndAndAreDeliveredOneAtATime) {
   Inbox inbox;
   inbox.follow_up("now the second");
   inbox.follow_up("now the third");
-  auto out = run(p, [&](auto&&...) { return ok("fine"); }, {}, &inbox);
+  auto out = run(
+      p, [&](auto&&...) { return ok("fine"); }, {}, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kDone);
   EXPECT_EQ(out.turns, 4);
   ASSERT_EQ(p.requests.size(), 4u);
@@ -279,12 +297,15 @@ TEST_F(LoopTest, ASteeringMessageOutranksATerminateSuggestion) {
   RecordingProvider p(script({R"({"tool_calls":[{"name":"bash","arguments":{"command":"x"}}]})",
                               R"({"text":"answered"})"}));
   Inbox inbox;
-  auto out = run(p, [&](auto&&...) {
-    inbox.steer("before you stop: why?");
-    tools::ToolResult r = ok("x");
-    r.details["terminate"] = true;
-    return r;
-  }, {}, &inbox);
+  auto out = run(
+      p,
+      [&](auto&&...) {
+        inbox.steer("before you stop: why?");
+        tools::ToolResult r = ok("x");
+        r.details["terminate"] = true;
+        return r;
+      },
+      {}, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kDone) << out.detail;
   EXPECT_EQ(p.requests.size(), 2u);
 }
@@ -295,10 +316,13 @@ TEST_F(LoopTest, AGateStillStopsAndTheSteeringMessageStaysInTheSession) {
   Inbox inbox;
   LoopConfig cfg;
   cfg.max_turns = 1;
-  auto out = run(p, [&](auto&&...) {
-    inbox.steer("keep going");
-    return ok("x");
-  }, cfg, &inbox);
+  auto out = run(
+      p,
+      [&](auto&&...) {
+        inbox.steer("keep going");
+        return ok("x");
+      },
+      cfg, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kGate);
   EXPECT_EQ(p.requests.size(), 1u);
   auto m = messages();
@@ -312,7 +336,8 @@ TEST_F(LoopTest, AFollowUpDoesNotGetPastAGate) {
   inbox.follow_up("more");
   LoopConfig cfg;
   cfg.max_turns = 1;
-  auto out = run(p, [&](auto&&...) { return ok(""); }, cfg, &inbox);
+  auto out = run(
+      p, [&](auto&&...) { return ok(""); }, cfg, &inbox);
   EXPECT_EQ(out.stop, LoopStop::kGate);
   EXPECT_EQ(p.requests.size(), 1u);
 }
@@ -327,11 +352,16 @@ class SignedUsageProvider final : public Provider {
                            const std::atomic<bool>*) override {
     ++calls;
     return Message{{"role", "assistant"},
-                   {"content", json::array({{{"type", "toolCall"}, {"id", "c" + std::to_string(calls)},
-                                             {"name", "bash"}, {"arguments", {{"command", "x"}}}}})},
+                   {"content", json::array({{{"type", "toolCall"},
+                                             {"id", "c" + std::to_string(calls)},
+                                             {"name", "bash"},
+                                             {"arguments", {{"command", "x"}}}}})},
                    {"stopReason", "toolUse"},
-                   {"usage", {{"input", std::int64_t{300}}, {"output", std::int64_t{20}},
-                              {"cacheRead", std::int64_t{0}}, {"cacheWrite", std::int64_t{0}}}}};
+                   {"usage",
+                    {{"input", std::int64_t{300}},
+                     {"output", std::int64_t{20}},
+                     {"cacheRead", std::int64_t{0}},
+                     {"cacheWrite", std::int64_t{0}}}}};
   }
   int calls = 0;
 };
@@ -340,7 +370,8 @@ TEST_F(LoopTest, TheTokenGateCountsUsageStoredAsSignedIntegers) {
   SignedUsageProvider p;
   LoopConfig cfg;
   cfg.max_total_tokens = 500;
-  auto out = run(p, [&](auto&&...) { return ok(""); }, cfg);
+  auto out = run(
+      p, [&](auto&&...) { return ok(""); }, cfg);
   EXPECT_EQ(out.stop, LoopStop::kGate);
   EXPECT_EQ(out.total_tokens, 640u);
   EXPECT_EQ(p.calls, 2);
@@ -409,8 +440,9 @@ TEST(ReplayProvider, PlaysTurnsAsAssistantMessages) {
   char tmpl[] = "/tmp/moat-replay-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string path = std::string(tmpl) + "/ok.jsonl";
-  std::ofstream(path) << R"({"text":"hi","tool_calls":[{"name":"bash","arguments":{"command":"ls"}}],"usage":{"input":10,"cacheRead":4}})"
-                      << "\n";
+  std::ofstream(path)
+      << R"({"text":"hi","tool_calls":[{"name":"bash","arguments":{"command":"ls"}}],"usage":{"input":10,"cacheRead":4}})"
+      << "\n";
   auto p = make_replay_provider(path);
   ASSERT_TRUE(p) << p.error().message();
   std::string streamed;

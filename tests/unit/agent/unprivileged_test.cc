@@ -45,7 +45,8 @@ std::string in_child(const std::function<std::string()>& body) {
 // ("name=value").
 std::string in_dropped_child(const std::function<std::string()>& probe) {
   return in_child([&] {
-    if (auto r = drop_to_unprivileged_loop({65534, 65534}); !r) return "drop-failed=" + r.error().message();
+    if (auto r = drop_to_unprivileged_loop({65534, 65534}); !r)
+      return "drop-failed=" + r.error().message();
     return probe();
   });
 }
@@ -84,9 +85,13 @@ TEST(UnprivilegedLoop, CannotCreateNamespacesOrMount) {
   std::string r = in_dropped_child([] {
     std::string out;
     out += "unshare=" + std::to_string(unshare(CLONE_NEWUSER) == -1 ? errno : 0) + ";";
-    out += "mount=" + std::to_string(syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, nullptr) == -1 ? errno : 0) + ";";
+    out +=
+        "mount=" +
+        std::to_string(syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, nullptr) == -1 ? errno : 0) +
+        ";";
     out += "clone3=" + std::to_string(syscall(SYS_clone3, nullptr, 0) == -1 ? errno : 0) + ";";
-    out += "ptrace=" + std::to_string(ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == -1 ? errno : 0);
+    out +=
+        "ptrace=" + std::to_string(ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == -1 ? errno : 0);
     return out;
   });
   EXPECT_EQ(r, "unshare=" + std::to_string(EPERM) + ";mount=" + std::to_string(EPERM) +
@@ -98,8 +103,9 @@ TEST(UnprivilegedLoop, HoldsNoCapabilitiesAndSetsNoNewPrivs) {
     return "CapEff=" + status_field("CapEff") + ";CapPrm=" + status_field("CapPrm") +
            ";CapAmb=" + status_field("CapAmb") + ";NoNewPrivs=" + status_field("NoNewPrivs");
   });
-  EXPECT_EQ(r, "CapEff=0000000000000000;CapPrm=0000000000000000;CapAmb=0000000000000000;"
-               "NoNewPrivs=1");
+  EXPECT_EQ(r,
+            "CapEff=0000000000000000;CapPrm=0000000000000000;CapAmb=0000000000000000;"
+            "NoNewPrivs=1");
 }
 
 TEST(UnprivilegedLoop, RootSwitchesToTheUnprivilegedUid) {

@@ -28,10 +28,10 @@ TEST(Timestamps, ATimePointFormatsWithNanoseconds) {
 }
 
 TEST(Timestamps, NowHasTheShapeOfRfc3339Utc) {
-  EXPECT_TRUE(std::regex_match(now_rfc3339_ns(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z)")));
-  EXPECT_TRUE(std::regex_match(now_rfc3339_ms(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+  EXPECT_TRUE(
+      std::regex_match(now_rfc3339_ns(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z)")));
+  EXPECT_TRUE(
+      std::regex_match(now_rfc3339_ms(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
 }
 
 TEST(Timestamps, UtcDateIsTheDayOnly) { EXPECT_EQ(utc_date(1772619302), "2026-03-04"); }

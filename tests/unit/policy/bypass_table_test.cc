@@ -342,7 +342,9 @@ void expect_rows(const Policy& p, std::span<const Row> rows, const std::string& 
   for (const Row& row : rows) {
     SCOPED_TRACE(row.line);
     Decision d = p.decide_command(row.line, cwd);
-    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict))) << d.reason << "\n" << d.detail().dump(1);
+    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict)))
+        << d.reason << "\n"
+        << d.detail().dump(1);
     EXPECT_EQ(d.deciding.id, row.rule) << d.reason;
   }
 }
@@ -357,7 +359,8 @@ std::unique_ptr<Policy> load_only(PolicyWorld& w, const std::string& text) {
 class BypassTable : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* p : {"mkfs.ext4", "su", "docker-absent-on-purpose", "install", "unzip", "patch", "rsync"})
+    for (const char* p :
+         {"mkfs.ext4", "su", "docker-absent-on-purpose", "install", "unzip", "patch", "rsync"})
       w_.add_program(p);
     std::filesystem::remove(w_.bin + "/docker-absent-on-purpose");
     namespace fs = std::filesystem;
@@ -380,7 +383,8 @@ class BypassTable : public ::testing::Test {
       return line;
     }
     for (auto [key, value] : {std::pair<std::string, std::string>{"{WS}", w_.workspace},
-                              {"{BIN}", w_.bin}, {"{ROOT}", w_.root}}) {
+                              {"{BIN}", w_.bin},
+                              {"{ROOT}", w_.root}}) {
       for (auto pos = line.find(key); pos != std::string::npos; pos = line.find(key))
         line.replace(pos, key.size(), value);
     }
@@ -398,7 +402,8 @@ TEST_F(BypassTable, EveryRowGetsItsDecisionAndDecidingRule) {
     SCOPED_TRACE("class " + std::to_string(row.cls) + ": " + row.line);
     Decision d = policy_->decide_command(line, w_.workspace);
     EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(row.verdict)))
-        << d.reason << "\n" << d.detail().dump(1);
+        << d.reason << "\n"
+        << d.detail().dump(1);
     EXPECT_EQ(d.deciding.id, row.rule) << d.reason << "\n" << d.detail().dump(1);
     ++per_class[row.cls];
   }
@@ -422,7 +427,8 @@ TEST_F(BypassTable, DecidingRuleIsAlwaysAmongTheMatched) {
   for (const Row& row : kRows) {
     Decision d = policy_->decide_command(expand(row.line), w_.workspace);
     bool found = false;
-    for (const auto& m : d.matched) found = found || (m.id == d.deciding.id && m.line == d.deciding.line);
+    for (const auto& m : d.matched)
+      found = found || (m.id == d.deciding.id && m.line == d.deciding.line);
     EXPECT_TRUE(found) << row.line;
   }
 }
@@ -434,10 +440,13 @@ TEST(WriteTargets, ExtractionsAreJudgedByEveryPathBelowTheirDirectory) {
   PolicyWorld w;
   for (const char* p : {"unzip", "patch", "rsync"}) w.add_program(p);
   auto p = load_only(w,
-             "schema = 1\ndefaults = { command = \"ask\", write = \"ask\" }\n"
-             "[[command]]\nid = \"u.tools\"\ndecision = \"allow\"\nprogram = [\"tar\", \"unzip\", \"patch\", \"rsync\", \"git\"]\n"
-             "[[path]]\nid = \"u.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = [\"$WORKSPACE/**\"]\n"
-             "[[path]]\nid = \"u.deploy\"\ndecision = \"deny\"\naccess = [\"write\"]\npaths = [\"deploy/**\"]\n");
+                     "schema = 1\ndefaults = { command = \"ask\", write = \"ask\" }\n"
+                     "[[command]]\nid = \"u.tools\"\ndecision = \"allow\"\nprogram = [\"tar\", "
+                     "\"unzip\", \"patch\", \"rsync\", \"git\"]\n"
+                     "[[path]]\nid = \"u.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = "
+                     "[\"$WORKSPACE/**\"]\n"
+                     "[[path]]\nid = \"u.deploy\"\ndecision = \"deny\"\naccess = "
+                     "[\"write\"]\npaths = [\"deploy/**\"]\n");
   ASSERT_TRUE(p);
   const Row rows[] = {
       {12, "tar -xf a.tar -C deploy", Q, "u.deploy"},
@@ -476,9 +485,11 @@ TEST(PinnedProgram, PathAndSha256PinsStopMatchingWhenTheBinaryChanges) {
   const std::string deploy = w.bin + "/deploy";
   auto digest = sha256_file_hex(deploy);
   ASSERT_TRUE(digest.has_value());
-  write_file(w.options.user_dir + "/u.toml",
-             "schema = 1\n[[command]]\nid = \"u.deploy\"\ndecision = \"allow\"\nprogram = \"deploy\"\n"
-             "program_paths = [\"" + deploy + "\"]\nsha256 = \"" + *digest + "\"\n");
+  write_file(
+      w.options.user_dir + "/u.toml",
+      "schema = 1\n[[command]]\nid = \"u.deploy\"\ndecision = \"allow\"\nprogram = \"deploy\"\n"
+      "program_paths = [\"" +
+          deploy + "\"]\nsha256 = \"" + *digest + "\"\n");
   auto p = w.load();
   ASSERT_TRUE(p);
   EXPECT_EQ(p->decide_command("deploy", w.workspace).deciding.id, "u.deploy");
@@ -500,15 +511,22 @@ TEST(PinnedProgram, PathAndSha256PinsStopMatchingWhenTheBinaryChanges) {
 TEST(PinnedProgram, BuiltinsRunningNothingAreAllowedByNameDespitePins) {
   PolicyWorld w;
   std::string pins;
-  for (const char* name : {"ls", "echo", "printf", "pwd", "true", "false", "test", "hash", "command", "kill"})
+  for (const char* name :
+       {"ls", "echo", "printf", "pwd", "true", "false", "test", "hash", "command", "kill"})
     pins += std::string(pins.empty() ? "" : ", ") + "\"" + w.bin + "/" + name + "\"";
-  auto p = load_only(w,
-             "schema = 1\ndefaults = { command = \"deny\", write = \"deny\", unparseable_shell = \"deny\" }\n"
-             "[[command]]\nid = \"org.basics\"\ndecision = \"allow\"\n"
-             "program = [\"ls\", \"echo\", \"printf\", \"pwd\", \"true\", \"false\", \"test\", \"hash\", \"command\", \"kill\", \"enable\", \"mapfile\"]\n"
-             "program_paths = [" + pins + "]\n"
-             "[[command]]\nid = \"org.no-kill\"\ndecision = \"deny\"\nprogram = \"kill\"\n"
-             "[[path]]\nid = \"org.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths = [\"$WORKSPACE/**\"]\n");
+  auto p =
+      load_only(w,
+                "schema = 1\ndefaults = { command = \"deny\", write = \"deny\", unparseable_shell "
+                "= \"deny\" }\n"
+                "[[command]]\nid = \"org.basics\"\ndecision = \"allow\"\n"
+                "program = [\"ls\", \"echo\", \"printf\", \"pwd\", \"true\", \"false\", \"test\", "
+                "\"hash\", \"command\", \"kill\", \"enable\", \"mapfile\"]\n"
+                "program_paths = [" +
+                    pins +
+                    "]\n"
+                    "[[command]]\nid = \"org.no-kill\"\ndecision = \"deny\"\nprogram = \"kill\"\n"
+                    "[[path]]\nid = \"org.ws\"\ndecision = \"allow\"\naccess = [\"write\"]\npaths "
+                    "= [\"$WORKSPACE/**\"]\n");
   ASSERT_TRUE(p);
   const Row rows[] = {
       {14, "ls; pwd", A, "org.basics"},
@@ -516,7 +534,7 @@ TEST(PinnedProgram, BuiltinsRunningNothingAreAllowedByNameDespitePins) {
       {14, "printf '%s\\n' x && true || false", A, "org.basics"},
       {14, "test -f x && echo yes", A, "org.basics"},
       {14, "command pwd", A, "org.basics"},
-      {14, "kill %1", D, "org.no-kill"},              // a deny of the name meets the builtin
+      {14, "kill %1", D, "org.no-kill"},                 // a deny of the name meets the builtin
       {14, "hash -p ./evil ls", D, "defaults.command"},  // hash chooses what a name runs: pinned
       {14, "mapfile -C 'rm -rf /' x", D, "defaults.command"},  // -C runs a callback: pinned
       {14, "enable -f ./x.so pwd", D, "defaults.unparseable_shell"},

@@ -24,9 +24,12 @@ class CodeEnvTest : public ::testing::Test {
     write_file(w_.options.user_dir + "/org.toml",
                "schema = 1\ndefaults = { command = \"deny\", write = \"deny\" }\n"
                "[[command]]\nid = \"org.tools\"\ndecision = \"allow\"\n"
-               "program = [\"ls\", \"git\", \"npm\", \"python3\", \"node\", \"perl\", \"ruby\", \"bash\", \"env\", \"make\","
-               " \"export\", \"read\", \"printf\", \"declare\", \"local\", \"readonly\", \"typeset\", \"mapfile\", \"cat\","
-               " \"timeout\", \"echo\", \"let\", \"getopts\", \"wait\", \"unset\", \"true\", \"cargo\", \"go\", \"zsh\"]\n");
+               "program = [\"ls\", \"git\", \"npm\", \"python3\", \"node\", \"perl\", \"ruby\", "
+               "\"bash\", \"env\", \"make\","
+               " \"export\", \"read\", \"printf\", \"declare\", \"local\", \"readonly\", "
+               "\"typeset\", \"mapfile\", \"cat\","
+               " \"timeout\", \"echo\", \"let\", \"getopts\", \"wait\", \"unset\", \"true\", "
+               "\"cargo\", \"go\", \"zsh\"]\n");
     p_ = w_.load();
     ASSERT_TRUE(p_);
   }
@@ -59,7 +62,8 @@ TEST_F(CodeEnvTest, AssignmentsThatChangeWhatRunsAsk) {
   expect_ask("env PATH=./tools ls", "PATH");
   expect_ask("GIT_PAGER='sh -c id' git log", "GIT_PAGER");
   expect_ask("GIT_SSH_COMMAND='sh -c id' git log", "GIT_SSH_COMMAND");
-  expect_ask("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log", "GIT_CONFIG_COUNT");
+  expect_ask("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log",
+             "GIT_CONFIG_COUNT");
   expect_ask("NODE_OPTIONS='--require ./x.js' npm test", "NODE_OPTIONS");
   expect_ask("PYTHONPATH=. python3 -m json.tool x", "PYTHONPATH");
   expect_ask("BASH_ENV=./x.sh bash run_tests.sh", "BASH_ENV");
@@ -196,7 +200,7 @@ TEST_F(CodeEnvTest, EveryRowOfTheTableMakesTheUnitAsk) {
 // the audit record, whose canonical JSON refuses invalid UTF-8.
 TEST_F(CodeEnvTest, ALongValueIsShortenedOnACharacterBoundary) {
   std::string value;
-  for (int i = 0; i < 40; ++i) value += "\xc3\xa9";  // é, two bytes each
+  for (int i = 0; i < 40; ++i) value += "\xc3\xa9";       // é, two bytes each
   Decision d = decide("LD_PRELOAD=./x" + value + " ls");  // byte 64 falls inside an é
   EXPECT_EQ(d.deciding.id, "builtin.code-env");
   const std::string& r = d.reason;
@@ -210,11 +214,13 @@ TEST_F(CodeEnvTest, HeadlessTurnsTheAskIntoDenyAndExplainNamesTheRule) {
   w_.options.headless = true;
   auto headless = w_.load();
   ASSERT_TRUE(headless);
-  Decision d = headless->decide_command("ls; NODE_OPTIONS='--require ./x.js' npm test", w_.workspace);
+  Decision d =
+      headless->decide_command("ls; NODE_OPTIONS='--require ./x.js' npm test", w_.workspace);
   EXPECT_EQ(d.verdict, Verdict::kDeny);
   EXPECT_TRUE(d.headless_downgraded);
   EXPECT_EQ(d.deciding.id, "builtin.code-env");
-  const std::string text = explain_text(d, *headless, "ls; NODE_OPTIONS='--require ./x.js' npm test");
+  const std::string text =
+      explain_text(d, *headless, "ls; NODE_OPTIONS='--require ./x.js' npm test");
   EXPECT_NE(text.find("deciding=builtin.code-env"), std::string::npos) << text;
   EXPECT_NE(text.find("NODE_OPTIONS"), std::string::npos) << text;
 }

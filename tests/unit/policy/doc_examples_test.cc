@@ -65,8 +65,8 @@ void run_examples(const std::string& doc_path, int min_tests) {
   int tests = 0;
   for (const auto& r : run_rule_tests(*p, w.workspace)) {
     ++tests;
-    EXPECT_EQ(r.outcome, "pass") << r.rule << " " << (r.expect_match ? "match " : "not_match ") << r.input
-                                 << ": " << r.detail;
+    EXPECT_EQ(r.outcome, "pass") << r.rule << " " << (r.expect_match ? "match " : "not_match ")
+                                 << r.input << ": " << r.detail;
   }
   EXPECT_GE(tests, min_tests);
 }

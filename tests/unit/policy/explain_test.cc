@@ -42,7 +42,9 @@ TEST(Explain, TextShowsEachUnitAndTheResult) {
   EXPECT_THAT(text, HasSubstr("unit 1  git status"));
   EXPECT_THAT(text, HasSubstr("allow  default.git"));
   EXPECT_THAT(text, HasSubstr("unit 2  rm -rf build"));
-  EXPECT_THAT(text, HasSubstr("also matched: default.edit-tools (allow, builtin) -> overridden (ask > allow)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("also matched: default.edit-tools (allow, builtin) -> overridden (ask > allow)"));
   EXPECT_THAT(text, HasSubstr("result  ASK"));
   EXPECT_THAT(text, HasSubstr("deciding=default.rm-recursive"));
 }

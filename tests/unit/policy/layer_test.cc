@@ -79,7 +79,8 @@ TEST_F(ProjectTrustTest, ChangingTheFileAfterPinningMakesItUntrustedAgain) {
   auto p = w_.load();
   EXPECT_EQ(p->decide_command("make", w_.workspace).verdict, Verdict::kAllow);
   EXPECT_EQ(p->project_json()["state"], "changed");
-  EXPECT_THAT(p->project_json()["skipped"].get<std::string>(), HasSubstr("changed since it was trusted"));
+  EXPECT_THAT(p->project_json()["skipped"].get<std::string>(),
+              HasSubstr("changed since it was trusted"));
   // Changing it back restores the pinned content, so the pin holds again.
   write_file(proj_, kDenyMake);
   EXPECT_EQ(make_verdict(), Verdict::kDeny);
@@ -114,7 +115,8 @@ TEST_F(ProjectTrustTest, ATrustDirInsideTheWorkspaceIsRefused) {
   // A valid pin copied there (as sandboxed code could) is not honoured either.
   ASSERT_TRUE(pin_project(w_.workspace, trust_dir_, t->sha256));
   fs::create_directories(inside);
-  for (const auto& e : fs::directory_iterator(trust_dir_)) fs::copy_file(e.path(), inside + "/" + e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(trust_dir_))
+    fs::copy_file(e.path(), inside + "/" + e.path().filename().string());
   EXPECT_EQ(project_trust(w_.workspace, inside)->state, TrustState::kTrusted);
   w_.options.trust_dir = inside;
   auto p = w_.load();

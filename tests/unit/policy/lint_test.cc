@@ -18,8 +18,8 @@ using testing::PolicyWorld;
 using testing::write_file;
 
 void add_default_policy_programs(PolicyWorld& w) {
-  for (const char* p : {"mkfs.ext4", "shred", "su", "wget", "npm", "cargo", "go", "node", "perl", "ruby",
-                        "python", "tar", "sort", "mkdir", "cp", "mv", "cmake"})
+  for (const char* p : {"mkfs.ext4", "shred", "su", "wget", "npm", "cargo", "go", "node", "perl",
+                        "ruby", "python", "tar", "sort", "mkdir", "cp", "mv", "cmake"})
     w.add_program(p);
 }
 
@@ -31,8 +31,8 @@ TEST(RuleTests, EveryTestOfTheDefaultPolicyPasses) {
   auto results = run_rule_tests(*p, w.workspace);
   int pass = 0;
   for (const auto& r : results) {
-    EXPECT_EQ(r.outcome, "pass") << r.rule << " " << (r.expect_match ? "match " : "not_match ") << r.input
-                                 << ": " << r.detail;
+    EXPECT_EQ(r.outcome, "pass") << r.rule << " " << (r.expect_match ? "match " : "not_match ")
+                                 << r.input << ": " << r.detail;
     pass += r.outcome == "pass";
   }
   EXPECT_GT(pass, 100);
@@ -69,12 +69,14 @@ TEST(RuleTests, MissingProgramsAreSkippedNotPassed) {
 
 TEST(Lint, TheDefaultPolicyHasNoFindings) {
   PolicyWorld w;
-  for (const auto& f : lint_policy(w.options)) ADD_FAILURE() << f.severity << " " << f.where << " " << f.message;
+  for (const auto& f : lint_policy(w.options))
+    ADD_FAILURE() << f.severity << " " << f.where << " " << f.message;
 }
 
 TEST(Lint, LoadErrorsAreReportedWithFileLineColumn) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[[command]]\nid = \"a\"\ndecisoin = \"deny\"\n");
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[command]]\nid = \"a\"\ndecisoin = \"deny\"\n");
   auto findings = lint_policy(w.options);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, "error");
@@ -83,19 +85,25 @@ TEST(Lint, LoadErrorsAreReportedWithFileLineColumn) {
 
 TEST(Lint, ShadowedAndIgnoredRulesAreWarnings) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/u.toml",
-             "schema = 1\n[[command]]\nid = \"u.curl-ok\"\ndecision = \"allow\"\nprogram = \"curl\"\n"
-             "[[tool]]\nid = \"u.all\"\ndecision = \"deny\"\ntool = \"*\"\n");
-  write_file(w.root + "/cli.toml", "schema = 1\n[[command]]\nid = \"cli.ok\"\ndecision = \"allow\"\nprogram = \"ls\"\n");
+  write_file(
+      w.options.user_dir + "/u.toml",
+      "schema = 1\n[[command]]\nid = \"u.curl-ok\"\ndecision = \"allow\"\nprogram = \"curl\"\n"
+      "[[tool]]\nid = \"u.all\"\ndecision = \"deny\"\ntool = \"*\"\n");
+  write_file(w.root + "/cli.toml",
+             "schema = 1\n[[command]]\nid = \"cli.ok\"\ndecision = \"allow\"\nprogram = \"ls\"\n");
   w.options.extra_files = {w.root + "/cli.toml"};
   std::vector<std::string> messages;
   for (const auto& f : lint_policy(w.options)) {
     EXPECT_EQ(f.severity, "warning") << f.message;
     messages.push_back(f.message);
   }
-  EXPECT_THAT(messages, ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: default.network-tools")));
+  EXPECT_THAT(
+      messages,
+      ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: default.network-tools")));
   EXPECT_THAT(messages, ::testing::Contains(HasSubstr("default.tools can never decide: u.all")));
-  EXPECT_THAT(messages, ::testing::Contains(HasSubstr("allow rule cli.ok is ignored: command-line policy files may only narrow")));
+  EXPECT_THAT(messages,
+              ::testing::Contains(HasSubstr(
+                  "allow rule cli.ok is ignored: command-line policy files may only narrow")));
 }
 
 TEST(Lint, TheExampleOrganisationPolicyLintsAndItsTestsPass) {

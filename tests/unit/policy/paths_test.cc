@@ -32,17 +32,33 @@ class PathCacheTest : public ::testing::Test {
 };
 
 TEST_F(PathCacheTest, AgreesWithCanonicalPathOnEveryShapeOfPath) {
-  const char* const kPaths[] = {
-      ".", "src", "src/a.py", "src/new.py", "src/a.py/below", "new/dir/file", "link", "link/sub",
-      "link/sub/new", "src/deep/up/a.py", "src/deep/up/../a.py", "dangling", "dangling/x",
-      "../ws/src", "/", "/dev/stdout", "/proc/self/fd/1", "//src///a.py", "src/./deep/.."};
+  const char* const kPaths[] = {".",
+                                "src",
+                                "src/a.py",
+                                "src/new.py",
+                                "src/a.py/below",
+                                "new/dir/file",
+                                "link",
+                                "link/sub",
+                                "link/sub/new",
+                                "src/deep/up/a.py",
+                                "src/deep/up/../a.py",
+                                "dangling",
+                                "dangling/x",
+                                "../ws/src",
+                                "/",
+                                "/dev/stdout",
+                                "/proc/self/fd/1",
+                                "//src///a.py",
+                                "src/./deep/.."};
   PathCache cache(&ws_);
   for (const char* p : kPaths) {
     SCOPED_TRACE(p);
     EXPECT_EQ(cache.canonical(p, ws_), canonical_path(p, ws_));
   }
   PathCache without_root;
-  for (const char* p : kPaths) EXPECT_EQ(without_root.canonical(p, ws_), canonical_path(p, ws_)) << p;
+  for (const char* p : kPaths)
+    EXPECT_EQ(without_root.canonical(p, ws_), canonical_path(p, ws_)) << p;
 }
 
 TEST_F(PathCacheTest, ANewCacheSeesASymlinkSwappedInAfterAnEarlierDecision) {

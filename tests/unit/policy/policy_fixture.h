@@ -78,14 +78,17 @@ class PolicyWorld {
   }
 
   static constexpr const char* kPrograms[] = {
-      "ls", "cat", "grep", "git", "rm", "bash", "zsh", "make", "npm", "cargo", "go", "node", "perl",
-      "ruby", "curl", "wget", "ssh", "nc", "sed", "tee", "cp", "mv", "mkdir", "touch", "chmod",
-      "chown", "dd", "mkfs.ext4", "find", "xargs", "env", "timeout", "nice", "ionice", "nohup",
-      "stdbuf", "setsid", "sudo", "doas", "busybox", "time", "echo", "printf", "head", "tail", "wc",
-      "sort", "uniq", "cut", "tr", "diff", "python", "pytest", "tar", "jq", "which", "id", "date",
-      "ln", "rmdir", "truncate", "chroot", "unshare", "cmake", "gcc", "awk-real", "true", "false",
-      "test", "[", "yes", "sleep", "stat", "file", "du", "df", "basename", "dirname", "realpath",
-      "readlink", "tree", "hash", "shred"};
+      "ls",    "cat",      "grep",   "git",       "rm",       "bash",    "zsh",      "make",
+      "npm",   "cargo",    "go",     "node",      "perl",     "ruby",    "curl",     "wget",
+      "ssh",   "nc",       "sed",    "tee",       "cp",       "mv",      "mkdir",    "touch",
+      "chmod", "chown",    "dd",     "mkfs.ext4", "find",     "xargs",   "env",      "timeout",
+      "nice",  "ionice",   "nohup",  "stdbuf",    "setsid",   "sudo",    "doas",     "busybox",
+      "time",  "echo",     "printf", "head",      "tail",     "wc",      "sort",     "uniq",
+      "cut",   "tr",       "diff",   "python",    "pytest",   "tar",     "jq",       "which",
+      "id",    "date",     "ln",     "rmdir",     "truncate", "chroot",  "unshare",  "cmake",
+      "gcc",   "awk-real", "true",   "false",     "test",     "[",       "yes",      "sleep",
+      "stat",  "file",     "du",     "df",        "basename", "dirname", "realpath", "readlink",
+      "tree",  "hash",     "shred"};
 
   std::string root, workspace, home, bin;
   LoadOptions options;

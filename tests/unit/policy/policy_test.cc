@@ -23,7 +23,8 @@ TEST(Policy, DefaultPolicyAllowsTheHeadlessRefactorLoop) {
   w.options.headless = true;
   auto p = w.load();
   ASSERT_TRUE(p);
-  auto d = p->decide_command("sed -i 's/old_name/new_name/g' src/*.py && sh ./run_tests.sh", w.workspace);
+  auto d = p->decide_command("sed -i 's/old_name/new_name/g' src/*.py && sh ./run_tests.sh",
+                             w.workspace);
   EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason << "\n" << d.detail().dump(2);
   EXPECT_EQ(p->decide_tool("bash").verdict, Verdict::kAllow);
   EXPECT_EQ(p->decide_tool("mcp:x:y").verdict, Verdict::kDeny);  // ask, headless
@@ -63,10 +64,13 @@ TEST(Policy, PathsOfTheDefaultPolicy) {
   EXPECT_EQ(p->decide_path(w.home + "/.ssh/id_rsa", Access::kRead).verdict, Verdict::kDeny);
   EXPECT_EQ(p->decide_path(w.workspace + "/.env", Access::kRead).verdict, Verdict::kDeny);
   EXPECT_EQ(p->decide_path(w.workspace + "/src/a.py", Access::kWrite).verdict, Verdict::kAllow);
-  EXPECT_EQ(p->decide_path(w.workspace + "/.git/hooks/pre-commit", Access::kWrite).verdict, Verdict::kDeny);
-  EXPECT_EQ(p->decide_path(w.workspace + "/.git/config", Access::kWrite).deciding.id, "default.protected-meta");
+  EXPECT_EQ(p->decide_path(w.workspace + "/.git/hooks/pre-commit", Access::kWrite).verdict,
+            Verdict::kDeny);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.git/config", Access::kWrite).deciding.id,
+            "default.protected-meta");
   EXPECT_EQ(p->decide_path(w.workspace + "/.git/config", Access::kRead).verdict, Verdict::kAllow);
-  EXPECT_EQ(p->decide_path(w.workspace + "/.moat/policy.toml", Access::kWrite).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_path(w.workspace + "/.moat/policy.toml", Access::kWrite).verdict,
+            Verdict::kDeny);
   // (The test's home is under /tmp, which the default lets the sandbox write; /etc is not.)
   auto outside = p->decide_path("/etc/profile.d/x.sh", Access::kWrite);
   EXPECT_EQ(outside.verdict, Verdict::kAsk);
@@ -76,14 +80,16 @@ TEST(Policy, PathsOfTheDefaultPolicy) {
 
 TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/10.toml", "schema = 1\nresources = { memory = \"1GiB\", wall_time = \"1h\" }\n");
+  write_file(w.options.user_dir + "/10.toml",
+             "schema = 1\nresources = { memory = \"1GiB\", wall_time = \"1h\" }\n");
   auto p = w.load();
   ASSERT_TRUE(p);
   auto r = p->resources();
   EXPECT_EQ(r["memory_bytes"], std::int64_t{1} << 30);
   EXPECT_EQ(r["wall_time_s"], 600);  // the default's 10m is lower than 1h
   EXPECT_EQ(r["pids"], 512);
-  for (const char* k : {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes", "file_size", "open_files"})
+  for (const char* k : {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes",
+                        "file_size", "open_files"})
     EXPECT_TRUE(r.contains(k)) << k;
 }
 
@@ -103,7 +109,8 @@ TEST(Policy, ALowerLayerAllowCannotBeatADeny) {
 
 TEST(Policy, StrictestDefaultWins) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/10.toml", "schema = 1\ndefaults = { command = \"deny\", read = \"allow\" }\n");
+  write_file(w.options.user_dir + "/10.toml",
+             "schema = 1\ndefaults = { command = \"deny\", read = \"allow\" }\n");
   auto p = w.load();
   auto d = p->decide_command("frobnicate", w.workspace);
   EXPECT_EQ(d.verdict, Verdict::kDeny);
@@ -129,7 +136,9 @@ TEST(Policy, CliFilesOnlyNarrow) {
 TEST(Policy, ProjectLayerLoadsOnlyWhenTrustedAndUnchanged) {
   PolicyWorld w;
   const std::string proj = w.workspace + "/.moat/policy.toml";
-  write_file(proj, "schema = 1\n[[command]]\nid = \"proj.no-make\"\ndecision = \"deny\"\nprogram = \"make\"\n");
+  write_file(
+      proj,
+      "schema = 1\n[[command]]\nid = \"proj.no-make\"\ndecision = \"deny\"\nprogram = \"make\"\n");
   auto untrusted = w.load();
   EXPECT_EQ(untrusted->decide_command("make", w.workspace).verdict, Verdict::kAllow);
   ASSERT_EQ(untrusted->notices().size(), 1u);
@@ -184,11 +193,14 @@ TEST(Policy, ManagedAllowsOnlyIgnoresLowerLayerAllows) {
   if (::geteuid() != 0) GTEST_SKIP() << "a system layer needs a root-owned directory";
   const std::string sys = w.root + "/system.d";
   write_file(sys + "/00-org.toml",
-             "schema = 1\ndefaults = { command = \"ask\" }\n[constraints]\nmanaged_allows_only = [\"command\"]\n"
-             "allowed_modes = [\"ask\"]\n[[command]]\nid = \"org.git\"\ndecision = \"allow\"\nprogram = \"git\"\n");
+             "schema = 1\ndefaults = { command = \"ask\" }\n[constraints]\nmanaged_allows_only = "
+             "[\"command\"]\n"
+             "allowed_modes = [\"ask\"]\n[[command]]\nid = \"org.git\"\ndecision = "
+             "\"allow\"\nprogram = \"git\"\n");
   ::chmod(sys.c_str(), 0755);
-  write_file(w.options.user_dir + "/u.toml",
-             "schema = 1\n[[command]]\nid = \"user.make\"\ndecision = \"allow\"\nprogram = \"make\"\n");
+  write_file(
+      w.options.user_dir + "/u.toml",
+      "schema = 1\n[[command]]\nid = \"user.make\"\ndecision = \"allow\"\nprogram = \"make\"\n");
   w.options.system_dir = sys;
   auto p = w.load();
   ASSERT_TRUE(p);
@@ -210,7 +222,8 @@ TEST(Policy, ConstraintsOutsideTheSystemLayerAreIgnoredWithANotice) {
 
 TEST(Policy, LayersJsonAndHashDescribeEveryLayer) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"3\"\n");
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"3\"\n");
   auto p = w.load();
   auto layers = p->layers_json();
   ASSERT_EQ(layers.size(), 2u);
@@ -220,13 +233,15 @@ TEST(Policy, LayersJsonAndHashDescribeEveryLayer) {
   EXPECT_EQ(layers[1]["sha256"].get<std::string>().size(), 64u);
   std::string h1 = p->policy_hash();
   EXPECT_EQ(h1.rfind("sha256:", 0), 0u);
-  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"4\"\n");
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[layer]\nname = \"mine\"\nrevision = \"4\"\n");
   EXPECT_NE(w.load()->policy_hash(), h1);
 }
 
 TEST(Policy, ParseErrorsInAnyLayerFailTheLoadWithFileLineColumn) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[[command]]\nid = \"x\"\ndecision = \"maybe\"\n");
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[command]]\nid = \"x\"\ndecision = \"maybe\"\n");
   auto p = Policy::load(w.options);
   ASSERT_FALSE(p.has_value());
   EXPECT_THAT(p.error().message(), HasSubstr("u.toml:4:12: command[0].decision"));
@@ -245,7 +260,8 @@ TEST(Policy, ToolRulesWithUnless) {
   PolicyWorld w;
   write_file(w.options.user_dir + "/u.toml",
              "schema = 1\n[[tool]]\nid = \"u.mcp\"\ndecision = \"allow\"\ntool = \"mcp:*\"\n"
-             "[[tool]]\nid = \"u.mcp-untrusted\"\ndecision = \"deny\"\ntool = \"mcp:*\"\nunless = { server = [\"jira\"] }\n");
+             "[[tool]]\nid = \"u.mcp-untrusted\"\ndecision = \"deny\"\ntool = \"mcp:*\"\nunless = "
+             "{ server = [\"jira\"] }\n");
   auto p = w.load();
   EXPECT_EQ(p->decide_tool("mcp:jira:search").verdict, Verdict::kAllow);
   EXPECT_EQ(p->decide_tool("mcp:evil:run").verdict, Verdict::kDeny);

@@ -29,8 +29,9 @@ std::string read(const std::string& rel) {
 // The comment line above a struct names its TOML table (see schema.h's header).
 std::string table_of(const std::string& comment) {
   std::smatch m;
-  static const std::regex kTop(R"(^\[top\]$)"), kUnless(R"(^\[\[(\w+)\]\]\.unless = \{ \.\.\. \}$)"),
-      kArray(R"(^\[\[(\w+)\]\]$)"), kTable(R"(^\[(\w+)\]$)"), kTests(R"(^<rule>\.tests = \{ \.\.\. \}$)"),
+  static const std::regex kTop(R"(^\[top\]$)"),
+      kUnless(R"(^\[\[(\w+)\]\]\.unless = \{ \.\.\. \}$)"), kArray(R"(^\[\[(\w+)\]\]$)"),
+      kTable(R"(^\[(\w+)\]$)"), kTests(R"(^<rule>\.tests = \{ \.\.\. \}$)"),
       kInline(R"(^(\w+) = \{ \.\.\. \}$)");
   if (std::regex_match(comment, kTop)) return "top";
   if (std::regex_match(comment, m, kUnless)) return m[1].str() + ".unless";
@@ -58,7 +59,8 @@ std::map<std::string, std::vector<Field>> schema_tables() {
       std::string doc = m[3];
       if (doc.rfind("(not a TOML key)", 0) == 0) continue;
       std::smatch d;
-      EXPECT_TRUE(std::regex_match(doc, d, kDoc)) << "schema.h field without default/required: " << line;
+      EXPECT_TRUE(std::regex_match(doc, d, kDoc))
+          << "schema.h field without default/required: " << line;
       out[table].push_back({m[1], d[1].matched ? "required" : d[2].str()});
     }
     prev = line;
@@ -72,8 +74,9 @@ std::string doc_key(const std::string& table, const std::string& key) {
 
 TEST(SchemaDocs, SchemaHeaderDescribesEveryTable) {
   auto tables = schema_tables();
-  for (const char* t : {"top", "defaults", "resources", "layer", "constraints", "tests", "command",
-                        "command.unless", "path", "path.unless", "network", "tool", "tool.unless"}) {
+  for (const char* t :
+       {"top", "defaults", "resources", "layer", "constraints", "tests", "command",
+        "command.unless", "path", "path.unless", "network", "tool", "tool.unless"}) {
     EXPECT_TRUE(tables.count(t)) << t;
     EXPECT_FALSE(tables[t].empty()) << t;
   }
@@ -98,11 +101,14 @@ TEST(SchemaDocs, DocsListEveryKeyWithItsDefault) {
       auto pos = docs.find(row_start);
       ASSERT_NE(pos, std::string::npos) << "docs/policy.md has no row for " << key;
       std::string row = docs.substr(pos, docs.find('\n', pos) - pos);
-      std::string cell = row.substr(row_start.size(), row.find(" | ", row_start.size()) - row_start.size());
+      std::string cell =
+          row.substr(row_start.size(), row.find(" | ", row_start.size()) - row_start.size());
       EXPECT_NE(cell.find(f.default_text), std::string::npos)
           << key << ": docs say " << cell << ", schema.h says " << f.default_text;
       // Four columns: key, default, meaning, example.
-      EXPECT_GE(std::count(row.begin(), row.end(), '|') - static_cast<long>(std::count(row.begin(), row.end(), '\\')), 5)
+      EXPECT_GE(std::count(row.begin(), row.end(), '|') -
+                    static_cast<long>(std::count(row.begin(), row.end(), '\\')),
+                5)
           << "row without an example: " << row;
     }
   }

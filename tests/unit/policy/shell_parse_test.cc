@@ -109,7 +109,8 @@ TEST(ShellParse, CompoundCommandsAreWalked) {
   std::vector<std::string> names;
   for (const auto& c : p.commands)
     if (!c.words.empty()) names.push_back(c.words[0].literal());
-  EXPECT_EQ(names, (V{"test", "rm", "a", "b", "c", "read", "echo", "ls", "gcc", "d1", "d2", "e", "f"}));
+  EXPECT_EQ(names,
+            (V{"test", "rm", "a", "b", "c", "read", "echo", "ls", "gcc", "d1", "d2", "e", "f"}));
 }
 
 TEST(ShellParse, FunctionDefinitionsAreProblems) {
@@ -118,8 +119,8 @@ TEST(ShellParse, FunctionDefinitionsAreProblems) {
 }
 
 TEST(ShellParse, SyntaxErrorsAreProblemsNotCrashes) {
-  for (const char* bad : {"echo 'unterminated", "echo \"x", "(ls", "ls )", "echo $(ls", "if x; then",
-                          "| ls", "ls &&", "echo ${x", "a >", "cat <<", "`ls"}) {
+  for (const char* bad : {"echo 'unterminated", "echo \"x", "(ls", "ls )", "echo $(ls",
+                          "if x; then", "| ls", "ls &&", "echo ${x", "a >", "cat <<", "`ls"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(parse_shell(bad).problems.empty());
   }
@@ -147,9 +148,9 @@ TEST(ShellParse, ExpansionsAreMarkedUnknown) {
   EXPECT_FALSE(w[4].is_literal());  // glob
   EXPECT_FALSE(w[5].is_literal());  // brace expansion
   EXPECT_FALSE(w[6].is_literal());
-  EXPECT_TRUE(w[7].is_literal());   // single quotes keep $ literal
+  EXPECT_TRUE(w[7].is_literal());  // single quotes keep $ literal
   EXPECT_FALSE(w[8].is_literal());
-  EXPECT_FALSE(w[8].may_split());   // quoted: one word
+  EXPECT_FALSE(w[8].may_split());  // quoted: one word
   auto find = parse_shell("find . -exec rm {} \\;");
   EXPECT_TRUE(find.commands[0].words[4].is_literal());  // {} is not a brace expansion
 }

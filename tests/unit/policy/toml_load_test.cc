@@ -87,11 +87,13 @@ TEST(TomlLoad, SyntaxErrorsNameFileLineAndColumn) {
 }
 
 TEST(TomlLoad, UnknownKeysNameTheKeyAndWhatIsAccepted) {
-  std::string e = error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nprogramm = \"rm\"\n");
+  std::string e =
+      error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nprogramm = \"rm\"\n");
   EXPECT_THAT(e, HasSubstr("t.toml:5:1: command[0].programm: unknown key"));
   EXPECT_THAT(e, HasSubstr("program_paths"));
   EXPECT_THAT(error_of("schema = 1\nfoo = 1\n"), HasSubstr("t.toml:2:1: foo: unknown key"));
-  EXPECT_THAT(error_of("schema = 1\ndefaults = { comand = \"ask\" }\n"), HasSubstr("defaults.comand"));
+  EXPECT_THAT(error_of("schema = 1\ndefaults = { comand = \"ask\" }\n"),
+              HasSubstr("defaults.comand"));
 }
 
 TEST(TomlLoad, UnknownKeysBecomeNoticesWhenLenient) {
@@ -104,30 +106,42 @@ TEST(TomlLoad, UnknownKeysBecomeNoticesWhenLenient) {
 
 TEST(TomlLoad, WrongTypesAndValuesNameTheAcceptedOnes) {
   EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"permit\"\n"),
-              HasSubstr("t.toml:4:12: command[0].decision: expected one of \"allow\", \"ask\", \"deny\", got \"permit\""));
-  EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = 1\n"), HasSubstr("expected a string, got an integer"));
-  EXPECT_THAT(error_of("schema = 2\n"), HasSubstr("t.toml:1:10: schema: expected an integer from 1 to 1"));
+              HasSubstr("t.toml:4:12: command[0].decision: expected one of \"allow\", \"ask\", "
+                        "\"deny\", got \"permit\""));
+  EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = 1\n"),
+              HasSubstr("expected a string, got an integer"));
+  EXPECT_THAT(error_of("schema = 2\n"),
+              HasSubstr("t.toml:1:10: schema: expected an integer from 1 to 1"));
   EXPECT_THAT(error_of("schema = 1\nresources = { pids = 0 }\n"), HasSubstr("resources.pids"));
-  EXPECT_THAT(error_of("schema = 1\nresources = { memory = \"4 parsecs\" }\n"), HasSubstr("expected a size"));
-  EXPECT_THAT(error_of("schema = 1\n[[path]]\nid = \"p\"\ndecision = \"deny\"\naccess = [\"delete\"]\npaths = [\"x\"]\n"),
+  EXPECT_THAT(error_of("schema = 1\nresources = { memory = \"4 parsecs\" }\n"),
+              HasSubstr("expected a size"));
+  EXPECT_THAT(error_of("schema = 1\n[[path]]\nid = \"p\"\ndecision = \"deny\"\naccess = "
+                       "[\"delete\"]\npaths = [\"x\"]\n"),
               HasSubstr("expected any of \"read\", \"write\", \"exec\""));
-  EXPECT_THAT(error_of("schema = 1\n[[command]]\ndecision = \"deny\"\n"), HasSubstr("command[0].id: required key is missing"));
-  EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nargs = [\"**\", \"x\"]\n"),
-              HasSubstr("must be the last"));
-  EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nsha256 = \"zz\"\n"),
-              HasSubstr("64 hex digits"));
+  EXPECT_THAT(error_of("schema = 1\n[[command]]\ndecision = \"deny\"\n"),
+              HasSubstr("command[0].id: required key is missing"));
+  EXPECT_THAT(
+      error_of(
+          "schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nargs = [\"**\", \"x\"]\n"),
+      HasSubstr("must be the last"));
+  EXPECT_THAT(
+      error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nsha256 = \"zz\"\n"),
+      HasSubstr("64 hex digits"));
   EXPECT_THAT(error_of(""), HasSubstr("schema: required key is missing"));
 }
 
 TEST(TomlLoad, NetworkAllowIsRefusedUntilTheProxyExists) {
-  EXPECT_THAT(error_of("schema = 1\n[[network]]\nid = \"n\"\ndecision = \"allow\"\ndomains = [\"x.org\"]\n"),
-              HasSubstr("t.toml:4:12: network[0].decision: network allow rules are not supported yet"));
+  EXPECT_THAT(
+      error_of(
+          "schema = 1\n[[network]]\nid = \"n\"\ndecision = \"allow\"\ndomains = [\"x.org\"]\n"),
+      HasSubstr("t.toml:4:12: network[0].decision: network allow rules are not supported yet"));
 }
 
 TEST(TomlLoad, DuplicateIdsAreErrors) {
-  EXPECT_THAT(error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\n[[path]]\nid = \"a\"\n"
-                       "decision = \"deny\"\naccess = \"read\"\npaths = \"x\"\n"),
-              HasSubstr("t.toml:5:1: id: \"a\" is used by an earlier rule"));
+  EXPECT_THAT(
+      error_of("schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\n[[path]]\nid = \"a\"\n"
+               "decision = \"deny\"\naccess = \"read\"\npaths = \"x\"\n"),
+      HasSubstr("t.toml:5:1: id: \"a\" is used by an earlier rule"));
 }
 
 TEST(TomlLoad, DurationsAndSizesParse) {
@@ -145,7 +159,8 @@ TEST(TomlLoad, DurationsAndSizesParse) {
 
 TEST(TomlLoad, EveryTruncationFailsCleanlyOrParses) {
   const std::string file =
-      "schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nprogram = [\"rm\"]\nany_flag = [\"-r\"]\n";
+      "schema = 1\n[[command]]\nid = \"a\"\ndecision = \"deny\"\nprogram = [\"rm\"]\nany_flag = "
+      "[\"-r\"]\n";
   for (std::size_t cut = 0; cut <= file.size(); ++cut) {
     SCOPED_TRACE("cut at byte " + std::to_string(cut));
     auto r = parse(file.substr(0, cut));

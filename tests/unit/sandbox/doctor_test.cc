@@ -14,8 +14,9 @@ namespace {
 
 TEST(Doctor, ReportsEveryLayerWithAVerdictAndAReason) {
   auto r = doctor_report();
-  for (const char* layer : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
-                            "cgroup_ns", "seccomp", "landlock", "cgroup_v1", "cgroup_v2", "idmap"}) {
+  for (const char* layer :
+       {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns", "seccomp",
+        "landlock", "cgroup_v1", "cgroup_v2", "idmap"}) {
     ASSERT_TRUE(r.contains(layer)) << layer;
     EXPECT_TRUE(r[layer]["ok"].is_boolean()) << layer;
     EXPECT_FALSE(r[layer]["reason"].get<std::string>().empty()) << layer;

@@ -74,9 +74,8 @@ TEST(HelloMsg, RoundTripsEveryField) {
 }
 
 TEST(HelloMsg, OptionalFieldsTakeTheirDefaults) {
-  const HelloMsg h =
-      decoded<HelloMsg>(
-          decode_client_frame({{"type", "hello"}, {"version", 7}, {"workspace", "/"}}));
+  const HelloMsg h = decoded<HelloMsg>(
+      decode_client_frame({{"type", "hello"}, {"version", 7}, {"workspace", "/"}}));
   EXPECT_EQ(h.version, 7);
   EXPECT_TRUE(h.headless);
   EXPECT_EQ(h.client, "");
@@ -95,15 +94,18 @@ TEST(HelloMsg, RefusesEachBrokenField) {
             "'hello' frame is missing the field 'workspace' (a string)");
   EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", 3}}),
             "'hello' frame field 'workspace' must be a string");
-  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1},
+  EXPECT_EQ(client_refusal({{"type", "hello"},
+                            {"version", 1},
                             {"workspace", "/" + std::string(kMaxPathBytes, 'a')}}),
             "'hello' frame field 'workspace' is 4097 bytes long; the limit is 4096");
-  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", "/"},
+  EXPECT_EQ(client_refusal({{"type", "hello"},
+                            {"version", 1},
+                            {"workspace", "/"},
                             {"client", std::string(kMaxToolNameBytes + 1, 'c')}}),
             "'hello' frame field 'client' is 129 bytes long; the limit is 128");
-  EXPECT_EQ(client_refusal({{"type", "hello"}, {"version", 1},
-                            {"workspace", std::string("/w\0x", 4)}}),
-            "'hello' frame field 'workspace' holds a NUL byte");
+  EXPECT_EQ(
+      client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", std::string("/w\0x", 4)}}),
+      "'hello' frame field 'workspace' holds a NUL byte");
 }
 
 TEST(CallMsg, RoundTripsEveryField) {
@@ -124,9 +126,9 @@ TEST(CallMsg, RefusesEachBrokenField) {
             "'call' frame field 'id' must be 1 to 128 characters");
   EXPECT_EQ(client_refusal(call_frame(json::object(), std::string(kMaxCallIdBytes + 1, 'i'))),
             "'call' frame field 'id' must be 1 to 128 characters");
-  EXPECT_EQ(client_refusal(
-                call_frame(json::object(), "a", std::string(kMaxToolNameBytes + 1, 't'))),
-            "'call' frame field 'tool' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(
+      client_refusal(call_frame(json::object(), "a", std::string(kMaxToolNameBytes + 1, 't'))),
+      "'call' frame field 'tool' is 129 bytes long; the limit is 128");
   EXPECT_EQ(client_refusal(call_frame({{"path", std::string(kMaxPathBytes + 1, 'p')}})),
             "'call' frame's arguments field 'path' is 4097 bytes long; the limit is 4096");
   EXPECT_EQ(client_refusal(call_frame({{"command", std::string(kMaxCommandBytes + 1, 'x')}})),
@@ -134,10 +136,9 @@ TEST(CallMsg, RefusesEachBrokenField) {
 }
 
 TEST(CallMsg, AcceptsEveryFieldAtItsBound) {
-  const CallMsg c = decoded<CallMsg>(decode_client_frame(
-      call_frame({{"command", std::string(kMaxCommandBytes, 'x')},
-                  {"path", std::string(kMaxPathBytes, 'p')}},
-                 std::string(kMaxCallIdBytes, 'i'), std::string(kMaxToolNameBytes, 't'))));
+  const CallMsg c = decoded<CallMsg>(decode_client_frame(call_frame(
+      {{"command", std::string(kMaxCommandBytes, 'x')}, {"path", std::string(kMaxPathBytes, 'p')}},
+      std::string(kMaxCallIdBytes, 'i'), std::string(kMaxToolNameBytes, 't'))));
   EXPECT_EQ(c.arguments["command"].get<std::string>().size(), kMaxCommandBytes);
 }
 
@@ -174,13 +175,14 @@ TEST(AnswerMsg, RefusesEachBrokenField) {
             "'answer' frame is missing the field 'ask' (a string)");
   EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}}),
             "'answer' frame is missing the field 'decision' (a string)");
-  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", std::string(kMaxAskIdBytes + 1, 'k')},
+  EXPECT_EQ(client_refusal({{"type", "answer"},
+                            {"ask", std::string(kMaxAskIdBytes + 1, 'k')},
                             {"decision", "allow"}}),
             "'answer' frame field 'ask' is 65 bytes long; the limit is 64");
   EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "maybe"}}),
             "'answer' frame field 'decision' must be \"allow\" or \"deny\"");
-  EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "allow"},
-                            {"scope", "forever"}}),
+  EXPECT_EQ(client_refusal(
+                {{"type", "answer"}, {"ask", "k"}, {"decision", "allow"}, {"scope", "forever"}}),
             "'answer' frame field 'scope' must be \"once\" or \"session\"");
   EXPECT_EQ(client_refusal({{"type", "answer"}, {"ask", "k"}, {"decision", "allow"}, {"scope", 1}}),
             "'answer' frame field 'scope' must be \"once\" or \"session\"");
@@ -200,12 +202,12 @@ TEST(ConsoleMsg, RoundTripsAndRefusesEachBrokenField) {
             "'console' frame is missing the field 'session' (a string)");
   EXPECT_EQ(client_refusal({{"type", "console"}, {"session", "s"}, {"token", 7}}),
             "'console' frame field 'token' must be a string");
-  EXPECT_EQ(client_refusal(
-                {{"type", "console"}, {"session", std::string(129, 's')}, {"token", "t"}}),
-            "'console' frame field 'session' is 129 bytes long; the limit is 128");
-  EXPECT_EQ(client_refusal(
-                {{"type", "console"}, {"session", "s"}, {"token", std::string(129, 't')}}),
-            "'console' frame field 'token' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(
+      client_refusal({{"type", "console"}, {"session", std::string(129, 's')}, {"token", "t"}}),
+      "'console' frame field 'session' is 129 bytes long; the limit is 128");
+  EXPECT_EQ(
+      client_refusal({{"type", "console"}, {"session", "s"}, {"token", std::string(129, 't')}}),
+      "'console' frame field 'token' is 129 bytes long; the limit is 128");
 }
 
 TEST(DecodeClientFrame, RefusesWhatAServerSendsAndNamesWhatAClientMay) {
@@ -253,7 +255,9 @@ TEST(WelcomeMsg, RoundTripsEveryField) {
 
 TEST(WelcomeMsg, SkipsToolsWithoutANameAndKeepsDefaultsForOddFields) {
   const WelcomeMsg w = decoded<WelcomeMsg>(decode_server_frame(
-      {{"type", "welcome"}, {"version", 1}, {"session", "s"},
+      {{"type", "welcome"},
+       {"version", 1},
+       {"session", "s"},
        {"tools", {7, {{"description", "nameless"}}, {{"name", "ls"}, {"mutates", "yes"}}}}}));
   ASSERT_EQ(w.tools.size(), 1u);
   EXPECT_EQ(w.tools[0].name, "ls");
@@ -289,9 +293,9 @@ TEST(ResultMsg, RoundTripsEveryField) {
 TEST(ResultMsg, RefusesEachBrokenField) {
   EXPECT_EQ(server_refusal({{"type", "result"}, {"isError", false}, {"content", json::array()}}),
             "'result' frame is missing the field 'id' (a string)");
-  EXPECT_EQ(server_refusal({{"type", "result"}, {"id", "a"}, {"isError", 0},
-                            {"content", json::array()}}),
-            "'result' frame field 'isError' must be a boolean");
+  EXPECT_EQ(
+      server_refusal({{"type", "result"}, {"id", "a"}, {"isError", 0}, {"content", json::array()}}),
+      "'result' frame field 'isError' must be a boolean");
   EXPECT_EQ(server_refusal({{"type", "result"}, {"id", "a"}, {"isError", false}}),
             "'result' frame is missing the field 'content' (an array)");
 }

@@ -125,16 +125,17 @@ std::string fingerprint(const BpfProgram& p) {
 // and review the diff of tests/unit/sandbox/seccomp_filter.golden with the change.
 TEST(SeccompPolicy, CompiledProgramMatchesGolden) {
   const char* root = std::getenv("MOAT_SOURCE_ROOT");
-  std::string path = std::string(root ? root : MOAT_SOURCE_ROOT) +
-                     "/tests/unit/sandbox/seccomp_filter.golden";
-  std::string actual = "network=off " + fingerprint(*compile_filter(false)) + "\n" +
-                       "network=on " + fingerprint(*compile_filter(true)) + "\n";
+  std::string path =
+      std::string(root ? root : MOAT_SOURCE_ROOT) + "/tests/unit/sandbox/seccomp_filter.golden";
+  std::string actual = "network=off " + fingerprint(*compile_filter(false)) + "\n" + "network=on " +
+                       fingerprint(*compile_filter(true)) + "\n";
   if (std::getenv("MOAT_UPDATE_GOLDEN") != nullptr) std::ofstream(path) << actual;
   std::ifstream in(path);
   std::stringstream expected;
   expected << in.rdbuf();
   EXPECT_EQ(expected.str(), actual) << "the compiled seccomp filter changed; see the comment "
-                                       "above this test to regenerate " << path;
+                                       "above this test to regenerate "
+                                    << path;
 }
 
 }  // namespace

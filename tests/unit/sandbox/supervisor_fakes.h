@@ -23,7 +23,7 @@ namespace moat::sandbox::testing {
 struct AuditRecords {
   std::mutex mu;
   std::vector<std::pair<std::string, nlohmann::json>> records;  // (type, fields)
-  std::set<std::string> failing_types;  // appends of these types fail (EIO)
+  std::set<std::string> failing_types;                          // appends of these types fail (EIO)
 
   std::vector<nlohmann::json> of_type(const std::string& type) {
     std::lock_guard<std::mutex> lock(mu);
@@ -74,7 +74,7 @@ class FakeSession final : public Session {
  public:
   explicit FakeSession(std::shared_ptr<SandboxTouches> touches) : touches_(std::move(touches)) {}
   Result<tools::ExecStatus> exec(const ExecSpec&, const std::function<void(std::string_view)>&,
-                           StopFlags) override {
+                                 StopFlags) override {
     touches_->touch();
     tools::ExecStatus out;
     out.exit_code = 0;
@@ -99,8 +99,7 @@ class FakeSession final : public Session {
 // pointed at it (no system layer, no user layer, no trust pins of the host's).
 struct TempWorld {
   TempWorld() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "moat-supervisor-XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "moat-supervisor-XXXXXX").string();
     EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
     root = std::filesystem::canonical(tmpl).string();
     workspace = root + "/ws";

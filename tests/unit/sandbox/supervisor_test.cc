@@ -67,7 +67,9 @@ class SupervisorTest : public ::testing::Test {
   }
 
   json hello() const {
-    return {{"type", "hello"}, {"version", kProtocolVersion}, {"workspace", world_.workspace},
+    return {{"type", "hello"},
+            {"version", kProtocolVersion},
+            {"workspace", world_.workspace},
             {"headless", true}};
   }
 

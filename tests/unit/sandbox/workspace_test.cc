@@ -38,7 +38,8 @@ TEST_F(WorkspaceTest, ARealDirectoryOpensAndKeepsItsPath) {
   ASSERT_TRUE(w) << w.error().message();
   EXPECT_EQ(w->path, dir_ + "/real/ws");
   EXPECT_EQ(w->uid, getuid());
-  struct stat by_fd {}, by_path {};
+  struct stat by_fd {
+  }, by_path{};
   ASSERT_EQ(fstat(w->fd.get(), &by_fd), 0);
   ASSERT_EQ(stat((dir_ + "/real/ws").c_str(), &by_path), 0);
   EXPECT_EQ(by_fd.st_ino, by_path.st_ino);

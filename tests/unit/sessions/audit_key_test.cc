@@ -102,7 +102,8 @@ TEST(AuditKey, AKeyOthersCanReadOrThatIsNotAKeyIsRefusedNotReplaced) {
   ::chmod(path.c_str(), 0640);
   auto readable = AuditKey::load_or_create(path);
   ASSERT_FALSE(readable.has_value());
-  EXPECT_NE(readable.error().message().find("640"), std::string::npos) << readable.error().message();
+  EXPECT_NE(readable.error().message().find("640"), std::string::npos)
+      << readable.error().message();
   EXPECT_EQ(slurp(path), before);
 
   const std::string junk = dir.path() + "/junk.pem";
@@ -160,8 +161,8 @@ TEST(AuditCheckpoints, FollowEverySixtyFourthRecordAndSessionEnd) {
 TEST(AuditCheckpoints, AlsoFollowTheFirstRecordAnIntervalAfterTheLast) {
   TempDir dir;
   auto key = make_key(dir.path() + "/audit-key.pem");
-  auto log = AuditLog::open(dir.path() + "/audit", kSession, kPolicy, key,
-                            std::chrono::milliseconds(200));
+  auto log =
+      AuditLog::open(dir.path() + "/audit", kSession, kPolicy, key, std::chrono::milliseconds(200));
   ASSERT_TRUE(log.has_value()) << log.error().message();
   ASSERT_TRUE((*log)->append("session.start", json::object()).has_value());
   ASSERT_TRUE((*log)->append("decision", {{"n", 1}}).has_value());
@@ -189,7 +190,8 @@ TEST(AuditCheckpoints, AnEditedAndRechainedLogFailsTheSignature) {
   ASSERT_TRUE(verify_audit(rechain(records_of(data))).ok()) << "rechain alone keeps a log valid";
   for (const std::string& key : {trusted_key(key_path), std::string()}) {
     const AuditVerdict v = verify_audit(forged, true, key);
-    EXPECT_EQ(v.problem, AuditProblem::kBadSignature) << problem_name(v.problem) << ": " << v.detail;
+    EXPECT_EQ(v.problem, AuditProblem::kBadSignature)
+        << problem_name(v.problem) << ": " << v.detail;
     EXPECT_EQ(v.seq, recs.size());  // the final checkpoint is the first that covers the edit
   }
 }

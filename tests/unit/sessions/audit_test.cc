@@ -31,8 +31,10 @@ std::string write_log(const TempDir& dir, int n_middle) {
   EXPECT_TRUE(log.has_value()) << log.error().message();
   EXPECT_TRUE((*log)->append("session.start", {{"version", "0.1.0"}, {"uid", 1000}}).has_value());
   for (int i = 0; i < n_middle; ++i) {
-    EXPECT_TRUE((*log)->append("decision", {{"tool", "bash"}, {"result", i % 2 ? "allow" : "deny"},
-                                            {"input", {{"argv", {"git", "status"}}}}})
+    EXPECT_TRUE((*log)
+                    ->append("decision", {{"tool", "bash"},
+                                          {"result", i % 2 ? "allow" : "deny"},
+                                          {"input", {{"argv", {"git", "status"}}}}})
                     .has_value());
   }
   EXPECT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
@@ -278,7 +280,8 @@ TEST(AuditVerify, AnyTruncationIsReportedAtTheCut) {
     SCOPED_TRACE("cut at byte " + std::to_string(cut));
     const AuditVerdict v = verify_audit(std::string_view(data).substr(0, cut));
     ASSERT_FALSE(v.ok());
-    const uint64_t whole = static_cast<uint64_t>(std::count(data.begin(), data.begin() + cut, '\n'));
+    const uint64_t whole =
+        static_cast<uint64_t>(std::count(data.begin(), data.begin() + cut, '\n'));
     EXPECT_EQ(v.records, whole);
     EXPECT_EQ(v.seq, whole + 1);
     if (cut == 0) {

@@ -34,7 +34,8 @@ TEST(ByteStrings, EveryByteSurvivesTheRoundTrip) {
 }
 
 TEST(ByteStrings, DisplayKeepsValidTextAndEscapesTheRestAsHex) {
-  EXPECT_EQ(display_text(encode_byte_strings(json("echo \xff caf\xc3\xa9 \xc3"))), "echo \\xff caf\xc3\xa9 \\xc3");
+  EXPECT_EQ(display_text(encode_byte_strings(json("echo \xff caf\xc3\xa9 \xc3"))),
+            "echo \\xff caf\xc3\xa9 \\xc3");
   EXPECT_EQ(display_text(json("plain")), "plain");
   EXPECT_EQ(display_text(json(3)), "");
 }
@@ -54,10 +55,13 @@ TEST(ByteStrings, TheAuditLogWritesANonUtf8RecordInsteadOfFailing) {
 // moatd resolves the workspace without following symlinks, so a hello (JSON text) can only
 // name a UTF-8 one; the record and its display still hold whatever bytes the host path has.
 TEST(ByteStrings, ShowPrintsANonUtf8WorkspaceWithHexEscapes) {
-  const json start = encode_byte_strings(
-      json{{"type", "session.start"}, {"seq", 1}, {"moat_version", "0.1.0"}, {"workspace", "/home/me/caf\xe9"}});
+  const json start = encode_byte_strings(json{{"type", "session.start"},
+                                              {"seq", 1},
+                                              {"moat_version", "0.1.0"},
+                                              {"workspace", "/home/me/caf\xe9"}});
   EXPECT_EQ(start["workspace"], json({{"bytes", base64_encode("/home/me/caf\xe9")}}));
-  EXPECT_NE(audit_line(start).find(" 0.1.0 /home/me/caf\\xe9"), std::string::npos) << audit_line(start);
+  EXPECT_NE(audit_line(start).find(" 0.1.0 /home/me/caf\\xe9"), std::string::npos)
+      << audit_line(start);
 }
 
 // moatd's channels to the sandbox's worker decode what they encode: every byte value, alone,
@@ -73,7 +77,12 @@ TEST(ByteStrings, DecodeGivesBackExactlyWhatEncodeWasGiven) {
   // A {"bytes"} object whose base64 is not the canonical encoding is left as it is: the
   // receiver then finds an object where it wanted a string and fails, instead of guessing.
   EXPECT_TRUE(decode_byte_strings(json{{"bytes", "/w=x"}}).is_object());
-  EXPECT_EQ(first_non_utf8_string(json{{"a", {"ok", "b\xff" "d"}}}), std::optional<std::string>("b\xff" "d"));
+  EXPECT_EQ(first_non_utf8_string(json{{"a",
+                                        {"ok",
+                                         "b\xff"
+                                         "d"}}}),
+            std::optional<std::string>("b\xff"
+                                       "d"));
 }
 
 }  // namespace

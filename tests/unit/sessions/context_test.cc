@@ -15,15 +15,19 @@ Message user(const std::string& t) {
   return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", t}}}}};
 }
 Message assistant_calls(std::vector<std::pair<std::string, std::string>> calls) {
-  Message m = {{"role", "assistant"}, {"content", nlohmann::json::array()}, {"stopReason", "toolUse"}};
+  Message m = {
+      {"role", "assistant"}, {"content", nlohmann::json::array()}, {"stopReason", "toolUse"}};
   for (auto& [id, name] : calls)
-    m["content"].push_back({{"type", "toolCall"}, {"id", id}, {"name", name},
-                            {"arguments", {{"path", "a.txt"}}}});
+    m["content"].push_back(
+        {{"type", "toolCall"}, {"id", id}, {"name", name}, {"arguments", {{"path", "a.txt"}}}});
   return m;
 }
 Message result(const std::string& id) {
-  return {{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "read"},
-          {"content", {{{"type", "text"}, {"text", "ok"}}}}, {"isError", false}};
+  return {{"role", "toolResult"},
+          {"toolCallId", id},
+          {"toolName", "read"},
+          {"content", {{{"type", "text"}, {"text", "ok"}}}},
+          {"isError", false}};
 }
 Entry msg(Message m) { return {{"type", "message"}, {"message", std::move(m)}}; }
 
@@ -49,9 +53,15 @@ TEST(BuildContext, MessagesInPathOrderAndOtherEntriesSkipped) {
 
 TEST(BuildContext, CompactionReplacesThePastWithSummaryAndRetainedTail) {
   const std::vector<Entry> path = {
-      msg(user("old 1")), msg(user("old 2")), msg(user("kept")),
-      {{"type", "compaction"}, {"summary", "S1"}, {"retained", {user("kept")}},
-       {"readFiles", {"a.txt"}}, {"modifiedFiles", {"b.txt"}}, {"tokensBefore", 100}},
+      msg(user("old 1")),
+      msg(user("old 2")),
+      msg(user("kept")),
+      {{"type", "compaction"},
+       {"summary", "S1"},
+       {"retained", {user("kept")}},
+       {"readFiles", {"a.txt"}},
+       {"modifiedFiles", {"b.txt"}},
+       {"tokensBefore", 100}},
       msg(user("after")),
   };
   const SessionContext ctx = build_context(path);
@@ -84,17 +94,17 @@ TEST(BuildContext, OnlyTheNewestCompactionCounts) {
 }
 
 TEST(BuildContext, BranchSummaryBecomesAUserMessage) {
-  const std::vector<Entry> path = {msg(user("a")),
-                                   {{"type", "branch_summary"}, {"fromId", "x"}, {"summary", "tried X"}}};
+  const std::vector<Entry> path = {
+      msg(user("a")), {{"type", "branch_summary"}, {"fromId", "x"}, {"summary", "tried X"}}};
   const SessionContext ctx = build_context(path);
   ASSERT_EQ(ctx.messages.size(), 2u);
   EXPECT_NE(str_field(ctx.messages[1]["content"][0], "text").find("tried X"), std::string::npos);
 }
 
 TEST(DanglingToolCalls, ListsUnansweredCallsInCallOrder) {
-  const std::vector<Entry> path = {msg(user("go")),
-                                   msg(assistant_calls({{"c1", "read"}, {"c2", "bash"}, {"c3", "ls"}})),
-                                   msg(result("c2"))};
+  const std::vector<Entry> path = {
+      msg(user("go")), msg(assistant_calls({{"c1", "read"}, {"c2", "bash"}, {"c3", "ls"}})),
+      msg(result("c2"))};
   const auto dangling = dangling_tool_calls(path);
   ASSERT_EQ(dangling.size(), 2u);
   EXPECT_EQ(dangling[0].id, "c1");

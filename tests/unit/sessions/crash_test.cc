@@ -63,7 +63,8 @@ TEST(SessionStoreCrash, SigkillMidAppendLosesNothingAcknowledged) {
       if (!s) ::_exit(3);
       for (uint32_t i = 0;; ++i) {
         Entry e = {{"type", "message"},
-                   {"message", {{"role", "user"}, {"n", i}, {"content", std::string(300 + i % 700, 'x')}}}};
+                   {"message",
+                    {{"role", "user"}, {"n", i}, {"content", std::string(300 + i % 700, 'x')}}}};
         if (!(*s)->append(std::move(e))) ::_exit(4);
         if (::write(ack_fd, &i, sizeof i) != static_cast<ssize_t>(sizeof i)) ::_exit(5);
       }
@@ -71,7 +72,8 @@ TEST(SessionStoreCrash, SigkillMidAppendLosesNothingAcknowledged) {
     auto s = SessionStore::open(path);
     ASSERT_TRUE(s) << s.error().message();
     std::set<uint32_t> found;
-    for (const Entry& e : (*s)->entries()) found.insert(static_cast<uint32_t>(int_field(e["message"], "n")));
+    for (const Entry& e : (*s)->entries())
+      found.insert(static_cast<uint32_t>(int_field(e["message"], "n")));
     for (uint32_t a : acks) EXPECT_EQ(found.count(a), 1u) << "acknowledged entry " << a << " lost";
     EXPECT_LE(found.size(), acks.size() + 1);  // at most the one in flight
     ASSERT_TRUE((*s)->append({{"type", "session_info"}, {"name", "resumed"}}));

@@ -32,8 +32,8 @@ TEST(CanonicalJson, SortsKeysByUtf16CodeUnitsNotUtf8Bytes) {
       R"({"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh",)"
       R"("1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"})";
   const std::string out = canon(input);
-  const char* order[] = {"\\r", "\"1\"", "\xc2\x80", "\xc3\xb6", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-                         "\xef\xac\xb3"};
+  const char* order[] = {
+      "\\r", "\"1\"", "\xc2\x80", "\xc3\xb6", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xac\xb3"};
   size_t pos = 0;
   for (const char* key : order) {
     const size_t at = out.find(key, pos);

@@ -14,7 +14,8 @@ using nlohmann::json;
 using testing::TempDir;
 
 Entry msg(const std::string& role, const std::string& text) {
-  return {{"type", "message"}, {"message", {{"role", role}, {"content", {{{"type", "text"}, {"text", text}}}}}}};
+  return {{"type", "message"},
+          {"message", {{"role", role}, {"content", {{{"type", "text"}, {"text", text}}}}}}};
 }
 
 TEST(RenderSession, EntrySummaryEscapesControlCharacters) {
@@ -73,13 +74,19 @@ TEST(RenderAudit, FilterMatchesSessionPrefixTypeAndDecisionResult) {
 }
 
 TEST(RenderAudit, ExecLineShowsArgvExitDurationAndFilesInBothShapes) {
-  const json flat = {{"seq", 4}, {"type", "exec"}, {"argv", {"make", "-j2"}}, {"exitCode", 2},
-                     {"duration_ms", 1500}, {"filesMutated", {{{"path", "out.o"}, {"op", "create"}}}}};
+  const json flat = {{"seq", 4},
+                     {"type", "exec"},
+                     {"argv", {"make", "-j2"}},
+                     {"exitCode", 2},
+                     {"duration_ms", 1500},
+                     {"filesMutated", {{{"path", "out.o"}, {"op", "create"}}}}};
   const std::string line = audit_line(flat);
   EXPECT_NE(line.find("make -j2"), std::string::npos) << line;
   EXPECT_NE(line.find("exit 2, 1500 ms"), std::string::npos) << line;
   EXPECT_NE(line.find("wrote out.o (create)"), std::string::npos) << line;
-  const json nested = {{"seq", 5}, {"type", "exec"}, {"argv", {"sleep", "99"}},
+  const json nested = {{"seq", 5},
+                       {"type", "exec"},
+                       {"argv", {"sleep", "99"}},
                        {"exit", {{"code", nullptr}, {"signal", "SIGKILL"}, {"limit", "wall_time"}}},
                        {"files_mutated", {"a.txt"}}};
   const std::string l2 = audit_line(nested);
@@ -88,9 +95,12 @@ TEST(RenderAudit, ExecLineShowsArgvExitDurationAndFilesInBothShapes) {
 }
 
 TEST(RenderAudit, HtmlHeadsWithTheVerdictAndEscapesRecords) {
-  const std::vector<json> records = {
-      {{"seq", 1}, {"type", "decision"}, {"session", "s"}, {"result", "deny"},
-       {"input", {{"argv", {"echo", "<img src=x>"}}}}, {"deciding_rule", {{"id", "org.x"}}}}};
+  const std::vector<json> records = {{{"seq", 1},
+                                      {"type", "decision"},
+                                      {"session", "s"},
+                                      {"result", "deny"},
+                                      {"input", {{"argv", {"echo", "<img src=x>"}}}},
+                                      {"deciding_rule", {{"id", "org.x"}}}}};
   AuditVerdict broken_v;
   broken_v.problem = AuditProblem::kMissing;
   broken_v.seq = 2;

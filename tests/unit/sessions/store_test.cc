@@ -145,7 +145,8 @@ TEST(SessionStore, NewerFormatVersionIsRefusedAndTheFileLeftUntouched) {
   TempDir dir;
   const std::string path = dir.path() + "/future.jsonl";
   const std::string data =
-      "{\"type\":\"session\",\"version\":2,\"id\":\"s\"}\n{\"type\":\"message\",\"id\":\"a\"}\n{\"tor";
+      "{\"type\":\"session\",\"version\":2,\"id\":\"s\"}\n{\"type\":\"message\",\"id\":\"a\"}\n{"
+      "\"tor";
   spit(path, data);
   auto store = SessionStore::open(path);
   ASSERT_FALSE(store.has_value());

@@ -16,7 +16,8 @@ class TempDir {
  public:
   TempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr && *base ? base : "/tmp") + "/moat-sessions-XXXXXX";
+    std::string tmpl =
+        std::string(base != nullptr && *base ? base : "/tmp") + "/moat-sessions-XXXXXX";
     path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
   }
   ~TempDir() {

@@ -57,7 +57,8 @@ TEST(SessionTree, RefResolvesIdPrefixEntryPrefixAndLabel) {
   TempDir dir;
   auto s = SessionStore::create(dir.path(), "/w");
   const auto ids = fill(**s);
-  ASSERT_TRUE((*s)->append({{"type", "label"}, {"targetId", ids[1]}, {"label", "before-refactor"}}));
+  ASSERT_TRUE(
+      (*s)->append({{"type", "label"}, {"targetId", ids[1]}, {"label", "before-refactor"}}));
   const std::string sid = (*s)->id();
   s->reset();  // release the writer's lock
 

@@ -182,20 +182,29 @@ TEST(ValidateClientMessage, RejectsEmptyAndHugeCallIds) {
 // any of that happens; the message names the field and its length, never its value.
 TEST(ValidateClientMessage, RefusesEchoedFieldsOverTheirBounds) {
   const std::string huge(kMaxPathBytes + 1, 'a');
-  auto hello = validate_client_message({{"type", "hello"}, {"version", 1}, {"workspace", "/" + huge}});
+  auto hello =
+      validate_client_message({{"type", "hello"}, {"version", 1}, {"workspace", "/" + huge}});
   ASSERT_FALSE(hello);
   EXPECT_EQ(hello.error().message(),
             "'hello' frame field 'workspace' is 4098 bytes long; the limit is 4096");
-  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"},
+  EXPECT_FALSE(validate_client_message({{"type", "call"},
+                                        {"id", "a"},
                                         {"tool", std::string(kMaxToolNameBytes + 1, 't')},
                                         {"arguments", json::object()}}));
-  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "read"},
-                                        {"arguments", {{"path", huge}}}}));
-  EXPECT_FALSE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "bash"},
-                                        {"arguments", {{"command", std::string(kMaxCommandBytes + 1, 'x')}}}}));
-  EXPECT_TRUE(validate_client_message({{"type", "call"}, {"id", "a"}, {"tool", "bash"},
-                                       {"arguments", {{"command", std::string(kMaxCommandBytes, 'x')}}}}));
-  EXPECT_FALSE(validate_client_message({{"type", "cancel"}, {"id", std::string(kMaxCallIdBytes + 1, 'i')}}));
+  EXPECT_FALSE(validate_client_message(
+      {{"type", "call"}, {"id", "a"}, {"tool", "read"}, {"arguments", {{"path", huge}}}}));
+  EXPECT_FALSE(validate_client_message(
+      {{"type", "call"},
+       {"id", "a"},
+       {"tool", "bash"},
+       {"arguments", {{"command", std::string(kMaxCommandBytes + 1, 'x')}}}}));
+  EXPECT_TRUE(
+      validate_client_message({{"type", "call"},
+                               {"id", "a"},
+                               {"tool", "bash"},
+                               {"arguments", {{"command", std::string(kMaxCommandBytes, 'x')}}}}));
+  EXPECT_FALSE(
+      validate_client_message({{"type", "cancel"}, {"id", std::string(kMaxCallIdBytes + 1, 'i')}}));
   EXPECT_FALSE(validate_client_message(
       {{"type", "answer"}, {"ask", std::string(kMaxAskIdBytes + 1, 'k')}, {"decision", "allow"}}));
 }
@@ -248,7 +257,8 @@ TEST(FrameDecoder, ANumberTooLargeForADoubleIsAnErrorNotACrash) {
 }
 
 TEST(ErrorFrame, CutsWhatItQuotesSoTheReplyAlwaysFits) {
-  const json e = error_frame("workspace '" + std::string(kMaxFrameBytes, 'w') + "é'", "workspace", "id");
+  const json e =
+      error_frame("workspace '" + std::string(kMaxFrameBytes, 'w') + "é'", "workspace", "id");
   EXPECT_LE(e["message"].get<std::string>().size(), kMaxErrorMessageBytes + 3);
   EXPECT_TRUE(try_encode_frame(e).has_value());
   EXPECT_FALSE(try_encode_frame({{"type", "result"}, {"pad", std::string(kMaxFrameBytes, 'x')}}));

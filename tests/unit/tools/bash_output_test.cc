@@ -44,7 +44,8 @@ class BashOutputTest : public ::testing::Test {
 
 std::string sample_output() {
   std::string s;
-  for (int i = 0; i < 3000; ++i) s += "output line " + std::to_string(i) + " " + std::string(i % 40, '.') + "\n";
+  for (int i = 0; i < 3000; ++i)
+    s += "output line " + std::to_string(i) + " " + std::string(i % 40, '.') + "\n";
   return s;  // ~150 KB, 3000 lines: over both limits
 }
 
@@ -55,7 +56,8 @@ TEST_F(BashOutputTest, EveryChunkSizeGivesTheSameTailAndSpill) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     std::atomic<bool> kill{false};
     BashOutput out(options(), &kill);
-    for (std::size_t i = 0; i < all.size(); i += chunk) out.add(std::string_view(all).substr(i, chunk));
+    for (std::size_t i = 0; i < all.size(); i += chunk)
+      out.add(std::string_view(all).substr(i, chunk));
     out.finish();
     EXPECT_FALSE(kill);
     EXPECT_EQ(out.total_bytes(), all.size());
@@ -98,7 +100,8 @@ TEST_F(BashOutputTest, AFailedSpillIsReportedInTheNotice) {
   };
   BashOutput out(std::move(o), &kill);
   out.add(sample_output());
-  EXPECT_NE(out.render().find("The full output could not be saved (open(/tmp/moat-bash-x.log): No space left on device)"),
+  EXPECT_NE(out.render().find("The full output could not be saved (open(/tmp/moat-bash-x.log): No "
+                              "space left on device)"),
             std::string::npos);
 }
 

@@ -32,7 +32,8 @@ class ToolContractTest : public ::testing::Test {
     ctx_.runner = harness_->runner();
     ctx_.workspace = ws_;
     ctx_.mutations = &queue_;
-    ctx_.authorize = [this](const std::string& path, PathAccess access) -> std::optional<std::string> {
+    ctx_.authorize = [this](const std::string& path,
+                            PathAccess access) -> std::optional<std::string> {
       std::lock_guard lock(mu_);
       asked_.emplace_back(path, access);
       if (refused_.count(path)) return "path " + path + " is denied by rule test.deny";

@@ -44,7 +44,8 @@ TEST(ToolDescriptions, EachToolStatesTheLimitsItEnforces) {
     SCOPED_TRACE(spec.name);
     ASSERT_TRUE(expected.count(spec.name));
     for (const auto& v : expected.at(spec.name))
-      EXPECT_NE(spec.description.find(v), std::string::npos) << "missing " << v << " in: " << spec.description;
+      EXPECT_NE(spec.description.find(v), std::string::npos)
+          << "missing " << v << " in: " << spec.description;
   }
 }
 
@@ -56,9 +57,11 @@ TEST(ToolDescriptions, EveryNumberInADescriptionIsAnEnforcedConstant) {
     std::string text = all_text(spec);
     // "1-based" describes numbering, not a limit.
     for (std::size_t p; (p = text.find("1-based")) != std::string::npos;) text.erase(p, 7);
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), number);
+         it != std::sregex_iterator(); ++it) {
       const std::string found = it->str();
-      EXPECT_TRUE(expected.at(spec.name).count(found)) << "stale number " << found << " in: " << text;
+      EXPECT_TRUE(expected.at(spec.name).count(found))
+          << "stale number " << found << " in: " << text;
     }
   }
 }
@@ -70,7 +73,8 @@ TEST(ToolDescriptions, BashStatesTheSessionsTimeoutAndOutputCeiling) {
     return std::string();
   };
   const std::string standard = bash_description(ToolLimits::for_session(600, 16ull << 20));
-  EXPECT_NE(standard.find("default 120 s, at most the policy's 600 s"), std::string::npos) << standard;
+  EXPECT_NE(standard.find("default 120 s, at most the policy's 600 s"), std::string::npos)
+      << standard;
   EXPECT_NE(standard.find("passes 16 MB is killed"), std::string::npos) << standard;
   const std::string tight = bash_description(ToolLimits::for_session(30, 1ull << 20));
   EXPECT_NE(tight.find("default 30 s, at most the policy's 30 s"), std::string::npos) << tight;
@@ -99,7 +103,8 @@ TEST(ToolSpecs, OnlyEditAndWriteAreMutations) {
 TEST(ToolSpecs, TheModelSeesTheToolsInAFixedOrder) {
   std::vector<std::string> names;
   for (const auto& spec : all_tools()) names.push_back(spec.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"read", "bash", "edit", "write", "grep", "find", "ls"}));
   EXPECT_EQ(find_tool("grep")->name, "grep");
   EXPECT_EQ(find_tool("nope"), nullptr);
 }

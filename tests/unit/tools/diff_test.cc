@@ -32,7 +32,8 @@ TEST(UnifiedDiff, DeletionAtTheEnd) {
 }
 
 TEST(UnifiedDiff, CrlfLinesDiffLikeLf) {
-  EXPECT_EQ(unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "f"), "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+  EXPECT_EQ(unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "f"),
+            "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
 }
 
 TEST(UnifiedDiff, IdenticalTextsHaveNoHunks) {

@@ -52,7 +52,8 @@ TEST(ApplyEdits, NewTextFollowsTheFilesLineEndings) {
 }
 
 TEST(ApplyEdits, AnEditThatOnlyNormalisationTellsApartChangesNothingAndSaysSo) {
-  auto out = apply_edits("say \xE2\x80\x9Chi\xE2\x80\x9D\n", {{"say \"hi\"", "say \xE2\x80\x9Chi\xE2\x80\x9D"}}, "f");
+  auto out = apply_edits("say \xE2\x80\x9Chi\xE2\x80\x9D\n",
+                         {{"say \"hi\"", "say \xE2\x80\x9Chi\xE2\x80\x9D"}}, "f");
   ASSERT_FALSE(out);
   EXPECT_NE(out.error().message().find("unchanged"), std::string::npos);
 }

@@ -24,26 +24,31 @@ TEST_F(EditContract, ReplacesUniqueTextAndAnswersWithAUnifiedDiff) {
   const auto r = run("edit", one_edit("f.txt", "two", "TWO"));
   ASSERT_FALSE(r.is_error) << text(r);
   EXPECT_EQ(slurp(path("f.txt")), "one\nTWO\nthree\n");
-  EXPECT_EQ(r.details["diff"], "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n");
+  EXPECT_EQ(r.details["diff"],
+            "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n");
   EXPECT_EQ(text(r).rfind("Applied 1 edit(s) to f.txt.\n\n--- a/f.txt", 0), 0u) << text(r);
 }
 
 TEST_F(EditContract, AllEditsMatchTheOriginalAndApplyTogether) {
   write("f.txt", "a = 1\nb = 2\nc = 3\n");
   const auto r = run("edit", {{"path", "f.txt"},
-                              {"edits", {{{"oldText", "a = 1"}, {"newText", "b = 2"}},
-                                         {{"oldText", "b = 2"}, {"newText", "x = 9"}}}}});
+                              {"edits",
+                               {{{"oldText", "a = 1"}, {"newText", "b = 2"}},
+                                {{"oldText", "b = 2"}, {"newText", "x = 9"}}}}});
   ASSERT_FALSE(r.is_error) << text(r);
   EXPECT_EQ(slurp(path("f.txt")), "b = 2\nx = 9\nc = 3\n");
 }
 
 TEST_F(EditContract, NotFoundNamesTheEditAndLeavesTheFileAlone) {
   write("f.txt", "alpha\nbeta\n");
-  const auto r = run("edit", {{"path", "f.txt"},
-                              {"edits", {{{"oldText", "alpha"}, {"newText", "A"}},
-                                         {{"oldText", "gamma"}, {"newText", "G"}}}}});
+  const auto r =
+      run("edit",
+          {{"path", "f.txt"},
+           {"edits",
+            {{{"oldText", "alpha"}, {"newText", "A"}}, {{"oldText", "gamma"}, {"newText", "G"}}}}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_EQ(text(r).rfind("edit 2: oldText not found in f.txt. It must match the file exactly", 0), 0u)
+  EXPECT_EQ(text(r).rfind("edit 2: oldText not found in f.txt. It must match the file exactly", 0),
+            0u)
       << text(r);
   EXPECT_EQ(slurp(path("f.txt")), "alpha\nbeta\n");
 }
@@ -52,16 +57,21 @@ TEST_F(EditContract, AmbiguousTextSaysHowManyOccurrences) {
   write("f.txt", "x\nx\nx\n");
   const auto r = run("edit", one_edit("f.txt", "x", "y"));
   EXPECT_TRUE(r.is_error);
-  EXPECT_EQ(text(r), "edit 1: oldText occurs 3 times in f.txt; it must be unique. Add surrounding lines to make it unique.");
+  EXPECT_EQ(text(r),
+            "edit 1: oldText occurs 3 times in f.txt; it must be unique. Add surrounding lines to "
+            "make it unique.");
 }
 
 TEST_F(EditContract, OverlappingEditsNameEachOther) {
   write("f.txt", "abcdef\n");
-  const auto r = run("edit", {{"path", "f.txt"},
-                              {"edits", {{{"oldText", "abcd"}, {"newText", "1"}},
-                                         {{"oldText", "cdef"}, {"newText", "2"}}}}});
+  const auto r =
+      run("edit",
+          {{"path", "f.txt"},
+           {"edits",
+            {{{"oldText", "abcd"}, {"newText", "1"}}, {{"oldText", "cdef"}, {"newText", "2"}}}}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_EQ(text(r), "edit 2: oldText overlaps edit 1; merge them into one edit or make them disjoint");
+  EXPECT_EQ(text(r),
+            "edit 2: oldText overlaps edit 1; merge them into one edit or make them disjoint");
 }
 
 TEST_F(EditContract, AnEditThatChangesNothingIsAnError) {
@@ -81,8 +91,7 @@ TEST_F(EditContract, NormalisedFallbackKeepsTheBytesOfUntouchedLines) {
   const auto r = run("edit", one_edit("f.txt", "say 'hi' - now ok", "say 'bye'"));
   ASSERT_FALSE(r.is_error) << text(r);
   EXPECT_EQ(r.details["normalisedMatch"], true);
-  EXPECT_EQ(slurp(path("f.txt")),
-            "keep \xE2\x80\x9Cthis\xE2\x80\x9D   \nsay 'bye'  \ntail\t\n");
+  EXPECT_EQ(slurp(path("f.txt")), "keep \xE2\x80\x9Cthis\xE2\x80\x9D   \nsay 'bye'  \ntail\t\n");
 }
 
 TEST_F(EditContract, NfkcFormsMatchTheirCompatibilityEquivalents) {
@@ -109,7 +118,8 @@ TEST_F(EditContract, TopLevelOldTextAndNewTextAreFoldedIntoEdits) {
 
 TEST_F(EditContract, EditsGivenAsAJsonStringAreParsed) {
   write("f.txt", "old\n");
-  const auto r = run("edit", {{"path", "f.txt"}, {"edits", R"([{"oldText":"old","newText":"new"}])"}});
+  const auto r =
+      run("edit", {{"path", "f.txt"}, {"edits", R"([{"oldText":"old","newText":"new"}])"}});
   ASSERT_FALSE(r.is_error) << text(r);
   EXPECT_EQ(slurp(path("f.txt")), "new\n");
 }
@@ -117,7 +127,8 @@ TEST_F(EditContract, EditsGivenAsAJsonStringAreParsed) {
 TEST_F(EditContract, SchemaErrorsNameTheNestedField) {
   const auto r = run("edit", {{"path", "f.txt"}, {"edits", {{{"oldText", 3}}}}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_NE(text(r).find("- edits[0].newText: required field is missing"), std::string::npos) << text(r);
+  EXPECT_NE(text(r).find("- edits[0].newText: required field is missing"), std::string::npos)
+      << text(r);
   EXPECT_NE(text(r).find("- edits[0].oldText: expected string, got integer"), std::string::npos);
   const auto e = run("edit", {{"path", "f.txt"}, {"edits", nlohmann::json::array()}});
   EXPECT_NE(text(e).find("- edits: needs at least 1 item(s)"), std::string::npos) << text(e);
@@ -151,13 +162,14 @@ TEST_F(WriteContract, ReplacesAndKeepsThePermissionBits) {
   ASSERT_EQ(::chmod(path("f.sh").c_str(), 0750), 0);
   const auto r = run("write", {{"path", "f.sh"}, {"content", "#!/bin/sh\n"}});
   ASSERT_FALSE(r.is_error) << text(r);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path("f.sh").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0750u);
   EXPECT_EQ(slurp(path("f.sh")), "#!/bin/sh\n");
   // No temporary file is left next to it.
   std::size_t entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(ws_)) entries += e.path().filename() != "" ? 1 : 0;
+  for (const auto& e : std::filesystem::directory_iterator(ws_))
+    entries += e.path().filename() != "" ? 1 : 0;
   EXPECT_EQ(entries, 1u);
 }
 
@@ -174,13 +186,15 @@ TEST_F(WriteContract, ADirectoryCannotBeOverwritten) {
   std::filesystem::create_directories(path("d"));
   const auto r = run("write", {{"path", "d"}, {"content", "x"}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_EQ(text(r), "cannot write " + path("d") + ": " + path("d") + " is a directory: Is a directory");
+  EXPECT_EQ(text(r),
+            "cannot write " + path("d") + ": " + path("d") + " is a directory: Is a directory");
 }
 
 TEST_F(WriteContract, ParentDotDotAfterAMissingDirectoryIsRefused) {
   const auto r = run("write", {{"path", "nowhere/../x.txt"}, {"content", "x"}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_NE(text(r).find("'..' after a directory that does not exist"), std::string::npos) << text(r);
+  EXPECT_NE(text(r).find("'..' after a directory that does not exist"), std::string::npos)
+      << text(r);
 }
 
 // The policy approved real/…; if the sandboxed code swaps real for a symlink to elsewhere
@@ -228,7 +242,8 @@ TEST_F(MutationContract, FiftyConcurrentEditsThroughThreeSpellingsAllLand) {
     for (int i = 0; i < 50; ++i)
       threads.emplace_back([&, i] {
         const std::string n = std::to_string(i);
-        results[i] = run("edit", one_edit(spellings[i % 3], "slot " + n + ": empty", "slot " + n + ": done"));
+        results[i] = run(
+            "edit", one_edit(spellings[i % 3], "slot " + n + ": empty", "slot " + n + ": done"));
       });
     for (auto& t : threads) t.join();
     std::string expected;
@@ -246,7 +261,8 @@ TEST_F(MutationContract, WritesToOneFileLandInRequestOrder) {
   std::vector<std::thread> threads;
   for (int i = 19; i >= 0; --i)  // started in reverse: the tickets decide, not the threads
     threads.emplace_back([&, i] {
-      execute("write", {{"path", i % 2 ? "o.txt" : "./o.txt"}, {"content", std::to_string(i)}}, contexts[i]);
+      execute("write", {{"path", i % 2 ? "o.txt" : "./o.txt"}, {"content", std::to_string(i)}},
+              contexts[i]);
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(slurp(path("o.txt")), "19");

@@ -13,13 +13,17 @@ namespace {
 
 class GitIgnoreTest : public ::testing::Test {
  protected:
-  void SetUp() override { ws_ = std::filesystem::canonical(testing::make_workspace_dir()).string(); }
+  void SetUp() override {
+    ws_ = std::filesystem::canonical(testing::make_workspace_dir()).string();
+  }
   void TearDown() override { std::filesystem::remove_all(ws_); }
   void file(const std::string& rel, const std::string& content) {
     std::filesystem::create_directories(std::filesystem::path(ws_ + "/" + rel).parent_path());
     std::ofstream(ws_ + "/" + rel) << content;
   }
-  bool ignored(const std::string& rel, bool is_dir = false) { return ig_.is_ignored(ws_ + "/" + rel, is_dir); }
+  bool ignored(const std::string& rel, bool is_dir = false) {
+    return ig_.is_ignored(ws_ + "/" + rel, is_dir);
+  }
   std::string ws_;
   GitIgnore ig_;
 };

@@ -71,8 +71,7 @@ Result<ExecStatus> LocalRunner::exec(const std::vector<std::string>& argv, const
     if (on_output) on_output(std::string_view(buf, static_cast<std::size_t>(got)));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status)) st.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) st.signal = WTERMSIG(status);
   st.duration = std::chrono::duration_cast<std::chrono::milliseconds>(

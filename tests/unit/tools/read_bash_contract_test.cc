@@ -38,8 +38,8 @@ TEST_F(ReadContract, MoreThanMaxLinesIsTruncatedWithTheOffsetToContinue) {
   EXPECT_NE(t.find("line " + std::to_string(kMaxLines) + "\n"), std::string::npos);
   EXPECT_EQ(t.find("line " + std::to_string(kMaxLines + 1) + "\n"), std::string::npos);
   EXPECT_NE(t.find("[Showing lines 1-" + std::to_string(kMaxLines) + " of " +
-                   std::to_string(kMaxLines + 500) + ". Use offset=" +
-                   std::to_string(kMaxLines + 1) + " to continue.]"),
+                   std::to_string(kMaxLines + 500) +
+                   ". Use offset=" + std::to_string(kMaxLines + 1) + " to continue.]"),
             std::string::npos)
       << t.substr(t.size() - 200);
 }
@@ -67,7 +67,8 @@ TEST_F(ReadContract, ABigFileReadsTheSameLinesAcrossBufferBoundaries) {
   std::vector<std::string> lines;
   std::string content;
   for (int i = 1; i <= 40000; ++i) {
-    lines.push_back("row " + std::to_string(i) + " " + std::string(static_cast<std::size_t>(i * 7919 % 150), 'q'));
+    lines.push_back("row " + std::to_string(i) + " " +
+                    std::string(static_cast<std::size_t>(i * 7919 % 150), 'q'));
     content += lines.back() + "\n";
   }
   write("big.txt", content);
@@ -76,10 +77,12 @@ TEST_F(ReadContract, ABigFileReadsTheSameLinesAcrossBufferBoundaries) {
     const auto r = run("read", {{"path", "big.txt"}, {"offset", offset}, {"limit", 3}});
     ASSERT_FALSE(r.is_error) << text(r);
     std::string expected;
-    for (std::size_t k = offset; k < std::min<std::size_t>(offset + 3, 40001); ++k) expected += lines[k - 1] + "\n";
+    for (std::size_t k = offset; k < std::min<std::size_t>(offset + 3, 40001); ++k)
+      expected += lines[k - 1] + "\n";
     if (offset + 2 < 40000)
-      expected += "\n[" + std::to_string(40000 - (offset + 2)) + " more lines in file. Use offset=" +
-                  std::to_string(offset + 3) + " to continue.]";
+      expected += "\n[" + std::to_string(40000 - (offset + 2)) +
+                  " more lines in file. Use offset=" + std::to_string(offset + 3) +
+                  " to continue.]";
     EXPECT_EQ(text(r), expected);
   }
 }
@@ -104,7 +107,8 @@ TEST_F(ReadContract, FirstLineOverTheByteLimitGivesACommandThatShowsIt) {
   const auto r = run("read", {{"path", "big.txt"}, {"offset", 2}});
   EXPECT_FALSE(r.is_error);
   EXPECT_EQ(text(r), "[Line 2 is " + format_size(kMaxBytes + 10) + ", over the " +
-                         format_size(kMaxBytes) + " limit. Use bash: sed -n '2p' 'big.txt' | head -c " +
+                         format_size(kMaxBytes) +
+                         " limit. Use bash: sed -n '2p' 'big.txt' | head -c " +
                          std::to_string(kMaxBytes) + "]");
 }
 
@@ -194,7 +198,8 @@ TEST_F(ReadContract, RefusalByPolicyIsAnErrorCarryingTheReason) {
   refuse(path("secret.txt"));
   const auto r = run("read", {{"path", "secret.txt"}});
   EXPECT_TRUE(r.is_error);
-  EXPECT_EQ(text(r), "refused by policy: path " + path("secret.txt") + " is denied by rule test.deny");
+  EXPECT_EQ(text(r),
+            "refused by policy: path " + path("secret.txt") + " is denied by rule test.deny");
 }
 
 TEST_F(ReadContract, InvalidUtf8ComesBackAsReplacementCharacters) {
@@ -325,11 +330,13 @@ TEST_F(BashContract, OutputPastTheCeilingKillsTheCommandAndSaysWhy) {
   EXPECT_TRUE(r.is_error);
   ASSERT_TRUE(r.details.contains("fullOutputPath"));
   const std::string spill = r.details["fullOutputPath"];
-  EXPECT_NE(text(r).find("killed: the output passed the 1 MB output ceiling; everything up to it is in " + spill),
-            std::string::npos)
+  EXPECT_NE(
+      text(r).find("killed: the output passed the 1 MB output ceiling; everything up to it is in " +
+                   spill),
+      std::string::npos)
       << text(r).substr(text(r).size() - 300);
   if (!harness_->is_sandboxed()) {
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(spill.c_str(), &st), 0);
     EXPECT_EQ(st.st_size, 1 << 20);
     ::unlink(spill.c_str());
@@ -366,8 +373,12 @@ TEST_F(BashContract, ProgressFramesAreValidUtf8EvenWhenOutputSplitsACharacter) {
     EXPECT_EQ(sanitize_utf8(c), c);
     all += c;
   }
-  EXPECT_EQ(all, "a\xC3\xA9" "b\n");
-  EXPECT_EQ(text(r), "a\xC3\xA9" "b\n");
+  EXPECT_EQ(all,
+            "a\xC3\xA9"
+            "b\n");
+  EXPECT_EQ(text(r),
+            "a\xC3\xA9"
+            "b\n");
 }
 
 TEST_F(BashContract, MissingCommandIsASchemaError) {

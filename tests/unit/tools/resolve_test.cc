@@ -92,8 +92,9 @@ TEST_P(ResolveTest, OpenCanonicalRefusesAFinalSymlink) {
   EXPECT_EQ(fd.error().code, ELOOP);
 }
 
-INSTANTIATE_TEST_SUITE_P(Openat2AndFallback, ResolveTest, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Openat2" : "OpenatPerComponent"; });
+INSTANTIATE_TEST_SUITE_P(Openat2AndFallback, ResolveTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "Openat2" : "OpenatPerComponent";
+});
 
 }  // namespace
 }  // namespace moat::tools

@@ -15,20 +15,24 @@ TEST(ValidateAgainstSchema, ListsEveryOffendingFieldWithItsPath) {
       {{"path", 7}, {"edits", {{{"oldText", ""}, {"newText", "x"}, {"extra", 1}}, "str"}}}, schema);
   const std::vector<std::string> expected = {
       "edits[0].extra: unknown field (allowed: newText, oldText)",
-      "edits[0].oldText: must not be empty",
-      "edits[1]: expected object, got string",
+      "edits[0].oldText: must not be empty", "edits[1]: expected object, got string",
       "path: expected string, got integer"};
   EXPECT_EQ(errors, expected);
 }
 
 TEST(ValidateAgainstSchema, ArgumentsThatAreNotAnObjectAreOneError) {
-  const auto errors = validate_against_schema(nlohmann::json::array(), find_tool("read")->parameters);
+  const auto errors =
+      validate_against_schema(nlohmann::json::array(), find_tool("read")->parameters);
   EXPECT_EQ(errors, std::vector<std::string>{"arguments: expected object, got array"});
 }
 
 TEST(ValidateAgainstSchema, WholeFloatsCountAsIntegers) {
-  EXPECT_TRUE(validate_against_schema({{"path", "a"}, {"offset", 3.0}}, find_tool("read")->parameters).empty());
-  EXPECT_FALSE(validate_against_schema({{"path", "a"}, {"offset", 3.5}}, find_tool("read")->parameters).empty());
+  EXPECT_TRUE(
+      validate_against_schema({{"path", "a"}, {"offset", 3.0}}, find_tool("read")->parameters)
+          .empty());
+  EXPECT_FALSE(
+      validate_against_schema({{"path", "a"}, {"offset", 3.5}}, find_tool("read")->parameters)
+          .empty());
 }
 
 TEST(RepairArguments, ArgumentsGivenAsAJsonStringAreParsed) {
@@ -47,9 +51,12 @@ TEST(RepairArguments, NonNumericStringsAreLeftForValidationToReport) {
 
 TEST(RepairArguments, TopLevelEditFieldsJoinExistingEdits) {
   std::vector<std::string> notes;
-  const auto out = repair_arguments(
-      "edit", {{"path", "f"}, {"edits", {{{"oldText", "a"}, {"newText", "b"}}}}, {"oldText", "c"}, {"newText", "d"}},
-      &notes);
+  const auto out = repair_arguments("edit",
+                                    {{"path", "f"},
+                                     {"edits", {{{"oldText", "a"}, {"newText", "b"}}}},
+                                     {"oldText", "c"},
+                                     {"newText", "d"}},
+                                    &notes);
   ASSERT_EQ(out["edits"].size(), 2u);
   EXPECT_EQ(out["edits"][1], (nlohmann::json{{"oldText", "c"}, {"newText", "d"}}));
   EXPECT_FALSE(out.contains("oldText"));

@@ -95,7 +95,8 @@ TEST_P(SearchContract, GrepCutsLongLinesAndSaysSo) {
   const auto r = run("grep", {{"pattern", "needle"}, {"path", "long.txt"}});
   EXPECT_EQ(text(r), "long.txt:1: needle " + std::string(kGrepMaxLineLength - 7, 'z') +
                          "... [truncated]\n\n[Some lines truncated to " +
-                         std::to_string(kGrepMaxLineLength) + " characters. Use read to see full lines]");
+                         std::to_string(kGrepMaxLineLength) +
+                         " characters. Use read to see full lines]");
 }
 
 TEST_P(SearchContract, GrepOutputPastTheByteLimitIsCut) {
@@ -185,8 +186,9 @@ TEST_F(ToolContractTest, GrepAndFindBackEndsPrintTheSameText) {
       {{"pattern", "ma.n"}, {"context", 1}, {"path", "gen"}},
       {{"pattern", "main"}, {"glob", "*.h"}},
       {{"pattern", "f[0-9]+"}, {"literal", true}}};
-  const std::vector<nlohmann::json> finds = {
-      {{"pattern", "*.c"}}, {{"pattern", "*.h"}, {"path", "gen"}}, {{"pattern", "gen/**"}, {"limit", 9}}};
+  const std::vector<nlohmann::json> finds = {{{"pattern", "*.c"}},
+                                             {{"pattern", "*.h"}, {"path", "gen"}},
+                                             {{"pattern", "gen/**"}, {"limit", 9}}};
   auto both = [&](const std::string& tool, const nlohmann::json& args) {
     ctx_.use_external_search = false;
     const std::string builtin = text(run(tool, args));

@@ -54,8 +54,9 @@ std::vector<Literal> string_literals(std::string_view src) {
     } else if (c == '/' && next == '*') {
       end = src.find("*/", i + 2);
       if (end != std::string_view::npos) end += 2;
-    } else if (c == 'R' && next == '"' && (i == 0 || !is_identifier_char(src[i - 1]) ||
-                                           src[i - 1] == '8' || src[i - 1] == 'L')) {
+    } else if (c == 'R' && next == '"' &&
+               (i == 0 || !is_identifier_char(src[i - 1]) || src[i - 1] == '8' ||
+                src[i - 1] == 'L')) {
       const std::size_t paren = src.find('(', i + 2);
       const std::string close = ")" + std::string(src.substr(i + 2, paren - i - 2)) + "\"";
       const std::size_t stop = src.find(close, paren);
@@ -76,7 +77,7 @@ std::vector<Literal> string_literals(std::string_view src) {
 
 // Literals that spell a tool's name without meaning the tool, file by file, with the reason.
 struct Allowed {
-  const char* file;     // relative to the source root
+  const char* file;  // relative to the source root
   const char* literal;
   const char* reason;
 };

@@ -20,7 +20,7 @@ TEST(TruncateHead, KeepsTheFirstWholeLinesForEveryByteLimit) {
     const auto t = truncate_head(text, 100, limit);
     EXPECT_TRUE(t.truncated);
     EXPECT_LE(t.text.size(), limit);
-    EXPECT_EQ(text.substr(0, t.text.size()), t.text);  // a prefix
+    EXPECT_EQ(text.substr(0, t.text.size()), t.text);            // a prefix
     EXPECT_TRUE(t.text.empty() || text[t.text.size()] == '\n');  // whole lines
     EXPECT_EQ(t.first_line_exceeds_limit, limit < 3);
   }
@@ -41,7 +41,7 @@ TEST(TruncateTail, KeepsTheLastWholeLinesForEveryByteLimit) {
     EXPECT_TRUE(t.truncated);
     EXPECT_LE(t.text.size(), limit);
     EXPECT_EQ(text.substr(text.size() - t.text.size()), t.text);  // a suffix
-    EXPECT_EQ(text[text.size() - t.text.size() - 1], '\n');      // of whole lines
+    EXPECT_EQ(text[text.size() - t.text.size() - 1], '\n');       // of whole lines
   }
 }
 
@@ -71,8 +71,11 @@ TEST(FormatSize, PrintsWholeAndFractionalUnits) {
 
 TEST(SanitizeUtf8, ReplacesInvalidSequencesOnly) {
   EXPECT_EQ(sanitize_utf8("ok \xC3\xA9"), "ok \xC3\xA9");
-  EXPECT_EQ(sanitize_utf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+  EXPECT_EQ(sanitize_utf8("a\xFF"
+                          "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
   EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
 }
 

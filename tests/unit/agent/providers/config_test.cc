@@ -63,18 +63,22 @@ TEST(ParseConfig, SameModelReplacesTheCatalogueEntry) {
 }
 
 TEST(ParseConfig, UnknownKeyIsAnErrorNamingIt) {
-  auto c = parse_config("[providers.x]\nkind = \"openai-chat\"\nbase_url = \"http://h\"\napi_key = \"sk\"\n",
-                        builtin_config(), "u.toml");
+  auto c = parse_config(
+      "[providers.x]\nkind = \"openai-chat\"\nbase_url = \"http://h\"\napi_key = \"sk\"\n",
+      builtin_config(), "u.toml");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message().find("unknown key 'api_key'"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("unknown key 'api_key'"), std::string::npos)
+      << c.error().message();
 }
 
 TEST(ParseConfig, BadKindAndSyntaxErrorsAreReported) {
-  EXPECT_FALSE(parse_config("[providers.x]\nkind = \"grpc\"\nbase_url = \"http://h\"\n", {}, "k.toml"));
+  EXPECT_FALSE(
+      parse_config("[providers.x]\nkind = \"grpc\"\nbase_url = \"http://h\"\n", {}, "k.toml"));
   auto bad = parse_config("[providers.x\n", {}, "s.toml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("s.toml"), std::string::npos);
-  EXPECT_FALSE(parse_config("[[models]]\nprovider = \"nope\"\nid = \"m\"\n", builtin_config(), "m.toml"));
+  EXPECT_FALSE(
+      parse_config("[[models]]\nprovider = \"nope\"\nid = \"m\"\n", builtin_config(), "m.toml"));
 }
 
 TEST(LoadConfig, ReadsXdgConfigHome) {
@@ -87,7 +91,8 @@ TEST(LoadConfig, ReadsXdgConfigHome) {
   const std::string saved = old ? old : "";
   setenv("XDG_CONFIG_HOME", tmpl, 1);
   auto c = load_config();
-  if (old) setenv("XDG_CONFIG_HOME", saved.c_str(), 1); else unsetenv("XDG_CONFIG_HOME");
+  if (old) setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+  else unsetenv("XDG_CONFIG_HOME");
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(c) << c.error().message();
   EXPECT_TRUE(c->providers.count("corp"));
@@ -151,13 +156,16 @@ TEST(MakeProvider, TheProvidersRetryPolicyAndIdleTimeoutApply) {
   r.messages.push_back({{"role", "user"}, {"content", "hi"}});
   std::vector<std::string> reasons;
   StreamCallbacks cb;
-  cb.on_retry = [&](int, std::chrono::milliseconds, std::string_view why) { reasons.emplace_back(why); };
+  cb.on_retry = [&](int, std::chrono::milliseconds, std::string_view why) {
+    reasons.emplace_back(why);
+  };
   auto answer = (*p)->complete(r, cb, nullptr);
   ASSERT_FALSE(answer) << "three attempts (max_retries = 2), all failed";
   EXPECT_EQ(server.request_count(), 3u);
   ASSERT_EQ(reasons.size(), 2u);
   EXPECT_NE(reasons[0].find("idle_timeout"), std::string::npos) << reasons[0];
-  EXPECT_NE(reasons[0].find("200 ms"), std::string::npos) << "idle_timeout_ms applies: " << reasons[0];
+  EXPECT_NE(reasons[0].find("200 ms"), std::string::npos)
+      << "idle_timeout_ms applies: " << reasons[0];
   EXPECT_NE(answer.error().context.find("(after 3 attempts)"), std::string::npos)
       << answer.error().context;
 }
@@ -186,7 +194,8 @@ idle_timeout_ms = 750
 provider = "fast"
 id = "thinker"
 thinking_budget = 8000
-)", builtin_config(), "test.toml");
+)",
+                        builtin_config(), "test.toml");
   ASSERT_TRUE(c) << c.error().message();
   const ProviderConfig& p = c->providers.at("fast");
   EXPECT_EQ(p.retry.max_retries, 2);
@@ -207,7 +216,8 @@ TEST(ParseConfig, NegativeOrZeroTimeoutsAreErrorsNamingTheKey) {
   for (const char* bad : {"max_retries = -1", "retry_base_ms = -5", "idle_timeout_ms = 0",
                           "connect_timeout_ms = \"fast\""}) {
     SCOPED_TRACE(bad);
-    const std::string text = std::string("[providers.p]\nbase_url = \"http://x/v1\"\n") + bad + "\n";
+    const std::string text =
+        std::string("[providers.p]\nbase_url = \"http://x/v1\"\n") + bad + "\n";
     auto c = parse_config(text, builtin_config(), "t.toml");
     ASSERT_FALSE(c);
     const std::string key = std::string(bad).substr(0, std::string(bad).find(' '));

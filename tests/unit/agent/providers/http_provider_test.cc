@@ -1,5 +1,5 @@
-// tests/unit/agent/providers/http_provider_test.cc: the three streaming clients over libcurl against
-// the mock model server on 127.0.0.1: answers, request shapes, every fault, cancellation.
+// tests/unit/agent/providers/http_provider_test.cc: the three streaming clients over libcurl
+// against the mock model server on 127.0.0.1: answers, request shapes, every fault, cancellation.
 #include "agent/providers/http_provider.h"
 
 #include <gtest/gtest.h>
@@ -43,8 +43,11 @@ class HttpProviderTest : public ::testing::TestWithParam<Api> {
   static ModelRequest request() {
     ModelRequest r;
     r.system = "You are a test.";
-    r.tools.push_back({"read", "Read a file", json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"), false, false});
-    r.messages.push_back({{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "hi"}}})}});
+    r.tools.push_back({"read", "Read a file",
+                       json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"),
+                       false, false});
+    r.messages.push_back(
+        {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "hi"}}})}});
     return r;
   }
 
@@ -122,7 +125,8 @@ TEST_P(HttpProviderTest, ToolArgumentsSplitIntoManyFragmentsAreAssembled) {
   server_.set_fragment_size(1);
   ScriptedTurn t;
   t.text = "Reading.";
-  const json args = {{"path", "src/\xE6\x97\xA5\xE6\x9C\xAC.txt"}, {"limit", 20}, {"nested", {{"a", {1, 2}}}}};
+  const json args = {
+      {"path", "src/\xE6\x97\xA5\xE6\x9C\xAC.txt"}, {"limit", 20}, {"nested", {{"a", {1, 2}}}}};
   t.calls = {{"call_1", "read", args}, {"call_2", "read", {{"path", "b"}}}};
   server_.push_turn(t);
   auto r = run(settings());
@@ -256,7 +260,8 @@ TEST_P(HttpProviderTest, DroppedMalformedAndUnfinishedStreamsAreRetried) {
     server_.push_turn(text_turn("whole answer number " + std::to_string(static_cast<int>(f))));
     auto r = run(settings());
     ASSERT_TRUE(r) << r.error().message();
-    EXPECT_EQ((*r)["content"][0]["text"], "whole answer number " + std::to_string(static_cast<int>(f)));
+    EXPECT_EQ((*r)["content"][0]["text"],
+              "whole answer number " + std::to_string(static_cast<int>(f)));
   }
   EXPECT_EQ(server_.request_count(), 6u);
   ASSERT_EQ(notices_.size(), 3u);
@@ -322,7 +327,8 @@ TEST_P(HttpProviderTest, ConnectFailureIsRetriedThenNamesTheProvider) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, HttpProviderTest,
-                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic, Api::kOpenAiResponses),
+                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic,
+                                           Api::kOpenAiResponses),
                          [](const ::testing::TestParamInfo<Api>& info) {
                            switch (info.param) {
                              case Api::kOpenAiChat: return std::string("OpenAiChat");

@@ -79,7 +79,8 @@ TEST(SystemPrompt, UntrustedTextCannotCloseOurTags) {
   EXPECT_NE(p.find("<working_directory>/tmp/&lt;ws&gt;</working_directory>"), std::string::npos);
   // Exactly one opening and one closing project_context tag: ours.
   size_t opens = 0;
-  for (size_t pos = 0; (pos = p.find("</project_context>", pos)) != std::string::npos; ++pos) ++opens;
+  for (size_t pos = 0; (pos = p.find("</project_context>", pos)) != std::string::npos; ++pos)
+    ++opens;
   EXPECT_EQ(opens, 1u);
 }
 

@@ -30,12 +30,18 @@ TEST(RequestBody, OpenAiChatToolRoundTripMatchesTheRecording) {
   auto rec = recorded("openai-chat-text-after-tool.request.json");
   if (!rec) GTEST_SKIP() << "MOAT_FIXTURES is not available";
   ModelRequest r;
-  r.messages = {{{"role", "user"}, {"content", text("What is the capital of the UK? Use the tool, then answer.")}},
+  r.messages = {{{"role", "user"},
+                 {"content", text("What is the capital of the UK? Use the tool, then answer.")}},
                 {{"role", "assistant"},
-                 {"content", json::array({{{"type", "toolCall"}, {"id", "call_ZR5UUuTt3pf61kjwAJIYdVMj"},
-                                           {"name", "get_capital"}, {"arguments", {{"country", "UK"}}}}})}},
-                {{"role", "toolResult"}, {"toolCallId", "call_ZR5UUuTt3pf61kjwAJIYdVMj"}, {"toolName", "get_capital"},
-                 {"content", text("London")}, {"isError", false}}};
+                 {"content", json::array({{{"type", "toolCall"},
+                                           {"id", "call_ZR5UUuTt3pf61kjwAJIYdVMj"},
+                                           {"name", "get_capital"},
+                                           {"arguments", {{"country", "UK"}}}}})}},
+                {{"role", "toolResult"},
+                 {"toolCallId", "call_ZR5UUuTt3pf61kjwAJIYdVMj"},
+                 {"toolName", "get_capital"},
+                 {"content", text("London")},
+                 {"isError", false}}};
   const json body = openai_chat_body(r, {"gpt-4o-mini", false, true});
   EXPECT_EQ(body["messages"], (*rec)["messages"]);
   EXPECT_EQ(body["stream_options"], (*rec)["stream_options"]);
@@ -46,13 +52,27 @@ TEST(RequestBody, AnthropicToolResultsShareOneUserMessageLikeTheRecording) {
   if (!rec) GTEST_SKIP() << "MOAT_FIXTURES is not available";
   ModelRequest r;
   r.system = "You are a helpful assistant. Always use both add and multiply at the same time.";
-  r.messages = {{{"role", "user"}, {"content", text("Add and multiply the number 2 and 3")}},
-                {{"role", "assistant"},
-                 {"content", json::array({{{"type", "text"}, {"text", "I'll add and multiply the numbers 2 and 3 for you."}},
-                                          {{"type", "toolCall"}, {"id", "toolu_01UYxUYC2zRPY8wiutnF48eP"}, {"name", "add"}, {"arguments", {{"a", 2}, {"b", 3}}}},
-                                          {{"type", "toolCall"}, {"id", "toolu_01VaRx1jpWCvPhi7L4kywAcd"}, {"name", "multiply"}, {"arguments", {{"a", 2}, {"b", 3}}}}})}},
-                {{"role", "toolResult"}, {"toolCallId", "toolu_01UYxUYC2zRPY8wiutnF48eP"}, {"content", text("5")}, {"isError", false}},
-                {{"role", "toolResult"}, {"toolCallId", "toolu_01VaRx1jpWCvPhi7L4kywAcd"}, {"content", text("6")}, {"isError", false}}};
+  r.messages = {
+      {{"role", "user"}, {"content", text("Add and multiply the number 2 and 3")}},
+      {{"role", "assistant"},
+       {"content", json::array({{{"type", "text"},
+                                 {"text", "I'll add and multiply the numbers 2 and 3 for you."}},
+                                {{"type", "toolCall"},
+                                 {"id", "toolu_01UYxUYC2zRPY8wiutnF48eP"},
+                                 {"name", "add"},
+                                 {"arguments", {{"a", 2}, {"b", 3}}}},
+                                {{"type", "toolCall"},
+                                 {"id", "toolu_01VaRx1jpWCvPhi7L4kywAcd"},
+                                 {"name", "multiply"},
+                                 {"arguments", {{"a", 2}, {"b", 3}}}}})}},
+      {{"role", "toolResult"},
+       {"toolCallId", "toolu_01UYxUYC2zRPY8wiutnF48eP"},
+       {"content", text("5")},
+       {"isError", false}},
+      {{"role", "toolResult"},
+       {"toolCallId", "toolu_01VaRx1jpWCvPhi7L4kywAcd"},
+       {"content", text("6")},
+       {"isError", false}}};
   const json no_cache = anthropic_body(r, {"claude-sonnet-4-20250514", false, false});
   EXPECT_EQ(no_cache["messages"], (*rec)["messages"]);
   EXPECT_EQ(no_cache["system"], (*rec)["system"]);
@@ -78,11 +98,22 @@ TEST(RequestBody, ResponsesInputMatchesTheRecordingsItemShapes) {
 
 TEST(RequestBody, ResponsesSendsCallsAndOutputsByCallId) {
   ModelRequest r;
-  r.messages = {{{"role", "assistant"}, {"content", json::array({{{"type", "toolCall"}, {"id", "call_1"}, {"name", "read"}, {"arguments", {{"path", "a"}}}}})}},
-                {{"role", "toolResult"}, {"toolCallId", "call_1"}, {"content", text("data")}, {"isError", false}}};
+  r.messages = {{{"role", "assistant"},
+                 {"content", json::array({{{"type", "toolCall"},
+                                           {"id", "call_1"},
+                                           {"name", "read"},
+                                           {"arguments", {{"path", "a"}}}}})}},
+                {{"role", "toolResult"},
+                 {"toolCallId", "call_1"},
+                 {"content", text("data")},
+                 {"isError", false}}};
   const json body = responses_body(r, {"m", false, true});
-  EXPECT_EQ(body["input"][0], json({{"type", "function_call"}, {"call_id", "call_1"}, {"name", "read"}, {"arguments", "{\"path\":\"a\"}"}}));
-  EXPECT_EQ(body["input"][1], json({{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "data"}}));
+  EXPECT_EQ(body["input"][0], json({{"type", "function_call"},
+                                    {"call_id", "call_1"},
+                                    {"name", "read"},
+                                    {"arguments", "{\"path\":\"a\"}"}}));
+  EXPECT_EQ(body["input"][1],
+            json({{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "data"}}));
 }
 
 TEST(RequestBody, AnthropicThinkingBudgetEnablesThinkingOnTopOfTheOutputAllowance) {
@@ -99,13 +130,21 @@ TEST(RequestBody, AnthropicThinkingBudgetEnablesThinkingOnTopOfTheOutputAllowanc
 
 TEST(RequestBody, AnthropicThinkingGoesBackSignedOrRedactedAndUnsignedIsDropped) {
   ModelRequest r;
-  r.messages = {{{"role", "user"}, {"content", text("q")}},
-                {{"role", "assistant"},
-                 {"content", json::array({{{"type", "thinking"}, {"thinking", "plan"}, {"signature", "sig1"}},
-                                          {{"type", "thinking"}, {"thinking", ""}, {"redacted", "enc"}},
-                                          {{"type", "thinking"}, {"thinking", "unsigned"}, {"signature", ""}},
-                                          {{"type", "toolCall"}, {"id", "t1"}, {"name", "read"}, {"arguments", {{"path", "a"}}}}})}},
-                {{"role", "toolResult"}, {"toolCallId", "t1"}, {"toolName", "read"}, {"content", text("A")}, {"isError", false}}};
+  r.messages = {
+      {{"role", "user"}, {"content", text("q")}},
+      {{"role", "assistant"},
+       {"content", json::array({{{"type", "thinking"}, {"thinking", "plan"}, {"signature", "sig1"}},
+                                {{"type", "thinking"}, {"thinking", ""}, {"redacted", "enc"}},
+                                {{"type", "thinking"}, {"thinking", "unsigned"}, {"signature", ""}},
+                                {{"type", "toolCall"},
+                                 {"id", "t1"},
+                                 {"name", "read"},
+                                 {"arguments", {{"path", "a"}}}}})}},
+      {{"role", "toolResult"},
+       {"toolCallId", "t1"},
+       {"toolName", "read"},
+       {"content", text("A")},
+       {"isError", false}}};
   const json body = anthropic_body(r, {"claude", false, false, 2048});
   const json& blocks = body["messages"][1]["content"];
   ASSERT_EQ(blocks.size(), 3u) << blocks.dump();
@@ -118,8 +157,15 @@ TEST(RequestBody, AnthropicUserTextAfterToolResultsJoinsTheirMessage) {
   ModelRequest r;
   r.messages = {{{"role", "user"}, {"content", text("q")}},
                 {{"role", "assistant"},
-                 {"content", json::array({{{"type", "toolCall"}, {"id", "t1"}, {"name", "read"}, {"arguments", json::object()}}})}},
-                {{"role", "toolResult"}, {"toolCallId", "t1"}, {"toolName", "read"}, {"content", text("A")}, {"isError", false}},
+                 {"content", json::array({{{"type", "toolCall"},
+                                           {"id", "t1"},
+                                           {"name", "read"},
+                                           {"arguments", json::object()}}})}},
+                {{"role", "toolResult"},
+                 {"toolCallId", "t1"},
+                 {"toolName", "read"},
+                 {"content", text("A")},
+                 {"isError", false}},
                 {{"role", "user"}, {"content", text("also look at b")}}};
   const json body = anthropic_body(r, {"claude", false, false});
   ASSERT_EQ(body["messages"].size(), 3u) << "roles alternate: " << body["messages"].dump();

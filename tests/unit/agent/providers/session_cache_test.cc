@@ -1,7 +1,7 @@
-// tests/unit/agent/providers/session_cache_test.cc: a scripted 50-turn session against the mock model
-// server: every request extends the previous one byte for byte, the mock reports a cache
-// hit of the whole previous prompt on every turn after the first, and the session's cost
-// equals a hand computation from the mock's numbers.
+// tests/unit/agent/providers/session_cache_test.cc: a scripted 50-turn session against the mock
+// model server: every request extends the previous one byte for byte, the mock reports a cache hit
+// of the whole previous prompt on every turn after the first, and the session's cost equals a hand
+// computation from the mock's numbers.
 #include <gtest/gtest.h>
 
 #include "agent/providers/http_provider.h"
@@ -19,19 +19,28 @@ using nlohmann::json;
 
 ModelRequest base_request() {
   PromptInputs in;
-  in.tools = {{"read", "Read a file", json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"), false, false},
-              {"bash", "Run a command", json::parse(R"({"type":"object","properties":{"command":{"type":"string"}}})"), false, true}};
+  in.tools = {
+      {"read", "Read a file",
+       json::parse(R"({"type":"object","properties":{"path":{"type":"string"}}})"), false, false},
+      {"bash", "Run a command",
+       json::parse(R"({"type":"object","properties":{"command":{"type":"string"}}})"), false,
+       true}};
   in.workspace = "/work/repo";
   ModelRequest r;
   r.system = assemble_system_prompt(in);
   r.tools = in.tools;
-  r.messages.push_back({{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Fix the build."}}})}});
+  r.messages.push_back(
+      {{"role", "user"},
+       {"content", json::array({{{"type", "text"}, {"text", "Fix the build."}}})}});
   return r;
 }
 
 json tool_result(const std::string& id, const std::string& text) {
-  return {{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "read"},
-          {"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", false}};
+  return {{"role", "toolResult"},
+          {"toolCallId", id},
+          {"toolName", "read"},
+          {"content", json::array({{{"type", "text"}, {"text", text}}})},
+          {"isError", false}};
 }
 
 class SessionCache : public ::testing::TestWithParam<Api> {};
@@ -50,11 +59,14 @@ TEST_P(SessionCache, ConsecutiveRequestsShareTheWholePreviousRequestAsPrefix) {
   std::string previous = moat::testing::canonical_prompt(GetParam(), body());
   for (int turn = 0; turn < 5; ++turn) {
     const std::string id = "call_" + std::to_string(turn);
-    r.messages.push_back({{"role", "assistant"},
-                          {"content", json::array({{{"type", "text"}, {"text", "Looking."}},
-                                                   {{"type", "toolCall"}, {"id", id}, {"name", "read"},
-                                                    {"arguments", {{"path", "f" + std::to_string(turn)}}}}})},
-                          {"stopReason", "toolUse"}});
+    r.messages.push_back(
+        {{"role", "assistant"},
+         {"content", json::array({{{"type", "text"}, {"text", "Looking."}},
+                                  {{"type", "toolCall"},
+                                   {"id", id},
+                                   {"name", "read"},
+                                   {"arguments", {{"path", "f" + std::to_string(turn)}}}}})},
+         {"stopReason", "toolUse"}});
     r.messages.push_back(tool_result(id, "contents " + std::to_string(turn)));
     const std::string next = moat::testing::canonical_prompt(GetParam(), body());
     ASSERT_GT(next.size(), previous.size());
@@ -69,7 +81,9 @@ TEST_P(SessionCache, FiftyTurnsHitTheCacheEveryTurnAndCostMatchesHandComputation
   server.set_responder([](const json&, size_t n) {
     ScriptedTurn t;
     t.text = "Step " + std::to_string(n) + ": reading the next file.";
-    if (n + 1 < kTurns) t.calls = {{"call_" + std::to_string(n), "read", {{"path", "src/f" + std::to_string(n) + ".cc"}}}};
+    if (n + 1 < kTurns)
+      t.calls = {
+          {"call_" + std::to_string(n), "read", {{"path", "src/f" + std::to_string(n) + ".cc"}}}};
     return t;
   });
   ProviderSettings s;
@@ -114,13 +128,13 @@ TEST_P(SessionCache, FiftyTurnsHitTheCacheEveryTurnAndCostMatchesHandComputation
   EXPECT_GT(totals.usage.cache_read, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Apis, SessionCache,
-                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic, Api::kOpenAiResponses),
-                         [](const ::testing::TestParamInfo<Api>& info) {
-                           return std::string(api_name(info.param) == "openai-chat" ? "OpenAiChat"
-                                              : api_name(info.param) == "anthropic" ? "Anthropic"
-                                                                                      : "OpenAiResponses");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Apis, SessionCache, ::testing::Values(Api::kOpenAiChat, Api::kAnthropic, Api::kOpenAiResponses),
+    [](const ::testing::TestParamInfo<Api>& info) {
+      return std::string(api_name(info.param) == "openai-chat" ? "OpenAiChat"
+                         : api_name(info.param) == "anthropic" ? "Anthropic"
+                                                               : "OpenAiResponses");
+    });
 
 }  // namespace
 }  // namespace moat::agent::providers

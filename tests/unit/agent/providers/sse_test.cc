@@ -1,4 +1,5 @@
-// tests/unit/agent/providers/sse_test.cc: WHATWG event-stream framing, for every split of the input.
+// tests/unit/agent/providers/sse_test.cc: WHATWG event-stream framing, for every split of the
+// input.
 #include "agent/providers/sse.h"
 
 #include <gtest/gtest.h>
@@ -97,15 +98,24 @@ TEST(SseParser, IdPersistsAcrossEventsAndRetryNeedsDigits) {
 }
 
 TEST(SseParser, SkipsALeadingBomOnlyAtStreamStart) {
-  auto p = parse_in_pieces("\xEF\xBB\xBF" "data: a\n\n\xEF\xBB\xBF" "data: b\n\n", {});
+  auto p = parse_in_pieces(
+      "\xEF\xBB\xBF"
+      "data: a\n\n\xEF\xBB\xBF"
+      "data: b\n\n",
+      {});
   ASSERT_EQ(p.events.size(), 1u);  // the second BOM makes the field name unknown
   EXPECT_EQ(p.events[0].data, "a");
 }
 
 TEST(SseParser, ReplacesInvalidUtf8WithReplacementCharacter) {
-  auto p = parse_in_pieces("data: a\xFF" "b\xC3\n\n", {});
+  auto p = parse_in_pieces(
+      "data: a\xFF"
+      "b\xC3\n\n",
+      {});
   ASSERT_EQ(p.events.size(), 1u);
-  EXPECT_EQ(p.events[0].data, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(p.events[0].data,
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
 }
 
 TEST(SseParser, EverySingleCutGivesTheSameEventsIncludingSplitUtf8AndCrLf) {

@@ -49,7 +49,9 @@ TEST(CostOf, HighestMatchingTierWinsWhateverTheListOrder) {
 }
 
 TEST(Usage, ReadsMoatsMessageShape) {
-  nlohmann::json m = {{"usage", {{"input", 1}, {"output", 2}, {"cacheRead", 3}, {"cacheWrite", 4}, {"cacheWrite1h", 1}}}};
+  nlohmann::json m = {
+      {"usage",
+       {{"input", 1}, {"output", 2}, {"cacheRead", 3}, {"cacheWrite", 4}, {"cacheWrite1h", 1}}}};
   const Usage u = Usage::from_message(m);
   EXPECT_EQ(u.prompt(), 1 + 3 + 4);
   EXPECT_EQ(u.to_json(), m["usage"]);
@@ -105,8 +107,9 @@ TEST_F(AuditCache, LabelsModelChangeAndTtlGap) {
   auto expired = audit_cache(prev, "m", {10000, 1, 0, 0, 0}, sonnet(), t0 + 301s);
   ASSERT_TRUE(expired);
   EXPECT_NE(expired->reason.find("cache TTL expired (301s"), std::string::npos) << expired->reason;
-  EXPECT_FALSE(audit_cache(prev, "m", {10000, 1, 0, 0, 0}, sonnet(), t0 + 301s, 1h)->reason.find("TTL") !=
-               std::string::npos);
+  EXPECT_FALSE(
+      audit_cache(prev, "m", {10000, 1, 0, 0, 0}, sonnet(), t0 + 301s, 1h)->reason.find("TTL") !=
+      std::string::npos);
 }
 
 }  // namespace

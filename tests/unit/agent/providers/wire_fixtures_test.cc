@@ -130,7 +130,8 @@ TEST_P(WireFixture, EverySplitGivesTheExpectedParse) {
     const json got = comparable(decode_body(c.api, c.body, cuts).normalized, c);
     if (got != whole && ++mismatches < 3)
       ADD_FAILURE() << "split of " << cuts.size() << " cuts, first at "
-                    << (cuts.empty() ? 0 : cuts[0]) << " differs:\n" << got.dump(2);
+                    << (cuts.empty() ? 0 : cuts[0]) << " differs:\n"
+                    << got.dump(2);
   }
   EXPECT_EQ(mismatches, 0u);
 }
@@ -188,8 +189,11 @@ TEST_F(WireFixtureMessage, OpenAiToolCallHasParsedArgumentsAndToolUseStop) {
   EXPECT_EQ(call["type"], "toolCall");
   EXPECT_EQ(call["id"], "call_ZR5UUuTt3pf61kjwAJIYdVMj");
   EXPECT_EQ(call["arguments"], json({{"country", "UK"}}));
-  EXPECT_EQ(d.message["usage"], json({{"input", 53}, {"output", 15}, {"cacheRead", 0},
-                                      {"cacheWrite", 0}, {"cacheWrite1h", 0}}));
+  EXPECT_EQ(d.message["usage"], json({{"input", 53},
+                                      {"output", 15},
+                                      {"cacheRead", 0},
+                                      {"cacheWrite", 0},
+                                      {"cacheWrite1h", 0}}));
 }
 
 TEST_F(WireFixtureMessage, CachedTokensMoveFromInputToCacheRead) {
@@ -221,9 +225,11 @@ TEST_F(WireFixtureMessage, AnthropicThinkingKeepsItsSignature) {
 }
 
 TEST_F(WireFixtureMessage, AnthropicCacheBucketsAreSeparate) {
-  EXPECT_EQ(decode("anthropic-cache-write").message["usage"],
-            json({{"input", 4}, {"output", 201}, {"cacheRead", 0}, {"cacheWrite", 1165},
-                  {"cacheWrite1h", 0}}));
+  EXPECT_EQ(decode("anthropic-cache-write").message["usage"], json({{"input", 4},
+                                                                    {"output", 201},
+                                                                    {"cacheRead", 0},
+                                                                    {"cacheWrite", 1165},
+                                                                    {"cacheWrite1h", 0}}));
   EXPECT_EQ(decode("anthropic-cache-read").message["usage"]["cacheRead"], 1165);
 }
 
@@ -262,8 +268,8 @@ TEST_F(WireFixtureMessage, ResponsesCallUsesCallIdAsToolCallId) {
 }
 
 TEST_F(WireFixtureMessage, TruncatedBodyIsAFailureForEveryApi) {
-  for (const char* name : {"openai-chat-text-after-tool", "anthropic-parallel-tools",
-                           "responses-function-call"}) {
+  for (const char* name :
+       {"openai-chat-text-after-tool", "anthropic-parallel-tools", "responses-function-call"}) {
     const Case c = load_case(name);
     // Cut between two events: every event parses, but the terminal one never comes.
     const size_t at_event_end = c.body.rfind("\n\n", c.body.size() / 2) + 2;
