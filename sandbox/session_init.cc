@@ -143,6 +143,7 @@ class Init {
   std::string describe() const { return dump_lossless(describe_); }
 
  private:
+  Result<void> layer_missing(const char* layer, const Error& error);
   Result<void> setup_filter();
   Result<void> setup_landlock();
   void on_request();
@@ -168,32 +169,32 @@ class Init {
   UniqueFd children_;  // /proc/1/task/1/children: the init's children, re-read on each use
 };
 
+// A layer that could not be applied fails the session closed, unless the operator lets
+// sessions run without it (allow_without); then the session's description says it is off
+// and why.
+Result<void> Init::layer_missing(const char* layer, const Error& error) {
+  if (!config_.allow_without.count(layer)) return fail(error.with_context(layer));
+  describe_[layer] = false;
+  describe_["skipped"][layer] = error.message();
+  return {};
+}
+
 Result<void> Init::setup_filter() {
   auto program = compile_filter(config_.network);
-  if (program) {
-    filter_ = std::move(*program);
-    describe_["seccomp"] = true;
-    return {};
-  }
-  if (!config_.allow_without.count("seccomp")) return fail(program.error().with_context("seccomp"));
-  describe_["seccomp"] = false;
-  describe_["skipped"]["seccomp"] = program.error().message();
+  if (!program) return layer_missing("seccomp", program.error());
+  filter_ = std::move(*program);
+  describe_["seccomp"] = true;
   return {};
 }
 
 Result<void> Init::setup_landlock() {
   std::vector<std::string> writable = {config_.workspace, "/tmp", "/dev/shm"};
   auto rs = make_landlock_ruleset(writable);
-  if (rs) {
-    describe_["landlock"] = true;
-    describe_["landlock_abi"] = rs->abi;
-    describe_["landlock_scoped"] = rs->scoped;
-    landlock_ = std::move(*rs);
-    return {};
-  }
-  if (!config_.allow_without.count("landlock")) return fail(rs.error().with_context("landlock"));
-  describe_["landlock"] = false;
-  describe_["skipped"]["landlock"] = rs.error().message();
+  if (!rs) return layer_missing("landlock", rs.error());
+  describe_["landlock"] = true;
+  describe_["landlock_abi"] = rs->abi;
+  describe_["landlock_scoped"] = rs->scoped;
+  landlock_ = std::move(*rs);
   return {};
 }
 

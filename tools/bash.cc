@@ -9,6 +9,7 @@
 #include "base/random.h"
 #include "tools/bash_output.h"
 #include "tools/registry.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
@@ -56,14 +57,10 @@ ToolSpec bash_spec(const ToolLimits& limits) {
       "timeout or a cancel is an error. " +
       timeout_text(limits) + " A command whose output passes " +
       format_size(limits.output_ceiling) + " is killed.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"command", {{"type", "string"}, {"description", "Bash command to execute"}}},
-        {"timeout",
-         {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "Timeout in seconds"}}}}},
-      {"required", {"command"}},
-      {"additionalProperties", false}};
+  s.parameters = object_schema(
+      {{"command", property("string", "Bash command to execute")},
+       {"timeout", property("number", "Timeout in seconds", {{"exclusiveMinimum", 0}})}},
+      {"command"});
   s.sequential = false;
   return s;
 }

@@ -11,6 +11,7 @@
 #include "tools/diff.h"
 #include "tools/edit_match.h"
 #include "tools/resolve.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
@@ -45,28 +46,17 @@ ToolSpec edit_spec(const ToolLimits&) {
       "unique); all edits are matched against the original and applied together. If an exact "
       "match fails, matching retries ignoring trailing whitespace, Unicode quotes, dashes and "
       "spaces. Line endings (CRLF) and a BOM are preserved. Returns a unified diff.";
-  const nlohmann::json edit_item = {
-      {"type", "object"},
-      {"properties",
-       {{"oldText",
-         {{"type", "string"}, {"minLength", 1}, {"description", "Exact text to replace"}}},
-        {"newText", {{"type", "string"}, {"description", "Text to put in its place"}}}}},
-      {"required", {"oldText", "newText"}},
-      {"additionalProperties", false}};
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path",
-         {{"type", "string"},
-          {"minLength", 1},
-          {"description", "Path to the file to edit (relative to the workspace or absolute)"}}},
-        {"edits",
-         {{"type", "array"},
-          {"minItems", 1},
-          {"items", edit_item},
-          {"description", "Replacements, matched against the original file"}}}}},
-      {"required", {"path", "edits"}},
-      {"additionalProperties", false}};
+  const nlohmann::json edit_item =
+      object_schema({{"oldText", property("string", "Exact text to replace", {{"minLength", 1}})},
+                     {"newText", property("string", "Text to put in its place")}},
+                    {"oldText", "newText"});
+  s.parameters = object_schema(
+      {{"path",
+        property("string", "Path to the file to edit (relative to the workspace or absolute)",
+                 {{"minLength", 1}})},
+       {"edits", property("array", "Replacements, matched against the original file",
+                          {{"minItems", 1}, {"items", edit_item}})}},
+      {"path", "edits"});
   s.mutates = true;
   return s;
 }

@@ -8,6 +8,7 @@
 #include "tools/gitignore.h"
 #include "tools/resolve.h"
 #include "tools/glob.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 #include "tools/walk.h"
 
@@ -45,20 +46,11 @@ ToolSpec find_spec(const ToolLimits&) {
       "paths relative to the search directory, sorted. Returns at most " +
       std::to_string(kFindDefaultLimit) + " paths by default (set limit for more) and at most " +
       format_size(kMaxBytes) + " of output.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"pattern",
-         {{"type", "string"}, {"minLength", 1}, {"description", "Glob pattern to match files"}}},
-        {"path",
-         {{"type", "string"}, {"description", "Directory to search in (default: the workspace)"}}},
-        {"limit",
-         {{"type", "integer"},
-          {"minimum", 1},
-          {"description",
-           "Maximum number of results (default " + std::to_string(kFindDefaultLimit) + ")"}}}}},
-      {"required", {"pattern"}},
-      {"additionalProperties", false}};
+  s.parameters = object_schema(
+      {{"pattern", property("string", "Glob pattern to match files", {{"minLength", 1}})},
+       {"path", property("string", "Directory to search in (default: the workspace)")},
+       {"limit", limit_property("results", kFindDefaultLimit)}},
+      {"pattern"});
   return s;
 }
 
@@ -67,20 +59,11 @@ ToolResult find_in_sandbox(const std::string& canonical, const nlohmann::json& a
     return ToolResult::error(canonical + " is not a directory");
   auto files = matching_files(canonical, args);
   if (files.empty()) return ToolResult::text("No files found matching pattern");
-  const std::size_t limit = args.value("limit", kFindDefaultLimit);
-  std::vector<std::string> notices;
   const std::size_t total = files.size();
-  if (files.size() > limit) {
-    files.resize(limit);
-    notices.push_back(std::to_string(limit) + " results limit reached. Use limit=" +
-                      std::to_string(limit * 2) + " for more, or refine pattern");
-  }
-  std::string listing;
-  for (const auto& f : files) listing += sanitize_utf8(f) + "\n";
-  Truncation t = truncate_head(listing, kMaxLines, kMaxBytes);
-  if (t.truncated) notices.push_back(format_size(kMaxBytes) + " limit reached");
-  ToolResult r = ToolResult::text(append_notices(t.text, notices));
-  r.details = {{"matches", total}, {"truncated", !notices.empty()}};
+  CappedList list = cap_list(std::move(files), args.value("limit", kFindDefaultLimit), "results",
+                             ", or refine pattern");
+  ToolResult r = ToolResult::text(append_notices(std::move(list.truncation.text), list.notices));
+  r.details = {{"matches", total}, {"truncated", !list.notices.empty()}};
   return r;
 }
 
@@ -137,11 +120,7 @@ ToolResult find_with_fd(const Target& target, const nlohmann::json& args, CallCo
 
 const Tool kFindTool = {.name = "find",
                         .spec = &find_spec,
-                        .file = FileOp{.access = PathAccess::kRead,
-                                       .default_path = ".",
-                                       .op = &find_in_sandbox,
-                                       .external = {"fdfind", "fd"},
-                                       .run_external = &find_with_fd},
+                        .file = search_op(&find_in_sandbox, {"fdfind", "fd"}, &find_with_fd),
                         .explores = true};
 
 }  // namespace moat::tools

@@ -17,6 +17,7 @@
 #include "tools/gitignore.h"
 #include "tools/glob.h"
 #include "tools/resolve.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 #include "tools/walk.h"
 
@@ -60,9 +61,7 @@ ToolResult format_hits(std::vector<FileHits> files, const nlohmann::json& args) 
   }
   if (kept == 0) return ToolResult::text("No matches found");
   std::vector<std::string> notices;
-  if (total > kept)
-    notices.push_back(std::to_string(limit) + " matches limit reached. Use limit=" +
-                      std::to_string(limit * 2) + " for more, or refine pattern");
+  if (total > kept) notices.push_back(limit_reached(limit, "matches", ", or refine pattern"));
   Truncation t = truncate_head(out, kMaxLines, kMaxBytes);
   if (t.truncated) notices.push_back(format_size(kMaxBytes) + " limit reached");
   if (lines_cut)
@@ -181,32 +180,17 @@ ToolSpec grep_spec(const ToolLimits&) {
       std::to_string(kGrepDefaultLimit) + " matches by default (set limit for more) and at most " +
       format_size(kMaxBytes) + " of output; lines longer than " +
       std::to_string(kGrepMaxLineLength) + " characters are truncated.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"pattern",
-         {{"type", "string"},
-          {"minLength", 1},
-          {"description", "Regex (or literal string) to search for"}}},
-        {"path",
-         {{"type", "string"},
-          {"description", "Directory or file to search (default: the workspace)"}}},
-        {"glob",
-         {{"type", "string"},
-          {"description", "Only search files matching this glob, e.g. '*.ts'"}}},
-        {"ignoreCase", {{"type", "boolean"}, {"description", "Case-insensitive search"}}},
-        {"literal", {{"type", "boolean"}, {"description", "Treat pattern as a literal string"}}},
-        {"context",
-         {{"type", "integer"},
-          {"minimum", 0},
-          {"description", "Lines of context before and after each match"}}},
-        {"limit",
-         {{"type", "integer"},
-          {"minimum", 1},
-          {"description",
-           "Maximum number of matches (default " + std::to_string(kGrepDefaultLimit) + ")"}}}}},
-      {"required", {"pattern"}},
-      {"additionalProperties", false}};
+  s.parameters = object_schema(
+      {{"pattern",
+        property("string", "Regex (or literal string) to search for", {{"minLength", 1}})},
+       {"path", property("string", "Directory or file to search (default: the workspace)")},
+       {"glob", property("string", "Only search files matching this glob, e.g. '*.ts'")},
+       {"ignoreCase", property("boolean", "Case-insensitive search")},
+       {"literal", property("boolean", "Treat pattern as a literal string")},
+       {"context",
+        property("integer", "Lines of context before and after each match", {{"minimum", 0}})},
+       {"limit", limit_property("matches", kGrepDefaultLimit)}},
+      {"pattern"});
   return s;
 }
 
@@ -299,11 +283,7 @@ ToolResult grep_with_rg(const Target& target, const nlohmann::json& args, CallCo
 
 const Tool kGrepTool = {.name = "grep",
                         .spec = &grep_spec,
-                        .file = FileOp{.access = PathAccess::kRead,
-                                       .default_path = ".",
-                                       .op = &grep_in_sandbox,
-                                       .external = {"rg"},
-                                       .run_external = &grep_with_rg},
+                        .file = search_op(&grep_in_sandbox, {"rg"}, &grep_with_rg),
                         .explores = true};
 
 }  // namespace moat::tools

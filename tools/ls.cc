@@ -11,6 +11,7 @@
 
 #include "tools/gitignore.h"
 #include "tools/resolve.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
@@ -23,17 +24,9 @@ ToolSpec ls_spec(const ToolLimits&) {
       ".gitignore are left out and directories end with '/'. Returns at most " +
       std::to_string(kLsDefaultLimit) + " entries by default (set limit for more) and at most " +
       format_size(kMaxBytes) + " of output.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path",
-         {{"type", "string"}, {"description", "Directory to list (default: the workspace)"}}},
-        {"limit",
-         {{"type", "integer"},
-          {"minimum", 1},
-          {"description",
-           "Maximum number of entries (default " + std::to_string(kLsDefaultLimit) + ")"}}}}},
-      {"additionalProperties", false}};
+  s.parameters =
+      object_schema({{"path", property("string", "Directory to list (default: the workspace)")},
+                     {"limit", limit_property("entries", kLsDefaultLimit)}});
   return s;
 }
 
@@ -64,30 +57,17 @@ ToolResult ls_in_sandbox(const std::string& canonical, const nlohmann::json& arg
   std::sort(entries.begin(), entries.end());  // by name; the '/' is added after sorting
   std::vector<std::string> names;
   for (const auto& [name, is_dir] : entries) names.push_back(is_dir ? name + "/" : name);
-  const std::size_t limit = args.value("limit", kLsDefaultLimit);
-  std::vector<std::string> notices;
-  if (names.size() > limit) {
-    names.resize(limit);
-    notices.push_back(std::to_string(limit) + " entries limit reached. Use limit=" +
-                      std::to_string(limit * 2) + " for more");
-  }
-  std::string listing;
-  for (const auto& n : names) listing += sanitize_utf8(n) + "\n";
-  Truncation t = truncate_head(listing, kMaxLines, kMaxBytes);
-  if (t.truncated) notices.push_back(format_size(kMaxBytes) + " limit reached");
-  std::string text = t.text;
+  CappedList list = cap_list(std::move(names), args.value("limit", kLsDefaultLimit), "entries");
+  std::string text = std::move(list.truncation.text);
   if (!text.empty() && text.back() == '\n') text.pop_back();
-  ToolResult r = ToolResult::text(append_notices(std::move(text), notices));
-  r.details = {{"entries", names.size()}, {"truncated", t.truncated || !notices.empty()}};
+  ToolResult r = ToolResult::text(append_notices(std::move(text), list.notices));
+  r.details = {{"entries", list.kept}, {"truncated", !list.notices.empty()}};
   return r;
 }
 
 }  // namespace
 
 const Tool kLsTool = {
-    .name = "ls",
-    .spec = &ls_spec,
-    .file = FileOp{.access = PathAccess::kRead, .default_path = ".", .op = &ls_in_sandbox},
-    .explores = true};
+    .name = "ls", .spec = &ls_spec, .file = search_op(&ls_in_sandbox), .explores = true};
 
 }  // namespace moat::tools

@@ -12,6 +12,7 @@
 #include "base/base64.h"
 #include "tools/image.h"
 #include "tools/resolve.h"
+#include "tools/schema.h"
 #include "tools/truncate.h"
 
 namespace moat::tools {
@@ -145,21 +146,12 @@ ToolSpec read_spec(const ToolLimits&) {
       " lines or " + format_size(kMaxBytes) +
       " (whichever is hit first); a truncated result ends with the offset to continue from. "
       "Use offset/limit for large files.";
-  s.parameters = {{"type", "object"},
-                  {"properties",
-                   {{"path",
-                     {{"type", "string"},
-                      {"description", "Path to the file (relative to the workspace or absolute)"}}},
-                    {"offset",
-                     {{"type", "integer"},
-                      {"minimum", 1},
-                      {"description", "Line number to start reading from (1-based)"}}},
-                    {"limit",
-                     {{"type", "integer"},
-                      {"minimum", 1},
-                      {"description", "Maximum number of lines to read"}}}}},
-                  {"required", {"path"}},
-                  {"additionalProperties", false}};
+  s.parameters = object_schema(
+      {{"path", property("string", "Path to the file (relative to the workspace or absolute)")},
+       {"offset",
+        property("integer", "Line number to start reading from (1-based)", {{"minimum", 1}})},
+       {"limit", property("integer", "Maximum number of lines to read", {{"minimum", 1}})}},
+      {"path"});
   return s;
 }
 

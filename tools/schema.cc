@@ -163,4 +163,23 @@ nlohmann::json repair_to_schema(nlohmann::json args, const nlohmann::json& schem
   return args;
 }
 
+nlohmann::json object_schema(nlohmann::json properties, std::vector<std::string> required) {
+  nlohmann::json s = {
+      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+  if (!required.empty()) s["required"] = std::move(required);
+  return s;
+}
+
+nlohmann::json property(const char* type, std::string description, nlohmann::json bounds) {
+  bounds["type"] = type;
+  bounds["description"] = std::move(description);
+  return bounds;
+}
+
+nlohmann::json limit_property(const std::string& noun, std::size_t default_limit) {
+  return property("integer",
+                  "Maximum number of " + noun + " (default " + std::to_string(default_limit) + ")",
+                  {{"minimum", 1}});
+}
+
 }  // namespace moat::tools

@@ -29,4 +29,13 @@ nlohmann::json repair_to_schema(nlohmann::json args, const nlohmann::json& schem
 // content, edit's oldText and newText) is bytes and may hold any of them.
 std::optional<std::string> field_with_nul(const nlohmann::json& args);
 
+// The pieces every tool's parameters are written with, so a shape has one spelling:
+// an object that takes only `properties` (and needs `required`), and one typed property with
+// its bounds ({"minLength", 1}, {"minimum", 0}, ...) and description.
+nlohmann::json object_schema(nlohmann::json properties, std::vector<std::string> required = {});
+nlohmann::json property(const char* type, std::string description,
+                        nlohmann::json bounds = nlohmann::json::object());
+// The `limit` property of a listing tool: "Maximum number of <noun> (default N)", at least 1.
+nlohmann::json limit_property(const std::string& noun, std::size_t default_limit);
+
 }  // namespace moat::tools

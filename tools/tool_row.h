@@ -43,6 +43,17 @@ struct FileOp {
                              const InWorker& in_worker) = nullptr;
 };
 
+// The operation of a tool that searches below a directory (grep, find, ls): it reads, its
+// `path` defaults to the workspace, and it may hand the search to a faster program.
+inline FileOp search_op(SandboxOp op, std::vector<std::string> external = {},
+                        decltype(FileOp::run_external) run_external = nullptr) {
+  return FileOp{.access = PathAccess::kRead,
+                .default_path = ".",
+                .op = op,
+                .external = std::move(external),
+                .run_external = run_external};
+}
+
 // Where a line of the system prompt's guidelines goes: exploring, reading, changing, testing.
 enum class GuidelineSlot { kExplore, kRead, kChange, kTest };
 

@@ -70,25 +70,43 @@ bool fits_whole(std::string_view text, std::size_t line_count, std::size_t max_l
   return false;
 }
 
-}  // namespace
-
-std::size_t count_lines(std::string_view text) { return split_lines(text).size(); }
-
-Truncation truncate_head(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
-  const auto lines = split_lines(text);
-  Truncation t;
-  if (fits_whole(text, lines.size(), max_lines, max_bytes, t)) return t;
+// How many whole lines fit both limits, counted from the first line (head) or from the last
+// (tail); a stop at the byte limit is marked in `t`.
+std::size_t whole_lines_that_fit(const std::vector<std::string_view>& lines, bool from_end,
+                                 std::size_t max_lines, std::size_t max_bytes, Truncation& t) {
   std::size_t bytes = 0;
   std::size_t kept = 0;
   for (; kept < lines.size() && kept < max_lines; ++kept) {
-    const std::size_t add = lines[kept].size() + (kept > 0 ? 1 : 0);
+    const std::string_view line = lines[from_end ? lines.size() - 1 - kept : kept];
+    const std::size_t add = line.size() + (kept > 0 ? 1 : 0);
     if (bytes + add > max_bytes) {
       t.truncated_by = "bytes";
       break;
     }
     bytes += add;
   }
-  t.output_lines = kept;
+  return kept;
+}
+
+// Splits `text` into `lines` and counts the whole lines kept from the head or the tail into
+// t.output_lines; true when everything fits (t.text is then the whole text).
+bool measure(std::string_view text, bool from_end, std::size_t max_lines, std::size_t max_bytes,
+             std::vector<std::string_view>& lines, Truncation& t) {
+  lines = split_lines(text);
+  if (fits_whole(text, lines.size(), max_lines, max_bytes, t)) return true;
+  t.output_lines = whole_lines_that_fit(lines, from_end, max_lines, max_bytes, t);
+  return false;
+}
+
+}  // namespace
+
+std::size_t count_lines(std::string_view text) { return split_lines(text).size(); }
+
+Truncation truncate_head(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
+  std::vector<std::string_view> lines;
+  Truncation t;
+  if (measure(text, /*from_end=*/false, max_lines, max_bytes, lines, t)) return t;
+  const std::size_t kept = t.output_lines;
   t.first_line_exceeds_limit = kept == 0 && !lines.empty();
   if (kept > 0) {
     const char* end = lines[kept - 1].data() + lines[kept - 1].size();
@@ -98,22 +116,10 @@ Truncation truncate_head(std::string_view text, std::size_t max_lines, std::size
 }
 
 Truncation truncate_tail(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
-  const auto lines = split_lines(text);
+  std::vector<std::string_view> lines;
   Truncation t;
-  if (fits_whole(text, lines.size(), max_lines, max_bytes, t)) return t;
-  std::size_t bytes = 0;
-  std::size_t kept = 0;
-  while (kept < lines.size() && kept < max_lines) {
-    const auto& line = lines[lines.size() - 1 - kept];
-    const std::size_t add = line.size() + (kept > 0 ? 1 : 0);
-    if (bytes + add > max_bytes) {
-      t.truncated_by = "bytes";
-      break;
-    }
-    bytes += add;
-    ++kept;
-  }
-  t.output_lines = kept;
+  if (measure(text, /*from_end=*/true, max_lines, max_bytes, lines, t)) return t;
+  const std::size_t kept = t.output_lines;
   if (kept == 0 && !lines.empty()) {
     // Keep the tail of the last line, starting on a UTF-8 lead byte.
     std::string_view last = lines.back();
@@ -181,6 +187,26 @@ std::string sanitize_utf8(std::string_view s) {
       i += len;
     }
   }
+  return out;
+}
+
+std::string limit_reached(std::size_t limit, std::string_view noun, std::string_view more) {
+  return std::to_string(limit) + " " + std::string(noun) +
+         " limit reached. Use limit=" + std::to_string(limit * 2) + " for more" + std::string(more);
+}
+
+CappedList cap_list(std::vector<std::string> entries, std::size_t limit, std::string_view noun,
+                    std::string_view more) {
+  CappedList out;
+  if (entries.size() > limit) {
+    entries.resize(limit);
+    out.notices.push_back(limit_reached(limit, noun, more));
+  }
+  out.kept = entries.size();
+  std::string listing;
+  for (const auto& e : entries) listing += sanitize_utf8(e) + "\n";
+  out.truncation = truncate_head(listing, kMaxLines, kMaxBytes);
+  if (out.truncation.truncated) out.notices.push_back(format_size(kMaxBytes) + " limit reached");
   return out;
 }
 

@@ -53,6 +53,19 @@ std::string sanitize_utf8(std::string_view s);
 // returned unchanged when there are no notices.
 std::string append_notices(std::string text, const std::vector<std::string>& notices);
 
+// "100 matches limit reached. Use limit=200 for more" + `more` (", or refine pattern").
+std::string limit_reached(std::size_t limit, std::string_view noun, std::string_view more = {});
+
+// A list (find's paths, ls's entries) cut to `limit` entries, then to kMaxLines/kMaxBytes
+// of text, one entry a line, with the notice of each cut.
+struct CappedList {
+  std::size_t kept = 0;  // entries left after the limit
+  Truncation truncation;
+  std::vector<std::string> notices;
+};
+CappedList cap_list(std::vector<std::string> entries, std::size_t limit, std::string_view noun,
+                    std::string_view more = {});
+
 // Counts lines the way the tools number them: "a\nb" and "a\nb\n" both have 2 lines.
 std::size_t count_lines(std::string_view text);
 

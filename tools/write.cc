@@ -2,26 +2,26 @@
 #include "tools/write.h"
 
 #include "tools/atomic_write.h"
+#include "tools/schema.h"
 
 namespace moat::tools {
 namespace {
 
+// What the model reads about write (it has no limit of its own to state).
+constexpr const char* kWriteDescription =
+    "Write content to a file. Creates the file if it does not exist and replaces it atomically "
+    "if it does (readers see the old or the new content, never a mix); creates missing parent "
+    "directories. Use edit for changes to part of an existing file.";
+
 ToolSpec write_spec(const ToolLimits&) {
   ToolSpec s;
-  s.description =
-      "Write content to a file. Creates the file if it does not exist and replaces it "
-      "atomically if it does (readers see the old or the new content, never a mix); creates "
-      "missing parent directories. Use edit for changes to part of an existing file.";
-  s.parameters = {
-      {"type", "object"},
-      {"properties",
-       {{"path",
-         {{"type", "string"},
-          {"minLength", 1},
-          {"description", "Path to the file to write (relative to the workspace or absolute)"}}},
-        {"content", {{"type", "string"}, {"description", "Content to write to the file"}}}}},
-      {"required", {"path", "content"}},
-      {"additionalProperties", false}};
+  s.description = kWriteDescription;
+  s.parameters = object_schema(
+      {{"path",
+        property("string", "Path to the file to write (relative to the workspace or absolute)",
+                 {{"minLength", 1}})},
+       {"content", property("string", "Content to write to the file")}},
+      {"path", "content"});
   s.mutates = true;
   return s;
 }

@@ -16,6 +16,20 @@ std::string joined_text(const json& content) {
   return out;
 }
 
+nlohmann::json streaming_body(const BodyOptions& options) {
+  return {{"model", options.model}, {"stream", true}};
+}
+
+void for_each_message(const ModelRequest& request, const RoleWriters& write) {
+  for (const auto& m : request.messages) {
+    const std::string role = string_field(m, "role").value_or("");
+    if (role == "user") write.user(m);
+    else if (role == "assistant") write.assistant(m);
+    else if (role == "toolResult")
+      write.tool_result(raw_field(m, "toolCallId"), joined_text(raw_field(m, "content")));
+  }
+}
+
 namespace {
 
 json user_content(const json& content) {
@@ -64,23 +78,21 @@ json openai_chat_body(const ModelRequest& request, const BodyOptions& options) {
   json messages = json::array();
   if (!request.system.empty())
     messages.push_back({{"role", "system"}, {"content", request.system}});
-  for (const auto& m : request.messages) {
-    const std::string role = string_field(m, "role").value_or("");
-    if (role == "user") {
-      messages.push_back({{"role", "user"}, {"content", user_content(raw_field(m, "content"))}});
-    } else if (role == "assistant") {
-      json a = assistant_message(m);
-      if (!a["content"].is_null() || a.contains("tool_calls")) messages.push_back(a);
-    } else if (role == "toolResult") {
-      messages.push_back({{"role", "tool"},
-                          {"tool_call_id", raw_field(m, "toolCallId")},
-                          {"content", joined_text(raw_field(m, "content"))}});
-    }
-  }
-  json body = {{"model", options.model},
-               {"messages", messages},
-               {"stream", true},
-               {"stream_options", {{"include_usage", true}}}};
+  RoleWriters write;
+  write.user = [&](const json& m) {
+    messages.push_back({{"role", "user"}, {"content", user_content(raw_field(m, "content"))}});
+  };
+  write.assistant = [&](const json& m) {
+    json a = assistant_message(m);
+    if (!a["content"].is_null() || a.contains("tool_calls")) messages.push_back(a);
+  };
+  write.tool_result = [&](const json& id, std::string text) {
+    messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(text)}});
+  };
+  for_each_message(request, write);
+  json body = streaming_body(options);
+  body["messages"] = std::move(messages);
+  body["stream_options"] = {{"include_usage", true}};
   body[options.legacy_max_tokens ? "max_tokens" : "max_completion_tokens"] =
       request.max_output_tokens;
   if (!request.tools.empty()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "agent/provider.h"
@@ -49,5 +50,16 @@ nlohmann::json wire_blocks(const nlohmann::json& content, const char* text_type,
   for (const auto& b : content) convert(b, string_field(b, "type").value_or(""), out);
   return out;
 }
+
+// What an API does with each of moat's message roles ("user", "assistant", "toolResult"); a
+// message of another role is not sent. A tool result comes as its call's id and its text.
+struct RoleWriters {
+  std::function<void(const nlohmann::json&message)> user, assistant;
+  std::function<void(const nlohmann::json& call_id, std::string text)> tool_result;
+};
+void for_each_message(const ModelRequest& request, const RoleWriters& write);
+
+// What every API's body starts with: the model, and a streamed answer.
+nlohmann::json streaming_body(const BodyOptions& options);
 
 }  // namespace moat::agent::providers

@@ -40,23 +40,20 @@ void append_assistant(const json& m, json& input) {
 
 json responses_body(const ModelRequest& request, const BodyOptions& options) {
   json input = json::array();
-  for (const auto& m : request.messages) {
-    const std::string role = string_field(m, "role").value_or("");
-    if (role == "user") {
-      input.push_back({{"role", "user"}, {"content", user_parts(raw_field(m, "content"))}});
-    } else if (role == "assistant") {
-      append_assistant(m, input);
-    } else if (role == "toolResult") {
-      input.push_back({{"type", "function_call_output"},
-                       {"call_id", raw_field(m, "toolCallId")},
-                       {"output", joined_text(raw_field(m, "content"))}});
-    }
-  }
-  json body = {{"model", options.model},
-               {"input", input},
-               {"stream", true},
-               {"store", false},
-               {"max_output_tokens", request.max_output_tokens}};
+  RoleWriters write;
+  write.user = [&](const json& m) {
+    input.push_back({{"role", "user"}, {"content", user_parts(raw_field(m, "content"))}});
+  };
+  write.assistant = [&](const json& m) { append_assistant(m, input); };
+  write.tool_result = [&](const json& id, std::string text) {
+    input.push_back(
+        {{"type", "function_call_output"}, {"call_id", id}, {"output", std::move(text)}});
+  };
+  for_each_message(request, write);
+  json body = streaming_body(options);
+  body["input"] = std::move(input);
+  body["store"] = false;
+  body["max_output_tokens"] = request.max_output_tokens;
   if (!request.system.empty()) body["instructions"] = request.system;
   if (!request.tools.empty()) {
     json tools = json::array();

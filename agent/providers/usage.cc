@@ -19,20 +19,27 @@ Usage Usage::from_message(const nlohmann::json& message) {
   return u;
 }
 
+namespace {
+
+// The four buckets, named as on the wire; usage and cost each add their own last field.
+template <typename T>
+nlohmann::json buckets_json(T input, T output, T cache_read, T cache_write) {
+  return {
+      {"input", input}, {"output", output}, {"cacheRead", cache_read}, {"cacheWrite", cache_write}};
+}
+
+}  // namespace
+
 nlohmann::json Usage::to_json() const {
-  return {{"input", input},
-          {"output", output},
-          {"cacheRead", cache_read},
-          {"cacheWrite", cache_write},
-          {"cacheWrite1h", cache_write_1h}};
+  nlohmann::json j = buckets_json(input, output, cache_read, cache_write);
+  j["cacheWrite1h"] = cache_write_1h;
+  return j;
 }
 
 nlohmann::json Cost::to_json() const {
-  return {{"input", input},
-          {"output", output},
-          {"cacheRead", cache_read},
-          {"cacheWrite", cache_write},
-          {"total", total}};
+  nlohmann::json j = buckets_json(input, output, cache_read, cache_write);
+  j["total"] = total;
+  return j;
 }
 
 namespace {
