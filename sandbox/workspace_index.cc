@@ -1,0 +1,296 @@
+// sandbox/workspace_index.cc: the stat walk (openat/fstatat beneath the workspace fd, O_NOFOLLOW
+// at every step), the hashing of what changed, and the pairing of deletes and creates into
+// renames.
+#include "sandbox/workspace_index.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "base/check.h"
+#include "base/hex.h"
+
+namespace moat::sandbox {
+namespace {
+
+using Entry = WorkspaceIndex::Entry;
+
+// A file whose ctime is this close to the walk's start may be written again within the same
+// timestamp tick (the kernel stamps files from a coarse clock, a jiffy of up to 10 ms) and
+// keep every stat field: it is re-hashed on the next diff instead of trusted (git's "racily
+// clean" entries).
+constexpr std::int64_t kRacySlackNs = 100 * 1000 * 1000;
+
+std::int64_t ns_of(const timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * (1000 * 1000 * 1000) + t.tv_nsec;
+}
+
+bool same_stat(const Entry& e, const struct stat& st) {
+  return e.dev == st.st_dev && e.ino == st.st_ino && e.version.size == std::uint64_t(st.st_size) &&
+         e.version.mode == st.st_mode && e.mtime_ns == ns_of(st.st_mtim) &&
+         e.ctime_ns == ns_of(st.st_ctim);
+}
+
+Entry entry_of(const struct stat& st, std::int64_t walk_start_ns) {
+  Entry e;
+  e.dev = st.st_dev;
+  e.ino = st.st_ino;
+  e.mtime_ns = ns_of(st.st_mtim);
+  e.ctime_ns = ns_of(st.st_ctim);
+  e.racy = e.ctime_ns + kRacySlackNs >= walk_start_ns || e.mtime_ns + kRacySlackNs >= walk_start_ns;
+  e.version.size = static_cast<std::uint64_t>(st.st_size);
+  e.version.mode = st.st_mode;
+  return e;
+}
+
+struct DigestCtx {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  DigestCtx() { MOAT_CHECK(ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1); }
+  ~DigestCtx() { EVP_MD_CTX_free(ctx); }
+  void update(const void* p, std::size_t n) { MOAT_CHECK(EVP_DigestUpdate(ctx, p, n) == 1); }
+  std::string hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    MOAT_CHECK(EVP_DigestFinal_ex(ctx, md, &len) == 1);
+    return hex_encode(md, len);
+  }
+};
+
+// Hashes the regular file `name` in `dirfd`; `e` is refreshed from the opened file's own fstat,
+// so the hash and the stat describe the same inode. O_NONBLOCK: a FIFO swapped in after the
+// walk's fstatat must not block moatd (and is refused as not regular).
+void hash_regular(int dirfd, const char* name, std::uint64_t cap, std::int64_t walk_start_ns,
+                  Entry* e) {
+  if (e->version.size > cap) {
+    e->version.unhashed = "larger than the hash cap";
+    return;
+  }
+  UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      std::uint64_t(st.st_size) > cap) {
+    e->version.unhashed = "unreadable";
+    return;
+  }
+  *e = entry_of(st, walk_start_ns);
+  DigestCtx digest;
+  char buf[1 << 16];
+  for (std::uint64_t total = 0;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || (total += std::uint64_t(n)) > cap) {
+      e->version.unhashed = "unreadable";
+      return;
+    }
+    if (n == 0) break;
+    digest.update(buf, std::size_t(n));
+  }
+  e->version.sha256 = digest.hex();
+}
+
+// A symlink's content is its target: hashed as bytes, never followed.
+void hash_symlink(int dirfd, const char* name, Entry* e) {
+  std::string target(e->version.size + 1, '\0');
+  const ssize_t n = ::readlinkat(dirfd, name, target.data(), target.size());
+  if (n < 0 || std::size_t(n) > e->version.size) {
+    e->version.unhashed = "unreadable";
+    return;
+  }
+  target.resize(std::size_t(n));
+  DigestCtx digest;
+  digest.update(target.data(), target.size());
+  e->version.sha256 = digest.hex();
+}
+
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+
+// One walk: fills `fresh`, reusing each unchanged entry's hash from `previous`.
+class Walker {
+ public:
+  Walker(const std::unordered_map<std::string, Entry>& previous, const IndexLimits& limits,
+         std::unordered_map<std::string, Entry>* fresh)
+      : previous_(previous), limits_(limits), fresh_(fresh) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    start_ns_ = ns_of(now);
+  }
+
+  // Every entry below the directory `fd` (owned here), named `rel` ("" for the top).
+  Result<void> directory(UniqueFd fd, const std::string& rel) {
+    std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
+    if (!dir) return {};  // unreadable: left out, like an unreadable directory in find
+    (void)fd.release();   // the DIR owns it now
+    const int dfd = ::dirfd(dir.get());
+    while (const dirent* d = ::readdir(dir.get())) {
+      const std::string name = d->d_name;
+      if (name == "." || name == ".." || name == ".git") continue;
+      const std::string child = rel.empty() ? name : rel + "/" + name;
+      if (is_skipped(child)) continue;
+      struct stat st {};
+      if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+      if (S_ISDIR(st.st_mode)) {
+        UniqueFd sub(::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub.valid()) MOAT_TRY(directory(std::move(sub), child));
+        continue;
+      }
+      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // FIFOs, sockets, devices
+      if (fresh_->size() >= limits_.max_entries)
+        return fail(Error{
+            E2BIG, "workspace index: more than " + std::to_string(limits_.max_entries) + " files"});
+      fresh_->emplace(child, file(dfd, name.c_str(), child, st));
+    }
+    return {};
+  }
+
+ private:
+  bool is_skipped(const std::string& rel) const {
+    for (const auto& s : limits_.skip)
+      if (rel == s) return true;
+    return false;
+  }
+
+  Entry file(int dfd, const char* name, const std::string& rel, const struct stat& st) const {
+    auto old = previous_.find(rel);
+    if (old != previous_.end() && !old->second.racy && same_stat(old->second, st))
+      return old->second;
+    Entry e = entry_of(st, start_ns_);
+    if (S_ISLNK(st.st_mode)) hash_symlink(dfd, name, &e);
+    else hash_regular(dfd, name, limits_.max_hash_bytes, start_ns_, &e);
+    return e;
+  }
+
+  const std::unordered_map<std::string, Entry>& previous_;
+  const IndexLimits& limits_;
+  std::unordered_map<std::string, Entry>* fresh_;
+  std::int64_t start_ns_ = 0;
+};
+
+bool same_content(const FileVersion& a, const FileVersion& b) {
+  if (a.sha256.empty() || b.sha256.empty()) return false;  // unhashed: only the stat can tell
+  return a.sha256 == b.sha256 && a.size == b.size && a.mode == b.mode;
+}
+
+bool changed(const Entry& before, const Entry& after) {
+  if (before.version.sha256.empty() || after.version.sha256.empty())
+    return before.dev != after.dev || before.ino != after.ino ||
+           before.version.size != after.version.size || before.version.mode != after.version.mode ||
+           before.mtime_ns != after.mtime_ns || before.ctime_ns != after.ctime_ns;
+  return !same_content(before.version, after.version);
+}
+
+// Pairs each create with a delete of the same content: the same inode first (mv), else the same
+// non-empty SHA-256 (a copy and a delete, or a move across filesystems). Content is required
+// even for the same inode, since a freed inode number is reused at once (rm a; echo > b).
+void pair_renames(const std::unordered_map<std::string, Entry>& old_entries,
+                  const std::unordered_map<std::string, Entry>& new_entries,
+                  std::vector<FileChange>* changes) {
+  std::map<std::pair<dev_t, ino_t>, std::size_t> deleted_inode;
+  std::multimap<std::string, std::size_t> deleted_sha;
+  for (std::size_t i = 0; i < changes->size(); ++i) {
+    const FileChange& c = (*changes)[i];
+    if (c.op != FileOp::kDelete) continue;
+    const Entry& e = old_entries.at(c.path);
+    deleted_inode[{e.dev, e.ino}] = i;
+    if (e.version.size > 0 && !e.version.sha256.empty()) deleted_sha.emplace(e.version.sha256, i);
+  }
+  std::vector<bool> consumed(changes->size(), false);
+  for (FileChange& c : *changes) {
+    if (c.op != FileOp::kCreate) continue;
+    const Entry& e = new_entries.at(c.path);
+    std::optional<std::size_t> match;
+    if (auto it = deleted_inode.find({e.dev, e.ino});
+        it != deleted_inode.end() && !consumed[it->second] &&
+        same_content(*(*changes)[it->second].before, e.version))
+      match = it->second;
+    for (auto [it, end] = deleted_sha.equal_range(e.version.sha256); !match && it != end; ++it)
+      if (!consumed[it->second] && same_content(*(*changes)[it->second].before, e.version))
+        match = it->second;
+    if (!match) continue;
+    consumed[*match] = true;
+    c.op = FileOp::kRename;
+    c.from = (*changes)[*match].path;
+    c.before = (*changes)[*match].before;
+  }
+  std::size_t i = 0;
+  std::erase_if(*changes, [&](const FileChange&) { return consumed[i++]; });
+}
+
+std::vector<FileChange> compare(const std::unordered_map<std::string, Entry>& old_entries,
+                                const std::unordered_map<std::string, Entry>& new_entries) {
+  std::vector<FileChange> out;
+  for (const auto& [path, e] : new_entries) {
+    auto old = old_entries.find(path);
+    if (old == old_entries.end())
+      out.push_back({FileOp::kCreate, path, "", std::nullopt, e.version});
+    else if (changed(old->second, e))
+      out.push_back({FileOp::kModify, path, "", old->second.version, e.version});
+  }
+  for (const auto& [path, e] : old_entries)
+    if (!new_entries.contains(path))
+      out.push_back({FileOp::kDelete, path, "", e.version, std::nullopt});
+  pair_renames(old_entries, new_entries, &out);
+  std::sort(out.begin(), out.end(),
+            [](const FileChange& a, const FileChange& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace
+
+const char* file_op_name(FileOp op) {
+  switch (op) {
+    case FileOp::kCreate: return "create";
+    case FileOp::kModify: return "modify";
+    case FileOp::kDelete: return "delete";
+    case FileOp::kRename: return "rename";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<WorkspaceIndex>> WorkspaceIndex::build(int workspace_fd,
+                                                              IndexLimits limits) {
+  UniqueFd fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
+  if (!fd.valid()) return fail(Error::from_errno("fcntl(F_DUPFD_CLOEXEC)", errno, "workspace"));
+  std::unique_ptr<WorkspaceIndex> index(new WorkspaceIndex(std::move(fd), std::move(limits)));
+  MOAT_ASSIGN_OR_RETURN(index->entries_, index->walk({}));
+  return index;
+}
+
+Result<WorkspaceIndex::Map> WorkspaceIndex::walk(const Map& previous) const {
+  // The fd may be O_PATH (sandbox/workspace.h): a directory to read is opened beneath it.
+  UniqueFd top(::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top.valid()) return fail(Error::from_errno("openat", errno, "workspace"));
+  Map fresh;
+  fresh.reserve(previous.size() + 64);
+  Walker walker(previous, limits_, &fresh);
+  MOAT_TRY(walker.directory(std::move(top), ""));
+  return fresh;
+}
+
+Result<FileChanges> WorkspaceIndex::diff() {
+  std::lock_guard<std::mutex> lock(mu_);
+  MOAT_ASSIGN_OR_RETURN(Map fresh, walk(entries_));
+  FileChanges out;
+  out.changes = compare(entries_, fresh);
+  if (out.changes.size() > limits_.max_changes) {
+    out.changes.resize(limits_.max_changes);
+    out.truncated = true;
+  }
+  entries_ = std::move(fresh);
+  return out;
+}
+
+std::size_t WorkspaceIndex::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace moat::sandbox
