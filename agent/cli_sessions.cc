@@ -156,16 +156,24 @@ std::string signature_summary(const sessions::AuditVerdict& v) {
   return s;
 }
 
+// "BROKEN (missing) at seq 3, byte offset 120: record at byte 120 has seq 4, ..."
+std::string broken_text(const sessions::AuditVerdict& v) {
+  return "BROKEN (" + std::string(sessions::problem_name(v.problem)) + ") at seq " +
+         std::to_string(v.seq) + ", byte offset " + std::to_string(v.offset) + ": " + v.detail;
+}
+
+// The raw public key --key names, or "" without --key.
+Result<std::string> trusted_key(const AuditOptions& o) {
+  if (o.key.empty()) return std::string();
+  return sessions::read_audit_public_key(o.key);
+}
+
 int run_verify(const AuditOptions& o) {
   int rc = kExitDone;
-  std::string trusted;
-  if (!o.key.empty()) {
-    auto k = sessions::read_audit_public_key(o.key);
-    if (!k) return report(k.error());
-    trusted = *k;
-  }
+  auto trusted = trusted_key(o);
+  if (!trusted) return report(trusted.error());
   for (const auto& file : o.files) {
-    auto v = sessions::verify_audit_file(file, !o.allow_open, trusted);
+    auto v = sessions::verify_audit_file(file, !o.allow_open, *trusted);
     if (!v) {
       std::fprintf(stderr, "moat: %s\n", v.error().message().c_str());
       rc = kExitTaskFailed;
@@ -176,34 +184,69 @@ int run_verify(const AuditOptions& o) {
                   static_cast<unsigned long long>(v->records), v->session.c_str(), v->head.c_str(),
                   signature_summary(*v).c_str());
     } else {
-      std::printf("%s: BROKEN (%s) at seq %llu, byte offset %llu: %s\n", file.c_str(),
-                  sessions::problem_name(v->problem), static_cast<unsigned long long>(v->seq),
-                  static_cast<unsigned long long>(v->offset), v->detail.c_str());
+      std::printf("%s: %s\n", file.c_str(), broken_text(*v).c_str());
       rc = kExitTaskFailed;
     }
   }
   return rc;
 }
 
-int run_audit_show(const AuditOptions& o) {
+// One audit file as `show` and `export` read it: its records, and whether they verify.
+struct ReadAudit {
+  std::string file;
+  std::vector<nlohmann::json> records;
+  sessions::AuditVerdict verdict;
+};
+
+// Reads and verifies each file. A file that does not verify is still read (a reviewer wants
+// to see what is there), but never silently: the warning names the file, the first bad seq
+// and why, and `ok` turns false so the command exits non-zero.
+Result<std::vector<ReadAudit>> read_audits(const AuditOptions& o, bool& ok) {
+  MOAT_ASSIGN_OR_RETURN(const std::string trusted, trusted_key(o));
+  std::vector<ReadAudit> out;
+  ok = true;
   for (const auto& file : o.files) {
-    auto records = sessions::load_audit_records(file);
-    if (!records) return report(records.error());
-    for (const auto& r : *records)
-      if (sessions::audit_matches(r, o.filter))
-        std::printf("%s\n", sessions::audit_line(r).c_str());
+    ReadAudit a{file, {}, {}};
+    MOAT_ASSIGN_OR_RETURN(a.records, sessions::load_audit_records(file));
+    MOAT_ASSIGN_OR_RETURN(a.verdict, sessions::verify_audit_file(file, !o.allow_open, trusted));
+    if (!a.verdict.ok()) {
+      const bool cut = a.verdict.records < a.records.size();
+      std::fprintf(stderr, "moat: warning: %s does not verify: %s%s\n", file.c_str(),
+                   broken_text(a.verdict).c_str(),
+                   cut ? "; the rows from there on are marked unverified" : "");
+      ok = false;
+    }
+    out.push_back(std::move(a));
   }
-  return kExitDone;
+  return out;
+}
+
+int run_audit_show(const AuditOptions& o) {
+  bool ok = true;
+  auto audits = read_audits(o, ok);
+  if (!audits) return report(audits.error());
+  for (const auto& a : *audits) {
+    for (size_t i = 0; i < a.records.size(); ++i) {
+      const auto& r = a.records[i];
+      if (!sessions::audit_matches(r, o.filter)) continue;
+      // The verified prefix is the first verdict.records records: the walk stops at the
+      // first record that does not extend the chain, and every line before it parsed.
+      const bool unverified = !a.verdict.ok() && i >= a.verdict.records;
+      std::printf("%s%s\n", sessions::audit_line(r).c_str(), unverified ? "  [unverified]" : "");
+    }
+  }
+  return ok ? kExitDone : kExitTaskFailed;
 }
 
 int run_audit_export(const AuditOptions& o) {
   if (!o.html) return report(Error::msg("export: only --html is supported; pass --html"));
   if (o.files.size() != 1) return report(Error::msg("export: give exactly one audit file"));
-  auto records = sessions::load_audit_records(o.files[0]);
-  if (!records) return report(records.error());
-  auto verdict = sessions::verify_audit_file(o.files[0], /*require_end=*/false);
-  if (!verdict) return report(verdict.error());
-  return emit(sessions::audit_html(*records, *verdict, o.files[0]), o.output);
+  bool ok = true;
+  auto audits = read_audits(o, ok);
+  if (!audits) return report(audits.error());
+  const ReadAudit& a = audits->front();
+  const int rc = emit(sessions::audit_html(a.records, a.verdict, a.file), o.output);
+  return rc != kExitDone ? rc : ok ? kExitDone : kExitTaskFailed;
 }
 
 void add_sessions_group(CLI::App& app, int& exit_code) {
@@ -237,6 +280,16 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
   exp->callback([opts, &exit_code] { exit_code = run_export(*opts); });
 }
 
+// verify, show and export check a log the same way.
+void add_read_verify_options(CLI::App& cmd, AuditOptions& opts) {
+  cmd.add_flag("--allow-open", opts.allow_open,
+               "Accept a log without session.end (a session still running)");
+  cmd.add_option("--key", opts.key,
+                 "moatd's public key (audit-key.pub): every checkpoint must verify under "
+                 "it, and a finished log must end in one")
+      ->check(CLI::ExistingFile);
+}
+
 void add_audit_group(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<AuditOptions>();
   auto* group = app.add_subcommand("audit", "Verify, show and export audit logs");
@@ -246,25 +299,25 @@ void add_audit_group(CLI::App& app, int& exit_code) {
       "Walk the hash chain; report the first broken record by seq and byte offset "
       "(exit 1 if any file is broken)");
   verify->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
-  verify->add_flag("--allow-open", opts->allow_open,
-                   "Accept a log without session.end (a session still running)");
-  verify
-      ->add_option("--key", opts->key,
-                   "moatd's public key (audit-key.pub): every checkpoint must verify under "
-                   "it, and a finished log must end in one")
-      ->check(CLI::ExistingFile);
+  add_read_verify_options(*verify, *opts);
   verify->callback([opts, &exit_code] { exit_code = run_verify(*opts); });
-  auto* show = group->add_subcommand("show", "Print a readable timeline");
+  auto* show = group->add_subcommand(
+      "show", "Print a readable timeline (warns and exits 1 if a file does not verify)");
   show->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
   show->add_option("--session", opts->filter.session, "Only this session (id or prefix)");
   show->add_option("--type", opts->filter.type, "Only this record type (decision, exec, ...)");
   show->add_option("--decision", opts->filter.decision, "Only decisions with this result")
       ->check(CLI::IsMember({"allow", "ask", "deny"}));
+  add_read_verify_options(*show, *opts);
   show->callback([opts, &exit_code] { exit_code = run_audit_show(*opts); });
-  auto* exp = group->add_subcommand("export", "Render one session's audit log as a timeline page");
+  auto* exp = group->add_subcommand(
+      "export",
+      "Render one session's audit log as a timeline page (warns and exits 1 if it does not "
+      "verify)");
   exp->add_option("files", opts->files, "Audit file")->required()->check(CLI::ExistingFile);
   exp->add_flag("--html", opts->html, "Self-contained HTML")->required();
   exp->add_option("-o,--output", opts->output, "Output file (default: stdout)");
+  add_read_verify_options(*exp, *opts);
   exp->callback([opts, &exit_code] { exit_code = run_audit_export(*opts); });
 }
 

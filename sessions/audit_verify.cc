@@ -91,6 +91,13 @@ AuditVerdict check_record(AuditVerdict v, const std::vector<Line>& lines, size_t
   return v;
 }
 
+// A tool call's own record: "call", or the per-call "exec" of logs written before exec
+// records per program existed (those have no exec_id).
+bool is_call_record(const nlohmann::json& rec) {
+  const std::string type = str_field(rec, "type");
+  return type == "call" || (type == "exec" && !rec.contains("exec_id"));
+}
+
 }  // namespace
 
 const char* problem_name(AuditProblem p) {
@@ -135,11 +142,12 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
     // moatd did not record a decision for first (a decision that could not be written once
     // left an exec pointing at nothing, and the chain still held).
     if (type == "decision") decisions.insert(str_field(rec, "decision_id"));
-    if (type == "exec" && decisions.count(str_field(rec, "decision_id")) == 0) {
+    if (is_call_record(rec) && decisions.count(str_field(rec, "decision_id")) == 0) {
       v.records -= 1;
       v.seq = v.records + 1;
       return broken(v, AuditProblem::kNoDecision, lines[i].offset,
-                    "exec record names decision_id " + moat::quoted(str_field(rec, "decision_id")) +
+                    type + " record names decision_id " +
+                        moat::quoted(str_field(rec, "decision_id")) +
                         ", which no decision record before it has");
     }
     if (type == "checkpoint") last_checkpoint_seq = v.records;

@@ -21,7 +21,7 @@ enum class AuditProblem {
   kIncomplete,    // the whole records chain, but the last one is not session.end
   kBadSignature,  // a checkpoint's signature, key or fields do not hold
   kUnsigned,      // with a trusted key: records after the last checkpoint, or none at all
-  kNoDecision,    // an exec record names a decision_id that no decision record before it has
+  kNoDecision,    // a call record names a decision_id that no decision record before it has
 };
 
 struct AuditVerdict {
@@ -40,8 +40,9 @@ struct AuditVerdict {
   bool ok() const { return problem == AuditProblem::kNone; }
 };
 
-// Verifies the chain in `data` (a whole file), and that every exec record's decision_id
-// names a decision record earlier in the file (write-ahead: nothing runs without one). With
+// Verifies the chain in `data` (a whole file), and that every tool call's record ("call", or
+// an old log's per-call "exec" without exec_id) names in decision_id a decision record earlier
+// in the file (write-ahead: nothing runs without one). With
 // `require_end` false, a log whose last whole record is not session.end (a session still running)
 // passes.
 //

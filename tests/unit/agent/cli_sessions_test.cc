@@ -104,6 +104,45 @@ TEST_F(MoatCliTest, AuditExportWritesAnHtmlTimeline) {
   EXPECT_NE(html.find("cmd1"), std::string::npos);
 }
 
+// A forged row (its content changed, its hash left) must not be shown as if it were a record:
+// show and export warn, naming the file, the seq and why, and exit 1 (issue 14 item 6).
+TEST_F(MoatCliTest, AuditShowAndExportWarnAndExit1OnAForgedRow) {
+  const std::string path = write_audit(3);
+  std::string data = slurp(path);
+  const size_t at = data.find("\"cmd1\"");
+  ASSERT_NE(at, std::string::npos);
+  data.replace(at, 6, "\"cmdX\"");  // seq 3: the second decision
+  spit(path, data);
+  CliRun r = moat("audit show " + path);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("warning: " + path + " does not verify: BROKEN (changed) at seq 3"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cmdX  [unverified]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cmd0  [unverified]"), std::string::npos) << r.out;
+  const std::string out = dir_.path() + "/a.html";
+  r = moat("audit export --html -o " + out + " " + path);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("warning: " + path + " does not verify: BROKEN (changed) at seq 3"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(slurp(out).find("Chain BROKEN (changed) at seq 3"), std::string::npos);
+}
+
+// A running session's log has no session.end yet: show says so unless --allow-open.
+TEST_F(MoatCliTest, AuditShowOfAnOpenLogNeedsAllowOpen) {
+  auto log =
+      AuditLog::open(dir_.path() + "/audit", "01900000-0000-7000-8000-000000000002", "sha256:p");
+  ASSERT_TRUE(log.has_value());
+  ASSERT_TRUE((*log)->append("session.start", {{"version", "t"}}));
+  CliRun r = moat("audit show " + (*log)->path());
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("BROKEN (incomplete)"), std::string::npos) << r.out;
+  r = moat("audit show --allow-open " + (*log)->path());
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+}
+
 TEST_F(MoatCliTest, SessionsListShowTreeAndExport) {
   auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
   ASSERT_TRUE(s);

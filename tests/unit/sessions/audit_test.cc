@@ -204,6 +204,23 @@ TEST(AuditVerify, AnExecWithoutItsDecisionIsReported) {
   EXPECT_EQ(v.detail, "exec record names decision_id 'd2', which no decision record before it has");
 }
 
+// The per-call record is "call" since exec records per program exist (issue 14); the rule
+// moves with it, and a program's exec record (it has an exec_id) is not a call.
+TEST(AuditVerify, ACallWithoutItsDecisionIsReported) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE((*log)->append("session.start", nlohmann::json::object()).has_value());
+  ASSERT_TRUE((*log)->append("decision", {{"decision_id", "d1"}}).has_value());
+  ASSERT_TRUE((*log)->append("exec", {{"decision_id", "d1"}, {"exec_id", "e1"}}).has_value());
+  ASSERT_TRUE((*log)->append("call", {{"decision_id", "d1"}}).has_value());
+  EXPECT_TRUE(verify_audit_file((*log)->path(), /*require_end=*/false)->ok());
+  ASSERT_TRUE((*log)->append("call", {{"decision_id", "d2"}}).has_value());
+  const AuditVerdict v = *verify_audit_file((*log)->path(), /*require_end=*/false);
+  EXPECT_EQ(v.problem, AuditProblem::kNoDecision);
+  EXPECT_EQ(v.seq, 5u);
+  EXPECT_EQ(v.detail, "call record names decision_id 'd2', which no decision record before it has");
+}
+
 TEST(AuditVerify, RunningSessionPassesOnlyWithoutRequireEnd) {
   TempDir dir;
   auto log = AuditLog::open(dir.path(), kSession, kPolicy);
