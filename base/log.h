@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/utf8.h"
+
 namespace moat {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
@@ -42,20 +44,23 @@ __attribute__((format(printf, 4, 5))) inline void log_line(LogLevel level, const
 
 // Quotes untrusted text for a log line or an error message: wraps it in single quotes and
 // escapes quotes, backslashes and control characters (like nsjail's QC()), so a file name
-// cannot forge a log line or move the terminal's cursor.
+// cannot forge a log line or move the terminal's cursor. A byte that is not part of
+// well-formed UTF-8 is written as \xNN by append_hex_escape, as a control character is: the
+// same spelling as hex_escape_non_utf8 (base/utf8.h) gives it elsewhere on screen.
 inline std::string quoted(std::string_view s) {
   std::string out = "'";
-  for (unsigned char c : s) {
-    if (c == '\'' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02x", c);
-      out += esc;
+  while (!s.empty()) {
+    const unsigned char c = static_cast<unsigned char>(s[0]);
+    const std::size_t n = utf8_sequence_length(s);
+    if (n > 1) {
+      out += s.substr(0, n);
+    } else if (n == 0 || c < 0x20 || c == 0x7f) {
+      append_hex_escape(out, c);
     } else {
+      if (c == '\'' || c == '\\') out += '\\';
       out += static_cast<char>(c);
     }
+    s.remove_prefix(n > 1 ? n : 1);
   }
   out += "'";
   return out;
