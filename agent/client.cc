@@ -20,6 +20,7 @@
 #include "base/byte_strings.h"
 #include "base/host_defaults.h"
 #include "base/log.h"
+#include "base/sys.h"
 #include "sandbox/protocol.h"
 
 namespace moat::agent {
@@ -66,10 +67,8 @@ namespace {
 
 // A connected pair whose second end survives exec (close-on-exec cleared on it only).
 Result<std::pair<UniqueFd, UniqueFd>> pair_for_child() {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    return fail(Error::from_errno("socketpair", errno));
-  std::pair<UniqueFd, UniqueFd> p{UniqueFd(sv[0]), UniqueFd(sv[1])};
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair sv, sys::make_socketpair(SOCK_STREAM));
+  std::pair<UniqueFd, UniqueFd> p{std::move(sv.first), std::move(sv.second)};
   if (::fcntl(p.second.get(), F_SETFD, 0) != 0) return fail(Error::from_errno("fcntl", errno));
   return p;
 }
@@ -110,8 +109,7 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& soc
   if (socket_path.size() >= sizeof addr.sun_path)
     return fail("socket path too long: " + socket_path);
   socket_path.copy(addr.sun_path, socket_path.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return fail(Error::from_errno("socket", errno));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::make_socket(AF_UNIX, SOCK_STREAM));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return fail(Error::from_errno("connect", errno, socket_path));
   return std::unique_ptr<MoatdClient>(new MoatdClient(std::move(fd), -1, socket_path));

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "agent/run_support.h"
+#include "base/sys.h"
 #include "sandbox/protocol.h"
 
 namespace moat::agent {
@@ -33,14 +34,14 @@ void note_signal(int sig) {
   (void)!::write(g_signal_fd, &b, 1);
 }
 
+// sys::FdPair with ends named for what they do: the console's plumbing reads in r and w.
 struct Pipe {
   UniqueFd r, w;
 };
 
 Result<Pipe> make_pipe() {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
-  return Pipe{UniqueFd(p[0]), UniqueFd(p[1])};
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair p, sys::make_pipe());
+  return Pipe{std::move(p.first), std::move(p.second)};
 }
 
 // Every fd above 2 that is a terminal (the trust prompt's, a logger's): after the split
@@ -71,8 +72,7 @@ Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions
   UniqueFd null;
   int in_fd = in.r.get();
   if (!o.interactive) {
-    null = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!null.valid()) return fail(Error::from_errno("open", errno, "/dev/null"));
+    MOAT_ASSIGN_OR_RETURN(null, sys::open_path("/dev/null", O_RDONLY));
     in_fd = null.get();
   }
   if (::dup2(in_fd, STDIN_FILENO) < 0 || ::dup2(out.w.get(), STDOUT_FILENO) < 0 ||

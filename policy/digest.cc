@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "base/hex.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 
 namespace moat::policy {
@@ -27,8 +28,7 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 Result<std::string> sha256_file_hex(const std::string& path, std::size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDONLY | O_NOCTTY));
   std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   char buf[65536];

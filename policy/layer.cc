@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/moat_dirs.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 #include "policy/digest.h"
 #include "policy/globs.h"
@@ -24,19 +25,11 @@ namespace moat::policy {
 namespace {
 
 Result<std::string> read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
-  std::string out;
-  char buf[65536];
-  while (true) {
-    ssize_t r = ::read(fd.get(), buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return fail(Error::from_errno("read", errno, path));
-    if (r == 0) break;
-    out.append(buf, static_cast<std::size_t>(r));
-    if (out.size() > kMaxPolicyFileBytes) return fail(path + ":1:1: file is larger than 1 MiB");
-  }
-  return out;
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDONLY | O_NOCTTY | O_NOFOLLOW));
+  auto text = sys::read_to_end(fd.get(), kMaxPolicyFileBytes);
+  if (!text && text.error().code == EFBIG) return fail(path + ":1:1: file is larger than 1 MiB");
+  if (!text) return fail(Error::from_errno("read", text.error().code, path));
+  return text;
 }
 
 // *.toml in `dir`, sorted by name (00-org.toml before 10-team.toml); a missing dir is empty.

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "base/sys.h"
 #include "sandbox/session.h"
-#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 namespace {

@@ -8,13 +8,13 @@
 
 #include "base/log.h"
 #include "base/random.h"
+#include "base/sys.h"
 #include "policy/digest.h"
 #include "policy/protected_paths.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_runner.h"
-#include "sandbox/sys.h"
 #include "sandbox/workspace.h"
 #include "tools/registry.h"
 

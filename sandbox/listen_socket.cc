@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "sandbox/sys.h"
+#include "base/sys.h"
 
 namespace moat::sandbox {
 namespace {

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/sys.h"
 #include "base/unique_fd.h"
-#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 

@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sandbox/sys.h"
+#include "base/sys.h"
 
 namespace moat::sandbox {
 namespace {

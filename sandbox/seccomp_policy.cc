@@ -31,8 +31,8 @@
 #include <memory>
 #include <set>
 
+#include "base/sys.h"
 #include "sandbox/seccomp_sets.h"
-#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 namespace {

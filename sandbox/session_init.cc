@@ -27,6 +27,7 @@
 
 #include "base/byte_strings.h"
 #include "base/host_defaults.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 
 #include "sandbox/landlock.h"
@@ -34,7 +35,6 @@
 #include "sandbox/ns_net.h"
 #include "sandbox/protect.h"
 #include "sandbox/seccomp_policy.h"
-#include "sandbox/sys.h"
 #include "sandbox/worker.h"
 
 namespace moat::sandbox {

@@ -1,63 +1,24 @@
-// sandbox/sys.h: the only place raw fd-returning syscalls happen (pipes, sockets, mount
-// trees, pidfds, memfds), each returning a UniqueFd and always close-on-exec.
+// sandbox/sys.h: the raw fd-returning syscalls only the sandbox makes (detached mount trees,
+// landlock rulesets), each returning a UniqueFd, always close-on-exec.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstddef>
 #include <string>
-#include <utility>
 
 #include "base/result.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 
 namespace moat::sandbox::sys {
 
-struct FdPair {
-  UniqueFd first;   // pipe: read end; socketpair: one end
-  UniqueFd second;  // pipe: write end; socketpair: the other end
-};
+// Sandbox code names every raw wrapper sys::, and inside moat::sandbox that means this
+// namespace: the generic ones (pipes, sockets, opens, read/write loops) moved to base/sys.h
+// so that every folder shares them, and are reached from here by this directive.
+using namespace ::moat::sys;  // NOLINT(google-build-using-namespace)
 
-Result<FdPair> make_pipe();
-Result<FdPair> make_socketpair(int type);  // AF_UNIX; type is SOCK_STREAM or SOCK_SEQPACKET
-Result<UniqueFd> make_socket(int family, int type);
-Result<UniqueFd> open_path(const std::string& path, int flags, mode_t mode = 0);
-// openat2 with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS (plus RESOLVE_NO_SYMLINKS when asked):
-// EXDEV when rel escapes root, ELOOP when a component is a symlink and symlinks are refused.
-Result<UniqueFd> open_beneath(int root, const std::string& rel, int flags, bool no_symlinks);
-// openat2 of an absolute path with RESOLVE_NO_SYMLINKS: ELOOP when any component, the last
-// included, is a symlink (or a magic link), so the fd names the directory the text names.
-Result<UniqueFd> open_no_symlinks(const std::string& path, int flags);
-// A second fd for the same open file (F_DUPFD_CLOEXEC).
-Result<UniqueFd> duplicate(int fd);
 // A detached copy of the mount tree at path (open_tree OPEN_TREE_CLONE), recursive when asked.
 Result<UniqueFd> clone_tree(const std::string& path, bool recursive);
 Result<UniqueFd> clone_tree_at(int dirfd, const std::string& rel, bool recursive);
-Result<UniqueFd> pidfd_open(pid_t pid);
-Result<UniqueFd> memfd(const char* name);
-Result<UniqueFd> signalfd_for_sigchld();  // blocks SIGCHLD in the caller first
-Result<UniqueFd> timerfd_after(double seconds);
 Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size);
-
-// Sends len bytes with up to 4 fds attached (SCM_RIGHTS). The fds stay owned by the caller.
-// With about_pid > 0 it also attaches SCM_CREDENTIALS naming that process (the caller's uid
-// and gid): the kernel lets a sender with CAP_SYS_ADMIN over its pid namespace name any of
-// its processes, and translates the pid into the receiver's namespace when it is received.
-Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
-                           std::size_t nfds, pid_t about_pid = 0);
-// Receives one message and up to max_fds fds into fds[]; returns the byte count (0 = EOF).
-// With cred_pid, the SCM_CREDENTIALS pid of the message (needs SO_PASSCRED on sock), in this
-// process's pid namespace, or -1 when none came.
-Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueFd* fds,
-                                  std::size_t max_fds, std::size_t* nfds,
-                                  pid_t* cred_pid = nullptr);
-
-// Writes all of data (retrying short writes and EINTR); MSG_NOSIGNAL on sockets.
-Result<void> write_all(int fd, const void* data, std::size_t len);
-// Reads exactly len bytes; EOF before that is an error with code 0 unless nothing was read
-// and eof_ok, then returns false.
-Result<bool> read_exact(int fd, void* data, std::size_t len, bool eof_ok);
-// Reads until EOF, at most limit bytes (more is an EFBIG error).
-Result<std::string> read_to_end(int fd, std::size_t limit);
 
 }  // namespace moat::sandbox::sys

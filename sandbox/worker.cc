@@ -18,9 +18,9 @@
 
 #include "base/host_defaults.h"
 #include "base/sanitizers.h"
+#include "base/sys.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
-#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 namespace {

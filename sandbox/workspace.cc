@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/sys.h"
+#include "base/sys.h"
 
 namespace moat::sandbox {
 namespace {

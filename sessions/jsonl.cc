@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "base/sys.h"
+
 namespace moat::sessions {
 
 std::vector<Line> whole_lines(std::string_view data, size_t* torn_bytes) {
@@ -22,35 +24,17 @@ std::vector<Line> whole_lines(std::string_view data, size_t* torn_bytes) {
   return lines;
 }
 
-Result<std::string> read_all(int fd) {
-  std::string out;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::from_errno("read", errno));
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 Result<std::string> read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
-  auto data = read_all(fd.get());
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDONLY));
+  auto data = sys::read_to_end(fd.get());
   if (!data) return fail(data.error().with_context(path));
   return data;
 }
 
 Result<UniqueFd> open_for_append(const std::string& path, bool create, mode_t mode) {
-  int flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+  int flags = O_WRONLY | O_APPEND;
   if (create) flags |= O_CREAT | O_EXCL;
-  UniqueFd fd(::open(path.c_str(), flags, mode));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
-  return fd;
+  return sys::open_path(path, flags, mode);
 }
 
 Result<void> append_line(int fd, std::string_view line, off_t size_before) {
@@ -82,8 +66,7 @@ Result<void> make_dirs(const std::string& path, mode_t mode) {
 }
 
 Result<void> fsync_dir(const std::string& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, dir));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(dir, O_RDONLY | O_DIRECTORY));
   if (::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync", errno, dir));
   return {};
 }

@@ -22,7 +22,6 @@ struct Line {
 // (a write cut by a crash) and are not returned; their count goes to *torn_bytes.
 std::vector<Line> whole_lines(std::string_view data, size_t* torn_bytes = nullptr);
 
-Result<std::string> read_all(int fd);
 Result<std::string> read_file(const std::string& path);
 
 // Opens `path` for appending (O_APPEND | O_CLOEXEC). With `create`, the file must not exist

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <unordered_map>
 
+#include "base/sys.h"
 #include "base/timestamps.h"
 #include "base/unique_fd.h"
 #include "sessions/digest.h"
@@ -208,13 +209,11 @@ Result<void> JsonlSessionStore::load(std::string_view data) {
 
 Result<std::unique_ptr<SessionStore>> open_impl(const std::string& path, bool writable) {
   // O_APPEND: every write lands at the end, also after drop_torn_tail() shrinks the file.
-  const int flags = (writable ? O_RDWR | O_APPEND : O_RDONLY) | O_CLOEXEC;
-  UniqueFd fd(::open(path.c_str(), flags));
-  if (!fd.valid()) return fail(Error::from_errno("open", errno, path));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, writable ? O_RDWR | O_APPEND : O_RDONLY));
   // Two moat processes appending to one session would interleave two branches' leaves.
   if (writable && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
     return fail(Error::from_errno("flock (session in use by another moat?)", errno, path));
-  MOAT_ASSIGN_OR_RETURN(std::string data, read_all(fd.get()));
+  MOAT_ASSIGN_OR_RETURN(std::string data, sys::read_to_end(fd.get()));
   auto store = std::make_unique<JsonlSessionStore>(path, writable ? std::move(fd) : UniqueFd());
   MOAT_TRY(store->load(data));
   MOAT_TRY(store->drop_torn_tail());

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "base/sys.h"
 #include "tools/atomic_write.h"
 #include "tools/diff.h"
 #include "tools/edit_match.h"
@@ -26,16 +27,9 @@ Result<std::string> read_regular_file(const std::string& canonical) {
   if (static_cast<std::size_t>(st.st_size) > kMaxReadFileBytes)
     return fail(Error{EFBIG, canonical + " is too large to edit (" +
                                  format_size(static_cast<std::size_t>(st.st_size)) + ")"});
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::from_errno("read", errno, canonical));
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
+  auto text = sys::read_to_end(fd.get());
+  if (!text) return fail(Error::from_errno("read", text.error().code, canonical));
+  return text;
 }
 
 ToolSpec edit_spec(const ToolLimits&) {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "base/base64.h"
+#include "base/sys.h"
 #include "tools/gitignore.h"
 #include "tools/glob.h"
 #include "tools/resolve.h"
@@ -76,11 +77,7 @@ Result<std::string> read_file(const std::string& path) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_canonical(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return fail(Error{EINVAL, "not a file"});
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  return out;
+  return sys::read_to_end(fd.get());
 }
 
 std::string escape_regex(const std::string& s) {

@@ -1,5 +1,6 @@
-// tools/resolve.cc: openat2-based canonicalisation. tools/ cannot include sandbox/sys.h, so
-// the two openat2 calls the file tools need live here.
+// tools/resolve.cc: openat2-based canonicalisation. The two openat2 calls the file tools need
+// live here, not in base/sys.h: they fall back to openat where the seccomp filter hides
+// openat2, and RESOLVE_IN_ROOT retries on EAGAIN.
 #include "tools/resolve.h"
 
 #include <fcntl.h>
@@ -13,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <vector>
+
+#include "base/sys.h"
 
 namespace moat::tools {
 namespace {
@@ -75,11 +78,7 @@ Result<UniqueFd> openat2_fd(int dirfd, const std::string& path, int flags, mode_
   return UniqueFd(fd);
 }
 
-Result<UniqueFd> open_root() {
-  const int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return fail(Error::from_errno("open", errno, "/"));
-  return UniqueFd(fd);
-}
+Result<UniqueFd> open_root() { return sys::open_path("/", O_PATH | O_DIRECTORY); }
 
 std::vector<std::string> split_components(const std::string& path) {
   std::vector<std::string> out;
