@@ -7,6 +7,7 @@
 #include "base/random.h"
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
+#include "sandbox/files_changed.h"
 #include "sessions/digest.h"
 #include "tools/schema.h"
 
@@ -165,6 +166,7 @@ void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
                {"processes", std::move(processes)}};
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
     if (result.details.is_object() && result.details.contains(key)) exec[key] = result.details[key];
+  exec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
   (void)session_.record("exec", std::move(exec), sessions::AuditLog::Sync::kWithNext);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -24,10 +25,15 @@ namespace {
 using nlohmann::json;
 
 constexpr HelloStepInfo kStepInfo[] = {
-    {"version", "protocol", "", false},           {"workspace", "workspace", "", false},
-    {"policy", "policy", "policy: ", false},      {"mode", "policy", "policy: ", false},
-    {"audit log", "audit", "audit log: ", false}, {"own files", "workspace", "", true},
-    {"session", "sandbox", "sandbox: ", true},    {"session.start", "audit", "audit log: ", false},
+    {"version", "protocol", "", false},
+    {"workspace", "workspace", "", false},
+    {"policy", "policy", "policy: ", false},
+    {"mode", "policy", "policy: ", false},
+    {"audit log", "audit", "audit log: ", false},
+    {"own files", "workspace", "", true},
+    {"session", "sandbox", "sandbox: ", true},
+    {"file index", "workspace", "", false},
+    {"session.start", "audit", "audit log: ", false},
 };
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
@@ -180,8 +186,14 @@ Result<void> HelloSteps::protect_own_files() {
   for (const auto& p : host_executed_paths()) config_.protected_paths.push_back(p.pattern);
   for (const auto& g : state_.policy->protected_globs()) config_.protected_paths.push_back(g);
   config_.hidden_paths = state_.policy->unreadable_globs();
-  return sandbox::protect_own_files(own_files(options_, peer_.uid), state_.workspace,
-                                    &config_.protected_paths, &config_.hidden_paths);
+  std::vector<std::string> own_hidden;
+  MOAT_TRY(sandbox::protect_own_files(own_files(options_, peer_.uid), state_.workspace,
+                                      &own_inside_, &own_hidden));
+  config_.protected_paths.insert(config_.protected_paths.end(), own_inside_.begin(),
+                                 own_inside_.end());
+  config_.hidden_paths.insert(config_.hidden_paths.end(), own_hidden.begin(), own_hidden.end());
+  own_inside_.insert(own_inside_.end(), own_hidden.begin(), own_hidden.end());
+  return {};
 }
 
 Result<void> HelloSteps::create_session() {
@@ -194,6 +206,29 @@ Result<void> HelloSteps::create_session() {
   config_.handler = &tools::handle_in_sandbox;
   MOAT_ASSIGN_OR_RETURN(state_.session, deps_.create_session(config_));
   state_.runner = std::make_unique<SessionRunner>(*state_.session);
+  return {};
+}
+
+// The index each call's files_changed is diffed against, built before any call runs. moat's
+// own files inside the workspace (and the startup files masked with them) are left out: moatd
+// writes the audit log during every call, and the sandbox cannot change any of them. A
+// workspace that cannot be indexed (too many files) still gets its session; session.start and
+// each call's record say why no file is listed.
+Result<void> HelloSteps::index_files() {
+  IndexLimits limits;
+  limits.skip = own_inside_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto index = WorkspaceIndex::build(state_.workspace_fd.get(), std::move(limits));
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (!index) {
+    state_.files_error = "the workspace is not indexed: " + index.error().message();
+    file_index_ = {{"error", state_.files_error}};
+    return {};
+  }
+  state_.files = std::move(*index);
+  file_index_ = {{"files", state_.files->size()}, {"ms", ms}};
   return {};
 }
 
@@ -225,7 +260,8 @@ Result<void> HelloSteps::record_session_start() {
                 {"policy_hash", state_.policy->policy_hash()},
                 {"sandbox", json::parse(state_.session->describe_json(), nullptr, false)},
                 {"tools", names},
-                {"audit_signing", state_.audit_signing}};
+                {"audit_signing", state_.audit_signing},
+                {"file_index", file_index_}};
   // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
   // changed since it was pinned): the policy checked its hash against the pin itself.
   if (json project = state_.policy->project_json(); !project.is_null())

@@ -19,6 +19,7 @@ enum class HelloStep {
   kAuditLog,      // the session's audit log opens (required only if the policy says so)
   kOwnFiles,      // moat's own files inside the workspace can be kept out of reach
   kSession,       // the sandbox (namespaces, mounts, init) is set up
+  kFileIndex,     // the workspace's files are indexed (never fails: files_changed says why)
   kSessionStart,  // session.start is on disk
 };
 
@@ -50,6 +51,7 @@ class HelloSteps {
   Result<void> open_audit_log();
   Result<void> protect_own_files();
   Result<void> create_session();
+  Result<void> index_files();
   Result<void> record_session_start();
 
   // What the steps built (the session once every step succeeded).
@@ -67,6 +69,8 @@ class HelloSteps {
   const ConsoleSource console_;
   SessionState state_;
   SessionConfig config_;  // filled by the steps before kSession
+  std::vector<std::string> own_inside_;  // moat's own paths inside the workspace, relative
+  nlohmann::json file_index_;            // session.start's account of the index
 };
 
 }  // namespace moat::sandbox

@@ -15,6 +15,7 @@
 #include "base/unique_fd.h"
 #include "policy/policy.h"
 #include "sandbox/session.h"
+#include "sandbox/workspace_index.h"
 #include "sessions/audit.h"
 #include "tools/runner.h"
 #include "tools/tool.h"
@@ -34,6 +35,10 @@ struct SessionState {
   std::set<std::string> granted;  // the tools announced in welcome: no other may be called
   std::vector<tools::ToolSpec> tool_specs;  // their specs, for welcome
   tools::ToolLimits tool_limits;  // the policy's, as the specs state them and the calls get them
+  // What each call's files_changed is diffed against (files_changed.h); null when the workspace
+  // could not be indexed, and files_error says why.
+  std::unique_ptr<WorkspaceIndex> files;
+  std::string files_error;
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

@@ -37,6 +37,7 @@ constexpr std::pair<HelloStep, Result<void> (HelloSteps::*)()> kHelloChecklist[]
     {HelloStep::kAuditLog, &HelloSteps::open_audit_log},      // before anything is decided
     {HelloStep::kOwnFiles, &HelloSteps::protect_own_files},   // moat's files out of reach
     {HelloStep::kSession, &HelloSteps::create_session},       // namespaces, mounts, init
+    {HelloStep::kFileIndex, &HelloSteps::index_files},        // what calls' changes are diffed to
     {HelloStep::kSessionStart, &HelloSteps::record_session_start},  // what this session is
 };
 

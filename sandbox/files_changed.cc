@@ -1,0 +1,54 @@
+// sandbox/files_changed.cc: the workspace index's diff as a call record's fields.
+#include "sandbox/files_changed.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+json version_json(const FileVersion& v, bool withhold) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(v.mode & 07777));
+  json out = {{"sha256", v.sha256.empty() || withhold ? json(nullptr) : json(v.sha256)},
+              {"size", v.size},
+              {"mode", mode},
+              {"type", S_ISLNK(v.mode) ? "symlink" : "file"}};
+  if (withhold) out["withheld"] = "the policy does not allow reading this path";
+  else if (v.unhashed != nullptr) out["unhashed"] = v.unhashed;
+  return out;
+}
+
+json side_json(const std::optional<FileVersion>& v, bool withhold) {
+  return v ? version_json(*v, withhold) : json(nullptr);
+}
+
+}  // namespace
+
+json files_changed_fields(SessionState& session) {
+  if (!session.files)
+    return {{"files_changed", nullptr}, {"files_changed_error", session.files_error}};
+  auto diff = session.files->diff();
+  if (!diff) return {{"files_changed", nullptr}, {"files_changed_error", diff.error().message()}};
+  const std::string prefix = session.workspace == "/" ? "/" : session.workspace + "/";
+  auto withheld = [&](const std::string& path) {
+    return session.policy && session.policy->decide_path(path, policy::Access::kRead).verdict !=
+                                 policy::Verdict::kAllow;
+  };
+  json list = json::array();
+  for (const FileChange& c : diff->changes) {
+    const std::string path = prefix + c.path;
+    json item = {{"path", path}, {"op", file_op_name(c.op)}};
+    if (c.op == FileOp::kRename) item["from"] = prefix + c.from;
+    item["before"] =
+        side_json(c.before, withheld(c.op == FileOp::kRename ? prefix + c.from : path));
+    item["after"] = side_json(c.after, withheld(path));
+    list.push_back(std::move(item));
+  }
+  return {{"files_changed", std::move(list)}, {"files_changed_truncated", diff->truncated}};
+}
+
+}  // namespace moat::sandbox
