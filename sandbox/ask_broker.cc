@@ -33,12 +33,9 @@ policy::Decision AskBroker::ask(policy::Decision d, const std::string& call_id,
       what + " needs your approval: rule " + d.deciding.id + " (" + d.deciding.layer + ") says ask";
   if (!d.reason.empty()) question += ": " + d.reason;
   // No console attached (not yet, or it hung up): nobody can answer, the verdict stays ask.
-  std::optional<json> reply =
-      console_
-          ? console_->ask(
-                AskMsg{call_id, random_hex_or_abort(8), question, rule_json(d.deciding)}.to_json(),
-                cancel)
-          : std::nullopt;
+  if (!console_) return d;
+  const AskMsg msg{call_id, random_hex_or_abort(8), question, rule_json(d.deciding)};
+  std::optional<ConsoleLink::Reply> reply = console_->ask(msg, cancel);
   if (!reply) return d;
   d = apply_reply(std::move(d), *reply, what, answer);
   if (!answer.is_null())
@@ -48,18 +45,18 @@ policy::Decision AskBroker::ask(policy::Decision d, const std::string& call_id,
   return d;
 }
 
-policy::Decision AskBroker::apply_reply(policy::Decision d, const json& reply,
+policy::Decision AskBroker::apply_reply(policy::Decision d, const ConsoleLink::Reply& reply,
                                         const std::string& what, json& answer) {
-  if (reply.contains("unanswered")) {
+  if (!reply.answer) {
     // Cancelled, or the console went away: a deny, but not a person's.
     d.verdict = policy::Verdict::kDeny;
     d.reason = "nobody answered (the call was cancelled or the console hung up)";
     return d;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  const bool allow = reply.value("decision", "deny") == "allow";
-  const std::string scope = reply.value("scope", "once");
-  if (allow && scope == "session") session_allows_.insert(what);
+  const bool allow = reply.answer->allow;
+  const std::string scope = reply.answer->for_session ? "session" : "once";
+  if (allow && reply.answer->for_session) session_allows_.insert(what);
   d.verdict = allow ? policy::Verdict::kAllow : policy::Verdict::kDeny;
   d.decided_by = "user";
   answer = {{"answer", allow ? "allow" : "deny"}, {"scope", scope}, {"channel", "console"}};

@@ -33,7 +33,7 @@ class AskBroker {
 
  private:
   // The decision the person's reply makes, remembered for the session when they said so.
-  policy::Decision apply_reply(policy::Decision d, const nlohmann::json& reply,
+  policy::Decision apply_reply(policy::Decision d, const ConsoleLink::Reply& reply,
                                const std::string& what, nlohmann::json& answer);
 
   const bool headless_;

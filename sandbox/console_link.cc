@@ -8,7 +8,6 @@
 
 #include <chrono>
 
-#include "base/check.h"
 #include "base/log.h"
 #include "base/random.h"
 
@@ -82,15 +81,6 @@ std::optional<ConsoleLink::Reply> ConsoleLink::ask(const AskMsg& ask,
   Reply reply{waiting_[ask.ask]};
   waiting_.erase(ask.ask);
   return reply;
-}
-
-std::optional<json> ConsoleLink::ask(const json& ask, const std::atomic<bool>& cancel) {
-  auto msg = AskMsg::from_json(ask);
-  MOAT_CHECK(msg.has_value());  // moatd's own frame
-  std::optional<Reply> reply = this->ask(*msg, cancel);
-  if (!reply) return std::nullopt;
-  if (!reply->answer) return json{{"decision", "deny"}, {"unanswered", true}};
-  return reply->answer->to_json();
 }
 
 void ConsoleLink::close() {

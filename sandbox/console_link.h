@@ -54,10 +54,6 @@ class ConsoleLink {
   // Sends `ask` to the console and waits for the answer to its ask id. nullopt: no console
   // is attached, so no person can be asked (ask becomes deny).
   std::optional<Reply> ask(const AskMsg& ask, const std::atomic<bool>& cancel);
-  // The same for an ask frame as JSON, answered as the answer frame or as
-  // {"decision":"deny","unanswered":true}: the form supervisor.cc used before the typed
-  // protocol, kept until it asks with an AskMsg.
-  std::optional<nlohmann::json> ask(const nlohmann::json& ask, const std::atomic<bool>& cancel);
 
   // The session ended: wakes serve() and every waiting question; later asks get nullopt.
   void close();
