@@ -2,6 +2,7 @@
 // verify|show|export`.
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,7 @@ struct AuditOptions {
   std::vector<std::string> files;
   bool allow_open = false;
   std::string key;  // a public key file to check checkpoints against
-  sessions::AuditFilter filter;
+  sessions::AuditShowOptions show;  // --tree, --json and the filter
   bool html = false;
   std::string output;
 };
@@ -221,20 +222,25 @@ Result<std::vector<ReadAudit>> read_audits(const AuditOptions& o, bool& ok) {
   return out;
 }
 
+// Over several files the rows are one timeline: a session column, and sorted by ts (an
+// RFC 3339 UTC timestamp of fixed width, so text order is time order); stable, so records of
+// one instant keep their file order.
 int run_audit_show(const AuditOptions& o) {
   bool ok = true;
   auto audits = read_audits(o, ok);
   if (!audits) return report(audits.error());
+  sessions::AuditShowOptions show = o.show;
+  show.session_column = !show.json && audits->size() > 1;
+  std::vector<sessions::AuditRow> rows;
   for (const auto& a : *audits) {
-    for (size_t i = 0; i < a.records.size(); ++i) {
-      const auto& r = a.records[i];
-      if (!sessions::audit_matches(r, o.filter)) continue;
-      // The verified prefix is the first verdict.records records: the walk stops at the
-      // first record that does not extend the chain, and every line before it parsed.
-      const bool unverified = !a.verdict.ok() && i >= a.verdict.records;
-      std::printf("%s%s\n", sessions::audit_line(r).c_str(), unverified ? "  [unverified]" : "");
-    }
+    const size_t verified = a.verdict.ok() ? a.records.size() : a.verdict.records;
+    for (auto& row : sessions::audit_rows(a.records, verified, show))
+      rows.push_back(std::move(row));
   }
+  if (audits->size() > 1)
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (const auto& row : rows) std::printf("%s\n", row.text.c_str());
   return ok ? kExitDone : kExitTaskFailed;
 }
 
@@ -304,10 +310,15 @@ void add_audit_group(CLI::App& app, int& exit_code) {
   auto* show = group->add_subcommand(
       "show", "Print a readable timeline (warns and exits 1 if a file does not verify)");
   show->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
-  show->add_option("--session", opts->filter.session, "Only this session (id or prefix)");
-  show->add_option("--type", opts->filter.type, "Only this record type (decision, exec, ...)");
-  show->add_option("--decision", opts->filter.decision, "Only decisions with this result")
+  show->add_option("--session", opts->show.filter.session, "Only this session (id or prefix)");
+  show->add_option("--type", opts->show.filter.type,
+                   "Only this record type (decision, call, exec, ...)");
+  show->add_option("--decision", opts->show.filter.decision, "Only decisions with this result")
       ->check(CLI::IsMember({"allow", "ask", "deny"}));
+  show->add_flag("--tree", opts->show.tree,
+                 "Draw each call's programs as a tree under it (parent, argv, decision, exit)");
+  show->add_flag("--json", opts->show.json, "Print the records themselves, one JSON per line")
+      ->excludes("--tree");
   add_read_verify_options(*show, *opts);
   show->callback([opts, &exit_code] { exit_code = run_audit_show(*opts); });
   auto* exp = group->add_subcommand(

@@ -15,59 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-// Argv or the tool's subject: what a reviewer recognises the action by.
-std::string action_of(const json& r) {
-  const json* argv = nullptr;
-  if (r.contains("argv") && r["argv"].is_array()) argv = &r["argv"];
-  else if (r.contains("input") && r["input"].is_object() && r["input"].contains("argv") &&
-           r["input"]["argv"].is_array())
-    argv = &r["input"]["argv"];
-  std::string out = str_field(r, "tool");
-  if (argv != nullptr) {
-    out.clear();
-    for (const auto& a : *argv) {
-      // A word that is not UTF-8 is recorded as {"bytes": base64} and shown with \xNN.
-      const std::string text = display_text(a);
-      out += (out.empty() ? "" : " ") + (a.is_string() || !text.empty() ? text : dump_json(a));
-    }
-    return out;
-  }
-  const json& in = r.contains("input") && r["input"].is_object() ? r["input"] : r;
-  for (const char* key : {"path", "command", "host"})
-    if (in.contains(key) && !display_text(in[key]).empty())
-      return out + " " + display_text(in[key]);
-  return out;
-}
-
-std::string rule_of(const json& r) {
-  if (r.contains("deciding_rule") && r["deciding_rule"].is_object())
-    return str_field(r["deciding_rule"], "id");
-  return str_field(r, "rule");
-}
-
-// exit code / signal / limit, from either the POLICY.md shape (exit:{code,signal,limit}) or
-// the flat one moatd writes (exitCode, signal, limit).
-std::string exit_of(const json& r) {
-  const json& ex = r.contains("exit") && r["exit"].is_object() ? r["exit"] : r;
-  std::string out;
-  for (const char* key : {"code", "exitCode"})
-    if (ex.contains(key) && ex[key].is_number_integer())
-      out = "exit " + std::to_string(ex[key].get<int64_t>());
-  if (ex.contains("signal") && !ex["signal"].is_null())
-    out += (out.empty() ? "" : ", ") + std::string("signal ") +
-           (ex["signal"].is_string() ? ex["signal"].get<std::string>() : dump_json(ex["signal"]));
-  if (ex.contains("limit") && ex["limit"].is_string())
-    out += (out.empty() ? "" : ", ") + std::string("killed by ") + ex["limit"].get<std::string>() +
-           " limit";
-  if (out.empty() && r.contains("is_error") && r["is_error"].is_boolean())
-    out = r["is_error"].get<bool>() ? "error" : "ok";
-  return out;
-}
-
-std::string duration_of(const json& r) {
-  if (!r.contains("duration_ms") || !r["duration_ms"].is_number()) return "";
-  return std::to_string(r["duration_ms"].get<int64_t>()) + " ms";
-}
+// Indentation of an exec tree under its call row (past the seq column).
+constexpr const char* kTreeIndent = "        ";
 
 std::string clean(std::string_view s, size_t width) {
   std::string out;
@@ -77,6 +26,94 @@ std::string clean(std::string_view s, size_t width) {
     else out += static_cast<char>(c);
   }
   return out;
+}
+
+bool is_call_record(const json& r) {
+  const std::string type = str_field(r, "type");
+  return type == "call" || (type == "exec" && !r.contains("exec_id"));
+}
+
+// A call's subject: its command or path; an old per-call exec names only its processes.
+std::string call_action(const json& r) {
+  std::string out = action_of(r);
+  if (out == str_field(r, "tool") && r.contains("processes") && r["processes"].is_array() &&
+      !r["processes"].empty())
+    out += "  " + action_of(r["processes"][0]);
+  return out;
+}
+
+// "exit 1, 47 ms, 3 programs (1 refused)  (org.x; allowed by the user, once, after 4.5 s)"
+std::string call_outcome(const json& r, const AuditView* view) {
+  std::string out = exit_text(r);
+  if (!duration_text(r).empty()) out += (out.empty() ? "" : ", ") + duration_text(r);
+  if (int_field(r, "execs", 0) > 0) {
+    out += ", " + std::to_string(int_field(r, "execs")) + " programs";
+    if (int_field(r, "refused_execs", 0) > 0)
+      out += " (" + std::to_string(int_field(r, "refused_execs")) + " refused)";
+  }
+  const json* d = view ? view->decision(str_field(r, "decision_id")) : nullptr;
+  if (d == nullptr) return out;
+  std::string why = rule_of(*d);
+  if (!decided_text(*d).empty()) why += (why.empty() ? "" : "; ") + decided_text(*d);
+  return why.empty() ? out : out + "  (" + clean(why, 120) + ")";
+}
+
+std::string decision_text(const json& r) {
+  std::string out = " " + str_field(r, "result") + "  " + clean(action_of(r), 100);
+  std::string why = rule_of(r);
+  if (!decided_text(r).empty()) why += (why.empty() ? "" : "; ") + decided_text(r);
+  if (!why.empty()) out += "  (" + clean(why, 120) + ")";
+  return out;
+}
+
+std::string session_start_text(const json& r) {
+  // moatd writes moat_version; the workspace may be host bytes ({"bytes": base64}).
+  const std::string version =
+      str_field(r, "moat_version").empty() ? str_field(r, "version") : str_field(r, "moat_version");
+  return " " +
+         clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
+}
+
+// What follows the seq, ts and type columns, by record type.
+std::string record_text(const json& r, const std::string& type, const AuditView* view) {
+  if (type == "decision") return decision_text(r);
+  if (type == "session.start") return session_start_text(r);
+  if (type == "checkpoint")
+    return " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
+           clean(str_field(r, "key_id"), 40);
+  if (is_call_record(r)) {
+    std::string out = " " + clean(call_action(r), 100) + "  " + call_outcome(r, view);
+    for (const auto& f : files_touched(r)) out += "\n      wrote " + clean(f, 200);
+    return out;
+  }
+  if (type == "exec") return " " + clean(exec_text({&r, nullptr, {}}), 300);
+  if (type == "exec.end") {
+    const json* exec = view ? view->exec_of(r) : nullptr;
+    std::string how = exit_text(r);
+    if (!duration_text(r).empty()) how += (how.empty() ? "" : ", ") + duration_text(r);
+    return " " + clean(exec ? action_of(*exec) : str_field(r, "exec_id"), 100) + "  " + how;
+  }
+  if (type == "audit.backlog")
+    return " execs held back: the record queue's bound of " +
+           std::to_string(int_field(r, "bound")) + " was reached, for " +
+           std::to_string(int_field(r, "held_ms")) + " ms";
+  return "";
+}
+
+// Whether tree mode draws `r` under its call instead of as a row of its own.
+bool drawn_in_tree(const json& r, const AuditView& view) {
+  const std::string type = str_field(r, "type");
+  if (type != "exec.end" && (type != "exec" || !r.contains("exec_id"))) return false;
+  const CallView* call = view.call_of(r);
+  return call != nullptr && call->call != nullptr;
+}
+
+std::string with_session(const json& r, std::string text) {
+  const std::string session = clean(str_field(r, "session"), 40);
+  const std::string pad(session.size() + 1, ' ');
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+    text.insert(at + 1, pad);
+  return session + " " + text;
 }
 
 }  // namespace
@@ -100,45 +137,34 @@ bool audit_matches(const json& r, const AuditFilter& f) {
   return true;
 }
 
-std::vector<std::string> files_touched(const json& r) {
-  std::vector<std::string> out;
-  for (const char* key : {"filesMutated", "files_mutated"}) {
-    if (!r.contains(key) || !r[key].is_array()) continue;
-    for (const auto& f : r[key]) {
-      if (f.is_string() || f.contains("bytes")) out.push_back(display_text(f));
-      else if (!str_field(f, "path").empty())
-        out.push_back(str_field(f, "path") +
-                      (str_field(f, "op").empty() ? "" : " (" + str_field(f, "op") + ")"));
-    }
-  }
-  return out;
-}
-
-std::string audit_line(const json& r) {
+std::string audit_line(const json& r, const AuditView* view) {
   const std::string type = str_field(r, "type");
   char head[96];
   std::snprintf(head, sizeof head, "%5lld %-30s %-14s", static_cast<long long>(int_field(r, "seq")),
                 clean(str_field(r, "ts"), 30).c_str(), clean(type, 14).c_str());
-  std::string out = head;
-  if (type == "decision") {
-    out += " " + str_field(r, "result") + "  " + clean(action_of(r), 100);
-    if (!rule_of(r).empty()) out += "  (" + clean(rule_of(r), 60) + ")";
-  } else if (type == "exec") {
-    out += " " + clean(action_of(r), 100) + "  " + exit_of(r);
-    if (!duration_of(r).empty()) out += ", " + duration_of(r);
-    for (const auto& f : files_touched(r)) out += "\n      wrote " + clean(f, 200);
-  } else if (type == "session.start") {
-    // moatd writes moat_version; the workspace may be host bytes ({"bytes": base64}).
-    const std::string version = str_field(r, "moat_version").empty() ? str_field(r, "version")
-                                                                     : str_field(r, "moat_version");
-    out +=
-        " " +
-        clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
-  } else if (type == "checkpoint") {
-    out += " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
-           clean(str_field(r, "key_id"), 40);
+  return head + record_text(r, type, view);
+}
+
+std::vector<AuditRow> audit_rows(const std::vector<json>& records, size_t verified,
+                                 const AuditShowOptions& o) {
+  const AuditView view(records);
+  std::vector<AuditRow> rows;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const json& r = records[i];
+    if (!audit_matches(r, o.filter)) continue;
+    if (o.json) {
+      rows.push_back({str_field(r, "ts"), dump_json(r)});
+      continue;
+    }
+    if (o.tree && o.filter.type.empty() && drawn_in_tree(r, view)) continue;
+    std::string text = audit_line(r, &view);
+    if (i >= verified) text += "  [unverified]";
+    if (o.tree && is_call_record(r))
+      for (const auto& line : exec_tree_lines(*view.call_of(r), kTreeIndent))
+        text += "\n" + clean(line, 400);
+    rows.push_back({str_field(r, "ts"), o.session_column ? with_session(r, text) : text});
   }
-  return out;
+  return rows;
 }
 
 std::string audit_html(const std::vector<json>& records, const AuditVerdict& verdict,
@@ -189,8 +215,8 @@ std::string audit_html(const std::vector<json>& records, const AuditVerdict& ver
   for (const auto& r : records) {
     const std::string type = str_field(r, "type");
     const std::string result = str_field(r, "result");
-    std::string outcome = type == "decision" ? result : type == "exec" ? exit_of(r) : "";
-    if (type == "exec" && !duration_of(r).empty()) outcome += ", " + duration_of(r);
+    std::string outcome = type == "decision" ? result : type == "exec" ? exit_text(r) : "";
+    if (type == "exec" && !duration_text(r).empty()) outcome += ", " + duration_text(r);
     for (const auto& f : files_touched(r)) outcome += "\nwrote " + f;
     out += "<tr class=\"" + html_escape(type == "decision" ? result : "") + "\"><td>" +
            std::to_string(int_field(r, "seq")) + "</td><td>" + html_escape(str_field(r, "ts")) +

@@ -1,14 +1,17 @@
-// sessions/render_audit.h: audit records for people: a filtered text timeline and an HTML
-// page of one session (decisions, commands with exit codes and durations, files touched).
+// sessions/render_audit.h: audit records for people: `moat audit show`'s rows (a filtered
+// timeline, each call's exec tree, JSON lines) and the HTML page of one session.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "sessions/audit_text.h"
 #include "sessions/audit_verify.h"
+#include "sessions/audit_view.h"
 
 namespace moat::sessions {
 
@@ -25,12 +28,29 @@ struct AuditFilter {
 };
 bool audit_matches(const nlohmann::json& record, const AuditFilter& filter);
 
-// "   17 2026-03-04T10:15:02.118Z decision   deny  bash git push -f  (org.no-force-push)"
-std::string audit_line(const nlohmann::json& record);
+// "   17 2026-03-04T10:15:02.118Z decision   deny  bash git push -f  (org.no-force-push)".
+// With `view` (the record's log), a call row names its decision's rule and who decided, and
+// an exec.end row the program it ends.
+std::string audit_line(const nlohmann::json& record, const AuditView* view = nullptr);
 
-// The files an exec record reports as mutated (filesMutated or files_mutated, path strings
-// or {path, op} objects).
-std::vector<std::string> files_touched(const nlohmann::json& record);
+struct AuditShowOptions {
+  AuditFilter filter;
+  bool tree = false;            // each call row is followed by its exec tree
+  bool json = false;            // the records themselves, one JSON object per line
+  bool session_column = false;  // each row starts with its session id (several files)
+};
+
+// One row of `moat audit show`: its text (with a call's tree, several lines) and its ts.
+struct AuditRow {
+  std::string ts;
+  std::string text;
+};
+
+// The rows of one file's records. Records from index `verified` on did not verify: their
+// rows are marked "[unverified]" (not in JSON, which prints the records as they are). In tree
+// mode a program's exec and exec.end records are drawn under their call instead of as rows.
+std::vector<AuditRow> audit_rows(const std::vector<nlohmann::json>& records, size_t verified,
+                                 const AuditShowOptions& options);
 
 // A self-contained HTML timeline of `records` (one session), headed by the chain verdict.
 std::string audit_html(const std::vector<nlohmann::json>& records, const AuditVerdict& verdict,

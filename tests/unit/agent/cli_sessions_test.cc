@@ -11,6 +11,7 @@
 #include "sessions/audit.h"
 #include "sessions/jsonl.h"
 #include "sessions/store.h"
+#include "tests/unit/sessions/audit_fixture.h"
 #include "tests/unit/sessions/temp_dir.h"
 
 namespace moat::sessions {
@@ -141,6 +142,42 @@ TEST_F(MoatCliTest, AuditShowOfAnOpenLogNeedsAllowOpen) {
   r = moat("audit show --allow-open " + (*log)->path());
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+}
+
+// Two sessions' logs read as one timeline: each row names its session, rows sorted by time.
+TEST_F(MoatCliTest, AuditShowOverSeveralFilesAddsASessionColumnAndSortsByTime) {
+  const std::string a_id = "01900000-0000-7000-8000-00000000000a";
+  const std::string b_id = "01900000-0000-7000-8000-00000000000b";
+  auto a = AuditLog::open(dir_.path() + "/audit", a_id, "sha256:p");
+  auto b = AuditLog::open(dir_.path() + "/audit", b_id, "sha256:p");
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  ASSERT_TRUE((*a)->append("session.start", {{"version", "first-a"}}));
+  ASSERT_TRUE((*b)->append("session.start", {{"version", "then-b"}}));
+  ASSERT_TRUE((*a)->append("session.end", nlohmann::json::object()));
+  ASSERT_TRUE((*b)->append("session.end", nlohmann::json::object()));
+  const CliRun r = moat("audit show --type session.start " + (*b)->path() + " " + (*a)->path());
+  EXPECT_EQ(r.rc, 0) << r.out;
+  const size_t first = r.out.find(a_id + "     1 ");
+  const size_t then = r.out.find(b_id + "     1 ");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  ASSERT_NE(then, std::string::npos) << r.out;
+  EXPECT_LT(first, then) << r.out;
+  EXPECT_NE(r.out.find("first-a"), std::string::npos) << r.out;
+}
+
+TEST_F(MoatCliTest, AuditShowTreeAndJson) {
+  const std::string path = testing::write_fixture_audit(dir_.path() + "/audit");
+  ASSERT_FALSE(path.empty());
+  CliRun r = moat("audit show --tree " + path);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("           |- curl x.example  REFUSED (policy, rule org.no-curl)"),
+            std::string::npos)
+      << r.out;
+  r = moat("audit show --json --type call " + path);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  const auto lines = whole_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(lines[0].text)["command"], "sh run_tests.sh");
 }
 
 TEST_F(MoatCliTest, SessionsListShowTreeAndExport) {

@@ -6,6 +6,7 @@
 
 #include "sessions/json_util.h"
 #include "temp_dir.h"
+#include "tests/unit/sessions/audit_fixture.h"
 
 namespace moat::sessions {
 namespace {
@@ -112,6 +113,88 @@ TEST(RenderAudit, HtmlHeadsWithTheVerdictAndEscapesRecords) {
   AuditVerdict ok_v;
   ok_v.records = 1;
   EXPECT_NE(audit_html(records, ok_v, "f").find("Chain verified: 1 records"), std::string::npos);
+}
+
+std::vector<json> fixture(const TempDir& dir) {
+  auto records = load_audit_records(testing::write_fixture_audit(dir.path()));
+  EXPECT_TRUE(records.has_value());
+  return records ? *records : std::vector<json>{};
+}
+
+std::string all_rows(const std::vector<AuditRow>& rows) {
+  std::string out;
+  for (const auto& r : rows) out += r.text + "\n";
+  return out;
+}
+
+TEST(RenderAudit, ShowRowsNameTheCommandExitCodeRuleAndWhoDecided) {
+  TempDir dir;
+  const std::vector<json> records = fixture(dir);
+  const std::string out = all_rows(audit_rows(records, records.size(), {}));
+  EXPECT_NE(out.find(" call           bash sh run_tests.sh  exit 1, 47 ms, 4 programs (1 refused)  "
+                     "(org.ask-tests; allowed by the user, once, after 4.5 s)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("      wrote modify /w/a.txt  10 -> 14 bytes (+4)"), std::string::npos) << out;
+  EXPECT_NE(out.find(" exec           curl x.example  REFUSED (policy, rule org.no-curl): no "
+                     "network tools"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" exec.end       sh run_tests.sh  exit 1, 38 ms"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(" call           write /w/notes.md  ok, 1 ms  (default.ws; allowed by policy)"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("deny  bash git push -f  (org.no-force-push; denied by policy)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("[unverified]"), std::string::npos) << out;
+}
+
+TEST(RenderAudit, TreeModeDrawsProgramsUnderTheirCallInsteadOfAsRows) {
+  TempDir dir;
+  const std::vector<json> records = fixture(dir);
+  AuditShowOptions o;
+  o.tree = true;
+  const std::string out = all_rows(audit_rows(records, records.size(), o));
+  EXPECT_EQ(out.find(" exec "), std::string::npos) << out;
+  EXPECT_EQ(out.find(" exec.end "), std::string::npos) << out;
+  EXPECT_NE(out.find("(1 refused)  (org.ask-tests; allowed by the user, once, after 4.5 s)\n"
+                     "      wrote create /w/b.txt  14 bytes\n"
+                     "      wrote modify /w/a.txt  10 -> 14 bytes (+4)\n"
+                     "        bash -c 'sh run_tests.sh'  allowed (call)  exit 1, 40 ms\n"
+                     "        `- sh run_tests.sh  allowed (observed)  exit 1, 38 ms\n"
+                     "           |- curl x.example  REFUSED (policy, rule org.no-curl): no network "
+                     "tools\n"
+                     "           `- cp a.txt b.txt  allowed (observed)  exit 0, 2 ms\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(RenderAudit, JsonModePrintsTheRecordsThemselves) {
+  TempDir dir;
+  const std::vector<json> records = fixture(dir);
+  AuditShowOptions o;
+  o.json = true;
+  o.filter.type = "exec";
+  const std::vector<AuditRow> rows = audit_rows(records, 3, o);  // unverified: not marked
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(parse_json(rows[2].text), records[4]);
+  EXPECT_EQ(rows[2].ts, records[4]["ts"]);
+}
+
+TEST(RenderAudit, RowsFromTheBreakOnAreMarkedUnverifiedAndSessionsNamed) {
+  TempDir dir;
+  const std::vector<json> records = fixture(dir);
+  AuditShowOptions o;
+  o.session_column = true;
+  o.tree = true;
+  const std::vector<AuditRow> rows = audit_rows(records, 2, o);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[1].text.find("[unverified]"), std::string::npos) << rows[1].text;
+  EXPECT_NE(rows[2].text.find("[unverified]"), std::string::npos) << rows[2].text;
+  EXPECT_EQ(rows[0].text.rfind("01900000-0000-7000-8000-0000000000aa     1 ", 0), 0u)
+      << rows[0].text;
 }
 
 }  // namespace
