@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 
 #include "base/check.h"
@@ -113,65 +114,11 @@ struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
 
-// One walk: fills `fresh`, reusing each unchanged entry's hash from `previous`.
-class Walker {
- public:
-  Walker(const std::unordered_map<std::string, Entry>& previous, const IndexLimits& limits,
-         std::unordered_map<std::string, Entry>* fresh)
-      : previous_(previous), limits_(limits), fresh_(fresh) {
-    timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    start_ns_ = ns_of(now);
-  }
-
-  // Every entry below the directory `fd` (owned here), named `rel` ("" for the top).
-  Result<void> directory(UniqueFd fd, const std::string& rel) {
-    std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
-    if (!dir) return {};  // unreadable: left out, like an unreadable directory in find
-    (void)fd.release();   // the DIR owns it now
-    const int dfd = ::dirfd(dir.get());
-    while (const dirent* d = ::readdir(dir.get())) {
-      const std::string name = d->d_name;
-      if (name == "." || name == ".." || name == ".git") continue;
-      const std::string child = rel.empty() ? name : rel + "/" + name;
-      if (is_skipped(child)) continue;
-      struct stat st {};
-      if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
-      if (S_ISDIR(st.st_mode)) {
-        UniqueFd sub(::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (sub.valid()) MOAT_TRY(directory(std::move(sub), child));
-        continue;
-      }
-      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // FIFOs, sockets, devices
-      if (fresh_->size() >= limits_.max_entries)
-        return fail(Error{
-            E2BIG, "workspace index: more than " + std::to_string(limits_.max_entries) + " files"});
-      fresh_->emplace(child, file(dfd, name.c_str(), child, st));
-    }
-    return {};
-  }
-
- private:
-  bool is_skipped(const std::string& rel) const {
-    for (const auto& s : limits_.skip)
-      if (rel == s) return true;
-    return false;
-  }
-
-  Entry file(int dfd, const char* name, const std::string& rel, const struct stat& st) const {
-    auto old = previous_.find(rel);
-    if (old != previous_.end() && !old->second.racy && same_stat(old->second, st))
-      return old->second;
-    Entry e = entry_of(st, start_ns_);
-    if (S_ISLNK(st.st_mode)) hash_symlink(dfd, name, &e);
-    else hash_regular(dfd, name, limits_.max_hash_bytes, start_ns_, &e);
-    return e;
-  }
-
-  const std::unordered_map<std::string, Entry>& previous_;
-  const IndexLimits& limits_;
-  std::unordered_map<std::string, Entry>* fresh_;
-  std::int64_t start_ns_ = 0;
+// A change as the walk finds it, with the inode that pairs a delete and a create into a rename.
+struct Found {
+  FileChange change;
+  dev_t dev = 0;
+  ino_t ino = 0;
 };
 
 bool same_content(const FileVersion& a, const FileVersion& b) {
@@ -187,60 +134,116 @@ bool changed(const Entry& before, const Entry& after) {
   return !same_content(before.version, after.version);
 }
 
+// One walk, updating the index in place: an entry whose stat is unchanged is only marked seen
+// (no copy, no hash), so a diff of an unchanged tree costs the stat walk and one lookup per
+// file. What changed is appended to `found`.
+class Walker {
+ public:
+  Walker(std::unordered_map<std::string, Entry>& entries, const IndexLimits& limits,
+         std::uint64_t generation, std::vector<Found>* found)
+      : entries_(entries), limits_(limits), generation_(generation), found_(found) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    start_ns_ = ns_of(now);
+  }
+
+  // Every entry below the directory `fd` (owned here), named `rel` ("" for the top).
+  Result<void> directory(UniqueFd fd, const std::string& rel) {
+    std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
+    if (!dir) return {};  // unreadable: left out, like an unreadable directory in find
+    (void)fd.release();   // the DIR owns it now
+    const int dfd = ::dirfd(dir.get());
+    while (const dirent* d = ::readdir(dir.get())) {
+      const char* name = d->d_name;
+      if (!std::strcmp(name, ".") || !std::strcmp(name, "..") || !std::strcmp(name, ".git"))
+        continue;
+      std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
+      if (is_skipped(child)) continue;
+      struct stat st {};
+      if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+      if (S_ISDIR(st.st_mode)) {
+        UniqueFd sub(::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub.valid()) MOAT_TRY(directory(std::move(sub), child));
+        continue;
+      }
+      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // FIFOs, sockets, devices
+      if (++files_ > limits_.max_entries)
+        return fail(Error{
+            E2BIG, "workspace index: more than " + std::to_string(limits_.max_entries) + " files"});
+      file(dfd, name, std::move(child), st);
+    }
+    return {};
+  }
+
+ private:
+  bool is_skipped(const std::string& rel) const {
+    for (const auto& s : limits_.skip)
+      if (rel == s) return true;
+    return false;
+  }
+
+  void file(int dfd, const char* name, std::string rel, const struct stat& st) {
+    auto old = entries_.find(rel);
+    if (old != entries_.end() && !old->second.racy && same_stat(old->second, st)) {
+      old->second.seen = generation_;
+      return;
+    }
+    Entry e = entry_of(st, start_ns_);
+    if (S_ISLNK(st.st_mode)) hash_symlink(dfd, name, &e);
+    else hash_regular(dfd, name, limits_.max_hash_bytes, start_ns_, &e);
+    e.seen = generation_;
+    if (old == entries_.end()) {
+      found_->push_back({{FileOp::kCreate, rel, "", std::nullopt, e.version}, e.dev, e.ino});
+      entries_.emplace(std::move(rel), std::move(e));
+      return;
+    }
+    if (changed(old->second, e))
+      found_->push_back({{FileOp::kModify, rel, "", old->second.version, e.version}, e.dev, e.ino});
+    old->second = std::move(e);
+  }
+
+  std::unordered_map<std::string, Entry>& entries_;
+  const IndexLimits& limits_;
+  const std::uint64_t generation_;
+  std::vector<Found>* found_;
+  std::size_t files_ = 0;
+  std::int64_t start_ns_ = 0;
+};
+
 // Pairs each create with a delete of the same content: the same inode first (mv), else the same
 // non-empty SHA-256 (a copy and a delete, or a move across filesystems). Content is required
 // even for the same inode, since a freed inode number is reused at once (rm a; echo > b).
-void pair_renames(const std::unordered_map<std::string, Entry>& old_entries,
-                  const std::unordered_map<std::string, Entry>& new_entries,
-                  std::vector<FileChange>* changes) {
+void pair_renames(std::vector<Found>* found) {
   std::map<std::pair<dev_t, ino_t>, std::size_t> deleted_inode;
   std::multimap<std::string, std::size_t> deleted_sha;
-  for (std::size_t i = 0; i < changes->size(); ++i) {
-    const FileChange& c = (*changes)[i];
-    if (c.op != FileOp::kDelete) continue;
-    const Entry& e = old_entries.at(c.path);
-    deleted_inode[{e.dev, e.ino}] = i;
-    if (e.version.size > 0 && !e.version.sha256.empty()) deleted_sha.emplace(e.version.sha256, i);
+  for (std::size_t i = 0; i < found->size(); ++i) {
+    const Found& f = (*found)[i];
+    if (f.change.op != FileOp::kDelete) continue;
+    deleted_inode[{f.dev, f.ino}] = i;
+    const FileVersion& v = *f.change.before;
+    if (v.size > 0 && !v.sha256.empty()) deleted_sha.emplace(v.sha256, i);
   }
-  std::vector<bool> consumed(changes->size(), false);
-  for (FileChange& c : *changes) {
-    if (c.op != FileOp::kCreate) continue;
-    const Entry& e = new_entries.at(c.path);
+  std::vector<bool> consumed(found->size(), false);
+  auto matches = [&](std::size_t i, const FileVersion& v) {
+    return !consumed[i] && same_content(*(*found)[i].change.before, v);
+  };
+  for (Found& f : *found) {
+    if (f.change.op != FileOp::kCreate) continue;
+    const FileVersion& v = *f.change.after;
     std::optional<std::size_t> match;
-    if (auto it = deleted_inode.find({e.dev, e.ino});
-        it != deleted_inode.end() && !consumed[it->second] &&
-        same_content(*(*changes)[it->second].before, e.version))
+    if (auto it = deleted_inode.find({f.dev, f.ino});
+        it != deleted_inode.end() && matches(it->second, v))
       match = it->second;
-    for (auto [it, end] = deleted_sha.equal_range(e.version.sha256); !match && it != end; ++it)
-      if (!consumed[it->second] && same_content(*(*changes)[it->second].before, e.version))
-        match = it->second;
+    for (auto [it, end] = deleted_sha.equal_range(v.sha256); !match && it != end; ++it)
+      if (matches(it->second, v)) match = it->second;
     if (!match) continue;
     consumed[*match] = true;
-    c.op = FileOp::kRename;
-    c.from = (*changes)[*match].path;
-    c.before = (*changes)[*match].before;
+    f.change.op = FileOp::kRename;
+    f.change.from = (*found)[*match].change.path;
+    f.change.before = (*found)[*match].change.before;
   }
   std::size_t i = 0;
-  std::erase_if(*changes, [&](const FileChange&) { return consumed[i++]; });
-}
-
-std::vector<FileChange> compare(const std::unordered_map<std::string, Entry>& old_entries,
-                                const std::unordered_map<std::string, Entry>& new_entries) {
-  std::vector<FileChange> out;
-  for (const auto& [path, e] : new_entries) {
-    auto old = old_entries.find(path);
-    if (old == old_entries.end())
-      out.push_back({FileOp::kCreate, path, "", std::nullopt, e.version});
-    else if (changed(old->second, e))
-      out.push_back({FileOp::kModify, path, "", old->second.version, e.version});
-  }
-  for (const auto& [path, e] : old_entries)
-    if (!new_entries.contains(path))
-      out.push_back({FileOp::kDelete, path, "", e.version, std::nullopt});
-  pair_renames(old_entries, new_entries, &out);
-  std::sort(out.begin(), out.end(),
-            [](const FileChange& a, const FileChange& b) { return a.path < b.path; });
-  return out;
+  std::erase_if(*found, [&](const Found&) { return consumed[i++]; });
 }
 
 }  // namespace
@@ -260,31 +263,49 @@ Result<std::unique_ptr<WorkspaceIndex>> WorkspaceIndex::build(int workspace_fd,
   UniqueFd fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return fail(Error::from_errno("fcntl(F_DUPFD_CLOEXEC)", errno, "workspace"));
   std::unique_ptr<WorkspaceIndex> index(new WorkspaceIndex(std::move(fd), std::move(limits)));
-  MOAT_ASSIGN_OR_RETURN(index->entries_, index->walk({}));
+  MOAT_TRY(index->walk());
   return index;
 }
 
-Result<WorkspaceIndex::Map> WorkspaceIndex::walk(const Map& previous) const {
+Result<std::vector<FileChange>> WorkspaceIndex::walk() {
+  // A walk that failed half-way left the index half-updated: it stays failed.
+  if (broken_) return fail(*broken_);
   // The fd may be O_PATH (sandbox/workspace.h): a directory to read is opened beneath it.
   UniqueFd top(::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!top.valid()) return fail(Error::from_errno("openat", errno, "workspace"));
-  Map fresh;
-  fresh.reserve(previous.size() + 64);
-  Walker walker(previous, limits_, &fresh);
-  MOAT_TRY(walker.directory(std::move(top), ""));
-  return fresh;
+  std::vector<Found> found;
+  Walker walker(entries_, limits_, ++generation_, &found);
+  if (auto r = walker.directory(std::move(top), ""); !r) {
+    broken_ = r.error();
+    entries_.clear();
+    return fail(r.error());
+  }
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.seen == generation_) {
+      ++it;
+      continue;
+    }
+    const Entry& e = it->second;
+    found.push_back({{FileOp::kDelete, it->first, "", e.version, std::nullopt}, e.dev, e.ino});
+    it = entries_.erase(it);
+  }
+  pair_renames(&found);
+  std::vector<FileChange> out;
+  out.reserve(found.size());
+  for (Found& f : found) out.push_back(std::move(f.change));
+  std::sort(out.begin(), out.end(),
+            [](const FileChange& a, const FileChange& b) { return a.path < b.path; });
+  return out;
 }
 
 Result<FileChanges> WorkspaceIndex::diff() {
   std::lock_guard<std::mutex> lock(mu_);
-  MOAT_ASSIGN_OR_RETURN(Map fresh, walk(entries_));
   FileChanges out;
-  out.changes = compare(entries_, fresh);
+  MOAT_ASSIGN_OR_RETURN(out.changes, walk());
   if (out.changes.size() > limits_.max_changes) {
     out.changes.resize(limits_.max_changes);
     out.truncated = true;
   }
-  entries_ = std::move(fresh);
   return out;
 }
 

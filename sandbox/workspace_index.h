@@ -67,7 +67,8 @@ class WorkspaceIndex {
     dev_t dev = 0;
     ino_t ino = 0;
     std::int64_t mtime_ns = 0, ctime_ns = 0;
-    bool racy = false;  // changed too close to its stat for the timestamps to tell: re-hash
+    bool racy = false;       // changed too close to its stat for the timestamps to tell: re-hash
+    std::uint64_t seen = 0;  // the last walk that found it
     FileVersion version;
   };
 
@@ -90,12 +91,15 @@ class WorkspaceIndex {
   using Map = std::unordered_map<std::string, Entry>;
   WorkspaceIndex(UniqueFd fd, IndexLimits limits)
       : fd_(std::move(fd)), limits_(std::move(limits)) {}
-  Result<Map> walk(const Map& previous) const;
+  // The walk behind build and diff: updates entries_ and returns what changed.
+  Result<std::vector<FileChange>> walk();
 
   UniqueFd fd_;
   IndexLimits limits_;
   mutable std::mutex mu_;
   Map entries_;
+  std::uint64_t generation_ = 0;  // the walk that last saw each entry is in its `seen`
+  std::optional<Error> broken_;
 };
 
 }  // namespace moat::sandbox

@@ -234,6 +234,20 @@ TEST_F(WorkspaceIndexTest, MoreEntriesThanTheLimitFailWithE2big) {
   EXPECT_EQ(index.error().code, E2BIG);
 }
 
+TEST_F(WorkspaceIndexTest, ADiffPastTheEntryLimitFailsAndTheIndexStaysFailed) {
+  write("f0", "x");
+  auto index = build(limits_with([](IndexLimits& l) { l.max_entries = 2; }));
+  write("f1", "x");
+  write("f2", "x");
+  auto d = index->diff();
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, E2BIG);
+  fs::remove(dir_ + "/f2");
+  d = index->diff();
+  ASSERT_FALSE(d) << "a half-updated index would report wrong changes";
+  EXPECT_EQ(d.error().code, E2BIG);
+}
+
 TEST_F(WorkspaceIndexTest, FifosAreNotOpened) {
   auto index = build();
   ASSERT_EQ(::mkfifo((dir_ + "/pipe").c_str(), 0600), 0);
