@@ -161,5 +161,31 @@ TEST_F(FilesChangedTest, AReadDeniedFileIsListedWithoutItsHashes) {
   EXPECT_EQ(text.find(sha("TOKEN=1\n")), std::string::npos);
 }
 
+// moatd appends to the session's audit log while a call runs; when the log lies inside the
+// workspace (a workspace at or above the home directory), it is not the call's change.
+TEST_F(FilesChangedTest, AnAuditLogInsideTheWorkspaceIsNotListed) {
+  const std::string socket = dir_.path() + "/inner.sock";
+  const pid_t inner =
+      start({moatd_bin(), "--socket", socket, "--audit-dir", ws_ + "/audit", "--system-policy-dir",
+             dir_.path() + "/no-policy", "--user-policy-dir", dir_.path() + "/no-policy"},
+            dir_.path() + "/inner.log");
+  std::string log;
+  {
+    RawClient c(socket);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+    json welcome = c.read_frame();
+    ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
+    log = welcome.value("audit", "");
+    call(c, "b", "bash", {{"command", "echo x > made"}});
+    bye(c);
+  }
+  kill(inner, SIGTERM);
+  wait_exit(inner, 10);
+  ASSERT_EQ(log.rfind(ws_ + "/audit/", 0), 0u) << log;
+  const auto changes = changes_of(log, "b");
+  ASSERT_EQ(changes.size(), 1u) << json(changes).dump(1);
+  EXPECT_EQ(changes.begin()->first, ws_ + "/made");
+}
+
 }  // namespace
 }  // namespace moat::e2e
