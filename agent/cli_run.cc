@@ -21,6 +21,7 @@
 #include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
 #include "base/host_defaults.h"
+#include "base/workspace_path.h"
 #include "sessions/context.h"
 #include "sessions/store.h"
 

@@ -8,6 +8,7 @@
 #include "agent/cli.h"
 #include "agent/run_support.h"
 #include "base/byte_strings.h"
+#include "base/workspace_path.h"
 #include "sandbox/doctor.h"
 #include "sandbox/seccomp_policy.h"
 #include "tools/registry.h"

@@ -2,11 +2,9 @@
 #include "agent/run_support.h"
 
 #include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +15,7 @@
 #include "agent/providers/prompt.h"
 #include "agent/replay_provider.h"
 #include "base/log.h"
+#include "base/workspace_path.h"
 #include "tools/registry.h"
 
 namespace moat::agent {
@@ -151,24 +150,6 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
       ->allow_extra_args(false);
 }
 
-Result<std::string> canonical_workspace(const std::string& path) {
-  const std::string p = path.empty() ? "." : path;
-  char real[PATH_MAX];
-  struct stat st {};
-  if (::realpath(p.c_str(), real) == nullptr)
-    return fail(Error::from_errno("realpath", errno, "workspace " + p));
-  if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
-    return fail("workspace " + p + " is not a directory");
-  return std::string(real);
-}
-
-Result<std::string> canonical_path(const std::string& path) {
-  char real[PATH_MAX];
-  if (::realpath(path.c_str(), real) == nullptr)
-    return fail(Error::from_errno("realpath", errno, path));
-  return std::string(real);
-}
-
 Result<std::unique_ptr<Provider>> open_provider(const std::string& spec) {
   if (spec.rfind("replay:", 0) == 0) return make_replay_provider(spec.substr(7));
   // A real provider: its key is read from the environment here, in the agent process,
@@ -188,7 +169,7 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
   if (!o.sessions_dir.empty()) {
-    auto abs = canonical_path(o.sessions_dir);
+    auto abs = real_path(o.sessions_dir);
     args.insert(args.end(), {"--sessions-dir", abs ? *abs : o.sessions_dir});
   }
   if (!o.system_policy_dir.empty())
@@ -196,7 +177,7 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
   if (!o.user_policy_dir.empty()) args.insert(args.end(), {"--user-policy-dir", o.user_policy_dir});
   for (const auto& l : o.allow_without) args.insert(args.end(), {"--allow-without", l});
   for (const auto& f : o.policy_files) {
-    auto abs = canonical_path(f);
+    auto abs = real_path(f);
     args.insert(args.end(), {"--policy", abs ? *abs : f});
   }
   return MoatdClient::spawn_private(args, console);

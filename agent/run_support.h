@@ -42,11 +42,6 @@ struct MoatdPassThrough {
 };
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o);
 
-// An existing directory, made absolute and resolved ("" = the current directory).
-Result<std::string> canonical_workspace(const std::string& path);
-
-Result<std::string> canonical_path(const std::string& path);
-
 // "replay:FILE" or "provider/model-id".
 Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
 

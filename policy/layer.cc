@@ -73,7 +73,7 @@ Result<void> load_dir(const std::string& dir, const std::string& kind, bool stri
 }
 
 std::string pin_path(const std::string& workspace, const std::string& trust_dir) {
-  return trust_dir + "/" + sha256_hex(canonical_path(workspace, "/")) + ".pin";
+  return trust_dir + "/" + sha256_hex(workspace_root(workspace)) + ".pin";
 }
 
 Result<void> make_dirs(const std::string& dir) {
@@ -88,7 +88,7 @@ Result<void> make_dirs(const std::string& dir) {
 
 // Sandboxed code can write inside the workspace; a pin it could write is no pin.
 bool trust_dir_in_workspace(const std::string& workspace, const std::string& trust_dir) {
-  return is_under(canonical_path(trust_dir, "/"), canonical_path(workspace, "/"));
+  return is_under(canonical_path(trust_dir, "/"), workspace_root(workspace));
 }
 
 Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedLayer>& out,
@@ -153,7 +153,7 @@ Result<void> check_root_owned(const std::string& path) {
 
 Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir) {
   ProjectTrust t;
-  t.file = lexical_absolute(".moat/policy.toml", canonical_path(workspace, "/"));
+  t.file = lexical_absolute(".moat/policy.toml", workspace_root(workspace));
   struct stat st;
   if (::stat(t.file.c_str(), &st) != 0) return t;
   MOAT_ASSIGN_OR_RETURN(std::string text, read_file(t.file));
@@ -177,7 +177,7 @@ Result<void> pin_project(const std::string& workspace, const std::string& trust_
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << sha256 << "  " << canonical_path(workspace, "/") << "\n";
+    out << sha256 << "  " << workspace_root(workspace) << "\n";
     if (!out) return fail(Error::from_errno("write", errno, tmp));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0)

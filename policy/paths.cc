@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/workspace_path.h"
+
 namespace moat::policy {
 
 std::string lexical_absolute(std::string_view path, std::string_view cwd) {
@@ -80,6 +82,11 @@ std::string canonical_path(std::string_view path, std::string_view cwd) {
     head = slash == 0 ? "/" : head.substr(0, slash);
   }
   return abs;
+}
+
+std::string workspace_root(const std::string& workspace) {
+  auto canonical = canonical_workspace(workspace);
+  return canonical ? *canonical : canonical_path(workspace, "/");
 }
 
 std::string PathCache::canonical(std::string_view path, std::string_view cwd) {

@@ -16,6 +16,11 @@ std::string lexical_absolute(std::string_view path, std::string_view cwd);
 // symlinks (/dev/stdout -> /proc/self/fd/1) point at per-process objects.
 std::string canonical_path(std::string_view path, std::string_view cwd);
 
+// The workspace as the policy roots its rules and keys its project pins: canonical_workspace
+// (base/workspace_path.h), the name moat gives it and moatd opens, when it names a directory;
+// else canonical_path(workspace, "/") (a policy explained for a directory not there yet).
+std::string workspace_root(const std::string& workspace);
+
 // canonical_path for the many paths of one decision (its cwd, redirection targets, write
 // operands, script paths), with the same results. realpath(3) reads every component of
 // every path again; this remembers which prefixes it already found to exist and hold no

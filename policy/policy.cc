@@ -186,7 +186,7 @@ class PolicyImpl final : public Policy {
         project_(std::move(project)),
         headless_(o.headless),
         home_(o.home.empty() ? (std::getenv("HOME") ? std::getenv("HOME") : "/") : o.home),
-        workspace_(o.workspace.empty() ? std::string() : canonical_path(o.workspace, "/")),
+        workspace_(o.workspace.empty() ? std::string() : workspace_root(o.workspace)),
         resolver_(o.search_path.empty()
                       ? sandbox_search_path(std::getenv("PATH") ? std::getenv("PATH") : kSystemPath)
                       : o.search_path),

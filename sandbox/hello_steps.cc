@@ -134,12 +134,11 @@ Result<void> HelloSteps::check_version() {
 // check changes nothing (workspace.h).
 Result<void> HelloSteps::resolve_workspace() {
   const std::string& requested = hello_.workspace;
-  auto opened =
-      open_workspace(requested, peer_.uid == 0 ? std::nullopt : std::optional<uid_t>(peer_.uid));
-  if (!opened)
-    return fail("workspace " + moat::quoted(requested) + ": " + opened.error().message());
-  state_.workspace = opened->path;
-  state_.workspace_fd = std::move(opened->fd);
+  MOAT_ASSIGN_OR_RETURN(
+      Workspace opened,
+      open_workspace(requested, peer_.uid == 0 ? std::nullopt : std::optional<uid_t>(peer_.uid)));
+  state_.workspace = opened.path;
+  state_.workspace_fd = std::move(opened.fd);
   return {};
 }
 

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "base/sys.h"
+#include "base/workspace_path.h"
 
 namespace moat::sandbox {
 namespace {
@@ -49,9 +50,7 @@ Result<void> check_still_named(int fd, const std::string& path) {
   return {};
 }
 
-}  // namespace
-
-Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner) {
+Result<Workspace> open_checked(const std::string& path, std::optional<uid_t> owner) {
   if (!is_normalized_absolute(path))
     return fail(Error{EINVAL,
                       "not an absolute path without '.', '..', '//' or a trailing '/' "
@@ -71,6 +70,14 @@ Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> o
   MOAT_TRY(check_still_named(ws.fd.get(), path));
   ws.uid = st.st_uid;
   ws.gid = st.st_gid;
+  return ws;
+}
+
+}  // namespace
+
+Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner) {
+  auto ws = open_checked(path, owner);
+  if (!ws) return fail(workspace_refused(path, ws.error()));
   return ws;
 }
 

@@ -24,7 +24,8 @@ struct Workspace {
 // RESOLVE_NO_SYMLINKS, and checks on the fd that it is a directory other than "/", owned by
 // `owner` when one is given, and still reached by path (not renamed meanwhile). Errors: EINVAL
 // (not absolute, not normalized, "/"), ELOOP (a component is a symlink), ENOTDIR, ENOENT,
-// EPERM (owned by another uid), EAGAIN (moved while it was opened).
+// EPERM (owned by another uid), EAGAIN (moved while it was opened), each refused through
+// workspace_refused (base/workspace_path.h): "workspace '<path>': <why>".
 Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner);
 
 }  // namespace moat::sandbox

@@ -104,6 +104,26 @@ TEST_F(ProjectTrustTest, APinForOneWorkspaceDoesNotTrustAnother) {
   EXPECT_EQ(project_trust(other, trust_dir_)->state, TrustState::kUntrusted);
 }
 
+// moat run pins the workspace by the name canonical_workspace gives it, moatd loads the policy
+// by the path it opened, and `moat policy trust` by what the person typed: one pin for all.
+TEST_F(ProjectTrustTest, APinMadeThroughASymlinkOrFromInsideTheWorkspaceIsTheSamePin) {
+  namespace fs = std::filesystem;
+  const std::string link = w_.root + "/link-to-ws";
+  fs::create_directory_symlink(w_.workspace, link);
+  auto t = project_trust(link, trust_dir_);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->file, w_.workspace + "/.moat/policy.toml");
+  ASSERT_TRUE(pin_project(link, trust_dir_, t->sha256));
+  EXPECT_EQ(project_trust(w_.workspace, trust_dir_)->state, TrustState::kTrusted);
+  ASSERT_TRUE(revoke_project(w_.workspace, trust_dir_));
+  const fs::path before = fs::current_path();
+  fs::current_path(w_.workspace + "/src");
+  auto pinned = pin_project("..", trust_dir_, t->sha256);
+  fs::current_path(before);
+  ASSERT_TRUE(pinned) << pinned.error().message();
+  EXPECT_EQ(project_trust(w_.workspace, trust_dir_)->state, TrustState::kTrusted);
+}
+
 TEST_F(ProjectTrustTest, ATrustDirInsideTheWorkspaceIsRefused) {
   namespace fs = std::filesystem;
   const std::string inside = w_.workspace + "/.state/trust";

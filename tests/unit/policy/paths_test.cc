@@ -1,10 +1,12 @@
 // tests/unit/policy/paths_test.cc: PathCache gives canonical_path's answers (symlinks,
 // missing tails, a file used as a directory) while walking fewer components, and a new
-// cache sees a symlink swapped in after an earlier decision.
+// cache sees a symlink swapped in after an earlier decision; workspace_root names a workspace
+// as moat and moatd do.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "base/workspace_path.h"
 #include "policy/paths.h"
 #include "tests/unit/policy/policy_fixture.h"
 
@@ -68,6 +70,23 @@ TEST_F(PathCacheTest, ANewCacheSeesASymlinkSwappedInAfterAnEarlierDecision) {
   fs::create_symlink(root_ + "/elsewhere", ws_ + "/src/deep");
   PathCache second(&ws_);
   EXPECT_EQ(second.canonical("src/deep/x", ws_), root_ + "/elsewhere/x");
+}
+
+TEST_F(PathCacheTest, AWorkspaceIsRootedAtTheNameMoatGivesItWhenItIsADirectory) {
+  for (const std::string& p : {ws_, ws_ + "/link/..", ws_ + "/link/sub/..", ws_ + "/src/deep/.."}) {
+    SCOPED_TRACE(p);
+    auto canonical = canonical_workspace(p);
+    ASSERT_TRUE(canonical) << canonical.error().message();
+    EXPECT_EQ(workspace_root(p), *canonical);
+  }
+  EXPECT_EQ(workspace_root(ws_ + "/link"), root_ + "/elsewhere");
+}
+
+TEST_F(PathCacheTest, AWorkspaceNotThereYetIsRootedWhereCanonicalPathPutsIt) {
+  for (const std::string& p : {root_ + "/not/yet/../there", ws_ + "/link/new", ws_ + "/src/a.py"}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(workspace_root(p), canonical_path(p, "/"));
+  }
 }
 
 }  // namespace

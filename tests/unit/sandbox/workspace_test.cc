@@ -1,5 +1,6 @@
 // tests/unit/sandbox/workspace_test.cc: open_workspace resolves a workspace once, following no
-// symlink at any component, and checks type and owner on the fd it returns.
+// symlink at any component, checks type and owner on the fd it returns, and refuses in the one
+// workspace text.
 #include "sandbox/workspace.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+
+#include "base/workspace_path.h"
 
 namespace moat::sandbox {
 namespace {
@@ -62,6 +65,26 @@ TEST_F(WorkspaceTest, PathsTheKernelWouldWalkDifferentlyFromTheTextAreRefusedWit
     SCOPED_TRACE(p);
     EXPECT_EQ(code_of(p), EINVAL);
   }
+}
+
+TEST_F(WorkspaceTest, ARefusalNamesThePathAndWhyInTheOneWorkspaceText) {
+  fs::create_directory_symlink(dir_ + "/real/ws", dir_ + "/link");
+  auto w = open_workspace(dir_ + "/link", std::nullopt);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code, ELOOP);
+  EXPECT_EQ(w.error().message(), "workspace '" + dir_ +
+                                     "/link': a component is a symlink: name the directory by its "
+                                     "real path: Too many levels of symbolic links");
+}
+
+// moat sends the name canonical_workspace gives (base/workspace_path.h); moatd opens that.
+TEST_F(WorkspaceTest, TheNameCanonicalWorkspaceGivesOpens) {
+  fs::create_directory_symlink(dir_ + "/real", dir_ + "/mid");
+  auto name = canonical_workspace(dir_ + "/mid/ws/.");
+  ASSERT_TRUE(name) << name.error().message();
+  auto w = open_workspace(*name, getuid());
+  ASSERT_TRUE(w) << w.error().message();
+  EXPECT_EQ(w->path, dir_ + "/real/ws");
 }
 
 TEST_F(WorkspaceTest, AFileIsRefusedWithEnotdir) {

@@ -1,0 +1,27 @@
+// base/workspace_path.h: how moat, moatd and the policy name a workspace, and the one text a
+// refused workspace gets wherever it is refused.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace moat {
+
+// "workspace '<path>': <why>", with why's errno kept: the path as it was given (quoted, it is
+// untrusted text) and the reason it was refused. moat's command line and moatd's hello both
+// refuse through it, so a person sees one shape whichever side said no.
+Error workspace_refused(std::string_view path, const Error& why);
+
+// realpath(3) as a Result: absolute, with every symlink, "." and ".." resolved; the path must
+// exist. Errors: realpath's errno, context "realpath(<path>)".
+Result<std::string> real_path(const std::string& path);
+
+// The workspace `path` names ("" = the current directory) in the one form moat sends to moatd
+// and the policy keys its pins by: its real path, which must be a directory. moatd then opens
+// exactly that text with no symlink allowed (sandbox/workspace.h), which a real path passes.
+// Errors through workspace_refused: realpath's errno, or ENOTDIR.
+Result<std::string> canonical_workspace(const std::string& path);
+
+}  // namespace moat
