@@ -170,6 +170,8 @@ std::vector<std::string> files_touched(const json& r) {
   if (r.contains("files_changed") && r["files_changed"].is_array())
     for (const auto& f : r["files_changed"]) out.push_back(file_change_text(f));
   if (r.value("files_changed_truncated", false)) out.push_back("... (the list was capped)");
+  if (!str_field(r, "files_changed_error").empty())
+    out.push_back("files changed not known: " + str_field(r, "files_changed_error"));
   for (const char* key : {"filesMutated", "files_mutated"}) {
     if (!r.contains(key) || !r[key].is_array()) continue;
     for (const auto& f : r[key]) {

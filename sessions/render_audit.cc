@@ -1,14 +1,11 @@
-// sessions/render_audit.cc: audit timeline as text and as an HTML page.
+// sessions/render_audit.cc: `moat audit show`'s rows (the page is sessions/audit_html.cc).
 #include "sessions/render_audit.h"
 
 #include <cstdio>
-#include <map>
-#include <set>
 
 #include "sessions/byte_strings.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
-#include "sessions/render_session.h"
 
 namespace moat::sessions {
 namespace {
@@ -165,66 +162,6 @@ std::vector<AuditRow> audit_rows(const std::vector<json>& records, size_t verifi
     rows.push_back({str_field(r, "ts"), o.session_column ? with_session(r, text) : text});
   }
   return rows;
-}
-
-std::string audit_html(const std::vector<json>& records, const AuditVerdict& verdict,
-                       const std::string& source) {
-  std::map<std::string, int> by_result;
-  std::set<std::string> files;
-  for (const auto& r : records) {
-    if (str_field(r, "type") == "decision") ++by_result[str_field(r, "result")];
-    for (const auto& f : files_touched(r)) files.insert(f);
-  }
-  const std::string session = records.empty() ? "" : str_field(records.front(), "session");
-  std::string out =
-      "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-      "'unsafe-inline'\">"
-      "<title>moat audit " +
-      html_escape(session) +
-      "</title><style>"
-      "body{font-family:system-ui,sans-serif;margin:2rem;color:#222}"
-      "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem;"
-      "text-align:left;vertical-align:top;font-size:.9rem}code{white-space:pre-wrap}"
-      ".deny{background:#fde8e8}.ask{background:#fff6db}.allow{background:#ecf8ee}"
-      ".ok{color:#1a7f37}.bad{color:#c00;font-weight:bold}</style></head><body>\n"
-      "<h1>Audit of session " +
-      html_escape(session) + "</h1>\n<p>" + html_escape(source) + "</p>\n";
-  const std::string signed_note =
-      verdict.checkpoints == 0
-          ? " No signed checkpoints."
-          : " Signed through seq " + std::to_string(verdict.signed_through) + " by " +
-                html_escape(verdict.key_id) +
-                (verdict.key_trusted
-                     ? "."
-                     : " (the key the log names; check it with moat audit verify --key).");
-  out += verdict.ok()
-             ? "<p class=\"ok\">Chain verified: " + std::to_string(verdict.records) + " records." +
-                   signed_note + "</p>\n"
-             : "<p class=\"bad\">Chain BROKEN (" + std::string(problem_name(verdict.problem)) +
-                   ") at seq " + std::to_string(verdict.seq) + ", byte " +
-                   std::to_string(verdict.offset) + ": " + html_escape(verdict.detail) + "</p>\n";
-  out += "<h2>Decisions</h2><p>";
-  for (const auto& [result, n] : by_result)
-    out += html_escape(result) + ": " + std::to_string(n) + " &nbsp; ";
-  out += "</p>\n<h2>Files touched</h2><ul>";
-  for (const auto& f : files) out += "<li><code>" + html_escape(f) + "</code></li>";
-  out +=
-      "</ul>\n<h2>Timeline</h2>\n<table><tr><th>seq</th><th>time</th><th>type</th><th>action</th>"
-      "<th>outcome</th><th>rule</th></tr>\n";
-  for (const auto& r : records) {
-    const std::string type = str_field(r, "type");
-    const std::string result = str_field(r, "result");
-    std::string outcome = type == "decision" ? result : type == "exec" ? exit_text(r) : "";
-    if (type == "exec" && !duration_text(r).empty()) outcome += ", " + duration_text(r);
-    for (const auto& f : files_touched(r)) outcome += "\nwrote " + f;
-    out += "<tr class=\"" + html_escape(type == "decision" ? result : "") + "\"><td>" +
-           std::to_string(int_field(r, "seq")) + "</td><td>" + html_escape(str_field(r, "ts")) +
-           "</td><td>" + html_escape(type) + "</td><td><code>" + html_escape(action_of(r)) +
-           "</code></td><td><code>" + html_escape(outcome) + "</code></td><td>" +
-           html_escape(rule_of(r)) + "</td></tr>\n";
-  }
-  return out + "</table>\n</body></html>\n";
 }
 
 }  // namespace moat::sessions
