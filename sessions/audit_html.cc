@@ -145,7 +145,8 @@ std::string size_cell(const json& side) {
 }
 
 std::string files_html(const json& call) {
-  if (!call.contains("files_changed") || !call["files_changed"].is_array()) {
+  if (!call.contains("files_changed") || !call["files_changed"].is_array() ||
+      call["files_changed"].empty()) {
     if (!str_field(call, "files_changed_error").empty())
       return "<p>Files changed: not known (" + esc(str_field(call, "files_changed_error")) +
              ")</p>";
@@ -170,6 +171,16 @@ std::string files_html(const json& call) {
   return out + "</table>";
 }
 
+// The call's command or path. An old log's per-call record names only its tool: then the
+// first of its decisions that names more (the command, or a file tool's path) does.
+std::string heading(const json& head, const CallView& c) {
+  const std::string action = action_of(head);
+  if (action != str_field(head, "tool")) return action;
+  for (const json* d : c.decisions)
+    if (action_of(*d) != str_field(*d, "tool")) return action_of(*d);
+  return action;
+}
+
 // One tool call: the decision and who made it, the exec tree, the files changed.
 std::string call_html(const CallView& c, size_t index) {
   const json* d = c.decision ? c.decision : c.decisions.empty() ? nullptr : c.decisions.front();
@@ -180,7 +191,7 @@ std::string call_html(const CallView& c, size_t index) {
   for (const auto& e : c.execs) programs += (programs.empty() ? "" : " ") + program_name(*e.exec);
   std::string out = "<div class=\"call " + esc(result) + "\" id=\"call-" + std::to_string(index) +
                     "\" data-type=\"call\" data-decision=\"" + esc(result) + "\" data-programs=\"" +
-                    esc(programs) + "\"><h3>" + esc(action_of(head)) + "</h3><p><b>" +
+                    esc(programs) + "\"><h3>" + esc(heading(head, c)) + "</h3><p><b>" +
                     esc(result.empty() ? "?" : result) + "</b> <span class=\"who\">" +
                     esc(d ? decided_text(*d) : "") +
                     (d && !rule_of(*d).empty() ? ", rule " + esc(rule_of(*d)) : "") + "</span>";

@@ -61,6 +61,35 @@ TEST(AuditHtml, ThePageLoadsNothingFromOutside) {
   EXPECT_EQ(html.find(" href="), std::string::npos);
 }
 
+// A log written before issue 14: one "exec" per call naming only its tool and processes.
+TEST(AuditHtml, AnOldLogsCallIsHeadedByItsDecisionAndListsItsProcesses) {
+  using nlohmann::json;
+  const std::vector<json> records = {
+      {{"seq", 1},
+       {"type", "decision"},
+       {"decision_id", "d1"},
+       {"call_id", "c1"},
+       {"tool", "bash"},
+       {"result", "allow"},
+       {"input", {{"command", "make -j2"}}}},
+      {{"seq", 2},
+       {"type", "exec"},
+       {"decision_id", "d1"},
+       {"call_id", "c1"},
+       {"tool", "bash"},
+       {"files_changed", json::array()},
+       {"processes",
+        {{{"argv", {"bash", "-c", "make -j2"}}, {"exit", {{"code", 2}}}, {"duration_ms", 9}}}}}};
+  AuditVerdict ok;
+  ok.records = 2;
+  const std::string html = audit_html(records, ok, "old.jsonl");
+  EXPECT_NE(html.find("<h3>bash make -j2</h3>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<span class=\"prog\">bash -c &#39;make -j2&#39;  exit 2, 9 ms</span>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<th>op</th>"), std::string::npos) << "no files, no empty table";
+}
+
 // The DOM after the page's script ran: the exec tree nests bash > sh > curl, the file list is
 // there, and the #program=curl filter leaves only the call that started curl (and curl's row).
 TEST(AuditHtml, HeadlessChromiumShowsTheTreeTheFilesAndFilters) {
