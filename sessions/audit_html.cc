@@ -221,7 +221,8 @@ std::string filters_html() {
          "placeholder=\"curl\"></label><span id=\"shown\"></span></p>\n";
 }
 
-std::string timeline_row(const json& r, const AuditView& view) {
+// `unverified`: the record is at or after the chain's break, so nothing vouches for it.
+std::string timeline_row(const json& r, const AuditView& view, bool unverified) {
   const std::string type = str_field(r, "type");
   const CallView* call = view.call_of(r);
   std::string decision = type == "decision" ? str_field(r, "result") : "";
@@ -237,9 +238,11 @@ std::string timeline_row(const json& r, const AuditView& view) {
       type == "exec.end" && view.exec_of(r) ? action_of(*view.exec_of(r)) : action_of(r);
   return "<tr class=\"" + esc(decision) + "\" data-type=\"" + esc(type) + "\" data-decision=\"" +
          esc(decision) + "\" data-programs=\"" + esc(program_name(r)) + "\"><td>" +
-         std::to_string(int_field(r, "seq")) + "</td><td>" + esc(str_field(r, "ts")) + "</td><td>" +
-         esc(type) + "</td><td><code>" + esc(action) + "</code></td><td><code>" + esc(outcome) +
-         "</code></td><td>" + esc(rule_of(r)) + "</td></tr>\n";
+         std::to_string(int_field(r, "seq")) +
+         (unverified ? " <span class=\"bad\">unverified</span>" : "") + "</td><td>" +
+         esc(str_field(r, "ts")) + "</td><td>" + esc(type) + "</td><td><code>" + esc(action) +
+         "</code></td><td><code>" + esc(outcome) + "</code></td><td>" + esc(rule_of(r)) +
+         "</td></tr>\n";
 }
 
 }  // namespace
@@ -264,7 +267,9 @@ std::string audit_html(const std::vector<json>& records, const AuditVerdict& ver
   out +=
       "<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>seq</th><th>time</th><th>type</th>"
       "<th>action</th><th>outcome</th><th>rule</th></tr>\n";
-  for (const auto& r : records) out += timeline_row(r, view);
+  // The verified prefix: the chain walk stops at the first record that does not extend it.
+  for (size_t i = 0; i < records.size(); ++i)
+    out += timeline_row(records[i], view, !verdict.ok() && i >= verdict.records);
   return out + "</table>\n" + kScript + "</body></html>\n";
 }
 

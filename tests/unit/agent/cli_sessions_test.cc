@@ -127,7 +127,10 @@ TEST_F(MoatCliTest, AuditShowAndExportWarnAndExit1OnAForgedRow) {
   EXPECT_NE(r.out.find("warning: " + path + " does not verify: BROKEN (changed) at seq 3"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(slurp(out).find("Chain BROKEN (changed) at seq 3"), std::string::npos);
+  const std::string html = slurp(out);
+  EXPECT_NE(html.find("Chain BROKEN (changed) at seq 3"), std::string::npos);
+  EXPECT_NE(html.find("<td>3 <span class=\"bad\">unverified</span></td>"), std::string::npos);
+  EXPECT_EQ(html.find("<td>2 <span class=\"bad\">unverified</span></td>"), std::string::npos);
 }
 
 // A running session's log has no session.end yet: show says so unless --allow-open.
