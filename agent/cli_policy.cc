@@ -150,7 +150,7 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
       // Lossless (base/byte_strings.h): a layer's file path need not be UTF-8.
       std::printf("%s\n", dump_lossless(json({{"layers", p->layers_json()},
                                               {"policy_hash", p->policy_hash()},
-                                              {"resources", p->resources()},
+                                              {"resources", p->resources().to_json()},
                                               {"rules", rules}}),
                                         2)
                               .c_str());

@@ -288,7 +288,7 @@ class PolicyImpl final : public Policy {
     return combine(votes, headless_);
   }
 
-  json resources() const override {
+  ResourceCeilings resources() const override {
     // Effective ceilings: the minimum over the layers that set one, else schema.h's default.
     auto min_of = [&](auto member, std::int64_t fallback) {
       std::optional<std::int64_t> best;
@@ -298,13 +298,14 @@ class PolicyImpl final : public Policy {
       }
       return best.value_or(fallback);
     };
-    return {{"wall_time_s", min_of(&Resources::wall_time, 600)},
-            {"cpu_time_s", min_of(&Resources::cpu_time, 600)},
-            {"memory_bytes", min_of(&Resources::memory, std::int64_t{4} << 30)},
-            {"pids", min_of(&Resources::pids, 512)},
-            {"output_bytes", min_of(&Resources::output, std::int64_t{16} << 20)},
-            {"file_size", min_of(&Resources::file_size, std::int64_t{512} << 20)},
-            {"open_files", min_of(&Resources::open_files, 1024)}};
+    const ResourceCeilings& d = kDefaultResources;
+    return {.wall_time_s = min_of(&Resources::wall_time, d.wall_time_s),
+            .cpu_time_s = min_of(&Resources::cpu_time, d.cpu_time_s),
+            .memory_bytes = min_of(&Resources::memory, d.memory_bytes),
+            .pids = min_of(&Resources::pids, d.pids),
+            .output_bytes = min_of(&Resources::output, d.output_bytes),
+            .file_size = min_of(&Resources::file_size, d.file_size),
+            .open_files = min_of(&Resources::open_files, d.open_files)};
   }
 
   std::vector<std::string> protected_globs() const override {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,6 +42,26 @@ struct Decision {
 
 enum class Access { kRead, kWrite, kExec };
 
+// The sandbox's ceilings on a session, combined across the layers: each is the minimum over
+// the layers that set it, else its default (kDefaultResources in policy/schema.h).
+struct ResourceCeilings {
+  std::int64_t wall_time_s = 0;   // resources.wall_time: per call, wall clock
+  std::int64_t cpu_time_s = 0;    // resources.cpu_time: per call, CPU
+  std::int64_t memory_bytes = 0;  // resources.memory
+  std::int64_t pids = 0;          // resources.pids
+  std::int64_t output_bytes = 0;  // resources.output: kept per call before it is cut
+  std::int64_t file_size = 0;     // resources.file_size: the largest file a call may write
+  std::int64_t open_files = 0;    // resources.open_files
+
+  // {"wall_time_s":..,"cpu_time_s":..,...}, as `moat policy list --json` prints them.
+  nlohmann::json to_json() const {
+    return {{"wall_time_s", wall_time_s},   {"cpu_time_s", cpu_time_s},
+            {"memory_bytes", memory_bytes}, {"pids", pids},
+            {"output_bytes", output_bytes}, {"file_size", file_size},
+            {"open_files", open_files}};
+  }
+};
+
 // Where to find the layers; every directory can be overridden so tests never touch /etc.
 struct LoadOptions {
   std::string system_dir = "/etc/moat/policy.d";  // root-owned; a parse error is fatal
@@ -74,7 +95,7 @@ class Policy {
   virtual Decision decide_path(const std::string& path, Access access) const = 0;
 
   // The sandbox's view and ceilings, combined across layers (minimum wins).
-  virtual nlohmann::json resources() const = 0;  // {"wall_time_s":..,"memory_bytes":..,...}
+  virtual ResourceCeilings resources() const = 0;
   virtual std::vector<std::string> protected_globs() const = 0;   // write-masked in workspace
   virtual std::vector<std::string> unreadable_globs() const = 0;  // read-denied (masked)
   virtual bool audit_required() const = 0;

@@ -56,6 +56,19 @@ struct Resources {
   std::optional<std::int64_t> open_files;  // default: 1024. Maximum open file descriptors
 };
 
+// Resources' defaults as values, their one home: the effective ceilings (policy.cc) and the
+// sandbox's Limits (sandbox/session.h) start from these. schema_docs_test parses each
+// "default:" above and checks that it names the value here, and docs/policy.md against it.
+inline constexpr ResourceCeilings kDefaultResources = {
+    .wall_time_s = 10 * 60,                  // "10m"
+    .cpu_time_s = 10 * 60,                   // "10m"
+    .memory_bytes = std::int64_t{4} << 30,   // "4GiB"
+    .pids = 512,
+    .output_bytes = std::int64_t{16} << 20,  // "16MiB"
+    .file_size = std::int64_t{512} << 20,    // "512MiB"
+    .open_files = 1024,
+};
+
 // [layer]
 struct LayerInfo {
   std::string name;      // default: the file name. Layer name copied into every audit record

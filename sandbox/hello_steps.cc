@@ -71,20 +71,16 @@ Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int 
   return {};
 }
 
-// Turns the policy's combined resources into the sandbox's limits.
-Limits limits_from(const json& r) {
+// Turns the policy's combined ceilings into the sandbox's limits.
+Limits limits_from(const policy::ResourceCeilings& r) {
   Limits l;
-  auto num = [&](const char* key, auto& field) {
-    if (r.contains(key) && r[key].is_number())
-      field = r[key].get<std::remove_reference_t<decltype(field)>>();
-  };
-  num("wall_time_s", l.wall_time_s);
-  num("cpu_time_s", l.cpu_time_s);
-  num("memory_bytes", l.memory_bytes);
-  num("pids", l.pids);
-  num("file_size", l.file_size);
-  num("open_files", l.open_files);
-  num("output_bytes", l.output_bytes);
+  l.wall_time_s = static_cast<double>(r.wall_time_s);
+  l.cpu_time_s = static_cast<std::uint64_t>(r.cpu_time_s);
+  l.memory_bytes = static_cast<std::uint64_t>(r.memory_bytes);
+  l.pids = static_cast<std::uint64_t>(r.pids);
+  l.file_size = static_cast<std::uint64_t>(r.file_size);
+  l.open_files = static_cast<std::uint64_t>(r.open_files);
+  l.output_bytes = static_cast<std::uint64_t>(r.output_bytes);
   return l;
 }
 

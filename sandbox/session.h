@@ -19,22 +19,30 @@
 #include "base/result.h"
 #include "base/stop_flags.h"
 #include "base/unique_fd.h"
+#include "policy/schema.h"
 #include "sandbox/protect.h"
 #include "tools/runner.h"
 
 namespace moat::sandbox {
 
-// Ceilings applied to every worker of a session (0 = not set).
+// Ceilings applied to every worker of a session (0 = not set). moatd sets those a policy
+// governs from the policy's effective ceilings; their defaults are the policy's own
+// (policy/schema.h), so a session built without a policy gets what a default policy gives.
 struct Limits {
-  double wall_time_s = 600;                  // per call; kills the worker's process group
-  double session_wall_time_s = 0;            // whole session; kills the pid namespace
-  std::uint64_t cpu_time_s = 300;            // RLIMIT_CPU
-  std::uint64_t memory_bytes = 4ull << 30;   // RLIMIT_AS (and memory.max with a cgroup)
-  std::uint64_t pids = 512;                  // RLIMIT_NPROC (non-root uid) and pids.max
-  std::uint64_t file_size = 512ull << 20;    // RLIMIT_FSIZE (write, truncate, fallocate)
-  std::uint64_t open_files = 1024;           // RLIMIT_NOFILE
-  std::uint64_t tmp_size = 256ull << 20;     // size= of the private /tmp tmpfs
-  std::uint64_t output_bytes = 16ull << 20;  // what a call may print before it is killed
+  // per call; kills the worker's process group
+  double wall_time_s = policy::kDefaultResources.wall_time_s;
+  double session_wall_time_s = 0;  // whole session; kills the pid namespace
+  std::uint64_t cpu_time_s = policy::kDefaultResources.cpu_time_s;  // RLIMIT_CPU
+  // RLIMIT_AS (and memory.max with a cgroup)
+  std::uint64_t memory_bytes = policy::kDefaultResources.memory_bytes;
+  // RLIMIT_NPROC (non-root uid) and pids.max
+  std::uint64_t pids = policy::kDefaultResources.pids;
+  // RLIMIT_FSIZE (write, truncate, fallocate)
+  std::uint64_t file_size = policy::kDefaultResources.file_size;
+  std::uint64_t open_files = policy::kDefaultResources.open_files;  // RLIMIT_NOFILE
+  std::uint64_t tmp_size = 256ull << 20;  // size= of the private /tmp tmpfs
+  // what a call may print before it is killed
+  std::uint64_t output_bytes = policy::kDefaultResources.output_bytes;
 };
 
 // What runs inside a worker that does not exec: a pure function from a request (JSON text)

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "policy/layer.h"
+#include "policy/schema.h"
 #include "tests/unit/policy/policy_fixture.h"
 
 namespace moat::policy {
@@ -84,13 +85,32 @@ TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
              "schema = 1\nresources = { memory = \"1GiB\", wall_time = \"1h\" }\n");
   auto p = w.load();
   ASSERT_TRUE(p);
-  auto r = p->resources();
-  EXPECT_EQ(r["memory_bytes"], std::int64_t{1} << 30);
-  EXPECT_EQ(r["wall_time_s"], 600);  // the default's 10m is lower than 1h
-  EXPECT_EQ(r["pids"], 512);
+  const ResourceCeilings r = p->resources();
+  EXPECT_EQ(r.memory_bytes, std::int64_t{1} << 30);
+  EXPECT_EQ(r.wall_time_s, 600);  // the default's 10m is lower than 1h
+  EXPECT_EQ(r.pids, 512);
+  const nlohmann::json j = r.to_json();  // what `moat policy list --json` prints
   for (const char* k : {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes",
                         "file_size", "open_files"})
-    EXPECT_TRUE(r.contains(k)) << k;
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j.size(), 7u);
+  EXPECT_EQ(j["memory_bytes"], std::int64_t{1} << 30);
+}
+
+TEST(Policy, ACeilingNoLayerSetsIsSchemaHsDefault) {
+  PolicyWorld w;
+  w.options.use_builtin_default = false;
+  write_file(w.options.user_dir + "/10.toml", "schema = 1\nresources = { pids = 64 }\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  const ResourceCeilings r = p->resources();
+  EXPECT_EQ(r.pids, 64);
+  EXPECT_EQ(r.wall_time_s, kDefaultResources.wall_time_s);
+  EXPECT_EQ(r.cpu_time_s, kDefaultResources.cpu_time_s);
+  EXPECT_EQ(r.memory_bytes, kDefaultResources.memory_bytes);
+  EXPECT_EQ(r.output_bytes, kDefaultResources.output_bytes);
+  EXPECT_EQ(r.file_size, kDefaultResources.file_size);
+  EXPECT_EQ(r.open_files, kDefaultResources.open_files);
 }
 
 TEST(Policy, ALowerLayerAllowCannotBeatADeny) {

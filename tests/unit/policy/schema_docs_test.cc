@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -131,6 +132,35 @@ TEST(SchemaDocs, DocsListNoKeyTheSchemaLacks) {
     EXPECT_TRUE(known.count(key)) << "docs/policy.md documents an unknown key: " << key;
   }
   for (const auto& k : known) EXPECT_TRUE(seen.count(k)) << "the Keys section has no row for " << k;
+}
+
+// Each resources default as schema.h's comment writes it ("10m", "4GiB", 512), read by the
+// loader as a policy's value would be, is the constexpr the code uses (kDefaultResources).
+// With DocsListEveryKeyWithItsDefault, docs/policy.md, the comment and the code cannot drift.
+TEST(SchemaDocs, ResourceDefaultsInTheCommentsAreTheConstexprValues) {
+  const std::map<std::string, std::pair<std::optional<std::int64_t> Resources::*,
+                                        std::int64_t ResourceCeilings::*>>
+      members = {{"wall_time", {&Resources::wall_time, &ResourceCeilings::wall_time_s}},
+                 {"cpu_time", {&Resources::cpu_time, &ResourceCeilings::cpu_time_s}},
+                 {"memory", {&Resources::memory, &ResourceCeilings::memory_bytes}},
+                 {"pids", {&Resources::pids, &ResourceCeilings::pids}},
+                 {"output", {&Resources::output, &ResourceCeilings::output_bytes}},
+                 {"file_size", {&Resources::file_size, &ResourceCeilings::file_size}},
+                 {"open_files", {&Resources::open_files, &ResourceCeilings::open_files}}};
+  const auto fields = schema_tables()["resources"];
+  EXPECT_EQ(fields.size(), members.size());
+  for (const auto& f : fields) {
+    auto m = members.find(f.key);
+    ASSERT_NE(m, members.end()) << "no ResourceCeilings member for resources." << f.key;
+    const std::string toml = "schema = 1\nresources = { " + f.key + " = " + f.default_text + " }\n";
+    auto p = parse_policy_text(toml, ParseOptions{}, nullptr);
+    ASSERT_TRUE(p.has_value()) << toml << (p ? "" : p.error().message());
+    const auto& [written, value] = m->second;
+    ASSERT_TRUE((p->resources.*written).has_value()) << f.key;
+    EXPECT_EQ(*(p->resources.*written), kDefaultResources.*value)
+        << "resources." << f.key << ": schema.h's comment says " << f.default_text
+        << ", kDefaultResources says " << kDefaultResources.*value;
+  }
 }
 
 TEST(SchemaDocs, ShippedExamplesParse) {

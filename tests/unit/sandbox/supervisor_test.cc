@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <thread>
 
 #include "sandbox/protocol.h"
@@ -143,6 +146,59 @@ TEST_F(SupervisorTest, AnAuditLogThatCannotRecordTheStartNamesTheAuditStep) {
   json reply = first_reply_to(hello());
   EXPECT_EQ(reply.value("code", ""), "audit") << reply.dump();
   EXPECT_EQ(reply.value("message", "").rfind("audit log: ", 0), 0u) << reply.dump();
+}
+
+// The session's limits are the policy's ceilings, every one: Limits' own defaults once said
+// 300 s of CPU while the policy's said 600 s.
+TEST_F(SupervisorTest, ASessionFromTheDefaultPolicyGetsThePolicysCeilings) {
+  std::optional<Limits> got;
+  deps_.create_session = [&](const SessionConfig& c) -> Result<std::unique_ptr<Session>> {
+    got = c.limits;
+    return std::unique_ptr<Session>(std::make_unique<FakeSession>(touches_));
+  };
+  ASSERT_EQ(first_reply_to(hello()).value("type", ""), "welcome");
+  ASSERT_TRUE(got.has_value());
+  auto policy = world_.load_policy();
+  ASSERT_TRUE(policy);
+  const policy::ResourceCeilings want = policy->resources();
+  EXPECT_EQ(got->cpu_time_s, 600u);
+  EXPECT_EQ(got->wall_time_s, static_cast<double>(want.wall_time_s));
+  EXPECT_EQ(got->cpu_time_s, static_cast<std::uint64_t>(want.cpu_time_s));
+  EXPECT_EQ(got->memory_bytes, static_cast<std::uint64_t>(want.memory_bytes));
+  EXPECT_EQ(got->pids, static_cast<std::uint64_t>(want.pids));
+  EXPECT_EQ(got->output_bytes, static_cast<std::uint64_t>(want.output_bytes));
+  EXPECT_EQ(got->file_size, static_cast<std::uint64_t>(want.file_size));
+  EXPECT_EQ(got->open_files, static_cast<std::uint64_t>(want.open_files));
+  // A session built without a policy starts from the same values.
+  const Limits unset;
+  EXPECT_EQ(unset.wall_time_s, got->wall_time_s);
+  EXPECT_EQ(unset.cpu_time_s, got->cpu_time_s);
+  EXPECT_EQ(unset.memory_bytes, got->memory_bytes);
+  EXPECT_EQ(unset.pids, got->pids);
+  EXPECT_EQ(unset.output_bytes, got->output_bytes);
+  EXPECT_EQ(unset.file_size, got->file_size);
+  EXPECT_EQ(unset.open_files, got->open_files);
+}
+
+TEST_F(SupervisorTest, EveryCeilingALayerNarrowsReachesTheSession) {
+  std::optional<Limits> got;
+  deps_.create_session = [&](const SessionConfig& c) -> Result<std::unique_ptr<Session>> {
+    got = c.limits;
+    return std::unique_ptr<Session>(std::make_unique<FakeSession>(touches_));
+  };
+  std::filesystem::create_directories(options_.policy.user_dir);
+  std::ofstream(options_.policy.user_dir + "/10.toml")
+      << "schema = 1\nresources = { wall_time = 7, cpu_time = 11, memory = \"13MiB\", pids = 17,"
+         " output = \"19KiB\", file_size = \"23KiB\", open_files = 29 }\n";
+  ASSERT_EQ(first_reply_to(hello()).value("type", ""), "welcome");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->wall_time_s, 7.0);
+  EXPECT_EQ(got->cpu_time_s, 11u);
+  EXPECT_EQ(got->memory_bytes, 13u << 20);
+  EXPECT_EQ(got->pids, 17u);
+  EXPECT_EQ(got->output_bytes, 19u << 10);
+  EXPECT_EQ(got->file_size, 23u << 10);
+  EXPECT_EQ(got->open_files, 29u);
 }
 
 TEST_F(SupervisorTest, TheAuditDirectoryIsThePolicysAuditDir) {
