@@ -33,10 +33,6 @@ bool global_option_takes_value(std::string_view prog, std::string_view opt) {
   return false;
 }
 
-bool is_under_any(const std::string& path, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(),
-                     [&](const std::string& r) { return is_under(path, r); });
-}
 
 bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
   if (allow) {
@@ -192,6 +188,11 @@ bool script_path_matches(const CompiledCommandRule& r, const CommandUnit& u, con
 }
 
 }  // namespace
+
+bool is_under_any(const std::string& path, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [&](const std::string& r) { return is_under(path, r); });
+}
 
 ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolver,
                          const std::vector<std::string>& writable_roots) {

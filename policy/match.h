@@ -50,6 +50,9 @@ struct MatchEnv {
   PathCache* paths = nullptr;  // this decision's canonicalisation cache (required)
 };
 
+// At or below one of the roots (lexically: both are canonical).
+bool is_under_any(const std::string& path, const std::vector<std::string>& roots);
+
 ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolver,
                          const std::vector<std::string>& writable_roots);
 

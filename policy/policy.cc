@@ -166,6 +166,7 @@ json line_detail(const LineTrace& t) {
 }
 
 const RuleRef kEmptyLineRef{"empty-line", "builtin", "", 0};
+const RuleRef kObservedRef{"observed", "builtin", "", 0};
 
 // Lets the rule index be searched with a string_view.
 struct StringHash {
@@ -285,6 +286,42 @@ class PolicyImpl final : public Policy {
     }
     if (votes.empty())
       votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
+    return combine(votes, headless_);
+  }
+
+  Decision decide_exec(const ExecFacts& facts) const override {
+    PathCache paths(workspace_.empty() ? nullptr : &workspace_);
+    MatchEnv env = match_env_;
+    env.paths = &paths;
+    CommandUnit u;
+    auto known = [](const std::string& text) {
+      Arg a;
+      a.text = text;
+      return a;
+    };
+    for (const std::string& word : facts.argv) u.argv.push_back(known(word));
+    if (u.argv.empty()) u.argv.push_back(known(facts.path));
+    u.argv[0].text = facts.path;  // argv[0] is the caller's choice; the file is not
+    u.cwds = {facts.cwd};
+    u.rules_only = true;  // no default: see policy.h
+    normalise_flags(u);
+    ProgramInfo p;
+    p.argv0 = facts.path;
+    p.argv0_base = std::string(base_name(facts.path));
+    p.resolved.found = !facts.real_path.empty();
+    p.resolved.typed_path = facts.path;
+    p.resolved.real_path = facts.real_path;
+    p.trusted_location = p.resolved.found && !is_under_any(facts.path, writable_roots_) &&
+                         !is_under_any(facts.real_path, writable_roots_);
+    std::vector<Vote> votes;
+    judge_unit(u, p, env, votes);
+    if (votes.empty()) {
+      Decision d;
+      d.verdict = Verdict::kAllow;
+      d.deciding = kObservedRef;
+      d.decided_by = "observed";
+      return d;
+    }
     return combine(votes, headless_);
   }
 

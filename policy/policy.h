@@ -62,6 +62,17 @@ struct ResourceCeilings {
   }
 };
 
+// One program a running command is about to start, as the exec watch saw it
+// (sandbox/exec_watch.h): argv exactly as executed, the file by the path it was named by and
+// the path it resolves to, both in the sandbox's view (the same paths as the host's for the
+// workspace and the system trees).
+struct ExecFacts {
+  std::vector<std::string> argv;
+  std::string path;       // absolute: the path execve was given, joined to the caller's cwd
+  std::string real_path;  // the file it resolved to
+  std::string cwd;
+};
+
 // Where to find the layers; every directory can be overridden so tests never touch /etc.
 struct LoadOptions {
   std::string system_dir = "/etc/moat/policy.d";  // root-owned; a parse error is fatal
@@ -91,6 +102,11 @@ class Policy {
   virtual Decision decide_tool(const std::string& tool) const = 0;
   // A bash command line: parsed, every simple command judged; the strictest wins.
   virtual Decision decide_command(const std::string& line, const std::string& cwd) const = 0;
+  // A program started under a running command, judged by the [[command]] rules (argv as
+  // executed; the program by its path and real path, never by argv[0], which the caller
+  // chooses) and the [[path]] exec rules. When no rule matches, the defaults do not apply
+  // (they are for the model's own command line): it is allowed, decided_by "observed".
+  virtual Decision decide_exec(const ExecFacts& facts) const = 0;
   // A canonical path (the caller resolves it inside the sandbox) and an access.
   virtual Decision decide_path(const std::string& path, Access access) const = 0;
 

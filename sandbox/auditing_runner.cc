@@ -33,10 +33,21 @@ class Sha256Stream {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
 
+// How the process ended: its exit code or signal, and the limit that ended it, if one did.
+json exit_json(const tools::ExecStatus& st) {
+  json limit =
+      st.limit.empty() ? (st.timed_out ? json("wall_time") : json(nullptr)) : json(st.limit);
+  return {{"code", st.signal == 0 ? json(st.exit_code) : json(nullptr)},
+          {"signal", st.signal != 0 ? json(st.signal) : json(nullptr)},
+          {"limit", std::move(limit)}};
+}
+
+}  // namespace
+
 // A word longer than kMaxCommandBytes cannot be exec'd (execve: E2BIG past MAX_ARG_STRLEN),
 // so its record keeps that much and its length: a client's 15 MiB grep pattern must not
 // become 15 MiB of audit log per call.
-json argv_for_audit(const std::vector<std::string>& argv) {
+nlohmann::json argv_for_audit(const std::vector<std::string>& argv) {
   json out = json::array();
   for (const std::string& word : argv) {
     if (word.size() <= kMaxCommandBytes) {
@@ -48,17 +59,6 @@ json argv_for_audit(const std::vector<std::string>& argv) {
   }
   return out;
 }
-
-// How the process ended: its exit code or signal, and the limit that ended it, if one did.
-json exit_json(const tools::ExecStatus& st) {
-  json limit =
-      st.limit.empty() ? (st.timed_out ? json("wall_time") : json(nullptr)) : json(st.limit);
-  return {{"code", st.signal == 0 ? json(st.exit_code) : json(nullptr)},
-          {"signal", st.signal != 0 ? json(st.signal) : json(nullptr)},
-          {"limit", std::move(limit)}};
-}
-
-}  // namespace
 
 Result<tools::ExecStatus> AuditingRunner::exec(
     const std::vector<std::string>& argv, const std::string& cwd, double timeout_s,

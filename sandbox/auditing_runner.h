@@ -37,4 +37,7 @@ class AuditingRunner final : public tools::SandboxRunner {
   nlohmann::json processes_ = nlohmann::json::array();
 };
 
+// argv for an audit record: a word longer than any exec accepts is cut, with its length.
+nlohmann::json argv_for_audit(const std::vector<std::string>& argv);
+
 }  // namespace moat::sandbox

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/random.h"
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/files_changed.h"
+#include "sandbox/exec_gate.h"
+#include "sandbox/session_runner.h"
 #include "sessions/digest.h"
 #include "tools/schema.h"
 
@@ -39,14 +42,26 @@ std::string refusal_text(const policy::Decision& d, std::string_view what) {
 tools::ToolResult CallGate::run(const GateCall& call) {
   auto decision_id = admit(call);
   if (!decision_id) return tools::ToolResult::error(decision_id.error().message());
-  AuditingRunner auditing(*session_.runner);
+  static const std::atomic<bool> kNeverCancelled{false};
+  ExecGate execs(session_, asks_, call.id, *decision_id,
+                 call.cancel ? *call.cancel : kNeverCancelled);
+  // Every program the call starts goes through `execs`; a session-less runner (the unit
+  // tests' fake) has no programs to watch.
+  std::optional<SessionRunner> watched;
+  if (session_.session) watched.emplace(*session_.session, &execs);
+  AuditingRunner auditing(watched ? static_cast<tools::SandboxRunner&>(*watched)
+                                  : *session_.runner);
   tools::CallContext ctx = context_for(call, auditing);
   const auto t0 = std::chrono::system_clock::now();
   tools::ToolResult result = tools::execute(call.tool, call.args, ctx);
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now() - t0)
           .count();
-  record_exec(call, *decision_id, result, ms, auditing.processes());
+  // The model learns which program was refused and why: without it, a script's "Operation
+  // not permitted" reads like a bug to fix.
+  if (std::string refused = execs.refusals_text(); !refused.empty())
+    result.content.push_back({{"type", "text"}, {"text", refused}});
+  record_call(call, *decision_id, result, ms, auditing.processes(), execs);
   return result;
 }
 
@@ -155,21 +170,33 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
   return ctx;
 }
 
-void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
-                           const tools::ToolResult& result, long long duration_ms, json processes) {
-  json exec = {{"decision_id", decision_id},
-               {"call_id", call.id},
-               {"tool", call.tool},
-               {"cwd", session_.workspace},
-               {"duration_ms", duration_ms},
-               {"is_error", result.is_error},
-               {"processes", std::move(processes)}};
+void CallGate::record_call(const GateCall& call, const std::string& decision_id,
+                           const tools::ToolResult& result, long long duration_ms,
+                           json processes, const ExecGate& execs) {
+  json rec = {{"decision_id", decision_id},
+              {"call_id", call.id},
+              {"tool", call.tool},
+              {"cwd", session_.workspace},
+              {"duration_ms", duration_ms},
+              {"is_error", result.is_error},
+              {"execs", execs.execs()},
+              {"refused_execs", execs.refused()}};
+  if (auto command = tools::command_to_judge(call.tool, call.args)) rec["command"] = *command;
+  // The call's own process (the last one a tool ran): its exit is the call's.
+  if (!processes.empty()) {
+    const json& last = processes.back();
+    const json exit = last.value("exit", json::object());
+    rec["exit_code"] = exit.value("code", json(nullptr));
+    rec["signal"] = exit.value("signal", json(nullptr));
+    rec["output_bytes"] = last.value("output_bytes", 0);
+  }
+  rec["processes"] = std::move(processes);
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
-    if (result.details.is_object() && result.details.contains(key)) exec[key] = result.details[key];
-  exec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
+    if (result.details.is_object() && result.details.contains(key)) rec[key] = result.details[key];
+  rec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
-  (void)session_.record("exec", std::move(exec), sessions::AuditLog::Sync::kWithNext);
+  (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);
 }
 
 }  // namespace moat::sandbox

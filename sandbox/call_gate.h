@@ -21,6 +21,8 @@
 
 namespace moat::sandbox {
 
+class ExecGate;
+
 // One call as the connection hands it over (validated by protocol.h).
 struct GateCall {
   std::string id;
@@ -58,9 +60,10 @@ class CallGate {
   Result<std::string> audit_decision(const policy::Decision& d, const GateCall& call,
                                      nlohmann::json input);
   tools::CallContext context_for(const GateCall& call, tools::SandboxRunner& runner);
-  void record_exec(const GateCall& call, const std::string& decision_id,
+  // The "call" record: what the call ran and how it ended, after it ended.
+  void record_call(const GateCall& call, const std::string& decision_id,
                    const tools::ToolResult& result, long long duration_ms,
-                   nlohmann::json processes);
+                   nlohmann::json processes, const ExecGate& execs);
 
   SessionState& session_;
   AskBroker& asks_;

@@ -123,7 +123,9 @@ Result<void> plan_dev(std::vector<Op>& ops) {
 
 // /proc of the new pid namespace. It must be mounted while the old root is still attached:
 // the kernel lets a user namespace mount proc only if a fully visible proc exists in the
-// mount namespace (mount_too_revealing). Knobs that act on the host are made read-only.
+// mount namespace (mount_too_revealing). Knobs that act on the host are made read-only, and
+// so is the whole mount: a writable /proc/<pid>/mem would let one sandboxed process rewrite
+// another's memory (an exec's argv, after the exec watch read it); EROFS on every write open.
 void plan_proc(std::vector<Op>& ops) {
   ops.push_back({OpKind::kProc, "/proc", {}, {}});
   for (const char* p : {"/proc/sysrq-trigger", "/proc/sys", "/proc/irq", "/proc/bus"})
@@ -185,7 +187,8 @@ Result<void> run_op(const std::string& root, Op& op) {
       return {};
     case OpKind::kProc:
       MOAT_TRY(mkdir_p(target, 0555));
-      if (::mount("proc", target.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+      if (::mount("proc", target.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                  nullptr) != 0)
         return fail(Error::from_errno("mount proc", errno, op.target));
       return {};
     case OpKind::kDevpts:

@@ -71,12 +71,28 @@ Result<void> add_namespace_flag_rules(scmp_filter_ctx ctx, int nr, bool with_new
   return {};
 }
 
+// Memory shared with another process that keeps running: it could rewrite an exec's path or
+// argv between the exec watch's read and the kernel's. Threads (CLONE_THREAD) are seen by the
+// watch, a vfork parent (CLONE_VFORK) is suspended until the exec.
+constexpr unsigned long kCloneShareBits = CLONE_VM | CLONE_VFORK | CLONE_THREAD;
+
 Result<void> add_clone_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
+  scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneShareBits, CLONE_VM);
+  MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "CLONE_VM alone"));
   return add_namespace_flag_rules(ctx, nr, false);
 }
 
 Result<void> add_unshare_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
   return add_namespace_flag_rules(ctx, nr, true);
+}
+
+// A filter of the sandboxed code's own that returns USER_NOTIF for execve would be asked
+// before moat's exec watch (the newest filter of equal precedence wins) and could answer
+// "continue" for a program moat would refuse: no listener for sandboxed code.
+Result<void> add_seccomp_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
+  scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                             SECCOMP_FILTER_FLAG_NEW_LISTENER);
+  return add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "SECCOMP_FILTER_FLAG_NEW_LISTENER");
 }
 
 // Every family but the allowed ones fails as if the kernel lacked it, which is what
@@ -146,8 +162,16 @@ Result<void> add_fallocate_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule
 
 // In the order their rules are written (the compiled program is pinned by a golden file).
 const ArgumentRule kArgumentRules[] = {
-    {"clone", "allowed unless a namespace flag is set (EPERM)", add_clone_rules},
+    {"clone",
+     "allowed unless a namespace flag is set, or CLONE_VM without CLONE_THREAD or CLONE_VFORK "
+     "(a process sharing memory with one that runs; the exec watch could not trust what it "
+     "reads) (EPERM)",
+     add_clone_rules},
     {"unshare", "allowed unless a namespace flag is set (EPERM)", add_unshare_rules},
+    {"seccomp",
+     "a nested filter is allowed (it can only narrow); SECCOMP_FILTER_FLAG_NEW_LISTENER EPERM: "
+     "a listener of the code's own would answer the exec checks before moat's",
+     add_seccomp_rules},
     {"socket",
      "AF_UNIX always, AF_INET/AF_INET6 only with network; other families "
      "EAFNOSUPPORT",
@@ -239,10 +263,10 @@ const char* action_name(const SyscallSet& set) {
 
 std::span<const ArgumentRule> argument_checked_syscalls() { return kArgumentRules; }
 
-Result<BpfProgram> compile_filter(bool network) {
-  MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
+// The program libseccomp built, as the instructions the kernel loads.
+static Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd mem, sys::memfd("moat-seccomp"));
-  int rc = seccomp_export_bpf(ctx.get(), mem.get());
+  int rc = seccomp_export_bpf(ctx, mem.get());
   if (rc != 0) return fail(Error::from_errno("seccomp_export_bpf", -rc));
   if (lseek(mem.get(), 0, SEEK_SET) != 0) return fail(Error::from_errno("lseek", errno));
   MOAT_ASSIGN_OR_RETURN(std::string bytes, sys::read_to_end(mem.get(), 1 << 20));
@@ -252,6 +276,11 @@ Result<BpfProgram> compile_filter(bool network) {
   program.insns.resize(bytes.size() / sizeof(sock_filter));
   std::memcpy(program.insns.data(), bytes.data(), bytes.size());
   return program;
+}
+
+Result<BpfProgram> compile_filter(bool network) {
+  MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
+  return export_program(ctx.get());
 }
 
 std::string explain_filter(bool network) {
@@ -279,6 +308,27 @@ std::string explain_filter(bool network) {
          ": errno ENOSYS (not in the table, so never reviewed)\n";
   out += "  5. default: allow (only reachable for numbers the kernel does not have)\n";
   return out;
+}
+
+Result<BpfProgram> compile_exec_watch_filter() {
+  FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx) return fail("seccomp_init failed");
+  for (const char* name : {"execve", "execveat", "exit_group"}) {
+    MOAT_ASSIGN_OR_RETURN(int nr, resolve(name));
+    int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0);
+    if (rc != 0) return fail(Error::from_errno("seccomp_rule_add(notify)", -rc, name));
+  }
+  return export_program(ctx.get());
+}
+
+int install_exec_watch_in_child(const BpfProgram& program) {
+  sock_fprog prog{};
+  prog.len = static_cast<unsigned short>(program.insns.size());
+  prog.filter = const_cast<sock_filter*>(program.insns.data());
+  // The listener is close-on-exec (the kernel opens it O_CLOEXEC); the worker passes it to
+  // moatd and closes it before exec all the same.
+  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
 int install_filter_in_child(const BpfProgram& program) {

@@ -66,7 +66,7 @@ constexpr SyscallEntry kProcess[] = {
     {"sched_getaffinity", ""}, {"sched_setattr", ""}, {"sched_getattr", ""},
     {"sched_yield", ""}, {"getrlimit", ""}, {"setrlimit", "can only lower hard limits"},
     {"prlimit64", ""}, {"getrusage", ""}, {"times", ""}, {"sysinfo", ""}, {"uname", ""},
-    {"getcpu", ""}, {"restart_syscall", ""}, {"seccomp", "a nested filter can only narrow"},
+    {"getcpu", ""}, {"restart_syscall", ""},
     {"landlock_create_ruleset", "a nested domain can only narrow"},
     {"landlock_add_rule", ""}, {"landlock_restrict_self", ""}, {"pidfd_open", ""},
     {"pidfd_send_signal", ""}, {"getrandom", ""},

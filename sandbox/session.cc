@@ -28,6 +28,7 @@
 #include "base/byte_strings.h"
 #include "base/log.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/exec_watch.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/protect.h"
 #include "sandbox/session.h"
@@ -302,8 +303,17 @@ class LinuxSession final : public Session {
   pid_t init_pid() const override { return init_; }
 
  private:
-  Result<CallFds> start(nlohmann::json request, bool exec_kind);
-  Result<void> check_status(int status_fd);
+  // Sends the request, waits until the worker reached its exec or handler (check_status:
+  // an exec worker's own exec waits on the watch, which must be served first), then reads
+  // the init's start record.
+  Result<CallFds> start(nlohmann::json request, bool exec_kind,
+                        std::unique_ptr<ExecWatch>* watch = nullptr,
+                        ExecObserver* observer = nullptr);
+  // EOF without a record: the worker reached exec (or its handler). A record names the
+  // step that failed. An exec worker first sends the exec watch's listener: it is served
+  // from then on (into *watch), since the worker's own exec already waits on it.
+  Result<void> check_status(int status_fd, std::unique_ptr<ExecWatch>* watch = nullptr,
+                            ExecObserver* observer = nullptr);
   Result<int> wait_exit(int channel, Clock::time_point deadline);
   double session_seconds_left() const;
 
@@ -320,13 +330,15 @@ class LinuxSession final : public Session {
   ScopedCgroup cgroup_;  // declared last: removed after the keeper is reaped
 };
 
-Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
+Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
+                                    std::unique_ptr<ExecWatch>* watch, ExecObserver* observer) {
   MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
   // Set before the init can send: the kStarted record's credentials carry the worker's pid.
   const int on = 1;
   if (setsockopt(channel.first.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
     return fail(Error::from_errno("setsockopt(SO_PASSCRED)", errno));
-  MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_pipe());
+  // A socket, not a pipe: the exec watch's listener comes back on it (worker.cc).
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_socketpair(SOCK_SEQPACKET));
   sys::FdPair io;
   if (exec_kind) {
     MOAT_ASSIGN_OR_RETURN(io, sys::make_pipe());
@@ -348,6 +360,10 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   std::uint32_t len = static_cast<std::uint32_t>(frame.size());
   MOAT_TRY(sys::write_all(channel.first.get(), &len, sizeof len));
   MOAT_TRY(sys::write_all(channel.first.get(), frame.data(), frame.size()));
+  // The init sends its start record once start_worker returns, which for an exec worker
+  // (vfork) is after the exec: the watch is served before it is waited for. A call the init
+  // refused before any worker closes the status socket unused: the record then says why.
+  auto reached = check_status(status.first.get(), watch, observer);
   ChannelRecord rec{};
   UniqueFd pidfd;
   std::size_t nfds = 0;
@@ -365,6 +381,7 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
                          "policy's globs protect or hide; the call is refused (fail closed)"});
   if (rec.type == ChannelMsg::kFailed)
     return fail(Error::from_errno("session init: start worker", rec.value));
+  if (!reached) return fail(reached.error());
   CallFds call{std::move(channel.first), std::move(status.first), std::move(io.first)};
   // Credentials that name the init itself mean it could not name the worker (see
   // send_record in session_init.cc): then the pidfd, read while the worker still lives.
@@ -374,12 +391,25 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind) {
   return call;
 }
 
-// EOF without a record: the worker reached exec (or its handler). A record names the step.
-Result<void> LinuxSession::check_status(int status_fd) {
-  StatusRecord rec{};
-  MOAT_ASSIGN_OR_RETURN(bool got, sys::read_exact(status_fd, &rec, sizeof rec, true));
-  if (!got) return {};
-  return fail(Error{rec.err, std::string("worker step ") + step_name(static_cast<Step>(rec.step))});
+Result<void> LinuxSession::check_status(int status_fd, std::unique_ptr<ExecWatch>* watch,
+                                        ExecObserver* observer) {
+  for (;;) {
+    StatusRecord rec{};
+    UniqueFd listener;
+    std::size_t nfds = 0;
+    MOAT_ASSIGN_OR_RETURN(std::size_t n,
+                          sys::recv_with_fds(status_fd, &rec, sizeof rec, &listener, 1, &nfds));
+    if (n == 0) return {};
+    if (n != sizeof rec) return fail("worker status: short record");
+    const bool is_listener = rec.step == static_cast<std::int32_t>(Step::kExecWatch) &&
+                             rec.err == 0 && listener.valid();
+    if (!is_listener)
+      return fail(
+          Error{rec.err, std::string("worker step ") + step_name(static_cast<Step>(rec.step))});
+    // Nobody to serve it (a handler worker never sends one): closing it fails every exec
+    // under it (ENOSYS), which is the closed way to fail.
+    if (watch != nullptr) *watch = std::make_unique<ExecWatch>(std::move(listener), observer);
+  }
 }
 
 double LinuxSession::session_seconds_left() const {
@@ -461,9 +491,9 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
   const auto t0 = Clock::now();
   nlohmann::json req = {
       {"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd}, {"env", spec.env}};
-  MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true));
+  std::unique_ptr<ExecWatch> watch;
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true, &watch, spec.observer));
   out.pid = call.host_pid;
-  MOAT_TRY(check_status(call.status.get()));
   const double timeout = call_timeout(spec.timeout_s, config_.limits.wall_time_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
@@ -510,13 +540,14 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
     if (out_open) drain_output(call.io.get(), sink);
     record_wait_status(wait_status, out);
   }
+  // The init killed what the call left behind; their ends are recorded before the call's.
+  if (watch) watch->finish(std::chrono::seconds(2));
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
   return out;
 }
 
 Result<std::string> LinuxSession::run_handler(std::string_view request) {
   MOAT_ASSIGN_OR_RETURN(CallFds call, start({{"kind", "handler"}}, false));
-  MOAT_TRY(check_status(call.status.get()));
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                          config_.limits.wall_time_s > 0 ? config_.limits.wall_time_s : 1e9));
@@ -546,7 +577,6 @@ Result<std::string> LinuxSession::run_handler(std::string_view request) {
 
 Result<UniqueFd> LinuxSession::create_file(const std::string& sandbox_path) {
   MOAT_ASSIGN_OR_RETURN(CallFds call, start({{"kind", "create"}, {"path", sandbox_path}}, false));
-  MOAT_TRY(check_status(call.status.get()));
   std::int32_t err = 0;
   UniqueFd fd;
   std::size_t nfds = 0;

@@ -25,6 +25,8 @@
 
 namespace moat::sandbox {
 
+class ExecObserver;
+
 // Ceilings applied to every worker of a session (0 = not set). moatd sets those a policy
 // governs from the policy's effective ceilings; their defaults are the policy's own
 // (policy/schema.h), so a session built without a policy gets what a default policy gives.
@@ -54,7 +56,8 @@ using WorkerHandler = std::string (*)(std::string_view request);
 // The layers SessionConfig::allow_without may name. The namespaces (user_ns, mount_ns, ...)
 // are not among them: the session is its namespaces, there is no running without one. Any
 // other name refuses the session, so a typo cannot leave a layer silently required or off.
-inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap", "cgroup"};
+inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap", "cgroup",
+                                                   "exec_watch"};
 
 struct SessionConfig {
   std::string workspace;  // host path; bound read-write at the same path
@@ -102,6 +105,9 @@ struct ExecSpec {
   std::string cwd;                         // sandbox path; empty = workspace
   double timeout_s = 0;                    // 0 = limits.wall_time_s; never more than it
   std::map<std::string, std::string> env;  // extra variables for this call only
+  // Judges and records every program the call starts (sandbox/exec_watch.h); null: every
+  // exec is let run unrecorded (a session used without a policy).
+  ExecObserver* observer = nullptr;
 };
 
 // Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".

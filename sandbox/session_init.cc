@@ -145,6 +145,7 @@ class Init {
  private:
   Result<void> layer_missing(const char* layer, const Error& error);
   Result<void> setup_filter();
+  Result<void> setup_exec_watch();
   Result<void> setup_landlock();
   void on_request();
   void report_placeholders(const std::vector<Placeholder>& created) const;
@@ -161,6 +162,7 @@ class Init {
   const InitContext& ctx_;
   const SessionConfig& config_;
   std::optional<BpfProgram> filter_;
+  std::optional<BpfProgram> exec_watch_;
   std::optional<LandlockRuleset> landlock_;
   nlohmann::json describe_ = nlohmann::json::object();
   std::map<int, Running> calls_;  // by channel fd
@@ -184,6 +186,15 @@ Result<void> Init::setup_filter() {
   if (!program) return layer_missing("seccomp", program.error());
   filter_ = std::move(*program);
   describe_["seccomp"] = true;
+  return {};
+}
+
+// Compiled here, installed by each exec worker (worker.cc kExecWatch); moatd serves it.
+Result<void> Init::setup_exec_watch() {
+  auto program = compile_exec_watch_filter();
+  if (!program) return layer_missing("exec_watch", program.error());
+  exec_watch_ = std::move(*program);
+  describe_["exec_watch"] = true;
   return {};
 }
 
@@ -215,6 +226,7 @@ Result<void> Init::setup() {
   if (auto view = build_view_in_init(plan); !view) return fail(view.error().with_context("mount"));
   if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
   MOAT_TRY(setup_filter());
+  MOAT_TRY(setup_exec_watch());
   MOAT_TRY(setup_landlock());
   MOAT_ASSIGN_OR_RETURN(sigchld_, sys::signalfd_for_sigchld());
   // Opened once, after the view's /proc (this pid namespace's) is mounted. Without it
@@ -295,6 +307,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
   plan.status_fd = status.get();
   plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
   plan.filter = filter_ ? &*filter_ : nullptr;
+  plan.exec_watch = exec_watch_ ? &*exec_watch_ : nullptr;
   plan.rlimits = plan_rlimits(config_.limits);
   plan.skip = call->skip;
   if (plan.kind == WorkerKind::kHandler && plan.handler == nullptr) {

@@ -8,7 +8,9 @@ namespace moat::sandbox {
 
 class SessionRunner final : public tools::SandboxRunner {
  public:
-  explicit SessionRunner(Session& session) : session_(session) {}
+  // With an observer, every program a command starts is judged and recorded through it.
+  explicit SessionRunner(Session& session, ExecObserver* observer = nullptr)
+      : session_(session), observer_(observer) {}
 
   Result<tools::ExecStatus> exec(const std::vector<std::string>& argv, const std::string& cwd,
                                  double timeout_s,
@@ -18,6 +20,7 @@ class SessionRunner final : public tools::SandboxRunner {
     spec.argv = argv;
     spec.cwd = cwd;
     spec.timeout_s = timeout_s;
+    spec.observer = observer_;
     return session_.exec(spec, on_output, stop);
   }
   Result<std::string> run_handler(std::string_view request) override {
@@ -29,6 +32,7 @@ class SessionRunner final : public tools::SandboxRunner {
 
  private:
   Session& session_;
+  ExecObserver* observer_;
 };
 
 }  // namespace moat::sandbox

@@ -21,6 +21,7 @@
 #include "base/sys.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
+#include "sandbox/seccomp_policy.h"
 
 namespace moat::sandbox {
 namespace {
@@ -33,7 +34,8 @@ constexpr int kParkBase = 100;  // fds are parked here so the final dup2s cannot
 
 constexpr const char* kStepNames[] = {"none",    "signals", "setsid",       "close_fds",
                                       "rlimits", "caps",    "no_new_privs", "landlock",
-                                      "chdir",   "seccomp", "exec",         "handler"};
+                                      "chdir",   "seccomp", "exec",         "handler",
+                                      "exec_watch"};
 // One name per step, in the enum's order: a step added without its name would be reported
 // as another step's (or "unknown") when it fails.
 static_assert(std::size(kStepNames) == static_cast<std::size_t>(Step::kLast) + 1,
@@ -116,6 +118,35 @@ int install_seccomp(const WorkerPlan& plan) {
 
 // execvpe without the heap: glibc's execvpe searches the caller's PATH, not envp's, and the
 // init has no environment. EACCES from any candidate wins over a later ENOENT (as in sh).
+// The listener leaves with a record of its own on the status socket; moatd answers the
+// worker's own exec through it, so it must be there before that exec.
+int install_exec_watch(const WorkerPlan& plan) {
+  if (plan.exec_watch == nullptr || plan.kind != WorkerKind::kExec) return 0;
+  const int listener = install_exec_watch_in_child(*plan.exec_watch);
+  if (listener < 0) return -listener;
+  StatusRecord rec{static_cast<std::int32_t>(Step::kExecWatch), 0};
+  // sendmsg by hand: sys::send_with_fds builds an Error (heap) when it fails, and an exec
+  // worker shares the init's memory.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&rec, sizeof rec};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
+  ssize_t n;
+  do n = sendmsg(status_fd_now, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  const int err = n == static_cast<ssize_t>(sizeof rec) ? 0 : (n < 0 ? errno : EIO);
+  close(listener);
+  return err;
+}
+
 int exec_resolved(const WorkerPlan& plan) {
   const char* name = plan.argv[0];
   if (std::strchr(name, '/') != nullptr) {
@@ -218,6 +249,7 @@ void run_worker_in_child(const WorkerPlan& plan) {
   run_step(plan, Step::kNoNewPrivs, set_no_new_privs);  // Landlock and seccomp need it
   run_step(plan, Step::kLandlock, apply_landlock);      // second filesystem layer, scoping
   run_step(plan, Step::kChdir, change_dir);             // as the restricted code would
+  run_step(plan, Step::kExecWatch, install_exec_watch);  // every later exec waits for moatd
   run_step(plan, Step::kSeccomp, install_seccomp);      // last: the steps above need denied calls
   if (plan.kind == WorkerKind::kHandler) run_handler(plan);
   if (plan.kind == WorkerKind::kCreateFile) run_create_file(plan);

@@ -27,7 +27,10 @@ enum class Step : std::int32_t {
   kSeccomp = 9,  // last: the steps above need syscalls it denies
   kExec = 10,
   kHandler = 11,
-  kLast = kHandler,  // keep equal to the last step: worker.cc's kStepNames is checked against it
+  // Before kSeccomp (whose filter refuses a listener): execve, execveat and exit_group wait
+  // for moatd's answer; the listener goes to moatd on the status socket, then is closed.
+  kExecWatch = 12,
+  kLast = kExecWatch,  // keep equal to the last step: worker.cc's kStepNames is checked against it
 };
 const char* step_name(Step step);
 Step step_from_name(const char* name);  // kNone for an unknown name
@@ -53,6 +56,9 @@ struct WorkerPlan {
   int status_fd = -1;
   int landlock_fd = -1;                // -1 = Landlock not applied (allowed without)
   const BpfProgram* filter = nullptr;  // nullptr = seccomp not applied (allowed without)
+  // kExec only: the exec watch (seccomp_policy.h); nullptr = not applied (allowed without).
+  // Its listener is sent on the status socket as StatusRecord{kExecWatch, 0} with the fd.
+  const BpfProgram* exec_watch = nullptr;
   RlimitPlan rlimits;
   Step skip = Step::kNone;  // tests only: prove each step matters by leaving it out
 };

@@ -142,7 +142,9 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
     // moatd did not record a decision for first (a decision that could not be written once
     // left an exec pointing at nothing, and the chain still held).
     if (type == "decision") decisions.insert(str_field(rec, "decision_id"));
-    if (is_call_record(rec) && decisions.count(str_field(rec, "decision_id")) == 0) {
+    // The call ("call") and each program it started ("exec") name the call's decision.
+    if ((is_call_record(rec) || str_field(rec, "type") == "exec") &&
+        decisions.count(str_field(rec, "decision_id")) == 0) {
       v.records -= 1;
       v.seq = v.records + 1;
       return broken(v, AuditProblem::kNoDecision, lines[i].offset,

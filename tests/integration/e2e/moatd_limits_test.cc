@@ -146,10 +146,10 @@ TEST_F(MoatdLimitsTest, AClientThatStopsReadingSuspendsNoDeadlineAndIsDisconnect
        {"tool", "bash"},
        {"arguments",
         {{"command", "while :; do head -c 100000 /dev/zero | tr '\\0' x; sleep 0.1; done"}}}});
-  ASSERT_TRUE(eventually([&] { return find_record(audit, "exec", "flood").has_value(); }, 40s))
+  ASSERT_TRUE(eventually([&] { return find_record(audit, "call", "flood").has_value(); }, 40s))
       << "the call was not killed at its deadline while its client did not read\n"
       << read_file(audit) << moatd_log();
-  const json exec = *find_record(audit, "exec", "flood");
+  const json exec = *find_record(audit, "call", "flood");
   ASSERT_FALSE(exec["processes"].empty()) << exec.dump();
   EXPECT_EQ(exec["processes"][0]["exit"].value("limit", ""), "wall_time") << exec.dump();
 

@@ -58,7 +58,7 @@ TEST_F(CallGateTest, ADecisionThatCannotBeAuditedDoesNotRun) {
   EXPECT_NE(text_of(r).find("refused: the audit log could not be written"), std::string::npos)
       << text_of(r);
   EXPECT_EQ(touches_->calls, 0);
-  EXPECT_TRUE(audit_->of_type("exec").empty());
+  EXPECT_TRUE(audit_->of_type("call").empty());
 }
 
 TEST_F(CallGateTest, AnUnknownToolIsAuditedAsARefusal) {
@@ -71,7 +71,7 @@ TEST_F(CallGateTest, AnUnknownToolIsAuditedAsARefusal) {
   EXPECT_EQ(decisions[0]["result"], "deny");
   EXPECT_EQ(decisions[0]["tool"], "launch_missiles");
   EXPECT_EQ(decisions[0]["call_id"], "call-1");
-  EXPECT_TRUE(audit_->of_type("exec").empty());
+  EXPECT_TRUE(audit_->of_type("call").empty());
 }
 
 TEST_F(CallGateTest, AnAllowedCallRunsOnlyAfterItsDecisionIsWritten) {
@@ -82,7 +82,7 @@ TEST_F(CallGateTest, AnAllowedCallRunsOnlyAfterItsDecisionIsWritten) {
   auto decisions = audit_->of_type("decision");
   ASSERT_FALSE(decisions.empty());
   EXPECT_EQ(decisions[0]["result"], "allow");
-  auto execs = audit_->of_type("exec");
+  auto execs = audit_->of_type("call");
   ASSERT_EQ(execs.size(), 1u);
   EXPECT_EQ(execs[0]["decision_id"], decisions[0]["decision_id"]);
 }

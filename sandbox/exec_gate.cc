@@ -1,0 +1,137 @@
+// sandbox/exec_gate.cc: judge, ask and record each program a call starts (see exec_gate.h).
+#include "sandbox/exec_gate.h"
+
+#include "base/log.h"
+#include "sandbox/auditing_runner.h"
+#include "sandbox/call_gate.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kRefusalsShown = 5;  // the model reads the first few; the log has all
+
+// Why the watch itself refuses an exec, whatever the policy says; empty when it does not.
+std::string watch_refusal(const ExecRequest& r) {
+  if (r.memory == "changed")
+    return "its path or argv changed while moat was checking it (another thread rewrote them)";
+  if (r.argv_truncated) return "its argv is larger than moat reads (4 MiB)";
+  return "";
+}
+
+policy::Decision moat_refusal(std::string reason) {
+  static const policy::RuleRef kMoat{"exec-watch", "builtin", "", 0};
+  policy::Decision d;
+  d.verdict = policy::Verdict::kDeny;
+  d.deciding = kMoat;
+  d.decided_by = "moat";
+  d.reason = std::move(reason);
+  return d;
+}
+
+// The call's own program was judged with the call (its decision record): recorded, not
+// judged again. Named so that its record reads that way.
+policy::Decision judged_with_call() {
+  static const policy::RuleRef kCall{"call", "builtin", "", 0};
+  policy::Decision d;
+  d.verdict = policy::Verdict::kAllow;
+  d.deciding = kCall;
+  d.decided_by = "call";
+  return d;
+}
+
+}  // namespace
+
+ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
+  policy::Decision d;
+  json answer;
+  if (std::string why = watch_refusal(r); !why.empty()) {
+    d = moat_refusal(std::move(why));
+  } else if (r.first) {
+    d = judged_with_call();
+  } else {
+    d = session_.policy->decide_exec(policy::ExecFacts{
+        r.argv, r.path.empty() || r.path[0] == '/' ? r.path : r.cwd + "/" + r.path, r.exe,
+        r.cwd});
+    std::string what = "the program " + moat::quoted(r.exe) + " (started by the call)";
+    d = asks_.ask(std::move(d), call_id_, what, cancel_, answer);
+  }
+  const bool written = record_exec(r, d, answer);
+  const bool allow = d.verdict == policy::Verdict::kAllow && written;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (allow) {
+    ++execs_;
+    return ExecAnswer{true, 0};
+  }
+  ++refused_;
+  if (refusals_.size() < kRefusalsShown) {
+    std::string name = r.exe.empty() ? r.path : r.exe;
+    refusals_.push_back(written ? refusal_text(d, "running " + moat::quoted(name) + " was")
+                                : "running " + moat::quoted(name) +
+                                      " was refused: the audit log could not be written");
+  }
+  return ExecAnswer{false, EPERM};
+}
+
+bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, const json& answer) {
+  json rec = {{"call_id", call_id_},
+              {"decision_id", decision_id_},
+              {"exec_id", call_id_ + "." + r.exec_id},
+              {"parent_exec", r.parent_exec.empty() ? json(nullptr)
+                                                    : json(call_id_ + "." + r.parent_exec)},
+              {"pid", r.pid},
+              {"argv", argv_for_audit(r.argv)},
+              {"path", r.path},
+              {"exe", r.exe},
+              {"cwd", r.cwd},
+              {"memory", r.memory},
+              {"result", policy::verdict_name(d.verdict)},
+              {"decided_by", d.decided_by},
+              {"rule", d.decided_by == "observed" || d.decided_by == "call"
+                           ? json(nullptr)
+                           : rule_json(d.deciding)}};
+  if (!r.interpreter.empty()) rec["interpreter"] = r.interpreter;
+  if (!d.reason.empty()) rec["reason"] = d.reason;
+  if (!answer.is_null()) rec["user"] = answer;
+  // Written before the program runs, not synced: a storm of execs must not wait on the disk
+  // for each one; the next synced record (the call's end at the latest) covers them all.
+  return static_cast<bool>(
+      session_.record("exec", std::move(rec), sessions::AuditLog::Sync::kWithNext));
+}
+
+void ExecGate::on_end(const ExecEnd& end) {
+  json exit = {{"code", end.code ? json(*end.code) : json(nullptr)},
+               {"signal", end.signal ? json(*end.signal) : json(nullptr)}};
+  json rec = {{"call_id", call_id_},
+              {"exec_id", call_id_ + "." + end.exec_id},
+              {"exit", std::move(exit)},
+              {"duration_ms", end.duration_ms}};
+  if (!end.note.empty()) rec["note"] = end.note;
+  (void)session_.record("exec.end", std::move(rec), sessions::AuditLog::Sync::kWithNext);
+}
+
+std::string ExecGate::refusals_text() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (refusals_.empty()) return "";
+  std::string out = "\n[moat refused " + std::to_string(refused_) + " program" +
+                    (refused_ == 1 ? "" : "s") + " this command started (the exec failed with " +
+                    "EPERM inside the sandbox):";
+  for (const std::string& line : refusals_) out += "\n- " + line;
+  if (refused_ > static_cast<int>(refusals_.size()))
+    out += "\n- ... and " + std::to_string(refused_ - static_cast<int>(refusals_.size())) +
+           " more (see the audit log)";
+  return out + "]";
+}
+
+int ExecGate::execs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return execs_;
+}
+
+int ExecGate::refused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,53 @@
+// sandbox/exec_gate.h: the call gate's part in the exec watch: every program one tool call
+// starts is judged by the policy (policy::Policy::decide_exec), an ask is put to the person,
+// and each program gets an "exec" record before it runs and an "exec.end" when it ends
+// (docs/sessions.md, "The audit log"). One gate per call.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sandbox/ask_broker.h"
+#include "sandbox/exec_watch.h"
+#include "sandbox/session_state.h"
+
+namespace moat::sandbox {
+
+class ExecGate final : public ExecObserver {
+ public:
+  ExecGate(SessionState& session, AskBroker& asks, std::string call_id, std::string decision_id,
+           const std::atomic<bool>& cancel)
+      : session_(session),
+        asks_(asks),
+        call_id_(std::move(call_id)),
+        decision_id_(std::move(decision_id)),
+        cancel_(cancel) {}
+
+  ExecAnswer on_exec(const ExecRequest& request) override;
+  void on_end(const ExecEnd& end) override;
+
+  // What the model reads after the tool's own result: each refused program, by which rule
+  // and why. Empty when nothing was refused.
+  std::string refusals_text() const;
+  int execs() const;
+  int refused() const;
+
+ private:
+  // The "exec" record, written before the program runs; false when it could not be and the
+  // log is required (then the program does not run).
+  bool record_exec(const ExecRequest& r, const policy::Decision& d, const nlohmann::json& answer);
+
+  SessionState& session_;
+  AskBroker& asks_;
+  const std::string call_id_, decision_id_;
+  const std::atomic<bool>& cancel_;
+  mutable std::mutex mu_;
+  int execs_ = 0;
+  std::vector<std::string> refusals_;  // one line per refused program (first few kept)
+  int refused_ = 0;
+};
+
+}  // namespace moat::sandbox

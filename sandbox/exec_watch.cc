@@ -1,0 +1,590 @@
+// sandbox/exec_watch.cc: the notification loop of the exec watch (see exec_watch.h).
+//
+// One exec, in order:
+//   1. receive the notification (the caller waits in execve);
+//   2. read the path and argv from its memory (process_vm_readv), bounded;
+//   3. resolve the path in the sandbox's view (/proc/<pid>/root, RESOLVE_IN_ROOT): a path
+//      that does not open fails the exec with the kernel's own errno, unrecorded;
+//   4. if another running thread shares the caller's memory, read both again and refuse on a
+//      difference;
+//   5. check the notification is still live (SECCOMP_IOCTL_NOTIF_ID_VALID): the pid read
+//      from is still the caller, stopped in this execve;
+//   6. have it judged and recorded (ExecObserver), answer continue or the errno;
+//   7. for a shared memory, check once it runs that /proc/<pid>/exe is the file judged.
+// exit_group notifications only note the exit code; the end is seen on a pidfd.
+#include "sandbox/exec_watch.h"
+
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <unordered_map>
+
+#include "base/log.h"
+
+namespace moat::sandbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxPath = 4096;              // PATH_MAX: the kernel's own bound
+constexpr std::size_t kMaxArgvBytes = 4u << 20;     // more than the default ARG_MAX (2 MiB)
+constexpr std::size_t kMaxArgvWords = 1u << 16;
+constexpr auto kVerifyWindow = std::chrono::milliseconds(200);
+
+// Bytes of another process's memory; fewer than asked when a page is not mapped.
+std::size_t read_remote(pid_t pid, std::uint64_t addr, void* buf, std::size_t len) {
+  iovec local{buf, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  return n < 0 ? 0 : static_cast<std::size_t>(n);
+}
+
+// A NUL-terminated string at addr, at most max bytes; nullopt when unreadable or longer.
+std::optional<std::string> read_string(pid_t pid, std::uint64_t addr, std::size_t max) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < max) {
+    // Never across a page boundary in one read: the next page may be unmapped.
+    std::size_t room = 4096 - static_cast<std::size_t>(addr % 4096);
+    std::size_t n = read_remote(pid, addr, buf, std::min(room, sizeof buf));
+    if (n == 0) return std::nullopt;
+    if (const void* nul = std::memchr(buf, '\0', n)) {
+      out.append(buf, static_cast<const char*>(nul) - buf);
+      return out;
+    }
+    out.append(buf, n);
+    addr += n;
+  }
+  return std::nullopt;
+}
+
+struct Argv {
+  std::vector<std::string> words;
+  bool truncated = false;
+  bool ok = true;
+};
+
+Argv read_argv(pid_t pid, std::uint64_t addr) {
+  Argv a;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; addr != 0; ++i) {
+    if (i >= kMaxArgvWords || bytes >= kMaxArgvBytes) {
+      a.truncated = true;
+      return a;
+    }
+    std::uint64_t ptr = 0;
+    if (read_remote(pid, addr + i * sizeof ptr, &ptr, sizeof ptr) != sizeof ptr) {
+      a.ok = false;
+      return a;
+    }
+    if (ptr == 0) return a;
+    auto word = read_string(pid, ptr, kMaxArgvBytes - bytes);
+    if (!word) {
+      a.ok = false;
+      a.truncated = bytes + kMaxPath >= kMaxArgvBytes;
+      return a;
+    }
+    bytes += word->size() + 1;
+    a.words.push_back(std::move(*word));
+  }
+  return a;
+}
+
+struct ProcStatus {
+  pid_t tgid = -1, ppid = -1;
+  int threads = 0;
+};
+
+ProcStatus proc_status(pid_t pid) {
+  ProcStatus s;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "Tgid:") in >> s.tgid;
+    else if (key == "PPid:") in >> s.ppid;
+    else if (key == "Threads:") {
+      in >> s.threads;
+      break;  // the last of the three in the file
+    }
+  }
+  return s;
+}
+
+std::string read_link(const std::string& path) {
+  char buf[kMaxPath + 1];
+  ssize_t n = readlink(path.c_str(), buf, kMaxPath);
+  return n < 0 ? std::string() : std::string(buf, static_cast<std::size_t>(n));
+}
+
+// No other running thread can write the caller's memory: it has one thread, and every
+// process it shares its memory with (a vfork parent, suspended until the exec) has one too.
+// clone(CLONE_VM) without CLONE_VFORK or CLONE_THREAD is refused by the session's filter, so
+// vfork chains are the only sharing across processes.
+bool memory_exclusive(pid_t tgid, const ProcStatus& st) {
+  if (st.threads != 1) return false;
+  pid_t cur = tgid, parent = st.ppid;
+  for (int depth = 0; depth < 16 && parent > 1; ++depth) {
+    const long same = syscall(SYS_kcmp, cur, parent, KCMP_VM, 0, 0);
+    if (same > 0) return true;    // another memory: nothing above shares this one
+    if (same < 0) return false;   // unknown: treated as shared (read twice, verified)
+    ProcStatus ps = proc_status(parent);
+    if (ps.threads != 1) return false;
+    cur = parent;
+    parent = ps.ppid;
+  }
+  return parent <= 1;
+}
+
+struct Resolved {
+  int error = 0;  // the errno the exec fails with when the file does not open
+  std::string exe, cwd, interpreter;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool read_only = false;  // on a read-only mount: nothing in the sandbox can replace it
+};
+
+std::string absolute_path(const std::string& path, const std::string& cwd) {
+  return !path.empty() && path[0] == '/' ? path : cwd + "/" + path;
+}
+
+std::string interpreter_of(int fd) {
+  char head[256];
+  ssize_t n = pread(fd, head, sizeof head - 1, 0);
+  if (n < 3 || head[0] != '#' || head[1] != '!') return "";
+  head[n] = '\0';
+  const char* p = head + 2;
+  while (*p == ' ' || *p == '\t') ++p;
+  const char* end = p;
+  while (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\n') ++end;
+  return std::string(p, static_cast<std::size_t>(end - p));
+}
+
+// The file the caller names, opened as the kernel will open it: inside the caller's root,
+// from its working directory (or execveat's directory fd).
+Resolved resolve(pid_t pid, const std::string& path, int dirfd, bool empty_path) {
+  Resolved r;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  r.cwd = read_link(proc + "/cwd");
+  std::string base = r.cwd;
+  if (dirfd != AT_FDCWD && (empty_path || path.empty() || path[0] != '/'))
+    base = read_link(proc + "/fd/" + std::to_string(dirfd));
+  int fd = -1;
+  if (empty_path && path.empty()) {
+    fd = open((proc + "/fd/" + std::to_string(dirfd)).c_str(), O_RDONLY | O_CLOEXEC);
+  } else {
+    UniqueFd root(open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) {
+      r.error = errno == ENOENT ? ESRCH : errno;
+      return r;
+    }
+    const std::string abs = !path.empty() && path[0] == '/' ? path : base + "/" + path;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    fd = static_cast<int>(syscall(SYS_openat2, root.get(), abs.c_str(), &how, sizeof how));
+  }
+  if (fd < 0) {
+    r.error = errno;
+    return r;
+  }
+  UniqueFd file(fd);
+  struct stat st{};
+  if (fstat(file.get(), &st) != 0) {
+    r.error = errno;
+    return r;
+  }
+  if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
+    r.error = EACCES;
+    return r;
+  }
+  r.dev = st.st_dev;
+  r.ino = st.st_ino;
+  struct statvfs vfs{};
+  r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
+  r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
+  UniqueFd readable(
+      open(("/proc/self/fd/" + std::to_string(file.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  if (readable.valid()) r.interpreter = interpreter_of(readable.get());
+  return r;
+}
+
+struct Program {
+  std::string exec_id;
+  UniqueFd pidfd;
+  Clock::time_point start;
+  std::optional<int> code;
+  bool ended = false;  // its end is recorded already (killed by the verification)
+};
+
+// A program let run that moat must see running before it trusts the check: its file was
+// named through a path that could be swapped (a writable or symlinked one), or its caller's
+// memory was shared. /proc/<pid>/exe must become the file judged and, for a shared memory,
+// /proc/<pid>/cmdline the argv judged; anything else is killed.
+struct PendingVerify {
+  pid_t pid;
+  dev_t dev;
+  ino_t ino;
+  dev_t old_dev;  // the image before the exec: until it changes, the exec has not happened
+  ino_t old_ino;
+  bool check_argv;
+  std::vector<std::string> argv;
+  Clock::time_point until;
+};
+
+std::optional<std::pair<dev_t, ino_t>> exe_of(pid_t pid) {
+  struct stat st{};
+  if (stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &st) != 0) return std::nullopt;
+  return std::make_pair(st.st_dev, st.st_ino);
+}
+
+bool cmdline_is(pid_t pid, const std::vector<std::string>& argv) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string want;
+  for (const std::string& a : argv) want += a + '\0';
+  return got == want;
+}
+
+// What a verification concludes now: keep waiting, done, or kill (with why).
+enum class Verdict { kWait, kDone, kKill };
+
+Verdict verify_one(const PendingVerify& v, Clock::time_point now, std::string* why) {
+  auto exe = exe_of(v.pid);
+  if (!exe) return Verdict::kDone;  // gone: nothing left running to stop
+  const bool judged = exe->first == v.dev && exe->second == v.ino;
+  const bool before = exe->first == v.old_dev && exe->second == v.old_ino;
+  if (judged && (!v.check_argv || cmdline_is(v.pid, v.argv))) return Verdict::kDone;
+  if (before && now < v.until) return Verdict::kWait;  // the exec has not replaced it yet
+  if (before && !judged) return Verdict::kDone;  // the exec failed: the old program runs on
+  *why = judged ? "killed: its argv is not the one that was checked"
+                : "killed: /proc/<pid>/exe is not the file that was checked";
+  return Verdict::kKill;
+}
+
+class Server {
+ public:
+  Server(int listener, int wake, ExecObserver* observer, ExecWatchStats& stats,
+         std::atomic<bool>& stopping)
+      : listener_(listener), wake_(wake), observer_(observer), stats_(stats), stopping_(stopping) {}
+
+  void run();
+
+ private:
+  void on_notification();
+  void on_exec(const seccomp_notif& n);
+  void on_exit_group(const seccomp_notif& n);
+  void on_pidfd(pid_t pid);
+  void answer(std::uint64_t id, bool allow, int error);
+  bool still_waiting(std::uint64_t id) const {
+    std::uint64_t copy = id;
+    return ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
+  }
+  void started(pid_t pid, const std::string& exec_id);
+  void ended(pid_t pid, ExecEnd end);
+  void verify_pending();
+  std::string parent_of(pid_t pid, pid_t ppid) const;
+  bool fixed_dir(pid_t pid, const std::string& dir);
+
+  int listener_, wake_;
+  UniqueFd epoll_;
+  ExecObserver* observer_;
+  ExecWatchStats& stats_;
+  std::atomic<bool>& stopping_;
+  std::unordered_map<pid_t, Program> running_;  // by thread group id
+  std::vector<PendingVerify> verify_;
+  // Directories that are, with every directory above them, on read-only mounts: nothing in
+  // the sandbox can change what a path through them names (mounts are fixed for the session).
+  std::unordered_map<std::string, bool> fixed_dirs_;
+  std::uint64_t next_id_ = 0;
+  bool first_done_ = false;
+  bool hung_up_ = false;
+};
+
+void Server::run() {
+  epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;  // the listener
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_, &ev);
+  ev.data.u64 = 1;  // finish()
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_, &ev);
+  while (!(hung_up_ && running_.empty()) && !stopping_.load()) {
+    epoll_event events[64];
+    int n = epoll_wait(epoll_.get(), events, 64, verify_.empty() ? 1000 : 1);
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t tag = events[i].data.u64;
+      if (tag == 0 && (events[i].events & EPOLLIN)) on_notification();
+      if (tag == 0 && (events[i].events & (EPOLLHUP | EPOLLERR)) && !(events[i].events & EPOLLIN)) {
+        hung_up_ = true;
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_, nullptr);
+      }
+      if (tag >= 2) on_pidfd(static_cast<pid_t>(tag - 2));
+    }
+    if (!verify_.empty()) verify_pending();
+  }
+  // Stopped with programs still running (the init kills them): they end without a status.
+  for (auto& [pid, p] : running_) {
+    if (p.ended) continue;
+    ExecEnd end{p.exec_id, p.code, std::nullopt,
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.start)
+                    .count(),
+                "the call ended before it did"};
+    if (observer_) observer_->on_end(end);
+  }
+  running_.clear();
+}
+
+void Server::on_notification() {
+  seccomp_notif n;
+  std::memset(&n, 0, sizeof n);  // RECV refuses a buffer that is not zeroed
+  if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &n) != 0) return;  // ENOENT: the caller died
+  ++stats_.notifications;
+  if (n.data.nr == __NR_exit_group) return on_exit_group(n);
+  on_exec(n);
+}
+
+void Server::answer(std::uint64_t id, bool allow, int error) {
+  seccomp_notif_resp r{};
+  r.id = id;
+  if (allow) {
+    r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  } else {
+    r.error = -error;
+  }
+  (void)ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &r);  // ENOENT: the caller died meanwhile
+}
+
+void Server::on_exit_group(const seccomp_notif& n) {
+  auto it = running_.find(static_cast<pid_t>(n.pid));
+  if (it == running_.end()) {
+    ProcStatus st = proc_status(static_cast<pid_t>(n.pid));
+    it = running_.find(st.tgid);
+  }
+  if (it != running_.end()) it->second.code = static_cast<int>(n.data.args[0] & 0xff);
+  answer(n.id, true, 0);
+}
+
+bool Server::fixed_dir(pid_t pid, const std::string& dir) {
+  if (auto it = fixed_dirs_.find(dir); it != fixed_dirs_.end()) return it->second;
+  bool fixed = false;
+  if (!dir.empty() && dir[0] == '/' && dir.find("/..") == std::string::npos) {
+    const auto slash = dir.rfind('/');
+    const bool above = dir == "/" || fixed_dir(pid, slash == 0 ? "/" : dir.substr(0, slash));
+    if (above) {
+      UniqueFd root(open(("/proc/" + std::to_string(pid) + "/root").c_str(),
+                         O_PATH | O_DIRECTORY | O_CLOEXEC));
+      open_how how{};
+      how.flags = O_PATH | O_CLOEXEC;
+      how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+      UniqueFd d(root.valid() ? static_cast<int>(syscall(SYS_openat2, root.get(), dir.c_str(),
+                                                         &how, sizeof how))
+                              : -1);
+      struct statvfs vfs{};
+      fixed = d.valid() && fstatvfs(d.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
+    }
+  }
+  fixed_dirs_.emplace(dir, fixed);
+  return fixed;
+}
+
+std::string Server::parent_of(pid_t pid, pid_t ppid) const {
+  // The nearest process up the tree with a program of this call: a fork of a shell has
+  // none of its own.
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    if (auto it = running_.find(pid); it != running_.end()) return it->second.exec_id;
+    pid = ppid;
+    ppid = proc_status(pid).ppid;
+  }
+  return "";
+}
+
+void Server::on_exec(const seccomp_notif& n) {
+  const bool at = n.data.nr == __NR_execveat;
+  const pid_t tid = static_cast<pid_t>(n.pid);
+  const std::uint64_t path_addr = at ? n.data.args[1] : n.data.args[0];
+  const std::uint64_t argv_addr = at ? n.data.args[2] : n.data.args[1];
+  const int dirfd = at ? static_cast<int>(n.data.args[0]) : AT_FDCWD;
+  const bool empty_path = at && (n.data.args[4] & AT_EMPTY_PATH) != 0;
+  auto path = read_string(tid, path_addr, kMaxPath);
+  if (!path) return answer(n.id, false, EFAULT);
+  Argv argv = read_argv(tid, argv_addr);
+  if (!argv.ok && !argv.truncated) return answer(n.id, false, EFAULT);
+  Resolved file = resolve(tid, *path, dirfd, empty_path);
+  if (file.error != 0) return answer(n.id, false, file.error);  // the kernel's own answer
+  const ProcStatus st = proc_status(tid);
+  ExecRequest req;
+  req.pid = st.tgid;
+  req.memory = memory_exclusive(st.tgid, st) ? "exclusive" : "shared";
+  if (req.memory == "shared") {
+    // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
+    auto again = read_string(tid, path_addr, kMaxPath);
+    Argv argv2 = read_argv(tid, argv_addr);
+    if (!again || *again != *path || argv2.words != argv.words) req.memory = "changed";
+  }
+  if (!still_waiting(n.id)) return;  // the caller died (or was killed) while we read
+  req.exec_id = std::to_string(++next_id_);
+  req.first = !first_done_;
+  req.parent_exec = req.first ? "" : parent_of(st.tgid, st.ppid);
+  req.argv = std::move(argv.words);
+  req.argv_truncated = argv.truncated;
+  req.path = std::move(*path);
+  req.exe = std::move(file.exe);
+  req.interpreter = std::move(file.interpreter);
+  req.cwd = std::move(file.cwd);
+  ExecAnswer a;
+  if (observer_) a = observer_->on_exec(req);
+  // The watch's own refusals stand whatever the observer said (it was told why).
+  if (req.memory == "changed" || req.argv_truncated) a = ExecAnswer{false, EPERM};
+  if (!a.allow) {
+    ++stats_.refused;
+    return answer(n.id, false, a.error);
+  }
+  ++stats_.execs;
+  first_done_ = true;
+  const bool shared = req.memory == "shared";
+  const std::string typed = absolute_path(req.path, req.cwd);
+  const bool swappable =
+      !file.read_only || !fixed_dir(st.tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
+  std::optional<std::pair<dev_t, ino_t>> before;
+  if (shared || swappable) before = exe_of(st.tgid);
+  answer(n.id, true, 0);
+  started(st.tgid, req.exec_id);
+  if (before)
+    verify_.push_back({st.tgid, file.dev, file.ino, before->first, before->second, shared,
+                       std::move(req.argv), Clock::now() + kVerifyWindow});
+}
+
+void Server::started(pid_t pid, const std::string& exec_id) {
+  auto it = running_.find(pid);
+  if (it != running_.end()) {  // the process ran another program before: that one is over
+    Program& old = it->second;
+    if (!old.ended && observer_) observer_->on_end(ExecEnd{old.exec_id, std::nullopt, std::nullopt,
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - old.start)
+                    .count(),
+                "replaced by exec " + exec_id});
+    old.exec_id = exec_id;
+    old.start = Clock::now();
+    old.code.reset();
+    old.ended = false;
+    return;
+  }
+  Program p{exec_id, UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0))), Clock::now(),
+            std::nullopt, false};
+  if (p.pidfd.valid()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = static_cast<std::uint64_t>(pid) + 2;
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, p.pidfd.get(), &ev);
+  }
+  running_.emplace(pid, std::move(p));
+}
+
+void Server::on_pidfd(pid_t pid) {
+  auto it = running_.find(pid);
+  if (it == running_.end()) return;
+  if (it->second.ended) {
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.pidfd.get(), nullptr);
+    running_.erase(it);
+    return;
+  }
+  ExecEnd end;
+  end.exec_id = it->second.exec_id;
+  end.code = it->second.code;
+  end.duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.start)
+          .count();
+  if (!end.code) {
+    // No exit_group: a signal ended it. /proc/<pid>/stat's exit_code (field 52) says which
+    // while it is a zombie; once reaped, only that it was not a normal exit is known.
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    const auto close = line.rfind(')');
+    if (close != std::string::npos) {
+      std::istringstream fields(line.substr(close + 2));
+      std::string f;
+      long status = -1;
+      for (int i = 3; fields >> f; ++i)
+        if (i == 52) status = std::stol(f);
+      if (status >= 0 && (status & 0x7f) != 0) end.signal = static_cast<int>(status & 0x7f);
+      if (status >= 0 && (status & 0x7f) == 0) end.code = static_cast<int>((status >> 8) & 0xff);
+    }
+    if (!end.code && !end.signal) end.note = "ended by a signal (reaped before moat read which)";
+  }
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.pidfd.get(), nullptr);
+  running_.erase(it);
+  if (observer_) observer_->on_end(end);
+}
+
+void Server::verify_pending() {
+  const auto now = Clock::now();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < verify_.size(); ++i) {
+    std::string why;
+    const Verdict v = verify_one(verify_[i], now, &why);
+    if (v == Verdict::kWait) {
+      if (kept != i) verify_[kept] = std::move(verify_[i]);
+      ++kept;
+      continue;
+    }
+    if (v == Verdict::kDone) continue;
+    auto it = running_.find(verify_[i].pid);
+    if (it == running_.end() || !it->second.pidfd.valid()) continue;
+    syscall(SYS_pidfd_send_signal, it->second.pidfd.get(), SIGKILL, nullptr, 0);
+    ++stats_.refused;
+    if (observer_) observer_->on_end(ExecEnd{it->second.exec_id, std::nullopt, SIGKILL, 0, why});
+    it->second.ended = true;  // its pidfd end is not a second end of the same exec
+  }
+  verify_.resize(kept);
+}
+
+}  // namespace
+
+ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer)
+    : listener_(std::move(listener)),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      observer_(observer) {
+  thread_ = std::thread([this] { serve(); });
+}
+
+ExecWatch::~ExecWatch() { finish(std::chrono::milliseconds(0)); }
+
+void ExecWatch::serve() {
+  Server server(listener_.get(), wake_.get(), observer_, stats_, stopping_);
+  server.run();
+  done_.store(true);
+}
+
+ExecWatchStats ExecWatch::finish(std::chrono::milliseconds grace) {
+  if (thread_.joinable()) {
+    const auto until = Clock::now() + grace;
+    // The thread ends on its own once the listener hangs up and every program is over.
+    while (Clock::now() < until && !done_.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    stopping_.store(true);
+    std::uint64_t one = 1;
+    (void)::write(wake_.get(), &one, sizeof one);
+    thread_.join();
+  }
+  return stats_;
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,95 @@
+// sandbox/exec_watch.h: moatd's side of the exec watch. Every execve and execveat a call's
+// processes make waits (seccomp user notification, seccomp_policy.h) while moatd reads what
+// is about to run from the caller's memory, resolves it in the sandbox's view and has it
+// judged; exit_group gives the program's exit code. One watch per exec call, on a thread of
+// its own, so a fork-and-exec storm in one call holds back no other call or session.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+
+namespace moat::sandbox {
+
+// What an exec is about to run, as read from the caller before the kernel runs it.
+struct ExecRequest {
+  pid_t pid = -1;           // host pid (thread group) of the caller
+  std::string exec_id;      // this watch's number for it: "1", "2", ... in exec order
+  std::string parent_exec;  // the exec_id of the program that started it; "" for the first
+  bool first = false;       // the call's own program (the worker's exec), judged with the call
+  std::vector<std::string> argv;
+  std::string path;         // as execve was given it
+  std::string exe;          // the file it names, resolved in the sandbox's view
+  std::string interpreter;  // a #! script's interpreter, as its first line names it
+  std::string cwd;          // the caller's working directory
+  // How far the check holds against a rewrite of the caller's memory (docs/security.md):
+  // "exclusive" (no other running thread shares it: sound), or "shared" (read twice and
+  // compared, the program checked again once it runs).
+  std::string memory;
+  bool argv_truncated = false;  // larger than moat reads: such an exec is refused
+};
+
+struct ExecAnswer {
+  bool allow = true;
+  int error = EPERM;  // the errno the exec fails with when not allowed
+};
+
+// How a program ended: exit code, signal, or neither when it was replaced by another exec or
+// the watch stopped before it ended.
+struct ExecEnd {
+  std::string exec_id;
+  std::optional<int> code;
+  std::optional<int> signal;
+  long long duration_ms = 0;
+  std::string note;  // "replaced by exec 7", "killed: ran another program than the one checked"
+};
+
+class ExecObserver {
+ public:
+  virtual ~ExecObserver() = default;
+  // Judges (and records) one exec before it runs. Called on the watch's thread, one at a time.
+  virtual ExecAnswer on_exec(const ExecRequest& request) = 0;
+  virtual void on_end(const ExecEnd& end) = 0;
+};
+
+struct ExecWatchStats {
+  std::uint64_t notifications = 0;
+  std::uint64_t execs = 0;    // programs that were let run
+  std::uint64_t refused = 0;  // refused by the observer or by the watch's own checks
+};
+
+class ExecWatch {
+ public:
+  // Serves `listener` until every process under it has ended (the listener hangs up) or
+  // finish() gives up. A null observer lets every exec run and records nothing (sessions
+  // used without a policy: the sandbox tests).
+  ExecWatch(UniqueFd listener, ExecObserver* observer);
+  ~ExecWatch();
+  ExecWatch(const ExecWatch&) = delete;
+  ExecWatch& operator=(const ExecWatch&) = delete;
+
+  // The call is over: waits up to `grace` for the last processes to go (the init kills them),
+  // then stops; programs still without an end get one with neither code nor signal.
+  ExecWatchStats finish(std::chrono::milliseconds grace);
+
+ private:
+  void serve();
+
+  UniqueFd listener_;
+  UniqueFd wake_;  // eventfd: finish() was called
+  ExecObserver* observer_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> done_{false};  // the thread has finished serving
+  ExecWatchStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace moat::sandbox

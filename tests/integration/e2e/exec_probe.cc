@@ -1,0 +1,130 @@
+// tests/integration/e2e/exec_probe.cc: probes of the exec watch from inside the sandbox
+// (issue 14, items 1 and 2).
+//
+// `exec_probe N threads|single` races the exec watch. Each round
+// forks a child that execs the path in a static buffer. In "threads" mode the child first
+// starts a thread that keeps rewriting that buffer between "/usr/bin/true" and
+// "/usr/bin/yes" (a program the test's policy denies, and one that never ends by itself), so
+// what moatd read and what the kernel runs may differ. Prints one line of counts:
+//   rounds=N true=A killed=B refused=C other=D escaped=E
+// escaped: a child still running after 3 s (a `yes` nobody stopped), killed here.
+//
+// `exec_probe listener|clonevm|procmem` tries what would undo the watch and prints
+// "<probe>: errno=<name>" (or "<probe>: ALLOWED"):
+//   listener: a seccomp filter with a listener of its own (it would answer execs first);
+//   clonevm:  clone(CLONE_VM) without CLONE_VFORK/CLONE_THREAD (memory shared with a process
+//             that runs: it could rewrite an exec's argv after the watch read it);
+//   procmem:  opening a child's /proc/<pid>/mem for writing (the same, through procfs).
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char path[32] = "/usr/bin/true";
+
+static void* flip(void* arg) {
+  (void)arg;
+  for (;;) {
+    memcpy(path, "/usr/bin/yes", 13);  // with its NUL
+    memcpy(path, "/usr/bin/true", 14);
+  }
+  return NULL;
+}
+
+static void child(int threads) {
+  int null_fd = open("/dev/null", O_WRONLY);
+  if (null_fd >= 0) dup2(null_fd, 1);
+  if (threads) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, flip, NULL) != 0) _exit(125);
+    usleep(50);
+  }
+  char* args[] = {path, NULL};
+  execv(path, args);
+  _exit(errno == EPERM ? 126 : 127);
+}
+
+static int report(const char* probe, long rc) {
+  if (rc >= 0) printf("%s: ALLOWED\n", probe);
+  else printf("%s: errno=%s\n", probe, strerrorname_np(errno));
+  return 0;
+}
+
+static int clone_child(void* arg) {
+  (void)arg;
+  _exit(0);
+}
+
+static int probe(const char* name) {
+  if (strcmp(name, "listener") == 0) {
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {1, &allow};
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    return report(name, syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+  }
+  if (strcmp(name, "clonevm") == 0) {
+    static char stack[65536];
+    long rc = clone(clone_child, stack + sizeof stack, CLONE_VM | SIGCHLD, NULL);
+    if (rc > 0) waitpid((pid_t)rc, NULL, 0);
+    return report(name, rc);
+  }
+  if (strcmp(name, "procmem") == 0) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", pid);
+    long fd = open(path, O_RDWR);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return report(name, fd);
+  }
+  return 2;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2) return probe(argv[1]);
+  int rounds = argc > 1 ? atoi(argv[1]) : 100;
+  int threads = argc > 2 && strcmp(argv[2], "threads") == 0;
+  int n_true = 0, killed = 0, refused = 0, other = 0, escaped = 0;
+  for (int i = 0; i < rounds; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) child(threads);
+    if (pid < 0) return 2;
+    int status = 0;
+    int waited = 0;
+    for (; waited < 3000; ++waited) {
+      if (waitpid(pid, &status, WNOHANG) == pid) break;
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+    if (waited == 3000) {
+      ++escaped;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      continue;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++n_true;
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == 126) ++refused;
+    else ++other;
+  }
+  printf("rounds=%d true=%d killed=%d refused=%d other=%d escaped=%d\n", rounds, n_true, killed,
+         refused, other, escaped);
+  return 0;
+}

@@ -1,0 +1,340 @@
+// tests/integration/e2e/exec_watch_test.cc: every program a call starts is judged and
+// recorded at exec time (issue 14, items 1-3 and 5), through the real moatd: what no static
+// parse of the command line can see (an interpreter's os.system, a symlinked binary, a
+// script's children) is refused or recorded, with the exec tree, exit codes and the rule.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace moat::e2e {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kPolicy[] = R"(schema = 1
+defaults = { tool = "allow", command = "allow", read = "allow", write = "allow", network = "deny", unparseable_shell = "allow" }
+[layer]
+name = "exec-watch-test"
+revision = "1"
+
+[[command]]
+id = "test.no-curl"
+decision = "deny"
+program = "curl"
+reason = "No downloads in this test."
+
+[[command]]
+id = "test.no-yes"
+decision = "deny"
+program = "yes"
+reason = "yes never ends."
+)";
+
+std::vector<json> records_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
+  return out;
+}
+
+std::string base_of(const std::string& path) { return fs::path(path).filename().string(); }
+
+class ExecWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    socket_ = dir_.path() + "/moatd.sock";
+    ws_ = dir_.path() + "/ws";
+    fs::create_directories(ws_);
+    fs::create_directories(dir_.path() + "/policy");
+    fs::create_directories(dir_.path() + "/no-policy");
+    std::ofstream(dir_.path() + "/policy/00-test.toml") << kPolicy;
+    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
+                  "--system-policy-dir", dir_.path() + "/policy", "--user-policy-dir",
+                  dir_.path() + "/no-policy"},
+                 dir_.path() + "/moatd.log");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      wait_exit(pid_, 10);
+    }
+  }
+  std::string moatd_log() { return read_file(dir_.path() + "/moatd.log"); }
+  json hello(RawClient& c) {
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+    return c.read_frame();
+  }
+  json call(RawClient& c, const std::string& id, const std::string& command, int timeout_ms = 300000) {
+    c.send_json(
+        {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}});
+    json r = c.read_frame(timeout_ms);
+    while (r.value("type", "") == "progress") r = c.read_frame(timeout_ms);
+    return r;
+  }
+  static std::string text_of(const json& result) {
+    std::string out;
+    if (result.contains("content"))
+      for (const json& b : result["content"]) out += b.value("text", "");
+    return out;
+  }
+  // One call in a fresh session; returns the tool result and fills log_ with the audit path.
+  json session_running(const std::string& command) {
+    RawClient c(socket_);
+    json welcome = hello(c);
+    EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+    log_ = welcome.value("audit", "");
+    json r = call(c, "c1", command);
+    c.send_json({{"type", "bye"}});
+    c.read_frame();
+    return r;
+  }
+  std::vector<json> of_type(const std::string& type) {
+    std::vector<json> out;
+    for (json& r : records_of(log_))
+      if (r.value("type", "") == type) out.push_back(std::move(r));
+    return out;
+  }
+
+  TempDir dir_;
+  std::string socket_, ws_, log_;
+  pid_t pid_ = -1;
+};
+
+// The done-when of issue 14: a curl that only python's os.system starts is refused at its
+// exec, and the tree shows bash -> python3 -> sh -> curl with the rule.
+TEST_F(ExecWatchTest, ACurlStartedByAnInterpreterIsRefusedAtItsExec) {
+  json r = session_running(
+      "bash -c 'python3 -c \"import os; print(os.system(\\\"curl x.example\\\"))\"'");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("test.no-curl"), std::string::npos) << r.dump();
+  EXPECT_NE(text.find("/usr/bin/curl"), std::string::npos) << r.dump();
+  std::map<std::string, json> by_id;
+  const json* curl = nullptr;
+  std::vector<json> execs = of_type("exec");
+  for (const json& e : execs) by_id[e.value("exec_id", "")] = e;
+  for (const json& e : execs)
+    if (base_of(e.value("exe", "")) == "curl") curl = &by_id[e.value("exec_id", "")];
+  ASSERT_NE(curl, nullptr) << read_file(log_);
+  EXPECT_EQ(curl->value("result", ""), "deny") << curl->dump();
+  EXPECT_EQ((*curl)["rule"].value("id", ""), "test.no-curl") << curl->dump();
+  std::vector<std::string> chain;
+  for (const json* e = curl; e != nullptr;) {
+    chain.insert(chain.begin(), base_of(e->value("exe", "")));
+    const json& parent = (*e)["parent_exec"];
+    e = parent.is_string() && by_id.count(parent.get<std::string>())
+            ? &by_id[parent.get<std::string>()]
+            : nullptr;
+  }
+  std::string joined;
+  for (const auto& c : chain) joined += c + " ";
+  // dash is /bin/sh here; python3 resolves to python3.11.
+  EXPECT_EQ(chain.front(), "bash") << joined;
+  EXPECT_TRUE(std::any_of(chain.begin(), chain.end(),
+                          [](const std::string& s) { return s.rfind("python3", 0) == 0; }))
+      << joined;
+  EXPECT_TRUE(std::any_of(chain.begin(), chain.end(),
+                          [](const std::string& s) { return s == "dash" || s == "sh"; }))
+      << joined;
+  EXPECT_EQ(chain.back(), "curl") << joined;
+  e2e::Run v = run({moat_bin(), "audit", "verify", log_});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
+// A script's programs each get an exec record before they run and an exec.end with their
+// exit code; the call's own record counts them.
+TEST_F(ExecWatchTest, EveryProgramAScriptStartsIsRecordedWithItsExitCode) {
+  json r = session_running("/bin/true; /bin/false; /bin/sh -c 'exit 7'; echo done");
+  EXPECT_FALSE(r.value("isError", true)) << r.dump();
+  std::map<std::string, json> ends;
+  for (json& e : of_type("exec.end")) ends[e.value("exec_id", "")] = e;
+  std::map<std::string, int> code_of;
+  for (const json& e : of_type("exec")) {
+    ASSERT_TRUE(ends.count(e.value("exec_id", ""))) << "no exec.end for " << e.dump();
+    const json& exit = ends[e.value("exec_id", "")]["exit"];
+    if (exit["code"].is_number()) code_of[base_of(e.value("exe", ""))] = exit["code"];
+    EXPECT_EQ(e.value("result", ""), "allow") << e.dump();
+  }
+  EXPECT_EQ(code_of["true"], 0) << read_file(log_);
+  EXPECT_EQ(code_of["false"], 1) << read_file(log_);
+  EXPECT_EQ(code_of["dash"], 7) << read_file(log_);
+  std::vector<json> calls = of_type("call");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].value("execs", 0), 4) << calls[0].dump();  // bash, true, false, sh
+  EXPECT_EQ(calls[0].value("command", ""), "/bin/true; /bin/false; /bin/sh -c 'exit 7'; echo done");
+  EXPECT_EQ(calls[0]["exit_code"], 0) << calls[0].dump();
+}
+
+// A symlink by another name is the file it names: the deny on curl holds (bypass class 10).
+TEST_F(ExecWatchTest, ASymlinkToADeniedProgramIsRefusedByItsRealPath) {
+  json r = session_running("ln -s /usr/bin/curl ./fetch && ./fetch --version; echo rc=$?");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("rc=126"), std::string::npos) << text;  // bash: EPERM at exec
+  EXPECT_NE(text.find("test.no-curl"), std::string::npos) << text;
+}
+
+// A multi-threaded caller can rewrite the path between moat's read and the kernel's. moat
+// reads twice and refuses a difference, and checks /proc/<pid>/exe once the program runs:
+// a `yes` that got through the window is killed, never left running.
+TEST_F(ExecWatchTest, AThreadRewritingThePathCannotKeepADeniedProgramRunning) {
+  const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
+  ASSERT_TRUE(fs::exists(flipper)) << flipper;
+  fs::copy_file(flipper, ws_ + "/flipper");
+  json r = session_running("./flipper 200 threads");
+  const std::string text = text_of(r);
+  std::cout << "[ exec race ] " << text.substr(0, text.find('\n')) << "\n";
+  EXPECT_NE(text.find("rounds=200"), std::string::npos) << r.dump();
+  EXPECT_NE(text.find("escaped=0"), std::string::npos) << text;
+  // Every exec of yes that was let run was killed; none is recorded as allowed and ended
+  // on its own.
+  std::map<std::string, json> ends;
+  for (json& e : of_type("exec.end")) ends[e.value("exec_id", "")] = e;
+  int refused = 0, shared = 0;
+  for (const json& e : of_type("exec")) {
+    if (e.value("memory", "") != "exclusive") ++shared;
+    if (base_of(e.value("exe", "")) != "yes") continue;
+    if (e.value("result", "") == "deny") {
+      ++refused;
+      continue;
+    }
+    ADD_FAILURE() << "yes recorded as allowed: " << e.dump();
+  }
+  EXPECT_GT(shared, 0) << "no exec was seen as made from a shared memory";
+  std::cout << "[ exec race ] yes refused by policy: " << refused << ", shared-memory execs "
+            << shared << "\n";
+}
+
+// The same program, single-threaded: the check is sound, and says so in the record.
+TEST_F(ExecWatchTest, ASingleThreadedCallerIsCheckedOnAnExclusiveMemory) {
+  const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
+  ASSERT_TRUE(fs::exists(flipper)) << flipper;
+  fs::copy_file(flipper, ws_ + "/flipper");
+  json r = session_running("./flipper 20 single");
+  EXPECT_NE(text_of(r).find("rounds=20 true=20"), std::string::npos) << r.dump();
+  int trues = 0;
+  for (const json& e : of_type("exec")) {
+    if (base_of(e.value("exe", "")) != "true") continue;
+    ++trues;
+    EXPECT_EQ(e.value("memory", ""), "exclusive") << e.dump();
+  }
+  EXPECT_EQ(trues, 20);
+}
+
+// A real build: every compiler, assembler and linker make -j2 starts is in the log, each with
+// its end, and the log verifies.
+TEST_F(ExecWatchTest, EveryExecOfAMakeBuildIsRecordedAndTheLogVerifies) {
+  if (!fs::exists("/usr/bin/make") || !fs::exists("/usr/bin/cc")) GTEST_SKIP() << "no make or cc";
+  std::ofstream(ws_ + "/Makefile") << "prog: main.o a.o b.o\n\tcc -o $@ $^\n"
+                                      "%.o: %.c\n\tcc -c $< -o $@\n";
+  std::ofstream(ws_ + "/main.c") << "int a(void); int b(void);\nint main(void) { return a() + b(); }\n";
+  std::ofstream(ws_ + "/a.c") << "int a(void) { return 0; }\n";
+  std::ofstream(ws_ + "/b.c") << "int b(void) { return 0; }\n";
+  json r = session_running("make -j2 && ./prog && echo built");
+  ASSERT_NE(text_of(r).find("built"), std::string::npos) << r.dump();
+  std::map<std::string, int> count;
+  std::set<std::string> ids;
+  for (const json& e : of_type("exec")) {
+    ++count[base_of(e.value("exe", ""))];
+    ids.insert(e.value("exec_id", ""));
+    EXPECT_EQ(e.value("result", ""), "allow") << e.dump();
+  }
+  for (const json& e : of_type("exec.end")) ids.erase(e.value("exec_id", ""));
+  EXPECT_TRUE(ids.empty()) << ids.size() << " programs without an end";
+  EXPECT_EQ(count["make"], 1);
+  EXPECT_GE(count["cc1"], 3) << "one compiler per source file";
+  int assemblers = 0, linkers = 0;
+  for (const auto& [name, n] : count) {
+    if (name == "as" || name.ends_with("-as")) assemblers += n;
+    if (name == "collect2" || name == "ld" || name.find("-ld") != std::string::npos ||
+        name.starts_with("ld."))
+      linkers += n;
+  }
+  EXPECT_GE(assemblers, 3);
+  std::string seen;
+  for (const auto& [name, n] : count) seen += name + "=" + std::to_string(n) + " ";
+  EXPECT_GE(linkers, 1) << seen;
+  EXPECT_EQ(count["prog"], 1);
+  e2e::Run v = run({moat_bin(), "audit", "verify", log_});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
+// What would undo the watch is refused inside the sandbox: a seccomp listener of the code's
+// own (it would answer execs before moat), clone(CLONE_VM) without CLONE_VFORK or CLONE_THREAD
+// and a writable /proc/<pid>/mem (both would let another process rewrite an exec's argv
+// after moat read it).
+TEST_F(ExecWatchTest, WhatWouldUndoTheWatchIsRefusedInsideTheSandbox) {
+  const std::string probe = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
+  ASSERT_TRUE(fs::exists(probe)) << probe;
+  fs::copy_file(probe, ws_ + "/probe");
+  json r = session_running("./probe listener; ./probe clonevm; ./probe procmem");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("listener: errno=EPERM"), std::string::npos) << text;
+  EXPECT_NE(text.find("clonevm: errno=EPERM"), std::string::npos) << text;
+  EXPECT_NE(text.find("procmem: errno=EROFS"), std::string::npos) << text;
+}
+
+// A fork-and-exec storm loses no record, and another session's calls keep their latency.
+TEST_F(ExecWatchTest, AnExecStormLosesNoRecordAndDoesNotStallAnotherSession) {
+  RawClient other(socket_);
+  ASSERT_EQ(hello(other).value("type", ""), "welcome") << moatd_log();
+  auto time_call = [&](const std::string& id) {
+    const auto t0 = Clock::now();
+    json r = call(other, id, "echo hi");
+    EXPECT_FALSE(r.value("isError", true)) << r.dump();
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  std::vector<double> before, during;
+  for (int i = 0; i < 5; ++i) before.push_back(time_call("b" + std::to_string(i)));
+  std::atomic<bool> storm_done{false};
+  json storm_result;
+  std::thread storm([&] {
+    storm_result = session_running(
+        "i=0; while [ $i -lt 10000 ]; do /bin/true; i=$((i+1)); done; echo storm-done");
+    storm_done = true;
+  });
+  for (int i = 0; !storm_done && i < 400; ++i) {
+    during.push_back(time_call("d" + std::to_string(i)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  storm.join();
+  EXPECT_NE(text_of(storm_result).find("storm-done"), std::string::npos) << storm_result.dump();
+  int trues = 0, ends = 0;
+  std::set<std::string> true_ids;
+  for (const json& e : of_type("exec"))
+    if (base_of(e.value("exe", "")) == "true") {
+      ++trues;
+      true_ids.insert(e.value("exec_id", ""));
+    }
+  for (const json& e : of_type("exec.end")) ends += true_ids.count(e.value("exec_id", ""));
+  EXPECT_EQ(trues, 10000);
+  EXPECT_EQ(ends, 10000);
+  std::sort(before.begin(), before.end());
+  std::sort(during.begin(), during.end());
+  ASSERT_FALSE(during.empty());
+  const double med_before = before[before.size() / 2], med_during = during[during.size() / 2];
+  std::cout << "[ exec storm ] other session's call latency: median " << med_before
+            << " ms before, " << med_during << " ms during (" << during.size() << " calls), max "
+            << during.back() << " ms\n";
+  // Two cores shared with the storm: the latency may grow by the CPU the storm takes, never
+  // by waiting for it (a stall would be seconds: the storm runs for many).
+  EXPECT_LT(med_during, 4 * med_before + 250) << "the other session was held back";
+  e2e::Run v = run({moat_bin(), "audit", "verify", log_});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
+}  // namespace
+}  // namespace moat::e2e

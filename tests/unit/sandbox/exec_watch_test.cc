@@ -1,0 +1,156 @@
+// tests/unit/sandbox/exec_watch_test.cc: the exec watch's notification loop (issue 14) on any
+// machine with seccomp user notification: no namespaces, no root. A forked child installs the
+// watch filter as a worker does, hands the listener back, and runs a shell; the watch reads
+// what it execs, asks a fake observer, and answers.
+#include "sandbox/exec_watch.h"
+
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <mutex>
+
+#include "sandbox/seccomp_policy.h"
+#include "sandbox/sys.h"
+
+namespace moat::sandbox {
+namespace {
+
+class FakeObserver final : public ExecObserver {
+ public:
+  ExecAnswer on_exec(const ExecRequest& r) override {
+    std::lock_guard<std::mutex> lock(mu);
+    requests.push_back(r);
+    const bool refuse = std::filesystem::path(r.exe).filename() == "false";
+    return ExecAnswer{!refuse, EPERM};
+  }
+  void on_end(const ExecEnd& e) override {
+    std::lock_guard<std::mutex> lock(mu);
+    ends.push_back(e);
+  }
+  const ExecRequest* find(const std::string& base) {
+    for (const auto& r : requests)
+      if (std::filesystem::path(r.exe).filename() == base) return &r;
+    return nullptr;
+  }
+  const ExecEnd* end_of(const std::string& id) {
+    for (const auto& e : ends)
+      if (e.exec_id == id) return &e;
+    return nullptr;
+  }
+  std::mutex mu;
+  std::vector<ExecRequest> requests;
+  std::vector<ExecEnd> ends;
+};
+
+struct Watched {
+  pid_t pid = -1;
+  UniqueFd listener;
+};
+
+// Forks a child that installs the watch filter, sends its listener over a socket and runs
+// `body`, as a worker does before its exec.
+Watched start_watched(const std::function<void()>& body) {
+  auto program = compile_exec_watch_filter();
+  EXPECT_TRUE(program.has_value()) << (program ? "" : program.error().message());
+  if (!program) return {};
+  auto pair = sys::make_socketpair(SOCK_SEQPACKET);
+  EXPECT_TRUE(pair.has_value());
+  if (!pair) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    int fd = install_exec_watch_in_child(*program);
+    if (fd < 0) _exit(100);
+    char one = 1;
+    if (!sys::send_with_fds(pair->second.get(), &one, 1, &fd, 1)) _exit(101);
+    close(fd);
+    body();
+    _exit(0);
+  }
+  Watched w;
+  w.pid = pid;
+  char one = 0;
+  std::size_t nfds = 0;
+  auto got = sys::recv_with_fds(pair->first.get(), &one, 1, &w.listener, 1, &nfds);
+  EXPECT_TRUE(got.has_value() && nfds == 1);
+  return w;
+}
+
+int wait_status(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(ExecWatch, EachExecWaitsForTheObserverAndARefusalFailsItWithEperm) {
+  FakeObserver obs;
+  Watched w = start_watched([] {
+    execl("/bin/sh", "sh", "-c", "/bin/true; /bin/false; echo \"false: $?\" >&2; exit 3",
+          static_cast<char*>(nullptr));
+    _exit(99);
+  });
+  ASSERT_TRUE(w.listener.valid());
+  ExecWatch watch(std::move(w.listener), &obs);
+  const int status = wait_status(w.pid);
+  ExecWatchStats stats = watch.finish(std::chrono::seconds(2));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  ASSERT_GE(obs.requests.size(), 3u);
+  const ExecRequest& sh = obs.requests[0];
+  EXPECT_TRUE(sh.first);
+  EXPECT_EQ(sh.argv, (std::vector<std::string>{"sh", "-c",
+                                               "/bin/true; /bin/false; echo \"false: $?\" >&2; "
+                                               "exit 3"}));
+  EXPECT_EQ(sh.path, "/bin/sh");
+  EXPECT_EQ(sh.memory, "exclusive");
+  const ExecRequest* t = obs.find("true");
+  ASSERT_NE(t, nullptr);
+  EXPECT_FALSE(t->first);
+  EXPECT_EQ(t->parent_exec, sh.exec_id);
+  EXPECT_EQ(t->argv, (std::vector<std::string>{"/bin/true"}));
+  EXPECT_EQ(stats.refused, 1u);
+  const ExecEnd* true_end = obs.end_of(t->exec_id);
+  ASSERT_NE(true_end, nullptr);
+  EXPECT_EQ(true_end->code, 0);
+  const ExecEnd* sh_end = obs.end_of(sh.exec_id);
+  ASSERT_NE(sh_end, nullptr);
+  EXPECT_EQ(sh_end->code, 3);
+}
+
+TEST(ExecWatch, APathThatDoesNotOpenGetsTheKernelsErrnoUnrecorded) {
+  FakeObserver obs;
+  Watched w = start_watched([] {
+    execl("/nonexistent/prog", "prog", static_cast<char*>(nullptr));
+    _exit(errno == ENOENT ? 7 : 8);
+  });
+  ASSERT_TRUE(w.listener.valid());
+  ExecWatch watch(std::move(w.listener), &obs);
+  const int status = wait_status(w.pid);
+  watch.finish(std::chrono::seconds(2));
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  EXPECT_TRUE(obs.requests.empty());
+}
+
+// Fail closed: once the watch is gone, nothing under it can exec (the kernel answers ENOSYS
+// when a listener has closed), rather than running unwatched.
+TEST(ExecWatch, NoExecRunsOnceTheWatchIsGone) {
+  FakeObserver obs;
+  Watched w = start_watched([] {
+    usleep(200 * 1000);
+    execl("/bin/true", "true", static_cast<char*>(nullptr));
+    _exit(errno == ENOSYS ? 7 : 8);
+  });
+  ASSERT_TRUE(w.listener.valid());
+  { ExecWatch watch(std::move(w.listener), &obs); }  // stops and closes the listener at once
+  const int status = wait_status(w.pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+}
+
+}  // namespace
+}  // namespace moat::sandbox
