@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <set>
 
 #include "base/random.h"
 #include "base/log.h"
@@ -40,11 +41,13 @@ std::string refusal_text(const policy::Decision& d, std::string_view what) {
 }
 
 tools::ToolResult CallGate::run(const GateCall& call) {
-  auto decision_id = admit(call);
+  // The rules the call's own line met: what it runs under them was approved with it.
+  std::set<std::string> approved;
+  auto decision_id = admit(call, &approved);
   if (!decision_id) return tools::ToolResult::error(decision_id.error().message());
   static const std::atomic<bool> kNeverCancelled{false};
   ExecGate execs(session_, asks_, call.id, *decision_id,
-                 call.cancel ? *call.cancel : kNeverCancelled);
+                 call.cancel ? *call.cancel : kNeverCancelled, std::move(approved));
   // Every program the call starts goes through `execs`; a session-less runner (the unit
   // tests' fake) has no programs to watch.
   std::optional<SessionRunner> watched;
@@ -65,7 +68,7 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   return result;
 }
 
-Result<std::string> CallGate::admit(const GateCall& call) {
+Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>* approved) {
   // Only announced tools may be called; an unknown name is the model's mistake, answered
   // as an error result it can read, and audited as a refusal.
   if (session_.granted.count(call.tool) == 0) return refuse_unknown_tool(call);
@@ -81,6 +84,7 @@ Result<std::string> CallGate::admit(const GateCall& call) {
   // A tool that runs a command line is judged by it too; the strictest verdict wins.
   if (auto line = tools::command_to_judge(call.tool, call.args)) {
     policy::Decision cd = pol.decide_command(*line, session_.workspace);
+    for (const auto& m : cd.matched) approved->insert(m.id);
     if (cd.verdict >= d.verdict) d = cd;
     input["script_sha256"] = "sha256:" + sessions::sha256_hex(*line);
     input["command"] = *line;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -53,7 +54,10 @@ class CallGate {
  private:
   // The id of the call's decision record once it is written and allows the call; else the
   // refusal, as an error whose message is the text the model reads.
-  Result<std::string> admit(const GateCall& call);
+  // `approved` gets the ids of the rules the call's command line met (ExecGate: a program
+  // the line runs under an ask rule the person or the policy already allowed is not asked
+  // again).
+  Result<std::string> admit(const GateCall& call, std::set<std::string>* approved);
   Result<std::string> refuse_unknown_tool(const GateCall& call);
   // Writes the decision record before anything runs (write-ahead); its id, or the error
   // that refuses the action.

@@ -41,6 +41,16 @@ policy::Decision judged_with_call() {
   return d;
 }
 
+// An ask by a rule the call's own line met, which the person (or the policy) allowed when
+// the call was admitted: the program runs, named as decided with the call.
+policy::Decision approved_with_call(policy::Decision d) {
+  d.verdict = policy::Verdict::kAllow;
+  d.decided_by = "call";
+  d.reason = "approved with the call (its command line met rule " + d.deciding.id + ")";
+  d.headless_downgraded = false;
+  return d;
+}
+
 }  // namespace
 
 ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
@@ -54,6 +64,8 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
     d = session_.policy->decide_exec(policy::ExecFacts{
         r.argv, r.path.empty() || r.path[0] == '/' ? r.path : r.cwd + "/" + r.path, r.exe,
         r.cwd});
+    const bool asked = d.verdict == policy::Verdict::kAsk || d.headless_downgraded;
+    if (asked && approved_.count(d.deciding.id) != 0) d = approved_with_call(std::move(d));
     std::string what = "the program " + moat::quoted(r.exe) + " (started by the call)";
     d = asks_.ask(std::move(d), call_id_, what, cancel_, answer);
   }
@@ -88,7 +100,7 @@ bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, cons
               {"memory", r.memory},
               {"result", policy::verdict_name(d.verdict)},
               {"decided_by", d.decided_by},
-              {"rule", d.decided_by == "observed" || d.decided_by == "call"
+              {"rule", d.decided_by == "observed" || d.deciding.id == "call"
                            ? json(nullptr)
                            : rule_json(d.deciding)}};
   if (!r.interpreter.empty()) rec["interpreter"] = r.interpreter;

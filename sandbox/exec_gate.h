@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,17 @@ namespace moat::sandbox {
 
 class ExecGate final : public ExecObserver {
  public:
+  // `approved`: the rules the call's own command line met and was allowed under (by the
+  // policy, or by the person's answer): a program it runs whose verdict is an ask by one of
+  // them was approved with the call, and is not asked again.
   ExecGate(SessionState& session, AskBroker& asks, std::string call_id, std::string decision_id,
-           const std::atomic<bool>& cancel)
+           const std::atomic<bool>& cancel, std::set<std::string> approved = {})
       : session_(session),
         asks_(asks),
         call_id_(std::move(call_id)),
         decision_id_(std::move(decision_id)),
-        cancel_(cancel) {}
+        cancel_(cancel),
+        approved_(std::move(approved)) {}
 
   ExecAnswer on_exec(const ExecRequest& request) override;
   void on_end(const ExecEnd& end) override;
@@ -44,6 +49,7 @@ class ExecGate final : public ExecObserver {
   AskBroker& asks_;
   const std::string call_id_, decision_id_;
   const std::atomic<bool>& cancel_;
+  const std::set<std::string> approved_;
   mutable std::mutex mu_;
   int execs_ = 0;
   std::vector<std::string> refusals_;  // one line per refused program (first few kept)
