@@ -313,6 +313,10 @@ std::string explain_filter(bool network) {
 Result<BpfProgram> compile_exec_watch_filter() {
   FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return fail("seccomp_init failed");
+  // Another ABI's execve (int 0x80, x32) has another number: kill it here too, so the watch
+  // holds even in a session allowed to run without the main filter.
+  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
+    return fail(Error::from_errno("seccomp_attr_set(badarch)", -rc));
   for (const char* name : {"execve", "execveat", "exit_group"}) {
     MOAT_ASSIGN_OR_RETURN(int nr, resolve(name));
     int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0);

@@ -164,11 +164,20 @@ TEST(WorkerSteps, ChdirStepStartsInTheWorkspace) {
   EXPECT_EQ(r.without, "/\n");
 }
 
+// The exec watch is a filter of its own (exec_watch step), so the session's filter is the
+// second one.
 TEST(WorkerSteps, SeccompStepInstallsTheFilter) {
   MOAT_SKIP_WITHOUT_SESSIONS();
-  auto r = run_both("seccomp", "grep '^Seccomp:' /proc/self/status");
-  EXPECT_EQ(r.with, "Seccomp:\t2\n");
-  EXPECT_EQ(r.without, "Seccomp:\t0\n");
+  auto r = run_both("seccomp", "grep '^Seccomp_filters:' /proc/self/status");
+  EXPECT_EQ(r.with, "Seccomp_filters:\t2\n");
+  EXPECT_EQ(r.without, "Seccomp_filters:\t1\n");
+}
+
+TEST(WorkerSteps, ExecWatchStepInstallsItsOwnFilter) {
+  MOAT_SKIP_WITHOUT_SESSIONS();
+  auto r = run_both("exec_watch", "grep '^Seccomp_filters:' /proc/self/status");
+  EXPECT_EQ(r.with, "Seccomp_filters:\t2\n");
+  EXPECT_EQ(r.without, "Seccomp_filters:\t1\n");
 }
 
 // close_fds is seen from a handler (no exec: close-on-exec would hide a leak from a command).
