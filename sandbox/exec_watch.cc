@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -111,18 +113,23 @@ struct ProcStatus {
   int threads = 0;
 };
 
+// One read of /proc/<pid>/status (it runs for every exec and exit: no stream, no locale).
 ProcStatus proc_status(pid_t pid) {
   ProcStatus s;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "Tgid:") in >> s.tgid;
-    else if (key == "PPid:") in >> s.ppid;
-    else if (key == "Threads:") {
-      in >> s.threads;
-      break;  // the last of the three in the file
-    }
-  }
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
+  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
+  char buf[4096];
+  const ssize_t n = fd.valid() ? read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return s;
+  buf[n] = '\0';
+  auto field = [&](const char* key) -> long {
+    const char* at = std::strstr(buf, key);
+    return at == nullptr ? -1 : std::strtol(at + std::strlen(key), nullptr, 10);
+  };
+  s.tgid = static_cast<pid_t>(field("\nTgid:"));
+  s.ppid = static_cast<pid_t>(field("\nPPid:"));
+  s.threads = static_cast<int>(field("\nThreads:"));
   return s;
 }
 
@@ -177,7 +184,10 @@ std::string interpreter_of(int fd) {
 
 // The file the caller names, opened as the kernel will open it: inside the caller's root,
 // from its working directory (or execveat's directory fd).
-Resolved resolve(pid_t pid, const std::string& path, int dirfd, bool empty_path) {
+// The file the caller names, opened as the kernel will open it: inside the sandbox's root
+// (`root`: every process of a session has the same one; the sandbox cannot chroot), from the
+// caller's working directory (or execveat's directory fd).
+Resolved resolve(pid_t pid, int root, const std::string& path, int dirfd, bool empty_path) {
   Resolved r;
   const std::string proc = "/proc/" + std::to_string(pid);
   r.cwd = read_link(proc + "/cwd");
@@ -188,16 +198,15 @@ Resolved resolve(pid_t pid, const std::string& path, int dirfd, bool empty_path)
   if (empty_path && path.empty()) {
     fd = open((proc + "/fd/" + std::to_string(dirfd)).c_str(), O_RDONLY | O_CLOEXEC);
   } else {
-    UniqueFd root(open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) {
-      r.error = errno == ENOENT ? ESRCH : errno;
-      return r;
-    }
     const std::string abs = !path.empty() && path[0] == '/' ? path : base + "/" + path;
     open_how how{};
-    how.flags = O_PATH | O_CLOEXEC;
+    how.flags = O_RDONLY | O_CLOEXEC;  // readable: its #! line is read from the same fd
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    fd = static_cast<int>(syscall(SYS_openat2, root.get(), abs.c_str(), &how, sizeof how));
+    fd = static_cast<int>(syscall(SYS_openat2, root, abs.c_str(), &how, sizeof how));
+    if (fd < 0 && errno == EACCES) {  // execute-only: the kernel may still run it
+      how.flags = O_PATH | O_CLOEXEC;
+      fd = static_cast<int>(syscall(SYS_openat2, root, abs.c_str(), &how, sizeof how));
+    }
   }
   if (fd < 0) {
     r.error = errno;
@@ -218,9 +227,7 @@ Resolved resolve(pid_t pid, const std::string& path, int dirfd, bool empty_path)
   struct statvfs vfs{};
   r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
   r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
-  UniqueFd readable(
-      open(("/proc/self/fd/" + std::to_string(file.get())).c_str(), O_RDONLY | O_CLOEXEC));
-  if (readable.valid()) r.interpreter = interpreter_of(readable.get());
+  r.interpreter = interpreter_of(file.get());  // O_PATH: pread fails, no interpreter named
   return r;
 }
 
@@ -311,6 +318,7 @@ class Server {
   // Directories that are, with every directory above them, on read-only mounts: nothing in
   // the sandbox can change what a path through them names (mounts are fixed for the session).
   std::unordered_map<std::string, bool> fixed_dirs_;
+  UniqueFd root_;  // the sandbox's root, from the first caller
   std::uint64_t next_id_ = 0;
   bool first_done_ = false;
   bool hung_up_ = false;
@@ -372,14 +380,25 @@ void Server::answer(std::uint64_t id, bool allow, int error) {
   (void)ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &r);  // ENOENT: the caller died meanwhile
 }
 
+// The program's end is recorded here, with its code: the process is about to go, and
+// waiting for its pidfd would wake this thread a third time per exec. Only a program that
+// ends without exit_group (a signal) is seen through its pidfd.
 void Server::on_exit_group(const seccomp_notif& n) {
   auto it = running_.find(static_cast<pid_t>(n.pid));
   if (it == running_.end()) {
     ProcStatus st = proc_status(static_cast<pid_t>(n.pid));
     it = running_.find(st.tgid);
   }
-  if (it != running_.end()) it->second.code = static_cast<int>(n.data.args[0] & 0xff);
   answer(n.id, true, 0);
+  if (it == running_.end()) return;
+  Program& p = it->second;
+  if (!p.ended && observer_)
+    observer_->on_end(ExecEnd{
+        p.exec_id, static_cast<int>(n.data.args[0] & 0xff), std::nullopt,
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.start).count(),
+        ""});
+  if (p.pidfd.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p.pidfd.get(), nullptr);
+  running_.erase(it);
 }
 
 bool Server::fixed_dir(pid_t pid, const std::string& dir) {
@@ -389,14 +408,13 @@ bool Server::fixed_dir(pid_t pid, const std::string& dir) {
     const auto slash = dir.rfind('/');
     const bool above = dir == "/" || fixed_dir(pid, slash == 0 ? "/" : dir.substr(0, slash));
     if (above) {
-      UniqueFd root(open(("/proc/" + std::to_string(pid) + "/root").c_str(),
-                         O_PATH | O_DIRECTORY | O_CLOEXEC));
+      (void)pid;
       open_how how{};
       how.flags = O_PATH | O_CLOEXEC;
       how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-      UniqueFd d(root.valid() ? static_cast<int>(syscall(SYS_openat2, root.get(), dir.c_str(),
-                                                         &how, sizeof how))
-                              : -1);
+      UniqueFd d(root_.valid() ? static_cast<int>(syscall(SYS_openat2, root_.get(), dir.c_str(),
+                                                          &how, sizeof how))
+                               : -1);
       struct statvfs vfs{};
       fixed = d.valid() && fstatvfs(d.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
     }
@@ -427,7 +445,12 @@ void Server::on_exec(const seccomp_notif& n) {
   if (!path) return answer(n.id, false, EFAULT);
   Argv argv = read_argv(tid, argv_addr);
   if (!argv.ok && !argv.truncated) return answer(n.id, false, EFAULT);
-  Resolved file = resolve(tid, *path, dirfd, empty_path);
+  if (!root_.valid()) {
+    root_ = UniqueFd(open(("/proc/" + std::to_string(tid) + "/root").c_str(),
+                          O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root_.valid()) return answer(n.id, false, errno == ENOENT ? ESRCH : errno);
+  }
+  Resolved file = resolve(tid, root_.get(), *path, dirfd, empty_path);
   if (file.error != 0) return answer(n.id, false, file.error);  // the kernel's own answer
   const ProcStatus st = proc_status(tid);
   ExecRequest req;
