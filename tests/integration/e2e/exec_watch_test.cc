@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "tests/unit/sessions/audit_page.h"
 
 namespace moat::e2e {
 namespace {
@@ -270,6 +271,41 @@ TEST_F(ExecWatchTest, EveryExecOfAMakeBuildIsRecordedAndTheLogVerifies) {
   EXPECT_EQ(count["prog"], 1);
   e2e::Run v = run({moat_bin(), "audit", "verify", log_});
   EXPECT_EQ(v.exit_code, 0) << v.out;
+}
+
+// The demo's session (the bundled project, the rename, its test script) exported as the audit
+// page: headless Chromium shows the script's programs nested under it and the six files the
+// rename changed.
+TEST_F(ExecWatchTest, TheAuditPageOfTheDemosSessionShowsItsProgramTreeAndFiles) {
+  fs::create_directories(dir_.path() + "/demo");
+  const std::string ws = make_example_workspace(dir_.path() + "/demo");
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
+  json welcome = c.read_frame(120000);
+  ASSERT_TRUE(welcome.is_object()) << moatd_log();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  const std::string log = welcome.value("audit", "");
+  json r = call(c, "rename",
+                "sed -i 's/\\bcompute_total\\b/sum_line_items/g' calc/__init__.py calc/core.py "
+                "calc/invoice.py calc/report.py tests/test_calc.py README.md");
+  ASSERT_FALSE(r.value("isError", true)) << r.dump();
+  r = call(c, "tests", "sh run_tests.sh");
+  c.send_json({{"type", "bye"}});
+  c.read_frame();
+  const sessions::testing::AuditPage page =
+      sessions::testing::audit_page_dom(log, dir_.path(), "");
+  if (!page.skipped.empty()) GTEST_SKIP() << page.skipped;
+  ASSERT_FALSE(page.dom.empty()) << "chromium printed no DOM";
+  const std::string& dom = page.dom;
+  const size_t script = dom.find("data-program=\"sh\"><span class=\"prog\">sh run_tests.sh");
+  ASSERT_NE(script, std::string::npos) << dom;
+  for (const char* program : {"dirname", "cat", "ls", "python3"})
+    EXPECT_NE(dom.find(std::string("data-program=\"") + program + "\"", script),
+              std::string::npos)
+        << program << " is not under the script's node";
+  for (const char* file : {"README.md", "calc/__init__.py", "calc/core.py", "calc/invoice.py",
+                           "calc/report.py", "tests/test_calc.py"})
+    EXPECT_NE(dom.find("<code>" + ws + "/" + file + "</code>"), std::string::npos) << file;
 }
 
 // What would undo the watch is refused inside the sandbox: a seccomp listener of the code's
