@@ -18,6 +18,7 @@
 #include <linux/kcmp.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -48,6 +49,7 @@ constexpr std::size_t kMaxPath = 4096;              // PATH_MAX: the kernel's ow
 constexpr std::size_t kMaxArgvBytes = 4u << 20;     // more than the default ARG_MAX (2 MiB)
 constexpr std::size_t kMaxArgvWords = 1u << 16;
 constexpr auto kVerifyWindow = std::chrono::milliseconds(200);
+constexpr std::uint64_t kGateTag = ~std::uint64_t{0};
 
 // Bytes of another process's memory; fewer than asked when a page is not mapped.
 std::size_t read_remote(pid_t pid, std::uint64_t addr, void* buf, std::size_t len) {
@@ -286,14 +288,24 @@ Verdict verify_one(const PendingVerify& v, Clock::time_point now, std::string* w
 
 class Server {
  public:
-  Server(int listener, int wake, ExecObserver* observer, ExecWatchStats& stats,
+  Server(int listener, int wake, int gate, ExecObserver* observer, ExecWatchStats& stats,
          std::atomic<bool>& stopping)
-      : listener_(listener), wake_(wake), observer_(observer), stats_(stats), stopping_(stopping) {}
+      : listener_(listener),
+        wake_(wake),
+        gate_(gate),
+        observer_(observer),
+        stats_(stats),
+        stopping_(stopping),
+        worker_execd_(gate < 0) {}
 
   void run();
 
  private:
   void on_notification();
+  // True while the worker has not exec'd yet (its gate is open); records its program once
+  // the gate has closed.
+  bool before_worker_exec(pid_t caller);
+  void record_worker_program();
   void on_exec(const seccomp_notif& n);
   void on_exit_group(const seccomp_notif& n);
   void on_pidfd(pid_t pid);
@@ -308,7 +320,7 @@ class Server {
   std::string parent_of(pid_t pid, pid_t ppid) const;
   bool fixed_dir(pid_t pid, const std::string& dir);
 
-  int listener_, wake_;
+  int listener_, wake_, gate_;
   UniqueFd epoll_;
   ExecObserver* observer_;
   ExecWatchStats& stats_;
@@ -322,6 +334,8 @@ class Server {
   std::uint64_t next_id_ = 0;
   bool first_done_ = false;
   bool hung_up_ = false;
+  bool worker_execd_;       // the gate has closed (or there is none)
+  pid_t worker_pid_ = -1;   // the caller of the worker's own exec attempts
 };
 
 void Server::run() {
@@ -333,6 +347,10 @@ void Server::run() {
   epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_, &ev);
   ev.data.u64 = 1;  // finish()
   epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_, &ev);
+  if (gate_ >= 0) {
+    ev.data.u64 = kGateTag;  // the worker's exec succeeded (or it exited)
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, gate_, &ev);
+  }
   while (!(hung_up_ && running_.empty()) && !stopping_.load()) {
     epoll_event events[64];
     int n = epoll_wait(epoll_.get(), events, 64, verify_.empty() ? 1000 : 1);
@@ -343,6 +361,11 @@ void Server::run() {
       if (tag == 0 && (events[i].events & (EPOLLHUP | EPOLLERR)) && !(events[i].events & EPOLLIN)) {
         hung_up_ = true;
         epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_, nullptr);
+      }
+      if (tag == kGateTag) {
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, gate_, nullptr);
+        (void)before_worker_exec(-1);
+        continue;
       }
       if (tag >= 2) on_pidfd(static_cast<pid_t>(tag - 2));
     }
@@ -365,8 +388,48 @@ void Server::on_notification() {
   std::memset(&n, 0, sizeof n);  // RECV refuses a buffer that is not zeroed
   if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &n) != 0) return;  // ENOENT: the caller died
   ++stats_.notifications;
+  if (before_worker_exec(static_cast<pid_t>(n.pid))) return answer(n.id, true, 0);
   if (n.data.nr == __NR_exit_group) return on_exit_group(n);
   on_exec(n);
+}
+
+bool Server::before_worker_exec(pid_t caller) {
+  if (worker_execd_) return false;
+  pollfd p{gate_, POLLIN, 0};
+  if (poll(&p, 1, 0) == 0) {  // still open: only the worker holds the other end
+    if (caller > 0) worker_pid_ = caller;
+    return true;
+  }
+  worker_execd_ = true;
+  record_worker_program();
+  return false;
+}
+
+// The worker's program, read once it runs (its memory and /proc entries are its own now).
+void Server::record_worker_program() {
+  if (worker_pid_ <= 0 || first_done_) return;
+  const std::string proc = "/proc/" + std::to_string(worker_pid_);
+  std::ifstream in(proc + "/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ExecRequest req;
+  req.pid = worker_pid_;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nul = text.find('\0', at);
+    req.argv.push_back(text.substr(at, nul == std::string::npos ? std::string::npos : nul - at));
+    if (nul == std::string::npos) break;
+    at = nul + 1;
+  }
+  req.exe = read_link(proc + "/exe");
+  if (req.exe.empty()) return;  // gone already, or its exec failed and it exited
+  req.path = req.exe;
+  req.cwd = read_link(proc + "/cwd");
+  req.memory = "exclusive";
+  req.first = true;
+  req.exec_id = std::to_string(++next_id_);
+  if (observer_) (void)observer_->on_exec(req);
+  ++stats_.execs;
+  first_done_ = true;
+  started(worker_pid_, req.exec_id);
 }
 
 void Server::answer(std::uint64_t id, bool allow, int error) {
@@ -487,7 +550,8 @@ void Server::on_exec(const seccomp_notif& n) {
   const bool swappable =
       !file.read_only || !fixed_dir(st.tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
   std::optional<std::pair<dev_t, ino_t>> before;
-  if (shared || swappable) before = exe_of(st.tgid);
+  // A #! script's /proc/<pid>/exe becomes its interpreter, never the script: not checked.
+  if ((shared || swappable) && file.interpreter.empty()) before = exe_of(st.tgid);
   answer(n.id, true, 0);
   started(st.tgid, req.exec_id);
   if (before)
@@ -581,8 +645,9 @@ void Server::verify_pending() {
 
 }  // namespace
 
-ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer)
+ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate)
     : listener_(std::move(listener)),
+      gate_(std::move(gate)),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       observer_(observer) {
   thread_ = std::thread([this] { serve(); });
@@ -591,7 +656,7 @@ ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer)
 ExecWatch::~ExecWatch() { finish(std::chrono::milliseconds(0)); }
 
 void ExecWatch::serve() {
-  Server server(listener_.get(), wake_.get(), observer_, stats_, stopping_);
+  Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_);
   server.run();
   done_.store(true);
 }

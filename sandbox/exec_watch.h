@@ -71,7 +71,11 @@ class ExecWatch {
   // Serves `listener` until every process under it has ended (the listener hangs up) or
   // finish() gives up. A null observer lets every exec run and records nothing (sessions
   // used without a policy: the sandbox tests).
-  ExecWatch(UniqueFd listener, ExecObserver* observer);
+  // `gate`: the end of a socket pair the worker holds the other end of until its exec
+  // succeeds (worker.cc). While it is open, a notification is the worker's own exec (moatd's
+  // code) and is let through unread; when it closes, the worker's program is recorded as the
+  // call's first. Without a gate, the first exec read is the call's first.
+  ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate = UniqueFd());
   ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
@@ -84,6 +88,7 @@ class ExecWatch {
   void serve();
 
   UniqueFd listener_;
+  UniqueFd gate_;
   UniqueFd wake_;  // eventfd: finish() was called
   ExecObserver* observer_;
   std::atomic<bool> stopping_{false};

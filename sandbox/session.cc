@@ -395,20 +395,22 @@ Result<void> LinuxSession::check_status(int status_fd, std::unique_ptr<ExecWatch
                                         ExecObserver* observer) {
   for (;;) {
     StatusRecord rec{};
-    UniqueFd listener;
+    UniqueFd fds[2];  // the listener, and the end of the worker's exec gate (worker.cc)
     std::size_t nfds = 0;
     MOAT_ASSIGN_OR_RETURN(std::size_t n,
-                          sys::recv_with_fds(status_fd, &rec, sizeof rec, &listener, 1, &nfds));
+                          sys::recv_with_fds(status_fd, &rec, sizeof rec, fds, 2, &nfds));
     if (n == 0) return {};
     if (n != sizeof rec) return fail("worker status: short record");
+    UniqueFd& listener = fds[0];
     const bool is_listener = rec.step == static_cast<std::int32_t>(Step::kExecWatch) &&
-                             rec.err == 0 && listener.valid();
+                             rec.err == 0 && nfds == 2 && listener.valid();
     if (!is_listener)
       return fail(
           Error{rec.err, std::string("worker step ") + step_name(static_cast<Step>(rec.step))});
     // Nobody to serve it (a handler worker never sends one): closing it fails every exec
     // under it (ENOSYS), which is the closed way to fail.
-    if (watch != nullptr) *watch = std::make_unique<ExecWatch>(std::move(listener), observer);
+    if (watch != nullptr)
+      *watch = std::make_unique<ExecWatch>(std::move(listener), observer, std::move(fds[1]));
   }
 }
 

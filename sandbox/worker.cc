@@ -120,14 +120,22 @@ int install_seccomp(const WorkerPlan& plan) {
 // init has no environment. EACCES from any candidate wins over a later ENOENT (as in sh).
 // The listener leaves with a record of its own on the status socket; moatd answers the
 // worker's own exec through it, so it must be there before that exec.
+// With the listener goes one end of a socket pair whose other end only this worker holds,
+// close-on-exec: moatd sees it close exactly when the worker's exec succeeds, before the new
+// program runs. Until then every notification is the worker's own (moatd's code, trying the
+// PATH candidates) and is let through unread: its memory is the init's, which a moatd that
+// is not root cannot read (it is not dumpable, and its mm belongs to moatd's namespace).
 int install_exec_watch(const WorkerPlan& plan) {
   if (plan.exec_watch == nullptr || plan.kind != WorkerKind::kExec) return 0;
+  int gate[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gate) != 0) return errno;
   const int listener = install_exec_watch_in_child(*plan.exec_watch);
   if (listener < 0) return -listener;
   StatusRecord rec{static_cast<std::int32_t>(Step::kExecWatch), 0};
   // sendmsg by hand: sys::send_with_fds builds an Error (heap) when it fails, and an exec
   // worker shares the init's memory.
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  const int fds[2] = {listener, gate[0]};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   iovec iov{&rec, sizeof rec};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -137,13 +145,14 @@ int install_exec_watch(const WorkerPlan& plan) {
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   ssize_t n;
   do n = sendmsg(status_fd_now, &msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
   const int err = n == static_cast<ssize_t>(sizeof rec) ? 0 : (n < 0 ? errno : EIO);
   close(listener);
+  close(gate[0]);  // gate[1] stays open until the exec closes it
   return err;
 }
 

@@ -25,24 +25,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr char kPolicy[] = R"(schema = 1
-defaults = { tool = "allow", command = "allow", read = "allow", write = "allow", network = "deny", unparseable_shell = "allow" }
-[layer]
-name = "exec-watch-test"
-revision = "1"
-
-[[command]]
-id = "test.no-curl"
-decision = "deny"
-program = "curl"
-reason = "No downloads in this test."
-
-[[command]]
-id = "test.no-yes"
-decision = "deny"
-program = "yes"
-reason = "yes never ends."
-)";
 
 std::vector<json> records_of(const std::string& path) {
   std::ifstream in(path);
@@ -61,12 +43,12 @@ class ExecWatchTest : public ::testing::Test {
     socket_ = dir_.path() + "/moatd.sock";
     ws_ = dir_.path() + "/ws";
     fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/policy");
     fs::create_directories(dir_.path() + "/no-policy");
-    std::ofstream(dir_.path() + "/policy/00-test.toml") << kPolicy;
+    // The system layer (it replaces the built-in default) is a root-owned folder of the
+    // source tree, so the uid 65534 pass can use it too.
     pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", dir_.path() + "/policy", "--user-policy-dir",
-                  dir_.path() + "/no-policy"},
+                  "--system-policy-dir", source_root() + "/tests/integration/e2e/exec_watch_policy",
+                  "--user-policy-dir", dir_.path() + "/no-policy"},
                  dir_.path() + "/moatd.log");
   }
   void TearDown() override {
