@@ -144,11 +144,16 @@ std::string read_link(const std::string& path) {
 // No other running thread can write the caller's memory: it has one thread, and every
 // process it shares its memory with (a vfork parent, suspended until the exec) has one too.
 // clone(CLONE_VM) without CLONE_VFORK or CLONE_THREAD is refused by the session's filter, so
-// vfork chains are the only sharing across processes.
-bool memory_exclusive(pid_t tgid, const ProcStatus& st) {
+// vfork chains are the only sharing across processes. The walk ends at the session's init
+// (`init`): moat's own code, which shares its memory only with a worker it has not exec'd
+// yet (whose execs are the gate's, never judged here), and which kcmp cannot inspect when
+// moatd is not root (it is not dumpable): every program a call's shell started would read as
+// made from a shared memory.
+bool memory_exclusive(pid_t tgid, const ProcStatus& st, pid_t init) {
   if (st.threads != 1) return false;
   pid_t cur = tgid, parent = st.ppid;
   for (int depth = 0; depth < 16 && parent > 1; ++depth) {
+    if (parent == init) return true;
     const long same = syscall(SYS_kcmp, cur, parent, KCMP_VM, 0, 0);
     if (same > 0) return true;    // another memory: nothing above shares this one
     if (same < 0) return false;   // unknown: treated as shared (read twice, verified)
@@ -262,12 +267,17 @@ std::optional<std::pair<dev_t, ino_t>> exe_of(pid_t pid) {
   return std::make_pair(st.st_dev, st.st_ino);
 }
 
-bool cmdline_is(pid_t pid, const std::vector<std::string>& argv) {
+// Empty while an exec is between switching to the new memory (/proc/<pid>/exe is already the
+// new file) and laying out its argv (the kernel's create_elf_tables sets arg_end last).
+std::string cmdline_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string want;
-  for (const std::string& a : argv) want += a + '\0';
-  return got == want;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += a + '\0';
+  return out;
 }
 
 // What a verification concludes now: keep waiting, done, or kill (with why).
@@ -278,7 +288,9 @@ Verdict verify_one(const PendingVerify& v, Clock::time_point now, std::string* w
   if (!exe) return Verdict::kDone;  // gone: nothing left running to stop
   const bool judged = exe->first == v.dev && exe->second == v.ino;
   const bool before = exe->first == v.old_dev && exe->second == v.old_ino;
-  if (judged && (!v.check_argv || cmdline_is(v.pid, v.argv))) return Verdict::kDone;
+  if (judged && v.check_argv && now < v.until && cmdline_of(v.pid).empty())
+    return Verdict::kWait;  // the new memory is in place, its argv not yet (see cmdline_of)
+  if (judged && (!v.check_argv || cmdline_of(v.pid) == joined(v.argv))) return Verdict::kDone;
   if (before && now < v.until) return Verdict::kWait;  // the exec has not replaced it yet
   if (before && !judged) return Verdict::kDone;  // the exec failed: the old program runs on
   *why = judged ? "killed: its argv is not the one that was checked"
@@ -317,6 +329,10 @@ class Server {
   void started(pid_t pid, const std::string& exec_id);
   void ended(pid_t pid, ExecEnd end);
   void verify_pending();
+  // Verifies now, with no more waiting, what `pid` exec'd: it is making a system call of
+  // the new program's, so that exec is complete.
+  void settle(pid_t pid);
+  void kill_unverified(pid_t pid, const std::string& why);
   std::string parent_of(pid_t pid, pid_t ppid) const;
   bool fixed_dir(pid_t pid, const std::string& dir);
 
@@ -336,6 +352,7 @@ class Server {
   bool hung_up_ = false;
   bool worker_execd_;       // the gate has closed (or there is none)
   pid_t worker_pid_ = -1;   // the caller of the worker's own exec attempts
+  pid_t init_pid_ = -1;     // the worker's parent: the session's init
 };
 
 void Server::run() {
@@ -408,6 +425,7 @@ bool Server::before_worker_exec(pid_t caller) {
 // The worker's program, read once it runs (its memory and /proc entries are its own now).
 void Server::record_worker_program() {
   if (worker_pid_ <= 0 || first_done_) return;
+  init_pid_ = proc_status(worker_pid_).ppid;
   const std::string proc = "/proc/" + std::to_string(worker_pid_);
   std::ifstream in(proc + "/cmdline", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -451,6 +469,10 @@ void Server::on_exit_group(const seccomp_notif& n) {
   if (it == running_.end()) {
     ProcStatus st = proc_status(static_cast<pid_t>(n.pid));
     it = running_.find(st.tgid);
+  }
+  if (it != running_.end() && !verify_.empty()) {
+    settle(it->first);  // a program killed here has its end recorded already
+    if (it->second.ended) return answer(n.id, true, 0);
   }
   answer(n.id, true, 0);
   if (it == running_.end()) return;
@@ -518,7 +540,9 @@ void Server::on_exec(const seccomp_notif& n) {
   const ProcStatus st = proc_status(tid);
   ExecRequest req;
   req.pid = st.tgid;
-  req.memory = memory_exclusive(st.tgid, st) ? "exclusive" : "shared";
+  // It runs code of its own now, so an exec it made earlier is over: verified before this one.
+  settle(st.tgid);
+  req.memory = memory_exclusive(st.tgid, st, init_pid_) ? "exclusive" : "shared";
   if (req.memory == "shared") {
     // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
     auto again = read_string(tid, path_addr, kMaxPath);
@@ -632,15 +656,32 @@ void Server::verify_pending() {
       ++kept;
       continue;
     }
-    if (v == Verdict::kDone) continue;
-    auto it = running_.find(verify_[i].pid);
-    if (it == running_.end() || !it->second.pidfd.valid()) continue;
-    syscall(SYS_pidfd_send_signal, it->second.pidfd.get(), SIGKILL, nullptr, 0);
-    ++stats_.refused;
-    if (observer_) observer_->on_end(ExecEnd{it->second.exec_id, std::nullopt, SIGKILL, 0, why});
-    it->second.ended = true;  // its pidfd end is not a second end of the same exec
+    if (v == Verdict::kKill) kill_unverified(verify_[i].pid, why);
   }
   verify_.resize(kept);
+}
+
+void Server::settle(pid_t pid) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < verify_.size(); ++i) {
+    if (verify_[i].pid != pid) {
+      if (kept != i) verify_[kept] = std::move(verify_[i]);
+      ++kept;
+      continue;
+    }
+    std::string why;
+    if (verify_one(verify_[i], verify_[i].until, &why) == Verdict::kKill) kill_unverified(pid, why);
+  }
+  verify_.resize(kept);
+}
+
+void Server::kill_unverified(pid_t pid, const std::string& why) {
+  auto it = running_.find(pid);
+  if (it == running_.end() || !it->second.pidfd.valid() || it->second.ended) return;
+  syscall(SYS_pidfd_send_signal, it->second.pidfd.get(), SIGKILL, nullptr, 0);
+  ++stats_.refused;
+  if (observer_) observer_->on_end(ExecEnd{it->second.exec_id, std::nullopt, SIGKILL, 0, why});
+  it->second.ended = true;  // its pidfd end is not a second end of the same exec
 }
 
 }  // namespace

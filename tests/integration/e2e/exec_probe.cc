@@ -8,6 +8,8 @@
 // what moatd read and what the kernel runs may differ. Prints one line of counts:
 //   rounds=N true=A killed=B refused=C other=D escaped=E
 // escaped: a child still running after 3 s (a `yes` nobody stopped), killed here.
+// In "idle" mode the child's second thread only sleeps: the memory is shared as far as the
+// watch can tell, nothing changes it, and no exec may be killed.
 //
 // `exec_probe listener|clonevm|procmem` tries what would undo the watch and prints
 // "<probe>: errno=<name>" (or "<probe>: ALLOWED"):
@@ -43,12 +45,18 @@ static void* flip(void* arg) {
   return NULL;
 }
 
+static void* idle(void* arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
 static void child(int threads) {
   int null_fd = open("/dev/null", O_WRONLY);
   if (null_fd >= 0) dup2(null_fd, 1);
   if (threads) {
     pthread_t t;
-    if (pthread_create(&t, NULL, flip, NULL) != 0) _exit(125);
+    if (pthread_create(&t, NULL, threads == 2 ? idle : flip, NULL) != 0) _exit(125);
     usleep(50);
   }
   char* args[] = {path, NULL};
@@ -100,7 +108,9 @@ static int probe(const char* name) {
 int main(int argc, char** argv) {
   if (argc == 2) return probe(argv[1]);
   int rounds = argc > 1 ? atoi(argv[1]) : 100;
-  int threads = argc > 2 && strcmp(argv[2], "threads") == 0;
+  int threads = argc > 2 && strcmp(argv[2], "threads") == 0 ? 1
+                : argc > 2 && strcmp(argv[2], "idle") == 0  ? 2
+                                                            : 0;
   int n_true = 0, killed = 0, refused = 0, other = 0, escaped = 0;
   for (int i = 0; i < rounds; ++i) {
     pid_t pid = fork();
