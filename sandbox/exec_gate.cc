@@ -16,8 +16,13 @@ constexpr std::size_t kRefusalsShown = 5;  // the model reads the first few; the
 std::string watch_refusal(const ExecRequest& r) {
   if (r.memory == "changed")
     return "its path or argv changed while moat was checking it (another thread rewrote them)";
-  if (r.argv_truncated) return "its argv is larger than moat reads (4 MiB)";
-  return "";
+  if (r.argv_truncated) return "its argv is larger than moat reads (4 MiB, 65536 words)";
+  return r.refusal;
+}
+
+policy::ExecFacts facts_of(const std::vector<std::string>& argv, const std::string& path,
+                           const std::string& exe, const std::string& cwd) {
+  return policy::ExecFacts{argv, absolute_path(path, cwd), exe, cwd};
 }
 
 policy::Decision moat_refusal(std::string reason) {
@@ -61,9 +66,7 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
   } else if (r.first) {
     d = judged_with_call();
   } else {
-    d = session_.policy->decide_exec(policy::ExecFacts{
-        r.argv, r.path.empty() || r.path[0] == '/' ? r.path : r.cwd + "/" + r.path, r.exe,
-        r.cwd});
+    d = decided(r);
     const bool asked = d.verdict == policy::Verdict::kAsk || d.headless_downgraded;
     if (asked && approved_.count(d.deciding.id) != 0) d = approved_with_call(std::move(d));
     std::string what = "the program " + moat::quoted(r.exe) + " (started by the call)";
@@ -86,6 +89,20 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
   return ExecAnswer{false, EPERM};
 }
 
+// The program named, and what it makes the kernel run besides (an interpreter, a program the
+// loader loads): the strictest verdict stands, naming the program it is about.
+policy::Decision ExecGate::decided(const ExecRequest& r) const {
+  policy::Decision d = session_.policy->decide_exec(facts_of(r.argv, r.path, r.exe, r.cwd));
+  for (const ExecTarget& t : r.also) {
+    policy::Decision more = session_.policy->decide_exec(facts_of(t.argv, t.path, t.exe, r.cwd));
+    if (more.verdict <= d.verdict) continue;
+    more.reason =
+        "it runs " + moat::quoted(t.exe) + (more.reason.empty() ? "" : ": ") + more.reason;
+    d = std::move(more);
+  }
+  return d;
+}
+
 bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, const json& answer) {
   json rec = {{"call_id", call_id_},
               {"decision_id", decision_id_},
@@ -104,6 +121,11 @@ bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, cons
                            ? json(nullptr)
                            : rule_json(d.deciding)}};
   if (!r.interpreter.empty()) rec["interpreter"] = r.interpreter;
+  if (!r.also.empty()) {
+    json runs = json::array();
+    for (const ExecTarget& t : r.also) runs.push_back(t.exe);
+    rec["runs"] = std::move(runs);  // interpreters, or the program the loader loads
+  }
   if (!d.reason.empty()) rec["reason"] = d.reason;
   if (!answer.is_null()) rec["user"] = answer;
   // Written before the program runs, not synced: a storm of execs must not wait on the disk

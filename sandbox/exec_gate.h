@@ -44,6 +44,7 @@ class ExecGate final : public ExecObserver {
   // The "exec" record, written before the program runs; false when it could not be and the
   // log is required (then the program does not run).
   bool record_exec(const ExecRequest& r, const policy::Decision& d, const nlohmann::json& answer);
+  policy::Decision decided(const ExecRequest& r) const;
 
   SessionState& session_;
   AskBroker& asks_;

@@ -39,76 +39,16 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "sandbox/exec_resolve.h"
+#include "sandbox/remote_memory.h"
 
 namespace moat::sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxPath = 4096;              // PATH_MAX: the kernel's own bound
-constexpr std::size_t kMaxArgvBytes = 4u << 20;     // more than the default ARG_MAX (2 MiB)
-constexpr std::size_t kMaxArgvWords = 1u << 16;
 constexpr auto kVerifyWindow = std::chrono::milliseconds(200);
 constexpr std::uint64_t kGateTag = ~std::uint64_t{0};
-
-// Bytes of another process's memory; fewer than asked when a page is not mapped.
-std::size_t read_remote(pid_t pid, std::uint64_t addr, void* buf, std::size_t len) {
-  iovec local{buf, len};
-  iovec remote{reinterpret_cast<void*>(addr), len};
-  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-  return n < 0 ? 0 : static_cast<std::size_t>(n);
-}
-
-// A NUL-terminated string at addr, at most max bytes; nullopt when unreadable or longer.
-std::optional<std::string> read_string(pid_t pid, std::uint64_t addr, std::size_t max) {
-  std::string out;
-  char buf[4096];
-  while (out.size() < max) {
-    // Never across a page boundary in one read: the next page may be unmapped.
-    std::size_t room = 4096 - static_cast<std::size_t>(addr % 4096);
-    std::size_t n = read_remote(pid, addr, buf, std::min(room, sizeof buf));
-    if (n == 0) return std::nullopt;
-    if (const void* nul = std::memchr(buf, '\0', n)) {
-      out.append(buf, static_cast<const char*>(nul) - buf);
-      return out;
-    }
-    out.append(buf, n);
-    addr += n;
-  }
-  return std::nullopt;
-}
-
-struct Argv {
-  std::vector<std::string> words;
-  bool truncated = false;
-  bool ok = true;
-};
-
-Argv read_argv(pid_t pid, std::uint64_t addr) {
-  Argv a;
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; addr != 0; ++i) {
-    if (i >= kMaxArgvWords || bytes >= kMaxArgvBytes) {
-      a.truncated = true;
-      return a;
-    }
-    std::uint64_t ptr = 0;
-    if (read_remote(pid, addr + i * sizeof ptr, &ptr, sizeof ptr) != sizeof ptr) {
-      a.ok = false;
-      return a;
-    }
-    if (ptr == 0) return a;
-    auto word = read_string(pid, ptr, kMaxArgvBytes - bytes);
-    if (!word) {
-      a.ok = false;
-      a.truncated = bytes + kMaxPath >= kMaxArgvBytes;
-      return a;
-    }
-    bytes += word->size() + 1;
-    a.words.push_back(std::move(*word));
-  }
-  return a;
-}
 
 struct ProcStatus {
   pid_t tgid = -1, ppid = -1;
@@ -135,12 +75,6 @@ ProcStatus proc_status(pid_t pid) {
   return s;
 }
 
-std::string read_link(const std::string& path) {
-  char buf[kMaxPath + 1];
-  ssize_t n = readlink(path.c_str(), buf, kMaxPath);
-  return n < 0 ? std::string() : std::string(buf, static_cast<std::size_t>(n));
-}
-
 // No other running thread can write the caller's memory: it has one thread, and every
 // process it shares its memory with (a vfork parent, suspended until the exec) has one too.
 // clone(CLONE_VM) without CLONE_VFORK or CLONE_THREAD is refused by the session's filter, so
@@ -163,79 +97,6 @@ bool memory_exclusive(pid_t tgid, const ProcStatus& st, pid_t init) {
     parent = ps.ppid;
   }
   return parent <= 1;
-}
-
-struct Resolved {
-  int error = 0;  // the errno the exec fails with when the file does not open
-  std::string exe, cwd, interpreter;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool read_only = false;  // on a read-only mount: nothing in the sandbox can replace it
-};
-
-std::string absolute_path(const std::string& path, const std::string& cwd) {
-  return !path.empty() && path[0] == '/' ? path : cwd + "/" + path;
-}
-
-std::string interpreter_of(int fd) {
-  char head[256];
-  ssize_t n = pread(fd, head, sizeof head - 1, 0);
-  if (n < 3 || head[0] != '#' || head[1] != '!') return "";
-  head[n] = '\0';
-  const char* p = head + 2;
-  while (*p == ' ' || *p == '\t') ++p;
-  const char* end = p;
-  while (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\n') ++end;
-  return std::string(p, static_cast<std::size_t>(end - p));
-}
-
-// The file the caller names, opened as the kernel will open it: inside the caller's root,
-// from its working directory (or execveat's directory fd).
-// The file the caller names, opened as the kernel will open it: inside the sandbox's root
-// (`root`: every process of a session has the same one; the sandbox cannot chroot), from the
-// caller's working directory (or execveat's directory fd).
-Resolved resolve(pid_t pid, int root, const std::string& path, int dirfd, bool empty_path) {
-  Resolved r;
-  const std::string proc = "/proc/" + std::to_string(pid);
-  r.cwd = read_link(proc + "/cwd");
-  std::string base = r.cwd;
-  if (dirfd != AT_FDCWD && (empty_path || path.empty() || path[0] != '/'))
-    base = read_link(proc + "/fd/" + std::to_string(dirfd));
-  int fd = -1;
-  if (empty_path && path.empty()) {
-    fd = open((proc + "/fd/" + std::to_string(dirfd)).c_str(), O_RDONLY | O_CLOEXEC);
-  } else {
-    const std::string abs = !path.empty() && path[0] == '/' ? path : base + "/" + path;
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC;  // readable: its #! line is read from the same fd
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    fd = static_cast<int>(syscall(SYS_openat2, root, abs.c_str(), &how, sizeof how));
-    if (fd < 0 && errno == EACCES) {  // execute-only: the kernel may still run it
-      how.flags = O_PATH | O_CLOEXEC;
-      fd = static_cast<int>(syscall(SYS_openat2, root, abs.c_str(), &how, sizeof how));
-    }
-  }
-  if (fd < 0) {
-    r.error = errno;
-    return r;
-  }
-  UniqueFd file(fd);
-  struct stat st{};
-  if (fstat(file.get(), &st) != 0) {
-    r.error = errno;
-    return r;
-  }
-  if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
-    r.error = EACCES;
-    return r;
-  }
-  r.dev = st.st_dev;
-  r.ino = st.st_ino;
-  struct statvfs vfs{};
-  r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
-  r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
-  r.interpreter = interpreter_of(file.get());  // O_PATH: pread fails, no interpreter named
-  return r;
 }
 
 struct Program {
@@ -319,9 +180,12 @@ class Server {
   bool before_worker_exec(pid_t caller);
   void record_worker_program();
   void on_exec(const seccomp_notif& n);
+  void judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req, const Resolved& file);
   void on_exit_group(const seccomp_notif& n);
   void on_pidfd(pid_t pid);
-  void answer(std::uint64_t id, bool allow, int error);
+  // False when the caller no longer waits for this answer (a signal interrupted it, or it
+  // died): what was let run did not run.
+  bool answer(std::uint64_t id, bool allow, int error);
   bool still_waiting(std::uint64_t id) const {
     std::uint64_t copy = id;
     return ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
@@ -405,7 +269,7 @@ void Server::on_notification() {
   std::memset(&n, 0, sizeof n);  // RECV refuses a buffer that is not zeroed
   if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &n) != 0) return;  // ENOENT: the caller died
   ++stats_.notifications;
-  if (before_worker_exec(static_cast<pid_t>(n.pid))) return answer(n.id, true, 0);
+  if (before_worker_exec(static_cast<pid_t>(n.pid))) return (void)answer(n.id, true, 0);
   if (n.data.nr == __NR_exit_group) return on_exit_group(n);
   on_exec(n);
 }
@@ -450,7 +314,7 @@ void Server::record_worker_program() {
   started(worker_pid_, req.exec_id);
 }
 
-void Server::answer(std::uint64_t id, bool allow, int error) {
+bool Server::answer(std::uint64_t id, bool allow, int error) {
   seccomp_notif_resp r{};
   r.id = id;
   if (allow) {
@@ -458,7 +322,7 @@ void Server::answer(std::uint64_t id, bool allow, int error) {
   } else {
     r.error = -error;
   }
-  (void)ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &r);  // ENOENT: the caller died meanwhile
+  return ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &r) == 0;  // ENOENT: it went meanwhile
 }
 
 // The program's end is recorded here, with its code: the process is about to go, and
@@ -472,10 +336,11 @@ void Server::on_exit_group(const seccomp_notif& n) {
   }
   if (it != running_.end() && !verify_.empty()) {
     settle(it->first);  // a program killed here has its end recorded already
-    if (it->second.ended) return answer(n.id, true, 0);
+    if (it->second.ended) return (void)answer(n.id, true, 0);
   }
-  answer(n.id, true, 0);
-  if (it == running_.end()) return;
+  // Not answered: a signal interrupted the exit_group (it is made again) or killed the
+  // process (its pidfd says how): either way, its end is not this one.
+  if (!answer(n.id, true, 0) || it == running_.end()) return;
   Program& p = it->second;
   if (!p.ended && observer_)
     observer_->on_end(ExecEnd{
@@ -519,6 +384,23 @@ std::string Server::parent_of(pid_t pid, pid_t ppid) const {
   return "";
 }
 
+// What an exec names, read from the caller's memory: the path, the argv, and how far what was
+// read can be trusted to be what the kernel reads next.
+struct ExecRead {
+  std::optional<std::string> path;
+  Argv argv;
+  std::vector<std::uint64_t> pages;
+};
+
+ExecRead read_exec(pid_t tid, std::uint64_t path_addr, std::uint64_t argv_addr) {
+  RemoteMemory mem(tid);
+  ExecRead r;
+  r.path = mem.string_at(path_addr, kMaxPath);
+  if (r.path) r.argv = mem.argv_at(argv_addr);
+  r.pages = mem.pages();
+  return r;
+}
+
 void Server::on_exec(const seccomp_notif& n) {
   const bool at = n.data.nr == __NR_execveat;
   const pid_t tid = static_cast<pid_t>(n.pid);
@@ -526,60 +408,76 @@ void Server::on_exec(const seccomp_notif& n) {
   const std::uint64_t argv_addr = at ? n.data.args[2] : n.data.args[1];
   const int dirfd = at ? static_cast<int>(n.data.args[0]) : AT_FDCWD;
   const bool empty_path = at && (n.data.args[4] & AT_EMPTY_PATH) != 0;
-  auto path = read_string(tid, path_addr, kMaxPath);
-  if (!path) return answer(n.id, false, EFAULT);
-  Argv argv = read_argv(tid, argv_addr);
-  if (!argv.ok && !argv.truncated) return answer(n.id, false, EFAULT);
+  ExecRead read = read_exec(tid, path_addr, argv_addr);
+  if (!read.path) return (void)answer(n.id, false, EFAULT);
+  if (!read.argv.ok && !read.argv.truncated) return (void)answer(n.id, false, EFAULT);
   if (!root_.valid()) {
     root_ = UniqueFd(open(("/proc/" + std::to_string(tid) + "/root").c_str(),
                           O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!root_.valid()) return answer(n.id, false, errno == ENOENT ? ESRCH : errno);
+    if (!root_.valid()) return (void)answer(n.id, false, errno == ENOENT ? ESRCH : errno);
   }
-  Resolved file = resolve(tid, root_.get(), *path, dirfd, empty_path);
-  if (file.error != 0) return answer(n.id, false, file.error);  // the kernel's own answer
+  Resolved file = resolve_exec(tid, root_.get(), *read.path, dirfd, empty_path, read.argv.words);
+  if (file.error != 0) return (void)answer(n.id, false, file.error);  // the kernel's own answer
   const ProcStatus st = proc_status(tid);
-  ExecRequest req;
-  req.pid = st.tgid;
   // It runs code of its own now, so an exec it made earlier is over: verified before this one.
   settle(st.tgid);
-  req.memory = memory_exclusive(st.tgid, st, init_pid_) ? "exclusive" : "shared";
+  ExecRequest req;
+  req.pid = st.tgid;
+  req.memory =
+      memory_exclusive(st.tgid, st, init_pid_) && pages_private_anonymous(st.tgid, read.pages)
+          ? "exclusive"
+          : "shared";
   if (req.memory == "shared") {
     // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
-    auto again = read_string(tid, path_addr, kMaxPath);
-    Argv argv2 = read_argv(tid, argv_addr);
-    if (!again || *again != *path || argv2.words != argv.words) req.memory = "changed";
+    ExecRead again = read_exec(tid, path_addr, argv_addr);
+    if (again.path != read.path || again.argv.words != read.argv.words) req.memory = "changed";
   }
   if (!still_waiting(n.id)) return;  // the caller died (or was killed) while we read
   req.exec_id = std::to_string(++next_id_);
   req.first = !first_done_;
   req.parent_exec = req.first ? "" : parent_of(st.tgid, st.ppid);
-  req.argv = std::move(argv.words);
-  req.argv_truncated = argv.truncated;
-  req.path = std::move(*path);
+  req.argv = std::move(read.argv.words);
+  req.argv_truncated = read.argv.truncated;
+  req.path = std::move(*read.path);
   req.exe = std::move(file.exe);
   req.interpreter = std::move(file.interpreter);
   req.cwd = std::move(file.cwd);
+  req.also = std::move(file.also);
+  req.refusal = std::move(file.refusal);
+  judge_and_answer(n.id, st.tgid, req, file);
+}
+
+void Server::judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req,
+                              const Resolved& file) {
   ExecAnswer a;
   if (observer_) a = observer_->on_exec(req);
   // The watch's own refusals stand whatever the observer said (it was told why).
-  if (req.memory == "changed" || req.argv_truncated) a = ExecAnswer{false, EPERM};
+  if (req.memory == "changed" || req.argv_truncated || !req.refusal.empty())
+    a = ExecAnswer{false, EPERM};
   if (!a.allow) {
     ++stats_.refused;
-    return answer(n.id, false, a.error);
+    return (void)answer(id, false, a.error);
   }
-  ++stats_.execs;
-  first_done_ = true;
   const bool shared = req.memory == "shared";
   const std::string typed = absolute_path(req.path, req.cwd);
   const bool swappable =
-      !file.read_only || !fixed_dir(st.tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
+      !file.read_only || req.cwd.empty() ||
+      !fixed_dir(tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
   std::optional<std::pair<dev_t, ino_t>> before;
   // A #! script's /proc/<pid>/exe becomes its interpreter, never the script: not checked.
-  if ((shared || swappable) && file.interpreter.empty()) before = exe_of(st.tgid);
-  answer(n.id, true, 0);
-  started(st.tgid, req.exec_id);
+  if ((shared || swappable) && file.interpreter.empty()) before = exe_of(tgid);
+  if (!answer(id, true, 0)) {
+    // A signal interrupted the execve after the check (or the caller died): nothing ran.
+    if (observer_)
+      observer_->on_end(ExecEnd{req.exec_id, std::nullopt, std::nullopt, 0,
+                                "did not run: its execve was interrupted before moat answered"});
+    return;
+  }
+  ++stats_.execs;
+  first_done_ = true;
+  started(tgid, req.exec_id);
   if (before)
-    verify_.push_back({st.tgid, file.dev, file.ino, before->first, before->second, shared,
+    verify_.push_back({tgid, file.dev, file.ino, before->first, before->second, shared,
                        std::move(req.argv), Clock::now() + kVerifyWindow});
 }
 

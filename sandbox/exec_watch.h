@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "sandbox/exec_resolve.h"
 
 namespace moat::sandbox {
 
@@ -35,6 +36,10 @@ struct ExecRequest {
   // compared, the program checked again once it runs).
   std::string memory;
   bool argv_truncated = false;  // larger than moat reads: such an exec is refused
+  // What the kernel runs besides `exe` (a #! script's interpreters, the program the dynamic
+  // loader loads): each is judged too, and the strictest verdict stands.
+  std::vector<ExecTarget> also;
+  std::string refusal;  // why the watch itself refuses it ("" when it does not)
 };
 
 struct ExecAnswer {

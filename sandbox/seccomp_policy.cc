@@ -76,9 +76,15 @@ Result<void> add_namespace_flag_rules(scmp_filter_ctx ctx, int nr, bool with_new
 // watch, a vfork parent (CLONE_VFORK) is suspended until the exec.
 constexpr unsigned long kCloneShareBits = CLONE_VM | CLONE_VFORK | CLONE_THREAD;
 
+// A vfork child made with CLONE_PARENT is its grandparent's child: the watch, walking up
+// the parents, would never meet the process whose other threads run on in that memory.
+constexpr unsigned long kCloneParentBits = CLONE_VM | CLONE_PARENT | CLONE_THREAD;
+
 Result<void> add_clone_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule&, bool) {
   scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneShareBits, CLONE_VM);
   MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp, "CLONE_VM alone"));
+  scmp_arg_cmp parent = SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneParentBits, CLONE_VM | CLONE_PARENT);
+  MOAT_TRY(add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &parent, "CLONE_VM with CLONE_PARENT"));
   return add_namespace_flag_rules(ctx, nr, false);
 }
 
@@ -163,9 +169,9 @@ Result<void> add_fallocate_rules(scmp_filter_ctx ctx, int nr, const ArgumentRule
 // In the order their rules are written (the compiled program is pinned by a golden file).
 const ArgumentRule kArgumentRules[] = {
     {"clone",
-     "allowed unless a namespace flag is set, or CLONE_VM without CLONE_THREAD or CLONE_VFORK "
-     "(a process sharing memory with one that runs; the exec watch could not trust what it "
-     "reads) (EPERM)",
+     "allowed unless a namespace flag is set, or CLONE_VM without CLONE_THREAD or CLONE_VFORK, "
+     "or CLONE_VM with CLONE_PARENT (a process sharing memory with one that runs, or with one "
+     "the exec watch cannot find; it could not trust what it reads) (EPERM)",
      add_clone_rules},
     {"unshare", "allowed unless a namespace flag is set (EPERM)", add_unshare_rules},
     {"seccomp",

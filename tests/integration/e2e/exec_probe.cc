@@ -16,6 +16,8 @@
 //   listener: a seccomp filter with a listener of its own (it would answer execs first);
 //   clonevm:  clone(CLONE_VM) without CLONE_VFORK/CLONE_THREAD (memory shared with a process
 //             that runs: it could rewrite an exec's argv after the watch read it);
+//   clonevmparent: clone(CLONE_VM | CLONE_VFORK | CLONE_PARENT): a vfork child its parent's
+//             other threads could write into, which the watch would not find walking up;
 //   procmem:  opening a child's /proc/<pid>/mem for writing (the same, through procfs).
 
 #include <errno.h>
@@ -59,8 +61,12 @@ static void child(int threads) {
     if (pthread_create(&t, NULL, threads == 2 ? idle : flip, NULL) != 0) _exit(125);
     usleep(50);
   }
-  char* args[] = {path, NULL};
-  execv(path, args);
+  // Single: the words on this process's own stack, a page no other process can write.
+  char local[32];
+  memcpy(local, path, sizeof local);
+  char* name = threads ? path : local;
+  char* args[] = {name, NULL};
+  execv(name, args);
   _exit(errno == EPERM ? 126 : 127);
 }
 
@@ -87,6 +93,11 @@ static int probe(const char* name) {
     static char stack[65536];
     long rc = clone(clone_child, stack + sizeof stack, CLONE_VM | SIGCHLD, NULL);
     if (rc > 0) waitpid((pid_t)rc, NULL, 0);
+    return report(name, rc);
+  }
+  if (strcmp(name, "clonevmparent") == 0) {
+    static char stack[65536];
+    long rc = clone(clone_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_PARENT, NULL);
     return report(name, rc);
   }
   if (strcmp(name, "procmem") == 0) {

@@ -221,6 +221,59 @@ TEST_F(ExecWatchTest, AThreadedCallerWhoseArgvNobodyChangesIsNeverKilled) {
     EXPECT_EQ(e.value("note", "").find("killed"), std::string::npos) << e.dump();
 }
 
+// What the kernel runs besides the file named is judged like the file: a #! script's
+// interpreter and the program the dynamic loader is asked to load. Before, the script and
+// the loader were judged and `yes`, which the policy denies, ran (timeout's 124).
+TEST_F(ExecWatchTest, AnInterpreterOrAProgramTheLoaderLoadsIsJudgedLikeAnyExec) {
+  std::ofstream(ws_ + "/script") << "#!/usr/bin/yes\n";
+  fs::permissions(ws_ + "/script", fs::perms::owner_all | fs::perms::group_read |
+                                       fs::perms::others_read | fs::perms::others_exec);
+  std::string loader;
+  for (const char* l : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"})
+    if (fs::exists(l)) loader = l;
+  ASSERT_FALSE(loader.empty()) << "no dynamic loader found";
+  json r = session_running("timeout 3 ./script >/dev/null; echo script=$?; timeout 3 " + loader +
+                           " /usr/bin/yes >/dev/null; echo loader=$?");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("script=126"), std::string::npos) << text;
+  EXPECT_NE(text.find("loader=126"), std::string::npos) << text;
+  int refused = 0;
+  for (const json& e : of_type("exec")) {
+    if (!e.contains("runs")) continue;
+    EXPECT_EQ(e.value("result", ""), "deny") << e.dump();
+    EXPECT_NE(e.value("reason", "").find("yes"), std::string::npos) << e.dump();
+    ++refused;
+  }
+  EXPECT_EQ(refused, 2);
+}
+
+// A working directory deeper than PATH_MAX: its path cannot be read, and a relative path was
+// resolved from / instead (usr/bin/true judged as /usr/bin/true while the kernel ran the
+// symlink to yes beneath the deep directory). Now it is resolved beneath the directory
+// itself, and refused when it leaves it.
+TEST_F(ExecWatchTest, ARelativeExecFromADirectoryDeeperThanPathMaxIsResolvedThere) {
+  json r = session_running(
+      "n=$(printf 'd%.0s' $(seq 1 200)); for i in $(seq 1 25); do mkdir $n && cd $n || exit 9; "
+      "done; mkdir -p usr/bin && ln -s /usr/bin/yes usr/bin/true && cp /usr/bin/true usr/bin/t "
+      "&& usr/bin/t; echo copy=$?; timeout 3 usr/bin/true >/dev/null; echo link=$?");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("copy=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("link=126"), std::string::npos) << text;
+}
+
+// /proc/self/exe and /dev/fd/N name the caller's own files (magic links openat2 does not
+// follow from the sandbox's root): they failed with ENOENT; now they run, judged as the
+// file they are.
+TEST_F(ExecWatchTest, ProcSelfExeAndDevFdExecsRunAsTheFileTheyName) {
+  json r = session_running(
+      "exec 7</usr/bin/true; /dev/fd/7; echo devfd=$?; /proc/self/fd/7; echo procfd=$?; "
+      "exec 8</usr/bin/yes; timeout 3 /dev/fd/8 >/dev/null; echo yes=$?");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("devfd=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("procfd=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("yes=126"), std::string::npos) << text;
+}
+
 // The same program, single-threaded: the check is sound, and says so in the record.
 TEST_F(ExecWatchTest, ASingleThreadedCallerIsCheckedOnAnExclusiveMemory) {
   const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
@@ -318,10 +371,12 @@ TEST_F(ExecWatchTest, WhatWouldUndoTheWatchIsRefusedInsideTheSandbox) {
   const std::string probe = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
   ASSERT_TRUE(fs::exists(probe)) << probe;
   fs::copy_file(probe, ws_ + "/probe");
-  json r = session_running("./probe listener; ./probe clonevm; ./probe procmem");
+  json r =
+      session_running("./probe listener; ./probe clonevm; ./probe clonevmparent; ./probe procmem");
   const std::string text = text_of(r);
   EXPECT_NE(text.find("listener: errno=EPERM"), std::string::npos) << text;
   EXPECT_NE(text.find("clonevm: errno=EPERM"), std::string::npos) << text;
+  EXPECT_NE(text.find("clonevmparent: errno=EPERM"), std::string::npos) << text;
   EXPECT_NE(text.find("procmem: errno=EROFS"), std::string::npos) << text;
 }
 

@@ -5,12 +5,14 @@
 #include "sandbox/exec_watch.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstring>
 #include <functional>
 #include <mutex>
 
@@ -90,8 +92,11 @@ int wait_status(pid_t pid) {
 TEST(ExecWatch, EachExecWaitsForTheObserverAndARefusalFailsItWithEperm) {
   FakeObserver obs;
   Watched w = start_watched([] {
-    execl("/bin/sh", "sh", "-c", "/bin/true; /bin/false; echo \"false: $?\" >&2; exit 3",
-          static_cast<char*>(nullptr));
+    // On the stack: the pages of the words are this process's alone (a string literal
+    // would sit on a page of the test binary's file, see below).
+    char path[] = "/bin/sh", zero[] = "sh", c[] = "-c",
+         script[] = "/bin/true; /bin/false; echo \"false: $?\" >&2; exit 3";
+    execl(path, zero, c, script, static_cast<char*>(nullptr));
     _exit(99);
   });
   ASSERT_TRUE(w.listener.valid());
@@ -120,6 +125,37 @@ TEST(ExecWatch, EachExecWaitsForTheObserverAndARefusalFailsItWithEperm) {
   const ExecEnd* sh_end = obs.end_of(sh.exec_id);
   ASSERT_NE(sh_end, nullptr);
   EXPECT_EQ(sh_end->code, 3);
+}
+
+// A single thread, but the words on pages another process can change: a MAP_SHARED page
+// (the process that forked it still maps it) or a page of a file. Before, kcmp's "no other
+// process shares this memory" was taken as enough, and a process flipping a shared page
+// could run a program other than the one judged, unverified.
+TEST(ExecWatch, WordsOnASharedOrAFilePageAreCheckedAsShared) {
+  for (const bool file_page : {false, true}) {
+    FakeObserver obs;
+    Watched w = start_watched([file_page] {
+      if (file_page) {
+        execl("/bin/true", "true", static_cast<char*>(nullptr));  // literals: the binary's
+        _exit(99);
+      }
+      void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      if (page == MAP_FAILED) _exit(98);
+      char* path = static_cast<char*>(page);
+      std::strcpy(path, "/bin/true");
+      char* argv[] = {path, nullptr};
+      execv(path, argv);
+      _exit(99);
+    });
+    ASSERT_TRUE(w.listener.valid());
+    ExecWatch watch(std::move(w.listener), &obs);
+    const int status = wait_status(w.pid);
+    watch.finish(std::chrono::seconds(2));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    const ExecRequest* t = obs.find("true");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->memory, "shared") << (file_page ? "a file page" : "a MAP_SHARED page");
+  }
 }
 
 TEST(ExecWatch, APathThatDoesNotOpenGetsTheKernelsErrnoUnrecorded) {
