@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "agent/providers/http_provider.h"
+#include "agent/providers/http_stream.h"
 #include "base/log.h"
 
 namespace moat::agent::providers {
@@ -51,6 +52,9 @@ Result<std::unique_ptr<Provider>> make_provider(
   if (!r.model.known && !r.provider.local)
     MOAT_LOG_WARN("model %s is not in the catalogue: its cost is counted as 0",
                   ::moat::quoted(spec).c_str());
+  // Now, while this process can still map a library (the loop drops that right before it
+  // first calls the model): a missing transport is a usage error here, not a failed turn.
+  MOAT_TRY(load_http_transport());
   return make_http_provider(std::move(s));
 }
 

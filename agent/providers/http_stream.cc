@@ -165,4 +165,6 @@ HttpOutcome http_post_stream(const HttpRequest& request,
   return t.outcome;
 }
 
+Result<void> load_http_transport() { return {}; }  // linked in: nothing to load
+
 }  // namespace moat::agent::providers

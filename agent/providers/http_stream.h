@@ -1,5 +1,11 @@
 // agent/providers/http_stream.h: one streaming HTTP POST over libcurl, with connect and
 // idle timeouts and cancellation.
+//
+// Two builds implement it: http_stream.cc calls libcurl directly (the libraries and tests), and
+// http_module_loader.cc, in the `moat` binary, loads that same code from a module on first use
+// (http_module_entry.cc): libcurl brings some 30 shared libraries (GnuTLS, Kerberos, LDAP, SSH)
+// whose loading and initialisation cost every command, and only an HTTP model provider needs
+// them (issue 15: `moat sandbox exec` started in 13 ms before its main()).
 #pragma once
 
 #include <atomic>
@@ -9,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/result.h"
 
 namespace moat::agent::providers {
 
@@ -43,5 +51,10 @@ struct HttpOutcome {
 // other status's body is collected into error_body, since it is JSON, not a stream.
 HttpOutcome http_post_stream(const HttpRequest& request,
                              const std::function<bool(std::string_view)>& on_body);
+
+// Makes the transport usable: the module build loads its module here (an error names the paths
+// tried and why each failed). Called before the agent drops its privileges and installs its
+// seccomp filter, which leave no way to map a library; http_post_stream calls it too.
+Result<void> load_http_transport();
 
 }  // namespace moat::agent::providers

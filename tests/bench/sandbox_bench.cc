@@ -15,13 +15,22 @@
 // round to round, so a burst of load on this shared machine hits every path alike and the
 // ratios compare like with like. bwrap runs every third round (it is slow).
 //
-// Usage: sandbox_bench [rounds]   (default 300). Needs moatd: $MOATD_BIN, else the build
-//        tree's sandbox/moatd (ninja sandbox/moatd tests/bench/sandbox_bench).
+// First, the cold start (issue 15 item 5): `moat sandbox exec -- /bin/true` as a script runs it
+// (a new moat, which starts its own moatd, which builds a session and a worker) against
+// `bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+// --bind WS WS -- /bin/true`, interleaved, with the wall time's median and p90, the CPU time
+// (what wait4 reports: the process and the children it reaped) and the ratio (target <= 1.5x).
+//
+// Usage: sandbox_bench [rounds [cold_runs]]   (default 300 and 40; rounds 0: the cold start
+//        only). Needs moatd and moat: $MOATD_BIN and $MOAT_BIN, else the build tree's
+//        (ninja sandbox/moatd agent/moat tests/bench/sandbox_bench).
 //        MOAT_BENCH_SKIP=seccomp shows one worker step's share (session paths only; never for
 //        real use).
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,11 +97,48 @@ std::string make_temp_dir(const fs::path& parent, const char* prefix) {
   return mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
 }
 
-// moatd from the build tree: tests/bench/sandbox_bench -> sandbox/moatd.
-std::string moatd_binary() {
-  if (const char* bin = std::getenv("MOATD_BIN")) return bin;
+// A binary of the build tree (tests/bench/sandbox_bench -> sandbox/moatd), unless `env` names one.
+std::string build_binary(const char* env, const char* relative) {
+  if (const char* bin = std::getenv(env)) return bin;
   fs::path self = fs::read_symlink("/proc/self/exe");
-  return (self.parent_path().parent_path().parent_path() / "sandbox" / "moatd").string();
+  return (self.parent_path().parent_path().parent_path() / relative).string();
+}
+std::string moatd_binary() { return build_binary("MOATD_BIN", "sandbox/moatd"); }
+
+// bwrap from PATH ("" when it is not installed).
+std::string find_bwrap() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string candidate = dirs.substr(start, end - start) + "/bwrap";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// One run of argv with stdout on /dev/null: its wall and CPU time in ms, false if it failed.
+bool timed_run(const std::vector<std::string>& argv, double* wall_ms, double* cpu_ms) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const auto t0 = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid) return false;
+  *wall_ms = ms_since(t0);
+  *cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // A client of one private moatd (moatd --fd), speaking the protocol synchronously: one call at
@@ -194,11 +240,84 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double percentile(std::vector<double> v, std::size_t pct) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * pct / 100)];
+}
+
+struct ColdPath {
+  const char* name;
+  std::vector<std::string> argv;
+  std::vector<double> wall_ms, cpu_ms;
+};
+
+void print_cold(const std::vector<ColdPath>& paths, int runs) {
+  std::printf("cold start (%d interleaved runs each, after 3 unmeasured; stdout to /dev/null):\n",
+              runs);
+  for (const auto& p : paths)
+    std::printf("  %-34s wall median %7.2f ms  p90 %7.2f ms   cpu median %7.2f ms\n", p.name,
+                percentile(p.wall_ms, 50), percentile(p.wall_ms, 90), percentile(p.cpu_ms, 50));
+  if (paths.size() < 2) {
+    std::printf("  no ratio: bwrap is not installed (apt-get install bubblewrap)\n");
+    return;
+  }
+  const ColdPath &moat = paths[0], &bwrap = paths[1];
+  std::printf(
+      "  %-34s wall median %5.2fx    p90 %5.2fx      cpu median %5.2fx   (target <= 1.5x)\n",
+      "moat / bwrap", percentile(moat.wall_ms, 50) / percentile(bwrap.wall_ms, 50),
+      percentile(moat.wall_ms, 90) / percentile(bwrap.wall_ms, 90),
+      percentile(moat.cpu_ms, 50) / percentile(bwrap.cpu_ms, 50));
+}
+
+// The cold start of `moat sandbox exec` against bwrap's (see the top of the file). moat gets an
+// empty policy directory (the built-in default policy) and an audit directory of its own, like
+// the warm paths below: the numbers do not depend on this machine's policies, and the runs do
+// not fill the user's audit log.
+bool cold_start(int runs, const fs::path& tmp) {
+  const std::string ws = make_temp_dir(tmp, "moat-bench-cold-ws");
+  const std::string audit = make_temp_dir(tmp, "moat-bench-cold-audit");
+  const std::string policy = make_temp_dir(tmp, "moat-bench-cold-policy");
+  if (ws.empty() || audit.empty() || policy.empty()) return false;
+  std::vector<ColdPath> paths;
+  paths.push_back(
+      {"moat sandbox exec -- /bin/true",
+       {build_binary("MOAT_BIN", "agent/moat"), "sandbox", "exec", "-C", ws, "--audit-dir", audit,
+        "--system-policy-dir", policy, "--user-policy-dir", policy, "--", "/bin/true"},
+       {},
+       {}});
+  if (const std::string bwrap = find_bwrap(); !bwrap.empty())
+    paths.push_back(
+        {"bwrap --unshare-all ... /bin/true",
+         {bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+          "--proc", "/proc", "--tmpfs", "/tmp", "--bind", ws, ws, "--", "/bin/true"},
+         {},
+         {}});
+  bool ok = true;
+  for (int round = -3; ok && round < runs; ++round) {  // 3 unmeasured: the page cache
+    for (std::size_t k = 0; ok && k < paths.size(); ++k) {
+      ColdPath& p = paths[(k + static_cast<std::size_t>(round + 3)) % paths.size()];
+      double wall = 0, cpu = 0;
+      ok = timed_run(p.argv, &wall, &cpu);
+      if (!ok) std::fprintf(stderr, "%s: run %d failed\n", p.name, round);
+      if (round < 0) continue;
+      p.wall_ms.push_back(wall);
+      p.cpu_ms.push_back(cpu);
+    }
+  }
+  if (ok) print_cold(paths, runs);
+  for (const auto& d : {ws, audit, policy}) fs::remove_all(d);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 300;
+  const int cold_runs = argc > 2 ? std::atoi(argv[2]) : 40;
   const fs::path tmp = fs::temp_directory_path();
+  std::printf("sandbox_bench: load average at start %s\n", load_average().c_str());
+  if (cold_runs > 0 && !cold_start(cold_runs, tmp)) return 1;
+  if (rounds <= 0) return 0;
   // One workspace per session: each session masks its own protected paths in it.
   const std::string ws = make_temp_dir(tmp, "moat-bench-ws");
   const std::string ws_disk = make_temp_dir(tmp, "moat-bench-ws");
@@ -214,8 +333,7 @@ int main(int argc, char** argv) {
   config.workspace = ws;
   config.protected_paths = {".git/hooks", ".git/config", ".moat"};  // as moatd sets them
   if (const char* skip = std::getenv("MOAT_BENCH_SKIP")) config.test_skip_step = skip;
-  std::printf("sandbox_bench: %d rounds of `true`; load average at start %s\n", rounds,
-              load_average().c_str());
+  std::printf("warm paths: %d rounds of `true`\n", rounds);
 
   // A workspace of 10,000 files: the masks are re-derived before every call, and the default
   // policy's read-deny globs (".env", "*.pem": what moatd passes as hidden_paths) are matched
