@@ -56,7 +56,8 @@ std::string assemble_system_prompt(const PromptInputs& inputs);  // the blocks j
 std::vector<ProjectDoc> find_project_docs(const std::string& workspace);
 constexpr size_t kMaxDocBytes = 64 * 1024;
 
-// & < > " ' as entities; other control characters except \n and \t as &#xNN;.
-std::string xml_escape(std::string_view text);
+// & < > as entities (and " in an attribute's value); other control characters except \n and
+// \t as &#xNN;. Apostrophes stay: our attributes are double-quoted.
+std::string xml_escape(std::string_view text, bool attribute = false);
 
 }  // namespace moat::agent::providers
