@@ -261,7 +261,9 @@ Result<void> HelloSteps::record_session_start() {
   // changed since it was pinned): the policy checked its hash against the pin itself.
   if (json project = state_.policy->project_json(); !project.is_null())
     start["project_policy"] = std::move(project);
-  auto r = state_.record("session.start", std::move(start));
+  // Not synced on its own: nothing has run yet, and nothing will before a decision record, whose
+  // write-ahead fdatasync (or session.end's) takes this one to the disk with it.
+  auto r = state_.record("session.start", std::move(start), sessions::AuditLog::Sync::kWithNext);
   if (!r) return fail(r.error().message() + " (the policy requires an audit log)");
   return {};
 }

@@ -76,7 +76,11 @@ class JsonlAuditLog final : public AuditLog {
 
   ~JsonlAuditLog() override {
     if (unsynced_) (void)::fdatasync(fd_.get());
+    if (!dir_to_sync_.empty()) (void)fsync_dir(dir_to_sync_);
   }
+  // A new file's name reaches the disk with the first synced record (sync_locked), not on its
+  // own: until a record must be durable, nothing depends on the file surviving a crash.
+  void sync_dir_with_first_record(std::string dir) { dir_to_sync_ = std::move(dir); }
   using AuditLog::append;
   Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) override;
   std::string path() const override { return path_; }
@@ -93,6 +97,8 @@ class JsonlAuditLog final : public AuditLog {
 
  private:
   Result<void> write_locked(const std::string& type, nlohmann::json record, Sync sync);
+  Result<void> sync_locked();
+  bool checkpoint_due(const std::string& type, std::chrono::steady_clock::time_point now) const;
 
   std::string path_;
   UniqueFd fd_;
@@ -106,7 +112,8 @@ class JsonlAuditLog final : public AuditLog {
   std::string head_;
   off_t size_ = 0;
   bool broken_ = false;
-  bool unsynced_ = false;  // a kWithNext record is not yet known to be on disk
+  bool unsynced_ = false;    // a kWithNext record is not yet known to be on disk
+  std::string dir_to_sync_;  // a new file's directory, synced with the first kNow record
 };
 
 Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields, Sync sync) {
@@ -118,11 +125,11 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
   fields = encode_byte_strings(std::move(fields));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
-  MOAT_TRY(write_locked(type, std::move(fields), sync));
-  if (!key_) return {};
   const auto now = std::chrono::steady_clock::now();
-  if (seq_ % kCheckpointEvery != 0 && type != "session.end" && now - last_checkpoint_ < interval_)
-    return {};
+  const bool checkpoint = checkpoint_due(type, now);
+  // A checkpoint follows at once and is synced like this record: one fdatasync covers both.
+  MOAT_TRY(write_locked(type, std::move(fields), checkpoint ? Sync::kWithNext : sync));
+  if (!checkpoint) return {};
   last_checkpoint_ = now;
   // The checkpoint signs the head just written; it is synced like the record it follows.
   nlohmann::json cp = {{"head", head_},
@@ -156,18 +163,32 @@ Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json
   }
   // Write-ahead: the caller runs the action only after this returns, so the record must be
   // on disk first, not in the page cache (with it, every record before it).
-  if (sync == Sync::kNow) {
-    if (::fdatasync(fd_.get()) != 0) {
-      broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
-      return fail(Error::from_errno("fdatasync", errno, path_));
-    }
-    unsynced_ = false;
-  } else {
-    unsynced_ = true;
-  }
+  unsynced_ = true;
+  if (sync == Sync::kNow) MOAT_TRY(sync_locked());
   size_ += static_cast<off_t>(line.size());
   ++seq_;
   head_ = std::move(hash);
+  return {};
+}
+
+bool JsonlAuditLog::checkpoint_due(const std::string& type,
+                                   std::chrono::steady_clock::time_point now) const {
+  return key_ != nullptr && ((seq_ + 1) % kCheckpointEvery == 0 || type == "session.end" ||
+                             now - last_checkpoint_ >= interval_);
+}
+
+Result<void> JsonlAuditLog::sync_locked() {
+  if (::fdatasync(fd_.get()) != 0) {
+    broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
+    return fail(Error::from_errno("fdatasync", errno, path_));
+  }
+  unsynced_ = false;
+  if (dir_to_sync_.empty()) return {};
+  if (auto r = fsync_dir(dir_to_sync_); !r) {
+    broken_ = true;  // the file's name may not survive a crash: nothing may depend on it
+    return fail(r.error().with_context("audit " + path_));
+  }
+  dir_to_sync_.clear();
   return {};
 }
 
@@ -227,7 +248,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash,
                                              std::move(key), interval);
   if (fresh) {
-    MOAT_TRY(fsync_dir(dirname_of(path)));
+    log->sync_dir_with_first_record(dirname_of(path));
   } else {
     MOAT_TRY(log->resume_chain());
   }

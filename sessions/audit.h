@@ -46,9 +46,11 @@ class AuditLog {
       std::shared_ptr<const AuditKey> key = nullptr,
       std::chrono::steady_clock::duration interval = kCheckpointInterval);
   // When an appended record must be on disk: kNow before append returns (write-ahead: the
-  // decision record, session start and end); kWithNext may stay in the page cache until the
-  // next kNow append or the log's close syncs it (an exec record, written after its action
-  // ran: a crash can lose it, never a later record, since one fdatasync covers them all).
+  // decision record; session.end); kWithNext may stay in the page cache until the next kNow
+  // append or the log's close syncs it (session.start, before anything ran; an exec record,
+  // written after its action ran: a crash can lose it, never a later record, since one
+  // fdatasync covers them all). A new file's directory entry is synced with its first kNow
+  // record, and a record a checkpoint follows shares the checkpoint's sync.
   enum class Sync { kNow, kWithNext };
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev
   // and hash; the line is written (and with kNow fdatasync'd) before this returns. A string
