@@ -47,5 +47,6 @@ void add_sandbox_commands(CLI::App& app, int& exit_code);   // sandbox exec|expl
 void add_policy_commands(CLI::App& app, int& exit_code);    // policy lint|test|list|explain
 void add_sessions_commands(CLI::App& app, int& exit_code);  // sessions ..., audit ...
 void add_provider_commands(CLI::App& app, int& exit_code);  // provider parse, prompt show
+void add_batch_command(CLI::App& app, int& exit_code);      // batch, batch merge
 
 }  // namespace moat::agent

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_policy_commands(app, exit_code);
   add_sessions_commands(app, exit_code);
   add_provider_commands(app, exit_code);
+  add_batch_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,5 @@
-// policy/toml_load.cc: TOML text to PolicyFile. The only file that sees toml++'s
-// exceptions; each becomes an Error that names file:line:col.
+// policy/toml_load.cc: TOML text to PolicyFile; each error names file:line:col
+// (policy/toml_reader.cc reads the values and contains toml++'s exceptions).
 #include "policy/toml_load.h"
 
 #include <toml++/toml.h>
@@ -8,6 +8,8 @@
 #include <cctype>
 #include <map>
 #include <set>
+
+#include "policy/toml_reader.h"
 
 namespace moat::policy {
 namespace {
@@ -36,49 +38,14 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
   return keys;
 }
 
-std::string type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    default: return "a date/time";
-  }
-}
-
-// Reads one file, carrying the file name and where a failure is reported.
-class Reader {
+// Reads one policy file: the shared reader, with the key table of each policy table.
+class Reader : public TomlReader {
  public:
   Reader(const ParseOptions& options, std::vector<std::string>* notices)
-      : options_(options), notices_(notices) {}
+      : TomlReader(options.file, options.unknown_keys_are_errors, notices), options_(options) {}
 
-  Failure error_at(const toml::source_region& src, const std::string& key,
-                   const std::string& what) const {
-    return fail(options_.file + ":" + std::to_string(src.begin.line) + ":" +
-                std::to_string(src.begin.column) + ": " + key + ": " + what);
-  }
-
-  // Unknown keys are errors (or notices, when the organisation says "warn").
   Result<void> check_keys(const toml::table& t, std::string_view table, const std::string& path) {
-    const auto& allowed = key_table().find(table)->second;
-    for (auto&& [k, v] : t) {
-      if (std::find(allowed.begin(), allowed.end(), k.str()) != allowed.end()) continue;
-      std::string accepted;
-      for (const auto& a : allowed) accepted += (accepted.empty() ? "" : ", ") + a;
-      const std::string key =
-          path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
-      auto err = error_at(k.source(), key, "unknown key; accepted keys here: " + accepted);
-      if (options_.unknown_keys_are_errors) return err;
-      if (notices_ != nullptr) notices_->push_back(err.error.context + " (ignored)");
-    }
-    return {};
-  }
-
-  Result<std::string> string(const toml::node& n, const std::string& key) {
-    if (const auto* s = n.as_string()) return std::string(s->get());
-    return error_at(n.source(), key, "expected a string, got " + type_name(n));
+    return TomlReader::check_keys(t, key_table().find(table)->second, path);
   }
 
   Result<Verdict> verdict(const toml::node& n, const std::string& key) {
@@ -90,98 +57,10 @@ class Reader {
                     "expected one of \"allow\", \"ask\", \"deny\", got \"" + s + "\"");
   }
 
-  // A string or an array of strings; empty strings are refused (they match nothing useful).
-  Result<Strings> strings(const toml::node& n, const std::string& key) {
-    Strings out;
-    if (const auto* s = n.as_string()) {
-      out.push_back(std::string(s->get()));
-    } else if (const auto* a = n.as_array()) {
-      for (const auto& e : *a) {
-        const auto* s2 = e.as_string();
-        if (s2 == nullptr)
-          return error_at(e.source(), key,
-                          "expected a string or an array of strings, found " + type_name(e));
-        out.push_back(std::string(s2->get()));
-      }
-    } else {
-      return error_at(n.source(), key,
-                      "expected a string or an array of strings, got " + type_name(n));
-    }
-    for (const auto& s : out)
-      if (s.empty()) return error_at(n.source(), key, "empty strings are not accepted");
-    return out;
-  }
-
-  Result<Strings> one_of(const toml::node& n, const std::string& key,
-                         const std::vector<std::string>& accepted) {
-    MOAT_ASSIGN_OR_RETURN(Strings values, strings(n, key));
-    for (const auto& v : values) {
-      if (std::find(accepted.begin(), accepted.end(), v) != accepted.end()) continue;
-      std::string list;
-      for (const auto& a : accepted) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-      return error_at(n.source(), key, "expected any of " + list + ", got \"" + v + "\"");
-    }
-    return values;
-  }
-
-  Result<std::int64_t> integer(const toml::node& n, const std::string& key, std::int64_t lo,
-                               std::int64_t hi) {
-    const auto* i = n.as_integer();
-    if (i == nullptr) return error_at(n.source(), key, "expected an integer, got " + type_name(n));
-    if (i->get() < lo || i->get() > hi)
-      return error_at(n.source(), key,
-                      "expected an integer from " + std::to_string(lo) + " to " +
-                          std::to_string(hi) + ", got " + std::to_string(i->get()));
-    return i->get();
-  }
-
-  Result<bool> boolean(const toml::node& n, const std::string& key) {
-    if (const auto* b = n.as_boolean()) return b->get();
-    return error_at(n.source(), key, "expected true or false, got " + type_name(n));
-  }
-
-  Result<const toml::table*> table(const toml::node& n, const std::string& key) {
-    if (const auto* t = n.as_table()) return t;
-    return error_at(n.source(), key, "expected a table, got " + type_name(n));
-  }
-
-  // t[name], which must be there; `key` is t's own.
-  Result<const toml::node*> required(const toml::table& t, const char* name,
-                                     const std::string& key) {
-    if (const auto* n = t.get(name)) return n;
-    return error_at(t.source(), key + "." + name, "required key is missing");
-  }
-
-  Result<Strings> required_strings(const toml::table& t, const char* name, const std::string& key) {
-    MOAT_ASSIGN_OR_RETURN(const toml::node* n, required(t, name, key));
-    return strings(*n, key + "." + name);
-  }
-
-  // Durations and sizes: an integer, or a string with a unit.
-  Result<std::int64_t> quantity(const toml::node& n, const std::string& key, bool duration) {
-    if (const auto* i = n.as_integer()) {
-      if (i->get() <= 0)
-        return error_at(n.source(), key,
-                        "expected a positive value, got " + std::to_string(i->get()));
-      return i->get();
-    }
-    const char* accepted = duration ? "a duration (90, \"30s\", \"10m\", \"1h\")"
-                                    : "a size (1024, \"512KiB\", \"16MiB\", \"4GiB\")";
-    const auto* s = n.as_string();
-    if (s == nullptr) return error_at(n.source(), key, std::string("expected ") + accepted);
-    auto v = duration ? parse_duration_seconds(s->get()) : parse_size_bytes(s->get());
-    if (!v)
-      return error_at(
-          n.source(), key,
-          std::string("expected ") + accepted + ", got \"" + std::string(s->get()) + "\"");
-    return *v;
-  }
-
   const ParseOptions& options() const { return options_; }
 
  private:
   const ParseOptions& options_;
-  std::vector<std::string>* notices_;
 };
 
 Result<void> read_defaults(Reader& r, const toml::table& t, Defaults& d) {
@@ -545,15 +424,7 @@ Result<PolicyFile> parse_policy_text(std::string_view text, const ParseOptions& 
     return fail(options.file + ":1:1: file is larger than " + std::to_string(kMaxPolicyFileBytes) +
                 " bytes");
   Reader reader(options, notices);
-  toml::table top;
-  try {
-    top = toml::parse(text, options.file);
-  } catch (const toml::parse_error& e) {
-    return reader.error_at(e.source(), "syntax", std::string(e.description()));
-  } catch (const std::exception& e) {
-    // toml++ may also throw std::bad_alloc etc.; none may leave this file.
-    return fail(options.file + ":1:1: syntax: " + e.what());
-  }
+  MOAT_ASSIGN_OR_RETURN(toml::table top, parse_toml_text(text, options.file));
   MOAT_ASSIGN_OR_RETURN(PolicyFile p, read_top(reader, top));
   MOAT_TRY(check_unique_ids(p));
   return p;

@@ -29,6 +29,34 @@ inline std::string find_chromium() {
   return "";
 }
 
+// The DOM headless Chromium builds from `file` (with `fragment` as the URL's fragment), using
+// `dir` for its profile; "" with `skipped` set when Chromium cannot be run.
+inline std::string chromium_dom(const std::string& file, const std::string& dir,
+                                const std::string& fragment, std::string* skipped) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) {
+    *skipped = "chromium is not installed (Debian: apt-get install chromium)";
+    return "";
+  }
+  // --no-sandbox: the tests run as root or as an unprivileged uid without user namespaces;
+  // the page is our own and file:// only. A profile of its own keeps runs independent.
+  const std::string cmd = "timeout 120 '" + chromium +
+                          "' --headless --no-sandbox --disable-gpu --user-data-dir='" + dir +
+                          "/chromium-profile' --dump-dom 'file://" + file +
+                          (fragment.empty() ? "" : "#" + fragment) + "' 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *skipped = "popen failed";
+    return "";
+  }
+  std::string dom;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) dom.append(buf, n);
+  ::pclose(p);
+  return dom;
+}
+
 // Renders `log_path` as `moat audit export --html --allow-open` does, writes it into `dir`,
 // and dumps the DOM Chromium builds from it, with `fragment` (e.g. "program=curl") as the
 // URL's fragment, which sets the page's filters.
@@ -44,26 +72,7 @@ inline AuditPage audit_page_dom(const std::string& log_path, const std::string& 
   page.html = audit_html(*records, *verdict, log_path);
   const std::string file = dir + "/audit.html";
   spit(file, page.html);
-  const std::string chromium = find_chromium();
-  if (chromium.empty()) {
-    page.skipped = "chromium is not installed (Debian: apt-get install chromium)";
-    return page;
-  }
-  // --no-sandbox: the tests run as root or as an unprivileged uid without user namespaces;
-  // the page is our own and file:// only. A profile of its own keeps runs independent.
-  const std::string cmd = "timeout 120 '" + chromium +
-                          "' --headless --no-sandbox --disable-gpu --user-data-dir='" + dir +
-                          "/chromium-profile' --dump-dom 'file://" + file +
-                          (fragment.empty() ? "" : "#" + fragment) + "' 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    page.skipped = "popen failed";
-    return page;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) page.dom.append(buf, n);
-  ::pclose(p);
+  page.dom = chromium_dom(file, dir, fragment, &page.skipped);
   return page;
 }
 

@@ -1,0 +1,216 @@
+// agent/batch/item.cc: one item, as a checklist: work copy, agent, check, patch, session
+// totals, pages, results line. Every process it starts runs outside the sandbox except what
+// `moat run` and `moat sandbox exec` hand to moatd.
+#include "agent/batch/item.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/batch/process.h"
+#include "agent/batch/results.h"
+#include "agent/providers/usage.h"
+#include "sessions/audit_verify.h"
+#include "sessions/render_audit.h"
+#include "sessions/render_session.h"
+#include "sessions/store.h"
+
+namespace moat::agent::batch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A killed item's agent gets this long past its own wall-time gate to stop by itself.
+constexpr double kWallGraceS = 30;
+
+struct Paths {
+  std::string dir, work, task, sessions, audit, run_log, check_log, diff, patch;
+};
+
+Paths paths_of(const BatchEnv& env, const std::string& id) {
+  Paths p;
+  p.dir = item_dir(env.out_dir, id);
+  p.work = (fs::path(env.out_dir) / "work" / id).string();
+  p.task = p.dir + "/task.txt";
+  p.sessions = p.dir + "/sessions";
+  p.audit = p.dir + "/audit";
+  p.run_log = p.dir + "/run.log";
+  p.check_log = p.dir + "/check.log";
+  p.diff = p.dir + "/diff.tmp";
+  p.patch = patch_path(env.out_dir, id);
+  return p;
+}
+
+// git on a work copy the agent changed: hooks, fsmonitor, external diff drivers and textconv
+// filters would run programs the repository names, outside the sandbox, so all are off.
+std::vector<std::string> git(const std::string& work, std::initializer_list<std::string> args) {
+  std::vector<std::string> argv = {
+      "git", "-C", work, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
+  argv.insert(argv.end(), args);
+  return argv;
+}
+
+// A fresh item folder and work copy (what a killed earlier run left is removed first). The
+// clone copies objects (--no-hardlinks): nothing the item does reaches the original.
+Result<std::string> make_work_copy(const Item& item, const Paths& p) {
+  std::error_code ec;
+  fs::remove_all(p.dir, ec);
+  fs::remove_all(p.work, ec);
+  fs::create_directories(p.dir, ec);
+  fs::create_directories(fs::path(p.work).parent_path(), ec);
+  if (ec) return fail(Error::from_errno("mkdir", ec.value(), p.dir));
+  std::ofstream(p.task) << item.task;
+  MOAT_TRY(process_output({"git", "clone", "-q", "--no-hardlinks", item.path, p.work}));
+  return process_output(git(p.work, {"rev-parse", "HEAD"}));
+}
+
+std::vector<std::string> run_argv(const Item& item, const BatchEnv& env, const Paths& p) {
+  const ItemLimits& l = item.limits;
+  std::vector<std::string> a = {
+      env.moat_bin, "run",         "--headless",  "--model",     item.model,
+      "-C",         p.work,        "--task-file", p.task,        "--sessions-dir",
+      p.sessions,   "--audit-dir", p.audit,       "--max-turns", std::to_string(l.max_turns)};
+  if (l.max_tokens > 0) a.insert(a.end(), {"--max-tokens", std::to_string(l.max_tokens)});
+  if (l.max_cost > 0) a.insert(a.end(), {"--max-cost", std::to_string(l.max_cost)});
+  if (l.max_wall_s > 0) a.insert(a.end(), {"--max-wall", std::to_string(l.max_wall_s)});
+  for (const auto& f : env.policy_files) a.insert(a.end(), {"--policy", f});
+  return a;
+}
+
+// The check runs as a tool call would: through a moatd of its own, in a sandbox over the work
+// copy, with the same policy, recorded in the item's audit folder.
+std::vector<std::string> check_argv(const Item& item, const BatchEnv& env, const Paths& p) {
+  std::vector<std::string> a = {
+      env.moat_bin, "sandbox",   "exec",
+      "-C",         p.work,      "--audit-dir",
+      p.audit,      "--timeout", std::to_string(item.limits.check_timeout_s)};
+  for (const auto& f : env.policy_files) a.insert(a.end(), {"--policy", f});
+  a.insert(a.end(), {"--", "sh", "-c", item.check});
+  return a;
+}
+
+json finished_json(const Finished& f) {
+  json j = {{"exit", f.exit_code}, {"seconds", f.seconds}};
+  if (f.signal != 0) j["signal"] = f.signal;
+  if (f.timed_out) j["timedOut"] = true;
+  return j;
+}
+
+// The work copy's changes against the starting commit, new files included, as a git patch.
+Result<std::string> make_patch(const Paths& p, const std::string& start) {
+  MOAT_TRY(process_output(git(p.work, {"add", "-A"})));
+  MOAT_ASSIGN_OR_RETURN(Finished f,
+                        run_process({git(p.work, {"diff", "--cached", "--binary", "--no-ext-diff",
+                                                  "--no-textconv", start}),
+                                     p.diff, p.run_log, 0}));
+  if (!f.ok()) return fail("git diff in " + p.work + " failed (see " + p.run_log + ")");
+  std::ifstream in(p.diff, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  fs::remove(p.diff);
+  MOAT_TRY(write_file_durably(p.patch, ss.str()));
+  return ss.str();
+}
+
+std::string only_file_under(const std::string& dir, const std::string& ext) {
+  std::error_code ec;
+  std::string found;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ext &&
+        (found.empty() || it->path().string() < found))
+      found = it->path().string();
+  return found;
+}
+
+// The session's id, turns, usage and cost, from the session file the agent wrote.
+void add_session_totals(const Paths& p, json& line) {
+  const std::string file = only_file_under(p.sessions, ".jsonl");
+  if (file.empty()) return;
+  auto store = sessions::SessionStore::open_read_only(file);
+  if (!store) return;
+  providers::SessionTotals totals;
+  for (const auto& e : (*store)->path_to_leaf()) {
+    const json& m = e.value("message", json::object());
+    if (e.value("type", "") != "message" || m.value("role", "") != "assistant") continue;
+    providers::Cost c;
+    if (m.contains("cost") && m["cost"].is_object()) c.total = m["cost"].value("total", 0.0);
+    totals.add(providers::Usage::from_message(m), c);
+  }
+  line["session"] = (*store)->id();
+  line["sessionFile"] = file;
+  line["turns"] = totals.answers;
+  line["usage"] = totals.usage.to_json();
+  line["cost"] = totals.cost.total;
+  std::ofstream(p.dir + "/session.html")
+      << sessions::session_html(**store, (*store)->path_to_leaf());
+}
+
+// The audit timeline of the agent's session (the first log in the folder: the check's comes
+// later and is linked from the same folder).
+void add_audit_page(const Paths& p, json& line) {
+  const std::string log = only_file_under(p.audit, ".jsonl");
+  if (log.empty()) return;
+  line["auditLog"] = log;
+  auto records = sessions::load_audit_records(log);
+  auto verdict = sessions::verify_audit_file(log, /*require_end=*/false);
+  if (records && verdict)
+    std::ofstream(p.dir + "/audit.html") << sessions::audit_html(*records, *verdict, log);
+}
+
+json error_line(json line, const std::string& why) {
+  line["status"] = "error";
+  line["reason"] = why;
+  return line;
+}
+
+}  // namespace
+
+std::string patch_path(const std::string& out_dir, const std::string& id) {
+  return (fs::path(out_dir) / "patches" / (id + ".patch")).string();
+}
+
+std::string item_dir(const std::string& out_dir, const std::string& id) {
+  return (fs::path(out_dir) / "items" / id).string();
+}
+
+nlohmann::json run_item(const Item& item, const BatchEnv& env) {
+  const auto start = Clock::now();
+  const Paths p = paths_of(env, item.id);
+  json line = {{"id", item.id}, {"repo", item.path}, {"model", item.model}};
+  auto wall = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto commit = make_work_copy(item, p);
+  if (!commit) return error_line(line, "work copy: " + commit.error().message());
+  line["startCommit"] = *commit;
+  const double hard = item.limits.max_wall_s > 0 ? item.limits.max_wall_s + kWallGraceS : 0;
+  auto agent = run_process({run_argv(item, env, p), p.run_log, "", hard});
+  if (!agent) return error_line(line, "moat run: " + agent.error().message());
+  line["agent"] = finished_json(*agent);
+  line["exit"] = agent->exit_code;
+  add_session_totals(p, line);
+  add_audit_page(p, line);
+  bool check_ok = true;
+  if (!item.check.empty()) {
+    const double check_hard = static_cast<double>(item.limits.check_timeout_s) + kWallGraceS;
+    auto check = run_process({check_argv(item, env, p), p.check_log, "", check_hard});
+    if (!check) return error_line(line, "check: " + check.error().message());
+    line["check"] = finished_json(*check);
+    line["check"]["command"] = item.check;
+    line["check"]["passed"] = check_ok = check->ok();
+  }
+  auto patch = make_patch(p, *commit);
+  if (!patch) return error_line(line, "patch: " + patch.error().message());
+  line["patch"] = fs::relative(p.patch, env.out_dir).string();
+  line["patchBytes"] = patch->size();
+  std::error_code ec;
+  fs::remove_all(p.work, ec);  // the patch holds what the item changed
+  line["status"] = agent->ok() && check_ok ? "passed" : "failed";
+  if (!agent->ok()) line["reason"] = "moat run exited " + std::to_string(agent->exit_code);
+  else if (!check_ok) line["reason"] = "the check failed";
+  line["wallSeconds"] = wall();
+  return line;
+}
+
+}  // namespace moat::agent::batch

@@ -1,0 +1,93 @@
+// agent/batch/merge.cc: joining shard outputs. An item finished by two shards (a rerun) keeps
+// the result of the output named last.
+#include "agent/batch/merge.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "agent/batch/report.h"
+#include "agent/batch/results.h"
+#include "agent/batch/runner.h"
+#include "agent/cli.h"
+#include "base/byte_strings.h"
+
+namespace moat::agent::batch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Result<json> read_info(const std::string& out) {
+  const fs::path file = fs::path(out) / kBatchInfoFile;
+  std::ifstream in(file);
+  if (!in) return fail(out + " is not a moat batch output (no " + kBatchInfoFile + ")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto info = json::parse(ss.str(), nullptr, false);
+  if (!info.is_object() || !info.contains("items") || !info["items"].is_array())
+    return fail(file.string() + ": expected an object with an \"items\" array");
+  return info;
+}
+
+// Copies an item's patch and folder (its pages and logs) so the merged report's links work.
+void copy_item_files(const std::string& out, const std::string& dest, const json& r) {
+  std::error_code ec;
+  const std::string id = r["id"].get<std::string>();
+  if (r.contains("patch"))
+    fs::copy(fs::path(out) / r["patch"].get<std::string>(),
+             fs::path(dest) / r["patch"].get<std::string>(), fs::copy_options::overwrite_existing,
+             ec);
+  fs::copy(fs::path(out) / "items" / id, fs::path(dest) / "items" / id,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+}
+
+}  // namespace
+
+int merge_outputs(const std::vector<std::string>& outs, const std::string& dest) {
+  std::set<std::string> expected;
+  std::map<std::string, json> by_id;
+  std::string manifest;
+  std::error_code ec;
+  fs::create_directories(fs::path(dest) / "patches", ec);
+  for (const auto& out : outs) {
+    auto info = read_info(out);
+    if (!info) {
+      std::fprintf(stderr, "moat batch merge: %s\n", info.error().message().c_str());
+      return kExitUsage;
+    }
+    for (const auto& id : (*info)["items"]) expected.insert(id.get<std::string>());
+    manifest = info->value("manifest", manifest);
+    auto results = read_results((fs::path(out) / kResultsFile).string());
+    for (const auto& r : results ? *results : std::vector<json>{}) {
+      by_id[r["id"].get<std::string>()] = r;
+      if (fs::absolute(out) != fs::absolute(dest)) copy_item_files(out, dest, r);
+    }
+  }
+  std::vector<json> merged;
+  std::string lines;
+  for (const auto& [id, r] : by_id) {
+    merged.push_back(r);
+    lines += dump_lossless(r) + "\n";
+  }
+  std::vector<std::string> missing;
+  for (const auto& id : expected)
+    if (by_id.count(id) == 0) missing.push_back(id);
+  json info = {{"manifest", manifest}, {"items", json(expected)}, {"merged", outs}};
+  (void)write_file_durably((fs::path(dest) / kBatchInfoFile).string(), info.dump(2) + "\n");
+  if (auto w = write_file_durably((fs::path(dest) / kResultsFile).string(), lines); !w) {
+    std::fprintf(stderr, "moat batch merge: %s\n", w.error().message().c_str());
+    return kExitStore;
+  }
+  write_report(dest, merged, missing);
+  std::fprintf(
+      stderr, "moat batch merge: %zu result(s) from %zu output(s) into %s; %zu missing%s\n",
+      merged.size(), outs.size(), dest.c_str(), missing.size(), missing.empty() ? "" : ":");
+  for (const auto& id : missing) std::fprintf(stderr, "  %s\n", id.c_str());
+  return missing.empty() ? kExitDone : kExitTaskFailed;
+}
+
+}  // namespace moat::agent::batch

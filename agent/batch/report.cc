@@ -1,0 +1,151 @@
+// agent/batch/report.cc: the batch report page: self-contained (inline CSS and a short sort
+// script), every value from results.jsonl escaped.
+#include "agent/batch/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/batch/item.h"
+#include "agent/batch/results.h"
+#include "sessions/render_session.h"
+
+namespace moat::agent::batch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using sessions::html_escape;
+
+// Failing items first: the order a reader acts in.
+int rank(const std::string& status) {
+  if (status == "error") return 0;
+  if (status == "missing") return 1;
+  if (status == "failed") return 2;
+  return 3;
+}
+
+std::string check_text(const json& r) {
+  if (!r.contains("check")) return "none";
+  const json& c = r["check"];
+  if (c.value("timedOut", false)) return "timed out";
+  return c.value("passed", false) ? "passed"
+                                  : "failed (exit " + std::to_string(c.value("exit", -1)) + ")";
+}
+
+std::string money(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+std::string link(const std::string& href, const std::string& text) {
+  return "<a href=\"" + html_escape(href) + "\">" + html_escape(text) + "</a>";
+}
+
+// A cell with the value its column sorts by.
+std::string cell(const std::string& sort_key, const std::string& html, const char* cls = "") {
+  return "<td class=\"" + std::string(cls) + "\" data-sort=\"" + html_escape(sort_key) + "\">" +
+         html + "</td>";
+}
+
+std::string row(const json& r) {
+  const std::string id = r.value("id", ""), status = r.value("status", "?");
+  const std::string dir = "items/" + id;
+  std::string links;
+  if (r.contains("patch")) links += link(r.value("patch", ""), "patch") + " ";
+  if (r.contains("session")) links += link(dir + "/session.html", "session") + " ";
+  if (r.contains("auditLog")) links += link(dir + "/audit.html", "audit") + " ";
+  const double cost = r.contains("cost") ? r["cost"].get<double>() : 0.0;
+  const auto bytes = r.value("patchBytes", std::uint64_t{0});
+  std::string out = "<tr class=\"" + html_escape(status) + "\">";
+  out += cell(id, html_escape(id), "id");
+  out += cell(std::to_string(rank(status)), html_escape(status), "status");
+  out += cell(check_text(r), html_escape(check_text(r)), "check");
+  out += cell(money(cost), "$" + money(cost), "cost");
+  out += cell(std::to_string(r.value("turns", 0)), std::to_string(r.value("turns", 0)), "turns");
+  out += cell(std::to_string(bytes), std::to_string(bytes), "diff");
+  out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
+  out += "<td class=\"links\">" + links + "</td></tr>\n";
+  return out;
+}
+
+constexpr const char* kHead = R"(<!doctype html>
+<html><head><meta charset="utf-8"><title>moat batch report</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
+th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{cursor:pointer;background:#eee}
+tr.error,tr.missing{background:#fdd}tr.failed{background:#fee}tr.passed{background:#efe}
+</style></head><body>
+)";
+
+// Clicking a header sorts by that column (numbers as numbers), again to reverse; #sort=KEY
+// sorts on load.
+constexpr const char* kSortScript = R"(<script>
+document.querySelectorAll('#items th').forEach(function(th, col) {
+  th.addEventListener('click', function() {
+    var body = document.querySelector('#items tbody');
+    var rows = Array.from(body.rows), dir = th.dataset.dir === 'asc' ? -1 : 1;
+    th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+    rows.sort(function(a, b) {
+      var x = a.cells[col].dataset.sort, y = b.cells[col].dataset.sort;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      if (!isNaN(nx) && !isNaN(ny)) return (nx - ny) * dir;
+      return x.localeCompare(y) * dir;
+    });
+    rows.forEach(function(r) { body.appendChild(r); });
+  });
+});
+// #sort=KEY in the address opens the page sorted by that column (a link to a sorted view).
+var wanted = location.hash.match(/sort=(\w+)/);
+if (wanted) {
+  var th = document.querySelector('#items th[data-key="' + wanted[1] + '"]');
+  if (th) th.click();
+}
+</script>
+)";
+
+std::string totals(const std::vector<json>& rows) {
+  std::size_t passed = 0, failed = 0, missing = 0;
+  double cost = 0;
+  for (const auto& r : rows) {
+    const std::string s = r.value("status", "");
+    if (s == "passed") ++passed;
+    else if (s == "missing") ++missing;
+    else ++failed;
+    if (r.contains("cost")) cost += r["cost"].get<double>();
+  }
+  return "<p id=\"totals\">" + std::to_string(rows.size()) + " items: <b>" +
+         std::to_string(passed) + "</b> passed, <b>" + std::to_string(failed) + "</b> failed, <b>" +
+         std::to_string(missing) + "</b> missing; cost $" + money(cost) + "</p>\n";
+}
+
+}  // namespace
+
+std::string report_html(const std::vector<json>& results, const std::vector<std::string>& missing) {
+  std::vector<json> rows = results;
+  for (const auto& id : missing) rows.push_back({{"id", id}, {"status", "missing"}});
+  std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
+    return rank(a.value("status", "")) < rank(b.value("status", ""));
+  });
+  std::string html = kHead;
+  html += "<h1>moat batch report</h1>\n" + totals(rows);
+  html += "<table id=\"items\"><thead><tr>";
+  for (const char* key : {"item", "status", "check", "cost", "turns", "diff", "reason", "links"})
+    html += std::string("<th data-key=\"") + key + "\">" + key + "</th>";
+  html += "</tr></thead><tbody>\n";
+  for (const auto& r : rows) html += row(r);
+  html += "</tbody></table>\n";
+  html += kSortScript;
+  html += "</body></html>\n";
+  return html;
+}
+
+void write_report(const std::string& out_dir, const std::vector<json>& results,
+                  const std::vector<std::string>& missing) {
+  const std::string path = (fs::path(out_dir) / "report.html").string();
+  if (auto w = write_file_durably(path, report_html(results, missing)); !w)
+    std::fprintf(stderr, "moat batch: report: %s\n", w.error().message().c_str());
+}
+
+}  // namespace moat::agent::batch

@@ -1,0 +1,81 @@
+// agent/batch/results.cc: results.jsonl (append, sync, torn-line recovery) and durable files.
+#include "agent/batch/results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/byte_strings.h"
+#include "base/sys.h"
+
+namespace moat::agent::batch {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<void> sync_directory(const std::string& dir) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd d, sys::open_path(dir, O_RDONLY | O_DIRECTORY));
+  if (::fsync(d.get()) != 0) return fail(Error::from_errno("fsync", errno, dir));
+  return {};
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> parse_results(std::string_view text) {
+  std::vector<nlohmann::json> out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+    auto j = nlohmann::json::parse(text.substr(start, nl - start), nullptr, false);
+    if (j.is_object() && j.contains("id") && j["id"].is_string()) out.push_back(std::move(j));
+  }
+  return out;  // what follows the last newline is a line the writer never finished
+}
+
+Result<std::vector<nlohmann::json>> read_results(const std::string& path) {
+  auto fd = sys::open_path(path, O_RDONLY);
+  if (!fd && fd.error().code == ENOENT) return std::vector<nlohmann::json>{};
+  if (!fd) return fail(fd.error());
+  MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(fd->get()));
+  return parse_results(text);
+}
+
+std::set<std::string> finished_ids(const std::vector<nlohmann::json>& results) {
+  std::set<std::string> ids;
+  for (const auto& r : results) ids.insert(r["id"].get<std::string>());
+  return ids;
+}
+
+Result<std::unique_ptr<ResultsLog>> ResultsLog::open(const std::string& out_dir) {
+  const std::string path = (fs::path(out_dir) / kResultsFile).string();
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDWR | O_CREAT | O_APPEND, 0644));
+  MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(fd.get()));
+  const std::size_t whole = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (whole != text.size() && ::ftruncate(fd.get(), static_cast<off_t>(whole)) != 0)
+    return fail(Error::from_errno("ftruncate", errno, path));
+  MOAT_TRY(sync_directory(out_dir));  // the file itself survives a crash from here on
+  return std::unique_ptr<ResultsLog>(new ResultsLog(std::move(fd)));
+}
+
+Result<void> ResultsLog::append(const nlohmann::json& line) {
+  const std::string text = dump_lossless(line) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  MOAT_TRY(sys::write_all(fd_.get(), text.data(), text.size()));
+  if (::fdatasync(fd_.get()) != 0) return fail(Error::from_errno("fdatasync", errno, kResultsFile));
+  return {};
+}
+
+Result<void> write_file_durably(const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp";
+  {
+    MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    MOAT_TRY(sys::write_all(fd.get(), data.data(), data.size()));
+    if (::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync", errno, tmp));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(Error::from_errno("rename", errno, path));
+  return sync_directory(fs::path(path).parent_path().string());
+}
+
+}  // namespace moat::agent::batch

@@ -1,0 +1,194 @@
+// agent/batch/runner.cc: `moat batch` as a checklist: read the manifest, pick the shard, open
+// OUT, skip what is done, run the rest --jobs at a time, write the report, apply.
+#include "agent/batch/runner.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "agent/batch/item.h"
+#include "agent/batch/manifest.h"
+#include "agent/batch/process.h"
+#include "agent/batch/report.h"
+#include "agent/batch/results.h"
+#include "agent/cli.h"
+#include "base/byte_strings.h"
+
+namespace moat::agent::batch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double cost_of(const json& r) { return r.contains("cost") ? r["cost"].get<double>() : 0.0; }
+bool passed(const json& r) { return r.value("status", "") == "passed"; }
+
+// Counts and the cost so far; prints a line on stderr per finished item (and an event on
+// stdout with --json). Thread-safe.
+class Progress {
+ public:
+  Progress(std::size_t total, std::size_t already, double cost, bool json_events)
+      : total_(total), done_(already), cost_(cost), json_(json_events), start_(Clock::now()) {}
+
+  void started(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++running_;
+    if (json_) emit({{"event", "start"}, {"id", id}});
+  }
+
+  void finished(const json& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    ++done_;
+    ++ran_;
+    if (!passed(r)) ++failed_;
+    cost_ += cost_of(r);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double eta = elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_);
+    std::fprintf(stderr,
+                 "moat batch: %s %s%s  [%zu/%zu done, %zu failed, %zu running, $%.4f, eta %.0fs]\n",
+                 r["id"].get<std::string>().c_str(), r.value("status", "?").c_str(),
+                 r.contains("reason") ? (" (" + r.value("reason", "") + ")").c_str() : "", done_,
+                 total_, failed_, running_, cost_, eta);
+    if (json_) emit({{"event", "finish"}, {"result", r}});
+  }
+
+  double cost() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cost_;
+  }
+
+ private:
+  static void emit(const json& event) {
+    std::printf("%s\n", dump_lossless(event).c_str());
+    std::fflush(stdout);
+  }
+
+  std::mutex mu_;
+  std::size_t total_, done_, failed_ = 0, running_ = 0, ran_ = 0;
+  double cost_;
+  bool json_;
+  Clock::time_point start_;
+};
+
+// What this run does: the shard's items, those already in results.jsonl, the rest.
+struct Plan {
+  Manifest manifest;
+  std::vector<const Item*> shard;
+  std::vector<const Item*> todo;
+  std::vector<json> earlier;
+};
+
+Result<void> open_out(const BatchOptions& o, Plan& plan) {
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out_dir) / "patches", ec);
+  if (ec) return fail(Error::from_errno("mkdir", ec.value(), o.out_dir));
+  MOAT_ASSIGN_OR_RETURN(plan.earlier, read_results((fs::path(o.out_dir) / kResultsFile).string()));
+  if (!plan.earlier.empty() && !o.resume)
+    return fail(o.out_dir +
+                " already holds results of a batch: pass --resume to go on with it, "
+                "or choose another --out");
+  json ids = json::array(), shard_ids = json::array();
+  for (const auto& i : plan.manifest.items) ids.push_back(i.id);
+  for (const auto* i : plan.shard) shard_ids.push_back(i->id);
+  json info = {
+      {"manifest", fs::absolute(o.manifest).string()}, {"items", ids}, {"shardItems", shard_ids}};
+  if (o.shard)
+    info["shard"] = std::to_string(o.shard->first) + "/" + std::to_string(o.shard->second);
+  return write_file_durably((fs::path(o.out_dir) / kBatchInfoFile).string(), info.dump(2) + "\n");
+}
+
+Result<Plan> plan_batch(const BatchOptions& o) {
+  Plan plan;
+  MOAT_ASSIGN_OR_RETURN(plan.manifest, load_manifest(o.manifest));
+  for (const auto& item : plan.manifest.items)
+    if (!o.shard || in_shard(item.id, o.shard->first, o.shard->second)) plan.shard.push_back(&item);
+  MOAT_TRY(open_out(o, plan));
+  const auto done = finished_ids(plan.earlier);
+  for (const auto* item : plan.shard)
+    if (done.count(item->id) == 0) plan.todo.push_back(item);
+  return plan;
+}
+
+// --jobs workers take the next item until none is left or the cost ceiling is reached.
+std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, ResultsLog& log,
+                      Progress& progress) {
+  std::atomic<std::size_t> next{0}, not_started{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < plan.todo.size();) {
+      const double ceiling = plan.manifest.max_total_cost;
+      if (ceiling > 0 && progress.cost() >= ceiling) {
+        ++not_started;
+        continue;
+      }
+      const Item& item = *plan.todo[i];
+      progress.started(item.id);
+      json line = run_item(item, env);
+      if (auto a = log.append(line); !a)
+        std::fprintf(stderr, "moat batch: %s: %s\n", kResultsFile, a.error().message().c_str());
+      progress.finished(line);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 0; j < std::max(1u, jobs); ++j) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (not_started > 0)
+    std::fprintf(stderr,
+                 "moat batch: %zu item(s) not started: the batch's max_total_cost ($%.4f) "
+                 "was reached\n",
+                 not_started.load(), plan.manifest.max_total_cost);
+  return not_started;
+}
+
+// --apply: each patch whose check passed goes into the repository it came from, if it applies.
+void apply_patches(const std::vector<json>& results, const std::string& out_dir) {
+  for (const auto& r : results) {
+    const bool check_passed = r.contains("check") && r["check"].value("passed", false);
+    if (!check_passed || !r.contains("patch")) continue;
+    const std::string repo = r.value("repo", ""), patch = (fs::path(out_dir) / r["patch"]).string();
+    auto ok = process_output({"git", "-C", repo, "apply", "--check", patch});
+    if (ok) ok = process_output({"git", "-C", repo, "apply", patch});
+    std::fprintf(stderr, "moat batch: apply %s to %s: %s\n", r["patch"].get<std::string>().c_str(),
+                 repo.c_str(), ok ? "applied" : ok.error().message().c_str());
+  }
+}
+
+}  // namespace
+
+int run_batch(const BatchOptions& o) {
+  auto plan = plan_batch(o);
+  if (!plan) {
+    std::fprintf(stderr, "moat batch: %s\n", plan.error().message().c_str());
+    return kExitUsage;
+  }
+  BatchEnv env{fs::read_symlink("/proc/self/exe").string(), fs::absolute(o.out_dir).string(),
+               plan->manifest.policy_files};
+  double cost = 0;
+  for (const auto& r : plan->earlier) cost += cost_of(r);
+  std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",
+               plan->shard.size(), plan->shard.size() - plan->todo.size(), plan->todo.size());
+  auto log = ResultsLog::open(o.out_dir);
+  if (!log) {
+    std::fprintf(stderr, "moat batch: %s\n", log.error().message().c_str());
+    return kExitStore;
+  }
+  Progress progress(plan->shard.size(), plan->shard.size() - plan->todo.size(), cost,
+                    o.json_events);
+  const std::size_t not_started = run_items(*plan, env, o.jobs, **log, progress);
+  auto results = read_results((fs::path(o.out_dir) / kResultsFile).string());
+  if (!results) return kExitStore;
+  write_report(o.out_dir, *results, {});
+  if (o.apply) apply_patches(*results, o.out_dir);
+  bool all_passed = not_started == 0;
+  for (const auto& r : *results) all_passed = all_passed && passed(r);
+  return all_passed ? kExitDone : kExitTaskFailed;
+}
+
+}  // namespace moat::agent::batch

@@ -1,0 +1,28 @@
+// agent/batch/runner.h: `moat batch`: the manifest's items (or one shard of them), --jobs at
+// a time, results appended as each finishes, --resume, the batch-wide cost ceiling, --apply.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace moat::agent::batch {
+
+struct BatchOptions {
+  std::string manifest;
+  std::string out_dir = "batch-out";
+  unsigned jobs = 1;
+  bool resume = false;
+  bool apply = false;
+  bool json_events = false;                            // one JSON line per item event on stdout
+  std::optional<std::pair<unsigned, unsigned>> shard;  // (I, N)
+};
+
+// OUT/batch.json: which items this output is for (the merge's list of what should be there).
+inline constexpr const char* kBatchInfoFile = "batch.json";
+
+// Returns moat's exit code: 0 when every item of the shard passed, 1 when one failed, was not
+// started (the cost ceiling) or could not run, 2 on usage errors.
+int run_batch(const BatchOptions& o);
+
+}  // namespace moat::agent::batch

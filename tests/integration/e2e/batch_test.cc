@@ -1,0 +1,145 @@
+// tests/integration/e2e/batch_test.cc: `moat batch` over 20 generated repositories with a
+// scripted rename (replay files): patches that apply, --resume, a SIGKILL mid-batch, --apply.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "agent/batch/results.h"
+#include "tests/integration/e2e/e2e_support.h"
+#include "tests/support/batch_repos.h"
+
+namespace moat::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kRepos = 20;
+
+std::vector<json> results_of(const std::string& out) {
+  return agent::batch::parse_results(read_file(out + "/results.jsonl"));
+}
+
+std::set<std::string> ids_of(const std::vector<json>& results) {
+  std::set<std::string> ids;
+  for (const auto& r : results) ids.insert(r["id"].get<std::string>());
+  return ids;
+}
+
+int line_count(const std::string& path) {
+  const std::string text = read_file(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+class BatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    ASSERT_TRUE(testing::make_batch_repos(dir_.path(), kRepos));
+  }
+
+  e2e::Run batch(const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {
+        moat_bin(), "batch", dir_.path() + "/batch.toml", "--jobs", "2", "--out", out};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv, {}, 600);
+  }
+
+  // Every item passed and its patch applies to a fresh clone of the repository it came from.
+  void expect_all_patches_apply(const std::string& out) {
+    const auto results = results_of(out);
+    ASSERT_EQ(results.size(), static_cast<std::size_t>(kRepos))
+        << read_file(out + "/results.jsonl");
+    for (const auto& r : results) {
+      const std::string id = r["id"];
+      SCOPED_TRACE(id);
+      EXPECT_EQ(r.value("status", ""), "passed") << r.dump();
+      EXPECT_TRUE(r["check"].value("passed", false));
+      const std::string clone = dir_.path() + "/apply-" + id;
+      const e2e::Run a = run({"sh", "-c",
+                              "git clone -q '" + dir_.path() + "/" + id + "' '" + clone +
+                                  "' && cd '" + clone + "' && git apply '" + out + "/patches/" +
+                                  id + ".patch' && sh run_tests.sh && grep -q renamed NOTES.md"});
+      EXPECT_EQ(a.exit_code, 0) << a.out;
+    }
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(BatchTest, TwentyReposWithTwoJobsGiveTwentyPatchesThatApplyAndAResumeStartsNothing) {
+  const std::string out = dir_.path() + "/out";
+  const e2e::Run first = batch(out);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  expect_all_patches_apply(out);
+  // Items never write into the repositories they came from without --apply.
+  const e2e::Run status =
+      run({"sh", "-c", "cd '" + dir_.path() + "/repo-03' && git status --porcelain"});
+  EXPECT_EQ(status.out, "");
+  EXPECT_TRUE(fs::exists(out + "/report.html"));
+
+  const std::string before = read_file(out + "/results.jsonl");
+  const e2e::Run again = batch(out, {"--resume"});
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("20 already done, 0 to run"), std::string::npos) << again.out;
+  EXPECT_EQ(read_file(out + "/results.jsonl"), before);
+  // Without --resume an output that holds results is refused, not mixed into.
+  const e2e::Run mixed = batch(out);
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.out;
+  EXPECT_NE(mixed.out.find("pass --resume"), std::string::npos) << mixed.out;
+}
+
+TEST_F(BatchTest, ABatchKilledWithSigkillHalfwayAndResumedGivesTheSameTwentyResults) {
+  const std::string reference = dir_.path() + "/reference";
+  ASSERT_EQ(batch(reference).exit_code, 0);
+  const std::string out = dir_.path() + "/out";
+  const pid_t pid =
+      start({moat_bin(), "batch", dir_.path() + "/batch.toml", "--jobs", "2", "--out", out},
+            dir_.path() + "/killed.log");
+  ASSERT_TRUE(eventually([&] { return line_count(out + "/results.jsonl") >= kRepos / 2; },
+                         std::chrono::seconds(300)));
+  ::kill(pid, SIGKILL);
+  wait_exit(pid, 30);
+  const auto halfway = results_of(out);
+  ASSERT_GE(halfway.size(), static_cast<std::size_t>(kRepos / 2));
+  ASSERT_LT(halfway.size(), static_cast<std::size_t>(kRepos))
+      << "the batch finished before the kill";
+
+  const e2e::Run resumed = batch(out, {"--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find(std::to_string(halfway.size()) + " already done"), std::string::npos)
+      << resumed.out;
+  const auto results = results_of(out);
+  EXPECT_EQ(results.size(), static_cast<std::size_t>(kRepos));  // none twice, none lost
+  EXPECT_EQ(ids_of(results), ids_of(results_of(reference)));
+  for (const auto& r : results) {
+    const std::string id = r["id"];
+    EXPECT_EQ(read_file(out + "/patches/" + id + ".patch"),
+              read_file(reference + "/patches/" + id + ".patch"))
+        << id;
+  }
+  expect_all_patches_apply(out);
+}
+
+TEST_F(BatchTest, ApplyWritesOnlyPatchesWhoseCheckPassedIntoTheirRepositories) {
+  // repo-01's check fails whatever the agent does: its patch must stay out of repo-01.
+  std::string manifest = read_file(dir_.path() + "/batch.toml");
+  const std::string entry = "[[repo]]\npath = \"repo-01\"\n";
+  manifest.replace(manifest.find(entry), entry.size(), entry + "check = \"false\"\n");
+  testing::write_text(dir_.path() + "/batch.toml", manifest);
+  const e2e::Run r = batch(dir_.path() + "/out", {"--apply"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;  // one item failed
+  EXPECT_NE(read_file(dir_.path() + "/repo-00/lib.sh").find("sum_line_items"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_.path() + "/repo-00/NOTES.md"));
+  EXPECT_NE(read_file(dir_.path() + "/repo-01/lib.sh").find("compute_total"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_.path() + "/repo-01/NOTES.md"));
+}
+
+}  // namespace
+}  // namespace moat::e2e
