@@ -16,6 +16,7 @@
 #include "base/host_defaults.h"
 #include "base/moat_dirs.h"
 #include "sessions/audit.h"
+#include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "sandbox/supervisor.h"
 
@@ -154,6 +155,10 @@ int serve_shared(moat::sandbox::Supervisor& supervisor, const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The sessions' seccomp filter compiles on the other core while the command line is parsed,
+  // the policy loaded and the audit log opened (seccomp_policy.h). SessionConfig::network is
+  // false for every session moatd creates.
+  moat::sandbox::precompile_filter(false);
   CLI::App app{"moatd: the moat supervisor (policy, audit, sandboxed execution)"};
   app.footer(
       "Exit codes: 0 served until asked to stop, 2 usage or configuration error, 3 could not "

@@ -28,7 +28,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "base/sys.h"
@@ -287,6 +289,34 @@ static Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
 Result<BpfProgram> compile_filter(bool network) {
   MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
   return export_program(ctx.get());
+}
+
+namespace {
+
+using Precompiled = std::shared_future<std::shared_ptr<const BpfProgram>>;
+
+std::mutex precompile_mu;
+Precompiled precompiled[2];  // by network
+
+}  // namespace
+
+void precompile_filter(bool network) {
+  std::lock_guard<std::mutex> lock(precompile_mu);
+  Precompiled& slot = precompiled[network ? 1 : 0];
+  if (slot.valid()) return;
+  slot = std::async(std::launch::async, [network]() -> std::shared_ptr<const BpfProgram> {
+           auto program = compile_filter(network);
+           return program ? std::make_shared<const BpfProgram>(std::move(*program)) : nullptr;
+         }).share();
+}
+
+std::shared_ptr<const BpfProgram> precompiled_filter(bool network) {
+  Precompiled slot;
+  {
+    std::lock_guard<std::mutex> lock(precompile_mu);
+    slot = precompiled[network ? 1 : 0];
+  }
+  return slot.valid() ? slot.get() : nullptr;
 }
 
 std::string explain_filter(bool network) {

@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <seccomp.h>
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ std::span<const ArgumentRule> argument_checked_syscalls();
 
 // Compiles the filter for a session; network decides whether AF_INET/AF_INET6 sockets exist.
 Result<BpfProgram> compile_filter(bool network);
+
+// libseccomp takes 4 to 9 ms to compile it, most of a session's setup (issue 15): moatd starts
+// the compile on a thread of its own when it starts, and the first session, created after the
+// policy and the audit log are open, finds it ready. precompiled_filter waits for a compile
+// started for `network` and returns it; nullptr when none was started or it failed (the
+// session's init then compiles the filter itself and reports the error). Thread-safe; call
+// it before fork, never in a child: the compiling thread is not in the child.
+void precompile_filter(bool network);
+std::shared_ptr<const BpfProgram> precompiled_filter(bool network);
 
 // Human-readable listing of every set, entry, action and reason (moat sandbox explain-filter).
 std::string explain_filter(bool network);

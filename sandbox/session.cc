@@ -100,7 +100,7 @@ void keep_only_session_fds(int& ctl, int& tree) {
 Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD, ".", true); }
 
 [[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, int workspace,
-                                      pid_t moatd) {
+                                      pid_t moatd, std::shared_ptr<const BpfProgram> filter) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);  // moatd died before the line above
   if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
@@ -133,7 +133,7 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    InitContext ctx{std::move(config), ctl, tree};
+    InitContext ctx{std::move(config), ctl, tree, std::move(filter)};
     run_session_init(ctx);
   }
   close(ctl);
@@ -687,8 +687,11 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   const int tree_fd = tree.valid() ? tree.get() : -1;
   const int workspace_fd = workspace.get();
   (void)parent_end;  // the child keeps only its own end (keep_only_session_fds)
+  // Ready by now when moatd started compiling it (precompile_filter); waited for before the
+  // fork, since the compiling thread does not exist in the child.
+  std::shared_ptr<const BpfProgram> filter = precompiled_filter(config.network);
   pid_t keeper = LifetimeForker::get().fork_with(
-      [&] { run_keeper_in_child(config, child_end, tree_fd, workspace_fd, moatd); });
+      [&] { run_keeper_in_child(config, child_end, tree_fd, workspace_fd, moatd, filter); });
   if (keeper < 0) return fail(Error::from_errno("fork", -keeper, "session"));
   ctl.second.reset();
   tree.reset();

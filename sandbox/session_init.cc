@@ -182,7 +182,7 @@ Result<void> Init::layer_missing(const char* layer, const Error& error) {
 }
 
 Result<void> Init::setup_filter() {
-  auto program = compile_filter(config_.network);
+  auto program = ctx_.filter ? Result<BpfProgram>(*ctx_.filter) : compile_filter(config_.network);
   if (!program) return layer_missing("seccomp", program.error());
   filter_ = std::move(*program);
   describe_["seccomp"] = true;

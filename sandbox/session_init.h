@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "sandbox/protect.h"
+#include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 
 namespace moat::sandbox {
@@ -41,6 +43,8 @@ struct InitContext {
   SessionConfig config;
   int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
   int workspace_tree = -1;  // detached workspace tree (idmapped by moatd, or the keeper's clone)
+  // The seccomp filter moatd compiled ahead (precompiled_filter); null: the init compiles it.
+  std::shared_ptr<const BpfProgram> filter;
 };
 
 // kPlaceholder, then dev and ino (8 bytes each, native order), then the workspace-relative path.

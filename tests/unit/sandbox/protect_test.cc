@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -78,6 +79,22 @@ TEST_F(RemovePlaceholdersTest, EmptyOnesGoDeepestFirst) {
   ASSERT_TRUE(remove_placeholders(ws_, ps));
   EXPECT_FALSE(std::filesystem::exists(ws_ + "/a"));
   EXPECT_FALSE(std::filesystem::exists(ws_ + "/.moat"));
+}
+
+// Those of one depth are removed together, in batches (issue 15: each rmdir of a former mount
+// point waits for a grace period); every one still goes, each after those inside it.
+TEST_F(RemovePlaceholdersTest, ManyAtEveryDepthAllGo) {
+  std::vector<Placeholder> ps;
+  for (int i = 0; i < 40; ++i) {
+    const std::string top = "p" + std::to_string(i);
+    ps.push_back(made(top));
+    ps.push_back(made(top + "/q"));
+    ps.push_back(made(top + "/q/r"));
+  }
+  std::reverse(ps.begin(), ps.end());
+  ASSERT_TRUE(remove_placeholders(ws_, ps));
+  for (int i = 0; i < 40; ++i)
+    EXPECT_FALSE(std::filesystem::exists(ws_ + "/p" + std::to_string(i))) << i;
 }
 
 TEST_F(RemovePlaceholdersTest, NonEmptyOrReplacedOnesStay) {

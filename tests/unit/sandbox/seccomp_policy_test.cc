@@ -6,6 +6,7 @@
 #include <seccomp.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -87,6 +88,24 @@ TEST(SeccompPolicy, CompilesForBothNetworkSettings) {
   EXPECT_GT(off->insns.size(), 100u);
   EXPECT_LT(off->insns.size(), 4096u);  // BPF_MAXINSNS
   EXPECT_NE(off->insns.size(), on->insns.size());
+}
+
+// moatd compiles the filter ahead, on a thread of its own (issue 15, cold start): the program a
+// session installs is the same one, instruction for instruction, and a variant nobody asked
+// for is left to the session's init.
+TEST(SeccompPolicy, APrecompiledFilterIsTheProgramCompileFilterBuilds) {
+  EXPECT_EQ(precompiled_filter(true), nullptr);
+  precompile_filter(false);
+  precompile_filter(false);  // once per variant
+  const std::shared_ptr<const BpfProgram> ahead = precompiled_filter(false);
+  ASSERT_NE(ahead, nullptr);
+  auto now = compile_filter(false);
+  ASSERT_TRUE(now) << now.error().message();
+  ASSERT_EQ(ahead->insns.size(), now->insns.size());
+  EXPECT_EQ(
+      std::memcmp(ahead->insns.data(), now->insns.data(), now->insns.size() * sizeof(sock_filter)),
+      0);
+  EXPECT_EQ(precompiled_filter(false), ahead);
 }
 
 TEST(SeccompPolicy, ExplainListsEverySetAndEntry) {
