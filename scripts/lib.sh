@@ -8,12 +8,13 @@ MOAT_BUILD="${MOAT_BUILD:-$MOAT_ROOT/build}"
 
 # Every package the build, the tests and the benches need. Optional ones are still listed:
 # the tests exercise both the ripgrep/fd back ends and the built-in ones, and the bench
-# compares against bubblewrap; chromium opens the audit page headless (AuditHtml tests).
+# compares against bubblewrap; chromium opens the audit page headless (AuditHtml tests);
+# slurm-wlm and munge run `moat batch` shards on a real engine (BatchSlurmTest).
 MOAT_PACKAGES=(
   meson ninja-build pkg-config g++ libseccomp-dev libcap-dev libboost-dev nlohmann-json3-dev
   libcurl4-openssl-dev libtomlplusplus-dev libgtest-dev libgmock-dev libcli11-dev libssl-dev
   libutf8proc-dev libcpp-httplib-dev libbenchmark-dev ripgrep fd-find bubblewrap git
-  python3 iproute2 passwd util-linux clang libclang-rt-14-dev chromium
+  python3 iproute2 passwd util-linux clang libclang-rt-14-dev chromium slurm-wlm munge
 )
 
 moat_install_packages() {

@@ -41,6 +41,7 @@ void copy_item_files(const std::string& out, const std::string& dest, const json
     fs::copy(fs::path(out) / r["patch"].get<std::string>(),
              fs::path(dest) / r["patch"].get<std::string>(), fs::copy_options::overwrite_existing,
              ec);
+  fs::create_directories(fs::path(dest) / "items" / id, ec);
   fs::copy(fs::path(out) / "items" / id, fs::path(dest) / "items" / id,
            fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
 }

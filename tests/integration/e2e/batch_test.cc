@@ -141,5 +141,38 @@ TEST_F(BatchTest, ApplyWritesOnlyPatchesWhoseCheckPassedIntoTheirRepositories) {
   EXPECT_FALSE(fs::exists(dir_.path() + "/repo-01/NOTES.md"));
 }
 
+TEST_F(BatchTest, ShardsSplitTheItemsAndAMergeNamesTheMissingOnesThenJoinsAll) {
+  const std::string d = dir_.path();
+  std::vector<std::set<std::string>> shards;
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = d + "/shard-" + std::to_string(i);
+    const e2e::Run r = batch(out, {"--shard", std::to_string(i) + "/3"});
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    shards.push_back(ids_of(results_of(out)));
+  }
+  std::set<std::string> all;
+  std::size_t total = 0;
+  for (const auto& s : shards) {
+    all.insert(s.begin(), s.end());
+    total += s.size();
+  }
+  EXPECT_EQ(total, static_cast<std::size_t>(kRepos));  // no item in two shards
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(kRepos));
+
+  const e2e::Run partial =
+      run({moat_bin(), "batch", "merge", "--out", d + "/partial", d + "/shard-0", d + "/shard-2"});
+  EXPECT_EQ(partial.exit_code, 1) << partial.out;
+  for (const auto& id : shards[1])
+    EXPECT_NE(partial.out.find("  " + id + "\n"), std::string::npos) << id << partial.out;
+  EXPECT_NE(read_file(d + "/partial/report.html").find("<tr class=\"missing\">"),
+            std::string::npos);
+
+  const e2e::Run merged = run({moat_bin(), "batch", "merge", "--out", d + "/merged", d + "/shard-0",
+                               d + "/shard-1", d + "/shard-2"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.out;
+  expect_all_patches_apply(d + "/merged");
+  EXPECT_TRUE(fs::exists(d + "/merged/items/repo-00/session.html"));
+}
+
 }  // namespace
 }  // namespace moat::e2e
