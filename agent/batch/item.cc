@@ -181,7 +181,14 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   const Paths p = paths_of(env, item.id);
   json line = {{"id", item.id}, {"repo", item.path}, {"model", item.model}};
   auto wall = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto lap = start;
+  auto step = [&](const char* name) {  // each step's seconds, for the bench and the curious
+    const auto now = Clock::now();
+    line["steps"][name] = std::chrono::duration<double>(now - lap).count();
+    lap = now;
+  };
   auto commit = make_work_copy(item, p);
+  step("workCopy");
   if (!commit) return error_line(line, "work copy: " + commit.error().message());
   line["startCommit"] = *commit;
   const double hard = item.limits.max_wall_s > 0 ? item.limits.max_wall_s + kWallGraceS : 0;
@@ -189,8 +196,10 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   if (!agent) return error_line(line, "moat run: " + agent.error().message());
   line["agent"] = finished_json(*agent);
   line["exit"] = agent->exit_code;
+  step("agent");
   add_session_totals(p, line);
   add_audit_page(p, line);
+  step("pages");
   bool check_ok = true;
   if (!item.check.empty()) {
     const double check_hard = static_cast<double>(item.limits.check_timeout_s) + kWallGraceS;
@@ -200,12 +209,19 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
     line["check"]["command"] = item.check;
     line["check"]["passed"] = check_ok = check->ok();
   }
+  step("check");
   auto patch = make_patch(p, *commit);
   if (!patch) return error_line(line, "patch: " + patch.error().message());
   line["patch"] = fs::relative(p.patch, env.out_dir).string();
   line["patchBytes"] = patch->size();
-  std::error_code ec;
-  fs::remove_all(p.work, ec);  // the patch holds what the item changed
+  step("patch");
+  // The patch holds what the item changed.
+  if (env.discard_work) {
+    env.discard_work(p.work);
+  } else {
+    std::error_code ec;
+    fs::remove_all(p.work, ec);
+  }
   line["status"] = agent->ok() && check_ok ? "passed" : "failed";
   if (!agent->ok()) line["reason"] = "moat run exited " + std::to_string(agent->exit_code);
   else if (!check_ok) line["reason"] = "the check failed";

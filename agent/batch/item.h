@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct BatchEnv {
   std::string moat_bin;                   // the `moat` that runs each item (this one)
   std::string out_dir;                    // absolute
   std::vector<std::string> policy_files;  // the manifest's, for every item's moatd
+  // Takes a finished item's work copy away (the runner removes them on a thread of its own:
+  // unlinking a tree waits on the disk, not the CPU); empty: removed in place.
+  std::function<void(const std::string& work)> discard_work;
 };
 
 // Where an item's files go under OUT: patches/ID.patch, items/ID/ (task, logs, sessions,

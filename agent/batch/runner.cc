@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -76,6 +78,49 @@ class Progress {
   double cost_;
   bool json_;
   Clock::time_point start_;
+};
+
+// Removes finished items' work copies on a thread of its own, off the items' path; the
+// destructor waits until all are gone.
+class Reaper {
+ public:
+  Reaper() : thread_([this] { loop(); }) {}
+  ~Reaper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void discard(const std::string& dir) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(dir);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // done_ and nothing left
+      const std::string dir = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 // What this run does: the shard's items, those already in results.jsonl, the rest.
@@ -168,8 +213,10 @@ int run_batch(const BatchOptions& o) {
     std::fprintf(stderr, "moat batch: %s\n", plan.error().message().c_str());
     return kExitUsage;
   }
-  BatchEnv env{fs::read_symlink("/proc/self/exe").string(), fs::absolute(o.out_dir).string(),
-               plan->manifest.policy_files};
+  BatchEnv env{fs::read_symlink("/proc/self/exe").string(),
+               fs::absolute(o.out_dir).string(),
+               plan->manifest.policy_files,
+               {}};
   double cost = 0;
   for (const auto& r : plan->earlier) cost += cost_of(r);
   std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",
@@ -181,7 +228,12 @@ int run_batch(const BatchOptions& o) {
   }
   Progress progress(plan->shard.size(), plan->shard.size() - plan->todo.size(), cost,
                     o.json_events);
-  const std::size_t not_started = run_items(*plan, env, o.jobs, **log, progress);
+  std::size_t not_started = 0;
+  {
+    Reaper reaper;
+    env.discard_work = [&reaper](const std::string& work) { reaper.discard(work); };
+    not_started = run_items(*plan, env, o.jobs, **log, progress);
+  }
   auto results = read_results((fs::path(o.out_dir) / kResultsFile).string());
   if (!results) return kExitStore;
   write_report(o.out_dir, *results, {});

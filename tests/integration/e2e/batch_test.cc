@@ -174,5 +174,23 @@ TEST_F(BatchTest, ShardsSplitTheItemsAndAMergeNamesTheMissingOnesThenJoinsAll) {
   EXPECT_TRUE(fs::exists(d + "/merged/items/repo-00/session.html"));
 }
 
+TEST_F(BatchTest, OnceTheBatchsCostCeilingIsReachedNoNewItemStarts) {
+  // The cost so far includes what earlier runs of this batch spent (results.jsonl): $2 of a
+  // $1 ceiling is spent already, so a resumed run starts nothing.
+  const std::string out = dir_.path() + "/out";
+  testing::write_text(dir_.path() + "/batch.toml",
+                      "max_total_cost = 1.0\n" + read_file(dir_.path() + "/batch.toml"));
+  fs::create_directories(out);
+  testing::write_text(out + "/results.jsonl",
+                      "{\"id\":\"repo-00\",\"status\":\"passed\",\"cost\":2.0}\n");
+  const e2e::Run r = batch(out, {"--resume"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("19 item(s) not started: the batch's max_total_cost ($1.0000) was reached"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(results_of(out).size(), 1u);
+  EXPECT_FALSE(fs::exists(out + "/items/repo-01"));
+}
+
 }  // namespace
 }  // namespace moat::e2e
