@@ -27,8 +27,11 @@
 //        MOAT_BENCH_SKIP=seccomp shows one worker step's share (session paths only; never for
 //        real use).
 #include <stdlib.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -46,6 +49,7 @@
 
 #include "base/unique_fd.h"
 #include "sandbox/protocol.h"
+#include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 
 namespace {
@@ -269,6 +273,147 @@ void print_cold(const std::vector<ColdPath>& paths, int runs) {
       percentile(moat.cpu_ms, 50) / percentile(bwrap.cpu_ms, 50));
 }
 
+// The parts of a cold start that moat cannot leave out, each timed on its own (interleaved), so
+// the cold start can be read against its floor: what the session's isolation and its audit cost
+// on this machine before any of moat's own work. bwrap pays only the namespaces and the fork+exec.
+namespace floor_parts {
+
+double fork_and_wait(const std::function<void()>& child) {
+  const auto t0 = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    child();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return ms_since(t0);
+}
+
+// The session's seven namespaces, made and torn down (the net namespace is most of it).
+double namespaces() {
+  return fork_and_wait([] {
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                CLONE_NEWUTS | CLONE_NEWCGROUP) != 0)
+      _exit(1);
+  });
+}
+
+// A cgroup in each v1 hierarchy moatd uses and a process moved into both: the move waits for an
+// RCU grace period (cgroup_threadgroup_rwsem). -1 when no hierarchy is writable (moatd then
+// runs sessions without one only if the policy allows it).
+double cgroup_attach() {
+  const char* roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"};
+  if (access(roots[0], W_OK) != 0 || access(roots[1], W_OK) != 0) return -1;
+  int p[2];
+  if (pipe(p) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {  // waits until the parent closes its end
+    close(p[1]);
+    char c;
+    (void)!read(p[0], &c, 1);
+    _exit(0);
+  }
+  const std::string name = "/moat-bench-floor-" + std::to_string(pid);
+  const auto t0 = Clock::now();
+  for (const char* root : roots) {
+    const std::string dir = root + name;
+    mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/cgroup.procs") << pid;
+  }
+  const double ms = ms_since(t0);
+  close(p[1]);
+  close(p[0]);
+  waitpid(pid, nullptr, 0);
+  for (const char* root : roots)
+    for (int i = 0; i < 100 && rmdir((root + name).c_str()) != 0; ++i) usleep(1000);
+  return ms;
+}
+
+// The audit log's two syncs on the cold path (the decision, write-ahead; the end).
+double audit_syncs(const std::string& dir) {
+  moat::UniqueFd fd(open((dir + "/floor.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600));
+  const std::string record(1200, 'x');
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 2; ++i) {
+    (void)!write(fd.get(), record.data(), record.size());
+    fdatasync(fd.get());
+  }
+  return ms_since(t0);
+}
+
+double process_start(const std::string& moat) {
+  double wall = 0, cpu = 0;
+  (void)timed_run({moat, "version"}, &wall, &cpu);
+  return wall;
+}
+
+double seccomp_compile() {
+  const auto t0 = Clock::now();
+  (void)moat::sandbox::compile_filter(false);
+  return ms_since(t0);
+}
+
+}  // namespace floor_parts
+
+struct FloorPart {
+  const char* name;
+  bool in_sum;  // false: moatd does it while it waits on something else
+  std::function<double()> once;
+  std::vector<double> ms;
+};
+
+void print_floor(std::vector<FloorPart>& parts, double bwrap_ms) {
+  std::printf("the floor (each part on its own, medians):\n");
+  double sum = 0;
+  for (auto& p : parts) {
+    if (p.ms.empty() || p.ms[0] < 0) {
+      std::printf("  %-52s n/a (no writable cgroup v1 hierarchy)\n", p.name);
+      continue;
+    }
+    const double m = percentile(p.ms, 50);
+    if (p.in_sum) sum += m;
+    std::printf("  %-52s %7.2f ms%s\n", p.name, m,
+                p.in_sum ? "" : "  (overlapped: not in the sum)");
+  }
+  std::printf("  %-52s %7.2f ms", "sum: what a cold start cannot go below", sum);
+  if (bwrap_ms > 0) std::printf(" = %.2fx bwrap's median", sum / bwrap_ms);
+  std::printf("\n");
+}
+
+// Times the floor's parts, `runs` each, interleaved.
+void floor_of_cold_start(int runs, const std::string& moat, const std::string& audit_dir,
+                         double bwrap_ms) {
+  std::vector<FloorPart> parts;
+  parts.push_back({"2 process starts (moat and moatd; `moat version` x2)",
+                   true,
+                   [&] { return floor_parts::process_start(moat) * 2; },
+                   {}});
+  parts.push_back(
+      {"7 namespaces made and torn down (fork+unshare)", true, floor_parts::namespaces, {}});
+  parts.push_back({"the command: fork+exec /bin/true",
+                   true,
+                   [] {
+                     const auto t0 = Clock::now();
+                     (void)fork_exec({"/bin/true", nullptr});
+                     return ms_since(t0);
+                   },
+                   {}});
+  parts.push_back(
+      {"cgroup v1 pids+memory: mkdir and attach", true, floor_parts::cgroup_attach, {}});
+  parts.push_back({"audit: 2 x (append 1.2 KB + fdatasync)",
+                   true,
+                   [&] { return floor_parts::audit_syncs(audit_dir); },
+                   {}});
+  parts.push_back({"seccomp filter compile (libseccomp)", false, floor_parts::seccomp_compile, {}});
+  for (int round = 0; round < runs; ++round)
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      FloorPart& p = parts[(k + static_cast<std::size_t>(round)) % parts.size()];
+      p.ms.push_back(p.once());
+    }
+  print_floor(parts, bwrap_ms);
+}
+
 // The cold start of `moat sandbox exec` against bwrap's (see the top of the file). moat gets an
 // empty policy directory (the built-in default policy) and an audit directory of its own, like
 // the warm paths below: the numbers do not depend on this machine's policies, and the runs do
@@ -305,6 +450,9 @@ bool cold_start(int runs, const fs::path& tmp) {
     }
   }
   if (ok) print_cold(paths, runs);
+  if (ok)
+    floor_of_cold_start(runs, paths[0].argv[0], audit,
+                        paths.size() > 1 ? percentile(paths[1].wall_ms, 50) : 0);
   for (const auto& d : {ws, audit, policy}) fs::remove_all(d);
   return ok;
 }
