@@ -27,12 +27,13 @@ using Clock = std::chrono::steady_clock;
 constexpr double kWallGraceS = 30;
 
 struct Paths {
-  std::string dir, work, task, sessions, audit, run_log, check_log, diff, patch;
+  std::string dir, base, work, task, sessions, audit, run_log, check_log, diff, patch;
 };
 
 Paths paths_of(const BatchEnv& env, const std::string& id) {
   Paths p;
   p.dir = item_dir(env.out_dir, id);
+  p.base = p.dir + "/base.git";
   p.work = (fs::path(env.out_dir) / "work" / id).string();
   p.task = p.dir + "/task.txt";
   p.sessions = p.dir + "/sessions";
@@ -44,17 +45,21 @@ Paths paths_of(const BatchEnv& env, const std::string& id) {
   return p;
 }
 
-// git on a work copy the agent changed: hooks, fsmonitor, external diff drivers and textconv
-// filters would run programs the repository names, outside the sandbox, so all are off.
-std::vector<std::string> git(const std::string& work, std::initializer_list<std::string> args) {
+// git over the work copy's files with moat's own repository (OUT/items/ID/base.git), never the
+// work copy's .git: the sandboxed agent may rewrite that (a .git/objects symlink to any host
+// folder made git, run here outside the sandbox, write objects there). Hooks, fsmonitor,
+// external diff drivers and textconv filters would run programs, so all are off.
+std::vector<std::string> git(const Paths& p, std::initializer_list<std::string> args) {
   std::vector<std::string> argv = {
-      "git", "-C", work, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
+      "git", "--git-dir=" + p.base, "--work-tree=" + p.work, "-c", "core.hooksPath=/dev/null",
+      "-c",  "core.fsmonitor=false"};
   argv.insert(argv.end(), args);
   return argv;
 }
 
 // A fresh item folder and work copy (what a killed earlier run left is removed first). The
-// clone copies objects (--no-hardlinks): nothing the item does reaches the original.
+// work copy is cloned from moat's bare copy with its own objects (--no-hardlinks): nothing the
+// item does reaches the original, or moat's copy.
 Result<std::string> make_work_copy(const Item& item, const Paths& p) {
   std::error_code ec;
   fs::remove_all(p.dir, ec);
@@ -63,8 +68,9 @@ Result<std::string> make_work_copy(const Item& item, const Paths& p) {
   fs::create_directories(fs::path(p.work).parent_path(), ec);
   if (ec) return fail(Error::from_errno("mkdir", ec.value(), p.dir));
   std::ofstream(p.task) << item.task;
-  MOAT_TRY(process_output({"git", "clone", "-q", "--no-hardlinks", item.path, p.work}));
-  return process_output(git(p.work, {"rev-parse", "HEAD"}));
+  MOAT_TRY(process_output({"git", "clone", "-q", "--bare", item.path, p.base}));
+  MOAT_TRY(process_output({"git", "clone", "-q", "--no-hardlinks", p.base, p.work}));
+  return process_output({"git", "--git-dir=" + p.base, "rev-parse", "HEAD"});
 }
 
 std::vector<std::string> run_argv(const Item& item, const BatchEnv& env, const Paths& p) {
@@ -101,11 +107,10 @@ json finished_json(const Finished& f) {
 
 // The work copy's changes against the starting commit, new files included, as a git patch.
 Result<std::string> make_patch(const Paths& p, const std::string& start) {
-  MOAT_TRY(process_output(git(p.work, {"add", "-A"})));
-  MOAT_ASSIGN_OR_RETURN(Finished f,
-                        run_process({git(p.work, {"diff", "--cached", "--binary", "--no-ext-diff",
-                                                  "--no-textconv", start}),
-                                     p.diff, p.run_log, 0}));
+  MOAT_TRY(process_output(git(p, {"add", "-A"})));
+  MOAT_ASSIGN_OR_RETURN(Finished f, run_process({git(p, {"diff", "--cached", "--binary",
+                                                         "--no-ext-diff", "--no-textconv", start}),
+                                                 p.diff, p.run_log, 0}));
   if (!f.ok()) return fail("git diff in " + p.work + " failed (see " + p.run_log + ")");
   std::ifstream in(p.diff, std::ios::binary);
   std::stringstream ss;
@@ -216,11 +221,13 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   line["patchBytes"] = patch->size();
   step("patch");
   // The patch holds what the item changed.
-  if (env.discard_work) {
-    env.discard_work(p.work);
-  } else {
-    std::error_code ec;
-    fs::remove_all(p.work, ec);
+  for (const std::string& dir : {p.work, p.base}) {
+    if (env.discard_work) {
+      env.discard_work(dir);
+    } else {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
   }
   line["status"] = agent->ok() && check_ok ? "passed" : "failed";
   if (!agent->ok()) line["reason"] = "moat run exited " + std::to_string(agent->exit_code);

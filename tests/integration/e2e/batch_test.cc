@@ -192,5 +192,23 @@ TEST_F(BatchTest, OnceTheBatchsCostCeilingIsReachedNoNewItemStarts) {
   EXPECT_FALSE(fs::exists(out + "/items/repo-01"));
 }
 
+TEST_F(BatchTest, AnAgentThatPointsDotGitObjectsAtAHostFolderCannotMakeTheBatchWriteThere) {
+  // Inside the sandbox the work copy's .git/objects can be swapped for a symlink to any host
+  // path; the batch's git (outside the sandbox) must not follow it: it works from its own copy.
+  const std::string d = dir_.path(), victim = d + "/victim";
+  fs::create_directories(victim);
+  testing::write_text(
+      d + "/rename.replay.jsonl",
+      R"({"text": "Swapping objects.", "tool_calls": [{"name": "bash", "arguments": {"command": "mv .git/objects .git/o && ln -s )" +
+          victim +
+          R"( .git/objects && sed -i 's/compute_total/sum_line_items/g' lib.sh main.sh && echo renamed > NOTES.md"}}]}
+{"text": "Done."}
+)");
+  const e2e::Run r = batch(d + "/out");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::is_empty(victim)) << "the batch wrote into " << victim;
+  expect_all_patches_apply(d + "/out");
+}
+
 }  // namespace
 }  // namespace moat::e2e
