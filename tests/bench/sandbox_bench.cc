@@ -19,7 +19,9 @@
 // (a new moat, which starts its own moatd, which builds a session and a worker) against
 // `bwrap --unshare-all --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
 // --bind WS WS -- /bin/true`, interleaved, with the wall time's median and p90, the CPU time
-// (what wait4 reports: the process and the children it reaped) and the ratio (target <= 1.5x).
+// (what wait4 reports: the process and the children it reaped; the session's init and workers
+// are not among them, since the init is reparented when moatd kills its keeper, so `perf stat`
+// gives the whole tree's) and the ratio (target <= 1.5x).
 //
 // Usage: sandbox_bench [rounds [cold_runs]]   (default 300 and 40; rounds 0: the cold start
 //        only). Needs moatd and moat: $MOATD_BIN and $MOAT_BIN, else the build tree's
