@@ -18,6 +18,7 @@
 #include "policy/digest.h"
 #include "policy/layer.h"
 #include "policy/match.h"
+#include "policy/network.h"
 #include "policy/paths.h"
 #include "policy/resolve.h"
 #include "policy/units.h"
@@ -166,6 +167,8 @@ json line_detail(const LineTrace& t) {
 }
 
 const RuleRef kEmptyLineRef{"empty-line", "builtin", "", 0};
+const RuleRef kNetworkHostRef{"builtin.network-host", "builtin", "", 0};
+const RuleRef kNetworkIpLiteralRef{"builtin.network-ip-literal", "builtin", "", 0};
 const RuleRef kObservedRef{"observed", "builtin", "", 0};
 
 // Lets the rule index be searched with a string_view.
@@ -268,25 +271,40 @@ class PolicyImpl final : public Policy {
     return combine(votes, headless_);
   }
 
-  Decision decide_network(const std::string& host, int port) const override {
+  Decision decide_network(const std::string& raw_host, int port) const override {
+    const std::optional<std::string> host = normalize_host(raw_host);
     std::vector<Vote> votes;
-    for (const auto& [rule, ref] : network_) {
-      bool port_ok = rule->ports.empty() ||
-                     std::find(rule->ports.begin(), rule->ports.end(), port) != rule->ports.end();
-      bool host_ok =
-          std::any_of(rule->domains.begin(), rule->domains.end(), [&](const std::string& d) {
-            if (d.rfind("*.", 0) == 0) {
-              std::string suffix = d.substr(1);
-              return host.size() > suffix.size() &&
-                     host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
-            }
-            return d == host;
-          });
-      if (port_ok && host_ok) votes.push_back(rule_vote(rule->decision, ref, rule->reason));
+    if (!host) {
+      votes.push_back(Vote{Verdict::kDeny, &kNetworkHostRef, nullptr,
+                           "not a host name or an IP address", false});
+      return combine(votes, headless_);
     }
+    for (const auto& r : network_) {
+      if (r.allow_ignored) continue;
+      const auto& ports = r.rule->ports;
+      const bool port_ok =
+          ports.empty() || std::find(ports.begin(), ports.end(), port) != ports.end();
+      const bool host_ok =
+          std::any_of(r.rule->domains.begin(), r.rule->domains.end(),
+                      [&](const std::string& d) { return domain_matches(d, *host); });
+      if (port_ok && host_ok) votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
+    }
+    // An address is reached only when a rule names it: defaults.network = "allow" is about
+    // names, and an address would bypass every name rule (and reach the host's own networks).
+    if (votes.empty() && is_ip_literal(*host))
+      votes.push_back(Vote{Verdict::kDeny, &kNetworkIpLiteralRef, nullptr,
+                           "an IP address is reached only when a [[network]] rule names it",
+                           false});
     if (votes.empty())
       votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
     return combine(votes, headless_);
+  }
+
+  bool grants_network() const override {
+    if (defaults_.at("network").verdict == Verdict::kAllow) return true;
+    return std::any_of(network_.begin(), network_.end(), [](const CompiledNetworkRule& r) {
+      return r.rule->decision == Verdict::kAllow && !r.allow_ignored;
+    });
   }
 
   Decision decide_exec(const ExecFacts& facts) const override {
@@ -342,7 +360,10 @@ class PolicyImpl final : public Policy {
             .pids = min_of(&Resources::pids, d.pids),
             .output_bytes = min_of(&Resources::output, d.output_bytes),
             .file_size = min_of(&Resources::file_size, d.file_size),
-            .open_files = min_of(&Resources::open_files, d.open_files)};
+            .open_files = min_of(&Resources::open_files, d.open_files),
+            .network_connections = min_of(&Resources::network_connections, d.network_connections),
+            .network_bytes = min_of(&Resources::network_bytes, d.network_bytes),
+            .network_idle_s = min_of(&Resources::network_idle, d.network_idle_s)};
   }
 
   std::vector<std::string> protected_globs() const override {
@@ -431,9 +452,9 @@ class PolicyImpl final : public Policy {
     for (const auto& r : tools_)
       add("tool", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
           {{"tool", r.rule->tool}});
-    for (const auto& [rule, ref] : network_)
-      add("network", ref, rule->decision, false, rule->reason, nullptr,
-          {{"domains", rule->domains}});
+    for (const auto& r : network_)
+      add("network", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, nullptr,
+          {{"domains", r.rule->domains}, {"ports", r.rule->ports}});
     for (const auto& [key, slot] : defaults_)
       add("default", slot.ref, slot.verdict, false, "", nullptr, {{"key", key}});
     return out;
@@ -493,7 +514,8 @@ class PolicyImpl final : public Policy {
     }
     for (const auto& r : l.file.tool)
       tools_.push_back({&r, ref_of(l, r.id, r.pos), allow_ignored(l, r.decision, "tool")});
-    for (const auto& r : l.file.network) network_.emplace_back(&r, ref_of(l, r.id, r.pos));
+    for (const auto& r : l.file.network)
+      network_.push_back({&r, ref_of(l, r.id, r.pos), allow_ignored(l, r.decision, "network")});
     return {};
   }
 
@@ -773,7 +795,12 @@ class PolicyImpl final : public Policy {
   std::vector<std::size_t> any_program_;
   std::vector<CompiledPathRule> paths_;
   std::vector<CompiledToolRule> tools_;
-  std::vector<std::pair<const NetworkRule*, RuleRef>> network_;
+  struct CompiledNetworkRule {
+    const NetworkRule* rule;
+    RuleRef ref;
+    bool allow_ignored;
+  };
+  std::vector<CompiledNetworkRule> network_;
   std::map<std::string, DefaultSlot> defaults_;
 };
 

@@ -52,13 +52,17 @@ struct ResourceCeilings {
   std::int64_t output_bytes = 0;  // resources.output: kept per call before it is cut
   std::int64_t file_size = 0;     // resources.file_size: the largest file a call may write
   std::int64_t open_files = 0;    // resources.open_files
+  std::int64_t network_connections = 0;  // resources.network_connections: open at once
+  std::int64_t network_bytes = 0;        // resources.network_bytes: per session, both ways
+  std::int64_t network_idle_s = 0;       // resources.network_idle: per connection
 
   // {"wall_time_s":..,"cpu_time_s":..,...}, as `moat policy list --json` prints them.
   nlohmann::json to_json() const {
-    return {{"wall_time_s", wall_time_s},   {"cpu_time_s", cpu_time_s},
-            {"memory_bytes", memory_bytes}, {"pids", pids},
-            {"output_bytes", output_bytes}, {"file_size", file_size},
-            {"open_files", open_files}};
+    return {{"wall_time_s", wall_time_s},     {"cpu_time_s", cpu_time_s},
+            {"memory_bytes", memory_bytes},   {"pids", pids},
+            {"output_bytes", output_bytes},   {"file_size", file_size},
+            {"open_files", open_files},       {"network_connections", network_connections},
+            {"network_bytes", network_bytes}, {"network_idle_s", network_idle_s}};
   }
 };
 
@@ -119,8 +123,15 @@ class Policy {
   virtual nlohmann::json layers_json() const = 0;
   virtual std::string policy_hash() const = 0;
 
-  // A connection; no [[network]] allow exists yet, so this is ask or deny.
+  // A connection to host:port (a name or an IP literal, as the program gave it). A host that
+  // is not a name or an address is denied (builtin.network-host); an IP literal is judged
+  // only by rules that name it (else builtin.network-ip-literal denies it), whatever
+  // defaults.network says. The proxy judges each internal address a name resolves to the
+  // same way (policy/network.h).
   virtual Decision decide_network(const std::string& host, int port) const = 0;
+  // Whether any connection could be allowed: an effective [[network]] allow, or
+  // defaults.network = "allow". Without one the session gets no proxy at all.
+  virtual bool grants_network() const = 0;
   // The organisation's allowed_modes (empty: every mode).
   virtual bool mode_allowed(const std::string& mode) const = 0;
   virtual bool headless() const = 0;

@@ -54,6 +54,9 @@ struct Resources {
   std::optional<std::int64_t> output;      // default: "16MiB". Output kept per call before it is truncated (size)
   std::optional<std::int64_t> file_size;   // default: "512MiB". Largest file a call may write or allocate (size)
   std::optional<std::int64_t> open_files;  // default: 1024. Maximum open file descriptors
+  std::optional<std::int64_t> network_connections;  // default: 64. Connections the network proxy holds open at once for a session
+  std::optional<std::int64_t> network_bytes;  // default: "4GiB". Bytes a session may move through the network proxy, both ways together (size)
+  std::optional<std::int64_t> network_idle;  // default: "2m". A proxied connection with no byte either way for this long is closed (duration)
 };
 
 // Resources' defaults as values, their one home: the effective ceilings (policy.cc) and the
@@ -67,6 +70,9 @@ inline constexpr ResourceCeilings kDefaultResources = {
     .output_bytes = std::int64_t{16} << 20,  // "16MiB"
     .file_size = std::int64_t{512} << 20,    // "512MiB"
     .open_files = 1024,
+    .network_connections = 64,
+    .network_bytes = std::int64_t{4} << 30,  // "4GiB"
+    .network_idle_s = 2 * 60,                // "2m"
 };
 
 // [layer]
@@ -135,8 +141,8 @@ struct PathRule {
 // [[network]]
 struct NetworkRule {
   std::string id;                   // required. Unique id named in every decision
-  Verdict decision = Verdict::kAsk;  // required. "ask" or "deny" ("allow" is refused until the proxy exists)
-  Strings domains;                  // required. Host names; "*.x" covers subdomains, not the apex
+  Verdict decision = Verdict::kAsk;  // required. "allow", "ask" or "deny"
+  Strings domains;                  // required. Host names or IP addresses; "*.x" covers subdomains, not the apex; an IP address (or a name resolving to a private one) is reached only when named here
   std::vector<std::int64_t> ports;  // default: []. Ports; empty means any
   std::string reason;               // default: "". Told to the model and the person
   SourcePos pos;                    // (not a TOML key) where the rule starts

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "policy/network.h"
 #include "policy/toml_reader.h"
 
 namespace moat::policy {
@@ -21,7 +22,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
         "tool"}},
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
-       {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files"}},
+       {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files",
+        "network_connections", "network_bytes", "network_idle"}},
       {"layer", {"name", "revision"}},
       {"constraints", {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
       {"tests", {"match", "not_match"}},
@@ -91,10 +93,16 @@ Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
     std::optional<std::int64_t>* out;
     int kind;
   };  // 0 dur 1 size 2 count
-  const Slot slots[] = {{"wall_time", &res.wall_time, 0},  {"cpu_time", &res.cpu_time, 0},
-                        {"memory", &res.memory, 1},        {"pids", &res.pids, 2},
-                        {"output", &res.output, 1},        {"file_size", &res.file_size, 1},
-                        {"open_files", &res.open_files, 2}};
+  const Slot slots[] = {{"wall_time", &res.wall_time, 0},
+                        {"cpu_time", &res.cpu_time, 0},
+                        {"memory", &res.memory, 1},
+                        {"pids", &res.pids, 2},
+                        {"output", &res.output, 1},
+                        {"file_size", &res.file_size, 1},
+                        {"open_files", &res.open_files, 2},
+                        {"network_connections", &res.network_connections, 2},
+                        {"network_bytes", &res.network_bytes, 1},
+                        {"network_idle", &res.network_idle, 0}};
   for (const auto& slot : slots) {
     const auto* n = t.get(slot.key);
     if (n == nullptr) continue;
@@ -259,12 +267,14 @@ Result<PathRule> read_path(Reader& r, const toml::table& t, const std::string& k
 Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::string& key) {
   NetworkRule rule;
   MOAT_TRY(read_rule_head(r, t, "network", key, rule));
-  // Nothing filters connections yet, so an allow would be a promise nobody keeps.
-  if (rule.decision == Verdict::kAllow)
-    return r.error_at(t.get("decision")->source(), key + ".decision",
-                      "network allow rules are not supported yet (the filtering proxy does not "
-                      "exist); accepted: \"ask\", \"deny\"");
   MOAT_ASSIGN_OR_RETURN(rule.domains, r.required_strings(t, "domains", key));
+  for (auto& d : rule.domains) {
+    auto normal = normalize_domain_pattern(d);
+    if (!normal)
+      return r.error_at(t.get("domains")->source(), key + ".domains",
+                        "'" + d + "' is not a host name, an IP address or \"*.\" and a name");
+    d = *normal;
+  }
   if (const auto* n = t.get("ports")) {
     const auto* a = n->as_array();
     if (a == nullptr)

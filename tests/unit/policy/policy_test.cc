@@ -90,10 +90,11 @@ TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
   EXPECT_EQ(r.wall_time_s, 600);  // the default's 10m is lower than 1h
   EXPECT_EQ(r.pids, 512);
   const nlohmann::json j = r.to_json();  // what `moat policy list --json` prints
-  for (const char* k : {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes",
-                        "file_size", "open_files"})
+  for (const char* k :
+       {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes", "file_size",
+        "open_files", "network_connections", "network_bytes", "network_idle_s"})
     EXPECT_TRUE(j.contains(k)) << k;
-  EXPECT_EQ(j.size(), 7u);
+  EXPECT_EQ(j.size(), 10u);
   EXPECT_EQ(j["memory_bytes"], std::int64_t{1} << 30);
 }
 
@@ -288,12 +289,87 @@ TEST(Policy, ToolRulesWithUnless) {
   EXPECT_EQ(p->decide_tool("mcp:evil:run").deciding.id, "u.mcp-untrusted");
 }
 
-TEST(Policy, NetworkHasNoAllowYet) {
+TEST(Policy, AnEmptyNetworkAllowListAllowsNothing) {
   PolicyWorld w;
   auto p = w.load();
   auto d = p->decide_network("example.com", 443);
   EXPECT_EQ(d.verdict, Verdict::kDeny);
   EXPECT_EQ(d.deciding.id, "defaults.network");
+  EXPECT_FALSE(p->grants_network());
+}
+
+// A user layer with the rules the network tests below share.
+// Without the built-in default policy, whose defaults.network = "deny" a user layer cannot loosen.
+std::unique_ptr<Policy> network_policy(PolicyWorld& w, const std::string& extra = "") {
+  w.options.use_builtin_default = false;
+  write_file(
+      w.options.user_dir + "/n.toml",
+      "schema = 1\n" + extra +
+          "[[network]]\nid = \"u.registry\"\ndecision = \"allow\"\n"
+          "domains = [\"registry.example.org\", \"*.mirror.example.org\"]\nports = [443]\n"
+          "[[network]]\nid = \"u.local\"\ndecision = \"allow\"\ndomains = [\"127.0.0.1\"]\n"
+          "[[network]]\nid = \"u.paste\"\ndecision = \"ask\"\ndomains = [\"paste.example\"]\n"
+          "reason = \"Exfiltration.\"\n");
+  return w.load();
+}
+
+TEST(Policy, ANetworkAllowCoversItsNamesAndPortsOnly) {
+  PolicyWorld w;
+  auto p = network_policy(w);
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(p->grants_network());
+  EXPECT_EQ(p->decide_network("registry.example.org", 443).verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_network("REGISTRY.example.org.", 443).deciding.id, "u.registry");
+  EXPECT_EQ(p->decide_network("a.mirror.example.org", 443).verdict, Verdict::kAllow);
+  EXPECT_EQ(p->decide_network("mirror.example.org", 443).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_network("registry.example.org", 80).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_network("evil.example", 443).deciding.id, "defaults.network");
+}
+
+TEST(Policy, AnIpLiteralIsReachedOnlyWhenARuleNamesIt) {
+  PolicyWorld w;
+  auto p = network_policy(w, "defaults = { network = \"allow\" }\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->decide_network("unlisted.example", 443).verdict, Verdict::kAllow);
+  auto d = p->decide_network("10.0.0.1", 443);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.deciding.id, "builtin.network-ip-literal");
+  EXPECT_EQ(p->decide_network("1.1.1.1", 443).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_network("[::1]", 80).verdict, Verdict::kDeny);
+  EXPECT_EQ(p->decide_network("127.0.0.1", 8080).deciding.id, "u.local");
+  EXPECT_EQ(p->decide_network("127.0.0.1", 8080).verdict, Verdict::kAllow);
+}
+
+TEST(Policy, AHostThatIsNotANameIsDenied) {
+  PolicyWorld w;
+  auto p = network_policy(w, "defaults = { network = \"allow\" }\n");
+  ASSERT_TRUE(p);
+  for (const char* h : {"2130706433", "127.1", "a b", "x.org/evil", ""}) {
+    SCOPED_TRACE(h);
+    auto d = p->decide_network(h, 80);
+    EXPECT_EQ(d.verdict, Verdict::kDeny);
+    EXPECT_EQ(d.deciding.id, "builtin.network-host");
+  }
+}
+
+TEST(Policy, ANetworkAskIsDeniedHeadlessWithTheRuleNamed) {
+  PolicyWorld w;
+  w.options.headless = true;
+  auto p = network_policy(w);
+  ASSERT_TRUE(p);
+  auto d = p->decide_network("paste.example", 443);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_TRUE(d.headless_downgraded);
+  EXPECT_EQ(d.deciding.id, "u.paste");
+}
+
+TEST(Policy, NetworkResourceCeilingsTakeTheMinimumAndHaveDefaults) {
+  PolicyWorld w;
+  auto p = network_policy(w, "resources = { network_connections = 8, network_idle = \"30s\" }\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->resources().network_connections, 8);
+  EXPECT_EQ(p->resources().network_idle_s, 30);
+  EXPECT_EQ(p->resources().network_bytes, kDefaultResources.network_bytes);
 }
 
 TEST(Policy, BuiltinDefaultTextEqualsTheShippedExample) {

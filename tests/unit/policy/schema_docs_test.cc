@@ -146,7 +146,11 @@ TEST(SchemaDocs, ResourceDefaultsInTheCommentsAreTheConstexprValues) {
                  {"pids", {&Resources::pids, &ResourceCeilings::pids}},
                  {"output", {&Resources::output, &ResourceCeilings::output_bytes}},
                  {"file_size", {&Resources::file_size, &ResourceCeilings::file_size}},
-                 {"open_files", {&Resources::open_files, &ResourceCeilings::open_files}}};
+                 {"open_files", {&Resources::open_files, &ResourceCeilings::open_files}},
+                 {"network_connections",
+                  {&Resources::network_connections, &ResourceCeilings::network_connections}},
+                 {"network_bytes", {&Resources::network_bytes, &ResourceCeilings::network_bytes}},
+                 {"network_idle", {&Resources::network_idle, &ResourceCeilings::network_idle_s}}};
   const auto fields = schema_tables()["resources"];
   EXPECT_EQ(fields.size(), members.size());
   for (const auto& f : fields) {

@@ -130,11 +130,19 @@ TEST(TomlLoad, WrongTypesAndValuesNameTheAcceptedOnes) {
   EXPECT_THAT(error_of(""), HasSubstr("schema: required key is missing"));
 }
 
-TEST(TomlLoad, NetworkAllowIsRefusedUntilTheProxyExists) {
+TEST(TomlLoad, NetworkAllowLoadsWithItsDomainsNormalised) {
+  auto p = parse(
+      "schema = 1\n[[network]]\nid = \"n\"\ndecision = \"allow\"\n"
+      "domains = [\"X.org.\", \"*.Mirror.org\", \"[::1]\"]\n");
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ(p->network[0].decision, Verdict::kAllow);
+  EXPECT_EQ(p->network[0].domains, (Strings{"x.org", "*.mirror.org", "::1"}));
+}
+
+TEST(TomlLoad, ADomainThatIsNotAHostIsAnErrorNamingIt) {
   EXPECT_THAT(
-      error_of(
-          "schema = 1\n[[network]]\nid = \"n\"\ndecision = \"allow\"\ndomains = [\"x.org\"]\n"),
-      HasSubstr("t.toml:4:12: network[0].decision: network allow rules are not supported yet"));
+      error_of("schema = 1\n[[network]]\nid = \"n\"\ndecision = \"allow\"\ndomains = [\"*\"]\n"),
+      HasSubstr("t.toml:5:11: network[0].domains: '*' is not a host name"));
 }
 
 TEST(TomlLoad, DuplicateIdsAreErrors) {
