@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "base/log.h"
 #include "sessions/json_util.h"
+#include "sessions/jsonl.h"
 #include "sessions/store.h"
 
 namespace moat::sessions {
@@ -35,19 +37,17 @@ std::vector<std::string> list_dir(const std::string& dir, bool want_dirs) {
   return out;
 }
 
-std::string first_user_text(const std::vector<Entry>& entries) {
-  for (const Entry& e : entries) {
-    if (str_field(e, "type") != "message") continue;
-    const Entry& m = e["message"];
-    if (str_field(m, "role") != "user" || !m.contains("content")) continue;
-    const Entry& content = m["content"];
-    std::string text = content.is_string() ? content.get<std::string>() : "";
-    if (content.is_array())
-      for (const Entry& block : content) text += str_field(block, "text");
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    return text.substr(0, 80);
-  }
-  return "";
+// The text of a user message entry, as a listing shows it; nullopt for any other entry.
+std::optional<std::string> user_text(const Entry& e) {
+  if (str_field(e, "type") != "message" || !e.contains("message")) return std::nullopt;
+  const Entry& m = e["message"];
+  if (str_field(m, "role") != "user" || !m.contains("content")) return std::nullopt;
+  const Entry& content = m["content"];
+  std::string text = content.is_string() ? content.get<std::string>() : "";
+  if (content.is_array())
+    for (const Entry& block : content) text += str_field(block, "text");
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text.substr(0, 80);
 }
 
 struct SessionFile {
@@ -80,18 +80,42 @@ std::vector<SessionFile> session_files(const std::string& sessions_dir,
   return out;
 }
 
-SessionInfo info_of(const SessionStore& s, int64_t mtime_ns) {
+// What a listing shows, parsing only the lines it shows: the header, the first user message
+// and the session_info entries (picked out by their bytes before any parse); the entries are
+// counted as whole lines. A damaged entry elsewhere is reported when the session is opened.
+Result<SessionInfo> listing_of(const SessionFile& f) {
+  MOAT_ASSIGN_OR_RETURN(std::string data, read_file(f.path));
+  const std::vector<Line> lines = whole_lines(data);
+  const Entry header = lines.empty() ? Entry() : parse_json(lines[0].text);
+  if (header.is_discarded() || str_field(header, "type") != "session")
+    return fail(Error::msg(f.path + ": first line is not a session header"));
+  const int64_t version = int_field(header, "version", -1);
+  if (version < 1 || version > kSessionFormatVersion)
+    return fail(Error::msg(f.path + ": session format version " + std::to_string(version) +
+                           " is not one this moat reads (1 to " +
+                           std::to_string(kSessionFormatVersion) + ")"));
   SessionInfo info;
-  info.path = s.path();
-  info.id = s.id();
-  info.workspace = str_field(s.header(), "workspace");
-  info.created = str_field(s.header(), "timestamp");
-  info.parent_session = str_field(s.header(), "parentSession");
-  info.entries = s.entries().size();
-  info.modified_ns = mtime_ns;
-  info.first_message = first_user_text(s.entries());
-  for (const Entry& e : s.entries())
-    if (str_field(e, "type") == "session_info") info.name = str_field(e, "name");
+  info.path = f.path;
+  info.id = str_field(header, "id");
+  info.workspace = str_field(header, "workspace");
+  info.created = str_field(header, "timestamp");
+  info.parent_session = str_field(header, "parentSession");
+  info.entries = lines.size() - 1;
+  info.modified_ns = f.modified_ns;
+  bool first_found = false;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string_view t = lines[i].text;
+    const bool named = t.find("\"session_info\"") != std::string_view::npos;
+    if (!named && (first_found || t.find("\"user\"") == std::string_view::npos)) continue;
+    const Entry e = parse_json(t);
+    if (e.is_discarded()) continue;
+    if (str_field(e, "type") == "session_info") {
+      info.name = str_field(e, "name");
+    } else if (auto text = first_found ? std::nullopt : user_text(e)) {
+      info.first_message = std::move(*text);
+      first_found = true;
+    }
+  }
   return info;
 }
 
@@ -117,13 +141,13 @@ Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
                                                const std::string& workspace) {
   std::vector<SessionInfo> out;
   for (const SessionFile& f : session_files(sessions_dir, workspace)) {
-    auto store = SessionStore::open_read_only(f.path);
-    if (!store) {
+    auto info = listing_of(f);
+    if (!info) {
       MOAT_LOG_WARN("skipping %s: %s", moat::quoted(f.path).c_str(),
-                    store.error().message().c_str());
+                    info.error().message().c_str());
       continue;
     }
-    out.push_back(info_of(**store, f.modified_ns));
+    out.push_back(std::move(*info));
   }
   return out;
 }

@@ -3,6 +3,9 @@
 //
 // Usage: session_bench [entries]   (default 100000). Prints one line per measurement and
 // the ratio; the best of 5 runs each, with the file in the page cache for both.
+//
+// Then `moat sessions list` over 1000 sessions of 100 entries: list_sessions against reading
+// the files line by line, and against opening each session (what the listing did before).
 #include <stdlib.h>
 
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "sessions/context.h"
 #include "sessions/store.h"
@@ -72,6 +76,43 @@ double best_ms(const std::function<void()>& fn) {
 
 }  // namespace
 
+// 1000 sessions of 100 entries, listed; the ratio to reading their files.
+void bench_listing(const std::string& root) {
+  const std::string dir = root + "/listing";
+  for (int s = 0; s < 1000; ++s) {
+    auto store = moat::sessions::SessionStore::create(dir, "/bench/ws" + std::to_string(s % 10));
+    if (!store) std::abort();
+    for (size_t i = 0; i < 100; ++i)
+      if (!(*store)->append(make_entry(i))) std::abort();
+    if (!(*store)->sync()) std::abort();
+  }
+  std::vector<std::string> files;
+  size_t listed = 0;
+  const double list_ms = best_ms([&] {
+    auto list = moat::sessions::list_sessions(dir);
+    if (!list) std::abort();
+    listed = list->size();
+    files.clear();
+    for (const auto& info : *list) files.push_back(info.path);
+  });
+  const double read_ms = best_ms([&] {
+    for (const std::string& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::string line;
+      while (std::getline(in, line)) {}
+    }
+  });
+  const double open_ms = best_ms([&] {
+    for (const std::string& f : files)
+      if (!moat::sessions::SessionStore::open_read_only(f)) std::abort();
+  });
+  std::printf("sessions list over %zu sessions:   %9.2f ms\n", listed, list_ms);
+  std::printf("read their files line by line:     %9.2f ms\n", read_ms);
+  std::printf("open every session (the old list): %9.2f ms\n", open_ms);
+  std::printf("ratio list / plain read:           %9.1fx (opening each: %.1fx)\n",
+              list_ms / read_ms, open_ms / read_ms);
+}
+
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 100000;
   std::string tmpl = (std::filesystem::temp_directory_path() / "moat-bench-XXXXXX").string();
@@ -110,6 +151,7 @@ int main(int argc, char** argv) {
   std::printf("load + rebuild context (%zu msgs): %9.2f ms (load %.2f ms in the last run)\n",
               messages, load_ms, load_only_ms);
   std::printf("ratio load+rebuild / plain read:  %9.1fx\n", load_ms / read_ms);
+  bench_listing(tmpl);
   if (std::getenv("KEEP") == nullptr) std::filesystem::remove_all(tmpl);
   else std::printf("%s\n", path.c_str());
   return messages == n ? 0 : 1;
