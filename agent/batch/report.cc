@@ -56,14 +56,15 @@ std::string row(const json& r) {
   if (r.contains("patch")) links += link(r.value("patch", ""), "patch") + " ";
   if (r.contains("session")) links += link(dir + "/session.html", "session") + " ";
   if (r.contains("auditLog")) links += link(dir + "/audit.html", "audit") + " ";
-  const double cost = r.contains("cost") ? r["cost"].get<double>() : 0.0;
-  const auto bytes = r.value("patchBytes", std::uint64_t{0});
+  const double cost = result_number(r, "cost");
+  const auto bytes = static_cast<std::uint64_t>(result_number(r, "patchBytes"));
+  const int turns = static_cast<int>(result_number(r, "turns"));
   std::string out = "<tr class=\"" + html_escape(status) + "\">";
   out += cell(id, html_escape(id), "id");
   out += cell(std::to_string(rank(status)), html_escape(status), "status");
   out += cell(check_text(r), html_escape(check_text(r)), "check");
   out += cell(money(cost), "$" + money(cost), "cost");
-  out += cell(std::to_string(r.value("turns", 0)), std::to_string(r.value("turns", 0)), "turns");
+  out += cell(std::to_string(turns), std::to_string(turns), "turns");
   out += cell(std::to_string(bytes), std::to_string(bytes), "diff");
   out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
   out += "<td class=\"links\">" + links + "</td></tr>\n";
@@ -113,7 +114,7 @@ std::string totals(const std::vector<json>& rows) {
     if (s == "passed") ++passed;
     else if (s == "missing") ++missing;
     else ++failed;
-    if (r.contains("cost")) cost += r["cost"].get<double>();
+    cost += result_number(r, "cost");
   }
   return "<p id=\"totals\">" + std::to_string(rows.size()) + " items: <b>" +
          std::to_string(passed) + "</b> passed, <b>" + std::to_string(failed) + "</b> failed, <b>" +

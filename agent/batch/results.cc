@@ -21,6 +21,21 @@ Result<void> sync_directory(const std::string& dir) {
   return {};
 }
 
+// The fields moat reads back (resume, report, merge, apply) have the types moat wrote; a line
+// edited by hand into other types is skipped rather than trusted.
+bool is_result_line(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return false;
+  for (const char* key : {"status", "reason", "patch", "repo"})
+    if (j.contains(key) && !j[key].is_string()) return false;
+  for (const char* key : {"cost", "turns", "patchBytes", "wallSeconds"})
+    if (j.contains(key) && !j[key].is_number()) return false;
+  if (!j.contains("check")) return true;
+  const auto& c = j["check"];
+  return c.is_object() && (!c.contains("passed") || c["passed"].is_boolean()) &&
+         (!c.contains("exit") || c["exit"].is_number_integer()) &&
+         (!c.contains("timedOut") || c["timedOut"].is_boolean());
+}
+
 }  // namespace
 
 std::vector<nlohmann::json> parse_results(std::string_view text) {
@@ -28,7 +43,7 @@ std::vector<nlohmann::json> parse_results(std::string_view text) {
   std::size_t start = 0;
   for (std::size_t nl; (nl = text.find('\n', start)) != std::string_view::npos; start = nl + 1) {
     auto j = nlohmann::json::parse(text.substr(start, nl - start), nullptr, false);
-    if (j.is_object() && j.contains("id") && j["id"].is_string()) out.push_back(std::move(j));
+    if (is_result_line(j)) out.push_back(std::move(j));
   }
   return out;  // what follows the last newline is a line the writer never finished
 }
@@ -39,6 +54,11 @@ Result<std::vector<nlohmann::json>> read_results(const std::string& path) {
   if (!fd) return fail(fd.error());
   MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(fd->get()));
   return parse_results(text);
+}
+
+double result_number(const nlohmann::json& line, const char* key) {
+  const auto it = line.find(key);
+  return it != line.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
 std::set<std::string> finished_ids(const std::vector<nlohmann::json>& results) {

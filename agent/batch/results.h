@@ -19,10 +19,14 @@ namespace moat::agent::batch {
 inline constexpr const char* kResultsFile = "results.jsonl";
 
 // The whole lines of a results file, in order. A torn last line (the batch was killed while
-// writing it) and lines that are not JSON objects with a string "id" are skipped.
+// writing it) and lines that are not results (no string "id", or a field moat reads back with
+// another type than moat writes) are skipped.
 std::vector<nlohmann::json> parse_results(std::string_view text);
 // The file's lines; an empty list when it does not exist.
 Result<std::vector<nlohmann::json>> read_results(const std::string& path);
+
+// A results line's number at `key`; 0 when it is absent or not a number (a hand-edited file).
+double result_number(const nlohmann::json& line, const char* key);
 
 // The ids of `results` (the items a --resume skips).
 std::set<std::string> finished_ids(const std::vector<nlohmann::json>& results);

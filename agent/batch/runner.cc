@@ -17,6 +17,7 @@
 #include "agent/batch/item.h"
 #include "agent/batch/manifest.h"
 #include "agent/batch/process.h"
+#include "agent/batch/progress.h"
 #include "agent/batch/report.h"
 #include "agent/batch/results.h"
 #include "agent/cli.h"
@@ -28,57 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double cost_of(const json& r) { return r.contains("cost") ? r["cost"].get<double>() : 0.0; }
-bool passed(const json& r) { return r.value("status", "") == "passed"; }
-
-// Counts and the cost so far; prints a line on stderr per finished item (and an event on
-// stdout with --json). Thread-safe.
-class Progress {
- public:
-  Progress(std::size_t total, std::size_t already, double cost, bool json_events)
-      : total_(total), done_(already), cost_(cost), json_(json_events), start_(Clock::now()) {}
-
-  void started(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++running_;
-    if (json_) emit({{"event", "start"}, {"id", id}});
-  }
-
-  void finished(const json& r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    --running_;
-    ++done_;
-    ++ran_;
-    if (!passed(r)) ++failed_;
-    cost_ += cost_of(r);
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double eta = elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_);
-    std::fprintf(stderr,
-                 "moat batch: %s %s%s  [%zu/%zu done, %zu failed, %zu running, $%.4f, eta %.0fs]\n",
-                 r["id"].get<std::string>().c_str(), r.value("status", "?").c_str(),
-                 r.contains("reason") ? (" (" + r.value("reason", "") + ")").c_str() : "", done_,
-                 total_, failed_, running_, cost_, eta);
-    if (json_) emit({{"event", "finish"}, {"result", r}});
-  }
-
-  double cost() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cost_;
-  }
-
- private:
-  static void emit(const json& event) {
-    std::printf("%s\n", dump_lossless(event).c_str());
-    std::fflush(stdout);
-  }
-
-  std::mutex mu_;
-  std::size_t total_, done_, failed_ = 0, running_ = 0, ran_ = 0;
-  double cost_;
-  bool json_;
-  Clock::time_point start_;
-};
 
 // Removes finished items' work copies on a thread of its own, off the items' path; the
 // destructor waits until all are gone.
@@ -218,7 +168,7 @@ int run_batch(const BatchOptions& o) {
                plan->manifest.policy_files,
                {}};
   double cost = 0;
-  for (const auto& r : plan->earlier) cost += cost_of(r);
+  for (const auto& r : plan->earlier) cost += result_number(r, "cost");
   std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",
                plan->shard.size(), plan->shard.size() - plan->todo.size(), plan->todo.size());
   auto log = ResultsLog::open(o.out_dir);
@@ -226,20 +176,21 @@ int run_batch(const BatchOptions& o) {
     std::fprintf(stderr, "moat batch: %s\n", log.error().message().c_str());
     return kExitStore;
   }
-  Progress progress(plan->shard.size(), plan->shard.size() - plan->todo.size(), cost,
-                    o.json_events);
+  Progress progress(plan->shard.size(), plan->shard.size() - plan->todo.size(), cost, o.json_events,
+                    ::isatty(STDERR_FILENO) == 1);
   std::size_t not_started = 0;
   {
     Reaper reaper;
     env.discard_work = [&reaper](const std::string& work) { reaper.discard(work); };
     not_started = run_items(*plan, env, o.jobs, **log, progress);
   }
+  progress.close();
   auto results = read_results((fs::path(o.out_dir) / kResultsFile).string());
   if (!results) return kExitStore;
   write_report(o.out_dir, *results, {});
   if (o.apply) apply_patches(*results, o.out_dir);
   bool all_passed = not_started == 0;
-  for (const auto& r : *results) all_passed = all_passed && passed(r);
+  for (const auto& r : *results) all_passed = all_passed && r.value("status", "") == "passed";
   return all_passed ? kExitDone : kExitTaskFailed;
 }
 

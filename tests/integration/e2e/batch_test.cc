@@ -210,5 +210,34 @@ TEST_F(BatchTest, AnAgentThatPointsDotGitObjectsAtAHostFolderCannotMakeTheBatchW
   expect_all_patches_apply(d + "/out");
 }
 
+TEST_F(BatchTest, ATerminalGetsAStatusLineAndJsonGivesAStartAndAFinishEventPerItem) {
+  const std::string d = dir_.path();
+  testing::write_text(d + "/two.toml",
+                      "task = \"t\"\nmodel = \"replay:rename.replay.jsonl\"\n"
+                      "check = \"sh run_tests.sh\"\n[[repo]]\npath = "
+                      "\"repo-00\"\n[[repo]]\npath = \"repo-01\"\n");
+  // script(1) gives the batch a terminal on stderr.
+  const e2e::Run tty =
+      run({"script", "-qec",
+           "'" + moat_bin() + "' batch '" + d + "/two.toml' --out '" + d + "/tty' --jobs 2",
+           "/dev/null"});
+  EXPECT_EQ(tty.exit_code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("\r\033[Kmoat batch: [0/2 done, 0 failed, 1 running, $0.0000, eta ?]"),
+            std::string::npos)
+      << tty.out;
+  EXPECT_NE(tty.out.find("\r\033[Kmoat batch: [2/2 done, 0 failed, 0 running"), std::string::npos);
+
+  const e2e::Run json = run({moat_bin(), "batch", d + "/two.toml", "--out", d + "/json", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.out;
+  EXPECT_EQ(json.out.find("\033["), std::string::npos);  // no terminal: plain lines
+  for (const char* id : {"repo-00", "repo-01"}) {
+    EXPECT_NE(json.out.find(std::string("{\"event\":\"start\",\"id\":\"") + id + "\"}\n"),
+              std::string::npos)
+        << json.out;
+    EXPECT_NE(json.out.find(std::string("{\"event\":\"finish\",\"result\":{")), std::string::npos);
+    EXPECT_NE(json.out.find(std::string("moat batch: ") + id + " passed  [", 0), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace moat::e2e

@@ -52,5 +52,18 @@ TEST(BatchResults, ADurableFileIsWholeAndLeavesNoTemporary) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/p.patch.tmp"));
 }
 
+TEST(BatchResults, ALineWhoseFieldsHaveOtherTypesThanMoatWritesIsSkipped) {
+  const auto lines = parse_results(
+      "{\"id\":\"a\",\"cost\":0.5,\"check\":{\"passed\":true,\"exit\":0}}\n"
+      "{\"id\":\"b\",\"cost\":\"lots\"}\n"
+      "{\"id\":\"c\",\"check\":{\"passed\":\"yes\"}}\n"
+      "{\"id\":\"d\",\"status\":1}\n"
+      "{\"id\":7}\n");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["id"], "a");
+  EXPECT_EQ(result_number(lines[0], "cost"), 0.5);
+  EXPECT_EQ(result_number(lines[0], "turns"), 0);
+}
+
 }  // namespace
 }  // namespace moat::agent::batch

@@ -1,0 +1,87 @@
+// agent/batch/progress.cc: progress lines, the terminal's status line and --json events.
+#include "agent/batch/progress.h"
+
+#include <cstdio>
+
+#include "agent/batch/results.h"
+#include "base/byte_strings.h"
+
+namespace moat::agent::batch {
+namespace {
+
+using nlohmann::json;
+
+void emit(const json& event) {
+  std::printf("%s\n", dump_lossless(event).c_str());
+  std::fflush(stdout);
+}
+
+// Item ids and reasons are moat's or the manifest's, but a reason may quote a program's
+// message: no control character reaches the terminal.
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
+}  // namespace
+
+Progress::Progress(std::size_t total, std::size_t already, double cost, bool json_events,
+                   bool terminal)
+    : total_(total),
+      done_(already),
+      cost_(cost),
+      json_(json_events),
+      terminal_(terminal),
+      start_(std::chrono::steady_clock::now()) {}
+
+std::string Progress::counts() const {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  char eta[32] = "eta ?";
+  if (ran_ > 0)
+    std::snprintf(eta, sizeof eta, "eta %.0fs",
+                  elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_));
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "[%zu/%zu done, %zu failed, %zu running, $%.4f, %s]", done_,
+                total_, failed_, running_, cost_, eta);
+  return buf;
+}
+
+void Progress::show_status() {
+  if (terminal_) std::fprintf(stderr, "\r\033[Kmoat batch: %s", counts().c_str());
+}
+
+void Progress::started(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++running_;
+  show_status();
+  if (json_) emit({{"event", "start"}, {"id", id}});
+}
+
+void Progress::finished(const json& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --running_;
+  ++done_;
+  ++ran_;
+  if (r.value("status", "") != "passed") ++failed_;
+  cost_ += result_number(r, "cost");
+  const std::string reason = r.contains("reason") ? " (" + r.value("reason", "") + ")" : "";
+  std::fprintf(stderr, "%smoat batch: %s %s%s  %s\n", terminal_ ? "\r\033[K" : "",
+               printable(r["id"].get<std::string>()).c_str(), r.value("status", "?").c_str(),
+               printable(reason).c_str(), counts().c_str());
+  show_status();
+  if (json_) emit({{"event", "finish"}, {"result", r}});
+}
+
+double Progress::cost() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cost_;
+}
+
+void Progress::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (terminal_) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace moat::agent::batch
