@@ -106,10 +106,12 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   const std::string ws = dir_.path() + "/ws";
   fs::create_directories(ws);
   const std::string script = dir_.path() + "/slow.jsonl";
-  std::ofstream(script) << R"({"tool_calls":[{"name":"bash","arguments":{"command":"sleep 3"}}]})"
-                        << "\n"
-                        << R"({"text":"done"})"
-                        << "\n";
+  // The call lasts until the test has looked (a fixed sleep ran out first on a loaded machine).
+  std::ofstream(script)
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"while [ ! -e release ]; do sleep 0.05; done"}}]})"
+      << "\n"
+      << R"({"text":"done"})"
+      << "\n";
   const pid_t pid = start(
       {moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", ws, "--sessions-dir",
        dir_.path() + "/sessions", "--audit-dir", dir_.path() + "/audit", "wait"},
@@ -118,33 +120,39 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
         env.push_back("ANTHROPIC_API_KEY=sk-ant-canary-3f9e");
         return env;
       }());
+  struct Release {  // ends the call however the test ends
+    std::string file;
+    ~Release() { std::ofstream(file) << ""; }
+  } release{ws + "/release"};
   // The loop is the child of `moat run` (which stays the console) that is not moatd. Poll it
   // while its tool call runs, until the thread that reads moatd's frames is there too (it
   // starts with the first call).
-  pid_t loop = -1;
-  for (int i = 0; i < 100 && loop < 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::istringstream kids(
-        read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
-    for (std::string k; kids >> k;)
-      if (read_file("/proc/" + k + "/comm") == "moat\n") loop = std::stoi(k);
-  }
-  ASSERT_GT(loop, 0) << "the loop runs in a child of moat run";
-  const std::string proc = "/proc/" + std::to_string(loop);
-  auto thread_count = [&] {
+  // A child named moat may also be the fork that is about to exec moatd: the loop is the one
+  // that has dropped its privileges and runs the reader thread.
+  auto threads_of = [](const std::string& proc) {
     size_t n = 0;
     std::error_code ec;
     for (auto it = fs::directory_iterator(proc + "/task", ec);
-         !ec && it != fs::directory_iterator(); ++it)
+         !ec && it != fs::directory_iterator(); it.increment(ec))
       ++n;
     return n;
   };
+  pid_t loop = -1;
   std::string status;
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 600 && loop < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    status = read_file(proc + "/status");
-    if (status.find("NoNewPrivs:\t1") != std::string::npos && thread_count() >= 2) break;
+    std::istringstream kids(
+        read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+    for (std::string k; kids >> k;) {
+      if (read_file("/proc/" + k + "/comm") != "moat\n") continue;
+      status = read_file("/proc/" + k + "/status");
+      if (status.find("NoNewPrivs:\t1") != std::string::npos && threads_of("/proc/" + k) >= 2)
+        loop = std::stoi(k);
+    }
   }
+  ASSERT_GT(loop, 0) << "the loop runs in a child of moat run, without privileges, with a "
+                        "thread reading moatd's frames during the call";
+  const std::string proc = "/proc/" + std::to_string(loop);
   if (geteuid() == 0) {
     EXPECT_NE(status.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << status;
   }
@@ -178,6 +186,7 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
     EXPECT_EQ(environ.find("ANTHROPIC_API_KEY"), std::string::npos);
   }
   EXPECT_TRUE(saw_moatd) << "moatd is a child of moat run";
+  std::ofstream(ws + "/release") << "";
   EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
 }
 
