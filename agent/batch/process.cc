@@ -59,8 +59,9 @@ bool wait_readable(int pidfd, double timeout_s) {
   }
 }
 
-std::string stderr_tail(const std::string& path) {
-  std::ifstream in(path);
+// The last non-empty line of a program's stderr: what an error message quotes.
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
   std::string line, last;
   while (std::getline(in, line))
     if (!line.empty()) last = line;
@@ -105,23 +106,21 @@ Result<Finished> run_process(const Spawn& s) {
 }
 
 Result<std::string> process_output(const std::vector<std::string>& argv) {
-  char out_tmp[] = "/tmp/moat-batch-out.XXXXXX";
-  char err_tmp[] = "/tmp/moat-batch-err.XXXXXX";
-  UniqueFd o(::mkostemp(out_tmp, O_CLOEXEC)), e(::mkostemp(err_tmp, O_CLOEXEC));
-  if (!o.valid() || !e.valid()) return fail(Error::from_errno("mkstemp", errno, "/tmp"));
-  auto f = run_process({argv, out_tmp, err_tmp, 0});
-  auto text = sys::read_to_end(o.get());
-  const std::string why = stderr_tail(err_tmp);
-  ::unlink(out_tmp);
-  ::unlink(err_tmp);
-  MOAT_TRY(f);
-  std::string cmd;
-  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-  if (!f->ok()) return fail(cmd + " failed: " + (why.empty() ? "no message" : why));
-  if (!text) return fail(text.error());
-  std::string s = std::move(*text);
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
+  // Memory files, not temporary files: nothing is left behind when the batch is killed.
+  MOAT_ASSIGN_OR_RETURN(UniqueFd out, sys::memfd("moat-batch-out"));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd err, sys::memfd("moat-batch-err"));
+  const std::string self = "/proc/self/fd/";
+  MOAT_ASSIGN_OR_RETURN(Finished f, run_process({argv, self + std::to_string(out.get()),
+                                                 self + std::to_string(err.get()), 0}));
+  MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(out.get()));
+  MOAT_ASSIGN_OR_RETURN(std::string errors, sys::read_to_end(err.get()));
+  if (!f.ok()) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    return fail(cmd + " failed: " + (errors.empty() ? "no message" : last_line(errors)));
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 }  // namespace moat::agent::batch
