@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/cli.h"
+#include "agent/visible.h"
 #include "base/byte_strings.h"
 #include "policy/explain.h"
 #include "policy/layer.h"
@@ -224,7 +225,8 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
       // not UTF-8 is printed as {"bytes": base64}, as in the audit log, never a crash.
       std::printf("%s\n", dump_lossless(policy::explain_json(d, *p, input), 2).c_str());
     } else {
-      std::fputs(policy::explain_text(d, *p, input).c_str(), stdout);
+      // The line and the rules' reasons are shown to a person: no escape sequence acts.
+      std::fputs(visible(policy::explain_text(d, *p, input)).c_str(), stdout);
     }
   });
 }

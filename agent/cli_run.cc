@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -15,9 +16,11 @@
 #include "agent/cli.h"
 #include "agent/client.h"
 #include "agent/console.h"
+#include "agent/events.h"
 #include "agent/loop.h"
 #include "agent/replay_provider.h"
 #include "agent/run_support.h"
+#include "agent/text_events.h"
 #include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
 #include "base/host_defaults.h"
@@ -38,6 +41,9 @@ struct RunOptions {
   std::string task_file;
   bool headless = false;
   bool interactive = false;
+  bool print = false;        // -p: text mode, the final answer alone on stdout
+  bool json_events = false;  // --json: events on stdout (docs/events.md)
+  bool ephemeral = false;    // no session file
   LoopConfig loop;
   unsigned uid = kUnprivilegedUid, gid = kUnprivilegedGid;
   std::string sessions_dir;
@@ -55,6 +61,7 @@ Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o
                                                              const std::string& dir,
                                                              const std::string& workspace) {
   std::unique_ptr<sessions::SessionStore> store;
+  if (o.ephemeral) return sessions::SessionStore::create_in_memory(workspace);
   if (!o.fork.empty()) {
     MOAT_ASSIGN_OR_RETURN(store, sessions::fork_session(dir, o.fork, workspace));
   } else if (!o.resume.empty()) {
@@ -72,18 +79,31 @@ Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o
 std::atomic<bool> g_cancel{false};
 void on_sigint(int) { g_cancel.store(true); }
 
+// All of a stream, for a task on a pipe (`echo task | moat run -p`, `--task-file -`).
+Result<std::string> read_all(std::istream& in, const std::string& what) {
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail(Error::from_errno("read", EIO, what));
+  return ss.str();
+}
+
+// The task: its words, else the file (- is stdin), else stdin when it is not a terminal. A
+// task given as words never reads stdin, so a pipe left open cannot hold the run.
 Result<std::string> read_task(const RunOptions& o) {
-  if (!o.task_file.empty()) {
-    std::ifstream in(o.task_file);
-    if (!in) return fail(Error::from_errno("open", errno, "task file " + o.task_file));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   std::string task;
   for (const auto& w : o.task_words) task += (task.empty() ? "" : " ") + w;
-  if (task.empty())
-    return fail(std::string("no task given (pass it as words or --task-file FILE)"));
+  if (!task.empty()) return task;
+  if (o.task_file == "-" || (o.task_file.empty() && ::isatty(STDIN_FILENO) != 1)) {
+    MOAT_ASSIGN_OR_RETURN(task, read_all(std::cin, "the task on stdin"));
+  } else if (!o.task_file.empty()) {
+    std::ifstream in(o.task_file);
+    if (!in) return fail(Error::from_errno("open", errno, "task file " + o.task_file));
+    MOAT_ASSIGN_OR_RETURN(task, read_all(in, "task file " + o.task_file));
+  }
+  if (task.find_first_not_of(" \t\r\n") == std::string::npos)
+    return fail(
+        std::string("no task given (pass it as words, --task-file FILE, --task-file - "
+                    "or on stdin)"));
   return task;
 }
 
@@ -100,41 +120,50 @@ int exit_code_for(LoopStop stop) {
 // Set when a step ends the run: the exit code, its reason already printed.
 using Exit = std::optional<int>;
 
-Exit exit_with(int code, const std::string& message) {
-  std::fprintf(stderr, "moat: %s\n", message.c_str());
-  return code;
-}
-
 // What the steps of `moat run` open, in order, for the loop.
 struct Opened {
   std::string workspace;
   std::string task;  // empty when a resumed session goes on without a new one
   bool headless = true;
+  bool json = false;  // --json
   std::unique_ptr<Provider> provider;
   std::unique_ptr<MoatdClient> client;
   Welcome welcome;
   std::unique_ptr<sessions::SessionStore> store;
   std::string system_prompt;
+  std::unique_ptr<EventSink> events;  // text or JSON, from the start: a failure is an event too
 };
+
+// A step's failure before the loop: said on stderr and, with --json, as the stream's events
+// (its first one carries the schema: no session header came before it).
+Exit exit_with(Opened& r, int code, const std::string& message) {
+  std::fprintf(stderr, "moat: %s\n", message.c_str());
+  if (r.json) {
+    r.events->emit(
+        {{"type", "error"}, {"schema", kEventSchema}, {"during", "start"}, {"message", message}});
+    r.events->emit(
+        {{"type", "result"}, {"stop", "error"}, {"detail", message}, {"exit_code", code}});
+  }
+  return code;
+}
 
 // Usage errors come first, before anything is started.
 Exit read_inputs(const RunOptions& o, Opened& r) {
   auto workspace = canonical_workspace(o.workspace);
-  if (!workspace) return exit_with(kExitUsage, workspace.error().message());
+  if (!workspace) return exit_with(r, kExitUsage, workspace.error().message());
   r.workspace = std::move(*workspace);
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
     auto task = read_task(o);
-    if (!task) return exit_with(kExitUsage, task.error().message());
+    if (!task) return exit_with(r, kExitUsage, task.error().message());
     r.task = std::move(*task);
   }
-  r.headless = o.interactive ? false : (o.headless || !::isatty(STDIN_FILENO));
   return std::nullopt;
 }
 
 Exit open_model(RunOptions& o, Opened& r) {
   auto provider = open_provider(o.model);
-  if (!provider) return exit_with(kExitUsage, provider.error().message());
+  if (!provider) return exit_with(r, kExitUsage, provider.error().message());
   r.provider = std::move(*provider);
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
   return std::nullopt;
@@ -146,20 +175,26 @@ Exit start_moatd_session(const RunOptions& o, Opened& r) {
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
   auto client = start_moatd(o.connect, pass, !r.headless);
-  if (!client) return exit_with(kExitSandbox, client.error().message());
+  if (!client) return exit_with(r, kExitSandbox, client.error().message());
   r.client = std::move(*client);
   WelcomeError why;
   auto welcome = r.client->hello(r.workspace, r.headless, &why);
   if (!welcome)
-    return exit_with(why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
+    return exit_with(r, why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
                      welcome.error().message());
   r.welcome = std::move(*welcome);
   // Attached now, before the loop exists: the token is spent before any model is asked.
   if (!r.welcome.console_token.empty()) {
     if (auto a = r.client->attach_console(r.welcome.session, r.welcome.console_token); !a)
-      return exit_with(kExitSandbox, a.error().message());
+      return exit_with(r, kExitSandbox, a.error().message());
   }
   return std::nullopt;
+}
+
+json tool_names(const Welcome& w) {
+  json names = json::array();
+  for (const auto& t : w.tools) names.push_back(t.name);
+  return names;
 }
 
 // The session file starts with the model, the tools moatd offers and the task.
@@ -167,20 +202,19 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
   const std::string dir =
       o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
   auto store = open_session(o, dir, r.workspace);
-  if (!store) return exit_with(kExitUsage, store.error().message());
+  if (!store) return exit_with(r, kExitUsage, store.error().message());
   r.store = std::move(*store);
   (void)r.store->append(
       {{"type", "model_change"}, {"provider", r.provider->name()}, {"model", r.provider->model()}});
-  json tool_names = json::array();
-  for (const auto& t : r.welcome.tools) tool_names.push_back(t.name);
-  (void)r.store->append(
-      {{"type", "tools_change"}, {"tools", tool_names}, {"moatd_session", r.welcome.session}});
+  (void)r.store->append({{"type", "tools_change"},
+                         {"tools", tool_names(r.welcome)},
+                         {"moatd_session", r.welcome.session}});
   if (!r.task.empty())
     (void)r.store->append(
         {{"type", "message"},
          {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
   if (auto s = r.store->sync(); !s)
-    return exit_with(kExitUsage, "session file: " + s.error().message());
+    return exit_with(r, kExitUsage, "session file: " + s.error().message());
   return std::nullopt;
 }
 
@@ -193,12 +227,35 @@ Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   console.moatd_pid = r.client->moatd_pid();
   console.loop_only_fds = {r.client->fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
-    return exit_with(kExitSandbox, "could not start the loop process: " + s.error().message());
+    return exit_with(r, kExitSandbox, "could not start the loop process: " + s.error().message());
   if (auto s = drop_to_unprivileged_loop({o.uid, o.gid}); !s)
-    return exit_with(kExitSandbox,
+    return exit_with(r, kExitSandbox,
                      "could not make the loop process unprivileged: " + s.error().message());
-  if (auto s = die_with_console(); !s) return exit_with(kExitSandbox, s.error().message());
+  if (auto s = die_with_console(); !s) return exit_with(r, kExitSandbox, s.error().message());
   return std::nullopt;
+}
+
+// Where the run leaves its records: the session file (none with --ephemeral), the audit log.
+json record_paths(const RunOptions& o, const Opened& r) {
+  return {{"session_file", o.ephemeral ? json(nullptr) : json(r.store->path())},
+          {"audit_log", r.welcome.audit.empty() ? json(nullptr) : json(r.welcome.audit)}};
+}
+
+// The session header: what runs, where, under which layers (docs/events.md).
+json session_fields(const RunOptions& o, const Opened& r) {
+  json fields = record_paths(o, r);
+  fields.update(json{{"id", r.store->id()},
+                     {"moatd_session", r.welcome.session},
+                     {"workspace", r.workspace},
+                     {"model", o.model},
+                     {"provider", r.provider->name()},
+                     {"policy_layers", r.welcome.policy.value("layers", json::array())},
+                     {"policy_hash", r.welcome.policy.value("hash", "")},
+                     {"sandbox", r.welcome.sandbox},
+                     {"tools", tool_names(r.welcome)},
+                     {"interactive", !r.headless},
+                     {"ephemeral", o.ephemeral}});
+  return fields;
 }
 
 // In the loop process, unprivileged: the threads start here, so they are as confined as the
@@ -215,22 +272,40 @@ int run_confined(const RunOptions& o, Opened& r) {
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);
 
+  RunEvents events(*r.events, o.model);
+  events.session(session_fields(o, r));
+  // The audit log is moatd's, and written whatever the run asks: every decision is on disk
+  // before its action runs (docs/security.md).
+  if (o.ephemeral && !r.welcome.audit.empty())
+    std::fprintf(stderr,
+                 "moat: --ephemeral: no session file is written; moatd's audit log still "
+                 "records every decision and call: %s\n",
+                 r.welcome.audit.c_str());
   MoatdClient* c = r.client.get();
-  CallTool call_tool = [c](const std::string& id, const std::string& tool, const json& args,
-                           const std::atomic<bool>* cancel) {
-    return c->call(id, tool, args, nullptr, cancel);
+  CallTool call_tool = [c, &events](const std::string& id, const std::string& tool,
+                                    const json& args, const std::atomic<bool>* cancel) {
+    return c->call(
+        id, tool, args, [&events, &id](std::string_view chunk) { events.output(id, chunk); },
+        cancel);
   };
   LoopOutcome outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools,
-                                 o.loop, console_events(o.model), &g_cancel, &inbox);
+                                 o.loop, events.loop_events(), &g_cancel, &inbox);
   r.client->bye();
   if (terminal) terminal->close();
   r.client.reset();  // after moatd closed the connection: session.end is written
-  print_summary(outcome, *r.store, r.welcome.audit);
-  return exit_code_for(outcome.stop);
+  const int code = exit_code_for(outcome.stop);
+  events.result(outcome, code, record_paths(o, r));
+  return code;
 }
 
 int run(RunOptions& o) {
   Opened r;
+  r.json = o.json_events;
+  r.headless =
+      !o.interactive && (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
+  // Decided before anything runs: a failure at any step is reported the same way.
+  r.events = o.json_events ? json_event_sink(stdout)
+                           : text_event_sink(r.headless ? TextMode::kPrint : TextMode::kTerminal);
   if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
@@ -244,6 +319,27 @@ int run(RunOptions& o) {
   return run_confined(o, r);
 }
 
+// Who answers and what each stream carries (docs/events.md).
+void add_mode_flags(CLI::App& cmd, RunOptions& o) {
+  auto* headless =
+      cmd.add_flag("--headless", o.headless, "Never ask a person: 'ask' decisions become deny");
+  auto* print = cmd.add_flag("-p,--print", o.print,
+                             "Text mode, headless: the final answer alone on stdout; progress, "
+                             "calls and status lines on stderr (the default without a terminal)");
+  auto* json_flag = cmd.add_flag(
+      "--json", o.json_events,
+      "Headless, one JSON event per line on stdout (docs/events.md); the rest on stderr");
+  json_flag->excludes(print);
+  cmd.add_flag("--ephemeral", o.ephemeral,
+               "Write no session file (moatd's audit log is still written: it records every "
+               "decision before the action runs)");
+  cmd.add_flag("--interactive", o.interactive,
+               "Ask the person for 'ask' decisions; any other line typed while the agent works "
+               "is a message the model gets after the current step")
+      ->excludes(headless)
+      ->excludes(print);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -252,16 +348,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   std::string codes = exit_codes_text("", " ", ", ");
   cmd->footer("Exit codes: " + codes.substr(0, codes.size() - 2) + ".");
   cmd->add_option("task", opts->task_words, "The task, as words");
-  cmd->add_option("--task-file", opts->task_file, "Read the task from a file");
+  cmd->add_option("--task-file", opts->task_file,
+                  "Read the task from a file (- is stdin; without a task, a stdin that is not a "
+                  "terminal is read)");
   cmd->add_option("--model", opts->model,
                   "replay:FILE (recorded turns, no API key) or PROVIDER/MODEL-ID")
       ->required();
   cmd->add_option("--workspace,-C", opts->workspace, "The repository to work in (default: .)");
   cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
-  cmd->add_flag("--headless", opts->headless, "Never ask a person: 'ask' decisions become deny");
-  cmd->add_flag("--interactive", opts->interactive,
-                "Ask the person for 'ask' decisions; any other line typed while the agent works "
-                "is a message the model gets after the current step");
+  add_mode_flags(*cmd, *opts);
   cmd->add_option("--follow-up", opts->follow_ups,
                   "A message for when the agent would stop: it goes on with it instead "
                   "(repeatable; delivered one at a time, in order)")
@@ -292,10 +387,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* fork =
       cmd->add_option("--fork", opts->fork, "Start a new session from a copy of ID (or ID@ENTRY)")
           ->excludes(resume);
-  cmd->add_flag("--continue", opts->continue_latest,
-                "Continue the newest session of this workspace")
-      ->excludes(resume)
-      ->excludes(fork);
+  auto* cont = cmd->add_flag("--continue", opts->continue_latest,
+                             "Continue the newest session of this workspace")
+                   ->excludes(resume)
+                   ->excludes(fork);
+  cmd->get_option("--ephemeral")->excludes(resume)->excludes(fork)->excludes(cont);
   add_moatd_pass_through(*cmd, opts->moatd);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }

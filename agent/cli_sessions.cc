@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "agent/cli.h"
+#include "agent/events.h"
+#include "agent/visible.h"
 #include "base/log.h"
 #include "sessions/audit_key.h"
 #include "sessions/audit_verify.h"
@@ -29,6 +31,7 @@ struct SessionsOptions {
   bool all = false;
   std::string ref;  // ID[@ENTRY]
   bool html = false;
+  bool json = false;   // --json: one JSON object per line (docs/events.md)
   std::string output;  // -o FILE, else stdout
 };
 
@@ -52,10 +55,12 @@ int report(const Error& e) {
   return kExitUsage;
 }
 
-// Writes `text` to `output` (or stdout when empty); kExitDone or kExitUsage.
+// Writes `text` to `output`, or to stdout (a person's view: untrusted text in it has its
+// control characters made visible); kExitDone or kExitUsage.
 int emit(const std::string& text, const std::string& output) {
   if (output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    const std::string shown = visible(text);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
     return kExitDone;
   }
   std::ofstream out(output, std::ios::binary | std::ios::trunc);
@@ -69,16 +74,34 @@ std::string sessions_dir(const SessionsOptions& o) {
   return o.dir.empty() ? sessions::default_sessions_dir() : o.dir;
 }
 
+nlohmann::json session_info_json(const sessions::SessionInfo& s) {
+  return {{"id", s.id},
+          {"path", s.path},
+          {"workspace", s.workspace},
+          {"created", s.created},
+          {"name", s.name},
+          {"first_message", s.first_message},
+          {"entries", s.entries},
+          {"parent_session",
+           s.parent_session.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.parent_session)}};
+}
+
 int run_list(const SessionsOptions& o) {
   const std::string ws = o.all ? "" : (o.workspace.empty() ? current_dir() : o.workspace);
   auto list = sessions::list_sessions(sessions_dir(o), ws);
   if (!list) return report(list.error());
+  std::string out;
   for (const auto& s : *list) {
-    std::printf("%s  %s  %5zu entries  %s%s\n", s.id.c_str(), s.created.c_str(), s.entries,
-                moat::quoted(s.name.empty() ? s.first_message : s.name).c_str(),
-                s.parent_session.empty() ? "" : ("  (fork of " + s.parent_session + ")").c_str());
-    if (o.all) std::printf("    %s\n", moat::quoted(s.workspace).c_str());
+    if (o.json) {
+      out += json_line(session_info_json(s)) + "\n";
+      continue;
+    }
+    out += s.id + "  " + s.created + "  " + std::to_string(s.entries) + " entries  " +
+           moat::quoted(s.name.empty() ? s.first_message : s.name) +
+           (s.parent_session.empty() ? "" : "  (fork of " + s.parent_session + ")") + "\n";
+    if (o.all) out += "    " + moat::quoted(s.workspace) + "\n";
   }
+  std::fputs(visible(out).c_str(), stdout);
   if (list->empty())
     std::fprintf(stderr, "no sessions%s\n", ws.empty() ? "" : (" for " + ws).c_str());
   return kExitDone;
@@ -101,10 +124,16 @@ Result<Loaded> load_ref(const SessionsOptions& o) {
 int run_show(const SessionsOptions& o) {
   auto l = load_ref(o);
   if (!l) return report(l.error());
-  std::printf("session %s\nfile %s\nworkspace %s\n\n", l->store->id().c_str(),
-              l->store->path().c_str(),
-              moat::quoted(sessions::str_field(l->store->header(), "workspace")).c_str());
-  return emit(sessions::render_transcript(l->path), "");
+  if (o.json) {
+    std::string out = json_line(l->store->header()) + "\n";
+    for (const auto& e : l->path) out += json_line(e) + "\n";
+    std::fputs(out.c_str(), stdout);
+    return kExitDone;
+  }
+  return emit("session " + l->store->id() + "\nfile " + l->store->path() + "\nworkspace " +
+                  moat::quoted(sessions::str_field(l->store->header(), "workspace")) + "\n\n" +
+                  sessions::render_transcript(l->path),
+              "");
 }
 
 int run_tree(const SessionsOptions& o) {
@@ -180,12 +209,14 @@ int run_verify(const AuditOptions& o) {
       rc = kExitTaskFailed;
       continue;
     }
+    // The session id and a broken record's detail come from the file: shown, never acted on.
     if (v->ok()) {
-      std::printf("%s: ok, %llu records, session %s, head %s%s\n", file.c_str(),
-                  static_cast<unsigned long long>(v->records), v->session.c_str(), v->head.c_str(),
-                  signature_summary(*v).c_str());
+      std::fputs(visible(file + ": ok, " + std::to_string(v->records) + " records, session " +
+                         v->session + ", head " + v->head + signature_summary(*v) + "\n")
+                     .c_str(),
+                 stdout);
     } else {
-      std::printf("%s: %s\n", file.c_str(), broken_text(*v).c_str());
+      std::fputs(visible(file + ": " + broken_text(*v) + "\n").c_str(), stdout);
       rc = kExitTaskFailed;
     }
   }
@@ -240,7 +271,12 @@ int run_audit_show(const AuditOptions& o) {
   if (audits->size() > 1)
     std::stable_sort(rows.begin(), rows.end(),
                      [](const auto& a, const auto& b) { return a.ts < b.ts; });
-  for (const auto& row : rows) std::printf("%s\n", row.text.c_str());
+  // Plain ASCII JSON, or the text with its control characters made visible.
+  std::string out;
+  for (const auto& row : rows)
+    out +=
+        (show.json ? json_line(nlohmann::json::parse(row.text, nullptr, false)) : row.text) + "\n";
+  std::fputs(show.json ? out.c_str() : visible(out).c_str(), stdout);
   return ok ? kExitDone : kExitTaskFailed;
 }
 
@@ -266,10 +302,13 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
   list->add_option("--workspace", opts->workspace,
                    "Workspace directory (default: the current one)");
   list->add_flag("--all", opts->all, "Sessions of every workspace");
+  list->add_flag("--json", opts->json, "One JSON object per session (docs/events.md)");
   list->callback([opts, &exit_code] { exit_code = run_list(*opts); });
   auto* show = group->add_subcommand("show", "Print a session's current path (or up to ENTRY)");
   show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")
       ->required();
+  show->add_flag("--json", opts->json,
+                 "The header and each entry on the path, one JSON object per line");
   show->callback([opts, &exit_code] { exit_code = run_show(*opts); });
   auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
   tree->add_option("ref", opts->ref, "session id or prefix")->required();

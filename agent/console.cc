@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "agent/run_support.h"
+#include "agent/visible.h"
 #include "base/sys.h"
 #include "sandbox/protocol.h"
 
@@ -113,7 +114,7 @@ class Console {
   void show_question();
   void answer(const std::optional<std::string>& line);
   void read_signals();
-  // Copies what the loop wrote to `to`, printable only; false at end of file.
+  // Copies what the loop wrote to `to`, its controls made visible; false at end of file.
   bool pump(UniqueFd& from, FILE* to, std::string& carry);
 
   pid_t loop_;
@@ -175,7 +176,7 @@ bool Console::pump(UniqueFd& from, FILE* to, std::string& carry) {
   ssize_t n = ::read(from.get(), buf, sizeof buf);
   if (n < 0 && errno == EINTR) return true;
   if (n <= 0) return false;
-  const std::string shown = printable(std::string_view(buf, static_cast<std::size_t>(n)), carry);
+  const std::string shown = visible(std::string_view(buf, static_cast<std::size_t>(n)), carry);
   std::fwrite(shown.data(), 1, shown.size(), to);
   std::fflush(to);
   return true;
@@ -315,29 +316,6 @@ void Console::answer(const std::optional<std::string>& line) {
 }
 
 }  // namespace
-
-std::string printable(std::string_view bytes, std::string& carry) {
-  std::string in = std::exchange(carry, std::string()) + std::string(bytes);
-  std::string out;
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c == 0xc2) {
-      if (i + 1 == in.size()) {
-        carry = "\xc2";
-        break;
-      }
-      const auto next = static_cast<unsigned char>(in[i + 1]);
-      if (next >= 0x80 && next <= 0x9f) {
-        ++i;  // a C1 control: ESC by another name (CSI is C2 9B)
-        continue;
-      }
-    }
-    if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) continue;
-    out += static_cast<char>(c);
-  }
-  return out;
-}
 
 Result<void> split_console_and_loop(ConsoleOptions options) {
   MOAT_ASSIGN_OR_RETURN(Pipe in, make_pipe());

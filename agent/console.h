@@ -26,19 +26,14 @@ struct ConsoleOptions {
 // pipes to the console (stdin is /dev/null unless interactive), and it holds no fd of a
 // terminal and not the console channel. The parent, the console, never returns: not
 // dumpable (a loop of the same uid can neither ptrace it nor open its /proc/<pid>/mem), it
-// renders the loop's output through printable(), shows moatd's questions and sends the
-// answers, passes other typed lines to the loop, forwards SIGINT (cancel) and SIGTERM/SIGHUP
-// to the loop, and once the loop has exited and the private moatd has finished (session.end
-// written), exits with the loop's status.
+// renders the loop's output through visible() (agent/visible.h), shows moatd's questions and sends
+// the answers, passes other typed lines to the loop, forwards SIGINT (cancel) and SIGTERM/SIGHUP to
+// the loop, and once the loop has exited and the private moatd has finished (session.end written),
+// exits with the loop's status.
 Result<void> split_console_and_loop(ConsoleOptions options);
 
 // The loop's half, after its privilege drop (a credential change clears the parent-death
 // signal): the loop dies with the console, so a killed console never leaves it running.
 Result<void> die_with_console();
-
-// Removes what a terminal would act on from the loop's output: C0 controls except \t and
-// \n, DEL, and C1 controls (UTF-8 C2 80..9F). `carry` holds a C2 split from its next byte
-// between calls.
-std::string printable(std::string_view bytes, std::string& carry);
 
 }  // namespace moat::agent

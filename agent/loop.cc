@@ -57,43 +57,55 @@ double cost_of(const Message& m) {
   return 0;
 }
 
+// A call's result and the time it took.
+struct Ran {
+  tools::ToolResult result;
+  std::chrono::milliseconds took{0};
+};
+
 // Slot 2's rule for an answer cut off by the output limit: its calls may hold half-written
 // arguments, so none runs; each gets an error that says how to recover.
-std::vector<tools::ToolResult> refuse_cut_off_calls(const std::vector<ToolCall>& calls) {
-  std::vector<tools::ToolResult> out;
+std::vector<Ran> refuse_cut_off_calls(const std::vector<ToolCall>& calls) {
+  std::vector<Ran> out;
   for (const auto& c : calls)
-    out.push_back(tools::ToolResult::error(
-        "Not executed: your answer was cut off by the output token limit, so the arguments of " +
-        c.name +
-        " may be incomplete. Re-issue the call with complete arguments, or split the "
-        "work into smaller calls."));
+    out.push_back(
+        {tools::ToolResult::error(
+             "Not executed: your answer was cut off by the output token limit, so the arguments "
+             "of " +
+             c.name +
+             " may be incomplete. Re-issue the call with complete arguments, or split the "
+             "work into smaller calls."),
+         {}});
   return out;
 }
 
 // Slot 4: the batch runs concurrently in moatd unless one of its tools is sequential;
 // results come back in call order whatever order they finish in.
-std::vector<tools::ToolResult> execute_batch(const std::vector<ToolCall>& calls,
-                                             const std::vector<tools::ToolSpec>& tools,
-                                             const CallTool& call_tool,
-                                             const std::atomic<bool>* cancel) {
+std::vector<Ran> execute_batch(const std::vector<ToolCall>& calls,
+                               const std::vector<tools::ToolSpec>& tools, const CallTool& call_tool,
+                               const std::atomic<bool>* cancel) {
   bool sequential = false;
   for (const auto& c : calls)
     for (const auto& t : tools)
       if (t.name == c.name && t.sequential) sequential = true;
-  std::vector<tools::ToolResult> results(calls.size());
+  std::vector<Ran> results(calls.size());
   // Arguments the provider could not parse never reach moatd: the model re-issues them.
   auto run_one = [&call_tool, cancel](const ToolCall& c) {
     if (c.incomplete)
-      return tools::ToolResult::error("Not executed: the arguments of this " + c.name +
-                                      " call are not valid JSON. Re-issue it with complete, "
-                                      "valid arguments.");
-    return call_tool(c.id, c.name, c.arguments, cancel);
+      return Ran{tools::ToolResult::error("Not executed: the arguments of this " + c.name +
+                                          " call are not valid JSON. Re-issue it with complete, "
+                                          "valid arguments."),
+                 {}};
+    const auto t0 = Clock::now();
+    Ran r{call_tool(c.id, c.name, c.arguments, cancel), {}};
+    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    return r;
   };
   if (sequential || calls.size() == 1) {
     for (std::size_t i = 0; i < calls.size(); ++i) results[i] = run_one(calls[i]);
     return results;
   }
-  std::vector<std::future<tools::ToolResult>> futures;
+  std::vector<std::future<Ran>> futures;
   for (const auto& c : calls)
     futures.push_back(std::async(std::launch::async, [&run_one, &c] { return run_one(c); }));
   for (std::size_t i = 0; i < calls.size(); ++i) results[i] = futures[i].get();
@@ -228,25 +240,25 @@ struct BatchVerdict {
 
 // Slot 5 for the results, in call order; a failure seen repeat_warn times gets a note
 // telling the model to change its approach.
-Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls,
-                                     std::vector<tools::ToolResult>& results,
+Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls, std::vector<Ran>& ran,
                                      RepetitionTracker& repetition, const LoopConfig& config,
                                      const LoopEvents& events, sessions::SessionStore& store) {
   BatchVerdict v;
-  v.all_terminate = !results.empty();
+  v.all_terminate = !ran.empty();
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    const int seen = repetition.record(calls[i], results[i]);
+    tools::ToolResult& result = ran[i].result;
+    const int seen = repetition.record(calls[i], result);
     v.worst_repeat = std::max(v.worst_repeat, seen);
     if (seen >= config.repeat_warn)
-      results[i].content.push_back(
+      result.content.push_back(
           {{"type", "text"},
            {"text", "This exact call has now failed the same way " + std::to_string(seen) +
                         " times. Do not repeat it: change your approach."}});
-    if (!(results[i].details.is_object() && results[i].details.value("terminate", false)))
+    if (!(result.details.is_object() && result.details.value("terminate", false)))
       v.all_terminate = false;
-    if (events.on_result) events.on_result(calls[i].name, results[i]);
-    MOAT_TRY(store.append(
-        {{"type", "message"}, {"message", tool_result_message(calls[i], results[i])}}));
+    if (events.on_result) events.on_result(calls[i].id, calls[i].name, result, ran[i].took);
+    MOAT_TRY(
+        store.append({{"type", "message"}, {"message", tool_result_message(calls[i], result)}}));
   }
   return v;
 }
@@ -299,9 +311,17 @@ class Run {
  private:
   using Next = std::optional<LoopOutcome>;
 
-  // One turn, in the order of DESIGN.md's slots.
   Next turn() {
     if (Next end = stop_requested()) return end;  // the wall budget or the person's cancel
+    const int n = out_.turns + 1;
+    if (events_.on_turn_start) events_.on_turn_start(n);
+    Next end = turn_steps();
+    if (events_.on_turn_end) events_.on_turn_end(n);
+    return end;
+  }
+
+  // One turn, in the order of DESIGN.md's slots.
+  Next turn_steps() {
     if (Next end = take_answer()) return end;     // slot 1: counted, persisted before it acts
     const std::vector<ToolCall> calls = tool_calls_of(answer_);  // slot 2
     if (answer_.value("stopReason", "") == "aborted")
@@ -349,12 +369,12 @@ class Run {
 
   Next run_batch(const std::vector<ToolCall>& calls) {
     if (events_.on_call)
-      for (const auto& c : calls) events_.on_call(c.name, c.arguments);
+      for (const auto& c : calls) events_.on_call(c.id, c.name, c.arguments);
     // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
-    std::vector<tools::ToolResult> results =
-        is_cut_off() ? refuse_cut_off_calls(calls)
-                     : execute_batch(calls, tools_, call_tool_, wall_.stop_flag());
-    auto verdict = persist_results(calls, results, repetition_, config_, events_, store_);
+    std::vector<Ran> ran = is_cut_off()
+                               ? refuse_cut_off_calls(calls)
+                               : execute_batch(calls, tools_, call_tool_, wall_.stop_flag());
+    auto verdict = persist_results(calls, ran, repetition_, config_, events_, store_);
     if (!verdict) return store_failed(verdict.error());
     // What the person typed during the batch goes right after its results.
     const std::vector<std::string> steering =
@@ -390,13 +410,11 @@ class Run {
   Next host_gate() {
     const std::string gate = gate_reached(config_, out_, started_);
     if (gate.empty()) return std::nullopt;
-    note(gate);
     return stop(LoopStop::kGate, gate);
   }
 
   Next wall_gate() {
     (void)store_.sync();
-    note(kWallGate);
     return stop(LoopStop::kGate, kWallGate);
   }
 
@@ -409,7 +427,12 @@ class Run {
     return stop(why, std::move(detail));
   }
 
+  // Every end of the run passes here: a gate or an error is reported once, as it stops it.
   Next stop(LoopStop why, std::string detail) {
+    const bool gate = why == LoopStop::kGate || why == LoopStop::kRepetition;
+    const bool error = why == LoopStop::kProviderError || why == LoopStop::kStoreError;
+    if (gate && events_.on_gate) events_.on_gate(detail);
+    if (error && events_.on_error) events_.on_error(detail);
     out_.stop = why;
     out_.detail = std::move(detail);
     return out_;

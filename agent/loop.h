@@ -39,15 +39,24 @@ using CallTool = std::function<tools::ToolResult(const std::string& id, const st
                                                  const nlohmann::json& arguments,
                                                  const std::atomic<bool>* cancel)>;
 
-// What the person sees; every callback may be empty.
+// What the loop reports (agent/events.h turns each into an event); every callback may be
+// empty. Called on the loop's thread, in this order within a turn.
 struct LoopEvents {
+  std::function<void(int turn)> on_turn_start;  // turns count from 1
   std::function<void(std::string_view)> on_text;
-  std::function<void(const std::string& tool, const nlohmann::json& args)> on_call;
-  std::function<void(const std::string& tool, const tools::ToolResult& result)> on_result;
-  std::function<void(const std::string& note)> on_note;  // gates, repetition, cut-offs
   // Called with each answer before it is persisted: the host adds its cost and the
   // cache-miss audit (usage accounting lives with the provider's prices, not here).
   std::function<void(Message& answer)> on_answer;
+  std::function<void(const std::string& id, const std::string& tool, const nlohmann::json& args)>
+      on_call;
+  // In call order, once the whole batch has finished; `took` is the call's own time.
+  std::function<void(const std::string& id, const std::string& tool,
+                     const tools::ToolResult& result, std::chrono::milliseconds took)>
+      on_result;
+  std::function<void(int turn)> on_turn_end;
+  std::function<void(const std::string& note)> on_note;    // repetition, compaction, delivery
+  std::function<void(const std::string& reason)> on_gate;  // a gate or the repetition rule stops it
+  std::function<void(const std::string& message)> on_error;  // the provider or the store failed
   // Before the provider retries a failed request (attempt 1 = first retry).
   std::function<void(int attempt, std::chrono::milliseconds delay, std::string_view reason)>
       on_retry;

@@ -19,28 +19,11 @@
 #include "tools/registry.h"
 
 namespace moat::agent {
-namespace {
-
-using nlohmann::json;
-
 std::string one_line(std::string s, std::size_t max) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (s.size() > max) s = s.substr(0, max) + "...";
   return s;
-}
-
-const char* stop_name(LoopStop s) {
-  switch (s) {
-    case LoopStop::kDone: return "done";
-    case LoopStop::kGate: return "stopped by a gate";
-    case LoopStop::kRepetition: return "stopped: repetition";
-    case LoopStop::kProviderError: return "provider error";
-    case LoopStop::kStoreError: return "session store error";
-    case LoopStop::kCancelled: return "cancelled";
-    case LoopStop::kTerminated: return "done (tools asked to stop)";
-  }
-  return "?";
 }
 
 // The configuration of the model behind `spec`; none for replay and unknown models.
@@ -52,53 +35,6 @@ std::optional<providers::ModelConfig> configured_model(const std::string& spec) 
   if (!m) return std::nullopt;
   return m->model;
 }
-
-// Cost and the cache-miss audit of every answer, with the model's prices; written into the
-// answer (so into the session) and shown when a miss is worth mentioning.
-std::function<void(Message&)> account_answers(const std::string& model_spec,
-                                              std::function<void()> end_line) {
-  struct Accounting {
-    providers::Pricing pricing;
-    std::optional<providers::CacheState> previous;
-    providers::SessionTotals totals;
-  };
-  auto acc = std::make_shared<Accounting>();
-  if (auto m = configured_model(model_spec)) acc->pricing = m->pricing;  // else: costs 0
-  return [acc, model_spec, end_line](Message& answer) {
-    end_line();
-    const auto usage = providers::Usage::from_message(answer);
-    const auto cost = providers::cost_of(usage, acc->pricing);
-    answer["cost"] = cost.to_json();
-    acc->totals.add(usage, cost);
-    const auto now = std::chrono::system_clock::now();
-    if (auto miss = providers::audit_cache(acc->previous, model_spec, usage, acc->pricing, now)) {
-      answer["cacheMiss"] = miss->to_json();
-      std::printf("moat: cache miss: %lld tokens not read from the cache (%s), $%.4f\n",
-                  static_cast<long long>(miss->missed_tokens), miss->reason.c_str(), miss->cost);
-    }
-    acc->previous = providers::CacheState{model_spec, usage.prompt(), now};
-  };
-}
-
-// The tail of a result's text: for a test run, the last lines say whether it passed.
-void print_result(const std::string&, const tools::ToolResult& r) {
-  std::string text;
-  for (const auto& b : r.content)
-    if (b.value("type", "") == "text") text += b.value("text", "");
-  std::string tail = text.size() > 4000 ? "..." + text.substr(text.size() - 4000) : text;
-  std::printf("    %s\n", r.is_error ? "[error]" : "[ok]");
-  std::size_t start = 0;
-  while (start < tail.size()) {
-    std::size_t nl = tail.find('\n', start);
-    std::string line = tail.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    std::printf("    | %s\n", line.c_str());
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  std::fflush(stdout);
-}
-
-}  // namespace
 
 bool is_answer(const std::string& line) {
   std::string s;
@@ -192,43 +128,6 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
   return providers::assemble_system_prompt(in);
 }
 
-LoopEvents console_events(const std::string& model_spec) {
-  LoopEvents ev;
-  // The model's text arrives in pieces; a line of ours (a call, a note) starts on a line of
-  // its own, and the answer ends with a newline.
-  auto mid_line = std::make_shared<bool>(false);
-  auto end_line = [mid_line] {
-    if (*mid_line) std::fputc('\n', stdout);
-    *mid_line = false;
-  };
-  ev.on_answer = account_answers(model_spec, end_line);
-  ev.on_text = [mid_line](std::string_view t) {
-    if (t.empty()) return;
-    std::fwrite(t.data(), 1, t.size(), stdout);
-    *mid_line = t.back() != '\n';
-    std::fflush(stdout);
-  };
-  ev.on_call = [](const std::string& tool, const json& args) {
-    const std::string shown = tools::call_summary(tool, args);
-    std::printf("  > %s: %s\n", tool.c_str(), one_line(shown, 160).c_str());
-    std::fflush(stdout);
-  };
-  ev.on_result = print_result;
-  ev.on_note = [end_line](const std::string& n) {
-    end_line();
-    std::printf("moat: %s\n", n.c_str());
-  };
-  // The reason names the provider's status and message, never the key (http_provider.h).
-  ev.on_retry = [end_line](int attempt, std::chrono::milliseconds delay, std::string_view reason) {
-    end_line();
-    std::printf("moat: the model call failed (%.*s): retry %d in %lld ms\n",
-                static_cast<int>(reason.size()), reason.data(), attempt,
-                static_cast<long long>(delay.count()));
-    std::fflush(stdout);
-  };
-  return ev;
-}
-
 TerminalInput::TerminalInput(int fd, Inbox& inbox) : fd_(fd), inbox_(inbox) {
   reader_ = std::thread([this] { read_lines(); });
 }
@@ -290,8 +189,8 @@ void TerminalInput::take_line(std::string line) {
   }
   if (line.find_first_not_of(" \t") == std::string::npos) return;
   inbox_.steer(line);
-  std::printf("moat: message queued: the model gets it after the current step\n");
-  std::fflush(stdout);
+  std::fprintf(stderr, "moat: message queued: the model gets it after the current step\n");
+  std::fflush(stderr);
 }
 
 PersonAnswer TerminalInput::ask(const std::string& question) {
@@ -309,16 +208,6 @@ PersonAnswer TerminalInput::ask(const std::string& question) {
   const PersonAnswer a = parse_answer(line);
   print_answer(a);
   return a;
-}
-
-void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
-                   const std::string& audit_path) {
-  std::printf("\nmoat: %s after %d turn%s", stop_name(outcome.stop), outcome.turns,
-              outcome.turns == 1 ? "" : "s");
-  if (!outcome.detail.empty()) std::printf(" (%s)", outcome.detail.c_str());
-  std::printf("\nmoat: session file: %s\n", store.path().c_str());
-  if (!audit_path.empty()) std::printf("moat: audit log:    %s\n", audit_path.c_str());
-  std::fflush(stdout);
 }
 
 }  // namespace moat::agent

@@ -16,6 +16,7 @@
 #include "agent/client.h"
 #include "agent/loop.h"
 #include "agent/provider.h"
+#include "agent/providers/config.h"
 #include "base/result.h"
 #include "sessions/store.h"
 
@@ -56,9 +57,11 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
 std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
                               const std::string& workspace);
 
-// Prints the model's text, each call and a short form of each result. `model_spec` selects
-// the prices used to cost each answer (replay and unknown models cost 0).
-LoopEvents console_events(const std::string& model_spec);
+// The configuration of the model behind `spec`; none for replay and unknown models.
+std::optional<providers::ModelConfig> configured_model(const std::string& spec);
+
+// `s` on one line (newlines and tabs as spaces), cut at `max` bytes with "...".
+std::string one_line(std::string s, std::size_t max);
 
 // A person's answer to moatd's question: y = allow once, s = allow for this session,
 // anything else (and no line at all) = deny.
@@ -107,8 +110,5 @@ class TerminalInput {
   std::atomic<bool> stop_{false};
   std::thread reader_;
 };
-
-void print_summary(const LoopOutcome& outcome, const sessions::SessionStore& store,
-                   const std::string& audit_path);
 
 }  // namespace moat::agent

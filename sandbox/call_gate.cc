@@ -20,6 +20,19 @@ namespace {
 
 using nlohmann::json;
 
+// The files a call changed as the agent is told: path and operation (the hashes stay in the
+// audit record). null when they are not known.
+json changed_paths(const json& changes) {
+  if (!changes.is_array()) return nullptr;
+  json out = json::array();
+  for (const json& c : changes) {
+    json item = {{"path", c.value("path", "")}, {"op", c.value("op", "")}};
+    if (c.contains("from")) item["from"] = c["from"];
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 Result<std::string> audit_unwritable(const Error& e) {
   return fail("refused: the audit log could not be written (" + e.message() + ")");
 }
@@ -43,8 +56,13 @@ std::string refusal_text(const policy::Decision& d, std::string_view what) {
 tools::ToolResult CallGate::run(const GateCall& call) {
   // The rules the call's own line met: what it runs under them was approved with it.
   std::set<std::string> approved;
-  auto decision_id = admit(call, &approved);
-  if (!decision_id) return tools::ToolResult::error(decision_id.error().message());
+  json facts = json::object();  // for the agent's events (docs/events.md, tool_call_end)
+  auto decision_id = admit(call, &approved, &facts);
+  if (!decision_id) {
+    tools::ToolResult refused = tools::ToolResult::error(decision_id.error().message());
+    refused.details = std::move(facts);
+    return refused;
+  }
   static const std::atomic<bool> kNeverCancelled{false};
   ExecGate execs(session_, asks_, call.id, *decision_id,
                  call.cancel ? *call.cancel : kNeverCancelled, std::move(approved));
@@ -64,11 +82,14 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   // not permitted" reads like a bug to fix.
   if (std::string refused = execs.refusals_text(); !refused.empty())
     result.content.push_back({{"type", "text"}, {"text", refused}});
-  record_call(call, *decision_id, result, ms, auditing.processes(), execs);
+  facts.update(record_call(call, *decision_id, result, ms, auditing.processes(), execs));
+  if (!result.details.is_object()) result.details = json::object();
+  result.details.update(facts);
   return result;
 }
 
-Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>* approved) {
+Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>* approved,
+                                    json* decided) {
   // Only announced tools may be called; an unknown name is the model's mistake, answered
   // as an error result it can read, and audited as a refusal.
   if (session_.granted.count(call.tool) == 0) return refuse_unknown_tool(call);
@@ -94,6 +115,9 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
   json answer;
   d = asks_.ask(std::move(d), call.id, what, *call.cancel, answer);
   if (!answer.is_null()) input["user"] = answer;
+  *decided = {{"decision", policy::verdict_name(d.verdict)},
+              {"rule", rule_json(d.deciding)},
+              {"decided_by", d.decided_by}};
   auto decision_id = audit_decision(d, call, std::move(input));
   if (!decision_id) return audit_unwritable(decision_id.error());
   if (d.verdict != policy::Verdict::kAllow) return fail(refusal_text(d, "this call was"));
@@ -174,9 +198,9 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
   return ctx;
 }
 
-void CallGate::record_call(const GateCall& call, const std::string& decision_id,
-                           const tools::ToolResult& result, long long duration_ms,
-                           json processes, const ExecGate& execs) {
+json CallGate::record_call(const GateCall& call, const std::string& decision_id,
+                           const tools::ToolResult& result, long long duration_ms, json processes,
+                           const ExecGate& execs) {
   json rec = {{"decision_id", decision_id},
               {"call_id", call.id},
               {"tool", call.tool},
@@ -198,9 +222,13 @@ void CallGate::record_call(const GateCall& call, const std::string& decision_id,
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
     if (result.details.is_object() && result.details.contains(key)) rec[key] = result.details[key];
   rec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
+  json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
+               {"signal", rec.value("signal", json(nullptr))},
+               {"files_changed", changed_paths(rec.value("files_changed", json(nullptr)))}};
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
   (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);
+  return told;
 }
 
 }  // namespace moat::sandbox

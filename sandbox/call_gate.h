@@ -56,18 +56,20 @@ class CallGate {
   // refusal, as an error whose message is the text the model reads.
   // `approved` gets the ids of the rules the call's command line met (ExecGate: a program
   // the line runs under an ask rule the person or the policy already allowed is not asked
-  // again).
-  Result<std::string> admit(const GateCall& call, std::set<std::string>* approved);
+  // again). `decided` gets the decision, its rule and who decided, for the result's details.
+  Result<std::string> admit(const GateCall& call, std::set<std::string>* approved,
+                            nlohmann::json* decided);
   Result<std::string> refuse_unknown_tool(const GateCall& call);
   // Writes the decision record before anything runs (write-ahead); its id, or the error
   // that refuses the action.
   Result<std::string> audit_decision(const policy::Decision& d, const GateCall& call,
                                      nlohmann::json input);
   tools::CallContext context_for(const GateCall& call, tools::SandboxRunner& runner);
-  // The "call" record: what the call ran and how it ended, after it ended.
-  void record_call(const GateCall& call, const std::string& decision_id,
-                   const tools::ToolResult& result, long long duration_ms,
-                   nlohmann::json processes, const ExecGate& execs);
+  // The "call" record: what the call ran and how it ended, after it ended. Returns what the
+  // agent is told of it in the result's details: exit code, signal, files changed.
+  nlohmann::json record_call(const GateCall& call, const std::string& decision_id,
+                             const tools::ToolResult& result, long long duration_ms,
+                             nlohmann::json processes, const ExecGate& execs);
 
   SessionState& session_;
   AskBroker& asks_;

@@ -380,8 +380,9 @@ Result<ConsoleMsg> ConsoleMsg::from_json(const json& m) {
 json WelcomeMsg::to_json() const {
   json specs = json::array();
   for (const tools::ToolSpec& t : tools) specs.push_back(t.to_json());
-  json m = {{"type", kType},          {"version", version}, {"session", session}, {"tools", specs},
-            {"workspace", workspace}, {"audit", audit},     {"sandbox", sandbox}};
+  json m = {{"type", kType},      {"version", version},     {"session", session},
+            {"tools", specs},     {"workspace", workspace}, {"audit", audit},
+            {"sandbox", sandbox}, {"policy", policy}};
   if (!console_token.empty()) m["console_token"] = console_token;
   return m;
 }
@@ -398,6 +399,7 @@ Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
   w.workspace = string_or(m, "workspace");
   w.audit = string_or(m, "audit");
   if (auto it = m.find("sandbox"); it != m.end()) w.sandbox = *it;
+  if (auto it = m.find("policy"); it != m.end() && it->is_object()) w.policy = *it;
   w.console_token = string_or(m, "console_token");
   return w;
 }

@@ -160,6 +160,7 @@ struct WelcomeMsg {
   std::string audit;  // the audit file's path; "" without an audit log
   nlohmann::json sandbox = nlohmann::json::object();  // what was applied (free-form)
   std::string console_token;                          // interactive sessions on a shared moatd only
+  nlohmann::json policy = nlohmann::json::object();   // its layers and hash (free-form)
   nlohmann::json to_json() const;
   static Result<WelcomeMsg> from_json(const nlohmann::json& m);
 };

@@ -200,13 +200,15 @@ Result<void> Connection::refuse(HelloStep step, const Error& error, HelloSteps& 
 }
 
 void Connection::send_welcome() {
-  WelcomeMsg welcome{kProtocolVersion,
-                     session_.id,
-                     session_.tool_specs,
-                     session_.workspace,
-                     session_.audit ? session_.audit->path() : "",
-                     json::parse(session_.session->describe_json(), nullptr, false),
-                     ""};
+  WelcomeMsg welcome{
+      kProtocolVersion,
+      session_.id,
+      session_.tool_specs,
+      session_.workspace,
+      session_.audit ? session_.audit->path() : "",
+      json::parse(session_.session->describe_json(), nullptr, false),
+      "",
+      {{"layers", session_.policy->layers_json()}, {"hash", session_.policy->policy_hash()}}};
   if (!session_.headless) {
     auto token = console_.open(std::move(console_fd_), consoles_, session_.id, peer_.uid);
     if (token) welcome.console_token = *token;

@@ -264,6 +264,14 @@ Result<std::unique_ptr<SessionStore>> SessionStore::create(const std::string& se
   return std::unique_ptr<SessionStore>(std::move(store));
 }
 
+Result<std::unique_ptr<SessionStore>> SessionStore::create_in_memory(const std::string& workspace) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::memfd("moat-session"));
+  auto store = std::make_unique<JsonlSessionStore>("", std::move(fd));
+  store->set_id(uuid_v7());
+  MOAT_TRY(store->write_header(workspace, ""));
+  return std::unique_ptr<SessionStore>(std::move(store));
+}
+
 Result<std::unique_ptr<SessionStore>> SessionStore::open(const std::string& path) {
   return open_impl(path, /*writable=*/true);
 }

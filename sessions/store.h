@@ -39,6 +39,9 @@ class SessionStore {
   static Result<std::unique_ptr<SessionStore>> create(const std::string& sessions_dir,
                                                       const std::string& workspace,
                                                       const std::string& parent_session = "");
+  // A session that is never written to disk (`moat run --ephemeral`): the same store over an
+  // anonymous memory file, gone when the process ends. path() is "".
+  static Result<std::unique_ptr<SessionStore>> create_in_memory(const std::string& workspace);
   // Opens an existing file; a torn last line is dropped; a newer format version is refused.
   // Opening for writing truncates a torn last line away (it was never acknowledged) and
   // takes an exclusive flock: a second writer gets EWOULDBLOCK.

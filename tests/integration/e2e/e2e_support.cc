@@ -52,11 +52,11 @@ TempDir::~TempDir() {
 namespace {
 
 pid_t spawn(const std::vector<std::string>& argv, int out_fd,
-            const std::vector<std::string>& extra_env, int in_fd = -1) {
+            const std::vector<std::string>& extra_env, int in_fd = -1, int err_fd = -1) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_fd, 1);
-    dup2(out_fd, 2);
+    dup2(err_fd >= 0 ? err_fd : out_fd, 2);
     int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
     dup2(in, 0);
     for (const auto& kv : extra_env) putenv(const_cast<char*>(kv.c_str()));
@@ -112,6 +112,30 @@ Run run(const std::vector<std::string>& argv, const std::vector<std::string>& ex
   r.exit_code = wait_exit(pid, timeout_s);
   reader.join();
   close(p[0]);
+  return r;
+}
+
+SplitRun run_split(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                   int timeout_s, const std::string& stdin_data, bool hold_stdin_open) {
+  TempDir dir;
+  const std::string out_path = dir.path() + "/out", err_path = dir.path() + "/err";
+  const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int in[2] = {-1, -1};
+  if (!stdin_data.empty() || hold_stdin_open) {
+    if (pipe2(in, O_CLOEXEC) != 0) std::abort();
+    (void)!write(in[1], stdin_data.data(), stdin_data.size());  // small: fits the pipe
+    if (!hold_stdin_open) close(in[1]);
+  }
+  const pid_t pid = spawn(argv, out, extra_env, in[0], err);
+  close(out);
+  close(err);
+  if (in[0] >= 0) close(in[0]);
+  SplitRun r;
+  r.exit_code = wait_exit(pid, timeout_s);
+  if (hold_stdin_open) close(in[1]);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
   return r;
 }
 

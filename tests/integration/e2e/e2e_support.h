@@ -39,6 +39,17 @@ class TempDir {
 // `stdin_data` is what the process reads on stdin (empty: /dev/null).
 Run run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
         int timeout_s = 120, const std::string& stdin_data = "");
+// What a run wrote to each stream, apart.
+struct SplitRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+// Runs argv to completion with stdout and stderr captured apart, each into a file (so a
+// process the run leaves behind cannot hold the capture open). stdin: `stdin_data` on a pipe
+// that is then closed, or with `hold_stdin_open`, a pipe this side keeps open until the run
+// has ended (empty data and not held: /dev/null).
+SplitRun run_split(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                   int timeout_s, const std::string& stdin_data = "", bool hold_stdin_open = false);
 // Starts argv in the background; returns its pid. Output goes to `log_path`.
 pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
             const std::vector<std::string>& extra_env = {});

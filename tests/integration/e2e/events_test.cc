@@ -1,0 +1,279 @@
+// tests/integration/e2e/events_test.cc: what `moat run` promises on each stream. `--json`
+// against the schema docs/events.md documents (every event of runs against the mock model
+// server, for each wire format), and `-p`: the final answer alone on stdout, a task from a pipe.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "mocked_run.h"
+
+namespace moat::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using agent::providers::Api;
+using nlohmann::json;
+using testing::Fault;
+using testing::MockModelServer;
+using testing::ScriptedTurn;
+
+// ---- docs/events.md, read as the schema it states. ----
+
+struct Field {
+  std::set<std::string> types;  // "string", "integer", "number", "boolean", "object", ...
+  bool always = false;
+};
+using EventSchema = std::map<std::string, Field>;
+
+struct Schema {
+  int version = -1;
+  std::map<std::string, EventSchema> events;
+};
+
+std::string between(const std::string& s, char open, char close, std::size_t from = 0) {
+  const auto a = s.find(open, from);
+  const auto b = a == std::string::npos ? a : s.find(close, a + 1);
+  return b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
+}
+
+std::vector<std::string> cells(const std::string& row) {
+  std::vector<std::string> out;
+  std::stringstream ss(row.substr(1));
+  for (std::string c; std::getline(ss, c, '|');) {
+    const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
+    out.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+// "### `name`" starts an event's table; "| `field` | string or null | always | ... |" rows.
+Schema read_schema() {
+  std::ifstream in(source_root() + "/docs/events.md");
+  Schema schema;
+  std::string line, current;
+  bool in_stream = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_stream = line.find("event stream") != std::string::npos;
+    if (!in_stream) continue;
+    if (const auto v = line.find("schema: **"); v != std::string::npos)
+      schema.version = std::atoi(line.c_str() + v + 10);
+    if (line.rfind("### ", 0) == 0) current = between(line, '`', '`');
+    if (current.empty() || line.rfind("| `", 0) != 0) continue;
+    const auto c = cells(line);
+    if (c.size() < 3) continue;
+    Field f;
+    std::stringstream types(c[1]);
+    for (std::string t; types >> t;)
+      if (t != "or") f.types.insert(t);
+    f.always = c[2] == "always";
+    schema.events[current][between(c[0], '`', '`')] = f;
+  }
+  return schema;
+}
+
+bool has_type(const json& v, const std::string& t) {
+  if (t == "string") return v.is_string();
+  if (t == "integer") return v.is_number_integer();
+  if (t == "number") return v.is_number();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "null") return v.is_null();
+  return false;
+}
+
+// "" when `e` is an event as the schema documents it, else what is wrong.
+std::string schema_problem(const Schema& s, const json& e) {
+  if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return "no type";
+  const std::string type = e["type"];
+  auto it = s.events.find(type);
+  if (it == s.events.end()) return "undocumented event type " + type;
+  for (const auto& [key, value] : e.items()) {
+    if (key == "type") continue;
+    auto f = it->second.find(key);
+    if (f == it->second.end()) return type + ": undocumented field " + key;
+    bool ok = false;
+    for (const auto& t : f->second.types) ok = ok || has_type(value, t);
+    if (!ok) return type + "." + key + ": " + value.dump() + " is not of a documented type";
+  }
+  for (const auto& [key, f] : it->second)
+    if (f.always && !e.contains(key)) return type + ": missing " + key;
+  return "";
+}
+
+// ---- Runs against the mock. ----
+
+ScriptedTurn text_turn(const std::string& text) {
+  ScriptedTurn t;
+  t.text = text;
+  return t;
+}
+
+ScriptedTurn call_turn(const std::string& id, const std::string& command) {
+  ScriptedTurn t;
+  t.text = "Running it.";
+  t.calls.push_back({id, "bash", {{"command", command}}});
+  return t;
+}
+
+class EventsTest : public MockedRun, public ::testing::WithParamInterface<Api> {
+ protected:
+  void SetUp() override { start(GetParam()); }
+
+  // Every line of stdout is an event; each one is checked against the schema.
+  std::vector<json> events_of(const SplitRun& r) {
+    std::vector<json> out;
+    std::stringstream ss(r.out);
+    for (std::string line; std::getline(ss, line);) {
+      EXPECT_EQ(line.find_first_of("\x1b\x7f\x80\x9b"), std::string::npos)
+          << "a --json line is plain ASCII: " << line;
+      json e = json::parse(line, nullptr, false);
+      EXPECT_FALSE(e.is_discarded()) << "not JSON: " << line << "\nstderr:\n" << r.err;
+      if (e.is_discarded()) continue;
+      EXPECT_EQ(schema_problem(schema_, e), "") << line;
+      seen_.insert(e.value("type", ""));
+      out.push_back(std::move(e));
+    }
+    if (!out.empty()) {
+      EXPECT_EQ(out.front().value("schema", -1), schema_.version) << "the first event: " << r.out;
+      EXPECT_EQ(out.back().value("type", ""), "result") << r.out;
+    }
+    return out;
+  }
+
+  Schema schema_ = read_schema();
+  std::set<std::string> seen_;
+};
+
+// A call that runs and streams output, a retried request, a follow-up; then a gate, a
+// provider error, a failure before the session, and a compaction whose next request misses
+// the cache: between them every event type the document lists.
+TEST_P(EventsTest, EveryEventOfEveryKindOfRunIsAsDocsEventsMdSays) {
+  ASSERT_GE(schema_.version, 1) << "docs/events.md states no schema version";
+  ASSERT_GE(schema_.events.size(), 10u) << "docs/events.md: event tables not found";
+  server_->inject(Fault::kServerError);
+  server_->push_turn(call_turn("call_1", "printf 'line one\\n'; echo hi > f.txt"));
+  server_->push_turn(text_turn("All done."));
+  server_->push_turn(text_turn("The rest is done too."));
+  auto run = moat({"--json", "--follow-up", "and the rest"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto events = events_of(run);
+  const json& header = events.front();
+  EXPECT_EQ(header.value("type", ""), "session");
+  EXPECT_EQ(header.value("workspace", ""), fs::canonical(ws_).string());
+  EXPECT_FALSE(header["policy_layers"].empty()) << header.dump();
+  EXPECT_FALSE(header["sandbox"].empty()) << header.dump();
+  bool ended = false;
+  for (const auto& e : events)
+    if (e.value("type", "") == "tool_call_end") {
+      ended = true;
+      EXPECT_EQ(e.value("decision", ""), "allow") << e.dump();
+      EXPECT_EQ(e.value("exit_code", -1), 0) << e.dump();
+      EXPECT_NE(e.dump().find("f.txt"), std::string::npos) << "files changed: " << e.dump();
+    }
+  EXPECT_TRUE(ended) << run.out;
+  EXPECT_EQ(events.back().value("answer", ""), "The rest is done too.");
+
+  server_->push_turn(call_turn("call_2", "true"));
+  events_of(moat({"--json", "--max-turns", "1"}));  // gate
+  server_->inject(Fault::kUnauthorized);
+  auto failed = moat({"--json"});  // error during the run
+  EXPECT_EQ(failed.exit_code, 4) << failed.out << failed.err;
+  events_of(failed);
+  std::vector<std::string> bad = {"--json", "-C", dir_.path() + "/no-such-dir"};
+  auto refused =
+      run_split({moat_bin(), "run", "--model", "mock/any", bad[0], bad[1], bad[2], "x"}, env(), 60);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  events_of(refused);  // error before the session
+
+  // A compaction after the first turn: the next request's prompt no longer starts with the
+  // previous one's, and the cache misses.
+  server_->set_responder([](const json& body, size_t) {
+    return text_turn(body.dump().find("You summarise") != std::string::npos ? "Summary."
+                                                                            : "Done after all.");
+  });
+  server_->push_turn(call_turn("call_3", "echo compact me"));
+  events_of(moat({"--json", "--context-window", "1500", "--compaction-reserve", "100",
+                  "--keep-recent", "10"}));
+
+  for (const auto& [type, fields] : schema_.events)
+    EXPECT_TRUE(seen_.count(type)) << "no run produced a " << type << " event";
+}
+
+INSTANTIATE_TEST_SUITE_P(EachApi, EventsTest,
+                         ::testing::Values(Api::kOpenAiChat, Api::kAnthropic,
+                                           Api::kOpenAiResponses),
+                         [](const auto& info) { return testing::api_test_name(info.param); });
+
+// ---- -p: the final answer alone on stdout. ----
+
+class PrintModeTest : public MockedRun {
+ protected:
+  void SetUp() override { start(Api::kOpenAiChat); }
+};
+
+TEST_F(PrintModeTest, StdoutHoldsExactlyTheFinalAnswerAndEverythingElseGoesToStderr) {
+  server_->push_turn(call_turn("call_p", "echo from-the-tool"));
+  server_->push_turn(text_turn("The final answer."));
+  auto r = moat({"-p"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "The final answer.\n") << "stderr:\n" << r.err;
+  EXPECT_NE(r.err.find("Running it."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  > bash: echo from-the-tool"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("from-the-tool"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("moat: done after 2 turns"), std::string::npos) << r.err;
+}
+
+TEST_F(PrintModeTest, AProviderFailureLeavesStdoutEmpty) {
+  server_->inject(Fault::kUnauthorized);
+  auto r = moat({"-p"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.out, "") << "the error goes to stderr";
+  EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+}
+
+TEST_F(PrintModeTest, ATaskFromAPipeOrTaskFileDashIsTheTask) {
+  server_->push_turn(text_turn("Piped."));
+  auto piped = moat({"-p"}, "", "the task from a pipe\n");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "Piped.\n");
+  server_->push_turn(text_turn("Dashed."));
+  auto dashed = moat({"-p", "--task-file", "-"}, "", "the task from --task-file -\n");
+  ASSERT_EQ(dashed.exit_code, 0) << dashed.err;
+  EXPECT_EQ(dashed.out, "Dashed.\n");
+  const auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests[0].body.find("the task from a pipe"), std::string::npos);
+  EXPECT_NE(requests[1].body.find("the task from --task-file -"), std::string::npos);
+}
+
+TEST_F(PrintModeTest, AnOpenPipeIsNotWaitedOnWhenTheTaskIsGivenAsWords) {
+  server_->push_turn(text_turn("Not waiting."));
+  auto r = moat({"-p"}, "the task as words", "", /*hold_stdin=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Not waiting.\n");
+}
+
+TEST_F(PrintModeTest, EphemeralWritesNoSessionFileAndSaysTheAuditLogIsKept) {
+  server_->push_turn(text_turn("Gone."));
+  auto r = moat({"-p", "--ephemeral"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Gone.\n");
+  EXPECT_FALSE(fs::exists(dir_.path() + "/sessions") && !fs::is_empty(dir_.path() + "/sessions"))
+      << "no session file";
+  EXPECT_NE(r.err.find("audit log still records"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("session file:"), std::string::npos) << r.err;
+  bool audited = false;
+  if (fs::exists(dir_.path() + "/audit"))
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit"))
+      audited = audited || e.path().extension() == ".jsonl";
+  EXPECT_TRUE(audited) << "the audit log is written";
+}
+
+}  // namespace
+}  // namespace moat::e2e
