@@ -199,8 +199,41 @@ Result<void> HelloSteps::create_session() {
   config_.unprivileged_gid = options_.unprivileged_gid;
   config_.allow_without = options_.allow_without;
   config_.handler = &tools::handle_in_sandbox;
+  const bool proxied = state_.policy->grants_network();
+  if (proxied) {
+    // AF_INET for the sandbox's own loopback, where the proxy listens; the namespace has
+    // nothing else, so a program that ignores the proxy variables reaches nothing.
+    config_.network = true;
+    config_.net_proxy_port = kProxyPort;
+    for (const auto& [k, v] : proxy_environment()) config_.env[k] = v;
+  }
   MOAT_ASSIGN_OR_RETURN(state_.session, deps_.create_session(config_));
   state_.runner = std::make_unique<SessionRunner>(*state_.session);
+  if (proxied) MOAT_TRY(start_net_proxy());
+  return {};
+}
+
+// The proxy's limits are the policy's ceilings; each connection's record goes to the audit
+// log without a sync of its own (the next decision's, or session.end's, takes it to disk).
+Result<void> HelloSteps::start_net_proxy() {
+  UniqueFd listener = state_.session->take_net_listener();
+  if (!listener.valid()) return fail("net_proxy: the session has no proxy listener");
+  const policy::ResourceCeilings r = state_.policy->resources();
+  NetProxyOptions o;
+  o.max_connections = r.network_connections;
+  o.max_bytes = r.network_bytes;
+  o.idle_s = r.network_idle_s;
+  o.resolve_overrides = options_.net_resolve_overrides;
+  // The log, not state_: the state moves to the connection after the hello; the log it owns
+  // does not, and outlives the proxy (SessionState declares the proxy after it).
+  sessions::AuditLog* log = state_.audit.get();
+  auto record = [log](json rec) {
+    if (log == nullptr) return;
+    if (auto r = log->append("net", std::move(rec), sessions::AuditLog::Sync::kWithNext); !r)
+      MOAT_LOG_ERROR("audit append net: %s", r.error().message().c_str());
+  };
+  MOAT_ASSIGN_OR_RETURN(state_.net_proxy, NetProxy::start(std::move(listener), *state_.policy,
+                                                          std::move(o), std::move(record)));
   return {};
 }
 

@@ -51,6 +51,7 @@ class HelloSteps {
   Result<void> open_audit_log();
   Result<void> protect_own_files();
   Result<void> create_session();
+  Result<void> start_net_proxy();
   Result<void> index_files();
   Result<void> record_session_start();
 

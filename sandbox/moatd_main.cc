@@ -15,6 +15,7 @@
 
 #include "base/host_defaults.h"
 #include "base/moat_dirs.h"
+#include "policy/network.h"
 #include "sessions/audit.h"
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
@@ -47,6 +48,7 @@ struct Flags {
   unsigned uid = moat::kUnprivilegedUid, gid = moat::kUnprivilegedGid;
   std::vector<std::string> allow_without;
   std::vector<std::string> policy_files;
+  std::vector<std::string> test_resolve;
   double client_stall_timeout_s = 60;
 };
 
@@ -93,6 +95,18 @@ void add_sandbox_options(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--gid", f.gid, "Host gid the sandbox's groups map to when moatd runs as root")
       ->capture_default_str();
+  // A CLI::Validator: an entry that is not NAME=ADDRESS (an IP literal) stops moatd at start.
+  app.add_option("--test-resolve", f.test_resolve,
+                 "Tests only: the network proxy resolves NAME to ADDRESS (NAME=ADDRESS)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            const auto eq = v.find('=');
+            if (eq == std::string::npos || eq == 0 ||
+                !moat::policy::is_ip_literal(v.substr(eq + 1)))
+              return "expected NAME=ADDRESS with an IP address, got '" + v + "'";
+            return {};
+          },
+          "NAME=ADDRESS"));
   app.add_option("--allow-without", f.allow_without,
                  "Let sessions run without this sandbox layer (seccomp, landlock, idmap, "
                  "cgroup; never a namespace); recorded in every session.start")
@@ -116,6 +130,10 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   options.unprivileged_gid = f.gid;
   options.allow_without.insert(f.allow_without.begin(), f.allow_without.end());
   options.client_stall_timeout_s = f.client_stall_timeout_s;
+  for (const auto& entry : f.test_resolve) {
+    const auto eq = entry.find('=');
+    options.net_resolve_overrides[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
   return options;
 }
 

@@ -196,10 +196,11 @@ class LifetimeForker {
   pid_t result_ = -1;
 };
 
-Result<std::string> recv_message(int ctl) {
+Result<std::string> recv_message(int ctl, UniqueFd* fd = nullptr) {
   char buf[65536];
   std::size_t nfds = 0;
-  MOAT_ASSIGN_OR_RETURN(std::size_t n, sys::recv_with_fds(ctl, buf, sizeof buf, nullptr, 0, &nfds));
+  MOAT_ASSIGN_OR_RETURN(std::size_t n,
+                        sys::recv_with_fds(ctl, buf, sizeof buf, fd, fd ? 1 : 0, &nfds));
   if (n == 0) return fail("session init exited during setup");
   return std::string(buf, n);
 }
@@ -301,6 +302,8 @@ class LinuxSession final : public Session {
   Result<UniqueFd> create_file(const std::string& sandbox_path) override;
   std::string describe_json() const override { return describe_; }
   pid_t init_pid() const override { return init_; }
+  UniqueFd take_net_listener() override { return std::move(net_listener_); }
+  UniqueFd net_listener_;  // set once by create
 
  private:
   // Sends the request, waits until the worker reached its exec or handler (check_status:
@@ -712,16 +715,19 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   }
   const char go = ctl_byte(CtlMsg::kMapsWritten);
   (void)sys::write_all(ctl.first.get(), &go, 1);
-  auto ready = recv_message(ctl.first.get());
+  UniqueFd net_listener;  // kReady carries it when config.net_proxy_port is set
+  auto ready = recv_message(ctl.first.get(), &net_listener);
   if (!ready || ready->empty() || (*ready)[0] != ctl_byte(CtlMsg::kReady)) {
     reap();
     return fail(ready ? Error::msg(ready->substr(1)) : ready.error());
   }
   const auto describe = describe_session(ready->substr(1), ids, cgroup, skipped);
   pid_t init = child_of(keeper);
-  return std::unique_ptr<Session>(
-      new LinuxSession(std::move(config), std::move(workspace), keeper, init, std::move(ctl.first),
-                       dump_lossless(describe), std::move(cgroup), created));
+  auto session = std::make_unique<LinuxSession>(std::move(config), std::move(workspace), keeper,
+                                                init, std::move(ctl.first), dump_lossless(describe),
+                                                std::move(cgroup), created);
+  session->net_listener_ = std::move(net_listener);
+  return std::unique_ptr<Session>(std::move(session));
 }
 
 }  // namespace moat::sandbox

@@ -81,6 +81,9 @@ struct SessionConfig {
   // This makes every call walk the whole workspace; tests of the walk itself turn it off.
   bool mask_linked_files = true;
   bool network = false;  // false: a net namespace with loopback only
+  // Not 0: the init listens on 127.0.0.1:net_proxy_port in the session's namespace and hands
+  // the socket to moatd (take_net_listener), which serves the network proxy on it.
+  int net_proxy_port = 0;
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
   std::string hostname = "moat";
@@ -139,6 +142,9 @@ class Session {
   virtual std::string describe_json() const = 0;
 
   virtual pid_t init_pid() const = 0;
+
+  // The listening socket of SessionConfig::net_proxy_port, once (then an invalid fd).
+  virtual UniqueFd take_net_listener() { return UniqueFd(); }
 };
 
 }  // namespace moat::sandbox

@@ -141,6 +141,8 @@ class Init {
   [[noreturn]] void serve();
   // Lossless and never throwing: an error message in it may name a path that is not UTF-8.
   std::string describe() const { return dump_lossless(describe_); }
+  // Sent to moatd with kReady, then closed here (see SessionConfig::net_proxy_port).
+  UniqueFd net_listener_;
 
  private:
   Result<void> layer_missing(const char* layer, const Error& error);
@@ -217,6 +219,11 @@ Result<void> Init::setup() {
   if (sethostname(config_.hostname.data(), config_.hostname.size()) != 0)
     return fail(Error::from_errno("sethostname", errno).with_context("uts_ns"));
   if (auto lo = bring_up_loopback(); !lo) return fail(lo.error().with_context("net_ns"));
+  if (config_.net_proxy_port != 0) {
+    auto listener = listen_on_loopback(config_.net_proxy_port);
+    if (!listener) return fail(listener.error().with_context("net_proxy"));
+    net_listener_ = std::move(*listener);
+  }
   MountPlan plan;
   plan.workspace = config_.workspace;
   plan.read_only = config_.read_only.empty() ? default_read_only_paths() : config_.read_only;
@@ -454,7 +461,11 @@ void run_session_init(const InitContext& ctx) {
   auto ready = init.setup();
   std::string msg = ready ? ctl_byte(CtlMsg::kReady) + init.describe()
                           : ctl_byte(CtlMsg::kError) + ready.error().message();
-  if (!sys::send_with_fds(ctx.ctl_fd, msg.data(), msg.size(), nullptr, 0) || !ready) _exit(1);
+  const int listener = init.net_listener_.get();
+  if (!sys::send_with_fds(ctx.ctl_fd, msg.data(), msg.size(), &listener, listener >= 0 ? 1 : 0) ||
+      !ready)
+    _exit(1);
+  init.net_listener_.reset();
   init.serve();
 }
 

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/net_proxy.h"
 #include "sandbox/session.h"
 #include "sandbox/workspace_index.h"
 #include "sessions/audit.h"
@@ -39,6 +40,9 @@ struct SessionState {
   // could not be indexed, and files_error says why.
   std::unique_ptr<WorkspaceIndex> files;
   std::string files_error;
+  // The session's network proxy (null when the policy allows no connection). It writes `net`
+  // records through record(): stopped before session.end is written.
+  std::unique_ptr<NetProxy> net_proxy;
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

@@ -249,6 +249,7 @@ void Connection::finish() {
   calls_.cancel_all();
   threads_.join_all();
   console_.close(consoles_, session_.id);
+  session_.net_proxy.reset();  // its last `net` records come before session.end
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
     (void)session_.record("session.end", {{"calls", call_count_}, {"duration_s", secs.count()}});

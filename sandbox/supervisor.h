@@ -38,6 +38,9 @@ struct SupervisorOptions {
   // A client that takes no byte of its frames for this long is disconnected and its calls
   // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   double client_stall_timeout_s = 60;
+  // Test only (moatd --test-resolve NAME=ADDRESS): names the network proxy resolves to these
+  // addresses. Set by whoever starts moatd, never by a client or a sandbox.
+  std::map<std::string, std::string> net_resolve_overrides;
 };
 
 // A session's audit log as opened for it, and whether its checkpoints are signed.

@@ -1,0 +1,374 @@
+// sandbox/net_proxy.cc: the session's filtering HTTP proxy (see net_proxy.h).
+#include "sandbox/net_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <vector>
+
+#include "base/log.h"
+#include "base/sys.h"
+#include "policy/network.h"
+#include "sandbox/net_request.h"
+
+namespace moat::sandbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr int kConnectTimeoutMs = 10'000;
+constexpr std::size_t kRelayBuffer = 256 * 1024;
+
+// What one connection did, for its record and for the program's error reply.
+struct Outcome {
+  json record = json::object();
+  int status = 0;     // an HTTP error status sent to the program; 0: none
+  std::string error;  // why the connection was refused or ended early
+};
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Waits for `events` on fd, or the stop event, for at most timeout_ms: true when fd is ready.
+bool wait_for(int fd, short events, int stop_fd, int timeout_ms) {
+  pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+  int n;
+  while ((n = poll(p, 2, timeout_ms)) < 0 && errno == EINTR) {}
+  return n > 0 && p[1].revents == 0 && p[0].revents != 0;
+}
+
+// Reads up to the empty line that ends a request head; what came after it is in `rest`.
+Result<std::string> read_head(int fd, int stop_fd, int timeout_ms, std::string& rest) {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    const auto end = buf.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      rest = buf.substr(end + 4);
+      buf.resize(end + 4);
+      return buf;
+    }
+    if (buf.size() > kMaxRequestHead) return fail("the request head is longer than 16 KiB");
+    if (!wait_for(fd, POLLIN, stop_fd, timeout_ms)) return fail("no request head in time");
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) return fail("the program closed the connection before its request head");
+    buf.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void send_text(int fd, const std::string& text) {
+  (void)sys::write_all(fd, text.data(), text.size());
+}
+
+void send_error(int fd, int status, const std::string& message) {
+  const char* reason = status == 403   ? "Forbidden"
+                       : status == 400 ? "Bad Request"
+                       : status == 503 ? "Service Unavailable"
+                                       : "Bad Gateway";
+  const std::string body = "moat: " + message + "\n";
+  send_text(fd, "HTTP/1.1 " + std::to_string(status) + " " + reason +
+                    "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+// The addresses `host` resolves to: the override a test set, the literal itself, or the
+// system resolver's answer (getaddrinfo, as moatd sees the network, never the sandbox).
+Result<std::vector<std::string>> resolve(const std::string& host, const NetProxyOptions& o) {
+  if (auto it = o.resolve_overrides.find(host); it != o.resolve_overrides.end())
+    return std::vector<std::string>{it->second};
+  if (policy::is_ip_literal(host)) return std::vector<std::string>{host};
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0)
+    return fail("resolving '" + host + "': " + gai_strerror(rc));
+  std::vector<std::string> out;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    const void* src =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (inet_ntop(a->ai_family, src, buf, sizeof buf) &&
+        std::find(out.begin(), out.end(), buf) == out.end())
+      out.emplace_back(buf);
+  }
+  freeaddrinfo(res);
+  if (out.empty()) return fail("resolving '" + host + "': no address");
+  return out;
+}
+
+Result<UniqueFd> connect_to(const std::string& ip, int port, int stop_fd) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof *v6;
+  } else {
+    return fail("'" + ip + "' is not an address");
+  }
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::make_socket(ss.ss_family, SOCK_STREAM));
+  set_nonblocking(fd.get());
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS)
+    return fail(Error::from_errno("connect", errno, ip));
+  if (!wait_for(fd.get(), POLLOUT, stop_fd, kConnectTimeoutMs))
+    return fail(Error::from_errno("connect", ETIMEDOUT, ip));
+  int err = 0;
+  socklen_t elen = sizeof err;
+  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &elen);
+  if (err != 0) return fail(Error::from_errno("connect", err, ip));
+  return fd;
+}
+
+// One direction of a relay: bytes read from `from` wait in `buf` until `to` takes them.
+struct Flow {
+  int from, to;
+  std::vector<char> buf = std::vector<char>(kRelayBuffer);
+  std::size_t off = 0, len = 0;
+  bool eof = false, shut = false;
+  std::int64_t total = 0;
+};
+
+// Moves what is ready on one flow; false when the connection must end (error in `why`).
+bool step(Flow& f, short from_ev, short to_ev, std::atomic<std::int64_t>& session_bytes,
+          std::int64_t max_bytes, std::string& why) {
+  if (f.len == 0 && !f.eof && (from_ev & (POLLIN | POLLHUP | POLLERR))) {
+    const ssize_t n = ::read(f.from, f.buf.data(), f.buf.size());
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (n == 0) f.eof = true;
+    if (n > 0) {
+      if (session_bytes.fetch_add(n) + n > max_bytes) {
+        why = "the session's network_bytes limit (" + std::to_string(max_bytes) + ") is reached";
+        return false;
+      }
+      f.off = 0;
+      f.len = static_cast<std::size_t>(n);
+    }
+  }
+  if (f.len > 0 && (to_ev & (POLLOUT | POLLERR | POLLHUP))) {
+    const ssize_t n = ::send(f.to, f.buf.data() + f.off, f.len, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (n > 0) {
+      f.off += static_cast<std::size_t>(n);
+      f.len -= static_cast<std::size_t>(n);
+      f.total += n;
+    }
+  }
+  if (f.eof && f.len == 0 && !f.shut) {
+    shutdown(f.to, SHUT_WR);  // the other side sees the end of this direction
+    f.shut = true;
+  }
+  return true;
+}
+
+// Relays until both directions ended, the idle timeout, the byte limit or the stop event.
+// `first` is sent to the server before anything else (the rewritten head, what followed it).
+void relay(int client, int upstream, const std::string& first, int stop_fd,
+           const NetProxyOptions& o, std::atomic<std::int64_t>& session_bytes, Outcome& out) {
+  set_nonblocking(client);
+  Flow up{client, upstream}, down{upstream, client};
+  if (first.size() > up.buf.size()) up.buf.resize(first.size());
+  std::copy(first.begin(), first.end(), up.buf.begin());
+  up.len = first.size();
+  const int idle_ms = static_cast<int>(std::min<std::int64_t>(o.idle_s, 86400) * 1000);
+  // Ends once the server's side is over and nothing the program sent is still pending: a
+  // server that closed answers no more, and a program that keeps its end open must not hold
+  // the connection (and its thread) until the idle timeout.
+  while (!down.shut || (!up.shut && up.len > 0)) {
+    pollfd p[3] = {{client, 0, 0}, {upstream, 0, 0}, {stop_fd, POLLIN, 0}};
+    if (!up.eof && up.len == 0) p[0].events |= POLLIN;
+    if (down.len > 0) p[0].events |= POLLOUT;
+    if (!down.eof && down.len == 0) p[1].events |= POLLIN;
+    if (up.len > 0) p[1].events |= POLLOUT;
+    const int n = poll(p, 3, idle_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) out.error = "idle for " + std::to_string(o.idle_s) + " s (resources.network_idle)";
+    if (n <= 0 || p[2].revents) break;
+    if (!step(up, p[0].revents, p[1].revents, session_bytes, o.max_bytes, out.error) ||
+        !step(down, p[1].revents, p[0].revents, session_bytes, o.max_bytes, out.error))
+      break;
+  }
+  out.record["bytes_up"] = up.total;
+  out.record["bytes_down"] = down.total;
+}
+
+void note_decision(const policy::Decision& d, Outcome& out) {
+  out.record["decision"] = policy::verdict_name(d.verdict);
+  out.record["rule"] = d.deciding.id;
+  out.record["layer"] = d.deciding.layer;
+  if (d.headless_downgraded) out.record["headless_downgraded"] = true;
+}
+
+void connect_and_relay(int client, const ProxyRequest& req, const std::string& rest, int stop_fd,
+                       const policy::Policy& policy, const NetProxyOptions& o,
+                       std::atomic<std::int64_t>& session_bytes, Outcome& out);
+
+// The policy's verdict on the name, then on every internal address it resolves to (a name
+// may not lead to loopback or a private network unless a rule names that address: DNS
+// rebinding). Returns the addresses to try; on a refusal, out.status and out.error say why.
+std::vector<std::string> judge(const ProxyRequest& req, const policy::Policy& policy,
+                               const NetProxyOptions& o, Outcome& out) {
+  const policy::Decision d = policy.decide_network(req.host, req.port);
+  note_decision(d, out);
+  if (d.verdict != policy::Verdict::kAllow) {
+    out.status = 403;
+    out.error = "connection to " + req.host + ":" + std::to_string(req.port) + " refused by rule " +
+                d.deciding.id + (d.reason.empty() ? "" : " (" + d.reason + ")") +
+                (d.verdict == policy::Verdict::kAsk ? ": ask is not offered for connections" : "");
+    return {};
+  }
+  const std::string host = policy::normalize_host(req.host).value_or(req.host);
+  auto addresses = resolve(host, o);
+  if (!addresses) {
+    out.status = 502;
+    out.error = addresses.error().message();
+    return {};
+  }
+  for (const auto& a : *addresses) {
+    if (!policy::is_internal_address(a)) continue;
+    const policy::Decision named = policy.decide_network(a, req.port);
+    if (named.verdict == policy::Verdict::kAllow) continue;
+    out.record["address"] = a;
+    out.record["decision"] = "deny";
+    out.record["rule"] = "builtin.network-internal-address";
+    out.status = 403;
+    out.error = "connection to " + req.host +
+                " refused by rule builtin.network-internal-address: it "
+                "resolves to the internal address " +
+                a + ", which no [[network]] rule names";
+    return {};
+  }
+  return std::move(*addresses);
+}
+
+Result<UniqueFd> connect_any(const std::vector<std::string>& addresses, int port, int stop_fd,
+                             Outcome& out) {
+  Error last = Error::msg("no address");
+  for (const auto& a : addresses) {
+    auto fd = connect_to(a, port, stop_fd);
+    if (fd) {
+      out.record["address"] = a;
+      return fd;
+    }
+    last = fd.error();
+  }
+  return fail(last);
+}
+
+// Judged, resolved, connected: the tunnel's 200 or the rewritten head goes first, then what
+// the program sent after its head, then the relay.
+void connect_and_relay(int client, const ProxyRequest& req, const std::string& rest, int stop_fd,
+                       const policy::Policy& policy, const NetProxyOptions& o,
+                       std::atomic<std::int64_t>& session_bytes, Outcome& out) {
+  const std::vector<std::string> addresses = judge(req, policy, o, out);
+  if (out.status != 0) return;
+  auto upstream = connect_any(addresses, req.port, stop_fd, out);
+  if (!upstream) {
+    out.status = 502;
+    out.error = upstream.error().message();
+    return;
+  }
+  if (req.tunnel) send_text(client, "HTTP/1.1 200 Connection established\r\n\r\n");
+  relay(client, upstream->get(), req.tunnel ? rest : req.upstream_head + rest, stop_fd, o,
+        session_bytes, out);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> proxy_environment() {
+  const std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
+  const std::string no_proxy = "localhost,127.0.0.1";
+  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", url}, {"NO_PROXY", no_proxy},
+          {"http_proxy", url}, {"https_proxy", url}, {"all_proxy", url}, {"no_proxy", no_proxy}};
+}
+
+Result<std::unique_ptr<NetProxy>> NetProxy::start(UniqueFd listener, const policy::Policy& policy,
+                                                  NetProxyOptions options, NetRecorder record) {
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop.valid()) return fail(Error::from_errno("eventfd", errno, "net proxy"));
+  std::unique_ptr<NetProxy> proxy(new NetProxy(std::move(listener), std::move(stop), policy,
+                                               std::move(options), std::move(record)));
+  proxy->acceptor_ = std::thread([p = proxy.get()] { p->accept_loop(); });
+  return proxy;
+}
+
+NetProxy::NetProxy(UniqueFd listener, UniqueFd stop, const policy::Policy& policy,
+                   NetProxyOptions options, NetRecorder record)
+    : listener_(std::move(listener)),
+      stop_(std::move(stop)),
+      policy_(policy),
+      options_(std::move(options)),
+      record_(std::move(record)) {}
+
+NetProxy::~NetProxy() {
+  const std::uint64_t one = 1;
+  (void)::write(stop_.get(), &one, sizeof one);
+  if (acceptor_.joinable()) acceptor_.join();
+  connections_.join_all();
+}
+
+// A connection past resources.network_connections gets a 503 from this thread (a short
+// write to a fresh socket) and a record; the others get a thread each.
+void NetProxy::accept_loop() {
+  for (;;) {
+    if (!wait_for(listener_.get(), POLLIN, stop_.get(), -1)) return;
+    UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!client.valid()) continue;
+    if (open_.load() >= options_.max_connections) {
+      const std::string why = "the session's network_connections limit (" +
+                              std::to_string(options_.max_connections) + ") is reached";
+      set_nonblocking(client.get());
+      send_error(client.get(), 503, why);
+      record_({{"decision", "deny"}, {"rule", "resources.network_connections"}, {"error", why}});
+      continue;
+    }
+    ++open_;
+    connections_.spawn([this, c = std::make_shared<UniqueFd>(std::move(client))] {
+      serve(std::move(*c));
+      --open_;
+    });
+  }
+}
+
+void NetProxy::serve(UniqueFd client) {
+  const auto started = Clock::now();
+  Outcome out;
+  std::string rest;
+  const int head_ms = static_cast<int>(std::min<std::int64_t>(options_.idle_s, 60) * 1000);
+  auto head = read_head(client.get(), stop_.get(), head_ms, rest);
+  auto req = head ? parse_proxy_request(*head) : Result<ProxyRequest>(fail(head.error()));
+  if (!req) {
+    out.status = 400;
+    out.error = req.error().message();
+  } else {
+    out.record["host"] = req->host;
+    out.record["port"] = req->port;
+    out.record["method"] = req->method;
+    connect_and_relay(client.get(), *req, rest, stop_.get(), policy_, options_, bytes_, out);
+  }
+  if (out.status != 0) send_error(client.get(), out.status, out.error);
+  if (!out.error.empty()) out.record["error"] = out.error;
+  if (!out.record.contains("decision")) out.record["decision"] = "deny";
+  out.record["duration_ms"] =
+      std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  record_(std::move(out.record));
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,73 @@
+// sandbox/net_proxy.h: the session's filtering HTTP proxy. Sandboxed programs reach it on the
+// sandbox's loopback (HTTP_PROXY and friends point there); moatd accepts on that listening
+// socket from its own threads, judges every connection by host name and port with the
+// policy, resolves the name itself, connects, relays bytes (a CONNECT tunnel is never
+// decrypted) and writes one `net` audit record per connection.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/result.h"
+#include "base/thread_set.h"
+#include "base/unique_fd.h"
+#include "policy/policy.h"
+
+namespace moat::sandbox {
+
+// The proxy's port on the sandbox's own loopback (its network namespace has nothing else).
+inline constexpr int kProxyPort = 3128;
+
+struct NetProxyOptions {
+  std::int64_t max_connections = 64;               // open at once; more are refused with a 503
+  std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
+  std::int64_t idle_s = 120;  // a connection with no byte either way for this long is closed
+  // Test only, from moatd's command line (--test-resolve NAME=ADDRESS), never from a session:
+  // names the proxy resolves to these addresses instead of asking the system resolver.
+  std::map<std::string, std::string> resolve_overrides;
+};
+
+// Receives each connection's record ({host, port, address, decision, rule, ...}).
+using NetRecorder = std::function<void(nlohmann::json)>;
+
+class NetProxy {
+ public:
+  // Serves `listener` from a thread of its own (one more per connection) until destroyed.
+  // `policy` and `record` must outlive the proxy.
+  static Result<std::unique_ptr<NetProxy>> start(UniqueFd listener, const policy::Policy& policy,
+                                                 NetProxyOptions options, NetRecorder record);
+  // Stops accepting, ends every connection and waits for their records.
+  ~NetProxy();
+
+  NetProxy(const NetProxy&) = delete;
+  NetProxy& operator=(const NetProxy&) = delete;
+
+ private:
+  NetProxy(UniqueFd listener, UniqueFd stop, const policy::Policy& policy, NetProxyOptions options,
+           NetRecorder record);
+  void accept_loop();
+  void serve(UniqueFd client);
+
+  UniqueFd listener_;
+  UniqueFd stop_;  // an eventfd: readable once the proxy is stopping
+  const policy::Policy& policy_;
+  NetProxyOptions options_;
+  NetRecorder record_;
+  std::atomic<std::int64_t> open_{0};
+  std::atomic<std::int64_t> bytes_{0};
+  ThreadSet connections_;  // only the accept thread spawns; joined after it ends
+  std::thread acceptor_;
+};
+
+// The environment that points a sandbox's programs at the proxy (HTTP_PROXY, https_proxy, ...,
+// NO_PROXY=localhost,127.0.0.1).
+std::map<std::string, std::string> proxy_environment();
+
+}  // namespace moat::sandbox
