@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sandbox/net_proxy.h"
+#include "tests/support/loopback.h"
 
 using namespace moat;
 using Clock = std::chrono::steady_clock;
@@ -23,29 +24,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kDownload = 100u << 20;
-
-UniqueFd listen_any(int* port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd.get(), 64) != 0)
-    std::abort();
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
-UniqueFd dial(int port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) std::abort();
-  return fd;
-}
 
 // Reads until the peer closes, or until `want` bytes came; returns the bytes read.
 std::size_t drain(int fd, std::size_t want) {
@@ -81,7 +59,7 @@ void serve(int listener) {
 
 // One request through the proxy's tunnel (or straight to the server when proxy_port is 0).
 std::size_t fetch(int proxy_port, int server_port, char what) {
-  UniqueFd c = dial(proxy_port != 0 ? proxy_port : server_port);
+  UniqueFd c = testing::connect_to_port(proxy_port != 0 ? proxy_port : server_port);
   if (proxy_port != 0) {
     const std::string req =
         "CONNECT bench.test:" + std::to_string(server_port) + " HTTP/1.1\r\n\r\n";
@@ -116,13 +94,13 @@ int main(int argc, char** argv) {
   auto policy = policy::Policy::load(lo);
   if (!policy) return std::fprintf(stderr, "%s\n", policy.error().message().c_str()), 1;
   int server_port = 0, proxy_port = 0;
-  UniqueFd server = listen_any(&server_port);
+  UniqueFd server = testing::listen_on_free_port(&server_port);
   std::thread(serve, server.get()).detach();
   sandbox::NetProxyOptions o;
   o.max_bytes = std::int64_t{1} << 40;
   o.resolve_overrides["bench.test"] = "127.0.0.1";
-  auto proxy =
-      sandbox::NetProxy::start(listen_any(&proxy_port), **policy, o, [](nlohmann::json) {});
+  auto proxy = sandbox::NetProxy::start(testing::listen_on_free_port(&proxy_port), **policy, o,
+                                        [](nlohmann::json) {});
   if (!proxy) return 1;
   double direct_s = 1e9, proxied_s = 1e9, direct_small = 1e9, proxied_small = 1e9;
   for (int r = 0; r < rounds; ++r) {  // interleaved: load hits both paths alike; best of each

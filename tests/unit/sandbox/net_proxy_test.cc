@@ -16,33 +16,12 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/support/loopback.h"
+
 namespace moat::sandbox {
 namespace {
 
 using nlohmann::json;
-
-UniqueFd listen_any_port(int* port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
-  EXPECT_EQ(::listen(fd.get(), 16), 0);
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
-UniqueFd connect_port(int port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  return fd;
-}
 
 // Everything the peer sends until it closes (or 10 s pass).
 std::string read_all(int fd) {
@@ -73,7 +52,7 @@ class NetProxyLimits : public ::testing::Test {
     auto p = policy::Policy::load(o);
     ASSERT_TRUE(p) << p.error().message();
     policy_ = std::move(*p);
-    server_fd_ = listen_any_port(&server_port_);
+    server_fd_ = testing::listen_on_free_port(&server_port_);
     // The server sends 1 MiB to each connection, then closes.
     server_ = std::thread([this] {
       for (;;) {
@@ -92,7 +71,7 @@ class NetProxyLimits : public ::testing::Test {
   }
   void start(NetProxyOptions o) {
     o.resolve_overrides["local.test"] = "127.0.0.1";
-    UniqueFd listener = listen_any_port(&proxy_port_);
+    UniqueFd listener = testing::listen_on_free_port(&proxy_port_);
     auto p = NetProxy::start(std::move(listener), *policy_, std::move(o), [this](json r) {
       std::lock_guard<std::mutex> lock(mu_);
       records_.push_back(std::move(r));
@@ -102,7 +81,7 @@ class NetProxyLimits : public ::testing::Test {
     proxy_ = std::move(*p);
   }
   UniqueFd tunnel() {
-    UniqueFd c = connect_port(proxy_port_);
+    UniqueFd c = testing::connect_to_port(proxy_port_);
     const std::string req =
         "CONNECT local.test:" + std::to_string(server_port_) + " HTTP/1.1\r\n\r\n";
     EXPECT_EQ(::write(c.get(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
@@ -153,7 +132,8 @@ TEST_F(NetProxyLimits, AConnectionPastTheLimitGetsA503AndARecord) {
   NetProxyOptions o;
   o.max_connections = 1;
   start(o);
-  UniqueFd held = connect_port(proxy_port_);  // holds the one slot: its head never comes
+  UniqueFd held =
+      testing::connect_to_port(proxy_port_);  // holds the one slot: its head never comes
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   UniqueFd c = tunnel();
   const std::string got = read_all(c.get());
@@ -167,7 +147,7 @@ TEST_F(NetProxyLimits, AnIdleConnectionIsClosedWithARecord) {
   NetProxyOptions o;
   o.idle_s = 1;
   start(o);
-  UniqueFd c = connect_port(proxy_port_);  // says nothing
+  UniqueFd c = testing::connect_to_port(proxy_port_);  // says nothing
   EXPECT_EQ(read_all(c.get()).rfind("HTTP/1.1 400", 0), 0u);
   json r = wait_record(1);
   EXPECT_NE(r.value("error", "").find("no request head in time"), std::string::npos) << r.dump();
