@@ -28,7 +28,7 @@ std::string read_text(const std::string& path) {
 
 // The [[command]], [[path]] and [[tool]] tables of every ```toml block, as one policy file.
 // Other tables are left out: [constraints] only counts in a system layer, and the reference's
-// [[network]] allow is refused until the proxy exists (network rules have no tests).
+// [[network]] rules have no tests to run (they are judged by host and port, not a line).
 std::string rule_tables(const std::string& markdown, int& rules) {
   std::istringstream in(markdown);
   std::string line, out = "schema = 1\n";
