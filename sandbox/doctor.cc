@@ -16,6 +16,8 @@
 
 #include "base/host_defaults.h"
 #include "sandbox/landlock.h"
+#include "sandbox/net_proxy.h"
+#include "sandbox/ns_net.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/sys.h"
 
@@ -54,6 +56,27 @@ nlohmann::json probe_idmap() {
     return verdict(false,
                    std::string("mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ") + std::strerror(errno));
   return verdict(true, "idmapped mounts work on /tmp's filesystem");
+}
+
+// What a session with network needs: the proxy's listener on the loopback of a new network
+// namespace (sandbox/net_proxy.h), made in a child that then exits.
+nlohmann::json probe_net_proxy() {
+  pid_t pid = fork();
+  if (pid < 0) return verdict(false, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (unshare(CLONE_NEWUSER) != 0 || unshare(CLONE_NEWNET) != 0) _exit(errno & 0xff);
+    if (!bring_up_loopback()) _exit(EIO);
+    auto listener = listen_on_loopback(kProxyPort);
+    _exit(listener ? 0 : (listener.error().code & 0xff));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  const int err = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+  if (err != 0)
+    return verdict(false, "listening on 127.0.0.1:" + std::to_string(kProxyPort) +
+                              " in a new network namespace: " + std::strerror(err));
+  return verdict(true, "the filtering proxy listens on 127.0.0.1:" + std::to_string(kProxyPort) +
+                           " in the session's network namespace; moatd resolves and connects");
 }
 
 nlohmann::json probe_cgroup(const char* path) {
@@ -95,6 +118,7 @@ nlohmann::json doctor_report() {
   r["cgroup_v1"] = probe_cgroup("/sys/fs/cgroup/pids");
   r["cgroup_v2"] = probe_cgroup("/sys/fs/cgroup/unified/cgroup.procs");
   r["idmap"] = probe_idmap();
+  r["net_proxy"] = probe_net_proxy();
   return r;
 }
 

@@ -16,7 +16,7 @@ TEST(Doctor, ReportsEveryLayerWithAVerdictAndAReason) {
   auto r = doctor_report();
   for (const char* layer :
        {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns", "seccomp",
-        "landlock", "cgroup_v1", "cgroup_v2", "idmap"}) {
+        "landlock", "cgroup_v1", "cgroup_v2", "idmap", "net_proxy"}) {
     ASSERT_TRUE(r.contains(layer)) << layer;
     EXPECT_TRUE(r[layer]["ok"].is_boolean()) << layer;
     EXPECT_FALSE(r[layer]["reason"].get<std::string>().empty()) << layer;
