@@ -166,6 +166,10 @@ Exit open_model(RunOptions& o, Opened& r) {
   if (!provider) return exit_with(r, kExitUsage, provider.error().message());
   r.provider = std::move(*provider);
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
+  // Each request asks for the model's own output limit (a fixed 8192 went out whatever
+  // config.toml said).
+  if (const std::int64_t out = model_max_output(o.model); out > 0)
+    o.loop.max_output_tokens = static_cast<int>(std::min<std::int64_t>(out, 1 << 30));
   return std::nullopt;
 }
 

@@ -99,6 +99,11 @@ std::int64_t model_context_window(const std::string& spec) {
   return m ? m->context_window : 0;
 }
 
+std::int64_t model_max_output(const std::string& spec) {
+  auto m = configured_model(spec);
+  return m ? m->max_output : 0;
+}
+
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o, bool console) {
   if (!socket_path.empty()) return MoatdClient::connect(socket_path);

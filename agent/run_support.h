@@ -48,6 +48,8 @@ Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
 
 // The model's context window from the configuration (0 for replay or unknown models).
 std::int64_t model_context_window(const std::string& spec);
+// The model's output limit (config.toml's `max_output`, or the catalogue's); 0 for replay.
+std::int64_t model_max_output(const std::string& spec);
 
 // Connects to `socket_path` when given, else starts a private moatd (with `console`, one
 // whose session has a console channel: MoatdClient::spawn_private).

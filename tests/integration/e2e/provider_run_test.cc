@@ -568,5 +568,24 @@ TEST_F(ThinkingRunTest, TheBudgetIsRequestedAndSignedThinkingGoesBack) {
   EXPECT_EQ(assistant["content"][1]["type"], "tool_use");
 }
 
+// config.toml's max_output is what each request asks for (issue 16, item 7: a fixed 8192
+// went out whatever the config said).
+class MaxOutputRunTest : public MockRun {
+ protected:
+  void SetUp() override {
+    start(Api::kAnthropic,
+          "\n[[models]]\nprovider = \"mock\"\nid = \"short\"\nmax_output = 1234\n");
+  }
+};
+
+TEST_F(MaxOutputRunTest, TheConfiguredOutputLimitIsRequested) {
+  server_->push_turn(text_turn("Short."));
+  auto r = moat({}, "short");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(json::parse(requests[0].body)["max_tokens"], 1234);
+}
+
 }  // namespace
 }  // namespace moat::e2e
