@@ -44,6 +44,9 @@ inline std::string exit_codes_text(const char* before, const char* between, cons
 // code in `exit_code` (CLI11 callbacks return void).
 void add_run_command(CLI::App& app, int& exit_code);        // run
 void add_sandbox_commands(CLI::App& app, int& exit_code);   // sandbox exec|explain-filter, doctor
+// The exit status of a command line CLI11 refused: 125 for `sandbox exec` (as env(1) and
+// timeout(1) fail), kExitUsage for the others.
+int parse_error_exit_code(const CLI::App& app);
 void add_policy_commands(CLI::App& app, int& exit_code);    // policy lint|test|list|explain
 void add_sessions_commands(CLI::App& app, int& exit_code);  // sessions ..., audit ...
 void add_provider_commands(CLI::App& app, int& exit_code);  // provider parse, prompt show

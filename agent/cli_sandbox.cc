@@ -1,15 +1,25 @@
 // agent/cli_sandbox.cc: `moat sandbox exec` (one command through moatd, the session init and
-// a worker, exactly as a tool call runs), `moat sandbox explain-filter` and `moat doctor`.
+// a worker, judged as a tool call's command is, on the caller's own fds), `moat sandbox
+// explain-filter` and `moat doctor`.
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/cli.h"
 #include "agent/run_support.h"
+#include "agent/terminal_relay.h"
 #include "base/byte_strings.h"
+#include "base/log.h"
 #include "base/workspace_path.h"
 #include "sandbox/doctor.h"
+#include "sandbox/exec_call.h"
 #include "sandbox/seccomp_policy.h"
 #include "tools/registry.h"
 
@@ -18,79 +28,171 @@ namespace {
 
 using nlohmann::json;
 
+// Exit statuses of `moat sandbox exec`, as timeout(1) and env(1) use them; any other status
+// is the command's own (128+N: signal N).
+constexpr int kExecTimedOut = 124;
+constexpr int kExecMoatFailed = 125;
+constexpr int kExecRefused = 126;
+constexpr int kExecNotFound = 127;
+
 struct ExecOptions {
   std::vector<std::string> argv;
   std::string workspace;
+  std::string cwd;
   double timeout_s = 0;
   std::string connect;
+  bool verbose = false;
+  std::vector<std::string> setenv_pairs;  // NAME VALUE, NAME VALUE, ...
+  std::vector<std::string> env_names;
   MoatdPassThrough moatd;
 };
 
-// Quotes each word for bash so the command runs with exactly these argv words.
-std::string shell_join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& w : argv) {
-    if (!out.empty()) out += ' ';
-    out += '\'';
-    for (char c : w) {
-      if (c == '\'') out += "'\\''";
-      else out += c;
-    }
-    out += '\'';
+// moat's own line: stderr only, never the command's stdout.
+int moat_failed(int code, const std::string& why) {
+  std::fprintf(stderr, "moat sandbox exec: %s\n", why.c_str());
+  return code;
+}
+
+// The exit status a result stands for (sandbox/exec_call.h's details).
+int exit_status_of(const tools::ToolResult& r, bool verbose) {
+  const json& d = r.details.is_object() ? r.details : json::object();
+  std::string text;
+  for (const auto& b : r.content)
+    if (b.value("type", "") == "text") text += b.value("text", "");
+  if (d.contains("signal") && d["signal"].is_number_integer()) {
+    const bool timed_out = d.value("timedOut", false);
+    if (timed_out) moat_failed(0, "timed out: the command was killed");
+    else if (verbose) moat_failed(0, "killed by signal " + d["signal"].dump());
+    return timed_out ? kExecTimedOut : 128 + (d["signal"].get<int>() & 0x7f);
   }
-  return out;
+  if (d.contains("exitCode") && d["exitCode"].is_number_integer()) {
+    if (verbose) moat_failed(0, "exit status " + d["exitCode"].dump());
+    return d["exitCode"].get<int>() & 0xff;
+  }
+  const std::string failed = d.value("failed", "");
+  if (failed == sandbox::kExecFailedPolicy) return moat_failed(kExecRefused, text);
+  if (failed == sandbox::kExecFailedExec)
+    return moat_failed(d.value("errno", 0) == ENOENT ? kExecNotFound : kExecRefused, text);
+  return moat_failed(kExecMoatFailed, text.empty() ? "moatd gave no result" : text);
+}
+
+// A command that signal N killed: this process dies of N too (no core file of its own), so
+// whoever waits for it sees what it would have seen running the command itself (a shell's
+// "Terminated", a parent's WIFSIGNALED), as timeout(1) does. 128+N when N does not kill.
+int die_like(const tools::ToolResult& r, int status) {
+  const json& d = r.details;
+  if (!d.is_object() || !d.contains("signal") || d.value("timedOut", false)) return status;
+  const int sig = status - 128;
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t just;
+  sigemptyset(&just);
+  sigaddset(&just, sig);
+  ::sigprocmask(SIG_UNBLOCK, &just, nullptr);
+  std::fflush(stderr);
+  ::raise(sig);
+  return status;
+}
+
+// --setenv NAME VALUE and --env NAME (the caller's value; nothing when it is unset).
+std::map<std::string, std::string> command_env(const ExecOptions& o) {
+  std::map<std::string, std::string> env;
+  for (const std::string& name : o.env_names)
+    if (const char* v = std::getenv(name.c_str())) env[name] = v;
+  for (std::size_t i = 0; i + 1 < o.setenv_pairs.size(); i += 2)
+    env[o.setenv_pairs[i]] = o.setenv_pairs[i + 1];
+  return env;
+}
+
+Result<sandbox::ExecMsg> exec_message(const ExecOptions& o) {
+  sandbox::ExecMsg m;
+  m.id = "exec-1";
+  m.argv = o.argv;
+  m.env = command_env(o);
+  m.timeout_s = o.timeout_s;
+  if (!o.cwd.empty()) {
+    auto dir = real_path(o.cwd);
+    if (!dir) return fail(dir.error().with_context("--cwd " + moat::quoted(o.cwd)));
+    m.cwd = *dir;
+  }
+  MOAT_TRY(sandbox::ExecMsg::from_json(m.to_json()));
+  return m;
+}
+
+// The caller's fds 0-2 go to the command as they are; a terminal among them through a pty
+// this process relays (terminal_relay.h).
+tools::ToolResult run_with_stdio(MoatdClient& client, const sandbox::ExecMsg& m) {
+  auto relay = TerminalRelay::open_if_terminal();
+  if (!relay) return sandbox::exec_not_run(relay.error().message(), sandbox::kExecFailedSandbox);
+  int stdio[3] = {0, 1, 2};
+  if (*relay) {
+    (*relay)->stdio(stdio);
+    if (auto started = (*relay)->start(); !started)
+      return sandbox::exec_not_run(started.error().message(), sandbox::kExecFailedSandbox);
+  }
+  tools::ToolResult result = client.exec(m, stdio);
+  if (*relay) (*relay)->finish();
+  return result;
 }
 
 int run_exec(const ExecOptions& o) {
-  if (o.argv.empty()) {
-    std::fprintf(stderr,
-                 "moat sandbox exec: no command given (usage: moat sandbox exec -- CMD ARGS...)\n");
-    return kExitUsage;
-  }
-  MOAT_ASSIGN_OR_RETURN_CODE(std::string workspace, canonical_workspace(o.workspace), kExitUsage);
-  MOAT_ASSIGN_OR_RETURN_CODE(std::unique_ptr<MoatdClient> client, start_moatd(o.connect, o.moatd),
-                             kExitSandbox);
+  if (o.argv.empty())
+    return moat_failed(kExecMoatFailed,
+                       "no command given (usage: moat sandbox exec -- CMD ARGS...)");
+  auto message = exec_message(o);
+  if (!message) return moat_failed(kExecMoatFailed, message.error().message());
+  auto workspace = canonical_workspace(o.workspace);
+  if (!workspace) return moat_failed(kExecMoatFailed, workspace.error().message());
+  auto client = start_moatd(o.connect, o.moatd);
+  if (!client) return moat_failed(kExecMoatFailed, client.error().message());
   WelcomeError why;
-  auto welcome = client->hello(workspace, /*headless=*/true, &why);
-  if (!welcome) {
-    std::fprintf(stderr, "moat: %s\n", welcome.error().message().c_str());
-    return why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage;
-  }
-  const tools::CommandCall call = tools::command_call(shell_join(o.argv), o.timeout_s);
-  bool streamed = false;
-  auto result = client->call(
-      "exec-1", call.tool, call.arguments,
-      [&streamed](std::string_view chunk) {
-        streamed = true;
-        std::fwrite(chunk.data(), 1, chunk.size(), stdout);
-        std::fflush(stdout);
-      },
-      nullptr);
-  client->bye();
-  const json& d = result.details;
-  const bool ran = d.is_object() && (d.contains("exitCode") || d.contains("signal"));
-  if (!streamed || !ran) {
-    for (const auto& b : result.content)
-      if (b.value("type", "") == "text")
-        std::fprintf(result.is_error ? stderr : stdout, "%s\n", b.value("text", "").c_str());
-  }
-  if (!ran) return result.is_error ? kExitTaskFailed : kExitDone;
-  if (d.contains("signal") && d["signal"].is_number_integer() && d["signal"].get<int>() > 0)
-    return 128 + d["signal"].get<int>();
-  return d.contains("exitCode") && d["exitCode"].is_number_integer() ? d["exitCode"].get<int>()
-                                                                     : kExitTaskFailed;
+  auto welcome = (*client)->hello(*workspace, /*headless=*/true, &why);
+  if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
+  if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
+  const tools::ToolResult result = run_with_stdio(**client, *message);
+  client->reset();  // bye, and a private moatd has written session.end and exited
+  return die_like(result, exit_status_of(result, o.verbose));
 }
 
 void add_exec_command(CLI::App& sandbox, int& exit_code) {
   auto eo = std::make_shared<ExecOptions>();
   auto* exec = sandbox.add_subcommand(
-      "exec", "Run one command in a fresh session sandbox, through moatd, as a tool call runs");
+      "exec",
+      "Run one command in a fresh session sandbox, through moatd, with this terminal's "
+      "stdin, stdout and stderr");
   exec->footer(
-      "Exits with the command's status (128+N when killed by signal N); 1 when the "
-      "policy refused it, 2 on usage errors, 3 when the sandbox could not be set up.");
+      "The command runs as argv (no shell) with the caller's own stdin, stdout and stderr, "
+      "judged by the policy as a tool call's command is; a terminal is given to it through a "
+      "pseudo-terminal moat relays.\n"
+      "Exit status: the command's own; 128+N when signal N killed it; 124 when --timeout (or "
+      "the policy's wall time) killed it; 125 when moat failed (bad options, the sandbox); 126 "
+      "when the policy refused the command (the rule is named on stderr) or it cannot be run; "
+      "127 when it does not exist. moat writes nothing to stdout, and to stderr only on a "
+      "failure (or with -v).\n"
+      "Examples:\n"
+      "  moat sandbox exec -- make test\n"
+      "  moat sandbox exec -C repo --cwd repo/sub --timeout 60 -- ./run_tests.sh\n"
+      "  moat sandbox exec --setenv CI 1 --env TERM -- python3");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
-  exec->add_option("--timeout", eo->timeout_s, "Wall-clock timeout in seconds");
+  exec->add_option("--cwd", eo->cwd,
+                   "Directory the command starts in, inside the workspace (default: the "
+                   "workspace); e.g. --cwd src");
+  exec->add_option("--timeout", eo->timeout_s,
+                   "Kill the command after this many seconds (exit 124); e.g. --timeout 30")
+      ->check(CLI::NonNegativeNumber);
+  exec->add_option("--setenv", eo->setenv_pairs,
+                   "Set NAME to VALUE for the command (repeatable); e.g. --setenv CI 1")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  exec->add_option("--env", eo->env_names,
+                   "Pass the variable NAME from this environment (repeatable; nothing else "
+                   "of it is passed); e.g. --env TERM")
+      ->allow_extra_args(false);
   exec->add_option("--connect", eo->connect, "Use a running moatd at this socket path");
+  exec->add_flag("-v,--verbose", eo->verbose,
+                 "Say on stderr which session ran it and how it ended");
   add_moatd_pass_through(*exec, eo->moatd);
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
   exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
@@ -128,6 +230,15 @@ bool print_doctor_report(bool as_json) {
 }
 
 }  // namespace
+
+int parse_error_exit_code(const CLI::App& app) {
+  try {
+    return app.get_subcommand("sandbox")->get_subcommand("exec")->parsed() ? kExecMoatFailed
+                                                                           : kExitUsage;
+  } catch (const CLI::Error&) {  // no such subcommand: this file registers both
+    return kExitUsage;
+  }
+}
 
 void add_sandbox_commands(CLI::App& app, int& exit_code) {
   auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");

@@ -141,14 +141,18 @@ MoatdClient::~MoatdClient() {
   }
 }
 
-Result<void> MoatdClient::send_json(const json& frame) {
+Result<void> MoatdClient::send_json(const json& frame, const int* fds, std::size_t nfds) {
   // The protocol is JSON text, which holds only UTF-8: a workspace or argv word with another
   // byte would reach moatd with U+FFFD in its place, naming a path nobody chose. Refused.
   if (auto bad = first_non_utf8_string(frame))
     return fail("'" + hex_escape_non_utf8(*bad) +
                 "' is not UTF-8, and moatd's protocol cannot carry it exactly");
   std::lock_guard<std::mutex> lock(send_mu_);
-  return sandbox::send_frame(fd_.get(), frame);
+  if (nfds == 0) return sandbox::send_frame(fd_.get(), frame);
+  // The fds ride on the 4 length bytes: moatd holds them when the frame's payload arrives.
+  MOAT_ASSIGN_OR_RETURN(const std::string bytes, sandbox::try_encode_frame(frame));
+  MOAT_TRY(sys::send_with_fds(fd_.get(), bytes.data(), 4, fds, nfds));
+  return sys::write_all(fd_.get(), bytes.data() + 4, bytes.size() - 4);
 }
 
 void MoatdClient::start_reader() {
@@ -246,6 +250,28 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
                                     const json& arguments,
                                     const std::function<void(std::string_view)>& on_progress,
                                     const std::atomic<bool>* cancel) {
+  // moatd closes a session whose client breaks a bound (a 200 KiB heredoc command, an
+  // oversized frame): a call the model made too large is refused here, as its own error.
+  const json frame = sandbox::CallMsg{id, tool, arguments}.to_json();
+  auto send_it = [&]() -> Result<void> {
+    MOAT_TRY(sandbox::CallMsg::from_json(frame));
+    return send_json(frame);
+  };
+  return await_result(id, send_it, on_progress, cancel);
+}
+
+tools::ToolResult MoatdClient::exec(const sandbox::ExecMsg& m, const int (&stdio)[3]) {
+  const json frame = m.to_json();
+  auto send_it = [&]() -> Result<void> {
+    MOAT_TRY(sandbox::ExecMsg::from_json(frame));
+    return send_json(frame, stdio, 3);
+  };
+  return await_result(m.id, send_it, nullptr, nullptr);
+}
+
+tools::ToolResult MoatdClient::await_result(
+    const std::string& id, const std::function<Result<void>()>& send_it,
+    const std::function<void(std::string_view)>& on_progress, const std::atomic<bool>* cancel) {
   start_reader();
   auto p = std::make_shared<Pending>();
   p->on_progress = on_progress;
@@ -254,11 +280,7 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
     if (closed_) return tools::ToolResult::error("tool not run: " + fatal_);
     pending_[id] = p;
   }
-  // moatd closes a session whose client breaks a bound (a 200 KiB heredoc command, an
-  // oversized frame): a call the model made too large is refused here, as its own error.
-  const json frame = sandbox::CallMsg{id, tool, arguments}.to_json();
-  auto valid = sandbox::CallMsg::from_json(frame);
-  auto r = valid ? send_json(frame) : Result<void>(fail(valid.error()));
+  auto r = send_it();
   if (!r) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);

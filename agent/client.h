@@ -64,6 +64,10 @@ class MoatdClient {
                          const std::function<void(std::string_view)>& on_progress,
                          const std::atomic<bool>* cancel);
 
+  // Runs an exec frame (moat sandbox exec): `stdio` become the command's fds 0, 1 and 2,
+  // sent with the frame (SCM_RIGHTS). Waits for its result (sandbox/exec_call.h's details).
+  tools::ToolResult exec(const sandbox::ExecMsg& m, const int (&stdio)[3]);
+
   // A shared moatd: opens the session's console connection with the welcome's one-time
   // token (before the loop exists, so the loop never could). take_console() hands it over.
   Result<void> attach_console(const std::string& session, const std::string& token);
@@ -84,7 +88,14 @@ class MoatdClient {
   Result<void> send(const Msg& m) {
     return send_json(m.to_json());
   }
-  Result<void> send_json(const nlohmann::json& frame);
+  // With fds, they travel with the frame's first bytes (SCM_RIGHTS).
+  Result<void> send_json(const nlohmann::json& frame, const int* fds = nullptr,
+                         std::size_t nfds = 0);
+  // Registers call `id`, sends its frame with `send_it`, waits for the result.
+  tools::ToolResult await_result(const std::string& id,
+                                 const std::function<Result<void>()>& send_it,
+                                 const std::function<void(std::string_view)>& on_progress,
+                                 const std::atomic<bool>* cancel);
   // The one loop that reads moatd's frames (on the reader thread, or on hello()'s thread
   // before that exists), until the connection ends; with until_welcome, also until hello
   // has its answer (a welcome or a refusing error frame).

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitUsage;
+    return rc == 0 ? 0 : parse_error_exit_code(app);
   }
   return exit_code;
 }

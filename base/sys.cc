@@ -107,8 +107,8 @@ Result<UniqueFd> timerfd_after(double seconds) {
 
 Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
                            std::size_t nfds, pid_t about_pid) {
-  if (nfds > 4) return fail("send_with_fds: more than 4 fds");
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(ucred))] = {};
+  if (nfds > 8) return fail("send_with_fds: more than 8 fds");
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8) + CMSG_SPACE(sizeof(ucred))] = {};
   iovec iov{const_cast<void*>(data), len};
   msghdr msg{};
   msg.msg_iov = &iov;

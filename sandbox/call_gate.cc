@@ -89,10 +89,13 @@ tools::ToolResult CallGate::run(const GateCall& call) {
 }
 
 Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>* approved,
-                                    json* decided) {
+                                    json* decided, bool* by_policy) {
   // Only announced tools may be called; an unknown name is the model's mistake, answered
   // as an error result it can read, and audited as a refusal.
-  if (session_.granted.count(call.tool) == 0) return refuse_unknown_tool(call);
+  if (session_.granted.count(call.tool) == 0) {
+    if (by_policy != nullptr) *by_policy = true;
+    return refuse_unknown_tool(call);
+  }
   // Before the policy sees them: a path or command cut at a NUL by the kernel or argv is not
   // the one that would be judged (`server.pem\0` is not `*.pem`, the file opened is).
   if (auto field = tools::field_with_nul(call.args))
@@ -120,7 +123,10 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
               {"decided_by", d.decided_by}};
   auto decision_id = audit_decision(d, call, std::move(input));
   if (!decision_id) return audit_unwritable(decision_id.error());
-  if (d.verdict != policy::Verdict::kAllow) return fail(refusal_text(d, "this call was"));
+  if (d.verdict != policy::Verdict::kAllow) {
+    if (by_policy != nullptr) *by_policy = true;
+    return fail(refusal_text(d, "this call was"));
+  }
   return decision_id;
 }
 

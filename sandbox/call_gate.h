@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "sandbox/ask_broker.h"
+#include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
 #include "tools/mutation_queue.h"
 #include "tools/registry.h"
@@ -46,6 +47,12 @@ class CallGate {
   // that refused, or an audit log that could not be written.
   tools::ToolResult run(const GateCall& call);
 
+  // An exec frame (moat sandbox exec): judged as the line of a bash call with the same words
+  // and variables, then run as argv, no shell, on the caller's fds (spec.stdio), every program
+  // it starts through the exec watch; its "call" record names no output size (moatd never
+  // sees the output). sandbox/exec_call.cc; details as exec_call.h says.
+  tools::ToolResult run_exec(const ExecMsg& m, ExecSpec spec, const std::atomic<bool>* cancel);
+
   // A file tool's access to a canonical path, through the same decide, ask and audit;
   // nullopt when allowed, else the refusal the tool returns (tools::CallContext::authorize).
   std::optional<std::string> authorize_path(const GateCall& call, const std::string& path,
@@ -57,8 +64,9 @@ class CallGate {
   // `approved` gets the ids of the rules the call's command line met (ExecGate: a program
   // the line runs under an ask rule the person or the policy already allowed is not asked
   // again). `decided` gets the decision, its rule and who decided, for the result's details.
+  // *by_policy: the refusal was the policy's (or the person's) verdict.
   Result<std::string> admit(const GateCall& call, std::set<std::string>* approved,
-                            nlohmann::json* decided);
+                            nlohmann::json* decided, bool* by_policy = nullptr);
   Result<std::string> refuse_unknown_tool(const GateCall& call);
   // Writes the decision record before anything runs (write-ahead); its id, or the error
   // that refuses the action.
@@ -70,6 +78,9 @@ class CallGate {
   nlohmann::json record_call(const GateCall& call, const std::string& decision_id,
                              const tools::ToolResult& result, long long duration_ms,
                              nlohmann::json processes, const ExecGate& execs);
+
+  void record_exec(const GateCall& call, const std::string& decision_id, const std::string& cwd,
+                   const tools::ExecStatus* status, const ExecGate& execs);
 
   SessionState& session_;
   AskBroker& asks_;

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 
@@ -273,7 +275,7 @@ Result<Frame> decode_frame(const json& m, std::size_t payload_bytes, const char*
 }
 
 // The enums name the variants' alternatives by index.
-static_assert(std::variant_size_v<ClientFrame> == std::size_t(ClientMessage::kConsole) + 1);
+static_assert(std::variant_size_v<ClientFrame> == std::size_t(ClientMessage::kExec) + 1);
 static_assert(
     std::is_same_v<std::variant_alternative_t<std::size_t(ClientMessage::kAnswer), ClientFrame>,
                    AnswerMsg>);
@@ -328,6 +330,88 @@ Result<CallMsg> CallMsg::from_json(const json& m) {
   c.tool = m.at("tool").get<std::string>();
   c.arguments = args;
   return c;
+}
+
+json ExecMsg::to_json() const {
+  json m = {{"type", kType}, {"id", id}, {"argv", argv}};
+  if (!cwd.empty()) m["cwd"] = cwd;
+  if (!env.empty()) m["env"] = env;
+  if (timeout_s > 0) m["timeout"] = timeout_s;
+  return m;
+}
+
+namespace {
+
+// A variable name as sh(1) takes one in an assignment: what the policy's parser reads.
+bool is_env_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+Result<std::vector<std::string>> exec_argv(const json& words, std::size_t* bytes) {
+  if (words.empty() || words.size() > kMaxExecArgs)
+    return fail("'exec' frame field 'argv' must hold 1 to " + std::to_string(kMaxExecArgs) +
+                " words");
+  std::vector<std::string> argv;
+  for (const json& w : words) {
+    if (!w.is_string()) return fail(std::string("'exec' frame field 'argv' must hold strings"));
+    argv.push_back(w.get<std::string>());
+    *bytes += argv.back().size();
+    if (argv.back().find('\0') != std::string::npos)
+      return fail(std::string("'exec' frame field 'argv' holds a NUL byte"));
+  }
+  return argv;
+}
+
+Result<std::map<std::string, std::string>> exec_env(const json& m, std::size_t* bytes) {
+  std::map<std::string, std::string> env;
+  auto it = m.find("env");
+  if (it == m.end()) return env;
+  if (!it->is_object() || it->size() > kMaxExecEnv)
+    return fail("'exec' frame field 'env' must be an object of at most " +
+                std::to_string(kMaxExecEnv) + " string values");
+  for (const auto& [name, value] : it->items()) {
+    if (!value.is_string() || !is_env_name(name) || name.size() > kMaxToolNameBytes)
+      return fail(
+          std::string("'exec' frame field 'env' must map variable names ([A-Za-z_]"
+                      "[A-Za-z0-9_]*, at most 128 bytes) to strings"));
+    const std::string v = value.get<std::string>();
+    if (v.find('\0') != std::string::npos)
+      return fail(std::string("'exec' frame field 'env' holds a NUL byte"));
+    *bytes += name.size() + v.size();
+    env[name] = v;
+  }
+  return env;
+}
+
+}  // namespace
+
+Result<ExecMsg> ExecMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"argv", kArr}}));
+  MOAT_TRY(optional_fields(m, kType, {{"cwd", kStr}}));
+  ExecMsg e;
+  e.id = m.at("id").get<std::string>();
+  if (e.id.empty() || e.id.size() > kMaxCallIdBytes)
+    return fail("'exec' frame field 'id' must be 1 to " + std::to_string(kMaxCallIdBytes) +
+                " characters");
+  MOAT_TRY(require_at_most(m, frame_what(kType), "cwd", kMaxPathBytes));
+  std::size_t bytes = 0;
+  MOAT_ASSIGN_OR_RETURN(e.argv, exec_argv(m.at("argv"), &bytes));
+  MOAT_ASSIGN_OR_RETURN(e.env, exec_env(m, &bytes));
+  if (bytes > kMaxCommandBytes)
+    return fail("'exec' frame's argv and env are " + std::to_string(bytes) +
+                " bytes long; the limit is " + std::to_string(kMaxCommandBytes));
+  e.cwd = string_or(m, "cwd");
+  if (e.cwd.find('\0') != std::string::npos)
+    return fail(std::string("'exec' frame field 'cwd' holds a NUL byte"));
+  if (auto it = m.find("timeout"); it != m.end()) {
+    if (!it->is_number() || it->get<double>() < 0 || !std::isfinite(it->get<double>()))
+      return fail(std::string("'exec' frame field 'timeout' must be a number of seconds >= 0"));
+    e.timeout_s = it->get<double>();
+  }
+  return e;
 }
 
 json CancelMsg::to_json() const { return {{"type", kType}, {"id", id}}; }

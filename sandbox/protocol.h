@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,14 @@ inline constexpr std::size_t kMaxConnections = 1024;
 // From connect to a complete hello; from a frame's first byte to its last.
 inline constexpr std::chrono::seconds kHelloDeadline{10};
 inline constexpr std::chrono::seconds kFrameDeadline{10};
+// An exec frame (moat sandbox exec): argv words, and the variables it sets (each name at most
+// kMaxToolNameBytes). argv and env values together stay within kMaxCommandBytes: the command
+// is judged as one line, like a bash call's.
+inline constexpr std::size_t kMaxExecArgs = 4096;
+inline constexpr std::size_t kMaxExecEnv = 64;
+// The fds an exec frame carries (its stdin, stdout and stderr), and how many sets one
+// connection may hold: one waiting for its frame and one running.
+inline constexpr std::size_t kExecFds = 3;
 // Frames moatd has queued for one client and the client has not read, across all its calls:
 // past this the client is disconnected rather than let grow moatd (sandbox/frame_writer.h).
 inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
@@ -115,6 +124,19 @@ struct CallMsg {
   nlohmann::json arguments;  // an object; its "path" and "command" within their bounds
   nlohmann::json to_json() const;
   static Result<CallMsg> from_json(const nlohmann::json& m);
+};
+
+// Runs argv (no shell) with the caller's stdin, stdout and stderr, which travel with the frame
+// as SCM_RIGHTS (docs/protocol.md, "exec"). The result's details say how it ended.
+struct ExecMsg {
+  static constexpr const char* kType = "exec";
+  std::string id;                          // 1 to kMaxCallIdBytes
+  std::vector<std::string> argv;           // 1 to kMaxExecArgs words, no NUL
+  std::string cwd;                         // optional: a directory inside the workspace
+  std::map<std::string, std::string> env;  // optional: NAME=value set for the command
+  double timeout_s = 0;                    // optional: 0 = the policy's wall time
+  nlohmann::json to_json() const;
+  static Result<ExecMsg> from_json(const nlohmann::json& m);
 };
 
 struct CancelMsg {
@@ -208,7 +230,8 @@ struct AttachedMsg {  // moatd's reply to an accepted console frame
 };
 
 // What each side may receive, in the order of the enums below (index() == enum value).
-using ClientFrame = std::variant<HelloMsg, CallMsg, CancelMsg, AnswerMsg, ByeMsg, ConsoleMsg>;
+using ClientFrame =
+    std::variant<HelloMsg, CallMsg, CancelMsg, AnswerMsg, ByeMsg, ConsoleMsg, ExecMsg>;
 using ServerFrame =
     std::variant<WelcomeMsg, ResultMsg, ProgressMsg, AskMsg, ErrorMsg, ByeMsg, AttachedMsg>;
 
@@ -223,7 +246,7 @@ Result<ServerFrame> decode_server_frame(const nlohmann::json& m);
 // The message types by name, for code that only needs to know which one arrived.
 // kConsole opens a console connection (the person's channel: docs/protocol.md); kAttached
 // is moatd's reply to it.
-enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye, kConsole };
+enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye, kConsole, kExec };
 enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye, kAttached };
 
 // decode_client_frame / decode_server_frame, keeping only the type.

@@ -257,6 +257,21 @@ std::vector<Placeholder> drain_placeholders(int ctl) {
   }
 }
 
+// The call's io: a pipe for an exec's output, a socket for a handler's or create's data; none
+// when the command writes to the caller's own fds (ExecSpec::stdio).
+Result<sys::FdPair> call_io(bool exec_kind, const int* stdio) {
+  if (stdio != nullptr) return sys::FdPair{};
+  if (exec_kind) return sys::make_pipe();
+  return sys::make_socketpair(SOCK_STREAM);
+}
+
+nlohmann::json exec_request(const ExecSpec& spec) {
+  nlohmann::json req = {
+      {"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd}, {"env", spec.env}};
+  if (spec.stdio[0] >= 0 && spec.terminal) req["terminal"] = true;
+  return req;
+}
+
 const char* limit_for_signal(int sig) {
   if (sig == SIGXCPU) return "cpu";
   if (sig == SIGXFSZ) return "file_size";
@@ -309,9 +324,10 @@ class LinuxSession final : public Session {
   // Sends the request, waits until the worker reached its exec or handler (check_status:
   // an exec worker's own exec waits on the watch, which must be served first), then reads
   // the init's start record.
+  // With stdio, the worker's fds 0-2 are those instead of /dev/null and an output pipe.
   Result<CallFds> start(nlohmann::json request, bool exec_kind,
                         std::unique_ptr<ExecWatch>* watch = nullptr,
-                        ExecObserver* observer = nullptr);
+                        ExecObserver* observer = nullptr, const int* stdio = nullptr);
   // EOF without a record: the worker reached exec (or its handler). A record names the
   // step that failed. An exec worker first sends the exec watch's listener: it is served
   // from then on (into *watch), since the worker's own exec already waits on it.
@@ -334,7 +350,8 @@ class LinuxSession final : public Session {
 };
 
 Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
-                                    std::unique_ptr<ExecWatch>* watch, ExecObserver* observer) {
+                                    std::unique_ptr<ExecWatch>* watch, ExecObserver* observer,
+                                    const int* stdio) {
   MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
   // Set before the init can send: the kStarted record's credentials carry the worker's pid.
   const int on = 1;
@@ -342,17 +359,13 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
     return fail(Error::from_errno("setsockopt(SO_PASSCRED)", errno));
   // A socket, not a pipe: the exec watch's listener comes back on it (worker.cc).
   MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_socketpair(SOCK_SEQPACKET));
-  sys::FdPair io;
-  if (exec_kind) {
-    MOAT_ASSIGN_OR_RETURN(io, sys::make_pipe());
-  } else {
-    MOAT_ASSIGN_OR_RETURN(io, sys::make_socketpair(SOCK_STREAM));
-  }
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair io, call_io(exec_kind, stdio));
   if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
-  int fds[3] = {channel.second.get(), status.second.get(), io.second.get()};
-  const char kind = ctl_byte(CtlMsg::kCall);
+  int fds[5] = {channel.second.get(), status.second.get(), io.second.get(), -1, -1};
+  if (stdio != nullptr) std::copy(stdio, stdio + 3, fds + 2);
+  const char kind = ctl_byte(stdio != nullptr ? CtlMsg::kCallStdio : CtlMsg::kCall);
   // One SOCK_SEQPACKET record per call: concurrent callers cannot interleave.
-  if (auto sent = sys::send_with_fds(ctl_.get(), &kind, 1, fds, 3); !sent)
+  if (auto sent = sys::send_with_fds(ctl_.get(), &kind, 1, fds, stdio != nullptr ? 5 : 3); !sent)
     return fail(sent.error().with_context("session init"));
   channel.second.reset();
   status.second.reset();
@@ -494,15 +507,15 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
                                              StopFlags stop) {
   tools::ExecStatus out;
   const auto t0 = Clock::now();
-  nlohmann::json req = {
-      {"kind", "exec"}, {"argv", spec.argv}, {"cwd", spec.cwd}, {"env", spec.env}};
+  const bool passed = spec.stdio[0] >= 0;
   std::unique_ptr<ExecWatch> watch;
-  MOAT_ASSIGN_OR_RETURN(CallFds call, start(std::move(req), true, &watch, spec.observer));
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start(exec_request(spec), true, &watch, spec.observer,
+                                            passed ? spec.stdio : nullptr));
   out.pid = call.host_pid;
   const double timeout = call_timeout(spec.timeout_s, config_.limits.wall_time_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
-  bool killed = false, out_open = true;
+  bool killed = false, out_open = !passed;
   auto kill_call = [&] {
     char k = kKillRequest;
     if (!killed) (void)::send(call.channel.get(), &k, 1, MSG_NOSIGNAL);

@@ -111,6 +111,12 @@ struct ExecSpec {
   // Judges and records every program the call starts (sandbox/exec_watch.h); null: every
   // exec is let run unrecorded (a session used without a policy).
   ExecObserver* observer = nullptr;
+  // Borrowed: the worker's fds 0, 1 and 2 (moat sandbox exec's own, checked by
+  // sandbox/exec_stdio.h) in place of /dev/null and the output pipe; -1: not passed. Output
+  // then goes straight to them, so on_output is never called and output_bytes stays 0.
+  int stdio[3] = {-1, -1, -1};
+  // With stdio: the first of them that is a terminal becomes the command's controlling tty.
+  bool terminal = false;
 };
 
 // Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".
@@ -123,7 +129,7 @@ class Session {
   static Result<std::unique_ptr<Session>> create(const SessionConfig& config);
 
   // Runs argv in a fresh worker (stdin /dev/null, stdout and stderr interleaved into
-  // on_output as they arrive). Blocks until it ends, times out, or `stop` is raised.
+  // on_output as they arrive; or spec.stdio). Blocks until it ends, times out, or `stop` is raised.
   // Thread-safe: calls may run concurrently from different threads.
   virtual Result<tools::ExecStatus> exec(const ExecSpec& spec,
                                          const std::function<void(std::string_view)>& on_output,

@@ -78,6 +78,7 @@ struct PreparedCall {
   std::vector<char*> argv, envp;
   std::string cwd, path_env, create_path;
   Step skip = Step::kNone;
+  bool terminal = false;  // the worker takes its first tty among fds 0-2 as controlling tty
 };
 
 struct Running {
@@ -121,6 +122,7 @@ Result<PreparedCall> prepare(const SessionConfig& config, const nlohmann::json& 
   call.cwd = req.value("cwd", "");
   if (call.cwd.empty()) call.cwd = config.workspace;
   call.create_path = req.value("path", "");
+  call.terminal = req.value("terminal", false);
   if (call.kind == WorkerKind::kExec) {
     call.args = req.value("argv", std::vector<std::string>{});
     if (call.args.empty()) return fail("exec: empty argv");
@@ -151,7 +153,9 @@ class Init {
   Result<void> setup_landlock();
   void on_request();
   void report_placeholders(const std::vector<Placeholder>& created) const;
-  Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io);
+  Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
+                          const UniqueFd* stdio = nullptr);
+  WorkerPlan plan_for(const PreparedCall& call, int io, int status, const UniqueFd* stdio) const;
   void on_sigchld();
   void kill_leftovers() const;
   std::vector<pid_t> own_children() const;
@@ -266,16 +270,43 @@ void Init::serve() {
 
 void Init::on_request() {
   char kind = 0;
-  UniqueFd fds[3];
+  UniqueFd fds[5];
   std::size_t nfds = 0;
-  auto n = sys::recv_with_fds(ctx_.ctl_fd, &kind, 1, fds, 3, &nfds);
+  auto n = sys::recv_with_fds(ctx_.ctl_fd, &kind, 1, fds, 5, &nfds);
   if (!n || *n == 0) _exit(0);
-  if (nfds != 3) return;  // malformed: the dropped fds close, moatd sees EOF
-  auto started = start_call(std::move(fds[0]), std::move(fds[1]), std::move(fds[2]));
+  const bool stdio = kind == ctl_byte(CtlMsg::kCallStdio);
+  if (nfds != (stdio ? 5u : 3u)) return;  // malformed: the dropped fds close, moatd sees EOF
+  // With stdio the third fd is the command's stdin, not an output pipe.
+  auto started = start_call(std::move(fds[0]), std::move(fds[1]),
+                            stdio ? UniqueFd() : std::move(fds[2]), stdio ? &fds[2] : nullptr);
   (void)started;  // failures were reported on the channel
 }
 
-Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
+// The worker's plan: pointers into `call` and this init's layers, which outlive the fork.
+WorkerPlan Init::plan_for(const PreparedCall& call, int io, int status,
+                          const UniqueFd* stdio) const {
+  WorkerPlan plan;
+  plan.kind = call.kind;
+  plan.argv = call.argv.data();
+  plan.envp = call.envp.data();
+  plan.path_env = call.path_env.c_str();
+  plan.cwd = call.cwd.c_str();
+  plan.create_path = call.create_path.c_str();
+  plan.handler = config_.handler;
+  plan.io_fd = io;
+  for (int i = 0; stdio != nullptr && i < 3; ++i) plan.stdio[i] = stdio[i].get();
+  plan.terminal = stdio != nullptr && call.terminal;
+  plan.status_fd = status;
+  plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
+  plan.filter = filter_ ? &*filter_ : nullptr;
+  plan.exec_watch = exec_watch_ ? &*exec_watch_ : nullptr;
+  plan.rlimits = plan_rlimits(config_.limits);
+  plan.skip = call.skip;
+  return plan;
+}
+
+Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
+                              const UniqueFd* stdio) {
   timeval tv{10, 0};  // a stuck moatd thread must not stall every other call
   setsockopt(channel.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::uint32_t len = 0;
@@ -302,21 +333,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io) {
                 masked.error().code ? masked.error().code : EIO);
     return fail(masked.error());
   }
-  WorkerPlan plan;
-  plan.kind = call->kind;
-  plan.argv = call->argv.data();
-  plan.envp = call->envp.data();
-  plan.path_env = call->path_env.c_str();
-  plan.cwd = call->cwd.c_str();
-  plan.create_path = call->create_path.c_str();
-  plan.handler = config_.handler;
-  plan.io_fd = io.get();
-  plan.status_fd = status.get();
-  plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
-  plan.filter = filter_ ? &*filter_ : nullptr;
-  plan.exec_watch = exec_watch_ ? &*exec_watch_ : nullptr;
-  plan.rlimits = plan_rlimits(config_.limits);
-  plan.skip = call->skip;
+  WorkerPlan plan = plan_for(*call, io.get(), status.get(), stdio);
   if (plan.kind == WorkerKind::kHandler && plan.handler == nullptr) {
     send_record(channel.get(), ChannelMsg::kFailed, ENOSYS);
     return fail("no handler");

@@ -37,6 +37,9 @@ enum class CtlMsg : char {
   kError = 'E',        // child -> moatd, + message: a layer failed (the child then exits)
   kPlaceholder = 'P',  // child -> moatd, + placeholder (see placeholder_message)
   kCall = 'c',         // moatd -> child, with the call's channel, status and io fds attached
+  // moatd -> child, with the call's channel and status fds and the command's stdin, stdout
+  // and stderr (ExecSpec::stdio) attached.
+  kCallStdio = 's',
 };
 inline constexpr char ctl_byte(CtlMsg m) { return static_cast<char>(m); }
 struct InitContext {

@@ -6,14 +6,19 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "base/log.h"
 #include "base/thread_set.h"
 #include "sandbox/ask_broker.h"
 #include "sandbox/call_gate.h"
 #include "sandbox/connection_limit.h"
+#include "sandbox/exec_stdio.h"
+#include "base/sys.h"
+#include "sandbox/exec_call.h"
 #include "sandbox/frame_writer.h"
 #include "sandbox/hello_steps.h"
 #include "sandbox/protocol.h"
@@ -72,6 +77,9 @@ class Connection {
   Result<void> refuse(HelloStep step, const Error& error, HelloSteps& steps);
   void send_welcome();
   void on_call(const CallMsg& m, std::size_t frame_bytes);
+  // A read's fds: an exec frame's stdin, stdout and stderr; false when they break a bound.
+  bool take_fds(UniqueFd (&fds)[8], std::size_t nfds);
+  void on_exec(const ExecMsg& m, std::size_t frame_bytes);
   void finish();
 
   const SupervisorOptions& options_;
@@ -95,6 +103,11 @@ class Connection {
   UniqueFd console_fd_;
   ConsoleRegistry* consoles_;
   SessionConsole console_;  // the person's channel, when the session has one
+  // The fds that came with the client's last exec frame, until it is decoded: at most one
+  // set waits, and at most one exec runs (exec_running_), so a client makes moatd hold at
+  // most 2 * kExecFds of its fds, and only after its hello.
+  std::optional<std::array<UniqueFd, kExecFds>> exec_fds_;
+  std::atomic<bool> exec_running_{false};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool finished_ = false;
   int call_count_ = 0;
@@ -117,10 +130,19 @@ void Connection::run() {
       if (!ready.error().message().empty()) send_error(ready.error().message(), "protocol");
       return;
     }
-    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // hang-up or error: the session ends
-    decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    // recvmsg, not read: read(2) would drop (close) fds sent with an exec frame unseen.
+    UniqueFd fds[8];
+    std::size_t nfds = 0;
+    auto n = sys::recv_with_fds(fd_.get(), buf, sizeof buf, fds, 8, &nfds);
+    if (!n && n.error().code == 0) {  // more fds than fit: the kernel closed the rest
+      send_error(
+          "a read carried more file descriptors than an exec frame's " + std::to_string(kExecFds),
+          "protocol");
+      return;
+    }
+    if (!n || *n == 0) return;  // hang-up or error: the session ends
+    if (nfds > 0 && !take_fds(fds, nfds)) return;
+    decoder.feed(std::string_view(buf, *n));
     for (;;) {
       auto frame = decoder.next();
       if (!frame) {
@@ -171,6 +193,9 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
     case ClientMessage::kConsole:
       send_error("'console' opens a console connection; it cannot follow 'hello'", "protocol");
       return false;
+    case ClientMessage::kExec:
+      on_exec(std::get<ExecMsg>(frame), decoder.last_payload_bytes());
+      return true;
   }
   return false;
 }
@@ -240,6 +265,54 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
   threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
     send(ResultMsg{call.id, gate_->run(call)}.to_json());
     calls_.end(call.id, frame_bytes);
+  });
+}
+
+bool Connection::take_fds(UniqueFd (&fds)[8], std::size_t nfds) {
+  std::string why;
+  if (!greeted_) why = "file descriptors before 'hello'";
+  else if (nfds != kExecFds) why = std::to_string(nfds) + " file descriptors in one message";
+  else if (exec_fds_) why = "file descriptors while another exec frame's wait for it";
+  if (!why.empty()) {
+    send_error(why + " (only an exec frame carries them: its stdin, stdout and stderr)",
+               "protocol");
+    return false;  // the fds close with `fds`
+  }
+  exec_fds_.emplace();
+  for (std::size_t i = 0; i < kExecFds; ++i) (*exec_fds_)[i] = std::move(fds[i]);
+  return true;
+}
+
+void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
+  auto refuse = [&](const std::string& why) {
+    send(ResultMsg{m.id, exec_not_run(why, "sandbox")}.to_json());
+  };
+  if (!exec_fds_)
+    return refuse(
+        "exec: the frame came without its stdin, stdout and stderr "
+        "(3 file descriptors, SCM_RIGHTS)");
+  auto stdio = std::make_shared<std::array<UniqueFd, kExecFds>>(std::move(*exec_fds_));
+  exec_fds_.reset();
+  auto checked = check_exec_stdio(*stdio);
+  if (!checked) return refuse(checked.error().message());
+  if (exec_running_.exchange(true)) return refuse("exec: one exec runs at a time per connection");
+  auto cancel = calls_.start(m.id, frame_bytes);
+  if (!cancel) {
+    exec_running_ = false;
+    return refuse(cancel.error().message());
+  }
+  ++call_count_;
+  threads_.spawn([this, m, stdio, terminal = checked->terminal, flag = *cancel, frame_bytes] {
+    ExecSpec spec;
+    for (std::size_t i = 0; i < kExecFds; ++i) spec.stdio[i] = (*stdio)[i].get();
+    spec.terminal = terminal;
+    tools::ToolResult result = gate_->run_exec(m, spec, flag.get());
+    // Closed before the result: the client's pipe readers see EOF and its pty relay sees
+    // the terminal hang up once the client lets go of its own copies.
+    for (UniqueFd& fd : *stdio) fd.reset();
+    send(ResultMsg{m.id, std::move(result)}.to_json());
+    calls_.end(m.id, frame_bytes);
+    exec_running_ = false;
   });
 }
 

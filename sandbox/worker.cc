@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -32,10 +33,9 @@ constexpr int kLandlockFd = 5;
 constexpr int kFirstFree = 6;
 constexpr int kParkBase = 100;  // fds are parked here so the final dup2s cannot collide
 
-constexpr const char* kStepNames[] = {"none",    "signals", "setsid",       "close_fds",
-                                      "rlimits", "caps",    "no_new_privs", "landlock",
-                                      "chdir",   "seccomp", "exec",         "handler",
-                                      "exec_watch"};
+constexpr const char* kStepNames[] = {"none", "signals",      "setsid",     "close_fds", "rlimits",
+                                      "caps", "no_new_privs", "landlock",   "chdir",     "seccomp",
+                                      "exec", "handler",      "exec_watch", "terminal"};
 // One name per step, in the enum's order: a step added without its name would be reported
 // as another step's (or "unknown") when it fails.
 static_assert(std::size(kStepNames) == static_cast<std::size_t>(Step::kLast) + 1,
@@ -77,15 +77,33 @@ int park(int fd) {
   return fcntl(fd, F_DUPFD_CLOEXEC, kParkBase);
 }
 
+// The caller's own stdin, stdout and stderr (moat sandbox exec), parked first: the init may
+// hold them at any number, 0-2 included.
+int place_passed_stdio(const WorkerPlan& plan) {
+  int parked[3];
+  for (int i = 0; i < 3; ++i)
+    if ((parked[i] = park(plan.stdio[i])) < 0) return errno;
+  for (int i = 0; i < 3; ++i)
+    if (dup2(parked[i], i) < 0) return errno;
+  return 0;
+}
+
 // stdin is /dev/null; stdout and stderr are the call's output pipe for exec (interleaved,
-// as a terminal would show them), /dev/null otherwise.
-int close_fds(const WorkerPlan& plan) {
-  int io = park(plan.io_fd), status = park(plan.status_fd), ll = park(plan.landlock_fd);
-  if (io < 0 || status < 0 || (plan.landlock_fd >= 0 && ll < 0)) return errno;
+// as a terminal would show them), /dev/null otherwise; or the caller's own three.
+int lay_out_stdio(const WorkerPlan& plan, int io) {
+  if (plan.stdio[0] >= 0) return place_passed_stdio(plan);
   int null_fd = open("/dev/null", O_RDWR);
   if (null_fd < 0) return errno;
   int out = plan.kind == WorkerKind::kExec ? io : null_fd;
   if (dup2(null_fd, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) return errno;
+  return 0;
+}
+
+int close_fds(const WorkerPlan& plan) {
+  int io = plan.io_fd >= 0 ? park(plan.io_fd) : -1;
+  int status = park(plan.status_fd), ll = park(plan.landlock_fd);
+  if ((plan.io_fd >= 0 && io < 0) || status < 0 || (plan.landlock_fd >= 0 && ll < 0)) return errno;
+  if (int err = lay_out_stdio(plan, io)) return err;
   if (dup3(status, kStatusFd, O_CLOEXEC) < 0) return errno;
   status_fd_now = kStatusFd;
   if (plan.kind != WorkerKind::kExec && dup2(io, kDataFd) < 0) return errno;
@@ -97,6 +115,20 @@ int close_fds(const WorkerPlan& plan) {
   }
   if (syscall(SYS_close_range, kFirstFree, ~0U, 0) != 0) return errno;
   return 0;
+}
+
+// A new session has no controlling tty (setsid): the first of fds 0-2 that is a terminal
+// becomes its own, and this process group its foreground group, so Ctrl-C and the other
+// job-control keys reach the command. Only the pty moat's client opened reaches here
+// (exec_stdio.h refuses any other terminal); TIOCSTI stays denied by the seccomp filter.
+int take_terminal(const WorkerPlan& plan) {
+  if (!plan.terminal) return 0;
+  int err = ENOTTY;
+  for (int fd = 0; fd < 3; ++fd) {
+    if (ioctl(fd, TIOCSCTTY, 0) == 0) return 0;
+    if (errno != ENOTTY) err = errno;
+  }
+  return err;
 }
 
 int apply_rlimits(const WorkerPlan& plan) { return apply_rlimits_in_child(plan.rlimits); }
@@ -253,6 +285,7 @@ void run_worker_in_child(const WorkerPlan& plan) {
   run_step(plan, Step::kSignals, reset_signals);  // init blocks SIGCHLD for its signalfd
   run_step(plan, Step::kSetsid, new_session);     // no controlling tty; timeout kills the group
   run_step(plan, Step::kCloseFds, close_fds);     // nothing of the init leaks in
+  run_step(plan, Step::kTerminal, take_terminal);  // after setsid, once fds 0-2 are laid out
   run_step(plan, Step::kRlimits, apply_rlimits);  // inherited by exec and every child
   run_step(plan, Step::kCaps, drop_caps);         // exec cannot regain any
   run_step(plan, Step::kNoNewPrivs, set_no_new_privs);  // Landlock and seccomp need it

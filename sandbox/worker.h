@@ -30,7 +30,10 @@ enum class Step : std::int32_t {
   // Before kSeccomp (whose filter refuses a listener): execve, execveat and exit_group wait
   // for moatd's answer; the listener goes to moatd on the status socket, then is closed.
   kExecWatch = 12,
-  kLast = kExecWatch,  // keep equal to the last step: worker.cc's kStepNames is checked against it
+  // After kCloseFds, with passed stdio that holds a terminal: TIOCSCTTY makes it the new
+  // session's controlling tty (a pty moat's client made: docs/security.md, "sandbox exec").
+  kTerminal = 13,
+  kLast = kTerminal,  // keep equal to the last step: worker.cc's kStepNames is checked against it
 };
 const char* step_name(Step step);
 Step step_from_name(const char* name);  // kNone for an unknown name
@@ -53,6 +56,9 @@ struct WorkerPlan {
   const char* create_path = nullptr;  // kCreateFile
   WorkerHandler handler = nullptr;    // kHandler
   int io_fd = -1;                     // kExec: stdout+stderr pipe; otherwise the data socket
+  // kExec: the command's own fds 0-2 (moat sandbox exec), in place of /dev/null and io_fd.
+  int stdio[3] = {-1, -1, -1};
+  bool terminal = false;  // with stdio: the first tty among them becomes the controlling tty
   int status_fd = -1;
   int landlock_fd = -1;                // -1 = Landlock not applied (allowed without)
   const BpfProgram* filter = nullptr;  // nullptr = seccomp not applied (allowed without)
@@ -68,7 +74,8 @@ struct WorkerPlan {
 pid_t start_worker(const WorkerPlan& plan);
 
 // Runs in the forked child; never returns. Layout after kCloseFds: 0 = /dev/null,
-// 1 and 2 = output (exec) or /dev/null, 3 = status (close-on-exec), 4 = data socket.
+// 1 and 2 = output (exec) or /dev/null (0-2 = WorkerPlan::stdio when passed), 3 = status
+// (close-on-exec), 4 = data socket.
 [[noreturn]] void run_worker_in_child(const WorkerPlan& plan);
 
 }  // namespace moat::sandbox

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/base64.h"
+#include "base/shell_words.h"
 #include "tools/image.h"
 #include "tools/resolve.h"
 #include "tools/schema.h"
@@ -76,12 +77,6 @@ Result<std::string> read_whole(int fd, std::size_t size) {
   }
   out.resize(got);
   return out;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 ToolResult read_image(std::string_view bytes, const std::string& mime) {

@@ -67,6 +67,7 @@ class RawClient {
   explicit RawClient(const std::string& socket_path);
   ~RawClient();
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   void send_bytes(const std::string& bytes);
   void send_json(const nlohmann::json& m);
   // The next frame, or a JSON null when the connection closed (or timeout).

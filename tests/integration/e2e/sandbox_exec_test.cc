@@ -1,0 +1,341 @@
+// tests/integration/e2e/sandbox_exec_test.cc: `moat sandbox exec` as a drop-in for running a
+// command (issue 15): its bytes, streams, stdin and exit statuses compared with the same
+// command run directly; moatd's checks of the fds an exec frame carries; a terminal (tmux).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "base/shell_words.h"
+#include "base/sys.h"
+#include "e2e_support.h"
+#include "sandbox/protocol.h"
+#include "moatd_fixture.h"
+
+namespace moat::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Every command allowed but curl: the tests compare what runs, not what a policy allows.
+std::string policy_dir() { return source_root() + "/tests/integration/e2e/sandbox_exec_policy"; }
+
+struct Ran {
+  std::string out, err;
+  int status = -1;
+};
+
+class SandboxExecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    ws_ = dir_.path() + "/ws";
+    fs::create_directories(ws_);
+  }
+  std::vector<std::string> env() const {
+    return {"XDG_STATE_HOME=" + dir_.path() + "/state",
+            "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
+  }
+  // `moat sandbox exec OPTS --`, as the start of a shell line.
+  std::string moat(const std::string& opts = "") const {
+    return shell_quote(moat_bin()) + " sandbox exec --system-policy-dir " +
+           shell_quote(policy_dir()) + " --audit-dir " + shell_quote(dir_.path() + "/audit") +
+           " -C " + shell_quote(ws_) + " " + opts + " --";
+  }
+  // Runs `line` with sh in the workspace; its stdout and stderr go to files, and its status
+  // is what sh saw ($?: 128+N for a signal).
+  Ran sh(const std::string& line) {
+    const std::string o = dir_.path() + "/out", e = dir_.path() + "/err";
+    const std::string script = "cd " + shell_quote(ws_) + " && { " + line + "; } > " +
+                               shell_quote(o) + " 2> " + shell_quote(e) + "; echo $?";
+    auto r = run({"/bin/sh", "-c", script}, env(), 300);
+    Ran ran;
+    ran.status = r.out.empty() ? -1 : std::atoi(r.out.c_str());
+    ran.out = read_file(o);
+    ran.err = read_file(e);
+    return ran;
+  }
+  // `line` with "RUN" replaced by nothing, and by the moat prefix: the same bytes, the same
+  // status.
+  void expect_same(const std::string& line, const std::string& opts = "") {
+    auto with = [&](const std::string& prefix) {
+      std::string l = line;
+      for (std::size_t at; (at = l.find("RUN ")) != std::string::npos;)
+        l.replace(at, 4, prefix.empty() ? "" : prefix + " ");
+      return sh(l);
+    };
+    const Ran direct = with(""), sandboxed = with(moat(opts));
+    EXPECT_EQ(sandboxed.status, direct.status) << line << "\nstderr: " << sandboxed.err;
+    EXPECT_EQ(sandboxed.out.size(), direct.out.size()) << line;
+    EXPECT_TRUE(sandboxed.out == direct.out) << line << ": stdout differs";
+    EXPECT_EQ(sandboxed.err, direct.err) << line;
+  }
+  void write_file(const std::string& name, const std::string& bytes) {
+    std::ofstream(ws_ + "/" + name, std::ios::binary) << bytes;
+  }
+  std::string binary_bytes(std::size_t n) {
+    std::string s(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7919 + i / 256) & 0xff);
+    return s;
+  }
+
+  TempDir dir_;
+  std::string ws_;
+};
+
+TEST_F(SandboxExecTest, EmptyOutputStaysEmptyAndMoatSaysNothing) {
+  const Ran r = sh(moat() + " true");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "") << "the bash tool's '(no output)' must not appear";
+  EXPECT_EQ(r.err, "");
+  expect_same("RUN true");
+}
+
+TEST_F(SandboxExecTest, HundredMegabytesOfOutputArriveWholeToAFileAndAPipe) {
+  ASSERT_EQ(sh("head -c 100000000 /dev/urandom > big").status, 0);
+  expect_same("RUN cat big");
+  expect_same("RUN cat big | cksum");
+  expect_same("RUN seq 1 20000");  // the issue's 108,894 bytes that came out as 59,392
+}
+
+TEST_F(SandboxExecTest, BinaryOutputThatIsNotUtf8IsByteExact) {
+  write_file("bin", binary_bytes(1 << 20));
+  expect_same("RUN cat bin");
+  expect_same("RUN head -c 4096 /dev/zero");
+}
+
+TEST_F(SandboxExecTest, InterleavedStdoutAndStderrGoToTheirOwnFiles) {
+  expect_same(
+      "RUN sh -c 'i=0; while [ $i -lt 500 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done'");
+  const Ran r = sh(moat() + " sh -c 'echo to-out; echo to-err >&2'");
+  EXPECT_EQ(r.out, "to-out\n");
+  EXPECT_EQ(r.err, "to-err\n");
+}
+
+TEST_F(SandboxExecTest, StdinFromAPipeAndFromAFileReachTheCommand) {
+  write_file("bin", binary_bytes(300000));
+  expect_same("printf 'one\\ntwo\\0three' | RUN cat");
+  expect_same("cat bin | RUN cksum");
+  expect_same("RUN cat < bin");
+  expect_same("RUN sh -c 'read first; echo \"[$first]\"; wc -c' < bin");
+  const Ran r = sh("echo hi | " + moat() + " cat");
+  EXPECT_EQ(r.out, "hi\n") << "stdin was /dev/null before";
+}
+
+TEST_F(SandboxExecTest, EveryExitCodeFrom0To255IsTheCommandsOwn) {
+  const Ran r = sh("for i in $(seq 0 255); do " + moat() + " sh -c \"exit $i\"; echo $?; done");
+  std::string want;
+  for (int i = 0; i <= 255; ++i) want += std::to_string(i) + "\n";
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(SandboxExecTest, DeathBySignalNIs128PlusN) {
+  for (int sig : {1, 2, 3, 6, 9, 13, 14, 15}) {
+    SCOPED_TRACE("signal " + std::to_string(sig));
+    expect_same("RUN sh -c 'kill -" + std::to_string(sig) + " $$'");
+    EXPECT_EQ(sh(moat() + " sh -c 'kill -" + std::to_string(sig) + " $$'").status, 128 + sig);
+  }
+}
+
+TEST_F(SandboxExecTest, APolicyRefusalIs126WithTheRuleOnStderrAndNothingOnStdout) {
+  const Ran r = sh(moat() + " curl http://example.invalid/");
+  EXPECT_EQ(r.status, 126);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("test.no-curl"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No downloads in this test."), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST_F(SandboxExecTest, AMissingCommandIs127AsInAShell) {
+  const Ran r = sh(moat() + " no-such-command-15");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("command not found"), std::string::npos) << r.err;
+  EXPECT_EQ(sh("no-such-command-15").status, 127) << "the shell's own status for it";
+}
+
+TEST_F(SandboxExecTest, ATimeoutIs124AsWithTimeout1) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Ran r = sh(moat("--timeout 1") + " sleep 30");
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(sh("timeout 1 sleep 30").status, 124) << "timeout(1)'s status for the same";
+}
+
+TEST_F(SandboxExecTest, BadOptionsAre125WithOneLineOnStderr) {
+  const Ran r = sh(moat("--timeout soon") + " true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--timeout"), std::string::npos) << r.err;
+}
+
+TEST_F(SandboxExecTest, ArgvIsExecdWithoutAShell) {
+  // Through bash the words would have been re-split or expanded; as argv they arrive as given.
+  expect_same("RUN printf '%s|' 'a b' '$HOME' '*' \"it's\"");
+  const Ran r = sh(moat() + " sh -c 'cat /proc/$PPID/comm'");
+  EXPECT_EQ(r.out, "moat-init\n") << "the command's parent is the session init, not a bash";
+}
+
+// --- moatd's side: what an exec frame may carry --------------------------------------------
+
+class SandboxExecFdsTest : public MoatdFixture {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    MoatdFixture::SetUp();
+  }
+  void hello(RawClient& c) {
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+    json w = c.read_frame();
+    ASSERT_EQ(w.value("type", ""), "welcome") << w.dump() << moatd_log();
+  }
+  // Sends `frame` with `fds` on it (in one message: a connection moatd closes must not hold
+  // unread bytes, or the close is a reset instead of an end of file).
+  void send_with_fds(RawClient& c, const json& frame, const std::vector<int>& fds) {
+    const std::string bytes = sandbox::encode_frame(frame);
+    ASSERT_TRUE(sys::send_with_fds(c.fd(), bytes.data(), bytes.size(), fds.data(), fds.size()));
+  }
+  json exec_frame(const std::vector<std::string>& argv) {
+    return {{"type", "exec"}, {"id", "x1"}, {"argv", argv}};
+  }
+  std::size_t moatd_fd_count() {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/fd")) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  }
+};
+
+TEST_F(SandboxExecFdsTest, AnExecFrameWithoutItsFdsIsAnsweredWithAnErrorResult) {
+  RawClient c(socket_);
+  hello(c);
+  c.send_json(exec_frame({"true"}));
+  json r = c.read_frame();
+  EXPECT_EQ(r.value("type", ""), "result") << r.dump();
+  EXPECT_TRUE(r.value("isError", false));
+  EXPECT_EQ(r["details"].value("failed", ""), "sandbox");
+  EXPECT_NE(r.dump().find("3 file descriptors"), std::string::npos) << r.dump();
+}
+
+TEST_F(SandboxExecFdsTest, FdsBeforeHelloOrMoreThanThreeCloseTheConnection) {
+  auto pipe = sys::make_pipe();
+  ASSERT_TRUE(pipe);
+  const int p = pipe->first.get();
+  {
+    RawClient c(socket_);
+    send_with_fds(c, {{"type", "hello"}, {"version", 1}, {"workspace", ws_}}, {p, p, p});
+    json e = expect_error_then_close(c);
+    EXPECT_NE(e.value("message", "").find("before 'hello'"), std::string::npos) << e.dump();
+  }
+  {
+    RawClient c(socket_);
+    hello(c);
+    send_with_fds(c, exec_frame({"true"}), {p, p, p, p});
+    json e = expect_error_then_close(c);
+    EXPECT_NE(e.value("message", "").find("4 file descriptors"), std::string::npos) << e.dump();
+  }
+  EXPECT_TRUE(moatd_alive());
+}
+
+TEST_F(SandboxExecFdsTest, ASocketAsStdoutIsRefusedAndMoatdKeepsNoneOfTheFds) {
+  RawClient c(socket_);
+  hello(c);
+  const std::size_t before = moatd_fd_count();
+  auto pipe = sys::make_pipe();
+  int pair[2];
+  ASSERT_TRUE(pipe);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  send_with_fds(c, exec_frame({"true"}), {pipe->first.get(), pair[0], pipe->second.get()});
+  json r = c.read_frame();
+  EXPECT_TRUE(r.value("isError", false)) << r.dump();
+  EXPECT_NE(r.dump().find("stdout is a socket"), std::string::npos) << r.dump();
+  EXPECT_TRUE(eventually([&] { return moatd_fd_count() <= before; }, std::chrono::seconds(5)))
+      << "moatd still holds " << moatd_fd_count() - before << " of the client's fds";
+  close(pair[0]);
+  close(pair[1]);
+}
+
+TEST_F(SandboxExecFdsTest, TheCommandWritesToThePassedFdsAndReadsItsStdin) {
+  RawClient c(socket_);
+  hello(c);
+  auto in = sys::make_pipe();
+  auto out = sys::make_pipe();
+  ASSERT_TRUE(in && out);
+  ASSERT_TRUE(sys::write_all(in->second.get(), "through\n", 8));
+  in->second.reset();
+  send_with_fds(c, exec_frame({"cat"}), {in->first.get(), out->second.get(), out->second.get()});
+  out->second.reset();
+  json r = c.read_frame();
+  EXPECT_FALSE(r.value("isError", true)) << r.dump();
+  EXPECT_EQ(r["details"].value("exitCode", -1), 0) << r.dump();
+  auto got = sys::read_to_end(out->first.get(), 1 << 20);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, "through\n") << "EOF came once moatd and the sandbox let go of the pipe";
+}
+
+// --- a terminal ----------------------------------------------------------------------------
+
+// A tmux server of the test's own, removed with it.
+class Tmux {
+ public:
+  explicit Tmux(std::string name) : name_(std::move(name)) {}
+  ~Tmux() { (void)tmux("kill-server"); }
+  int tmux(const std::string& args) const {
+    return std::system(("tmux -L " + name_ + " -f /dev/null " + args + " >/dev/null 2>&1").c_str());
+  }
+  std::string pane() const {
+    const std::string file = "/tmp/" + name_ + ".pane";
+    (void)std::system(("tmux -L " + name_ + " capture-pane -p -t t > " + file).c_str());
+    std::string s = read_file(file);
+    fs::remove(file);
+    return s;
+  }
+  bool shows(const std::string& text, int seconds = 20) const {
+    return eventually([&] { return pane().find(text) != std::string::npos; },
+                      std::chrono::seconds(seconds));
+  }
+  void keys(const std::string& keys) const { (void)tmux("send-keys -t t " + keys); }
+
+ private:
+  std::string name_;
+};
+
+TEST_F(SandboxExecTest, Python3AtATerminalAnswersAndRunsItsOwnCtrlCHandler) {
+  if (std::system("command -v tmux >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "tmux is not installed (it stands in for a person at a terminal)";
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the sandbox";
+  Tmux t("moat-sbx-" + std::to_string(getpid()));
+  std::string envs;
+  for (const std::string& e : env()) envs += shell_quote(e) + " ";
+  const std::string line = "env " + envs + moat() + " python3 -q; echo EXIT=$?; sleep 60";
+  ASSERT_EQ(t.tmux("new-session -d -s t -x 100 -y 30 " + shell_quote(line)), 0);
+  ASSERT_TRUE(t.shows(">>>")) << t.pane();
+  t.keys("'6*7' Enter");
+  EXPECT_TRUE(t.shows("\n42\n")) << t.pane();
+  t.keys("'import time' Enter");
+  t.keys("'try:' Enter '  time.sleep(60)' Enter 'except KeyboardInterrupt:' Enter");
+  t.keys("'  print(\"handler\" + \"-ran\")' Enter Enter");
+  ASSERT_TRUE(t.shows("...")) << t.pane();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into time.sleep
+  t.keys("C-c");
+  EXPECT_TRUE(t.shows("handler-ran")) << "the program's own SIGINT handler ran:\n" << t.pane();
+  t.keys("'exit()' Enter");
+  EXPECT_TRUE(t.shows("EXIT=0")) << t.pane();
+}
+
+}  // namespace
+}  // namespace moat::e2e
