@@ -183,8 +183,10 @@ TEST_F(SandboxExecTest, BadOptionsAre125WithOneLineOnStderr) {
 TEST_F(SandboxExecTest, ArgvIsExecdWithoutAShell) {
   // Through bash the words would have been re-split or expanded; as argv they arrive as given.
   expect_same("RUN printf '%s|' 'a b' '$HOME' '*' \"it's\"");
-  const Ran r = sh(moat() + " sh -c 'cat /proc/$PPID/comm'");
-  EXPECT_EQ(r.out, "moat-init\n") << "the command's parent is the session init, not a bash";
+  const Ran r = sh(moat() + " env");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.find("SHLVL="), std::string::npos) << "a bash ran first:\n" << r.out;
+  EXPECT_EQ(("\n" + r.out).find("\n_="), std::string::npos) << "a bash ran first:\n" << r.out;
 }
 
 // --- moatd's side: what an exec frame may carry --------------------------------------------

@@ -213,7 +213,7 @@ TEST(ConsoleMsg, RoundTripsAndRefusesEachBrokenField) {
 TEST(DecodeClientFrame, RefusesWhatAServerSendsAndNamesWhatAClientMay) {
   EXPECT_EQ(client_refusal({{"type", "welcome"}}),
             "unknown frame type 'welcome' (a client may send hello, call, cancel, answer, bye, "
-            "console)");
+            "console, exec)");
   EXPECT_EQ(client_refusal({{"type", 3}}), "frame has no string field 'type'");
 }
 
@@ -409,6 +409,40 @@ TEST(FrameReader, AFrameOfTheWrongSideIsAnErrorNamingIt) {
   auto r = read_server_frame(reader);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message().find("unknown frame type 'cancel'"), std::string::npos);
+}
+
+TEST(ExecMsg, RoundTripsArgvCwdEnvAndTimeout) {
+  const ExecMsg m{"x", {"printf", "%s", "a b"}, "/w/sub", {{"CI", "1"}}, 2.5};
+  auto back = ExecMsg::from_json(m.to_json());
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->argv, m.argv);
+  EXPECT_EQ(back->cwd, "/w/sub");
+  EXPECT_EQ(back->env, m.env);
+  EXPECT_EQ(back->timeout_s, 2.5);
+}
+
+TEST(ExecMsg, RefusesWhatBreaksItsBoundsNamingTheField) {
+  auto refused = [](json m, const std::string& says) {
+    m["type"] = "exec";
+    if (!m.contains("id")) m["id"] = "x";
+    auto r = ExecMsg::from_json(m);
+    ASSERT_FALSE(r) << m.dump().substr(0, 200);
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  };
+  refused({{"argv", json::array()}}, "'argv' must hold 1 to 4096 words");
+  refused({{"argv", std::vector<std::string>(kMaxExecArgs + 1, "a")}}, "1 to 4096 words");
+  refused({{"argv", {"a", 1}}}, "must hold strings");
+  refused({{"argv", {std::string("a\0b", 3)}}}, "NUL");
+  refused({{"argv", {std::string(kMaxCommandBytes + 1, 'a')}}}, "the limit is 131072");
+  refused({{"argv", {"a"}}, {"env", {{"1X", "v"}}}}, "variable names");
+  refused({{"argv", {"a"}}, {"env", {{"X", 1}}}}, "variable names");
+  refused({{"argv", {"a"}}, {"env", {{"X", std::string(kMaxCommandBytes, 'v')}}}}, "the limit");
+  refused({{"argv", {"a"}}, {"timeout", -1}}, "'timeout'");
+  refused({{"argv", {"a"}}, {"cwd", 7}}, "'cwd'");
+  refused({{"id", ""}, {"argv", {"a"}}}, "'id'");
+  json many = json::object();
+  for (std::size_t i = 0; i <= kMaxExecEnv; ++i) many["V" + std::to_string(i)] = "v";
+  refused({{"argv", {"a"}}, {"env", many}}, "at most 64");
 }
 
 }  // namespace

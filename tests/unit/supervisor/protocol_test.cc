@@ -137,9 +137,9 @@ TEST(ValidateClientMessage, NamesTheWrongType) {
 }
 
 TEST(ValidateClientMessage, RejectsUnknownTypes) {
-  auto r = validate_client_message({{"type", "exec"}});
+  auto r = validate_client_message({{"type", "execute"}});
   ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message().find("unknown frame type 'exec'"), std::string::npos);
+  EXPECT_NE(r.error().message().find("unknown frame type 'execute'"), std::string::npos);
 }
 
 TEST(ValidateClientMessage, RejectsAFrameWithoutType) {
