@@ -173,7 +173,9 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "Examples:\n"
       "  moat sandbox exec -- make test\n"
       "  moat sandbox exec -C repo --cwd repo/sub --timeout 60 -- ./run_tests.sh\n"
-      "  moat sandbox exec --setenv CI 1 --env TERM -- python3");
+      "  moat sandbox exec --setenv CI 1 --env TERM --permissive -- python3\n"
+      "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
+      "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
                    "Directory the command starts in, inside the workspace (default: the "
@@ -194,6 +196,10 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
   exec->add_flag("-v,--verbose", eo->verbose,
                  "Say on stderr which session ran it and how it ended");
   add_moatd_pass_through(*exec, eo->moatd);
+  exec->add_flag("--permissive", eo->moatd.permissive,
+                 "Allow every command, keeping every sandbox layer: the policy still governs "
+                 "paths and limits, and what the organisation's system layer or a --policy file "
+                 "denies stays denied; e.g. --permissive -- python3");
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
   exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
 }

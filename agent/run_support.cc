@@ -81,6 +81,9 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
                  "An extra policy file, layered last (it may only narrow; repeatable)")
       ->check(CLI::ExistingFile)
       ->allow_extra_args(false);
+  cmd.add_flag("--no-default-policy", o.no_default_policy,
+               "Leave out the built-in default policy: only the system, user, project and "
+               "--policy layers decide (a private moatd only)");
   cmd.add_option("--allow-without", o.allow_without,
                  "Let the private moatd run sessions without this sandbox layer (repeatable)")
       ->allow_extra_args(false);
@@ -106,6 +109,10 @@ std::int64_t model_max_output(const std::string& spec) {
 
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o, bool console) {
+  if (!socket_path.empty() && (o.no_default_policy || o.permissive))
+    return fail(std::string(o.permissive ? "--permissive" : "--no-default-policy") +
+                " sets the policy of a private moatd; a shared moatd's (--connect) is its "
+                "operator's");
   if (!socket_path.empty()) return MoatdClient::connect(socket_path);
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
@@ -117,6 +124,8 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
     args.insert(args.end(), {"--system-policy-dir", o.system_policy_dir});
   if (!o.user_policy_dir.empty()) args.insert(args.end(), {"--user-policy-dir", o.user_policy_dir});
   for (const auto& l : o.allow_without) args.insert(args.end(), {"--allow-without", l});
+  if (o.no_default_policy) args.push_back("--no-default-policy");
+  if (o.permissive) args.push_back("--permissive");
   for (const auto& f : o.policy_files) {
     auto abs = real_path(f);
     args.insert(args.end(), {"--policy", abs ? *abs : f});

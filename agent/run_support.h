@@ -40,6 +40,8 @@ struct MoatdPassThrough {
   std::string user_policy_dir;
   std::vector<std::string> allow_without;
   std::vector<std::string> policy_files;
+  bool no_default_policy = false;  // leave out the built-in default policy
+  bool permissive = false;         // moat sandbox exec --permissive (policy/permissive.h)
 };
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o);
 

@@ -11,6 +11,7 @@
 #include "base/random.h"
 #include "base/sys.h"
 #include "policy/digest.h"
+#include "policy/permissive.h"
 #include "policy/protected_paths.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
@@ -146,13 +147,16 @@ Result<void> HelloSteps::load_policy() {
   lo.headless = state_.headless;
   if (!options_.audit_dir.empty()) lo.path_vars["AUDIT_DIR"] = options_.audit_dir;
   MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
+  if (options_.permissive) state_.policy = policy::make_permissive(std::move(state_.policy));
   return check_project_layer_is_the_workspaces(*state_.policy, state_.workspace_fd.get());
 }
 
 // Headless sessions run in "auto" mode (ask becomes deny), interactive ones in "ask" mode;
 // the organisation may forbid either.
 Result<void> HelloSteps::check_mode() {
-  const std::string mode = state_.headless ? "auto" : "ask";
+  const std::string mode = options_.permissive ? policy::kPermissiveMode
+                           : state_.headless   ? "auto"
+                                               : "ask";
   if (state_.policy->mode_allowed(mode)) return {};
   return fail("mode '" + mode + "' is not allowed by the organisation's constraints");
 }

@@ -49,6 +49,8 @@ struct Flags {
   std::vector<std::string> allow_without;
   std::vector<std::string> policy_files;
   std::vector<std::string> test_resolve;
+  bool no_default_policy = false;
+  bool permissive = false;
   double client_stall_timeout_s = 60;
 };
 
@@ -88,6 +90,11 @@ void add_file_options(CLI::App& app, Flags& f) {
   app.add_option("--policy", f.policy_files,
                  "An extra policy file, layered last; it may only narrow what the others allow")
       ->check(CLI::ExistingFile);
+  app.add_flag("--no-default-policy", f.no_default_policy,
+               "Leave out the built-in default policy (the system and user layers still load)");
+  app.add_flag("--permissive", f.permissive,
+               "Allow every command but what the system layer or a --policy file denies or asks "
+               "(session mode 'permissive'); paths, resources and every sandbox layer as before");
 }
 
 void add_sandbox_options(CLI::App& app, Flags& f) {
@@ -126,6 +133,8 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   options.policy.system_dir = f.system_policy_dir;
   options.policy.user_dir = f.user_policy_dir;
   options.policy.extra_files = f.policy_files;
+  options.policy.use_builtin_default = !f.no_default_policy;
+  options.permissive = f.permissive;
   options.unprivileged_uid = f.uid;
   options.unprivileged_gid = f.gid;
   options.allow_without.insert(f.allow_without.begin(), f.allow_without.end());

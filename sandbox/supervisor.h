@@ -35,6 +35,9 @@ struct SupervisorOptions {
   uid_t unprivileged_uid = kUnprivilegedUid;
   gid_t unprivileged_gid = kUnprivilegedGid;
   std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack
+  // moatd --permissive: every session's commands are allowed but the organisation's and a
+  // --policy file's denies and asks (policy/permissive.h); mode "permissive".
+  bool permissive = false;
   // A client that takes no byte of its frames for this long is disconnected and its calls
   // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   double client_stall_timeout_s = 60;

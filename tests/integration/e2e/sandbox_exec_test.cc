@@ -46,10 +46,14 @@ class SandboxExecTest : public ::testing::Test {
             "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
   }
   // `moat sandbox exec OPTS --`, as the start of a shell line.
-  std::string moat(const std::string& opts = "") const {
+  std::string moat(const std::string& opts = "", const std::string& system_dir = "") const {
     return shell_quote(moat_bin()) + " sandbox exec --system-policy-dir " +
-           shell_quote(policy_dir()) + " --audit-dir " + shell_quote(dir_.path() + "/audit") +
-           " -C " + shell_quote(ws_) + " " + opts + " --";
+           shell_quote(system_dir.empty() ? policy_dir() : system_dir) + " --audit-dir " +
+           shell_quote(dir_.path() + "/audit") + " -C " + shell_quote(ws_) + " " + opts + " --";
+  }
+  // The same with the built-in default policy (no system layer).
+  std::string moat_builtin(const std::string& opts = "") const {
+    return moat(opts, dir_.path() + "/no-system-layer");
   }
   // Runs `line` with sh in the workspace; its stdout and stderr go to files, and its status
   // is what sh saw ($?: 128+N for a signal).
@@ -187,6 +191,79 @@ TEST_F(SandboxExecTest, ArgvIsExecdWithoutAShell) {
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out.find("SHLVL="), std::string::npos) << "a bash ran first:\n" << r.out;
   EXPECT_EQ(("\n" + r.out).find("\n_="), std::string::npos) << "a bash ran first:\n" << r.out;
+}
+
+// --- options --------------------------------------------------------------------------------
+
+TEST_F(SandboxExecTest, PermissiveAllowsWhatTheDefaultPolicyRefusesAndKeepsThePathRules) {
+  fs::create_directories(ws_ + "/.git/hooks");
+  const std::string inline_code = " python3 -c 'print(6*7)'";
+  Ran r = sh(moat_builtin() + inline_code);
+  EXPECT_EQ(r.status, 126) << "inline code asks in the default policy: " << r.err;
+  r = sh(moat_builtin("--permissive") + inline_code);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "42\n");
+  r = sh(moat_builtin("--permissive") + " sh -c 'echo run > .git/hooks/post-checkout'");
+  EXPECT_NE(r.status, 0) << "git's hooks stay read-only";
+  EXPECT_FALSE(fs::exists(ws_ + "/.git/hooks/post-checkout"));
+  r = sh(moat("--permissive") + " curl http://example.invalid/");
+  EXPECT_EQ(r.status, 126) << "the system layer's deny holds: " << r.err;
+  EXPECT_NE(r.err.find("test.no-curl"), std::string::npos) << r.err;
+  r = sh(moat("--permissive --connect " + shell_quote(dir_.path() + "/no.sock")) + " true");
+  EXPECT_EQ(r.status, 125) << "a shared moatd's policy is its operator's";
+}
+
+TEST_F(SandboxExecTest, NoDefaultPolicyLeavesOutTheBuiltinLayerAndPolicyFileNarrows) {
+  fs::create_directories(dir_.path() + "/user");
+  std::ofstream(dir_.path() + "/user/10.toml")
+      << "schema = 1\ndefaults = { tool = \"allow\", command = \"deny\" }\n"
+         "[[command]]\nid = \"user.printf\"\ndecision = \"allow\"\nprogram = \"printf\"\n";
+  const std::string base = moat_builtin();
+  const std::string user = "--user-policy-dir " + shell_quote(dir_.path() + "/user") + " ";
+  EXPECT_EQ(sh(base + " true").status, 0) << "the built-in default allows true";
+  const std::string without = moat_builtin(user + "--no-default-policy");
+  Ran r = sh(without + " true");
+  EXPECT_EQ(r.status, 126) << "only the user layer decides now: " << r.err;
+  r = sh(without + " printf 'ok\\n'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  std::ofstream(dir_.path() + "/narrow.toml")
+      << "schema = 1\n[[command]]\nid = \"cli.no-true\"\ndecision = \"deny\"\n"
+         "program = \"true\"\nreason = \"Not today.\"\n";
+  r = sh(moat("--policy " + shell_quote(dir_.path() + "/narrow.toml")) + " true");
+  EXPECT_EQ(r.status, 126);
+  EXPECT_NE(r.err.find("cli.no-true"), std::string::npos) << r.err;
+}
+
+TEST_F(SandboxExecTest, SetenvAndEnvPassExactlyTheVariablesNamedAndTheyAreJudged) {
+  const Ran r = sh("BAR=from-caller SECRET=canary " + moat("--setenv FOO 'a b' --env BAR") +
+                   " sh -c 'echo \"$FOO|$BAR|${SECRET:-unset}\"'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "a b|from-caller|unset\n");
+  const Ran preload = sh(moat_builtin("--setenv LD_PRELOAD /tmp/x.so") + " true");
+  EXPECT_EQ(preload.status, 126) << "a code-loading variable is judged as in a bash line: "
+                                 << preload.err;
+}
+
+TEST_F(SandboxExecTest, CwdStartsInsideTheWorkspaceAndNowhereElse) {
+  fs::create_directories(ws_ + "/sub/dir");
+  Ran r = sh(moat("--cwd " + shell_quote(ws_ + "/sub/dir")) + " pwd");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, ws_ + "/sub/dir\n");
+  r = sh(moat("--cwd /tmp") + " pwd");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("not inside the workspace"), std::string::npos) << r.err;
+}
+
+TEST_F(SandboxExecTest, HelpDocumentsEveryOptionWithAnExample) {
+  auto r = run({moat_bin(), "sandbox", "exec", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* opt :
+       {"--cwd", "--timeout", "--setenv", "--env", "--permissive", "--no-default-policy",
+        "--policy", "e.g. --timeout 30", "e.g. --setenv CI 1", "e.g. --env TERM", "e.g. --cwd src",
+        "124", "125", "126", "127"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
 }
 
 // --- moatd's side: what an exec frame may carry --------------------------------------------
