@@ -83,7 +83,7 @@ void on_sigint(int) { g_cancel.store(true); }
 Result<std::string> read_all(std::istream& in, const std::string& what) {
   std::stringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) return fail(Error::from_errno("read", EIO, what));
+  if (in.bad()) return fail(Error::from_errno("reading the task", EIO, what));
   return ss.str();
 }
 

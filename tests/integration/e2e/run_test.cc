@@ -108,7 +108,7 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   const std::string script = dir_.path() + "/slow.jsonl";
   // The call lasts until the test has looked (a fixed sleep ran out first on a loaded machine).
   std::ofstream(script)
-      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"while [ ! -e release ]; do sleep 0.05; done"}}]})"
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"until test -e release; do sleep 0.05; done"}}]})"
       << "\n"
       << R"({"text":"done"})"
       << "\n";
