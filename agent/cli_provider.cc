@@ -155,7 +155,8 @@ void add_prompt_show_command(CLI::App& prompt, int& exit_code) {
   auto so = std::make_shared<PromptOptions>();
   auto* show =
       prompt.add_subcommand("show", "Print the assembled system prompt's blocks with their sizes");
-  show->add_option("--workspace", so->workspace, "Workspace directory (default: the current one)");
+  show->add_option("--workspace,-C", so->workspace,
+                   "Workspace directory (default: the current one)");
   show->add_flag("--full", so->full, "Print each block's text too");
   show->callback([so, &exit_code] { exit_code = run_prompt_show(*so); });
 }

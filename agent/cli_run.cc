@@ -365,10 +365,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "A message for when the agent would stop: it goes on with it instead "
                   "(repeatable; delivered one at a time, in order)")
       ->allow_extra_args(false);  // one value per flag: the task words after it stay the task
-  cmd->add_option("--max-turns", opts->loop.max_turns, "Gate: model turns")->capture_default_str();
-  cmd->add_option("--max-tokens", opts->loop.max_total_tokens, "Gate: total tokens (0 = none)");
-  cmd->add_option("--max-cost", opts->loop.max_cost, "Gate: cost in USD (0 = none)");
-  cmd->add_option("--max-wall", opts->loop.max_wall_s, "Gate: wall time in seconds (0 = none)");
+  cmd->add_option("--max-turns", opts->loop.max_turns, "Gate: model turns")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-tokens", opts->loop.max_total_tokens, "Gate: total tokens (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-cost", opts->loop.max_cost, "Gate: cost in USD (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-wall", opts->loop.max_wall_s, "Gate: wall time in seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--repeat-limit", opts->loop.repeat_limit,
                   "Stop when the same call fails the same way this many times")
       ->capture_default_str();

@@ -190,6 +190,23 @@ TEST_F(RunTest, TheLoopProcessRunsUnprivilegedWithoutExec) {
   EXPECT_EQ(wait_exit(pid, 60), 0) << read_file(dir_.path() + "/run.log");
 }
 
+// Issue 16, item 7: a negative gate is a usage error naming the option (it was taken, and
+// -1 turns stopped nothing), and `moat prompt show` takes -C like the other commands.
+TEST_F(RunTest, ANegativeGateIsRefusedAndPromptShowTakesC) {
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  for (const char* gate : {"--max-turns", "--max-tokens", "--max-cost", "--max-wall"}) {
+    auto r = run({moat_bin(), "run", "--headless", "--model", "replay:/nonexistent", "-C", ws, gate,
+                  "-1", "task"},
+                 state_env(dir_));
+    EXPECT_EQ(r.exit_code, 2) << gate << "\n" << r.out;
+    EXPECT_NE(r.out.find(gate), std::string::npos) << r.out;
+  }
+  auto shown = run({moat_bin(), "prompt", "show", "--full", "-C", ws}, state_env(dir_));
+  EXPECT_EQ(shown.exit_code, 0) << shown.out;
+  EXPECT_NE(shown.out.find("<working_directory>" + ws), std::string::npos) << shown.out;
+}
+
 TEST_F(RunTest, RunConnectsToASharedMoatdOverItsSocket) {
   const std::string sock = dir_.path() + "/moatd.sock";
   const pid_t moatd = start({moatd_bin(), "--socket", sock, "--audit-dir", dir_.path() + "/audit"},
