@@ -373,8 +373,12 @@ class Tmux {
  public:
   explicit Tmux(std::string name) : name_(std::move(name)) {}
   ~Tmux() { (void)tmux("kill-server"); }
+  // SHELL=/bin/sh: tmux runs a session's command with the user's shell, and without SHELL in
+  // the environment (CI) that is the passwd entry's, /usr/sbin/nologin for uid 65534, which
+  // refuses the command and ends the session (and the server) at once.
   int tmux(const std::string& args) const {
-    return std::system(("tmux -L " + name_ + " -f /dev/null " + args + " >/dev/null 2>&1").c_str());
+    return std::system(
+        ("SHELL=/bin/sh tmux -L " + name_ + " -f /dev/null " + args + " >/dev/null 2>&1").c_str());
   }
   std::string pane() const {
     const std::string file = "/tmp/" + name_ + ".pane";
