@@ -24,8 +24,10 @@
 #include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
 #include "base/host_defaults.h"
+#include "base/log.h"
 #include "base/workspace_path.h"
 #include "sessions/context.h"
+#include "sessions/json_util.h"
 #include "sessions/store.h"
 
 namespace moat::agent {
@@ -54,14 +56,21 @@ struct RunOptions {
   MoatdPassThrough moatd;
 };
 
+std::string sessions_dir_of(const RunOptions& o) {
+  return o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
+}
+
 // The session to append to: a new one, or --resume / --fork / --continue of an earlier one.
 // On resume, tool calls that never got a result (the agent was killed mid-call) are
-// answered with error results first, so the context is valid for the provider.
+// answered with error results first, so the context is valid for the provider; on a fork or
+// a branch from ID@ENTRY the call may have finished in the source, so its answer says only
+// that its result is not part of this conversation.
 Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o,
                                                              const std::string& dir,
                                                              const std::string& workspace) {
   std::unique_ptr<sessions::SessionStore> store;
   if (o.ephemeral) return sessions::SessionStore::create_in_memory(workspace);
+  const bool branched = !o.fork.empty() || o.resume.find('@') != std::string::npos;
   if (!o.fork.empty()) {
     MOAT_ASSIGN_OR_RETURN(store, sessions::fork_session(dir, o.fork, workspace));
   } else if (!o.resume.empty()) {
@@ -72,7 +81,8 @@ Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o
   } else {
     return sessions::SessionStore::create(dir, workspace);
   }
-  MOAT_TRY(sessions::answer_dangling_calls(*store));
+  MOAT_TRY(sessions::answer_dangling_calls(
+      *store, branched ? sessions::Unanswered::kBranched : sessions::Unanswered::kInterrupted));
   return store;
 }
 
@@ -147,9 +157,31 @@ Exit exit_with(Opened& r, int code, const std::string& message) {
   return code;
 }
 
+// `--resume ID` goes on where the session ran: its own workspace, not the current directory
+// (its files, its policy pins and its later `--continue` all live there). Gone, or another
+// one named with -C: refused, pointing at --fork, which starts a copy anywhere.
+Result<std::string> resumed_workspace(const RunOptions& o) {
+  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref,
+                        sessions::resolve_session_ref(sessions_dir_of(o), o.resume));
+  MOAT_ASSIGN_OR_RETURN(auto store, sessions::SessionStore::open_read_only(ref.path));
+  const std::string own = sessions::str_field(store->header(), "workspace");
+  auto workspace = canonical_workspace(own);
+  if (!workspace)
+    return fail("session " + ref.session_id + " ran in " + moat::quoted(own) + ", which is gone (" +
+                workspace.error().message() + "); --fork " + o.resume +
+                " -C DIR continues a copy of it in DIR");
+  if (o.workspace.empty()) return workspace;
+  MOAT_ASSIGN_OR_RETURN(const std::string asked, canonical_workspace(o.workspace));
+  if (asked != *workspace)
+    return fail("session " + ref.session_id + " ran in " + moat::quoted(*workspace) + ", not " +
+                moat::quoted(asked) + "; --resume runs in the session's own workspace (leave out " +
+                "-C), --fork " + o.resume + " -C DIR continues a copy of it in DIR");
+  return workspace;
+}
+
 // Usage errors come first, before anything is started.
 Exit read_inputs(const RunOptions& o, Opened& r) {
-  auto workspace = canonical_workspace(o.workspace);
+  auto workspace = o.resume.empty() ? canonical_workspace(o.workspace) : resumed_workspace(o);
   if (!workspace) return exit_with(r, kExitUsage, workspace.error().message());
   r.workspace = std::move(*workspace);
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
@@ -203,9 +235,7 @@ json tool_names(const Welcome& w) {
 
 // The session file starts with the model, the tools moatd offers and the task.
 Exit open_session_file(const RunOptions& o, Opened& r) {
-  const std::string dir =
-      o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir;
-  auto store = open_session(o, dir, r.workspace);
+  auto store = open_session(o, sessions_dir_of(o), r.workspace);
   if (!store) return exit_with(r, kExitUsage, store.error().message());
   r.store = std::move(*store);
   (void)r.store->append(
@@ -358,7 +388,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", opts->model,
                   "replay:FILE (recorded turns, no API key) or PROVIDER/MODEL-ID")
       ->required();
-  cmd->add_option("--workspace,-C", opts->workspace, "The repository to work in (default: .)");
+  cmd->add_option("--workspace,-C", opts->workspace,
+                  "The repository to work in (default: ., or with --resume the session's own)");
   cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
   add_mode_flags(*cmd, *opts);
   cmd->add_option("--follow-up", opts->follow_ups,
@@ -392,7 +423,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sessions-dir", opts->sessions_dir,
                   "Where session files go (default $XDG_STATE_HOME/moat/sessions)");
   auto* resume = cmd->add_option("--resume", opts->resume,
-                                 "Continue session ID (or ID@ENTRY: branch from that entry)");
+                                 "Continue session ID (or ID@ENTRY: branch from that entry) in "
+                                 "its own workspace");
   auto* fork =
       cmd->add_option("--fork", opts->fork, "Start a new session from a copy of ID (or ID@ENTRY)")
           ->excludes(resume);

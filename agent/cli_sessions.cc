@@ -149,7 +149,22 @@ int run_export(const SessionsOptions& o) {
   return emit(sessions::session_html(*l->store, l->path), o.output);
 }
 
-// `moat sessions label ID[@ENTRY] NAME`: names an entry (the newest one without @ENTRY), so
+// The entry a label without @ENTRY names: the newest message on the current path. The leaf
+// itself may be an earlier label or a session name, and a label of a label names nothing a
+// person can resume from.
+std::string newest_message(const sessions::SessionStore& store) {
+  const std::vector<const sessions::Entry*> path = store.path_refs(store.leaf());
+  std::string fallback;  // the newest entry that is not itself a name, when no message is
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const std::string type = sessions::str_field(**it, "type");
+    if (type == "message") return sessions::str_field(**it, "id");
+    if (fallback.empty() && type != "label" && type != "session_info")
+      fallback = sessions::str_field(**it, "id");
+  }
+  return fallback;
+}
+
+// `moat sessions label ID[@ENTRY] NAME`: names an entry (the newest message without @ENTRY), so
 // `--resume ID@NAME`, `--fork ID@NAME` and `sessions show ID@NAME` can use the name. The
 // label entry is appended at the end of the file; an empty NAME removes the entry's label.
 int run_label(const SessionsOptions& o, const std::string& name) {
@@ -165,7 +180,7 @@ int run_label(const SessionsOptions& o, const std::string& name) {
                                " is open in a running moat; label it when that run ends"));
     return report(store.error());
   }
-  const std::string target = ref->entry_id.empty() ? (*store)->leaf() : ref->entry_id;
+  const std::string target = ref->entry_id.empty() ? newest_message(**store) : ref->entry_id;
   if (target.empty())
     return report(Error::msg("session " + ref->session_id + " has no entries to label"));
   if (auto a = (*store)->append({{"type", "label"}, {"targetId", target}, {"label", name}}); !a)

@@ -123,22 +123,25 @@ std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store) {
   return unanswered(build_context(store));
 }
 
-Message interrupted_result(const DanglingCall& call) {
+Message interrupted_result(const DanglingCall& call, Unanswered why) {
+  const char* text =
+      why == Unanswered::kInterrupted
+          ? "The tool call was interrupted (moat stopped before it finished), so its "
+            "outcome is unknown. Check the state before repeating it."
+          : "This conversation continues from a point before this tool call's result, so "
+            "the result is not part of it. Check the state before relying on the call or "
+            "repeating it.";
   return {{"role", "toolResult"},
           {"toolCallId", call.id},
           {"toolName", call.name},
           {"isError", true},
-          {"content",
-           {{{"type", "text"},
-             {"text",
-              "The tool call was interrupted (moat stopped before it finished), so its "
-              "outcome is unknown. Check the state before repeating it."}}}}};
+          {"content", {{{"type", "text"}, {"text", text}}}}};
 }
 
-Result<size_t> answer_dangling_calls(SessionStore& store) {
+Result<size_t> answer_dangling_calls(SessionStore& store, Unanswered why) {
   const std::vector<DanglingCall> calls = dangling_tool_calls(store);
   for (const DanglingCall& c : calls)
-    MOAT_TRY(store.append({{"type", "message"}, {"message", interrupted_result(c)}}));
+    MOAT_TRY(store.append({{"type", "message"}, {"message", interrupted_result(c, why)}}));
   if (!calls.empty()) MOAT_TRY(store.sync());
   return calls.size();
 }

@@ -52,11 +52,17 @@ struct DanglingCall {
 std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path);
 std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store);
 
-// The toolResult message that answers a dangling call: isError, saying it was interrupted.
-Message interrupted_result(const DanglingCall& call);
+// Why a call has no result on the path: moat died during it (a plain resume), or the run
+// branched or forked from an entry before its result (the call may well have finished in
+// the source; saying moat stopped would be false).
+enum class Unanswered { kInterrupted, kBranched };
+
+// The toolResult message that answers a dangling call: isError, saying why it has none.
+Message interrupted_result(const DanglingCall& call, Unanswered why = Unanswered::kInterrupted);
 
 // On resume: appends interrupted_result for every dangling call on the store's current path
 // (in call order) and syncs; returns how many were answered (0: nothing to do).
-Result<size_t> answer_dangling_calls(SessionStore& store);
+Result<size_t> answer_dangling_calls(SessionStore& store,
+                                     Unanswered why = Unanswered::kInterrupted);
 
 }  // namespace moat::sessions

@@ -127,7 +127,8 @@ Result<std::unique_ptr<SessionStore>> fork_session(const std::string& sessions_d
                                                    const std::string& ref,
                                                    const std::string& workspace);
 
-// The entry a label or entry-id prefix names in `store`; ENOENT if none, EINVAL if ambiguous.
+// The entry a label or entry-id prefix names in `store`; ENOENT if none; when several match,
+// the error lists them.
 Result<std::string> resolve_entry(const SessionStore& store, const std::string& name);
 
 // Labels in effect: entry id -> newest label given to it ("" label removes it).

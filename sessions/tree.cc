@@ -119,18 +119,30 @@ Result<SessionInfo> listing_of(const SessionFile& f) {
   return info;
 }
 
-// Unique prefix match of `want` among `candidates`; ENOENT / EINVAL (ambiguous).
+// "ID is ambiguous: it matches A, B and 3 more; give more of the id": a person picks one.
+std::string ambiguity(const std::string& want, const std::vector<std::string>& matches) {
+  constexpr size_t kShown = 10;
+  std::string list;
+  for (size_t i = 0; i < matches.size() && i < kShown; ++i)
+    list += (i == 0 ? "" : ", ") + matches[i];
+  if (matches.size() > kShown) list += " and " + std::to_string(matches.size() - kShown) + " more";
+  return want + " is ambiguous: it matches " + list + "; give more of the id";
+}
+
+// Unique prefix match of `want` among `candidates`; ENOENT, or an error listing the
+// candidates when several match.
 template <typename Get>
 Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, const char* what) {
   size_t found = count;
+  std::vector<std::string> matches;
   for (size_t i = 0; i < count; ++i) {
     const std::string& c = get(i);
     if (c == want) return i;  // an exact match beats prefixes of longer ids
-    if (c.compare(0, want.size(), want) == 0) {
-      if (found != count) return fail(Error::from_errno(what, EINVAL, want + " is ambiguous"));
-      found = i;
-    }
+    if (c.compare(0, want.size(), want) != 0) continue;
+    if (std::find(matches.begin(), matches.end(), c) == matches.end()) matches.push_back(c);
+    found = i;
   }
+  if (matches.size() > 1) return fail(std::string(what) + " " + ambiguity(want, matches));
   if (found == count) return fail(Error::from_errno(what, ENOENT, want));
   return found;
 }

@@ -18,6 +18,7 @@
 #include "e2e_support.h"
 #include "sandbox/protocol.h"
 #include "moatd_fixture.h"
+#include "workspace_test.h"
 
 namespace moat::e2e {
 namespace {
@@ -33,18 +34,8 @@ struct Ran {
   int status = -1;
 };
 
-class SandboxExecTest : public ::testing::Test {
+class SandboxExecTest : public WorkspaceTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-  }
-  std::vector<std::string> env() const {
-    return {"XDG_STATE_HOME=" + dir_.path() + "/state",
-            "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
-  }
   // `moat sandbox exec OPTS --`, as the start of a shell line.
   std::string moat(const std::string& opts = "", const std::string& system_dir = "") const {
     return shell_quote(moat_bin()) + " sandbox exec --system-policy-dir " +
@@ -91,9 +82,6 @@ class SandboxExecTest : public ::testing::Test {
     for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7919 + i / 256) & 0xff);
     return s;
   }
-
-  TempDir dir_;
-  std::string ws_;
 };
 
 TEST_F(SandboxExecTest, EmptyOutputStaysEmptyAndMoatSaysNothing) {

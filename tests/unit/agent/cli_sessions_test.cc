@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -249,6 +250,55 @@ TEST_F(MoatCliTest, SessionsLabelNamesAnEntryForShowAndResume) {
   ASSERT_TRUE(reloaded);
   ASSERT_EQ((*reloaded)->entries().size(), 3u);
   EXPECT_EQ((*reloaded)->entries().back()["type"], "label");
+}
+
+TEST_F(MoatCliTest, ALabelWithoutAnEntryNamesTheNewestMessageEvenAfterAnotherLabel) {
+  std::string message, id;
+  {
+    auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
+    ASSERT_TRUE(s);
+    auto a = (*s)->append(
+        {{"type", "message"},
+         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "the task"}}}}}}});
+    ASSERT_TRUE(a);
+    message = *a;
+    ASSERT_TRUE((*s)->append({{"type", "session_info"}, {"name", "a name"}}));
+    ASSERT_TRUE((*s)->sync());
+    id = (*s)->id();
+  }
+  const std::string d = "sessions --dir " + dir_.path() + "/s ";
+  CliRun r = moat(d + "label " + id + " first");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(id + "@" + message + " labelled"), std::string::npos) << r.out;
+  // The leaf is now the first label entry; a second label still names the message.
+  r = moat(d + "label " + id + " second");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(id + "@" + message + " labelled"), std::string::npos) << r.out;
+  auto reloaded = SessionStore::open_read_only((*resolve_session_ref(dir_.path() + "/s", id)).path);
+  ASSERT_TRUE(reloaded);
+  for (const auto& [target, label] : labels_of(**reloaded)) EXPECT_EQ(target, message) << label;
+  r = moat(d + "show " + id + "@second");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("the task"), std::string::npos) << r.out;
+}
+
+TEST_F(MoatCliTest, AShortIdThatMatchesSeveralSessionsListsTheCandidates) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto s = SessionStore::create(dir_.path() + "/s", "/w/repo" + std::to_string(i));
+    ASSERT_TRUE(s);
+    ids.push_back((*s)->id());
+  }
+  // uuidv7 ids made in the same minute share their first hex digits.
+  const std::string prefix = ids[0].substr(0, 4);
+  for (const auto& id : ids) ASSERT_EQ(id.substr(0, 4), prefix);
+  for (const char* cmd : {"show ", "tree ", "label "}) {
+    const CliRun r =
+        moat("sessions --dir " + dir_.path() + "/s " + cmd + prefix + (cmd[0] == 'l' ? " x" : ""));
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_NE(r.out.find("ambiguous"), std::string::npos) << r.out;
+    for (const auto& id : ids) EXPECT_NE(r.out.find(id), std::string::npos) << cmd << r.out;
+  }
 }
 
 }  // namespace

@@ -110,14 +110,18 @@ TEST(SessionTree, RefResolvesIdPrefixEntryPrefixAndLabel) {
   EXPECT_EQ(by_path->entry_id, ids[2]);
 }
 
-TEST(SessionTree, AmbiguousSessionPrefixIsEinval) {
+TEST(SessionTree, AnAmbiguousSessionPrefixIsAnErrorListingTheCandidates) {
   TempDir dir;
   auto a = SessionStore::create(dir.path(), "/w");
   auto b = SessionStore::create(dir.path(), "/w");
   ASSERT_TRUE(a && b);
   // UUIDv7s made in the same millisecond share their first 8 hex digits; "0" is shared by
   // every id made before the year 10889.
-  EXPECT_EQ(resolve_session_ref(dir.path(), "0").error().code, EINVAL);
+  const auto r = resolve_session_ref(dir.path(), "0");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("ambiguous"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find((*a)->id()), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find((*b)->id()), std::string::npos) << r.error().message();
 }
 
 TEST(SessionTree, ResumeAtAnEntryBranchesThere) {
