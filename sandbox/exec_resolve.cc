@@ -76,24 +76,35 @@ std::string own_proc_entry(const std::string& proc, std::string abs) {
   return "";
 }
 
-int open_readable_or_path(int dirfd, const char* path, std::uint64_t resolve) {
+// Opens the file an exec names without the side effects of opening it: O_PATH first (read
+// open of a FIFO would hold moatd until a writer comes, and of a terminal would make it moatd's
+// controlling tty: moatd is a session leader without one, and the sandbox, holding the pty's
+// master, could then send it SIGINT or SIGQUIT), then, for a regular file only, readable
+// through that fd, O_NONBLOCK (a lease the sandbox holds fails the open instead of holding the
+// watch for the lease-break time). Invalid with errno set when the name does not open;
+// `*readable` says whether its #! line can be read.
+UniqueFd open_exec_file(int dirfd, const char* path, std::uint64_t resolve, bool* readable) {
+  *readable = false;
   open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC;  // readable: its #! line is read from the same fd
+  how.flags = O_PATH | O_CLOEXEC;
   how.resolve = resolve;
-  int fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
-  if (fd < 0 && errno == EACCES) {  // execute-only: the kernel may still run it
-    how.flags = O_PATH | O_CLOEXEC;
-    fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
-  }
-  return fd;
+  UniqueFd file(static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how)));
+  struct stat st {};
+  if (!file.valid() || fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) return file;
+  UniqueFd contents(open(("/proc/self/fd/" + std::to_string(file.get())).c_str(),
+                         O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!contents.valid()) return file;  // execute-only: the kernel may still run it
+  *readable = true;
+  return contents;
 }
 
-// Opens what the exec names; -1 with errno set, or with `refusal` set when moat cannot tell.
-int open_named(pid_t tid, int root, const std::string& path, int dirfd, bool empty_path,
-               Resolved& r) {
+// Opens what the exec names; invalid with errno set, or with `refusal` set when moat cannot
+// tell.
+UniqueFd open_named(pid_t tid, int root, const std::string& path, int dirfd, bool empty_path,
+                    Resolved& r, bool* readable) {
   const std::string proc = "/proc/" + std::to_string(tid);
   if (empty_path && path.empty())
-    return open_readable_or_path(AT_FDCWD, (proc + "/fd/" + std::to_string(dirfd)).c_str(), 0);
+    return open_exec_file(AT_FDCWD, (proc + "/fd/" + std::to_string(dirfd)).c_str(), 0, readable);
   std::string abs = path;
   if (path.empty() || path[0] != '/') {
     const std::string base_link =
@@ -103,10 +114,10 @@ int open_named(pid_t tid, int root, const std::string& path, int dirfd, bool emp
       // A directory whose path does not fit in PATH_MAX, or is gone: resolved from the
       // directory itself, as long as the path stays beneath it.
       UniqueFd dir(open(base_link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (!dir.valid()) return -1;
-      const int fd =
-          open_readable_or_path(dir.get(), path.c_str(), RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
-      if (fd < 0 && errno == EXDEV)
+      if (!dir.valid()) return dir;
+      UniqueFd fd = open_exec_file(dir.get(), path.c_str(), RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                                   readable);
+      if (!fd.valid() && errno == EXDEV)
         r.refusal =
             "its relative path leaves a working directory whose own path moat cannot "
             "read (longer than PATH_MAX, or deleted)";
@@ -115,20 +126,20 @@ int open_named(pid_t tid, int root, const std::string& path, int dirfd, bool emp
     abs = base + "/" + path;
   }
   if (const std::string own = own_proc_entry(proc, abs); !own.empty())
-    return open_readable_or_path(AT_FDCWD, own.c_str(), 0);
-  return open_readable_or_path(root, abs.c_str(), RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    return open_exec_file(AT_FDCWD, own.c_str(), 0, readable);
+  return open_exec_file(root, abs.c_str(), RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, readable);
 }
 
 Resolved resolve_one(pid_t tid, int root, const std::string& path, int dirfd, bool empty_path,
                      const std::string& cwd, Shebang* shebang) {
   Resolved r;
   r.cwd = cwd;
-  const int fd = open_named(tid, root, path, dirfd, empty_path, r);
-  if (fd < 0) {
+  bool readable = false;
+  UniqueFd file = open_named(tid, root, path, dirfd, empty_path, r, &readable);
+  if (!file.valid()) {
     r.error = r.refusal.empty() ? errno : 0;
     return r;
   }
-  UniqueFd file(fd);
   struct stat st {};
   if (fstat(file.get(), &st) != 0) {
     r.error = errno;
@@ -143,6 +154,12 @@ Resolved resolve_one(pid_t tid, int root, const std::string& path, int dirfd, bo
   struct statvfs vfs {};
   r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
   r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
+  // Unreadable (execute-only, or a lease on it): moat cannot see a #! line the kernel would
+  // follow. On a read-only mount nothing in the sandbox made it; anywhere else it is refused.
+  if (!readable && !r.read_only)
+    r.refusal =
+        "moat cannot read its first line (it is execute-only, or leased), so it "
+        "cannot tell which interpreter a #! line would run; make it readable";
   *shebang = shebang_of(file.get());  // O_PATH: pread fails, no interpreter named
   r.interpreter = shebang->interpreter;
   return r;

@@ -3,6 +3,7 @@
 // parse of the command line can see (an interpreter's os.system, a symlinked binary, a
 // script's children) is refused or recorded, with the exec tree, exit codes and the rule.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "e2e_support.h"
@@ -46,10 +48,18 @@ class ExecWatchTest : public ::testing::Test {
     fs::create_directories(dir_.path() + "/no-policy");
     // The system layer (it replaces the built-in default) is a root-owned folder of the
     // source tree, so the uid 65534 pass can use it too.
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", source_root() + "/tests/integration/e2e/exec_watch_policy",
-                  "--user-policy-dir", dir_.path() + "/no-policy"},
-                 dir_.path() + "/moatd.log");
+    pid_ = start(moatd_argv(), dir_.path() + "/moatd.log");
+  }
+  std::vector<std::string> moatd_argv() {
+    return {moatd_bin(),
+            "--socket",
+            socket_,
+            "--audit-dir",
+            dir_.path() + "/audit",
+            "--system-policy-dir",
+            source_root() + "/tests/integration/e2e/exec_watch_policy",
+            "--user-policy-dir",
+            dir_.path() + "/no-policy"};
   }
   void TearDown() override {
     if (pid_ > 0) {
@@ -66,7 +76,7 @@ class ExecWatchTest : public ::testing::Test {
     c.send_json(
         {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}});
     json r = c.read_frame(timeout_ms);
-    while (r.value("type", "") == "progress") r = c.read_frame(timeout_ms);
+    while (r.is_object() && r.value("type", "") == "progress") r = c.read_frame(timeout_ms);
     return r;
   }
   static std::string text_of(const json& result) {
@@ -76,15 +86,22 @@ class ExecWatchTest : public ::testing::Test {
     return out;
   }
   // One call in a fresh session; returns the tool result and fills log_ with the audit path.
-  json session_running(const std::string& command) {
+  json session_running(const std::string& command, int timeout_ms = 300000) {
     RawClient c(socket_);
     json welcome = hello(c);
     EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
     log_ = welcome.value("audit", "");
-    json r = call(c, "c1", command);
+    json r = call(c, "c1", command, timeout_ms);
     c.send_json({{"type", "bye"}});
     c.read_frame();
     return r;
+  }
+  // The exec records of the file named `base`.
+  std::vector<json> execs_of(const std::string& base) {
+    std::vector<json> out;
+    for (json& e : of_type("exec"))
+      if (base_of(e.value("exe", "")) == base) out.push_back(std::move(e));
+    return out;
   }
   std::vector<json> of_type(const std::string& type) {
     std::vector<json> out;
@@ -272,6 +289,85 @@ TEST_F(ExecWatchTest, ProcSelfExeAndDevFdExecsRunAsTheFileTheyName) {
   EXPECT_NE(text.find("devfd=0"), std::string::npos) << text;
   EXPECT_NE(text.find("procfd=0"), std::string::npos) << text;
   EXPECT_NE(text.find("yes=126"), std::string::npos) << text;
+}
+
+// Starts argv in a session of its own, as a private moatd (or a systemd service) runs.
+pid_t start_session_leader(const std::vector<std::string>& argv, const std::string& log) {
+  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    dup2(out, 1);
+    dup2(out, 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out);
+  return pid;
+}
+
+// moatd's controlling terminal: field 7 (tty_nr) of its /proc/<pid>/stat, 0 for none.
+long tty_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::string f;
+  for (int i = 3; fields >> f; ++i)
+    if (i == 7) return std::stol(f);
+  return -1;
+}
+
+// The watch opened the file an exec names for reading, whatever it was. A pty's slave made
+// that way became moatd's controlling terminal (moatd is a session leader without one), and
+// the sandbox, holding the master, typed Ctrl-\ into it: SIGQUIT killed moatd and every
+// session it served. Now the name is opened O_PATH and only a regular file is read.
+TEST_F(ExecWatchTest, AnExecOfAPtySlaveDoesNotGiveMoatdAControllingTerminal) {
+  kill(pid_, SIGTERM);
+  wait_exit(pid_, 10);
+  pid_ = start_session_leader(moatd_argv(), dir_.path() + "/moatd.log");
+  RawClient(socket_).send_json({{"type", "bye"}});  // waits until it listens
+  std::ofstream(ws_ + "/pty.py") << "import os, time\n"
+                                    "m, s = os.openpty()\n"
+                                    "n = os.ttyname(s)\n"
+                                    "try:\n"
+                                    "    os.execv(n, [n])\n"
+                                    "except OSError as e:\n"
+                                    "    print('exec errno', e.errno, flush=True)\n"
+                                    "os.write(m, b'\\x1c\\x03')\n"
+                                    "time.sleep(0.5)\n"
+                                    "print('typed')\n";
+  json r = session_running("python3 pty.py", 60000);
+  ASSERT_TRUE(r.is_object()) << "no result: " << moatd_log();
+  EXPECT_NE(text_of(r).find("exec errno 13"), std::string::npos) << r.dump();
+  ASSERT_EQ(kill(pid_, 0), 0) << "moatd died: " << moatd_log();
+  EXPECT_EQ(tty_of(pid_), 0) << "moatd has a controlling terminal";
+  json again = session_running("echo alive", 60000);
+  EXPECT_NE(text_of(again).find("alive"), std::string::npos) << again.dump();
+}
+
+// A FIFO named by an exec: the watch's open waited for a writer that never came, so the call
+// never ended (its watch thread could not be joined). Now it fails as the kernel fails it.
+TEST_F(ExecWatchTest, AnExecOfAFifoFailsAtOnceAndTheCallEnds) {
+  json r = session_running("mkfifo f && chmod +x f && timeout 5 ./f; echo fifo=$?", 60000);
+  ASSERT_TRUE(r.is_object()) << "no result within 60 s";
+  EXPECT_NE(text_of(r).find("fifo=126"), std::string::npos) << r.dump();
+}
+
+// A script the sandbox made execute-only (mode 111): a moatd that is not root cannot read
+// its #! line, and judged it as a file with no interpreter, so the interpreter (here yes,
+// which the policy denies) ran until the after-the-fact check killed it. Now a file moat
+// cannot read is refused unless it sits on a read-only mount. As root moatd reads it anyway.
+TEST_F(ExecWatchTest, AnExecuteOnlyScriptIsRefusedNotRunUnjudged) {
+  json r = session_running(
+      "printf '#!/usr/bin/yes\\n' > s && chmod 111 s && timeout 3 ./s >/dev/null; echo s=$?");
+  EXPECT_NE(text_of(r).find("s=126"), std::string::npos) << r.dump();
+  const std::vector<json> scripts = execs_of("s");
+  ASSERT_EQ(scripts.size(), 1u);
+  EXPECT_EQ(scripts[0].value("result", ""), "deny") << scripts[0].dump();
 }
 
 // The same program, single-threaded: the check is sound, and says so in the record.
