@@ -149,8 +149,8 @@ Resolved resolve_one(pid_t tid, int root, const std::string& path, int dirfd, bo
     r.error = EACCES;
     return r;
   }
-  r.dev = st.st_dev;
-  r.ino = st.st_ino;
+  r.dev = r.image_dev = st.st_dev;
+  r.ino = r.image_ino = st.st_ino;
   struct statvfs vfs {};
   r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
   r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
@@ -258,6 +258,8 @@ Resolved resolve_exec(pid_t tid, int root, const std::string& path, int dirfd, b
       return r;
     }
     r.also.push_back(ExecTarget{next, shebang.interpreter, interp.exe});
+    r.image_dev = interp.dev;
+    r.image_ino = interp.ino;
     named = shebang.interpreter;
     run_argv = std::move(next);
     shebang = inner;

@@ -24,6 +24,10 @@ struct Resolved {
   std::string exe, cwd, interpreter;
   dev_t dev = 0;
   ino_t ino = 0;
+  // The file /proc/<pid>/exe names once the exec is done: a #! script's (last) interpreter,
+  // else the file itself.
+  dev_t image_dev = 0;
+  ino_t image_ino = 0;
   bool read_only = false;  // on a read-only mount: nothing in the sandbox can replace it
   // What the kernel runs besides the named file: #! interpreters (nested ones too) and, for
   // the dynamic loader run as a program, the program it loads.

@@ -10,7 +10,8 @@
 //   5. check the notification is still live (SECCOMP_IOCTL_NOTIF_ID_VALID): the pid read
 //      from is still the caller, stopped in this execve;
 //   6. have it judged and recorded (ExecObserver), answer continue or the errno;
-//   7. for a shared memory, check once it runs that /proc/<pid>/exe is the file judged.
+//   7. for a shared memory or a path that could be swapped, check once the exec is done that
+//      /proc/<pid>/exe is the file judged (a script's interpreter).
 // exit_group notifications only note the exit code; the end is seen on a pidfd.
 #include "sandbox/exec_watch.h"
 
@@ -107,25 +108,89 @@ struct Program {
   bool ended = false;  // its end is recorded already (killed by the verification)
 };
 
-// A program let run that moat must see running before it trusts the check: its file was
-// named through a path that could be swapped (a writable or symlinked one), or its caller's
-// memory was shared. /proc/<pid>/exe must become the file judged and, for a shared memory,
-// /proc/<pid>/cmdline the argv judged; anything else is killed.
-struct PendingVerify {
-  pid_t pid;
-  dev_t dev;
-  ino_t ino;
-  dev_t old_dev;  // the image before the exec: until it changes, the exec has not happened
-  ino_t old_ino;
-  bool check_argv;
-  std::vector<std::string> argv;
-  Clock::time_point until;
+// At most this many old memories are held at once by all the watches of this moatd (an fd
+// each): a call whose processes exec their own image and make the exec fail on purpose (a
+// small RLIMIT_STACK and a large argv: E2BIG) keeps each one waiting for as long as they live.
+constexpr int kMaxHeldMemories = 256;
+std::atomic<int> g_held_memories{0};
+
+// A caller's memory as it was before its exec: /proc/<pid>/mem refers to the memory it was
+// opened on for as long as it is open, and reads nothing (0 bytes, not EIO) once that memory
+// is gone, which the exec does.
+class OldMemory {
+ public:
+  OldMemory() = default;
+  explicit OldMemory(pid_t pid) {
+    if (g_held_memories.fetch_add(1) >= kMaxHeldMemories) {
+      --g_held_memories;
+      return;
+    }
+    fd_ = UniqueFd(open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd_.valid()) --g_held_memories;
+  }
+  OldMemory(OldMemory&& o) noexcept : fd_(std::move(o.fd_)) {}
+  OldMemory& operator=(OldMemory&& o) noexcept {
+    if (this != &o) {
+      release();
+      fd_ = std::move(o.fd_);
+    }
+    return *this;
+  }
+  ~OldMemory() { release(); }
+  bool valid() const { return fd_.valid(); }
+  // Address 0 is never mapped (mmap_min_addr): EIO while the memory lives, 0 once it is gone.
+  bool gone() const {
+    char c;
+    return fd_.valid() && pread(fd_.get(), &c, 1, 0) == 0;
+  }
+
+ private:
+  void release() {
+    if (fd_.valid()) --g_held_memories;
+    fd_.reset();
+  }
+  UniqueFd fd_;
 };
 
-std::optional<std::pair<dev_t, ino_t>> exe_of(pid_t pid) {
+using FileId = std::pair<dev_t, ino_t>;
+
+// A program let run that moat must see running before it trusts the check: its file was
+// named through a path that could be swapped (a writable or symlinked one), or its caller's
+// memory was shared. /proc/<pid>/exe must become the file judged (a script's interpreter)
+// and, for a shared memory, /proc/<pid>/cmdline the argv judged; anything else is killed.
+// Nothing is concluded before the exec is seen done: a caller kept off the CPU (SCHED_IDLE
+// beside busy processes) can hold its exec back past any window.
+struct PendingVerify {
+  pid_t pid = -1;  // thread group
+  pid_t tid = -1;  // the thread that made the exec
+  FileId image;    // what /proc/<pid>/exe must become
+  FileId before;   // the image before the exec
+  // When the program execs its own image, /proc/<pid>/exe cannot tell the exec happened; its
+  // memory does: a vfork parent that shared it (`sharer`) no longer does, or it is gone.
+  pid_t sharer = -1;
+  OldMemory old_memory;
+  bool check_argv = false;
+  std::vector<std::string> argv;
+  Clock::time_point until;  // polled every millisecond until then, then every kSlowPoll
+  Clock::time_point next;
+  std::optional<Clock::time_point> argv_by;  // how long an empty cmdline is waited for
+};
+
+constexpr auto kSlowPoll = std::chrono::milliseconds(20);
+
+std::optional<FileId> exe_of(pid_t pid) {
   struct stat st{};
   if (stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &st) != 0) return std::nullopt;
   return std::make_pair(st.st_dev, st.st_ino);
+}
+
+bool exec_done(const PendingVerify& v, const FileId& exe) {
+  if (exe != v.before) return true;
+  if (v.sharer > 0) {
+    const long same = syscall(SYS_kcmp, v.pid, v.sharer, KCMP_VM, 0, 0);
+    if (same >= 0) return same != 0;
+  }
+  return v.old_memory.gone();
 }
 
 // Empty while an exec is between switching to the new memory (/proc/<pid>/exe is already the
@@ -144,16 +209,18 @@ std::string joined(const std::vector<std::string>& argv) {
 // What a verification concludes now: keep waiting, done, or kill (with why).
 enum class Verdict { kWait, kDone, kKill };
 
-Verdict verify_one(const PendingVerify& v, Clock::time_point now, std::string* why) {
+// `final`: the process makes a system call of its new program, so its exec is complete.
+Verdict verify_one(PendingVerify& v, Clock::time_point now, bool final, std::string* why) {
   auto exe = exe_of(v.pid);
   if (!exe) return Verdict::kDone;  // gone: nothing left running to stop
-  const bool judged = exe->first == v.dev && exe->second == v.ino;
-  const bool before = exe->first == v.old_dev && exe->second == v.old_ino;
-  if (judged && v.check_argv && now < v.until && cmdline_of(v.pid).empty())
-    return Verdict::kWait;  // the new memory is in place, its argv not yet (see cmdline_of)
+  if (!exec_done(v, *exe)) return Verdict::kWait;
+  const bool judged = *exe == v.image;
+  if (judged && v.check_argv && !final && cmdline_of(v.pid).empty()) {
+    // The new memory is in place, its argv not yet (see cmdline_of): a window from now on.
+    if (!v.argv_by) v.argv_by = std::max(v.until, now + kVerifyWindow);
+    if (now < *v.argv_by) return Verdict::kWait;
+  }
   if (judged && (!v.check_argv || cmdline_of(v.pid) == joined(v.argv))) return Verdict::kDone;
-  if (before && now < v.until) return Verdict::kWait;  // the exec has not replaced it yet
-  if (before && !judged) return Verdict::kDone;  // the exec failed: the old program runs on
   *why = judged ? "killed: its argv is not the one that was checked"
                 : "killed: /proc/<pid>/exe is not the file that was checked";
   return Verdict::kKill;
@@ -180,7 +247,12 @@ class Server {
   bool before_worker_exec(pid_t caller);
   void record_worker_program();
   void on_exec(const seccomp_notif& n);
-  void judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req, const Resolved& file);
+  void judge_and_answer(std::uint64_t id, pid_t tid, const ProcStatus& st, ExecRequest& req,
+                        const Resolved& file);
+  // What must be checked once the exec let run is done (nothing when the file cannot be
+  // swapped and no other thread can rewrite the words); sets req.refusal when it cannot be.
+  std::optional<PendingVerify> plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
+                                           const Resolved& file);
   void on_exit_group(const seccomp_notif& n);
   void on_pidfd(pid_t pid);
   // False when the caller no longer waits for this answer (a signal interrupted it, or it
@@ -193,9 +265,11 @@ class Server {
   void started(pid_t pid, const std::string& exec_id);
   void ended(pid_t pid, ExecEnd end);
   void verify_pending();
-  // Verifies now, with no more waiting, what `pid` exec'd: it is making a system call of
-  // the new program's, so that exec is complete.
-  void settle(pid_t pid);
+  int verify_poll_ms() const;
+  // Thread `tid` of `pid` makes a system call (an exec, an exit): an exec of its own that is
+  // done is verified now, with no more waiting; one that is not done failed (the thread runs
+  // its old program on). Another thread's call says nothing of it.
+  void settle(pid_t pid, pid_t tid);
   void kill_unverified(pid_t pid, const std::string& why);
   std::string parent_of(pid_t pid, pid_t ppid) const;
   bool fixed_dir(pid_t pid, const std::string& dir);
@@ -234,7 +308,7 @@ void Server::run() {
   }
   while (!(hung_up_ && running_.empty()) && !stopping_.load()) {
     epoll_event events[64];
-    int n = epoll_wait(epoll_.get(), events, 64, verify_.empty() ? 1000 : 1);
+    int n = epoll_wait(epoll_.get(), events, 64, verify_poll_ms());
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       const std::uint64_t tag = events[i].data.u64;
@@ -335,7 +409,7 @@ void Server::on_exit_group(const seccomp_notif& n) {
     it = running_.find(st.tgid);
   }
   if (it != running_.end() && !verify_.empty()) {
-    settle(it->first);  // a program killed here has its end recorded already
+    settle(it->first, static_cast<pid_t>(n.pid));  // one killed here has its end recorded
     if (it->second.ended) return (void)answer(n.id, true, 0);
   }
   // Not answered: a signal interrupted the exit_group (it is made again) or killed the
@@ -420,7 +494,7 @@ void Server::on_exec(const seccomp_notif& n) {
   if (file.error != 0) return (void)answer(n.id, false, file.error);  // the kernel's own answer
   const ProcStatus st = proc_status(tid);
   // It runs code of its own now, so an exec it made earlier is over: verified before this one.
-  settle(st.tgid);
+  settle(st.tgid, tid);
   ExecRequest req;
   req.pid = st.tgid;
   req.memory =
@@ -444,11 +518,41 @@ void Server::on_exec(const seccomp_notif& n) {
   req.cwd = std::move(file.cwd);
   req.also = std::move(file.also);
   req.refusal = std::move(file.refusal);
-  judge_and_answer(n.id, st.tgid, req, file);
+  judge_and_answer(n.id, tid, st, req, file);
 }
 
-void Server::judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req,
+std::optional<PendingVerify> Server::plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
+                                                 const Resolved& file) {
+  const bool shared = req.memory == "shared";
+  const std::string typed = absolute_path(req.path, req.cwd);
+  const bool swappable =
+      !file.read_only || req.cwd.empty() ||
+      !fixed_dir(st.tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
+  if (!shared && !swappable) return std::nullopt;
+  const auto before = exe_of(st.tgid);
+  if (!before) return std::nullopt;  // gone: it will not run anything
+  PendingVerify v;
+  v.pid = st.tgid;
+  v.tid = tid;
+  v.image = {file.image_dev, file.image_ino};
+  v.before = *before;
+  v.check_argv = shared;
+  v.until = v.next = Clock::now() + kVerifyWindow;
+  if (v.image == v.before) {
+    if (syscall(SYS_kcmp, st.tgid, st.ppid, KCMP_VM, 0, 0) == 0) v.sharer = st.ppid;
+    v.old_memory = OldMemory(st.tgid);
+    if (!v.old_memory.valid())
+      req.refusal =
+          "it execs its own program through a path that can be swapped, and moat cannot hold "
+          "its memory to see the exec done (too many such execs wait at once)";
+  }
+  return v;
+}
+
+void Server::judge_and_answer(std::uint64_t id, pid_t tid, const ProcStatus& st, ExecRequest& req,
                               const Resolved& file) {
+  // Before the judgement: what cannot be verified is refused, and recorded so.
+  std::optional<PendingVerify> check = plan_verify(tid, st, req, file);
   ExecAnswer a;
   if (observer_) a = observer_->on_exec(req);
   // The watch's own refusals stand whatever the observer said (it was told why).
@@ -458,14 +562,6 @@ void Server::judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req,
     ++stats_.refused;
     return (void)answer(id, false, a.error);
   }
-  const bool shared = req.memory == "shared";
-  const std::string typed = absolute_path(req.path, req.cwd);
-  const bool swappable =
-      !file.read_only || req.cwd.empty() ||
-      !fixed_dir(tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
-  std::optional<std::pair<dev_t, ino_t>> before;
-  // A #! script's /proc/<pid>/exe becomes its interpreter, never the script: not checked.
-  if ((shared || swappable) && file.interpreter.empty()) before = exe_of(tgid);
   if (!answer(id, true, 0)) {
     // A signal interrupted the execve after the check (or the caller died): nothing ran.
     if (observer_)
@@ -475,10 +571,11 @@ void Server::judge_and_answer(std::uint64_t id, pid_t tgid, ExecRequest& req,
   }
   ++stats_.execs;
   first_done_ = true;
-  started(tgid, req.exec_id);
-  if (before)
-    verify_.push_back({tgid, file.dev, file.ino, before->first, before->second, shared,
-                       std::move(req.argv), Clock::now() + kVerifyWindow});
+  started(st.tgid, req.exec_id);
+  if (check) {
+    check->argv = std::move(req.argv);
+    verify_.push_back(std::move(*check));
+  }
 }
 
 void Server::started(pid_t pid, const std::string& exec_id) {
@@ -547,28 +644,38 @@ void Server::verify_pending() {
   const auto now = Clock::now();
   std::size_t kept = 0;
   for (std::size_t i = 0; i < verify_.size(); ++i) {
+    PendingVerify& v = verify_[i];
     std::string why;
-    const Verdict v = verify_one(verify_[i], now, &why);
-    if (v == Verdict::kWait) {
-      if (kept != i) verify_[kept] = std::move(verify_[i]);
-      ++kept;
-      continue;
-    }
-    if (v == Verdict::kKill) kill_unverified(verify_[i].pid, why);
+    const Verdict verdict = now < v.next ? Verdict::kWait : verify_one(v, now, false, &why);
+    if (verdict == Verdict::kKill) kill_unverified(v.pid, why);
+    if (verdict != Verdict::kWait) continue;
+    if (now >= v.next && now >= v.until) v.next = now + kSlowPoll;
+    if (kept != i) verify_[kept] = std::move(v);
+    ++kept;
   }
   verify_.resize(kept);
 }
 
-void Server::settle(pid_t pid) {
+int Server::verify_poll_ms() const {
+  if (verify_.empty()) return 1000;
+  const auto now = Clock::now();
+  for (const PendingVerify& v : verify_)
+    if (now < v.until) return 1;
+  return static_cast<int>(kSlowPoll.count());
+}
+
+void Server::settle(pid_t pid, pid_t tid) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < verify_.size(); ++i) {
-    if (verify_[i].pid != pid) {
-      if (kept != i) verify_[kept] = std::move(verify_[i]);
+    PendingVerify& v = verify_[i];
+    const auto exe = v.pid == pid ? exe_of(pid) : std::nullopt;
+    if (v.pid != pid || (exe && !exec_done(v, *exe) && v.tid != tid)) {
+      if (kept != i) verify_[kept] = std::move(v);
       ++kept;
       continue;
     }
     std::string why;
-    if (verify_one(verify_[i], verify_[i].until, &why) == Verdict::kKill) kill_unverified(pid, why);
+    if (verify_one(v, Clock::now(), true, &why) == Verdict::kKill) kill_unverified(pid, why);
   }
   verify_.resize(kept);
 }

@@ -11,6 +11,12 @@
 // In "idle" mode the child's second thread only sleeps: the memory is shared as far as the
 // watch can tell, nothing changes it, and no exec may be killed.
 //
+// `exec_probe N swapscript|swapself` execs ./target N times while a second process keeps
+// exchanging it (renameat2 RENAME_EXCHANGE) with a symlink to /usr/bin/yes, so the file moat
+// judged and the one the kernel opens may differ. swapscript: ./target is a script whose
+// interpreter is /usr/bin/true; swapself: ./target is a hard link to this program, the image
+// the caller already runs. Same counts; a `yes` still running after 1 s is escaped.
+//
 // `exec_probe listener|clonevm|procmem` tries what would undo the watch and prints
 // "<probe>: errno=<name>" (or "<probe>: ALLOWED"):
 //   listener: a seccomp filter with a listener of its own (it would answer execs first);
@@ -26,6 +32,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <signal.h>
@@ -53,10 +60,37 @@ static void* idle(void* arg) {
   return NULL;
 }
 
+static void swap_forever(void) {
+  for (;;) renameat2(AT_FDCWD, "target", AT_FDCWD, "target.other", RENAME_EXCHANGE);
+}
+
+// Makes ./target (what `mode` says) and ./target.other, then starts the swapper.
+static pid_t start_swapping(const char* mode) {
+  unlink("target");
+  unlink("target.other");
+  if (strcmp(mode, "swapscript") == 0) {
+    FILE* f = fopen("target", "w");
+    if (f == NULL) return -1;
+    fputs("#!/usr/bin/true\n", f);
+    fclose(f);
+    chmod("target", 0755);
+  } else {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = '\0';
+    if (link(self, "target") != 0) return -1;
+  }
+  if (symlink("/usr/bin/yes", "target.other") != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) swap_forever();
+  return pid;
+}
+
 static void child(int threads) {
   int null_fd = open("/dev/null", O_WRONLY);
   if (null_fd >= 0) dup2(null_fd, 1);
-  if (threads) {
+  if (threads == 1 || threads == 2) {
     pthread_t t;
     if (pthread_create(&t, NULL, threads == 2 ? idle : flip, NULL) != 0) _exit(125);
     usleep(50);
@@ -64,8 +98,9 @@ static void child(int threads) {
   // Single: the words on this process's own stack, a page no other process can write.
   char local[32];
   memcpy(local, path, sizeof local);
-  char* name = threads ? path : local;
-  char* args[] = {name, NULL};
+  char target[] = "./target", exit_word[] = "exit";
+  char* name = threads == 3 ? target : threads ? path : local;
+  char* args[] = {name, threads == 3 ? exit_word : NULL, NULL};
   execv(name, args);
   _exit(errno == EPERM ? 126 : 127);
 }
@@ -119,9 +154,12 @@ static int probe(const char* name) {
 int main(int argc, char** argv) {
   if (argc == 2) return probe(argv[1]);
   int rounds = argc > 1 ? atoi(argv[1]) : 100;
-  int threads = argc > 2 && strcmp(argv[2], "threads") == 0 ? 1
-                : argc > 2 && strcmp(argv[2], "idle") == 0  ? 2
-                                                            : 0;
+  const char* mode = argc > 2 ? argv[2] : "single";
+  const int swapping = strncmp(mode, "swap", 4) == 0;
+  int threads = strcmp(mode, "threads") == 0 ? 1 : strcmp(mode, "idle") == 0 ? 2 : swapping ? 3 : 0;
+  const int patience_ms = swapping ? 1000 : 3000;
+  pid_t swapper = swapping ? start_swapping(mode) : 0;
+  if (swapper < 0) return 2;
   int n_true = 0, killed = 0, refused = 0, other = 0, escaped = 0;
   for (int i = 0; i < rounds; ++i) {
     pid_t pid = fork();
@@ -129,21 +167,26 @@ int main(int argc, char** argv) {
     if (pid < 0) return 2;
     int status = 0;
     int waited = 0;
-    for (; waited < 3000; ++waited) {
+    for (; waited < patience_ms; ++waited) {
       if (waitpid(pid, &status, WNOHANG) == pid) break;
       struct timespec ms = {0, 1000000};
       nanosleep(&ms, NULL);
     }
-    if (waited == 3000) {
+    if (waited == patience_ms) {
       ++escaped;
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       continue;
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++n_true;
+    if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || (swapping && WEXITSTATUS(status) == 2)))
+      ++n_true;
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed;
     else if (WIFEXITED(status) && WEXITSTATUS(status) == 126) ++refused;
     else ++other;
+  }
+  if (swapper > 0) {
+    kill(swapper, SIGKILL);
+    waitpid(swapper, NULL, 0);
   }
   printf("rounds=%d true=%d killed=%d refused=%d other=%d escaped=%d\n", rounds, n_true, killed,
          refused, other, escaped);

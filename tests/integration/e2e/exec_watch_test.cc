@@ -96,6 +96,16 @@ class ExecWatchTest : public ::testing::Test {
     c.read_frame();
     return r;
   }
+  // exec_probe's 200 rounds of `mode` (swapscript, swapself): its line of counts.
+  std::string race_swapping(const std::string& mode) {
+    const std::string probe =
+        env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
+    EXPECT_TRUE(fs::exists(probe)) << probe;
+    fs::copy_file(probe, ws_ + "/probe");
+    const std::string text = text_of(session_running("./probe 200 " + mode));
+    std::cout << "[ " << mode << " ] " << text.substr(0, text.find('\n')) << "\n";
+    return text;
+  }
   // The exec records of the file named `base`.
   std::vector<json> execs_of(const std::string& base) {
     std::vector<json> out;
@@ -368,6 +378,41 @@ TEST_F(ExecWatchTest, AnExecuteOnlyScriptIsRefusedNotRunUnjudged) {
   const std::vector<json> scripts = execs_of("s");
   ASSERT_EQ(scripts.size(), 1u);
   EXPECT_EQ(scripts[0].value("result", ""), "deny") << scripts[0].dump();
+}
+
+// A script in the workspace whose interpreter is not the program that runs it (bash running
+// a #!/bin/sh script): its /proc/<pid>/exe becomes the interpreter. The watch compared it
+// with the script's own file (the interpreter's name had been moved out of what it checked)
+// and killed every such script a moment after it started.
+TEST_F(ExecWatchTest, AScriptInTheWorkspaceRunsToItsEnd) {
+  std::ofstream(ws_ + "/s.sh") << "#!/bin/sh\nsleep 0.2\necho ran to the end\n";
+  fs::permissions(ws_ + "/s.sh", fs::perms::owner_all | fs::perms::group_read |
+                                     fs::perms::group_exec | fs::perms::others_read |
+                                     fs::perms::others_exec);
+  json r = session_running("./s.sh; echo rc=$?");
+  EXPECT_NE(text_of(r).find("ran to the end\nrc=0"), std::string::npos) << r.dump();
+  for (const json& e : of_type("exec.end"))
+    EXPECT_EQ(e.value("note", "").find("killed"), std::string::npos) << e.dump();
+}
+
+// A file the sandbox swaps between moat's open and the kernel's (a second process exchanges
+// ./target with a symlink to yes in a loop). A #! script was never checked once it ran (its
+// /proc/<pid>/exe is its interpreter, not the script), so a yes that got through ran on; now
+// /proc/<pid>/exe must become the interpreter judged.
+TEST_F(ExecWatchTest, AScriptSwappedForADeniedProgramAfterTheCheckIsKilled) {
+  const std::string counts = race_swapping("swapscript");
+  EXPECT_NE(counts.find("rounds=200"), std::string::npos) << counts;
+  EXPECT_NE(counts.find("escaped=0"), std::string::npos) << counts;
+}
+
+// The same race when ./target is the very program the caller runs (a hard link to it): its
+// /proc/<pid>/exe is the file judged before and after the exec, so the check took it as done
+// at once, before the kernel had opened anything. Now the exec is seen done by its memory
+// (the old one is gone, or a vfork parent no longer shares it).
+TEST_F(ExecWatchTest, AProgramsOwnImageSwappedAfterTheCheckIsKilled) {
+  const std::string counts = race_swapping("swapself");
+  EXPECT_NE(counts.find("rounds=200"), std::string::npos) << counts;
+  EXPECT_NE(counts.find("escaped=0"), std::string::npos) << counts;
 }
 
 // The same program, single-threaded: the check is sound, and says so in the record.
