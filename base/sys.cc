@@ -72,6 +72,12 @@ Result<UniqueFd> pidfd_open(pid_t pid) {
   return UniqueFd(fd);
 }
 
+Result<UniqueFd> pidfd_getfd(int pidfd, int target) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, target, 0));
+  if (fd < 0) return fail(Error::from_errno("pidfd_getfd", errno, std::to_string(target)));
+  return UniqueFd(fd);  // the kernel sets O_CLOEXEC on it
+}
+
 Result<UniqueFd> memfd(const char* name) {
   int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0) return fail(Error::from_errno("memfd_create", errno, name));

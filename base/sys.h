@@ -33,6 +33,8 @@ Result<UniqueFd> open_no_symlinks(const std::string& path, int flags);
 // A second fd for the same open file (F_DUPFD_CLOEXEC).
 Result<UniqueFd> duplicate(int fd);
 Result<UniqueFd> pidfd_open(pid_t pid);
+// A copy of the process's fd `target` (pidfd_getfd(2); needs ptrace access to it).
+Result<UniqueFd> pidfd_getfd(int pidfd, int target);
 Result<UniqueFd> memfd(const char* name);
 Result<UniqueFd> signalfd_for_sigchld();  // blocks SIGCHLD in the caller first
 Result<UniqueFd> timerfd_after(double seconds);

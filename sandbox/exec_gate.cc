@@ -77,6 +77,7 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (allow) {
     ++execs_;
+    if (session_.programs) session_.programs->started(r.pid, call_id_, call_id_ + "." + r.exec_id);
     return ExecAnswer{true, 0};
   }
   ++refused_;
@@ -135,6 +136,7 @@ bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, cons
 }
 
 void ExecGate::on_end(const ExecEnd& end) {
+  if (session_.programs) session_.programs->ended(call_id_ + "." + end.exec_id);
   json exit = {{"code", end.code ? json(*end.code) : json(nullptr)},
                {"signal", end.signal ? json(*end.signal) : json(nullptr)}};
   json rec = {{"call_id", call_id_},

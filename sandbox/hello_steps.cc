@@ -17,6 +17,7 @@
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_runner.h"
+#include "sandbox/socket_owner.h"
 #include "sandbox/workspace.h"
 #include "tools/registry.h"
 
@@ -217,6 +218,22 @@ Result<void> HelloSteps::create_session() {
   return {};
 }
 
+namespace {
+
+// The program that opened a proxied connection, as its record names it: the process holding
+// the other end, and the program it (or its nearest ancestor with one) runs, as the exec
+// record names it.
+json program_json(int client, pid_t init, const ProgramRegistry& programs) {
+  auto pid = socket_peer_pid(client, init, programs.pids());
+  if (!pid) return {{"exec_id", nullptr}, {"program_error", pid.error().message()}};
+  auto program = programs.program_of(*pid);
+  if (!program)
+    return {{"pid", *pid}, {"exec_id", nullptr}, {"program_error", "it runs no program of a call"}};
+  return {{"pid", *pid}, {"call_id", program->call_id}, {"exec_id", program->exec_id}};
+}
+
+}  // namespace
+
 // The proxy's limits are the policy's ceilings; each connection's record goes to the audit
 // log without a sync of its own (the next decision's, or session.end's, takes it to disk).
 Result<void> HelloSteps::start_net_proxy() {
@@ -228,6 +245,9 @@ Result<void> HelloSteps::start_net_proxy() {
   o.max_bytes = r.network_bytes;
   o.idle_s = r.network_idle_s;
   o.resolve_overrides = options_.net_resolve_overrides;
+  o.attribute = [programs = state_.programs, init = state_.session->init_pid()](int client) {
+    return program_json(client, init, *programs);
+  };
   // The log, not state_: the state moves to the connection after the hello; the log it owns
   // does not, and outlives the proxy (SessionState declares the proxy after it).
   sessions::AuditLog* log = state_.audit.get();

@@ -335,8 +335,10 @@ void NetProxy::accept_loop() {
       const std::string why = "the session's network_connections limit (" +
                               std::to_string(options_.max_connections) + ") is reached";
       set_nonblocking(client.get());
+      json rec = attributed(client.get());
       send_error(client.get(), 503, why);
-      record_({{"decision", "deny"}, {"rule", "resources.network_connections"}, {"error", why}});
+      rec.update({{"decision", "deny"}, {"rule", "resources.network_connections"}, {"error", why}});
+      record_(std::move(rec));
       continue;
     }
     ++open_;
@@ -347,9 +349,15 @@ void NetProxy::accept_loop() {
   }
 }
 
+// Looked up first, while the program waits for its answer and so still holds its end.
+json NetProxy::attributed(int client) const {
+  return options_.attribute ? options_.attribute(client) : json::object();
+}
+
 void NetProxy::serve(UniqueFd client) {
   const auto started = Clock::now();
   Outcome out;
+  out.record = attributed(client.get());
   std::string rest;
   const int head_ms = static_cast<int>(std::min<std::int64_t>(options_.idle_s, 60) * 1000);
   auto head = read_head(client.get(), stop_.get(), head_ms, rest);

@@ -25,6 +25,12 @@ namespace moat::sandbox {
 // The proxy's port on the sandbox's own loopback (its network namespace has nothing else).
 inline constexpr int kProxyPort = 3128;
 
+// Receives each connection's record ({host, port, address, decision, rule, ...}).
+using NetRecorder = std::function<void(nlohmann::json)>;
+// Names the program that opened a connection ({call_id, exec_id, pid}), from the accepted
+// socket, while the program still holds its end; merged into the connection's record.
+using NetAttribution = std::function<nlohmann::json(int client)>;
+
 struct NetProxyOptions {
   std::int64_t max_connections = 64;               // open at once; more are refused with a 503
   std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
@@ -32,10 +38,8 @@ struct NetProxyOptions {
   // Test only, from moatd's command line (--test-resolve NAME=ADDRESS), never from a session:
   // names the proxy resolves to these addresses instead of asking the system resolver.
   std::map<std::string, std::string> resolve_overrides;
+  NetAttribution attribute;  // null: records name no program
 };
-
-// Receives each connection's record ({host, port, address, decision, rule, ...}).
-using NetRecorder = std::function<void(nlohmann::json)>;
 
 class NetProxy {
  public:
@@ -54,6 +58,7 @@ class NetProxy {
            NetRecorder record);
   void accept_loop();
   void serve(UniqueFd client);
+  nlohmann::json attributed(int client) const;
 
   UniqueFd listener_;
   UniqueFd stop_;  // an eventfd: readable once the proxy is stopping

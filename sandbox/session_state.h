@@ -15,6 +15,7 @@
 #include "base/unique_fd.h"
 #include "policy/policy.h"
 #include "sandbox/net_proxy.h"
+#include "sandbox/program_registry.h"
 #include "sandbox/session.h"
 #include "sandbox/workspace_index.h"
 #include "sessions/audit.h"
@@ -40,6 +41,9 @@ struct SessionState {
   // could not be indexed, and files_error says why.
   std::unique_ptr<WorkspaceIndex> files;
   std::string files_error;
+  // What each process runs, as the exec watches let it run: the proxy's `net` records name
+  // the program that opened the connection. Shared with the proxy's threads.
+  std::shared_ptr<ProgramRegistry> programs = std::make_shared<ProgramRegistry>();
   // The session's network proxy (null when the policy allows no connection). It writes `net`
   // records through record(): stopped before session.end is written.
   std::unique_ptr<NetProxy> net_proxy;

@@ -132,9 +132,11 @@ class NetProxyTest : public ::testing::Test {
     c.read_frame();
     std::ifstream in(welcome.value("audit", ""));
     records_.clear();
+    all_records_.clear();
     for (std::string line; std::getline(in, line);) {
       json r = json::parse(line, nullptr, false);
       if (r.value("type", "") == "net") records_.push_back(r);
+      all_records_.push_back(r);
     }
     return outputs;
   }
@@ -158,6 +160,7 @@ class NetProxyTest : public ::testing::Test {
   std::string socket_, ws_;
   pid_t pid_ = -1;
   std::vector<json> records_;
+  std::vector<json> all_records_;
 };
 
 TEST_F(NetProxyTest, AnAllowedNameWorksThroughCurlAndPythonWithOnlyTheProxyVariables) {
@@ -182,6 +185,43 @@ TEST_F(NetProxyTest, AnAllowedNameWorksThroughCurlAndPythonWithOnlyTheProxyVaria
   EXPECT_GT(r.value("bytes_down", 0), 0) << r.dump();
   EXPECT_GT(r.value("bytes_up", 0), 0) << r.dump();
   EXPECT_TRUE(r.contains("duration_ms")) << r.dump();
+}
+
+// The exec record of the call `call_id`'s program named `name` (argv[0]), or null.
+json exec_record(const std::vector<json>& records, const std::string& call_id,
+                 const std::string& name) {
+  for (const json& r : records)
+    if (r.value("type", "") == "exec" && r.value("call_id", "") == call_id &&
+        r["argv"].is_array() && !r["argv"].empty() && r["argv"][0] == name)
+      return r;
+  return nullptr;
+}
+
+TEST_F(NetProxyTest, EachConnectionsRecordNamesTheProgramThatOpenedIt) {
+  const std::string u = url("allowed.test", local_.port());
+  const std::string fetch = "urllib.request.urlopen(\"" + u + "\").read()";
+  // c0: curl under bash; c1: python3 itself; c2: a child python3 forks without an exec,
+  // which runs python3's program (its nearest ancestor with one).
+  auto out = run_session(
+      {"true && curl -sS --max-time 20 " + u, "python3 -c 'import urllib.request; " + fetch + "'",
+       "python3 -c 'import os, urllib.request\npid = os.fork()\nif pid == 0:\n  " + fetch +
+           "\n  os._exit(0)\nos.waitpid(pid, 0)'"});
+  ASSERT_EQ(local_.accepted(), 3) << out[0] << out[1] << out[2] << moatd_log();
+  const std::pair<const char*, const char*> calls[] = {
+      {"c0", "curl"}, {"c1", "python3"}, {"c2", "python3"}};
+  for (const auto& [call, program] : calls) {
+    json exec = exec_record(all_records_, call, program);
+    ASSERT_FALSE(exec.is_null()) << "no exec record of " << program << " in " << call;
+    json net;
+    for (const json& r : records_)
+      if (r.value("call_id", "") == call) net = r;
+    ASSERT_FALSE(net.is_null()) << "no net record names call " << call << ": "
+                                << json(records_).dump();
+    EXPECT_EQ(net["exec_id"], exec["exec_id"]) << net.dump() << "\n" << exec.dump();
+    EXPECT_GT(net["seq"].get<long>(), exec["seq"].get<long>()) << "the program came first";
+    if (std::string(call) != "c2") EXPECT_EQ(net["pid"], exec["pid"]) << net.dump();
+    else EXPECT_NE(net["pid"], exec["pid"]) << "the forked child opened it: " << net.dump();
+  }
 }
 
 TEST_F(NetProxyTest, ACurlConnectTunnelCarriesTheBytesUntouched) {
