@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <initializer_list>
 #include <string>
 
 namespace moat::agent {
@@ -38,6 +39,34 @@ inline std::string exit_codes_text(const char* before, const char* between, cons
   for (const ExitCodeMeaning& e : kExitCodeMeanings)
     out += before + std::to_string(e.code) + between + e.meaning + after;
   return out;
+}
+
+// A command's --help footer: "Exit codes: 0 done, 2 usage or configuration error." with only
+// the codes that command can return (a parse error is always 2, --help always 0).
+inline std::string exit_codes_footer(std::initializer_list<ExitCode> codes) {
+  std::string out;
+  for (const ExitCodeMeaning& e : kExitCodeMeanings)
+    for (ExitCode c : codes)
+      if (c == e.code) out += (out.empty() ? "" : ", ") + std::to_string(c) + " " + e.meaning;
+  return "Exit codes: " + out + ".";
+}
+inline void set_exit_codes(CLI::App& cmd, std::initializer_list<ExitCode> codes) {
+  cmd.footer(exit_codes_footer(codes));
+}
+// A group's own codes: it only ever refuses a command line (a subcommand's --help has its).
+inline void set_group_exit_codes(CLI::App& group) {
+  set_exit_codes(group, {kExitDone, kExitUsage});
+}
+
+// The policy directories, one spelling in every command (moatd's too): --system-policy-dir
+// and --user-policy-dir. The spellings `moat policy` had (--policy-dir, --system-dir,
+// --user-dir) stay as hidden aliases, so scripts written for them keep working.
+inline void add_policy_dir_options(CLI::App& cmd, std::string& system_dir, std::string& user_dir,
+                                   const std::string& system_help, const std::string& user_help) {
+  cmd.add_option("--system-policy-dir", system_dir, system_help);
+  cmd.add_option("--policy-dir,--system-dir", system_dir)->group("");
+  cmd.add_option("--user-policy-dir", user_dir, user_help);
+  cmd.add_option("--user-dir", user_dir)->group("");
 }
 
 // Each add_* registers its subcommands on `app`. A subcommand's callback stores its exit

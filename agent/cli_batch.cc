@@ -17,6 +17,8 @@ void add_batch_command(CLI::App& app, int& exit_code) {
       "batch",
       "Run one task over many repositories, each item in its own work copy, sandbox, "
       "session and audit log (docs/batch.md)");
+  // 1: an item failed (or a merge misses items); 5: results.jsonl could not be written.
+  set_exit_codes(*cmd, {kExitDone, kExitTaskFailed, kExitUsage, kExitStore});
   cmd->add_option("manifest", o->manifest, "The batch manifest (TOML)");
   cmd->add_option("--jobs,-j", o->jobs, "Items at once")->capture_default_str();
   cmd->add_option("--out", o->out_dir, "Output folder: results.jsonl, patches/, report.html")
@@ -31,6 +33,7 @@ void add_batch_command(CLI::App& app, int& exit_code) {
   auto dest = std::make_shared<std::string>("batch-merged");
   auto* merge = cmd->add_subcommand(
       "merge", "Join shards' outputs into one results.jsonl and report; name missing items");
+  set_exit_codes(*merge, {kExitDone, kExitTaskFailed, kExitUsage, kExitStore});
   merge->add_option("outs", *outs, "The shards' output folders")->required();
   merge->add_option("--out", *dest, "Where the merged output goes")->capture_default_str();
   merge->callback([outs, dest, &exit_code] { exit_code = batch::merge_outputs(*outs, *dest); });

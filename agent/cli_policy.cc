@@ -33,11 +33,9 @@ struct PolicyFlags {
   bool headless = false;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option(
-        "--policy-dir,--system-dir", system_dir,
-        "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]");
-    cmd->add_option(
-        "--user-dir", user_dir,
+    add_policy_dir_options(
+        *cmd, system_dir, user_dir,
+        "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]",
         "User layer directory [env MOAT_USER_POLICY_DIR, default $XDG_CONFIG_HOME/moat/policy.d]");
     cmd->add_option("--workspace", workspace,
                     "Workspace (project layer, $WORKSPACE) [default: cwd]");
@@ -98,7 +96,8 @@ std::string shell_quote(const std::string& s) {
 void add_lint(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
   auto* cmd = policy_cmd->add_subcommand(
-      "lint", "Check schema, unknown keys, ownership and unreachable rules");
+      "lint", "Check schema, unknown keys, ownership and unreachable rules (exit 1: warnings)");
+  set_exit_codes(*cmd, {kExitDone, kExitTaskFailed, kExitUsage});
   flags->add_to(cmd);
   cmd->callback([flags, &exit_code] {
     int errors = 0, warnings = 0;
@@ -117,6 +116,7 @@ void add_test(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
   auto* cmd =
       policy_cmd->add_subcommand("test", "Run every rule's tests.match and tests.not_match");
+  set_exit_codes(*cmd, {kExitDone, kExitTaskFailed, kExitUsage});
   flags->add_to(cmd);
   cmd->callback([flags, &exit_code] {
     auto p = load_or_report(*flags, exit_code);
@@ -141,6 +141,7 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
   auto as_json = std::make_shared<bool>(false);
   auto* cmd = policy_cmd->add_subcommand("list", "Effective rules with their layer and file:line");
+  set_exit_codes(*cmd, {kExitDone, kExitUsage});
   flags->add_to(cmd);
   cmd->add_flag("--json", *as_json, "Print JSON");
   cmd->callback([flags, as_json, &exit_code] {
@@ -185,6 +186,7 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
   auto a = std::make_shared<Args>();
   auto* cmd =
       policy_cmd->add_subcommand("explain", "Show how a shell line, path or tool is decided");
+  set_exit_codes(*cmd, {kExitDone, kExitUsage});
   a->flags.add_to(cmd);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_flag("--headless", a->flags.headless, "Decide as a headless run (ask becomes deny)");
@@ -242,6 +244,7 @@ void add_trust(CLI::App* parent, int& exit_code) {
   auto* cmd = parent->add_subcommand(
       "trust",
       "Trust the workspace's .moat/policy.toml: pin its current SHA-256 (or --revoke the pin)");
+  set_exit_codes(*cmd, {kExitDone, kExitUsage});
   cmd->add_option("--workspace", a->workspace, "Workspace [default: cwd]");
   cmd->add_option("--trust-dir", a->trust_dir,
                   "Where pins live [env MOAT_TRUST_DIR, default $XDG_STATE_HOME/moat/trust]");
@@ -286,6 +289,7 @@ void add_trust(CLI::App* parent, int& exit_code) {
 void add_policy_commands(CLI::App& app, int& exit_code) {
   auto* policy_cmd = app.add_subcommand("policy", "Check, test and explain policies");
   policy_cmd->require_subcommand(1);
+  set_group_exit_codes(*policy_cmd);
   add_lint(policy_cmd, exit_code);
   add_test(policy_cmd, exit_code);
   add_list(policy_cmd, exit_code);

@@ -138,6 +138,7 @@ void add_parse_command(CLI::App& provider, int& exit_code) {
       "parse",
       "Feed a recorded streaming response body through the real parser and print the "
       "assembled assistant message as JSON (exit 4 if the stream holds an error)");
+  set_exit_codes(*parse, {kExitDone, kExitUsage, kExitProvider});
   parse->add_option("--api", po->api, "openai-chat | anthropic | openai-responses")->required();
   parse->add_option(
       "--split-seed", po->split_seed,
@@ -155,6 +156,7 @@ void add_prompt_show_command(CLI::App& prompt, int& exit_code) {
   auto so = std::make_shared<PromptOptions>();
   auto* show =
       prompt.add_subcommand("show", "Print the assembled system prompt's blocks with their sizes");
+  set_exit_codes(*show, {kExitDone, kExitUsage});
   show->add_option("--workspace,-C", so->workspace,
                    "Workspace directory (default: the current one)");
   show->add_flag("--full", so->full, "Print each block's text too");
@@ -167,9 +169,11 @@ void add_provider_commands(CLI::App& app, int& exit_code) {
   auto* provider =
       app.add_subcommand("provider", "Replay recorded provider streams through the parser");
   provider->require_subcommand(1);
+  set_group_exit_codes(*provider);
   add_parse_command(*provider, exit_code);
   auto* prompt = app.add_subcommand("prompt", "Inspect the system prompt");
   prompt->require_subcommand(1);
+  set_group_exit_codes(*prompt);
   add_prompt_show_command(*prompt, exit_code);
 }
 

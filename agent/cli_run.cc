@@ -379,8 +379,8 @@ void add_mode_flags(CLI::App& cmd, RunOptions& o) {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run the agent on a task; tools run in moatd's sandbox");
-  std::string codes = exit_codes_text("", " ", ", ");
-  cmd->footer("Exit codes: " + codes.substr(0, codes.size() - 2) + ".");
+  set_exit_codes(*cmd,
+                 {kExitDone, kExitTaskFailed, kExitUsage, kExitSandbox, kExitProvider, kExitStore});
   cmd->add_option("task", opts->task_words, "The task, as words");
   cmd->add_option("--task-file", opts->task_file,
                   "Read the task from a file (- is stdin; without a task, a stdin that is not a "

@@ -208,6 +208,7 @@ void add_explain_filter_command(CLI::App& sandbox) {
   auto network = std::make_shared<bool>(false);
   auto* explain = sandbox.add_subcommand(
       "explain-filter", "Print the workers' seccomp filter: every set, entry, action and reason");
+  set_exit_codes(*explain, {kExitDone, kExitUsage});
   explain->add_flag("--network", *network, "The filter of a session the policy grants network");
   explain->callback([network] { std::fputs(sandbox::explain_filter(*network).c_str(), stdout); });
 }
@@ -249,12 +250,14 @@ int parse_error_exit_code(const CLI::App& app) {
 void add_sandbox_commands(CLI::App& app, int& exit_code) {
   auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
   sandbox->require_subcommand(1);
+  set_group_exit_codes(*sandbox);
   add_exec_command(*sandbox, exit_code);
   add_explain_filter_command(*sandbox);
 
   auto as_json = std::make_shared<bool>(false);
   auto* doctor =
       app.add_subcommand("doctor", "Report which isolation layers this machine supports");
+  set_exit_codes(*doctor, {kExitDone, kExitUsage, kExitSandbox});
   doctor->add_flag("--json", *as_json, "Print the report as JSON");
   // Exit 3 when a layer every session needs is missing, so scripts can check the machine.
   doctor->callback([as_json, &exit_code] {

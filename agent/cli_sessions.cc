@@ -310,30 +310,36 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<SessionsOptions>();
   auto* group = app.add_subcommand("sessions", "List, show and export sessions");
   group->require_subcommand(1);
+  set_group_exit_codes(*group);
   group->add_option("--dir", opts->dir,
                     "Sessions directory (default: $MOAT_SESSIONS_DIR, "
                     "$XDG_STATE_HOME/moat/sessions)");
   auto* list = group->add_subcommand("list", "Sessions of this workspace, newest first");
   list->add_option("--workspace", opts->workspace,
                    "Workspace directory (default: the current one)");
+  set_exit_codes(*list, {kExitDone, kExitUsage});
   list->add_flag("--all", opts->all, "Sessions of every workspace");
   list->add_flag("--json", opts->json, "One JSON object per session (docs/events.md)");
   list->callback([opts, &exit_code] { exit_code = run_list(*opts); });
   auto* show = group->add_subcommand("show", "Print a session's current path (or up to ENTRY)");
   show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")
       ->required();
+  set_exit_codes(*show, {kExitDone, kExitUsage});
   show->add_flag("--json", opts->json,
                  "The header and each entry on the path, one JSON object per line");
   show->callback([opts, &exit_code] { exit_code = run_show(*opts); });
   auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
+  set_exit_codes(*tree, {kExitDone, kExitUsage});
   tree->add_option("ref", opts->ref, "session id or prefix")->required();
   tree->callback([opts, &exit_code] { exit_code = run_tree(*opts); });
   auto* label = group->add_subcommand("label", "Name an entry, for --resume/--fork ID@NAME");
+  set_exit_codes(*label, {kExitDone, kExitUsage});
   auto label_name = std::make_shared<std::string>();
   label->add_option("ref", opts->ref, "ID[@ENTRY]: the entry (default: the newest)")->required();
   label->add_option("name", *label_name, "The label (\"\" removes it)")->required();
   label->callback([opts, label_name, &exit_code] { exit_code = run_label(*opts, *label_name); });
   auto* exp = group->add_subcommand("export", "Export a session's path as a page");
+  set_exit_codes(*exp, {kExitDone, kExitUsage});
   exp->add_option("ref", opts->ref, "ID[@ENTRY]")->required();
   exp->add_flag("--html", opts->html, "Self-contained HTML")->required();
   exp->add_option("-o,--output", opts->output, "Output file (default: stdout)");
@@ -342,6 +348,7 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
 
 // verify, show and export check a log the same way.
 void add_read_verify_options(CLI::App& cmd, AuditOptions& opts) {
+  set_exit_codes(cmd, {kExitDone, kExitTaskFailed, kExitUsage});
   cmd.add_flag("--allow-open", opts.allow_open,
                "Accept a log without session.end (a session still running)");
   cmd.add_option("--key", opts.key,
@@ -354,6 +361,7 @@ void add_audit_group(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<AuditOptions>();
   auto* group = app.add_subcommand("audit", "Verify, show and export audit logs");
   group->require_subcommand(1);
+  set_group_exit_codes(*group);
   auto* verify = group->add_subcommand(
       "verify",
       "Walk the hash chain; report the first broken record by seq and byte offset "

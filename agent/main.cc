@@ -10,11 +10,13 @@ namespace {}  // namespace
 int main(int argc, char** argv) {
   using namespace moat::agent;
   CLI::App app{"moat: a coding agent for code nobody trusts"};
-  app.footer("Exit codes:\n" + exit_codes_text("  ", "  ", "\n"));
+  app.footer("Exit codes (each command's --help lists the ones it can return):\n" +
+             exit_codes_text("  ", "  ", "\n"));
   app.require_subcommand(1);
   int exit_code = kExitDone;
 
   auto* version = app.add_subcommand("version", "Print moat's version");
+  set_exit_codes(*version, {kExitDone, kExitUsage});
   version->callback([] { std::printf("moat %s\n", MOAT_VERSION); });
 
   add_run_command(app, exit_code);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include "agent/cli.h"
 #include "agent/providers/config.h"
 #include "agent/providers/factory.h"
 #include "agent/providers/prompt.h"
@@ -71,10 +72,9 @@ void print_answer(const PersonAnswer& a) {
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
   cmd.add_option("--audit-dir", o.audit_dir,
                  "Audit log directory of the private moatd (default $XDG_STATE_HOME/moat/audit)");
-  cmd.add_option("--system-policy-dir", o.system_policy_dir,
-                 "Organisation policy directory (default /etc/moat/policy.d)");
-  cmd.add_option("--user-policy-dir", o.user_policy_dir,
-                 "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
+  add_policy_dir_options(cmd, o.system_policy_dir, o.user_policy_dir,
+                         "Organisation policy directory (default /etc/moat/policy.d)",
+                         "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
   // Repeatable options take one value per flag: CLI11 lets a vector option swallow the
   // words after it, and `moat run --policy FILE "task"` would take the task for a file.
   cmd.add_option("--policy", o.policy_files,

@@ -159,9 +159,9 @@ TEST_F(BytePathsTest, AWorkspaceThatIsNotUtf8IsRefusedByTheClientNotRenamed) {
 TEST(MoatJsonOutput, PolicyExplainJsonCarriesANonUtf8WordAsBytes) {
   TempDir dir;
   fs::create_directories(dir.path() + "/no-policy");
-  e2e::Run r =
-      run({moat_bin(), "policy", "explain", "--json", "--system-dir", dir.path() + "/no-policy",
-           "--user-dir", dir.path() + "/no-policy", "--workspace", dir.path(), "echo $'\\xff'"});
+  e2e::Run r = run({moat_bin(), "policy", "explain", "--json", "--system-policy-dir",
+                    dir.path() + "/no-policy", "--user-policy-dir", dir.path() + "/no-policy",
+                    "--workspace", dir.path(), "echo $'\\xff'"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   json j = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;

@@ -1,7 +1,5 @@
 // tests/unit/agent/cli_sessions_test.cc: `moat sessions ...` and `moat audit ...` through the
 // binary.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,34 +10,18 @@
 #include "sessions/audit.h"
 #include "sessions/jsonl.h"
 #include "sessions/store.h"
+#include "tests/unit/agent/moat_cli.h"
 #include "tests/unit/sessions/audit_fixture.h"
 #include "tests/unit/sessions/temp_dir.h"
 
 namespace moat::sessions {
 namespace {
 
+using moat::testing::CliRun;
+using moat::testing::moat;
 using testing::slurp;
 using testing::spit;
 using testing::TempDir;
-
-struct CliRun {
-  int rc = -1;
-  std::string out;
-};
-
-// Runs `moat <args>` (stdout and stderr together); args are test-made paths and ids.
-CliRun moat(const std::string& args) {
-  CliRun r;
-  const std::string cmd = std::string(std::getenv("MOAT_BIN")) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 class MoatCliTest : public ::testing::Test {
  protected:
