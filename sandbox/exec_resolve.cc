@@ -210,7 +210,7 @@ void add_loaded_program(pid_t tid, int root, const std::vector<std::string>& arg
   }
   r.also.push_back(
       ExecTarget{std::vector<std::string>(argv.begin() + static_cast<long>(i), argv.end()), argv[i],
-                 loaded.exe});
+                 loaded.exe, true, loaded.read_only});
 }
 
 }  // namespace

@@ -16,6 +16,10 @@ struct ExecTarget {
   std::vector<std::string> argv;
   std::string path;  // as named (execve's path, the #! line, the loader's argument)
   std::string exe;   // the file, resolved in the sandbox's view
+  // Opened by the dynamic loader once it runs (not by the kernel during the exec), long after
+  // moat's check; and whether that file is on a read-only mount.
+  bool loaded = false;
+  bool read_only = false;
 };
 
 struct Resolved {

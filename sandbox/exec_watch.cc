@@ -273,6 +273,9 @@ class Server {
   void kill_unverified(pid_t pid, const std::string& why);
   std::string parent_of(pid_t pid, pid_t ppid) const;
   bool fixed_dir(pid_t pid, const std::string& dir);
+  // Whether what `path` names (from `cwd`) could be another file by the time it is opened
+  // again: the file is on a writable mount, or a directory on the way is.
+  bool could_be_swapped(pid_t pid, const std::string& path, const std::string& cwd, bool read_only);
 
   int listener_, wake_, gate_;
   UniqueFd epoll_;
@@ -425,6 +428,13 @@ void Server::on_exit_group(const seccomp_notif& n) {
   running_.erase(it);
 }
 
+bool Server::could_be_swapped(pid_t pid, const std::string& path, const std::string& cwd,
+                              bool read_only) {
+  const std::string typed = absolute_path(path, cwd);
+  return !read_only || cwd.empty() ||
+         !fixed_dir(pid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
+}
+
 bool Server::fixed_dir(pid_t pid, const std::string& dir) {
   if (auto it = fixed_dirs_.find(dir); it != fixed_dirs_.end()) return it->second;
   bool fixed = false;
@@ -524,10 +534,14 @@ void Server::on_exec(const seccomp_notif& n) {
 std::optional<PendingVerify> Server::plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
                                                  const Resolved& file) {
   const bool shared = req.memory == "shared";
-  const std::string typed = absolute_path(req.path, req.cwd);
-  const bool swappable =
-      !file.read_only || req.cwd.empty() ||
-      !fixed_dir(st.tgid, typed.substr(0, std::max<std::size_t>(1, typed.rfind('/'))));
+  const bool swappable = could_be_swapped(st.tgid, req.path, req.cwd, file.read_only);
+  // The program the dynamic loader is asked to load is opened by the loader, after the exec,
+  // and /proc/<pid>/exe stays the loader: nothing after the fact can tell a swapped one.
+  for (const ExecTarget& t : req.also)  // (on_exec moved `file`'s strings into `req`)
+    if (t.loaded && could_be_swapped(st.tgid, t.path, req.cwd, t.read_only))
+      req.refusal = "the dynamic loader would open " + moat::quoted(t.path) +
+                    " itself, after moat's check, through a path the sandbox can change: name "
+                    "a program on a read-only system path, or run it directly";
   if (!shared && !swappable) return std::nullopt;
   const auto before = exe_of(st.tgid);
   if (!before) return std::nullopt;  // gone: it will not run anything

@@ -415,6 +415,31 @@ TEST_F(ExecWatchTest, AProgramsOwnImageSwappedAfterTheCheckIsKilled) {
   EXPECT_NE(counts.find("escaped=0"), std::string::npos) << counts;
 }
 
+// The dynamic loader run as a program opens the program it is asked to load itself, once it
+// runs: moat judged ./t when it was a symlink to true, a process swapping it for a symlink to
+// yes made the loader load yes, and nothing saw it (/proc/<pid>/exe stays the loader). A
+// program named to the loader through a path the sandbox can change is now refused; one on a
+// read-only system path still runs.
+TEST_F(ExecWatchTest, TheLoaderIsNotAskedToLoadAProgramTheSandboxCouldSwap) {
+  std::string loader;
+  for (const char* l : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"})
+    if (fs::exists(l)) loader = l;
+  ASSERT_FALSE(loader.empty()) << "no dynamic loader found";
+  std::ofstream(ws_ + "/swap.py")
+      << "import os\n"
+         "while True:\n"
+         "    os.symlink('/usr/bin/yes', 't2'); os.rename('t2', 't')\n"
+         "    os.symlink('/usr/bin/true', 't2'); os.rename('t2', 't')\n";
+  json r =
+      session_running("python3 swap.py & sleep 0.2; for i in $(seq 1 40); do timeout 1 " + loader +
+                      " ./t >/dev/null 2>&1; echo -n \"rc$? \"; done; kill %1; echo; " + loader +
+                      " /usr/bin/true; echo sys=$?");
+  const std::string text = text_of(r);
+  EXPECT_EQ(text.find("rc124"), std::string::npos) << "yes ran through the loader: " << text;
+  EXPECT_EQ(text.find("rc0"), std::string::npos) << "./t was loaded: " << text;
+  EXPECT_NE(text.find("sys=0"), std::string::npos) << text;
+}
+
 // The same program, single-threaded: the check is sound, and says so in the record.
 TEST_F(ExecWatchTest, ASingleThreadedCallerIsCheckedOnAnExclusiveMemory) {
   const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
