@@ -18,7 +18,9 @@
 #include "agent/console.h"
 #include "agent/events.h"
 #include "agent/loop.h"
+#include "agent/providers/factory.h"
 #include "agent/replay_provider.h"
+#include "agent/rpc_session.h"
 #include "agent/run_support.h"
 #include "agent/text_events.h"
 #include "agent/trust_prompt.h"
@@ -45,6 +47,7 @@ struct RunOptions {
   bool interactive = false;
   bool print = false;        // -p: text mode, the final answer alone on stdout
   bool json_events = false;  // --json: events on stdout (docs/events.md)
+  bool rpc = false;          // --rpc: commands on stdin, events on stdout (docs/events.md)
   bool ephemeral = false;    // no session file
   LoopConfig loop;
   unsigned uid = kUnprivilegedUid, gid = kUnprivilegedGid;
@@ -135,13 +138,14 @@ struct Opened {
   std::string workspace;
   std::string task;  // empty when a resumed session goes on without a new one
   bool headless = true;
-  bool json = false;  // --json
+  bool json = false;  // --json or --rpc: events on stdout
   std::unique_ptr<Provider> provider;
   std::unique_ptr<MoatdClient> client;
   Welcome welcome;
   std::unique_ptr<sessions::SessionStore> store;
   std::string system_prompt;
   std::unique_ptr<EventSink> events;  // text or JSON, from the start: a failure is an event too
+  std::function<Result<ModelChoice>(const std::string&)> open_model;  // --rpc's set_model
 };
 
 // A step's failure before the loop: said on stderr and, with --json, as the stream's events
@@ -185,6 +189,11 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
   if (!workspace) return exit_with(r, kExitUsage, workspace.error().message());
   r.workspace = std::move(*workspace);
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
+  if (o.rpc && (!o.task_words.empty() || !o.task_file.empty()))
+    return exit_with(r, kExitUsage,
+                     "--rpc takes its tasks as prompt commands on stdin, not as words or "
+                     "--task-file");
+  if (o.rpc) return std::nullopt;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
     auto task = read_task(o);
     if (!task) return exit_with(r, kExitUsage, task.error().message());
@@ -257,7 +266,8 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
 Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   ConsoleOptions console;
   console.channel = r.client->take_console();
-  console.interactive = !r.headless;
+  console.interactive = !r.headless && !o.rpc;
+  console.rpc = o.rpc;
   console.moatd_pid = r.client->moatd_pid();
   console.loop_only_fds = {r.client->fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
@@ -292,15 +302,53 @@ json session_fields(const RunOptions& o, const Opened& r) {
   return fields;
 }
 
+// --rpc's set_model: models from config.toml as it is read now, before the loop loses the
+// right to read it; their keys come from the environment, as --model's do.
+std::function<Result<ModelChoice>(const std::string&)> model_opener() {
+  auto config = std::make_shared<Result<providers::Config>>(providers::load_config());
+  return [config](const std::string& spec) -> Result<ModelChoice> {
+    ModelChoice c;
+    if (spec.rfind("replay:", 0) == 0) {
+      MOAT_ASSIGN_OR_RETURN(c.provider, make_replay_provider(spec.substr(7)));
+      return c;
+    }
+    if (!*config) return fail(config->error());
+    MOAT_ASSIGN_OR_RETURN(providers::ResolvedModel m, providers::resolve_model(spec, **config));
+    MOAT_ASSIGN_OR_RETURN(c.provider, providers::make_provider(spec, **config));
+    c.pricing = m.model.pricing;
+    c.context_window = m.model.context_window;
+    c.max_output = m.model.max_output;
+    return c;
+  };
+}
+
+// --rpc: the loop runs once per prompt command, on this one session (agent/rpc_session.h).
+int serve_rpc_confined(const RunOptions& o, Opened& r, RunEvents& events, CallTool call_tool) {
+  RpcSessionParts p;
+  p.provider = std::move(r.provider);
+  p.model = o.model;
+  p.store = r.store.get();
+  p.system_prompt = r.system_prompt;
+  p.tools = r.welcome.tools;
+  p.config = o.loop;
+  p.call_tool = std::move(call_tool);
+  p.events = &events;
+  p.cancel = &g_cancel;
+  p.records = record_paths(o, r);
+  p.open_model = std::move(r.open_model);
+  p.exit_code = exit_code_for;
+  return serve_rpc(std::move(p), STDIN_FILENO);
+}
+
 // In the loop process, unprivileged: the threads start here, so they are as confined as the
 // loop (capabilities and the seccomp filter are per thread).
 int run_confined(const RunOptions& o, Opened& r) {
   Inbox inbox;
   for (const auto& f : o.follow_ups) inbox.follow_up(f);
   // stdin is the console's pipe: the lines the person typed that were not answers, each a
-  // steering message.
+  // steering message (with --rpc: the checked commands).
   std::unique_ptr<TerminalInput> terminal;
-  if (!r.headless) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
+  if (!r.headless && !o.rpc) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
   r.client->start_reader();  // moatd's frames are read by a thread of their own from here on
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
@@ -322,33 +370,40 @@ int run_confined(const RunOptions& o, Opened& r) {
         id, tool, args, [&events, &id](std::string_view chunk) { events.output(id, chunk); },
         cancel);
   };
-  LoopOutcome outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools,
-                                 o.loop, events.loop_events(), &g_cancel, &inbox);
+  std::optional<LoopOutcome> outcome;
+  if (!o.rpc)
+    outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools, o.loop,
+                       events.loop_events(), &g_cancel, &inbox);
+  const int rpc_code = o.rpc ? serve_rpc_confined(o, r, events, call_tool) : 0;
   r.client->bye();
   if (terminal) terminal->close();
   r.client.reset();  // after moatd closed the connection: session.end is written
-  const int code = exit_code_for(outcome.stop);
-  events.result(outcome, code, record_paths(o, r));
+  if (!outcome) return rpc_code;  // --rpc: each prompt's run had its result
+  const int code = exit_code_for(outcome->stop);
+  events.result(*outcome, code, record_paths(o, r));
   return code;
 }
 
 int run(RunOptions& o) {
   Opened r;
-  r.json = o.json_events;
-  r.headless =
-      !o.interactive && (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
+  r.json = o.json_events || o.rpc;
+  // --rpc: the client answers moatd's questions (ask events, answer commands).
+  r.headless = !o.rpc && !o.interactive &&
+               (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
   // Decided before anything runs: a failure at any step is reported the same way.
-  r.events = o.json_events ? json_event_sink(stdout)
-                           : text_event_sink(r.headless ? TextMode::kPrint : TextMode::kTerminal);
+  r.events = r.json ? json_event_sink(stdout)
+                    : text_event_sink(r.headless ? TextMode::kPrint : TextMode::kTerminal);
   if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
   if (Exit e = open_model(o, r)) return *e;
-  settle_project_trust(r.workspace, r.headless, STDIN_FILENO);  // before moatd loads the policy
+  // Before moatd loads the policy; --rpc's stdin is commands, so nobody is asked there.
+  settle_project_trust(r.workspace, r.headless || o.rpc, STDIN_FILENO);
   if (Exit e = start_moatd_session(o, r)) return *e;
   if (Exit e = open_session_file(o, r)) return *e;
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   r.system_prompt = system_prompt_for(r.welcome.tools, r.workspace);
+  if (o.rpc) r.open_model = model_opener();
   if (Exit e = split_off_the_loop(o, r)) return *e;
   return run_confined(o, r);
 }
@@ -364,6 +419,11 @@ void add_mode_flags(CLI::App& cmd, RunOptions& o) {
       "--json", o.json_events,
       "Headless, one JSON event per line on stdout (docs/events.md); the rest on stderr");
   json_flag->excludes(print);
+  auto* rpc = cmd.add_flag("--rpc", o.rpc,
+                           "Commands as JSON lines on stdin (prompt, steer, follow_up, abort, "
+                           "answer, get_state, set_model), events as with --json on stdout "
+                           "(docs/events.md)");
+  rpc->excludes(print)->excludes(json_flag)->excludes(headless);
   cmd.add_flag("--ephemeral", o.ephemeral,
                "Write no session file (moatd's audit log is still written: it records every "
                "decision before the action runs)");
@@ -371,7 +431,8 @@ void add_mode_flags(CLI::App& cmd, RunOptions& o) {
                "Ask the person for 'ask' decisions; any other line typed while the agent works "
                "is a message the model gets after the current step")
       ->excludes(headless)
-      ->excludes(print);
+      ->excludes(print)
+      ->excludes(rpc);
 }
 
 }  // namespace

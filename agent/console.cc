@@ -12,9 +12,11 @@
 
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <utility>
 
+#include "agent/rpc_console.h"
 #include "agent/run_support.h"
 #include "agent/visible.h"
 #include "base/sys.h"
@@ -72,7 +74,7 @@ Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions
   if (::setsid() < 0) return fail(Error::from_errno("setsid", errno));
   UniqueFd null;
   int in_fd = in.r.get();
-  if (!o.interactive) {
+  if (!o.interactive && !o.rpc) {
     MOAT_ASSIGN_OR_RETURN(null, sys::open_path("/dev/null", O_RDONLY));
     in_fd = null.get();
   }
@@ -93,7 +95,7 @@ class Console {
  public:
   Console(pid_t loop, ConsoleOptions& o, Pipe& in, Pipe& out, Pipe& err, UniqueFd signals)
       : loop_(loop),
-        interactive_(o.interactive),
+        interactive_(o.interactive || o.rpc),
         to_loop_(std::move(in.w)),
         loop_out_(std::move(out.r)),
         loop_err_(std::move(err.r)),
@@ -102,6 +104,12 @@ class Console {
     if (!interactive_) to_loop_.reset();
     // A loop that stops reading must not block the console (and with it every answer).
     if (to_loop_.valid()) ::fcntl(to_loop_.get(), F_SETFL, O_NONBLOCK);
+    if (o.rpc)
+      rpc_ = std::make_unique<RpcConsole>(stdout, [this](const std::string& ask, bool allow,
+                                                         bool for_session) {
+        if (channel_.valid())
+          (void)sandbox::send_message(channel_.get(), sandbox::AnswerMsg{ask, allow, for_session});
+      });
   }
   // Serves until the loop has exited; returns its wait status.
   int run();
@@ -116,6 +124,7 @@ class Console {
   void read_signals();
   // Copies what the loop wrote to `to`, its controls made visible; false at end of file.
   bool pump(UniqueFd& from, FILE* to, std::string& carry);
+  void write_to_loop();
 
   pid_t loop_;
   bool interactive_;
@@ -127,10 +136,12 @@ class Console {
   bool stdin_eof_ = false;
   std::string partial_;
   std::string out_carry_, err_carry_;
+  std::unique_ptr<RpcConsole> rpc_;  // `--rpc`
 };
 
 bool Console::stdin_wanted() const {
   if (!interactive_ || stdin_eof_) return false;
+  if (rpc_) return rpc_->wants_input();
   // A run in a background job must not read its terminal: the read would stop the whole
   // process with SIGTTIN. It reads once it is in the foreground again.
   return ::isatty(STDIN_FILENO) != 1 || ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
@@ -142,7 +153,7 @@ int Console::run() {
     if (::waitpid(loop_, &status, WNOHANG) == loop_) break;
     // While a question is on the screen the loop's output waits in its pipes: what stands
     // above the prompt is moatd's question, not text the loop printed to look like one.
-    pollfd fds[5];
+    pollfd fds[6];
     int n = 0;
     auto add = [&](int fd) {
       fds[n] = pollfd{fd, POLLIN, 0};
@@ -153,6 +164,9 @@ int Console::run() {
     const int ch = channel_.valid() ? add(channel_.get()) : -1;
     const int out = loop_out_.valid() && !shown_ ? add(loop_out_.get()) : -1;
     const int err = loop_err_.valid() && !shown_ ? add(loop_err_.get()) : -1;
+    const bool for_loop = rpc_ && to_loop_.valid() && !rpc_->for_loop().empty();
+    const int to = for_loop ? n : -1;
+    if (for_loop) fds[n++] = pollfd{to_loop_.get(), POLLOUT, 0};
     // The timeout re-checks the loop and the foreground, which no fd signals.
     if (::poll(fds, static_cast<nfds_t>(n), 100) <= 0) continue;
     auto ready = [&](int i) { return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)); };
@@ -161,6 +175,7 @@ int Console::run() {
     if (ready(in)) read_stdin();
     if (ready(out) && !pump(loop_out_, stdout, out_carry_)) loop_out_.reset();
     if (ready(err) && !pump(loop_err_, stderr, err_carry_)) loop_err_.reset();
+    if (to >= 0 && (fds[to].revents & (POLLOUT | POLLERR | POLLHUP))) write_to_loop();
   }
   // The loop has exited; what it wrote last is still in the pipes (read without waiting:
   // a process it forked may hold them open).
@@ -168,6 +183,7 @@ int Console::run() {
     if (fd->valid()) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
   while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {}
   while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
+  if (rpc_) rpc_->loop_output_ended();
   return status;
 }
 
@@ -176,6 +192,11 @@ bool Console::pump(UniqueFd& from, FILE* to, std::string& carry) {
   ssize_t n = ::read(from.get(), buf, sizeof buf);
   if (n < 0 && errno == EINTR) return true;
   if (n <= 0) return false;
+  // --rpc: the loop's events are ASCII JSON lines (json_line), passed on whole.
+  if (rpc_ && to == stdout) {
+    rpc_->loop_output(std::string_view(buf, static_cast<std::size_t>(n)));
+    return true;
+  }
   const std::string shown = visible(std::string_view(buf, static_cast<std::size_t>(n)), carry);
   std::fwrite(shown.data(), 1, shown.size(), to);
   std::fflush(to);
@@ -198,10 +219,27 @@ void Console::read_signals() {
   }
 }
 
+// --rpc: checked commands go to the loop as its pipe takes them; once the input has ended and
+// they are all written, the loop sees its end.
+void Console::write_to_loop() {
+  const std::string& bytes = rpc_->for_loop();
+  const ssize_t n = ::write(to_loop_.get(), bytes.data(), bytes.size());
+  if (n > 0) rpc_->sent_to_loop(static_cast<std::size_t>(n));
+  if (n < 0 && errno != EAGAIN && errno != EINTR) to_loop_.reset();  // the loop has gone
+  if (stdin_eof_ && rpc_->for_loop().empty()) to_loop_.reset();
+}
+
 void Console::read_stdin() {
-  char buf[4096];
+  char buf[65536];
   const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
   if (n < 0 && errno == EINTR) return;
+  if (rpc_) {
+    if (n > 0) return rpc_->input(std::string_view(buf, static_cast<std::size_t>(n)));
+    rpc_->input_ended();
+    stdin_eof_ = true;
+    if (rpc_->for_loop().empty()) to_loop_.reset();
+    return;
+  }
   if (n <= 0) {
     if (!partial_.empty()) take_line(std::exchange(partial_, std::string()));
     // End of input: the loop gets it too, and every question, now or later, is declined.
@@ -246,6 +284,10 @@ void Console::read_channel() {
     auto decoded = sandbox::decode_server_frame(**frame);
     if (!decoded) continue;
     if (const auto* ask = std::get_if<sandbox::AskMsg>(&*decoded)) {
+      if (rpc_) {
+        rpc_->ask(ask->ask, ask->question);
+        continue;
+      }
       asks_.emplace_back(ask->ask, ask->question);
       show_question();
     } else if (const auto* error = std::get_if<sandbox::ErrorMsg>(&*decoded)) {
@@ -256,6 +298,7 @@ void Console::read_channel() {
     // moatd ended the session (or broke the channel): nothing is left to answer.
     channel_.reset();
     asks_.clear();
+    if (rpc_) rpc_->asks_gone();
     shown_ = false;
   }
 }

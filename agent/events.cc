@@ -89,6 +89,17 @@ RunEvents::RunEvents(EventSink& sink, const std::string& model_spec)
   if (auto m = configured_model(model_spec)) pricing_ = m->pricing;  // else: costs 0
 }
 
+void RunEvents::set_model(const std::string& model_spec, const providers::Pricing& pricing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  model_spec_ = model_spec;
+  pricing_ = pricing;
+}
+
+json RunEvents::totals() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return totals_.to_json();
+}
+
 void RunEvents::session(json fields) {
   fields["type"] = "session";
   fields["schema"] = kEventSchema;
@@ -185,6 +196,7 @@ void RunEvents::result(const LoopOutcome& outcome, int exit_code, json fields) {
   std::lock_guard<std::mutex> lock(mu_);
   fields["answer"] = answered && final_answer_ ? json(*final_answer_) : json(nullptr);
   fields["totals"] = totals_.to_json();
+  final_answer_.reset();  // `--rpc`: the next prompt's run has its own
   sink_.emit(fields);
 }
 

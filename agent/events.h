@@ -49,6 +49,10 @@ class RunEvents {
   // The last event. `fields` (session file, audit log, ...) are added to the totals.
   void result(const LoopOutcome& outcome, int exit_code, nlohmann::json fields);
   void emit(nlohmann::json event) { sink_.emit(event); }
+  // The model of the answers from now on (`--rpc`'s set_model), with its prices.
+  void set_model(const std::string& model_spec, const providers::Pricing& pricing);
+  // The totals so far (usage, cost, answers), as in `result`.
+  nlohmann::json totals();
 
  private:
   void answered(Message& answer);

@@ -139,6 +139,12 @@ SplitRun run_split(const std::vector<std::string>& argv, const std::vector<std::
   return r;
 }
 
+pid_t start_with_stdio(const std::vector<std::string>& argv,
+                       const std::vector<std::string>& extra_env, int in_fd, int out_fd,
+                       int err_fd) {
+  return spawn(argv, out_fd, extra_env, in_fd, err_fd);
+}
+
 pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
             const std::vector<std::string>& extra_env) {
   int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

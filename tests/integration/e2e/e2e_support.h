@@ -54,6 +54,11 @@ SplitRun run_split(const std::vector<std::string>& argv, const std::vector<std::
 pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
             const std::vector<std::string>& extra_env = {});
 int wait_exit(pid_t pid, int timeout_s);
+// Starts argv in the background (its own process group) with these fds as its stdin, stdout
+// and stderr; returns its pid.
+pid_t start_with_stdio(const std::vector<std::string>& argv,
+                       const std::vector<std::string>& extra_env, int in_fd, int out_fd,
+                       int err_fd);
 
 // Whether this host can build a session sandbox (root, or unprivileged user namespaces).
 bool sandbox_available(std::string* why);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "events_schema.h"
 #include "mocked_run.h"
 
 namespace moat::e2e {
@@ -22,104 +23,7 @@ using testing::Fault;
 using testing::MockModelServer;
 using testing::ScriptedTurn;
 
-// ---- docs/events.md, read as the schema it states. ----
-
-struct Field {
-  std::set<std::string> types;  // "string", "integer", "number", "boolean", "object", ...
-  bool always = false;
-};
-using EventSchema = std::map<std::string, Field>;
-
-struct Schema {
-  int version = -1;
-  std::map<std::string, EventSchema> events;
-};
-
-std::string between(const std::string& s, char open, char close, std::size_t from = 0) {
-  const auto a = s.find(open, from);
-  const auto b = a == std::string::npos ? a : s.find(close, a + 1);
-  return b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
-}
-
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::stringstream ss(row.substr(1));
-  for (std::string c; std::getline(ss, c, '|');) {
-    const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
-    out.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
-  }
-  return out;
-}
-
-// "### `name`" starts an event's table; "| `field` | string or null | always | ... |" rows.
-Schema read_schema() {
-  std::ifstream in(source_root() + "/docs/events.md");
-  Schema schema;
-  std::string line, current;
-  bool in_stream = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) in_stream = line.find("event stream") != std::string::npos;
-    if (!in_stream) continue;
-    if (const auto v = line.find("schema: **"); v != std::string::npos)
-      schema.version = std::atoi(line.c_str() + v + 10);
-    if (line.rfind("### ", 0) == 0) current = between(line, '`', '`');
-    if (current.empty() || line.rfind("| `", 0) != 0) continue;
-    const auto c = cells(line);
-    if (c.size() < 3) continue;
-    Field f;
-    std::stringstream types(c[1]);
-    for (std::string t; types >> t;)
-      if (t != "or") f.types.insert(t);
-    f.always = c[2] == "always";
-    schema.events[current][between(c[0], '`', '`')] = f;
-  }
-  return schema;
-}
-
-bool has_type(const json& v, const std::string& t) {
-  if (t == "string") return v.is_string();
-  if (t == "integer") return v.is_number_integer();
-  if (t == "number") return v.is_number();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "object") return v.is_object();
-  if (t == "array") return v.is_array();
-  if (t == "null") return v.is_null();
-  return false;
-}
-
-// "" when `e` is an event as the schema documents it, else what is wrong.
-std::string schema_problem(const Schema& s, const json& e) {
-  if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) return "no type";
-  const std::string type = e["type"];
-  auto it = s.events.find(type);
-  if (it == s.events.end()) return "undocumented event type " + type;
-  for (const auto& [key, value] : e.items()) {
-    if (key == "type") continue;
-    auto f = it->second.find(key);
-    if (f == it->second.end()) return type + ": undocumented field " + key;
-    bool ok = false;
-    for (const auto& t : f->second.types) ok = ok || has_type(value, t);
-    if (!ok) return type + "." + key + ": " + value.dump() + " is not of a documented type";
-  }
-  for (const auto& [key, f] : it->second)
-    if (f.always && !e.contains(key)) return type + ": missing " + key;
-  return "";
-}
-
 // ---- Runs against the mock. ----
-
-ScriptedTurn text_turn(const std::string& text) {
-  ScriptedTurn t;
-  t.text = text;
-  return t;
-}
-
-ScriptedTurn call_turn(const std::string& id, const std::string& command) {
-  ScriptedTurn t;
-  t.text = "Running it.";
-  t.calls.push_back({id, "bash", {{"command", command}}});
-  return t;
-}
 
 class EventsTest : public MockedRun, public ::testing::WithParamInterface<Api> {
  protected:
@@ -146,7 +50,7 @@ class EventsTest : public MockedRun, public ::testing::WithParamInterface<Api> {
     return out;
   }
 
-  Schema schema_ = read_schema();
+  Schema schema_ = read_schema("event stream");
   std::set<std::string> seen_;
 };
 

@@ -19,6 +19,20 @@ inline constexpr const char* kMockTuning =
     "max_retries = 2\nretry_base_ms = 10\nretry_max_ms = 20\nconnect_timeout_ms = 3000\n"
     "idle_timeout_ms = 2000\n";
 
+// A turn that answers `text`; one that says "Running it." and calls bash with `command`.
+inline testing::ScriptedTurn text_turn(const std::string& text) {
+  testing::ScriptedTurn t;
+  t.text = text;
+  return t;
+}
+
+inline testing::ScriptedTurn call_turn(const std::string& id, const std::string& command) {
+  testing::ScriptedTurn t;
+  t.text = "Running it.";
+  t.calls.push_back({id, "bash", {{"command", command}}});
+  return t;
+}
+
 class MockedRun : public ::testing::Test {
  protected:
   void start(agent::providers::Api api) {

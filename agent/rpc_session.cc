@@ -1,0 +1,183 @@
+// agent/rpc_session.cc: the loop's side of `moat run --rpc` (rpc_session.h).
+#include "agent/rpc_session.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "agent/rpc.h"
+#include "sessions/context.h"
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+
+Message user_message(const std::string& text) {
+  return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", text}}}}};
+}
+
+class RpcServer {
+ public:
+  explicit RpcServer(RpcSessionParts& p) : p_(p) {}
+
+  int serve(int in_fd) {
+    std::thread reader([this, in_fd] { read_commands(in_fd); });
+    while (std::optional<std::string> prompt = next_prompt()) run_prompt(*prompt);
+    reader.join();
+    return last_code_;
+  }
+
+ private:
+  // The next prompt, or none once the input has ended and no prompt waits.
+  std::optional<std::string> next_prompt() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return pending_.has_value() || ended_; });
+    return std::exchange(pending_, std::nullopt);
+  }
+
+  void run_prompt(const std::string& prompt) {
+    // A run cut short (an abort mid-call) may have left calls without results.
+    (void)sessions::answer_dangling_calls(*p_.store);
+    LoopOutcome outcome;
+    if (auto r = p_.store->append({{"type", "message"}, {"message", user_message(prompt)}}); !r) {
+      outcome.stop = LoopStop::kStoreError;
+      outcome.detail = "session store: " + r.error().message();
+    } else {
+      outcome = run_loop(*p_.provider, p_.call_tool, *p_.store, p_.system_prompt, p_.tools,
+                         p_.config, p_.events->loop_events(), p_.cancel, &inbox_);
+    }
+    last_code_ = p_.exit_code(outcome.stop);
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+    // What came too late for this run is said, not kept for the next one.
+    const std::size_t late = inbox_.take_steering().size();
+    std::size_t later = 0;
+    while (inbox_.take_follow_up()) ++later;
+    if (late + later > 0)
+      p_.events->emit({{"type", "note"},
+                       {"message", std::to_string(late + later) +
+                                       " steering or follow-up message(s) came after the run "
+                                       "ended and were not delivered"}});
+    p_.events->result(outcome, last_code_, p_.records);
+  }
+
+  void read_commands(int fd) {
+    std::string pending;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        take(pending.substr(0, nl));
+        pending.erase(0, nl + 1);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    cv_.notify_all();
+  }
+
+  // "N TEXT" (rpc_forward_line); the console checked it, the loop checks it again.
+  void take(const std::string& forwarded) {
+    const std::size_t space = forwarded.find(' ');
+    const std::uint64_t line = std::strtoull(forwarded.c_str(), nullptr, 10);
+    auto c = parse_rpc_command(space == std::string::npos
+                                   ? std::string_view()
+                                   : std::string_view(forwarded).substr(space + 1),
+                               line);
+    if (!c) return p_.events->emit(rpc_refusal(line, c.error().context));
+    std::lock_guard<std::mutex> lock(mu_);
+    json response = rpc_response(*c, act(*c));
+    if (c->kind == RpcKind::kGetState) response["state"] = state();
+    p_.events->emit(response);
+  }
+
+  // What the command does; "" when it succeeded, else why not. Called with mu_ held.
+  std::string act(const RpcCommand& c) {
+    switch (c.kind) {
+      case RpcKind::kPrompt: return prompt(c.message);
+      case RpcKind::kSteer:
+        if (!running_) return "nothing is running (send a prompt)";
+        inbox_.steer(c.message);
+        return "";
+      case RpcKind::kFollowUp:
+        if (!running_) return "nothing is running (send a prompt)";
+        inbox_.follow_up(c.message);
+        return "";
+      case RpcKind::kAbort:
+        if (!running_) return "nothing is running";
+        p_.cancel->store(true);
+        return "";
+      case RpcKind::kGetState: return "";
+      case RpcKind::kSetModel: return set_model(c.model);
+      case RpcKind::kAnswer: return "answers are the console's to send (it did not take this one)";
+    }
+    return "?";
+  }
+
+  std::string prompt(const std::string& message) {
+    if (running_) return "a prompt is running: steer it, queue a follow_up, or abort it first";
+    running_ = true;
+    p_.cancel->store(false);
+    pending_ = message;
+    cv_.notify_all();
+    return "";
+  }
+
+  std::string set_model(const std::string& spec) {
+    if (running_) return "a prompt is running: set the model between prompts";
+    auto choice = p_.open_model(spec);
+    if (!choice) return choice.error().message();
+    p_.provider = std::move(choice->provider);
+    p_.model = spec;
+    if (choice->context_window > 0) p_.config.context_window = choice->context_window;
+    if (choice->max_output > 0)
+      p_.config.max_output_tokens =
+          static_cast<int>(std::min<std::int64_t>(choice->max_output, 1 << 30));
+    p_.events->set_model(spec, choice->pricing);
+    (void)p_.store->append({{"type", "model_change"},
+                            {"provider", p_.provider->name()},
+                            {"model", p_.provider->model()}});
+    return "";
+  }
+
+  // get_state's `state` (docs/events.md). Called with mu_ held.
+  json state() {
+    json s = p_.records;
+    s.update(json{{"id", p_.store->id()},
+                  {"model", p_.model},
+                  {"running", running_},
+                  {"totals", p_.events->totals()}});
+    return s;
+  }
+
+ private:
+  RpcSessionParts& p_;
+  Inbox inbox_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<std::string> pending_;
+  bool running_ = false;
+  bool ended_ = false;
+  int last_code_ = 0;
+};
+
+}  // namespace
+
+std::string rpc_forward_line(std::uint64_t line, std::string_view text) {
+  return std::to_string(line) + " " + std::string(text) + "\n";
+}
+
+int serve_rpc(RpcSessionParts parts, int in_fd) {
+  RpcServer server(parts);
+  return server.serve(in_fd);
+}
+
+}  // namespace moat::agent
