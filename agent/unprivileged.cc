@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 
+#include "sandbox/landlock.h"
 #include "sandbox/seccomp_sets.h"
 
 namespace moat::agent {
@@ -146,6 +147,13 @@ Result<void> drop_to_unprivileged_loop(const DropOptions& options) {
   MOAT_TRY(drop_capabilities());
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return fail(Error::from_errno("prctl(PR_SET_NO_NEW_PRIVS)", errno));
+  // The filter refuses ptrace and process_vm_writev, but /proc/<pid>/mem is a file: without
+  // a domain the loop could write into any dumpable process of its uid (the user's shell; as
+  // root, the sandbox's processes, whose host uid it shares). Without Landlock it can
+  // (docs/security.md).
+  if (auto domain = sandbox::enter_ptrace_scoped_domain();
+      !domain && domain.error().code != EOPNOTSUPP)
+    return fail(domain.error());
   MOAT_TRY(install_loop_filter());
   return {};
 }

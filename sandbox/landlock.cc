@@ -86,6 +86,17 @@ Result<LandlockRuleset> make_landlock_ruleset(const std::vector<std::string>& wr
   return rs;
 }
 
+Result<void> enter_ptrace_scoped_domain() {
+  if (landlock_abi() == 0)
+    return fail(Error::from_errno("landlock_create_ruleset", EOPNOTSUPP, "version"));
+  RulesetAttr attr{kMakeBlock, 0, 0};
+  MOAT_ASSIGN_OR_RETURN(UniqueFd ruleset,
+                        sys::landlock_create_ruleset(&attr, sizeof attr.handled_access_fs));
+  if (syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
+    return fail(Error::from_errno("landlock_restrict_self", errno));
+  return {};
+}
+
 int restrict_self_in_child(int ruleset_fd) {
   if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return errno;
   return 0;

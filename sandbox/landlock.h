@@ -27,4 +27,10 @@ Result<LandlockRuleset> make_landlock_ruleset(const std::vector<std::string>& wr
 // landlock_restrict_self in the worker; needs no_new_privs. Returns 0 or an errno.
 int restrict_self_in_child(int ruleset_fd);
 
+// Puts the calling thread (and what it starts later) in a Landlock domain that restricts no
+// file access (it handles only making block devices, which nothing needs), for what Landlock
+// does to any process in a domain: it may not ptrace, nor open /proc/<pid>/mem of, a process
+// outside it. Needs no_new_privs. EOPNOTSUPP when Landlock is unavailable.
+Result<void> enter_ptrace_scoped_domain();
+
 }  // namespace moat::sandbox

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -115,6 +116,39 @@ TEST(UnprivilegedLoop, RootSwitchesToTheUnprivilegedUid) {
            ";gid=" + std::to_string(getgid()) + ";CapBnd=" + status_field("CapBnd");
   });
   EXPECT_EQ(r, "uid=65534;euid=65534;gid=65534;CapBnd=0000000000000000");
+}
+
+// The filter refuses ptrace and process_vm_writev, but /proc/<pid>/mem is a file: a loop could
+// open it for writing in any dumpable process of its uid (the user's shell, rootless; as root
+// the sandbox's own processes, whose host uid 65534 it shares) and rewrite an exec's argv
+// after the exec watch read it, or run code there. Landlock puts the loop in a domain of its
+// own, and a process in a domain may not ptrace-access one outside it.
+TEST(UnprivilegedLoop, CannotOpenTheMemoryOfAnotherProcessOfItsUid) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t target = fork();
+  if (target == 0) {
+    if (geteuid() == 0 &&
+        (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+      _exit(1);
+    prctl(PR_SET_DUMPABLE, 1);  // the uid change cleared it
+    (void)!write(ready[1], "r", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const std::string path = "/proc/" + std::to_string(target) + "/mem";
+  std::string r = in_dropped_child([&] {
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    return fd >= 0 ? std::string("opened") : "open=" + std::to_string(errno);
+  });
+  kill(target, SIGKILL);
+  waitpid(target, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_NE(r, "opened");
+  EXPECT_EQ(r.rfind("open=", 0), 0u) << r;
 }
 
 TEST(UnprivilegedLoop, ThreadsAndForkStillWork) {
