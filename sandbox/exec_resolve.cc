@@ -23,7 +23,9 @@
 namespace moat::sandbox {
 namespace {
 
-constexpr int kMaxInterpreterDepth = 4;  // the kernel's own (BINPRM_MAX_RECURSION)
+// The kernel's own: exec_binprm runs the binary handlers at depths 0 to 5, so a script may name
+// a script four more times; the sixth interpreter fails with ELOOP.
+constexpr int kMaxInterpreterDepth = 5;
 
 struct Shebang {
   std::string interpreter, argument;

@@ -440,6 +440,17 @@ TEST_F(ExecWatchTest, TheLoaderIsNotAskedToLoadAProgramTheSandboxCouldSwap) {
   EXPECT_NE(text.find("sys=0"), std::string::npos) << text;
 }
 
+// The kernel follows five #! interpreters (s4 -> s3 -> s2 -> s1 -> s0 -> true) and fails the
+// sixth with ELOOP; moat stopped at four, refusing what the kernel runs.
+TEST_F(ExecWatchTest, ChainsOfInterpretersEndWhereTheKernelsEnd) {
+  json r = session_running(
+      "printf '#!/usr/bin/true\\n' > s0 && for i in 1 2 3 4 5; do printf \"#!$PWD/s$((i-1))\\n\" > "
+      "s$i; done && chmod +x s0 s1 s2 s3 s4 s5 && ./s4; echo five=$?; ./s5; echo six=$?");
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("five=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("six=126"), std::string::npos) << text;
+}
+
 // The same program, single-threaded: the check is sound, and says so in the record.
 TEST_F(ExecWatchTest, ASingleThreadedCallerIsCheckedOnAnExclusiveMemory) {
   const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
