@@ -37,6 +37,11 @@ std::vector<json> records_of(const std::string& path) {
 
 std::string base_of(const std::string& path) { return fs::path(path).filename().string(); }
 
+void expect_each_in(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts)
+    EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
+}
+
 class ExecWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -295,10 +300,7 @@ TEST_F(ExecWatchTest, ProcSelfExeAndDevFdExecsRunAsTheFileTheyName) {
   json r = session_running(
       "exec 7</usr/bin/true; /dev/fd/7; echo devfd=$?; /proc/self/fd/7; echo procfd=$?; "
       "exec 8</usr/bin/yes; timeout 3 /dev/fd/8 >/dev/null; echo yes=$?");
-  const std::string text = text_of(r);
-  EXPECT_NE(text.find("devfd=0"), std::string::npos) << text;
-  EXPECT_NE(text.find("procfd=0"), std::string::npos) << text;
-  EXPECT_NE(text.find("yes=126"), std::string::npos) << text;
+  expect_each_in(text_of(r), {"devfd=0", "procfd=0", "yes=126"});
 }
 
 // Starts argv in a session of its own, as a private moatd (or a systemd service) runs.
@@ -446,9 +448,7 @@ TEST_F(ExecWatchTest, ChainsOfInterpretersEndWhereTheKernelsEnd) {
   json r = session_running(
       "printf '#!/usr/bin/true\\n' > s0 && for i in 1 2 3 4 5; do printf \"#!$PWD/s$((i-1))\\n\" > "
       "s$i; done && chmod +x s0 s1 s2 s3 s4 s5 && ./s4; echo five=$?; ./s5; echo six=$?");
-  const std::string text = text_of(r);
-  EXPECT_NE(text.find("five=0"), std::string::npos) << text;
-  EXPECT_NE(text.find("six=126"), std::string::npos) << text;
+  expect_each_in(text_of(r), {"five=0", "six=126"});
 }
 
 // The same program, single-threaded: the check is sound, and says so in the record.
