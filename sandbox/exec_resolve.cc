@@ -51,6 +51,13 @@ Shebang shebang_of(int fd) {
   std::size_t z = line.size();
   while (z > a && blank(line[z - 1])) --z;
   s.argument = line.substr(a, z - a);
+  // The kernel reads both as C strings: a NUL ends the interpreter's name (and then there is no
+  // argument, the NUL being its separator) or the argument.
+  if (const auto nul = s.interpreter.find('\0'); nul != std::string::npos) {
+    s.interpreter.resize(nul);
+    s.argument.clear();
+  }
+  s.argument = s.argument.substr(0, s.argument.find('\0'));
   return s;
 }
 

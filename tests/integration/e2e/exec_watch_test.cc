@@ -451,6 +451,21 @@ TEST_F(ExecWatchTest, ChainsOfInterpretersEndWhereTheKernelsEnd) {
   expect_each_in(text_of(r), {"five=0", "six=126"});
 }
 
+// A NUL byte in a #! line ends the interpreter's name for the kernel (binfmt_script reads C
+// strings), and with it the line: `#!/bin/echo<NUL> hidden` runs /bin/echo ./s. moat took the
+// NUL and "hidden" into the interpreter and its argument, so the record named a program and
+// an argument that never ran.
+TEST_F(ExecWatchTest, ANulInAnInterpreterLineEndsItAsTheKernelReadsIt) {
+  std::ofstream(ws_ + "/s", std::ios::binary) << std::string("#!/bin/echo\0 hidden\n", 20);
+  fs::permissions(ws_ + "/s", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  json r = session_running("./s");
+  EXPECT_EQ(text_of(r), "./s\n") << r.dump();
+  const std::vector<json> scripts = execs_of("s");
+  ASSERT_EQ(scripts.size(), 1u);
+  EXPECT_EQ(scripts[0].value("interpreter", ""), "/bin/echo") << scripts[0].dump();
+}
+
 // The same program, single-threaded: the check is sound, and says so in the record.
 TEST_F(ExecWatchTest, ASingleThreadedCallerIsCheckedOnAnExclusiveMemory) {
   const std::string flipper = env_or("MOAT_BUILD_ROOT", "build") + "/tests/integration/e2e/exec_probe";
