@@ -18,6 +18,7 @@
 #include "agent/console.h"
 #include "agent/events.h"
 #include "agent/loop.h"
+#include "agent/providers/config.h"
 #include "agent/providers/factory.h"
 #include "agent/replay_provider.h"
 #include "agent/rpc_session.h"
@@ -203,6 +204,10 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
 }
 
 Exit open_model(RunOptions& o, Opened& r) {
+  // config.toml is checked whichever model runs (replay too): an error in it is said now,
+  // with its file:line:col, before anything starts, not at the first run that needs it.
+  if (auto config = providers::load_config(); !config)
+    return exit_with(r, kExitUsage, config.error().message());
   auto provider = open_provider(o.model);
   if (!provider) return exit_with(r, kExitUsage, provider.error().message());
   r.provider = std::move(*provider);

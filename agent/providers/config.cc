@@ -1,10 +1,11 @@
-// agent/providers/config.cc: the model catalogue and config.toml. The only file of
-// agent/providers that sees toml++'s exceptions.
+// agent/providers/config.cc: the model catalogue and config.toml, read with policy's TOML
+// reader so an error names file:line:col, the key and what is accepted, as policy errors do.
 #include "agent/providers/config.h"
 
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "base/log.h"
 #include "base/moat_dirs.h"
+#include "policy/toml_reader.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -103,190 +105,218 @@ Result<ModelConfig> Config::model(std::string_view provider, std::string_view id
 
 namespace {
 
-// Every key a table may hold; anything else is a typo and an error.
-Result<void> check_keys(const toml::table& t, std::initializer_list<std::string_view> allowed,
-                        const std::string& where) {
-  for (const auto& [k, v] : t) {
-    bool ok = false;
-    for (auto a : allowed) ok |= k.str() == a;
-    if (!ok) return fail(where + ": unknown key " + ::moat::quoted(k.str()));
-  }
+using policy::toml_type_name;
+using policy::TomlReader;
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+
+// t[name] read by `read` into `out` when it is there; a key left out keeps its default.
+template <typename T, typename Read>
+Result<void> optional(const toml::table& t, const char* name, const std::string& key, T& out,
+                      Read read) {
+  const toml::node* n = t.get(name);
+  if (n == nullptr) return {};
+  MOAT_ASSIGN_OR_RETURN(out, read(*n, key + "." + name));
   return {};
 }
 
-template <typename T>
-Result<void> read(const toml::table& t, const char* key, T& out, const std::string& where) {
-  const toml::node* n = t.get(key);
-  if (!n) return {};
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!n->is_string()) return fail(where + "." + key + ": expected a string");
-    out = **n->as_string();
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (!n->is_boolean()) return fail(where + "." + key + ": expected true or false");
-    out = **n->as_boolean();
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    if (!n->is_integer()) return fail(where + "." + key + ": expected an integer");
-    out = **n->as_integer();
-  } else {
-    auto v = n->value<double>();  // integers are accepted as prices too
-    if (!v) return fail(where + "." + key + ": expected a number");
-    out = *v;
-  }
-  return {};
+// A count or a duration in milliseconds: an integer from `lo`.
+Result<void> read_int(TomlReader& r, const toml::table& t, const char* name, const std::string& key,
+                      std::int64_t& out, std::int64_t lo = 0, std::int64_t hi = kMaxInt) {
+  return optional(t, name, key, out, [&](const toml::node& n, const std::string& k) {
+    return r.integer(n, k, lo, hi);
+  });
 }
 
-// A count or a duration in milliseconds: an integer, not negative.
-Result<void> read_non_negative(const toml::table& t, const char* key, int64_t& out,
-                               const std::string& where) {
-  MOAT_TRY(read(t, key, out, where));
-  if (out < 0) return fail(where + "." + key + ": must not be negative");
-  return {};
+Result<void> read_string(TomlReader& r, const toml::table& t, const char* name,
+                         const std::string& key, std::string& out) {
+  return optional(t, name, key, out,
+                  [&](const toml::node& n, const std::string& k) { return r.string(n, k); });
+}
+
+Result<void> read_bool(TomlReader& r, const toml::table& t, const char* name,
+                       const std::string& key, bool& out) {
+  return optional(t, name, key, out,
+                  [&](const toml::node& n, const std::string& k) { return r.boolean(n, k); });
+}
+
+// A price in USD per million tokens.
+Result<void> read_price(TomlReader& r, const toml::table& t, const char* name,
+                        const std::string& key, double& out) {
+  return optional(t, name, key, out, [&](const toml::node& n, const std::string& k) {
+    return r.number(n, k, 0, 1e9);
+  });
 }
 
 // How a provider's failures are retried and when a silent connection is given up.
-Result<void> read_retry_and_timeouts(const toml::table& t, ProviderConfig& p,
-                                     const std::string& where) {
-  int64_t retries = p.retry.max_retries;
-  MOAT_TRY(read_non_negative(t, "max_retries", retries, where));
-  p.retry.max_retries = static_cast<int>(std::min<int64_t>(retries, 100));
+Result<void> read_retry_and_timeouts(TomlReader& r, const toml::table& t, ProviderConfig& p,
+                                     const std::string& key) {
+  std::int64_t retries = p.retry.max_retries;
+  MOAT_TRY(read_int(r, t, "max_retries", key, retries, 0, 100));
+  p.retry.max_retries = static_cast<int>(retries);
   struct Ms {
     const char* key;
     std::chrono::milliseconds& field;
   };
   for (Ms d : {Ms{"retry_base_ms", p.retry.base_delay}, Ms{"retry_max_ms", p.retry.max_delay},
                Ms{"retry_after_cap_ms", p.retry.max_retry_after}}) {
-    int64_t v = d.field.count();
-    MOAT_TRY(read_non_negative(t, d.key, v, where));
+    std::int64_t v = d.field.count();
+    MOAT_TRY(read_int(r, t, d.key, key, v));
     d.field = std::chrono::milliseconds(v);
   }
-  MOAT_TRY(read_non_negative(t, "connect_timeout_ms", p.connect_timeout_ms, where));
-  MOAT_TRY(read_non_negative(t, "idle_timeout_ms", p.idle_timeout_ms, where));
-  if (p.connect_timeout_ms == 0 || p.idle_timeout_ms == 0)
-    return fail(where + ": connect_timeout_ms and idle_timeout_ms must be positive");
+  MOAT_TRY(read_int(r, t, "connect_timeout_ms", key, p.connect_timeout_ms, 1));
+  MOAT_TRY(read_int(r, t, "idle_timeout_ms", key, p.idle_timeout_ms, 1));
   return {};
 }
 
-Result<void> read_prices(const toml::table& t, PriceTier& p, const std::string& where,
+Result<void> read_prices(TomlReader& r, const toml::table& t, PriceTier& p, const std::string& key,
                          bool with_threshold) {
-  if (with_threshold) {
-    MOAT_TRY(check_keys(
-        t, {"above_input_tokens", "input", "output", "cache_read", "cache_write", "cache_write_1h"},
-        where));
-    MOAT_TRY(read(t, "above_input_tokens", p.above_input_tokens, where));
-  } else {
-    MOAT_TRY(
-        check_keys(t, {"input", "output", "cache_read", "cache_write", "cache_write_1h"}, where));
-  }
-  MOAT_TRY(read(t, "input", p.input, where));
-  MOAT_TRY(read(t, "output", p.output, where));
-  MOAT_TRY(read(t, "cache_read", p.cache_read, where));
-  MOAT_TRY(read(t, "cache_write", p.cache_write, where));
+  policy::Strings keys = {"input", "output", "cache_read", "cache_write", "cache_write_1h"};
+  if (with_threshold) keys.insert(keys.begin(), "above_input_tokens");
+  MOAT_TRY(r.check_keys(t, keys, key));
+  if (with_threshold) MOAT_TRY(read_int(r, t, "above_input_tokens", key, p.above_input_tokens));
+  MOAT_TRY(read_price(r, t, "input", key, p.input));
+  MOAT_TRY(read_price(r, t, "output", key, p.output));
+  MOAT_TRY(read_price(r, t, "cache_read", key, p.cache_read));
+  MOAT_TRY(read_price(r, t, "cache_write", key, p.cache_write));
   if (t.contains("cache_write_1h")) {
     double v = 0;
-    MOAT_TRY(read(t, "cache_write_1h", v, where));
+    MOAT_TRY(read_price(r, t, "cache_write_1h", key, v));
     p.cache_write_1h = v;
   }
   return {};
 }
 
-Result<ProviderConfig> read_provider(const std::string& name, const toml::table& t,
-                                     const std::string& where) {
-  MOAT_TRY(check_keys(t,
-                      {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local",
-                       "max_retries", "retry_base_ms", "retry_max_ms", "retry_after_cap_ms",
-                       "connect_timeout_ms", "idle_timeout_ms"},
-                      where));
+Result<void> read_kind(TomlReader& r, const toml::table& t, const std::string& key, Api& out) {
+  const toml::node* n = t.get("kind");
+  if (n == nullptr) return {};
+  MOAT_ASSIGN_OR_RETURN(const std::string kind, r.string(*n, key + ".kind"));
+  auto api = parse_api(kind);
+  if (!api)
+    return r.error_at(n->source(), key + ".kind",
+                      "expected \"openai-chat\", \"anthropic\" or \"openai-responses\", got " +
+                          ::moat::quoted(kind));
+  out = *api;
+  return {};
+}
+
+Result<ProviderConfig> read_provider(TomlReader& r, const std::string& name, const toml::table& t,
+                                     const std::string& key) {
+  MOAT_TRY(r.check_keys(t,
+                        {"kind", "base_url", "api_key_env", "headers", "legacy_max_tokens", "local",
+                         "max_retries", "retry_base_ms", "retry_max_ms", "retry_after_cap_ms",
+                         "connect_timeout_ms", "idle_timeout_ms"},
+                        key));
   ProviderConfig p;
   p.name = name;
-  std::string kind = "openai-chat";
-  MOAT_TRY(read(t, "kind", kind, where));
-  MOAT_ASSIGN_OR_RETURN(p.kind, parse_api(kind));
-  MOAT_TRY(read(t, "base_url", p.base_url, where));
-  if (p.base_url.empty()) return fail(where + ": base_url is required");
+  MOAT_TRY(read_kind(r, t, key, p.kind));
+  MOAT_ASSIGN_OR_RETURN(const toml::node* url, r.required(t, "base_url", key));
+  MOAT_ASSIGN_OR_RETURN(p.base_url, r.string(*url, key + ".base_url"));
   while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
-  MOAT_TRY(read(t, "api_key_env", p.api_key_env, where));
-  MOAT_TRY(read(t, "legacy_max_tokens", p.legacy_max_tokens, where));
-  MOAT_TRY(read(t, "local", p.local, where));
-  MOAT_TRY(read_retry_and_timeouts(t, p, where));
-  if (const toml::table* h = t["headers"].as_table()) {
-    for (const auto& [k, v] : *h) {
-      if (!v.is_string())
-        return fail(where + ".headers." + std::string(k.str()) + ": expected a string");
-      p.headers[std::string(k.str())] = **v.as_string();
+  if (p.base_url.empty())
+    return r.error_at(url->source(), key + ".base_url", "expected a URL, got an empty string");
+  MOAT_TRY(read_string(r, t, "api_key_env", key, p.api_key_env));
+  MOAT_TRY(read_bool(r, t, "legacy_max_tokens", key, p.legacy_max_tokens));
+  MOAT_TRY(read_bool(r, t, "local", key, p.local));
+  MOAT_TRY(read_retry_and_timeouts(r, t, p, key));
+  if (const toml::node* h = t.get("headers")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* headers, r.table(*h, key + ".headers"));
+    for (const auto& [k, v] : *headers) {
+      MOAT_ASSIGN_OR_RETURN(p.headers[std::string(k.str())],
+                            r.string(v, key + ".headers." + std::string(k.str())));
     }
   }
   return p;
 }
 
-Result<ModelConfig> read_model(const toml::table& t, const std::string& where) {
-  MOAT_TRY(check_keys(
-      t, {"provider", "id", "context_window", "max_output", "price", "tiers", "thinking_budget"},
-      where));
-  ModelConfig m;
-  MOAT_TRY(read(t, "provider", m.provider, where));
-  MOAT_TRY(read(t, "id", m.id, where));
-  if (m.provider.empty() || m.id.empty()) return fail(where + ": provider and id are required");
-  MOAT_TRY(read(t, "context_window", m.context_window, where));
-  MOAT_TRY(read(t, "max_output", m.max_output, where));
-  MOAT_TRY(read_non_negative(t, "thinking_budget", m.thinking_budget, where));
-  if (const toml::table* price = t["price"].as_table()) {
+Result<void> read_model_prices(TomlReader& r, const toml::table& t, const std::string& key,
+                               Pricing& pricing) {
+  if (const toml::node* n = t.get("price")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* price, r.table(*n, key + ".price"));
     PriceTier base;
-    MOAT_TRY(read_prices(*price, base, where + ".price", false));
-    m.pricing = Pricing{base.input,       base.output,         base.cache_read,
-                        base.cache_write, base.cache_write_1h, {}};
+    MOAT_TRY(read_prices(r, *price, base, key + ".price", false));
+    pricing = Pricing{base.input,       base.output,         base.cache_read,
+                      base.cache_write, base.cache_write_1h, {}};
   }
-  if (const toml::array* tiers = t["tiers"].as_array()) {
-    for (size_t i = 0; i < tiers->size(); ++i) {
-      const toml::table* tier = (*tiers)[i].as_table();
-      const std::string tw = where + ".tiers[" + std::to_string(i) + "]";
-      if (!tier) return fail(tw + ": expected a table");
-      PriceTier p;
-      MOAT_TRY(read_prices(*tier, p, tw, true));
-      m.pricing.tiers.push_back(p);
-    }
+  const toml::node* n = t.get("tiers");
+  if (n == nullptr) return {};
+  const toml::array* tiers = n->as_array();
+  if (tiers == nullptr)
+    return r.error_at(n->source(), key + ".tiers",
+                      "expected an array of tables ([[models.tiers]]), got " + toml_type_name(*n));
+  for (size_t i = 0; i < tiers->size(); ++i) {
+    const std::string tk = key + ".tiers[" + std::to_string(i) + "]";
+    MOAT_ASSIGN_OR_RETURN(const toml::table* tier, r.table((*tiers)[i], tk));
+    PriceTier p;
+    MOAT_TRY(read_prices(r, *tier, p, tk, true));
+    pricing.tiers.push_back(p);
   }
+  return {};
+}
+
+Result<ModelConfig> read_model(TomlReader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(
+      t, {"provider", "id", "context_window", "max_output", "price", "tiers", "thinking_budget"},
+      key));
+  ModelConfig m;
+  MOAT_ASSIGN_OR_RETURN(const toml::node* provider, r.required(t, "provider", key));
+  MOAT_ASSIGN_OR_RETURN(m.provider, r.string(*provider, key + ".provider"));
+  MOAT_ASSIGN_OR_RETURN(const toml::node* id, r.required(t, "id", key));
+  MOAT_ASSIGN_OR_RETURN(m.id, r.string(*id, key + ".id"));
+  MOAT_TRY(read_int(r, t, "context_window", key, m.context_window, 1));
+  MOAT_TRY(read_int(r, t, "max_output", key, m.max_output, 1));
+  MOAT_TRY(read_int(r, t, "thinking_budget", key, m.thinking_budget));
+  MOAT_TRY(read_model_prices(r, t, key, m.pricing));
   return m;
 }
 
-Result<Config> overlay(const toml::table& root, Config c, const std::string& origin) {
-  MOAT_TRY(check_keys(root, {"providers", "models"}, origin));
-  if (const toml::table* ps = root["providers"].as_table()) {
-    for (const auto& [name, node] : *ps) {
-      const std::string where = origin + ": providers." + std::string(name.str());
-      const toml::table* t = node.as_table();
-      if (!t) return fail(where + ": expected a table");
-      MOAT_ASSIGN_OR_RETURN(ProviderConfig p, read_provider(std::string(name.str()), *t, where));
-      c.providers[p.name] = std::move(p);
-    }
+// "a, b, c": what a model's provider may name.
+std::string provider_names(const Config& c) {
+  std::string out;
+  for (const auto& [name, p] : c.providers) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+Result<void> overlay_providers(TomlReader& r, const toml::node& node, Config& c) {
+  MOAT_ASSIGN_OR_RETURN(const toml::table* ps, r.table(node, "providers"));
+  for (const auto& [name, value] : *ps) {
+    const std::string key = "providers." + std::string(name.str());
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(value, key));
+    MOAT_ASSIGN_OR_RETURN(ProviderConfig p, read_provider(r, std::string(name.str()), *t, key));
+    c.providers[p.name] = std::move(p);
   }
-  if (const toml::array* ms = root["models"].as_array()) {
-    for (size_t i = 0; i < ms->size(); ++i) {
-      const std::string where = origin + ": models[" + std::to_string(i) + "]";
-      const toml::table* t = (*ms)[i].as_table();
-      if (!t) return fail(where + ": expected a table");
-      MOAT_ASSIGN_OR_RETURN(ModelConfig m, read_model(*t, where));
-      if (!c.providers.count(m.provider))
-        return fail(where + ": unknown provider " + ::moat::quoted(m.provider));
-      std::erase_if(c.models,
-                    [&](const ModelConfig& o) { return o.provider == m.provider && o.id == m.id; });
-      c.models.push_back(std::move(m));
-    }
+  return {};
+}
+
+Result<void> overlay_models(TomlReader& r, const toml::node& node, Config& c) {
+  const toml::array* ms = node.as_array();
+  if (ms == nullptr)
+    return r.error_at(node.source(), "models",
+                      "expected an array of tables ([[models]]), got " + toml_type_name(node));
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const std::string key = "models[" + std::to_string(i) + "]";
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table((*ms)[i], key));
+    MOAT_ASSIGN_OR_RETURN(ModelConfig m, read_model(r, *t, key));
+    if (!c.providers.count(m.provider))
+      return r.error_at(t->get("provider")->source(), key + ".provider",
+                        "unknown provider " + ::moat::quoted(m.provider) + "; expected one of " +
+                            provider_names(c));
+    std::erase_if(c.models,
+                  [&](const ModelConfig& o) { return o.provider == m.provider && o.id == m.id; });
+    c.models.push_back(std::move(m));
   }
-  return c;
+  return {};
 }
 
 }  // namespace
 
 Result<Config> parse_config(std::string_view text, Config base, std::string_view origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream where;
-    where << e.source().begin;
-    return fail(std::string(origin) + ":" + where.str() + ": " + std::string(e.description()));
-  }
-  return overlay(root, std::move(base), std::string(origin));
+  MOAT_ASSIGN_OR_RETURN(const toml::table root, policy::parse_toml_text(text, std::string(origin)));
+  TomlReader r(std::string(origin), /*unknown_keys_are_errors=*/true, nullptr);
+  MOAT_TRY(r.check_keys(root, {"providers", "models"}, ""));
+  if (const toml::node* ps = root.get("providers")) MOAT_TRY(overlay_providers(r, *ps, base));
+  if (const toml::node* ms = root.get("models")) MOAT_TRY(overlay_models(r, *ms, base));
+  return base;
 }
 
 Result<Config> load_config() {

@@ -125,6 +125,12 @@ class HttpProvider final : public Provider {
         a.kind = "connect_failed";
         a.text = out.detail;
         return a;
+      case Transport::kRefused:  // not retryable: nothing listens, waiting changes nothing
+        a.kind = "connect_refused";
+        a.text = "the connection to " + http.url +
+                 " was refused: nothing listens there (is the server running? is base_url in "
+                 "config.toml right?)";
+        return a;
       case Transport::kIdleTimeout:
         a.kind = "idle_timeout";
         a.text = "no data for " + std::to_string(http.idle_timeout.count()) + " ms";

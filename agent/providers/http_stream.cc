@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <memory>
 
 namespace moat::agent::providers {
@@ -117,6 +118,14 @@ void configure(CURL* easy, Transfer& t, curl_slist* headers) {
   curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
 }
 
+// Whether the connect failed because the host refused it (ECONNREFUSED): an answer, not a
+// silence, so waiting and trying again only delays the error.
+bool refused(CURL* easy) {
+  long os_errno = 0;
+  return curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK &&
+         os_errno == ECONNREFUSED;
+}
+
 }  // namespace
 
 HttpOutcome http_post_stream(const HttpRequest& request,
@@ -154,6 +163,8 @@ HttpOutcome http_post_stream(const HttpRequest& request,
     t.outcome.transport = Transport::kIdleTimeout;
   } else if (t.stopped_by_sink) {
     t.outcome.transport = Transport::kStopped;
+  } else if (result == CURLE_COULDNT_CONNECT && refused(easy.get())) {
+    t.outcome.transport = Transport::kRefused;
   } else if (result == CURLE_COULDNT_CONNECT || result == CURLE_COULDNT_RESOLVE_HOST ||
              (result == CURLE_OPERATION_TIMEDOUT && t.outcome.status == 0) ||
              result == CURLE_SSL_CONNECT_ERROR) {

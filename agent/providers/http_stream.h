@@ -32,7 +32,8 @@ struct HttpRequest {
 
 enum class Transport {
   kOk,             // the server answered; see status
-  kConnectFailed,  // DNS, refused, TLS, or the connect timeout
+  kConnectFailed,  // DNS, TLS, or the connect timeout
+  kRefused,        // the host answered the connect with a refusal: nothing listens there
   kIdleTimeout,    // no byte within idle_timeout
   kCancelled,      // *cancel became true
   kStopped,        // on_body asked to stop (the decoder saw a failure)

@@ -20,7 +20,8 @@ struct RetryPolicy {
 // 429 (except insufficient_quota), 408, 5xx, 529 and the overload/rate-limit error types are
 // transient. Quota, authentication, permission and request errors (400) never get better by
 // waiting, so they fail at once. `kind` is the provider's error type or code, or a
-// transport kind ("connect_failed", "idle_timeout", "incomplete_stream", ...).
+// transport kind ("connect_failed", "idle_timeout", "incomplete_stream", ...). A refused
+// connection ("connect_refused") fails at once: the host answered that nothing listens.
 bool is_retryable(int status, std::string_view kind);
 
 // The server's requested wait: retry-after-ms (OpenAI), else retry-after as seconds or an
