@@ -273,6 +273,7 @@ Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   console.channel = r.client->take_console();
   console.interactive = !r.headless && !o.rpc;
   console.rpc = o.rpc;
+  console.view = !r.headless && !o.rpc;
   console.moatd_pid = r.client->moatd_pid();
   console.loop_only_fds = {r.client->fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
@@ -396,8 +397,8 @@ int run(RunOptions& o) {
   r.headless = !o.rpc && !o.interactive &&
                (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
   // Decided before anything runs: a failure at any step is reported the same way.
-  r.events = r.json ? json_event_sink(stdout)
-                    : text_event_sink(r.headless ? TextMode::kPrint : TextMode::kTerminal);
+  // A terminal run's loop writes events too: the console draws them (agent/terminal_view.h).
+  r.events = r.json || !r.headless ? json_event_sink(stdout) : text_event_sink();
   if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.

@@ -18,6 +18,7 @@
 
 #include "agent/rpc_console.h"
 #include "agent/run_support.h"
+#include "agent/terminal_view.h"
 #include "agent/visible.h"
 #include "base/sys.h"
 #include "sandbox/protocol.h"
@@ -110,6 +111,8 @@ class Console {
         if (channel_.valid())
           (void)sandbox::send_message(channel_.get(), sandbox::AnswerMsg{ask, allow, for_session});
       });
+    if (o.view)
+      view_ = std::make_unique<TerminalView>(stdout, stderr, ::isatty(STDERR_FILENO) == 1);
   }
   // Serves until the loop has exited; returns its wait status.
   int run();
@@ -136,7 +139,9 @@ class Console {
   bool stdin_eof_ = false;
   std::string partial_;
   std::string out_carry_, err_carry_;
-  std::unique_ptr<RpcConsole> rpc_;  // `--rpc`
+  std::unique_ptr<RpcConsole> rpc_;     // `--rpc`
+  std::unique_ptr<TerminalView> view_;  // a terminal run: the loop's events drawn
+  int interrupts_ = 0;                  // Ctrl-C: the first cancels the turn, the second quits
 };
 
 bool Console::stdin_wanted() const {
@@ -173,9 +178,11 @@ int Console::run() {
     if (ready(sig)) read_signals();
     if (ready(ch)) read_channel();
     if (ready(in)) read_stdin();
-    if (ready(out) && !pump(loop_out_, stdout, out_carry_)) loop_out_.reset();
-    if (ready(err) && !pump(loop_err_, stderr, err_carry_)) loop_err_.reset();
+    // A question shown in this round (read_channel above) holds the loop's output back too.
+    if (ready(out) && !shown_ && !pump(loop_out_, stdout, out_carry_)) loop_out_.reset();
+    if (ready(err) && !shown_ && !pump(loop_err_, stderr, err_carry_)) loop_err_.reset();
     if (to >= 0 && (fds[to].revents & (POLLOUT | POLLERR | POLLHUP))) write_to_loop();
+    if (view_ && !shown_) view_->tick();
   }
   // The loop has exited; what it wrote last is still in the pipes (read without waiting:
   // a process it forked may hold them open).
@@ -184,6 +191,7 @@ int Console::run() {
   while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {}
   while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
   if (rpc_) rpc_->loop_output_ended();
+  if (view_) view_->feed("\n");  // a last event without its LF
   return status;
 }
 
@@ -197,9 +205,16 @@ bool Console::pump(UniqueFd& from, FILE* to, std::string& carry) {
     rpc_->loop_output(std::string_view(buf, static_cast<std::size_t>(n)));
     return true;
   }
+  // A terminal run: the loop's stdout is its events, drawn by the view.
+  if (view_ && to == stdout) {
+    view_->feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    return true;
+  }
   const std::string shown = visible(std::string_view(buf, static_cast<std::size_t>(n)), carry);
+  if (view_) view_->erase();
   std::fwrite(shown.data(), 1, shown.size(), to);
   std::fflush(to);
+  if (view_) view_->draw();
   return true;
 }
 
@@ -208,9 +223,17 @@ void Console::read_signals() {
   const ssize_t n = ::read(signals_.get(), sigs, sizeof sigs);
   for (ssize_t i = 0; i < n; ++i) {
     if (sigs[i] == SIGINT) {
-      // Ctrl-C cancels the loop's step (its own handler); a question on the screen is
+      // The first Ctrl-C cancels the turn (the loop's own handler: the session and the audit
+      // log end cleanly); a second one ends the loop at once. A question on the screen is
       // declined, as moatd declines it when the call is cancelled.
-      ::kill(loop_, SIGINT);
+      if (view_) view_->erase();
+      if (++interrupts_ == 1) {
+        ::kill(loop_, SIGINT);
+        if (interactive_ && !rpc_)
+          std::fprintf(stderr, "\nmoat: cancelling the turn (Ctrl-C again to quit)\n");
+      } else {
+        ::kill(loop_, SIGTERM);
+      }
       while (!asks_.empty()) answer(std::nullopt);
     } else if (sigs[i] == SIGTERM || sigs[i] == SIGHUP) {
       // The loop ends; moatd sees its connection close and ends the session cleanly.
@@ -306,6 +329,7 @@ void Console::read_channel() {
 void Console::show_question() {
   if (shown_ || asks_.empty()) return;
   if (!interactive_) return answer(std::nullopt);
+  if (view_) view_->erase();  // the running calls are drawn again once it is answered
   print_question(asks_.front().second);
   shown_ = true;
   if (!held_.empty()) {
@@ -320,6 +344,7 @@ void Console::show_question() {
 void Console::answer(const std::optional<std::string>& line) {
   if (asks_.empty()) return;
   const PersonAnswer a = parse_answer(line);
+  if (view_) view_->erase();  // drawn again below the answer
   if (shown_) print_answer(a);
   if (channel_.valid())
     (void)sandbox::send_message(channel_.get(),

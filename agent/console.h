@@ -18,6 +18,7 @@ struct ConsoleOptions {
   UniqueFd channel;          // the session's console channel to moatd; invalid: nobody is asked
   bool interactive = false;  // typed lines answer moatd's questions or steer the loop
   bool rpc = false;          // `--rpc`: stdin carries commands (agent/rpc_console.h)
+  bool view = false;         // the loop writes JSON events; the console draws agent/terminal_view.h
   pid_t moatd_pid = -1;      // a private moatd, reaped after the loop (it writes session.end)
   std::vector<int> loop_only_fds;  // closed in the console: the loop's alone (its moatd socket)
 };

@@ -20,37 +20,25 @@ std::string str(const json& e, const char* key) {
 
 class TextEventSink final : public EventSink {
  public:
-  explicit TextEventSink(TextMode mode) : mode_(mode) {}
+  TextEventSink() = default;
   void emit(const json& e) override {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string type = str(e, "type");
-    if (type == "text_delta") return text(str(e, "text"));
     if (type == "answer") return answer(e);
     if (type == "tool_call_start")
       return status("  > " + str(e, "tool") + ": " + one_line(str(e, "summary"), 160));
     if (type == "tool_call_end") return tool_result(e);
-    if (type == "note" || type == "error") return status("moat: " + str(e, "message"));
-    if (type == "gate") return status("moat: " + str(e, "reason"));
-    if (type == "retry") return retry(e);
-    if (type == "cache_miss") return cache_miss(e);
     if (type == "result") return result(e);
-    // session, turn_start, turn_end, tool_output: the terminal view (issue 16 item 5) shows them.
+    if (const std::string lines = event_status_lines(e); !lines.empty()) {
+      end_line();
+      std::fputs(lines.c_str(), stderr);
+      std::fflush(stderr);
+    }
+    // session, turn_start, turn_end, tool_output, text_delta: answers are shown whole.
   }
 
  private:
-  void text(const std::string& t) {
-    if (mode_ != TextMode::kTerminal || t.empty()) return;  // print mode: whole answers
-    std::fwrite(t.data(), 1, t.size(), stdout);
-    mid_line_ = t.back() != '\n';
-    std::fflush(stdout);
-  }
-
-  // A line of ours starts on a line of its own, after the model's streamed text.
-  void end_line() {
-    if (mid_line_) std::fputc('\n', stdout);
-    std::fflush(stdout);
-    mid_line_ = false;
-  }
+  void end_line() { std::fflush(stdout); }
 
   void status(const std::string& line) {
     end_line();
@@ -62,7 +50,6 @@ class TextEventSink final : public EventSink {
   // unless another comes after it (a follow-up, a steering message), so it is held.
   void answer(const json& e) {
     end_line();
-    if (mode_ != TextMode::kPrint) return;
     if (!held_.empty()) to_stderr(held_);
     const std::string t = str(e, "text");
     held_.clear();
@@ -92,24 +79,9 @@ class TextEventSink final : public EventSink {
     std::fflush(stderr);
   }
 
-  void retry(const json& e) {
-    status("moat: the model call failed (" + str(e, "reason") + "): retry " +
-           std::to_string(e.value("attempt", 0)) + " in " +
-           std::to_string(e.value("delay_ms", 0LL)) + " ms");
-  }
-
-  void cache_miss(const json& e) {
-    char cost[32];
-    std::snprintf(cost, sizeof cost, "$%.4f", e.value("cost", 0.0));
-    status("moat: cache miss: " + std::to_string(e.value("missed_tokens", 0LL)) +
-           " tokens not read from the cache (" + str(e, "reason") + "), " + cost);
-  }
-
   void result(const json& e);
 
-  const TextMode mode_;
   std::mutex mu_;
-  bool mid_line_ = false;
   std::string held_;  // print mode: the answer that is final unless another comes
 };
 
@@ -124,16 +96,40 @@ const char* stop_text(const std::string& stop) {
   return "?";
 }
 
+std::string retry_line(const json& e) {
+  return "moat: the model call failed (" + str(e, "reason") + "): retry " +
+         std::to_string(e.value("attempt", 0)) + " in " + std::to_string(e.value("delay_ms", 0LL)) +
+         " ms\n";
+}
+
+std::string cache_miss_line(const json& e) {
+  char cost[32];
+  std::snprintf(cost, sizeof cost, "$%.4f", e.value("cost", 0.0));
+  return "moat: cache miss: " + std::to_string(e.value("missed_tokens", 0LL)) +
+         " tokens not read from the cache (" + str(e, "reason") + "), " + cost + "\n";
+}
+
+// The summary: how the run stopped, where its records are.
+std::string result_lines(const json& e) {
+  const int turns = e.value("turns", 0);
+  std::string out = "\nmoat: " + std::string(stop_text(str(e, "stop"))) + " after " +
+                    std::to_string(turns) + " turn" + (turns == 1 ? "" : "s");
+  if (!str(e, "detail").empty()) out += " (" + str(e, "detail") + ")";
+  out += "\n";
+  if (!str(e, "session_file").empty())
+    out += "moat: session file: " + str(e, "session_file") + "\n";
+  if (!str(e, "audit_log").empty()) out += "moat: audit log:    " + str(e, "audit_log") + "\n";
+  if (str(e, "stop") == "cancelled" && !str(e, "session_file").empty())
+    out += "moat: the session is saved: moat run --continue goes on with it\n";
+  return out;
+}
+
 // The summary on stderr; in print mode, the final answer on stdout, alone.
 void TextEventSink::result(const json& e) {
-  const int turns = e.value("turns", 0);
-  std::string line = "\nmoat: " + std::string(stop_text(str(e, "stop"))) + " after " +
-                     std::to_string(turns) + " turn" + (turns == 1 ? "" : "s");
-  if (!str(e, "detail").empty()) line += " (" + str(e, "detail") + ")";
-  status(line);
-  if (!str(e, "session_file").empty()) status("moat: session file: " + str(e, "session_file"));
-  if (!str(e, "audit_log").empty()) status("moat: audit log:    " + str(e, "audit_log"));
-  if (mode_ != TextMode::kPrint || held_.empty()) return;
+  end_line();
+  std::fputs(result_lines(e).c_str(), stderr);
+  std::fflush(stderr);
+  if (held_.empty()) return;
   if (!e.contains("answer") || !e["answer"].is_string()) return to_stderr(held_);
   std::fputs(held_.c_str(), stdout);
   if (held_.back() != '\n') std::fputc('\n', stdout);
@@ -142,8 +138,16 @@ void TextEventSink::result(const json& e) {
 
 }  // namespace
 
-std::unique_ptr<EventSink> text_event_sink(TextMode mode) {
-  return std::make_unique<TextEventSink>(mode);
+std::string event_status_lines(const json& e) {
+  const std::string type = str(e, "type");
+  if (type == "note" || type == "error") return "moat: " + str(e, "message") + "\n";
+  if (type == "gate") return "moat: " + str(e, "reason") + "\n";
+  if (type == "retry") return retry_line(e);
+  if (type == "cache_miss") return cache_miss_line(e);
+  if (type == "result") return result_lines(e);
+  return "";
 }
+
+std::unique_ptr<EventSink> text_event_sink() { return std::make_unique<TextEventSink>(); }
 
 }  // namespace moat::agent

@@ -1,5 +1,5 @@
-// agent/text_events.h: a run's events (agent/events.h) as a person reads them: the answer on
-// stdout, progress, calls and status lines on stderr.
+// agent/text_events.h: a run's events (agent/events.h) as text: the final answer on stdout,
+// progress, calls and status lines on stderr.
 #pragma once
 
 #include <memory>
@@ -8,15 +8,14 @@
 
 namespace moat::agent {
 
-enum class TextMode {
-  // -p/--print, the default headless mode: stdout gets the final answer and nothing else,
-  // once the run has ended; everything else (earlier answers too) goes to stderr.
-  kPrint,
-  // A person at a terminal: the model's text streams on stdout as it comes; calls and status
-  // lines go to stderr, each on a line of its own.
-  kTerminal,
-};
+// -p/--print, the default headless mode: stdout gets the final answer and nothing else, once
+// the run has ended; everything else (earlier answers too) goes to stderr. (A run at a
+// terminal writes JSON events, which the console draws: agent/terminal_view.h.)
+std::unique_ptr<EventSink> text_event_sink();
 
-std::unique_ptr<EventSink> text_event_sink(TextMode mode);
+// The status lines (stderr) of a note, error, gate, retry, cache_miss or result event, each
+// ended by LF; "" for other events. The text is the event's: untrusted, shown as it is here
+// (the console makes it visible).
+std::string event_status_lines(const nlohmann::json& e);
 
 }  // namespace moat::agent

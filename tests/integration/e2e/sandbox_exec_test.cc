@@ -18,6 +18,7 @@
 #include "e2e_support.h"
 #include "sandbox/protocol.h"
 #include "moatd_fixture.h"
+#include "tmux_session.h"
 #include "workspace_test.h"
 
 namespace moat::e2e {
@@ -356,37 +357,8 @@ TEST_F(SandboxExecFdsTest, TheCommandWritesToThePassedFdsAndReadsItsStdin) {
 
 // --- a terminal ----------------------------------------------------------------------------
 
-// A tmux server of the test's own, removed with it.
-class Tmux {
- public:
-  explicit Tmux(std::string name) : name_(std::move(name)) {}
-  ~Tmux() { (void)tmux("kill-server"); }
-  // SHELL=/bin/sh: tmux runs a session's command with the user's shell, and without SHELL in
-  // the environment (CI) that is the passwd entry's, /usr/sbin/nologin for uid 65534, which
-  // refuses the command and ends the session (and the server) at once.
-  int tmux(const std::string& args) const {
-    return std::system(
-        ("SHELL=/bin/sh tmux -L " + name_ + " -f /dev/null " + args + " >/dev/null 2>&1").c_str());
-  }
-  std::string pane() const {
-    const std::string file = "/tmp/" + name_ + ".pane";
-    (void)std::system(("tmux -L " + name_ + " capture-pane -p -t t > " + file).c_str());
-    std::string s = read_file(file);
-    fs::remove(file);
-    return s;
-  }
-  bool shows(const std::string& text, int seconds = 20) const {
-    return eventually([&] { return pane().find(text) != std::string::npos; },
-                      std::chrono::seconds(seconds));
-  }
-  void keys(const std::string& keys) const { (void)tmux("send-keys -t t " + keys); }
-
- private:
-  std::string name_;
-};
-
 TEST_F(SandboxExecTest, Python3AtATerminalAnswersAndRunsItsOwnCtrlCHandler) {
-  if (std::system("command -v tmux >/dev/null 2>&1") != 0)
+  if (!Tmux::installed())
     GTEST_SKIP() << "tmux is not installed (it stands in for a person at a terminal)";
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the sandbox";
   Tmux t("moat-sbx-" + std::to_string(getpid()));

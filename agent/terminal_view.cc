@@ -1,0 +1,217 @@
+// agent/terminal_view.cc: the terminal view (terminal_view.h).
+#include "agent/terminal_view.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "agent/events.h"
+#include "agent/text_events.h"
+#include "agent/visible.h"
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kLiveLines = 4;             // output lines shown under a running call
+constexpr std::size_t kFoldedLines = 3;           // ...and under a finished one
+constexpr std::size_t kTailBytes = 4096;          // of a running call's output, kept to show
+constexpr std::size_t kMaxEventLine = 16u << 20;  // a longer line of the loop's is dropped
+constexpr const char kSpinner[] = "|/-\\";
+
+std::string str(const json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Untrusted text on one line of the screen: controls visible, cut to the terminal's width
+// (a cut never splits a UTF-8 character).
+std::string fit(const std::string& s, std::size_t width) {
+  std::string shown = visible(s);
+  if (shown.size() <= width) return shown;
+  std::size_t cut = width > 3 ? width - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+  return shown.substr(0, cut) + "...";
+}
+
+std::size_t screen_width(FILE* f) {
+  winsize ws{};
+  if (::ioctl(::fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8) return ws.ws_col - 1u;
+  return 79;
+}
+
+// The last `n` lines of `text` (a last line without LF counts), and how many came before.
+std::vector<std::string> last_lines(const std::string& text, std::size_t n, std::size_t* above) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    lines.push_back(text.substr(start, nl == std::string::npos ? nl : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  if (above) *above = lines.size() > n ? lines.size() - n : 0;
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<long>(n));
+  return lines;
+}
+
+std::string seconds(std::chrono::steady_clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+std::int64_t num(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
+}  // namespace
+
+void TerminalView::feed(std::string_view bytes) {
+  carry_.append(bytes);
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = carry_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const json e = json::parse(carry_.begin() + static_cast<long>(start),
+                               carry_.begin() + static_cast<long>(nl), nullptr, false);
+    if (e.is_object()) event(e);
+  }
+  carry_.erase(0, start);
+  if (carry_.size() > kMaxEventLine) carry_.clear();  // only a broken loop writes one
+}
+
+void TerminalView::event(const json& e) {
+  const std::string type = str(e, "type");
+  if (type == "text_delta") return text(str(e, "text"));
+  if (type == "answer") return answered(e);
+  if (type == "tool_call_start") return call_started(e);
+  if (type == "tool_output") return call_output(e);
+  if (type == "tool_call_end") return call_ended(e);
+  const std::string shown = event_status_lines(e);
+  if (!shown.empty()) line(shown);
+}
+
+void TerminalView::text(const std::string& t) {
+  if (t.empty()) return;
+  erase();
+  const std::string shown = visible(t);
+  std::fwrite(shown.data(), 1, shown.size(), out_);
+  std::fflush(out_);
+  mid_line_ = shown.back() != '\n';
+}
+
+void TerminalView::end_line() {
+  if (mid_line_) std::fputc('\n', out_);
+  std::fflush(out_);
+  mid_line_ = false;
+}
+
+void TerminalView::line(const std::string& s) {
+  erase();
+  end_line();
+  const std::string shown = visible(s);
+  std::fprintf(err_, "%s%s", shown.c_str(), shown.empty() || shown.back() != '\n' ? "\n" : "");
+  std::fflush(err_);
+  draw();
+}
+
+void TerminalView::call_started(const json& e) {
+  line("  > " + str(e, "tool") + ": " + str(e, "summary"));
+  erase();
+  running_.push_back(
+      {str(e, "id"), str(e, "tool"), str(e, "summary"), std::chrono::steady_clock::now(), ""});
+  draw();
+}
+
+void TerminalView::call_output(const json& e) {
+  for (auto& r : running_)
+    if (r.id == str(e, "id")) {
+      r.tail += str(e, "chunk");
+      if (r.tail.size() > kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
+    }
+  if (live_) {
+    erase();
+    draw();
+  }
+}
+
+// Folded: the call's decision, exit and time, and the last lines of its output.
+void TerminalView::call_ended(const json& e) {
+  erase();
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [&](const Running& r) { return r.id == str(e, "id"); }),
+                 running_.end());
+  std::string head = e.value("is_error", false) ? "    [error] " : "    [ok] ";
+  head += str(e, "tool");
+  if (!str(e, "decision").empty()) head += " · " + str(e, "decision");
+  if (!str(e, "rule").empty()) head += " (" + str(e, "rule") + ")";
+  if (e.contains("exit_code") && e["exit_code"].is_number())
+    head += " · exit " + e["exit_code"].dump();
+  head += " · " + seconds(std::chrono::milliseconds(num(e, "duration_ms")));
+  std::size_t above = 0;
+  std::string shown = head + "\n";
+  const auto lines = last_lines(str(e, "output"), kFoldedLines, &above);
+  if (above > 0) shown += "    | ... " + std::to_string(above) + " more line(s) above\n";
+  for (const auto& l : lines) shown += "    | " + l + "\n";
+  line(shown);
+}
+
+// After each answer: its tokens by bucket, the cost so far, the share of the prompt read
+// from the cache.
+void TerminalView::answered(const json& e) {
+  const json usage = e.value("usage", json::object());
+  const std::int64_t in = num(usage, "input"), read = num(usage, "cacheRead");
+  const std::int64_t written = num(usage, "cacheWrite") + num(usage, "cacheWrite1h");
+  const std::int64_t prompt = in + read + written;
+  double so_far = 0;
+  if (e.contains("totals") && e["totals"].contains("cost"))
+    so_far = e["totals"]["cost"].value("total", 0.0);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "  tokens: %lld in, %lld cache read, %lld cache write, %lld out · $%.4f so far · "
+                "cache hit %lld%%",
+                static_cast<long long>(in), static_cast<long long>(read),
+                static_cast<long long>(written), static_cast<long long>(num(usage, "output")),
+                so_far, static_cast<long long>(prompt > 0 ? read * 100 / prompt : 0));
+  line(buf);
+}
+
+void TerminalView::tick() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!live_ || running_.empty() || now - last_tick_ < std::chrono::milliseconds(100)) return;
+  last_tick_ = now;
+  ++frame_;
+  erase();
+  draw();
+}
+
+void TerminalView::erase() {
+  if (drawn_ == 0) return;
+  std::fprintf(err_, "\x1b[%dA\x1b[J", drawn_);  // up to the block's first line; clear below
+  drawn_ = 0;
+}
+
+// The running calls: a spinner, the time, the summary, and the last lines of the output.
+void TerminalView::draw() {
+  if (!live_ || running_.empty()) return;
+  end_line();
+  const std::size_t width = screen_width(err_);
+  std::string block;
+  for (const auto& r : running_) {
+    block += fit(std::string("  ") + kSpinner[frame_ % 4] + " " + r.tool + " " +
+                     seconds(std::chrono::steady_clock::now() - r.started) + ": " + r.summary,
+                 width) +
+             "\n";
+    ++drawn_;
+    for (const auto& l : last_lines(r.tail, kLiveLines, nullptr)) {
+      block += fit("    | " + l, width) + "\n";
+      ++drawn_;
+    }
+  }
+  std::fputs(block.c_str(), err_);
+  std::fflush(err_);
+}
+
+}  // namespace moat::agent

@@ -1,0 +1,61 @@
+// agent/terminal_view.h: the terminal view of `moat run` (docs/events.md, "The terminal"),
+// drawn by the console from the loop's events: the model's text as it streams; each call
+// live while it runs (a spinner, its time, the last lines of its output) and folded to a few
+// lines with its decision when it ends; a status line after each answer (tokens by bucket,
+// cost so far, cache hit). Every string from an event passes visible() (agent/visible.h):
+// only the view's own cursor moves reach the terminal.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moat::agent {
+
+class TerminalView {
+ public:
+  // `live`: stderr is a terminal, so the running calls are redrawn in place; otherwise each
+  // call is shown when it starts and when it ends, and nothing is redrawn.
+  TerminalView(FILE* out, FILE* err, bool live) : out_(out), err_(err), live_(live) {}
+
+  // The loop's stdout: JSON event lines (json_line), taken a whole line at a time.
+  void feed(std::string_view bytes);
+  void event(const nlohmann::json& e);
+  // Redraws the running calls (their spinner and time) at most every 100 ms; the console
+  // calls it while it waits.
+  void tick();
+  // Around anything else written to the terminal (a question, the loop's stderr): the
+  // running calls are taken off the screen, then drawn again below it.
+  void erase();
+  void draw();
+
+ private:
+  struct Running {
+    std::string id, tool, summary;
+    std::chrono::steady_clock::time_point started;
+    std::string tail;  // the last bytes of its output
+  };
+  void text(const std::string& t);
+  void end_line();
+  void line(const std::string& s);  // a status line on stderr, below the model's text
+  void call_started(const nlohmann::json& e);
+  void call_output(const nlohmann::json& e);
+  void call_ended(const nlohmann::json& e);
+  void answered(const nlohmann::json& e);
+
+  FILE* out_;
+  FILE* err_;
+  const bool live_;
+  std::string carry_;  // a line of the loop's not yet ended
+  bool mid_line_ = false;
+  std::vector<Running> running_;
+  int drawn_ = 0;  // lines of the live block on the screen, above the cursor
+  unsigned frame_ = 0;
+  std::chrono::steady_clock::time_point last_tick_{};
+};
+
+}  // namespace moat::agent

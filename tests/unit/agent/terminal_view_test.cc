@@ -1,0 +1,130 @@
+// tests/unit/agent/terminal_view_test.cc: the terminal view drawn from events: calls folded
+// with their decision, live redraws of a running call, the status line after an answer, and
+// nothing from an event that could act on the terminal.
+#include "agent/terminal_view.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace moat::agent {
+namespace {
+
+using nlohmann::json;
+
+// A view writing into two temporary files, read back whole.
+class Screen {
+ public:
+  explicit Screen(bool live) : out_(std::tmpfile()), err_(std::tmpfile()), view(out_, err_, live) {}
+  ~Screen() {
+    std::fclose(out_);
+    std::fclose(err_);
+  }
+  std::string out() { return all(out_); }
+  std::string err() { return all(err_); }
+
+ private:
+  static std::string all(FILE* f) {
+    std::fflush(f);
+    std::rewind(f);
+    std::string s;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+    return s;
+  }
+  FILE* out_;
+  FILE* err_;
+
+ public:
+  TerminalView view;
+};
+
+json start(const std::string& summary) {
+  return {{"type", "tool_call_start"}, {"id", "c1"}, {"tool", "bash"}, {"summary", summary}};
+}
+
+TEST(TerminalView, AFinishedCallIsFoldedToItsLastLinesWithItsDecision) {
+  Screen s(false);
+  s.view.event(start("make test"));
+  std::string output;
+  for (int i = 1; i <= 10; ++i) output += "line" + std::to_string(i) + "\n";
+  s.view.event({{"type", "tool_output"}, {"id", "c1"}, {"chunk", output}});
+  s.view.event({{"type", "tool_call_end"},
+                {"id", "c1"},
+                {"tool", "bash"},
+                {"is_error", false},
+                {"decision", "allow"},
+                {"rule", "default.make"},
+                {"exit_code", 0},
+                {"duration_ms", 1500},
+                {"output", output}});
+  const std::string err = s.err();
+  EXPECT_NE(err.find("  > bash: make test\n"), std::string::npos) << err;
+  EXPECT_NE(err.find("    [ok] bash · allow (default.make) · exit 0 · 1.5s\n"
+                     "    | ... 7 more line(s) above\n"
+                     "    | line8\n    | line9\n    | line10\n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("line7"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << "nothing is redrawn when not live";
+}
+
+TEST(TerminalView, ARunningCallIsRedrawnInPlaceWithItsLastLines) {
+  Screen s(true);
+  s.view.event(start("for i in 1 2 3 4 5 6"));
+  for (int i = 1; i <= 6; ++i)
+    s.view.event(
+        {{"type", "tool_output"}, {"id", "c1"}, {"chunk", "tick" + std::to_string(i) + "\n"}});
+  const std::string err = s.err();
+  // The last drawing: the call's line with its time, then its last four lines.
+  const std::size_t last = err.rfind("\x1b[5A\x1b[J");
+  ASSERT_NE(last, std::string::npos) << err;
+  const std::string shown = err.substr(last + 7);
+  EXPECT_NE(shown.find(" bash 0."), std::string::npos) << shown;
+  EXPECT_NE(
+      shown.find("s: for i in 1 2 3 4 5 6\n    | tick3\n    | tick4\n    | tick5\n    | tick6\n"),
+      std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find("tick2"), std::string::npos) << shown;
+}
+
+TEST(TerminalView, AStatusLineFollowsEachAnswer) {
+  Screen s(false);
+  s.view.event({{"type", "answer"},
+                {"usage", {{"input", 100}, {"cacheRead", 900}, {"cacheWrite", 0}, {"output", 50}}},
+                {"totals", {{"cost", {{"total", 0.0123}}}}}});
+  EXPECT_NE(s.err().find("tokens: 100 in, 900 cache read, 0 cache write, 50 out · $0.0123 so far · "
+                         "cache hit 90%"),
+            std::string::npos)
+      << s.err();
+}
+
+// The only escapes on the screen are the view's own (cursor up N, clear below).
+TEST(TerminalView, NothingFromAnEventCanActOnTheTerminal) {
+  const std::string hostile =
+      "\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+      "2J\r";
+  Screen s(true);
+  s.view.feed(R"({"type":"text_delta","text":"said )" + std::string("\\u001b]52;c;eA==\\u0007") +
+              "\"}\n");
+  s.view.event(start("echo " + hostile));
+  s.view.event({{"type", "tool_output"}, {"id", "c1"}, {"chunk", hostile + "\n"}});
+  s.view.event({{"type", "tool_call_end"}, {"id", "c1"}, {"tool", "bash"}, {"output", hostile}});
+  s.view.event({{"type", "note"}, {"message", hostile}});
+  const std::string all = s.out() + s.err();
+  EXPECT_NE(s.out().find("said ^[]52;c;eA==^G"), std::string::npos) << s.out();
+  EXPECT_NE(all.find("^[]0;pwned^G^[[2JM-^[2J^M"), std::string::npos) << all;
+  for (std::size_t at = all.find('\x1b'); at != std::string::npos; at = all.find('\x1b', at + 1)) {
+    std::size_t end = at + 2;
+    while (end < all.size() && std::isdigit(static_cast<unsigned char>(all[end]))) ++end;
+    ASSERT_LT(end, all.size());
+    EXPECT_TRUE(all[at + 1] == '[' && (all[end] == 'A' || all[end] == 'J'))
+        << "an escape that is not the view's: " << all.substr(at, 12);
+  }
+  EXPECT_EQ(all.find("\xc2\x9b"), std::string::npos);
+  EXPECT_EQ(all.find('\x07'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace moat::agent
