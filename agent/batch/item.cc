@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 constexpr double kWallGraceS = 30;
 
 struct Paths {
-  std::string dir, base, work, task, sessions, audit, run_log, check_log, diff, patch;
+  std::string dir, base, work, task, sessions, audit, check_audit, run_log, check_log, diff, patch;
 };
 
 Paths paths_of(const BatchEnv& env, const std::string& id) {
@@ -38,6 +38,7 @@ Paths paths_of(const BatchEnv& env, const std::string& id) {
   p.task = p.dir + "/task.txt";
   p.sessions = p.dir + "/sessions";
   p.audit = p.dir + "/audit";
+  p.check_audit = p.dir + "/check-audit";  // the check's own moatd: a log of its own
   p.run_log = p.dir + "/run.log";
   p.check_log = p.dir + "/check.log";
   p.diff = p.dir + "/diff.tmp";
@@ -87,12 +88,13 @@ std::vector<std::string> run_argv(const Item& item, const BatchEnv& env, const P
 }
 
 // The check runs as a tool call would: through a moatd of its own, in a sandbox over the work
-// copy, with the same policy, recorded in the item's audit folder.
+// copy, with the same policy, recorded in the item's check-audit folder (linked from the
+// report beside the agent's).
 std::vector<std::string> check_argv(const Item& item, const BatchEnv& env, const Paths& p) {
   std::vector<std::string> a = {
-      env.moat_bin, "sandbox",   "exec",
-      "-C",         p.work,      "--audit-dir",
-      p.audit,      "--timeout", std::to_string(item.limits.check_timeout_s)};
+      env.moat_bin,  "sandbox",   "exec",
+      "-C",          p.work,      "--audit-dir",
+      p.check_audit, "--timeout", std::to_string(item.limits.check_timeout_s)};
   for (const auto& f : env.policy_files) a.insert(a.end(), {"--policy", f});
   a.insert(a.end(), {"--", "sh", "-c", item.check});
   return a;
@@ -153,16 +155,15 @@ void add_session_totals(const Paths& p, json& line) {
       << sessions::session_html(**store, (*store)->path_to_leaf());
 }
 
-// The audit timeline of the agent's session (the first log in the folder: the check's comes
-// later and is linked from the same folder).
-void add_audit_page(const Paths& p, json& line) {
-  const std::string log = only_file_under(p.audit, ".jsonl");
+// The audit timeline of the one session whose log is under `dir` (the agent's, or the
+// check's): its path in `into["auditLog"]` and its page at `page`.
+void add_audit_page(const std::string& dir, const std::string& page, json& into) {
+  const std::string log = only_file_under(dir, ".jsonl");
   if (log.empty()) return;
-  line["auditLog"] = log;
+  into["auditLog"] = log;
   auto records = sessions::load_audit_records(log);
   auto verdict = sessions::verify_audit_file(log, /*require_end=*/false);
-  if (records && verdict)
-    std::ofstream(p.dir + "/audit.html") << sessions::audit_html(*records, *verdict, log);
+  if (records && verdict) std::ofstream(page) << sessions::audit_html(*records, *verdict, log);
 }
 
 json error_line(json line, const std::string& why) {
@@ -203,7 +204,7 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   line["exit"] = agent->exit_code;
   step("agent");
   add_session_totals(p, line);
-  add_audit_page(p, line);
+  add_audit_page(p.audit, p.dir + "/audit.html", line);
   step("pages");
   bool check_ok = true;
   if (!item.check.empty()) {
@@ -213,6 +214,7 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
     line["check"] = finished_json(*check);
     line["check"]["command"] = item.check;
     line["check"]["passed"] = check_ok = check->ok();
+    add_audit_page(p.check_audit, p.dir + "/check-audit.html", line["check"]);
   }
   step("check");
   auto patch = make_patch(p, *commit);

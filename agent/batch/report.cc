@@ -56,6 +56,8 @@ std::string row(const json& r) {
   if (r.contains("patch")) links += link(r.value("patch", ""), "patch") + " ";
   if (r.contains("session")) links += link(dir + "/session.html", "session") + " ";
   if (r.contains("auditLog")) links += link(dir + "/audit.html", "audit") + " ";
+  if (r.contains("check") && r["check"].is_object() && r["check"].contains("auditLog"))
+    links += link(dir + "/check-audit.html", "check audit") + " ";
   const double cost = result_number(r, "cost");
   const auto bytes = static_cast<std::uint64_t>(result_number(r, "patchBytes"));
   const int turns = static_cast<int>(result_number(r, "turns"));

@@ -61,6 +61,16 @@ class BatchTest : public ::testing::Test {
       SCOPED_TRACE(id);
       EXPECT_EQ(r.value("status", ""), "passed") << r.dump();
       EXPECT_TRUE(r["check"].value("passed", false));
+      // The check ran under a moatd of its own: its log is apart from the agent's, verifies,
+      // holds the check's command, and has a page the report links.
+      const std::string check_log = r["check"].value("auditLog", "");
+      ASSERT_FALSE(check_log.empty()) << r.dump();
+      EXPECT_NE(check_log, r.value("auditLog", "")) << r.dump();
+      EXPECT_EQ(run({moat_bin(), "audit", "verify", check_log}).exit_code, 0);
+      EXPECT_NE(read_file(check_log).find("run_tests.sh"), std::string::npos);
+      EXPECT_TRUE(fs::exists(out + "/items/" + id + "/check-audit.html"));
+      EXPECT_NE(read_file(out + "/report.html").find("items/" + id + "/check-audit.html"),
+                std::string::npos);
       const std::string clone = dir_.path() + "/apply-" + id;
       const e2e::Run a = run({"sh", "-c",
                               "git clone -q '" + dir_.path() + "/" + id + "' '" + clone +

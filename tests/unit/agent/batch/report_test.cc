@@ -26,7 +26,7 @@ std::vector<json> sample_results() {
        {"patchBytes", 481},
        {"session", "s1"},
        {"auditLog", "/x/a.jsonl"},
-       {"check", {{"passed", true}, {"exit", 0}}}},
+       {"check", {{"passed", true}, {"exit", 0}, {"auditLog", "/x/check.jsonl"}}}},
       {{"id", "svc-b"},
        {"status", "failed"},
        {"cost", 0.5},
@@ -66,6 +66,10 @@ TEST(BatchReport, ChromiumShowsTotalsAndOneRowPerItemFailingFirst) {
   EXPECT_NE(dom.find("<a href=\"patches/svc-a.patch\">patch</a>"), std::string::npos);
   EXPECT_NE(dom.find("<a href=\"items/svc-a/session.html\">session</a>"), std::string::npos);
   EXPECT_NE(dom.find("<a href=\"items/svc-a/audit.html\">audit</a>"), std::string::npos);
+  // The check ran under its own moatd: its audit log is linked too (svc-b's check has none).
+  EXPECT_NE(dom.find("<a href=\"items/svc-a/check-audit.html\">check audit</a>"), std::string::npos)
+      << dom;
+  EXPECT_EQ(dom.find("items/svc-b/check-audit.html"), std::string::npos) << dom;
   EXPECT_NE(dom.find("failed (exit 3)"), std::string::npos);
   // The id is text, never markup.
   EXPECT_EQ(dom.find("<svc-c>"), std::string::npos);
