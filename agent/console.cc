@@ -286,6 +286,7 @@ void Console::read_stdin() {
 void Console::take_line(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (shown_) return answer(line);
+  if (view_ && view_->command(line)) return;  // /cost, /diff, /policy, /model
   // Typed ahead of a question: an answer waits for it, a sentence steers the loop.
   if (is_answer(line)) {
     if (held_.size() < kMaxHeldAnswers) held_.push_back(std::move(line));

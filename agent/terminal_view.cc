@@ -84,6 +84,7 @@ void TerminalView::feed(std::string_view bytes) {
 
 void TerminalView::event(const json& e) {
   const std::string type = str(e, "type");
+  if (type == "session") session_ = e;
   if (type == "text_delta") return text(str(e, "text"));
   if (type == "answer") return answered(e);
   if (type == "tool_call_start") return call_started(e);
@@ -150,6 +151,9 @@ void TerminalView::call_ended(const json& e) {
   if (e.contains("exit_code") && e["exit_code"].is_number())
     head += " · exit " + e["exit_code"].dump();
   head += " · " + seconds(std::chrono::milliseconds(num(e, "duration_ms")));
+  if (e.contains("files_changed") && e["files_changed"].is_array())
+    for (const auto& f : e["files_changed"])
+      if (f.is_object()) changed_.push_back(str(f, "op") + " " + str(f, "path"));
   std::size_t above = 0;
   std::string shown = head + "\n";
   const auto lines = last_lines(str(e, "output"), kFoldedLines, &above);
@@ -166,6 +170,7 @@ void TerminalView::answered(const json& e) {
   const std::int64_t written = num(usage, "cacheWrite") + num(usage, "cacheWrite1h");
   const std::int64_t prompt = in + read + written;
   double so_far = 0;
+  if (e.contains("totals") && e["totals"].is_object()) totals_ = e["totals"];
   if (e.contains("totals") && e["totals"].contains("cost"))
     so_far = e["totals"]["cost"].value("total", 0.0);
   char buf[256];
@@ -212,6 +217,44 @@ void TerminalView::draw() {
   }
   std::fputs(block.c_str(), err_);
   std::fflush(err_);
+}
+
+}  // namespace moat::agent
+
+namespace moat::agent {
+
+// The answers come from what the events said; nothing is asked of the loop.
+bool TerminalView::command(const std::string& typed) {
+  const std::size_t a = typed.find_first_not_of(" \t"), b = typed.find_last_not_of(" \t\r");
+  const std::string word = a == std::string::npos ? "" : typed.substr(a, b - a + 1);
+  std::string out;
+  if (word == "/cost") {
+    const json usage = totals_.value("usage", json::object());
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "moat: %lld answers: %lld in, %lld cache read, %lld cache write, %lld out; "
+                  "$%.4f",
+                  static_cast<long long>(num(totals_, "answers")),
+                  static_cast<long long>(num(usage, "input")),
+                  static_cast<long long>(num(usage, "cacheRead")),
+                  static_cast<long long>(num(usage, "cacheWrite") + num(usage, "cacheWrite1h")),
+                  static_cast<long long>(num(usage, "output")),
+                  totals_.contains("cost") ? totals_["cost"].value("total", 0.0) : 0.0);
+    out = buf;
+  } else if (word == "/diff") {
+    out = changed_.empty() ? "moat: no file changed so far" : "moat: files changed so far:";
+    for (const auto& c : changed_) out += "\n  " + c;
+  } else if (word == "/policy") {
+    out = "moat: policy " + str(session_, "policy_hash") + ", layers:";
+    for (const auto& l : session_.value("policy_layers", json::array()))
+      out += "\n  " + str(l, "layer") + " " + str(l, "name") + " (" + str(l, "file") + ")";
+  } else if (word == "/model") {
+    out = "moat: model " + str(session_, "model") + " (provider " + str(session_, "provider") + ")";
+  } else {
+    return false;
+  }
+  line(out);
+  return true;
 }
 
 }  // namespace moat::agent

@@ -32,6 +32,9 @@ class TerminalView {
   // running calls are taken off the screen, then drawn again below it.
   void erase();
   void draw();
+  // A line the person typed: /cost, /diff, /policy or /model (alone on the line) is answered
+  // from the events seen so far and returns true; any other line is not the view's.
+  bool command(const std::string& line);
 
  private:
   struct Running {
@@ -55,6 +58,9 @@ class TerminalView {
   std::vector<Running> running_;
   int drawn_ = 0;  // lines of the live block on the screen, above the cursor
   unsigned frame_ = 0;
+  nlohmann::json session_ = nlohmann::json::object();  // the session event
+  nlohmann::json totals_ = nlohmann::json::object();   // the last answer's totals
+  std::vector<std::string> changed_;                   // "op path" per file, in order
   std::chrono::steady_clock::time_point last_tick_{};
 };
 

@@ -68,6 +68,10 @@ TEST_F(TerminalViewTest, AnAskALiveCallACtrlCAndAContinuedSessionAtARealTerminal
   EXPECT_NE(live.find("s: printf"), std::string::npos) << "spinner, time, summary:\n" << live;
   EXPECT_NE(live.find("^[]0;pwned^G"), std::string::npos) << "shown as cat -v shows it:\n" << live;
   ASSERT_TRUE(t.shows("tick3")) << "redrawn as output comes:\n" << t.pane();
+  // A slash command is answered by the view, not sent to the model.
+  t.keys("/cost Enter");
+  EXPECT_TRUE(t.shows("moat: 2 answers:")) << t.pane();
+  EXPECT_EQ(t.pane().find("message queued"), std::string::npos) << t.pane();
 
   // The first Ctrl-C cancels the turn; the run ends cleanly and says how to go on.
   t.keys("C-c");

@@ -128,3 +128,46 @@ TEST(TerminalView, NothingFromAnEventCanActOnTheTerminal) {
 
 }  // namespace
 }  // namespace moat::agent
+
+namespace moat::agent {
+namespace {
+
+TEST(TerminalView, SlashCommandsAnswerFromTheEventsSeenAndOtherLinesAreNotTheirs) {
+  Screen s(false);
+  s.view.event(
+      {{"type", "session"},
+       {"model", "mock/any"},
+       {"provider", "mock"},
+       {"policy_hash", "sha256:ab"},
+       {"policy_layers",
+        {{{"layer", "builtin"}, {"name", "moat-default"}, {"file", "builtin:default.toml"}}}}});
+  s.view.event({{"type", "answer"},
+                {"usage", {{"input", 10}, {"output", 5}}},
+                {"totals",
+                 {{"answers", 2},
+                  {"usage", {{"input", 30}, {"cacheRead", 7}, {"cacheWrite", 1}, {"output", 9}}},
+                  {"cost", {{"total", 0.5}}}}}});
+  s.view.event({{"type", "tool_call_end"},
+                {"id", "c1"},
+                {"tool", "write"},
+                {"output", ""},
+                {"files_changed", {{{"path", "src/a.c"}, {"op", "modified"}}}}});
+  for (const char* c : {"/cost", " /diff ", "/policy", "/model"})
+    EXPECT_TRUE(s.view.command(c)) << c;
+  EXPECT_FALSE(s.view.command("/usr/bin is wrong, look again"));
+  EXPECT_FALSE(s.view.command("fix the tests"));
+  const std::string err = s.err();
+  EXPECT_NE(err.find("moat: 2 answers: 30 in, 7 cache read, 1 cache write, 9 out; $0.5000"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("moat: files changed so far:\n  modified src/a.c\n"), std::string::npos)
+      << err;
+  EXPECT_NE(
+      err.find("moat: policy sha256:ab, layers:\n  builtin moat-default (builtin:default.toml)"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("moat: model mock/any (provider mock)"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace moat::agent
