@@ -300,10 +300,14 @@ class PolicyImpl final : public Policy {
     return combine(votes, headless_);
   }
 
+  // An ask can become an allow when a person is there to answer it.
   bool grants_network() const override {
-    if (defaults_.at("network").verdict == Verdict::kAllow) return true;
-    return std::any_of(network_.begin(), network_.end(), [](const CompiledNetworkRule& r) {
-      return r.rule->decision == Verdict::kAllow && !r.allow_ignored;
+    auto may_allow = [this](Verdict v) {
+      return v == Verdict::kAllow || (v == Verdict::kAsk && !headless_);
+    };
+    if (may_allow(defaults_.at("network").verdict)) return true;
+    return std::any_of(network_.begin(), network_.end(), [&](const CompiledNetworkRule& r) {
+      return may_allow(r.rule->decision) && !r.allow_ignored;
     });
   }
 

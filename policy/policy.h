@@ -130,7 +130,8 @@ class Policy {
   // same way (policy/network.h).
   virtual Decision decide_network(const std::string& host, int port) const = 0;
   // Whether any connection could be allowed: an effective [[network]] allow, or
-  // defaults.network = "allow". Without one the session gets no proxy at all.
+  // defaults.network = "allow", or (when a person can be asked) an ask of either kind.
+  // Without one the session gets no proxy at all.
   virtual bool grants_network() const = 0;
   // The organisation's allowed_modes (empty: every mode).
   virtual bool mode_allowed(const std::string& mode) const = 0;

@@ -18,6 +18,7 @@
 #include "base/sys.h"
 #include "policy/network.h"
 #include "sandbox/net_request.h"
+#include "sandbox/net_socks.h"
 
 namespace moat::sandbox {
 namespace {
@@ -216,22 +217,29 @@ void note_decision(const policy::Decision& d, Outcome& out) {
   if (d.headless_downgraded) out.record["headless_downgraded"] = true;
 }
 
-void connect_and_relay(int client, const ProxyRequest& req, const std::string& rest, int stop_fd,
-                       const policy::Policy& policy, const NetProxyOptions& o,
-                       std::atomic<std::int64_t>& session_bytes, Outcome& out);
+// Why a connection was refused, as the program reads it (the 403's body): the rule and its
+// reason, and who said no when it was an ask.
+std::string refusal(const ProxyRequest& req, const policy::Decision& d) {
+  std::string s = "connection to " + req.host + ":" + std::to_string(req.port);
+  if (d.decided_by == "user")
+    return s + " declined by the person (rule " + d.deciding.id + " asked for approval)" +
+           (d.reason.empty() || d.reason == "the person declined" ? "" : ": " + d.reason);
+  s += " refused by rule " + d.deciding.id + (d.reason.empty() ? "" : " (" + d.reason + ")");
+  if (d.verdict == policy::Verdict::kAsk)
+    s += ": it needs a person's approval, and no console is attached to ask";
+  return s;
+}
 
-// The policy's verdict on the name, then on every internal address it resolves to (a name
-// may not lead to loopback or a private network unless a rule names that address: DNS
+// The policy's verdict `d` on the name, then on every internal address it resolves to (a
+// name may not lead to loopback or a private network unless a rule names that address: DNS
 // rebinding). Returns the addresses to try; on a refusal, out.status and out.error say why.
-std::vector<std::string> judge(const ProxyRequest& req, const policy::Policy& policy,
-                               const NetProxyOptions& o, Outcome& out) {
-  const policy::Decision d = policy.decide_network(req.host, req.port);
+std::vector<std::string> judge(const ProxyRequest& req, const policy::Decision& d,
+                               const policy::Policy& policy, const NetProxyOptions& o,
+                               Outcome& out) {
   note_decision(d, out);
   if (d.verdict != policy::Verdict::kAllow) {
     out.status = 403;
-    out.error = "connection to " + req.host + ":" + std::to_string(req.port) + " refused by rule " +
-                d.deciding.id + (d.reason.empty() ? "" : " (" + d.reason + ")") +
-                (d.verdict == policy::Verdict::kAsk ? ": ask is not offered for connections" : "");
+    out.error = refusal(req, d);
     return {};
   }
   const std::string host = policy::normalize_host(req.host).value_or(req.host);
@@ -275,9 +283,10 @@ Result<UniqueFd> connect_any(const std::vector<std::string>& addresses, int port
 // Judged, resolved, connected: the tunnel's 200 or the rewritten head goes first, then what
 // the program sent after its head, then the relay.
 void connect_and_relay(int client, const ProxyRequest& req, const std::string& rest, int stop_fd,
-                       const policy::Policy& policy, const NetProxyOptions& o,
-                       std::atomic<std::int64_t>& session_bytes, Outcome& out) {
-  const std::vector<std::string> addresses = judge(req, policy, o, out);
+                       const policy::Decision& d, const policy::Policy& policy,
+                       const NetProxyOptions& o, std::atomic<std::int64_t>& session_bytes,
+                       Outcome& out) {
+  const std::vector<std::string> addresses = judge(req, d, policy, o, out);
   if (out.status != 0) return;
   auto upstream = connect_any(addresses, req.port, stop_fd, out);
   if (!upstream) {
@@ -285,18 +294,53 @@ void connect_and_relay(int client, const ProxyRequest& req, const std::string& r
     out.error = upstream.error().message();
     return;
   }
-  if (req.tunnel) send_text(client, "HTTP/1.1 200 Connection established\r\n\r\n");
+  if (req.socks5) send_text(client, socks5_reply(SocksReply::kSucceeded));
+  else if (req.tunnel) send_text(client, "HTTP/1.1 200 Connection established\r\n\r\n");
   relay(client, upstream->get(), req.tunnel ? rest : req.upstream_head + rest, stop_fd, o,
         session_bytes, out);
+}
+
+// Exactly n bytes from the program within the timeout.
+Result<std::string> read_exact(int fd, int stop_fd, int timeout_ms, std::size_t n) {
+  std::string out(n, '\0');
+  std::size_t got = 0;
+  while (got < n) {
+    if (!wait_for(fd, POLLIN, stop_fd, timeout_ms)) return fail("no SOCKS5 request in time");
+    const ssize_t r = ::read(fd, out.data() + got, n - got);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (r <= 0) return fail("the program closed the connection before its SOCKS5 request");
+    got += static_cast<std::size_t>(r);
+  }
+  return out;
+}
+
+// The program's request: SOCKS5 when its first byte is 5 (`socks` set; on a refusal SOCKS5
+// can say, `socks_refusal` holds the code), else an HTTP proxy request head.
+Result<ProxyRequest> read_request(int fd, int stop_fd, std::int64_t idle_s, std::string& rest,
+                                  bool& socks, SocksReply& socks_refusal) {
+  const int head_ms = static_cast<int>(std::min<std::int64_t>(idle_s, 60) * 1000);
+  char first = 0;
+  if (!wait_for(fd, POLLIN, stop_fd, head_ms)) return fail("no request head in time");
+  if (::recv(fd, &first, 1, MSG_PEEK) == 1 && first == char(kSocks5Version)) {
+    socks = true;
+    return read_socks5([&](std::size_t n) { return read_exact(fd, stop_fd, head_ms, n); },
+                       [&](std::string_view bytes) { send_text(fd, std::string(bytes)); },
+                       &socks_refusal);
+  }
+  MOAT_ASSIGN_OR_RETURN(std::string head, read_head(fd, stop_fd, head_ms, rest));
+  return parse_proxy_request(head);
 }
 
 }  // namespace
 
 std::map<std::string, std::string> proxy_environment() {
+  // One port for both: the proxy tells a SOCKS5 greeting (first byte 5) from an HTTP request.
+  // socks5h: the program sends the name, and moatd resolves it (never the sandbox).
   const std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
+  const std::string socks = "socks5h://127.0.0.1:" + std::to_string(kProxyPort);
   const std::string no_proxy = "localhost,127.0.0.1";
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", url}, {"NO_PROXY", no_proxy},
-          {"http_proxy", url}, {"https_proxy", url}, {"all_proxy", url}, {"no_proxy", no_proxy}};
+  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", socks}, {"NO_PROXY", no_proxy},
+          {"http_proxy", url}, {"https_proxy", url}, {"all_proxy", socks}, {"no_proxy", no_proxy}};
 }
 
 Result<std::unique_ptr<NetProxy>> NetProxy::start(UniqueFd listener, const policy::Policy& policy,
@@ -318,6 +362,7 @@ NetProxy::NetProxy(UniqueFd listener, UniqueFd stop, const policy::Policy& polic
       record_(std::move(record)) {}
 
 NetProxy::~NetProxy() {
+  stopping_ = true;
   const std::uint64_t one = 1;
   (void)::write(stop_.get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
@@ -354,14 +399,34 @@ json NetProxy::attributed(int client) const {
   return options_.attribute ? options_.attribute(client) : json::object();
 }
 
+void NetProxy::set_ask(NetAsk ask) {
+  std::lock_guard<std::mutex> lock(ask_mu_);
+  ask_ = std::move(ask);
+}
+
+policy::Decision NetProxy::decide(const std::string& host, int port, const json& record,
+                                  json& answer) {
+  policy::Decision d = policy_.decide_network(host, port);
+  if (d.verdict != policy::Verdict::kAsk) return d;
+  NetAsk ask;
+  {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    ask = ask_;
+  }
+  if (!ask) return d;
+  const std::string what = "a connection to " + host + ":" + std::to_string(port);
+  const std::string call = record.contains("call_id") ? record.value("call_id", "") : "net";
+  return ask(std::move(d), call, what, stopping_, answer);
+}
+
 void NetProxy::serve(UniqueFd client) {
   const auto started = Clock::now();
   Outcome out;
   out.record = attributed(client.get());
   std::string rest;
-  const int head_ms = static_cast<int>(std::min<std::int64_t>(options_.idle_s, 60) * 1000);
-  auto head = read_head(client.get(), stop_.get(), head_ms, rest);
-  auto req = head ? parse_proxy_request(*head) : Result<ProxyRequest>(fail(head.error()));
+  SocksReply socks_refusal = SocksReply::kGeneralFailure;
+  bool socks = false;
+  auto req = read_request(client.get(), stop_.get(), options_.idle_s, rest, socks, socks_refusal);
   if (!req) {
     out.status = 400;
     out.error = req.error().message();
@@ -369,9 +434,15 @@ void NetProxy::serve(UniqueFd client) {
     out.record["host"] = req->host;
     out.record["port"] = req->port;
     out.record["method"] = req->method;
-    connect_and_relay(client.get(), *req, rest, stop_.get(), policy_, options_, bytes_, out);
+    json answer;
+    const policy::Decision d = decide(req->host, req->port, out.record, answer);
+    if (!answer.is_null()) out.record["user"] = answer;
+    connect_and_relay(client.get(), *req, rest, stop_.get(), d, policy_, options_, bytes_, out);
   }
-  if (out.status != 0) send_error(client.get(), out.status, out.error);
+  if (out.status != 0 && socks)
+    send_text(client.get(),
+              socks5_reply(req ? socks5_reply_for_status(out.status) : socks_refusal));
+  else if (out.status != 0) send_error(client.get(), out.status, out.error);
   if (!out.error.empty()) out.record["error"] = out.error;
   if (!out.record.contains("decision")) out.record["decision"] = "deny";
   out.record["duration_ms"] =

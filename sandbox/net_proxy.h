@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -31,6 +32,12 @@ using NetRecorder = std::function<void(nlohmann::json)>;
 // socket, while the program still holds its end; merged into the connection's record.
 using NetAttribution = std::function<nlohmann::json(int client)>;
 
+// Puts an `ask` verdict on a connection to the person (sandbox/ask_broker.h): the decision
+// with the person's answer in `answer`, or unchanged when nobody can be asked.
+using NetAsk = std::function<policy::Decision(
+    policy::Decision, const std::string& call_id, const std::string& what,
+    const std::atomic<bool>& cancel, nlohmann::json& answer)>;
+
 struct NetProxyOptions {
   std::int64_t max_connections = 64;               // open at once; more are refused with a 503
   std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
@@ -49,6 +56,9 @@ class NetProxy {
                                                  NetProxyOptions options, NetRecorder record);
   // Stops accepting, ends every connection and waits for their records.
   ~NetProxy();
+  // From now on an `ask` verdict goes to `ask` (set once the session's ask broker exists;
+  // until then, and without one, an ask is refused naming its rule).
+  void set_ask(NetAsk ask);
 
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
@@ -59,6 +69,9 @@ class NetProxy {
   void accept_loop();
   void serve(UniqueFd client);
   nlohmann::json attributed(int client) const;
+  // The policy's verdict on a request, put to the person when it is an ask.
+  policy::Decision decide(const std::string& host, int port, const nlohmann::json& record,
+                          nlohmann::json& answer);
 
   UniqueFd listener_;
   UniqueFd stop_;  // an eventfd: readable once the proxy is stopping
@@ -67,6 +80,9 @@ class NetProxy {
   NetRecorder record_;
   std::atomic<std::int64_t> open_{0};
   std::atomic<std::int64_t> bytes_{0};
+  std::atomic<bool> stopping_{false};  // an ask waiting for the person gives up
+  std::mutex ask_mu_;
+  NetAsk ask_;
   ThreadSet connections_;  // only the accept thread spawns; joined after it ends
   std::thread acceptor_;
 };

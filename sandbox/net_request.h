@@ -14,6 +14,7 @@ inline constexpr std::size_t kMaxRequestHead = 16 * 1024;
 
 struct ProxyRequest {
   bool tunnel = false;  // CONNECT: a byte stream (TLS, never decrypted) follows the reply
+  bool socks5 = false;  // a SOCKS5 CONNECT (net_socks.h): a tunnel answered in SOCKS5 frames
   std::string method;
   std::string host;  // as the program wrote it; the policy normalises it
   int port = 0;

@@ -210,6 +210,14 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   session_ = std::move(steps.state());
   asks_ = std::make_unique<AskBroker>(session_.headless);
   gate_ = std::make_unique<CallGate>(session_, *asks_, mutations_);
+  // A connection's ask goes to the person like a command's; finish() stops the proxy before
+  // the broker goes.
+  if (session_.net_proxy)
+    session_.net_proxy->set_ask(
+        [asks = asks_.get()](policy::Decision d, const std::string& call, const std::string& what,
+                             const std::atomic<bool>& cancel, json& answer) {
+          return asks->ask(std::move(d), call, what, cancel, answer);
+        });
   greeted_ = true;
   send_welcome();
   return {};

@@ -3,165 +3,16 @@
 // host's 127.0.0.1 and 127.0.0.2, and programs in the sandbox that reach them through the
 // proxy variables only: what the policy allows works, everything else fails, and every
 // connection is a `net` record.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <thread>
-
-#include "e2e_support.h"
+#include "net_proxy_fixture.h"
 
 namespace moat::e2e {
 namespace {
 
-using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-namespace fs = std::filesystem;
-
-// A one-answer-per-connection HTTP server on the host: answers every request with `body`
-// and counts the connections it accepted (a refused connection must never reach it).
-class TinyServer {
- public:
-  TinyServer(const char* address, std::string body) : body_(std::move(body)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    inet_pton(AF_INET, address, &a.sin_addr);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_, 16) != 0) return;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~TinyServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    ::close(fd_);
-  }
-  int port() const { return port_; }
-  int accepted() const { return accepted_; }
-
- private:
-  void serve() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 200) <= 0) continue;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      ++accepted_;
-      std::string head;
-      char buf[4096];
-      while (head.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = ::read(c, buf, sizeof buf);
-        if (n <= 0) break;
-        head.append(buf, static_cast<std::size_t>(n));
-      }
-      const std::string reply =
-          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_.size()) +
-          "\r\nConnection: close\r\n\r\n" + body_;
-      (void)!::write(c, reply.data(), reply.size());
-      ::close(c);
-    }
-  }
-  std::string body_;
-  int fd_ = -1, port_ = 0;
-  std::atomic<int> accepted_{0};
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-class NetProxyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    ASSERT_GT(local_.port(), 0);
-    ASSERT_GT(other_.port(), 0) << "127.0.0.2 cannot be bound here";
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/no-policy");
-    pid_ =
-        start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-               "--system-policy-dir", source_root() + "/tests/integration/e2e/net_proxy_policy",
-               "--user-policy-dir", dir_.path() + "/no-policy", "--test-resolve",
-               "allowed.test=127.0.0.1", "--test-resolve", "denied.test=127.0.0.1",
-               "--test-resolve", "rebind.test=127.0.0.2", "--test-resolve", "paste.test=127.0.0.1"},
-              dir_.path() + "/moatd.log");
-  }
-  void TearDown() override { end_moatd(); }
-  void end_moatd() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    wait_exit(pid_, 10);
-    pid_ = -1;
-  }
-  std::string moatd_log() const { return read_file(dir_.path() + "/moatd.log"); }
-
-  // Runs each command as a bash call of one session, in order; returns their outputs and
-  // fills records_ with the session's `net` records.
-  std::vector<std::string> run_session(const std::vector<std::string>& commands) {
-    RawClient c(socket_);
-    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
-    json welcome = c.read_frame();
-    EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
-    std::vector<std::string> outputs;
-    for (std::size_t i = 0; i < commands.size(); ++i) {
-      c.send_json({{"type", "call"},
-                   {"id", "c" + std::to_string(i)},
-                   {"tool", "bash"},
-                   {"arguments", {{"command", commands[i]}}}});
-      json r = c.read_frame(120000);
-      while (r.value("type", "") == "progress") r = c.read_frame(120000);
-      std::string text;
-      if (r.contains("content"))
-        for (const json& b : r["content"]) text += b.value("text", "");
-      outputs.push_back(text);
-    }
-    c.send_json({{"type", "bye"}});
-    c.read_frame();
-    std::ifstream in(welcome.value("audit", ""));
-    records_.clear();
-    all_records_.clear();
-    for (std::string line; std::getline(in, line);) {
-      json r = json::parse(line, nullptr, false);
-      if (r.value("type", "") == "net") records_.push_back(r);
-      all_records_.push_back(r);
-    }
-    return outputs;
-  }
-  // The net record for `host`, or null.
-  json record_for(const std::string& host) const {
-    for (const json& r : records_)
-      if (r.value("host", "") == host) return r;
-    return nullptr;
-  }
-  void expect_no_server_reached() const {
-    EXPECT_EQ(local_.accepted(), 0) << "the allowed server was reached";
-    EXPECT_EQ(other_.accepted(), 0) << "the rebinding target was reached";
-  }
-  std::string url(const std::string& host, int port) const {
-    return "http://" + host + ":" + std::to_string(port) + "/";
-  }
-
-  TinyServer local_{"127.0.0.1", "hello from the allowed server"};
-  TinyServer other_{"127.0.0.2", "the rebinding target answered"};
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
-  std::vector<json> records_;
-  std::vector<json> all_records_;
-};
 
 TEST_F(NetProxyTest, AnAllowedNameWorksThroughCurlAndPythonWithOnlyTheProxyVariables) {
   const std::string u = url("allowed.test", local_.port());
@@ -174,6 +25,7 @@ TEST_F(NetProxyTest, AnAllowedNameWorksThroughCurlAndPythonWithOnlyTheProxyVaria
       << out[0] << moatd_log();
   EXPECT_NE(out[1].find("hello from the allowed server"), std::string::npos) << out[1];
   EXPECT_NE(out[2].find("HTTPS_PROXY=http://127.0.0.1:3128"), std::string::npos) << out[2];
+  EXPECT_NE(out[2].find("ALL_PROXY=socks5h://127.0.0.1:3128"), std::string::npos) << out[2];
   EXPECT_NE(out[2].find("no_proxy=localhost,127.0.0.1"), std::string::npos) << out[2];
   EXPECT_EQ(local_.accepted(), 2);
   json r = record_for("allowed.test");
@@ -185,16 +37,6 @@ TEST_F(NetProxyTest, AnAllowedNameWorksThroughCurlAndPythonWithOnlyTheProxyVaria
   EXPECT_GT(r.value("bytes_down", 0), 0) << r.dump();
   EXPECT_GT(r.value("bytes_up", 0), 0) << r.dump();
   EXPECT_TRUE(r.contains("duration_ms")) << r.dump();
-}
-
-// The exec record of the call `call_id`'s program named `name` (argv[0]), or null.
-json exec_record(const std::vector<json>& records, const std::string& call_id,
-                 const std::string& name) {
-  for (const json& r : records)
-    if (r.value("type", "") == "exec" && r.value("call_id", "") == call_id &&
-        r["argv"].is_array() && !r["argv"].empty() && r["argv"][0] == name)
-      return r;
-  return nullptr;
 }
 
 TEST_F(NetProxyTest, EachConnectionsRecordNamesTheProgramThatOpenedIt) {
@@ -276,6 +118,94 @@ TEST_F(NetProxyTest, AProgramThatIgnoresTheProxyReachesNothing) {
   EXPECT_THAT(out[0], Not(HasSubstr("hello")));
   expect_no_server_reached();
   EXPECT_TRUE(records_.empty()) << "nothing reached the proxy";
+}
+
+TEST_F(NetProxyTest, Socks5NamesAreResolvedByMoatdUnderTheSameRulesAndRecords) {
+  const std::string port = std::to_string(local_.port());
+  const std::string socks = "curl -sS --max-time 20 --socks5-hostname 127.0.0.1:3128 ";
+  auto out = run_session(
+      {socks + url("allowed.test", local_.port()),
+       // Only ALL_PROXY left: curl takes socks5h:// from it.
+       "env -u http_proxy -u HTTP_PROXY sh -c 'echo $ALL_PROXY; curl -sS --max-time 20 " +
+           url("allowed.test", local_.port()) + "'",
+       socks + url("denied.test", local_.port()) + "; echo curl-exit=$?",
+       "curl -sS --max-time 20 --socks5 127.0.0.1:3128 " + url("127.0.0.2", other_.port()) +
+           "; echo curl-exit=$?",
+       socks + url("rebind.test", other_.port()) + "; echo curl-exit=$?"});
+  EXPECT_THAT(out[0], HasSubstr("hello from the allowed server")) << moatd_log();
+  EXPECT_THAT(out[1], HasSubstr("socks5h://127.0.0.1:3128"));
+  EXPECT_THAT(out[1], HasSubstr("hello from the allowed server"));
+  for (int i : {2, 3, 4}) EXPECT_THAT(out[i], Not(HasSubstr("curl-exit=0"))) << out[i];
+  EXPECT_EQ(local_.accepted(), 2);
+  EXPECT_EQ(other_.accepted(), 0) << "the rebinding target was reached";
+  const std::pair<const char*, const char*> expected[] = {
+      {"c0", "test.local"},
+      {"c1", "test.local"},
+      {"c2", "defaults.network"},
+      {"c3", "builtin.network-ip-literal"},
+      {"c4", "builtin.network-internal-address"}};
+  for (const auto& [call, rule] : expected) {
+    json r = net_record_of(records_, call);
+    ASSERT_FALSE(r.is_null()) << call << ": " << json(records_).dump();
+    EXPECT_EQ(r.value("method", ""), "SOCKS5") << r.dump();
+    EXPECT_EQ(r.value("rule", ""), rule) << r.dump();
+    EXPECT_EQ(r.value("decision", ""), std::string(call) < "c2" ? "allow" : "deny") << r.dump();
+    EXPECT_EQ(r["exec_id"], exec_record(all_records_, call, "curl")["exec_id"]) << r.dump();
+  }
+  EXPECT_EQ(net_record_of(records_, "c0").value("host", ""), "allowed.test")
+      << "the name, as the program sent it, was judged and resolved by moatd";
+}
+
+// An interactive session: a connection whose rule says ask is put to the person's console,
+// naming the host, the port and the rule; their answer decides, and the record says who.
+TEST_F(NetProxyTest, AnAskForAConnectionReachesThePersonAndTheirAnswerDecides) {
+  RawClient agent(socket_);
+  agent.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", false}});
+  const json welcome = agent.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  RawClient console(socket_);
+  console.send_json({{"type", "console"},
+                     {"session", welcome["session"]},
+                     {"token", welcome.value("console_token", "")}});
+  ASSERT_EQ(console.read_frame().value("type", ""), "attached") << moatd_log();
+  const std::string target = "paste.test:" + std::to_string(local_.port());
+  std::vector<std::string> outputs;
+  for (const char* decision : {"allow", "deny"}) {
+    const std::string id = std::string("c-") + decision;
+    agent.send_json(
+        {{"type", "call"},
+         {"id", id},
+         {"tool", "bash"},
+         {"arguments", {{"command", "curl -sS --max-time 60 http://" + target + "/"}}}});
+    const json ask = console.read_frame(60000);
+    ASSERT_EQ(ask.value("type", ""), "ask") << ask.dump() << moatd_log();
+    EXPECT_THAT(ask.value("question", ""), HasSubstr("a connection to " + target));
+    EXPECT_THAT(ask.value("question", ""), HasSubstr("test.paste"));
+    EXPECT_EQ(ask.value("id", ""), id) << "the ask names the call whose program connected";
+    console.send_json({{"type", "answer"}, {"ask", ask["ask"]}, {"decision", decision}});
+    json r = agent.read_frame(60000);
+    while (r.value("type", "") == "progress") r = agent.read_frame(60000);
+    std::string text;
+    for (const json& b : r.value("content", json::array())) text += b.value("text", "");
+    outputs.push_back(text);
+  }
+  agent.send_json({{"type", "bye"}});
+  agent.read_frame();
+  EXPECT_THAT(outputs[0], HasSubstr("hello from the allowed server"));
+  EXPECT_THAT(outputs[1], HasSubstr("declined by the person (rule test.paste"));
+  EXPECT_EQ(local_.accepted(), 1);
+  std::ifstream in(welcome.value("audit", ""));
+  std::vector<json> net;
+  for (std::string line; std::getline(in, line);) {
+    json rec = json::parse(line, nullptr, false);
+    if (rec.value("type", "") == "net") net.push_back(rec);
+  }
+  ASSERT_EQ(net.size(), 2u) << json(net).dump();
+  EXPECT_EQ(net[0].value("decision", ""), "allow") << net[0].dump();
+  EXPECT_EQ(net[0]["user"].value("answer", ""), "allow") << net[0].dump();
+  EXPECT_EQ(net[1].value("decision", ""), "deny") << net[1].dump();
+  EXPECT_EQ(net[1]["user"].value("answer", ""), "deny") << net[1].dump();
+  for (const json& rec : net) EXPECT_EQ(rec.value("rule", ""), "test.paste") << rec.dump();
 }
 
 }  // namespace

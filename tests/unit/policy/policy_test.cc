@@ -313,6 +313,20 @@ std::unique_ptr<Policy> network_policy(PolicyWorld& w, const std::string& extra 
   return w.load();
 }
 
+TEST(Policy, AnAskRuleGrantsNetworkOnlyWhenAPersonCanBeAsked) {
+  for (const bool headless : {true, false}) {
+    PolicyWorld w;
+    w.options.headless = headless;
+    w.options.use_builtin_default = false;
+    write_file(w.options.user_dir + "/n.toml",
+               "schema = 1\n[[network]]\nid = \"u.paste\"\ndecision = \"ask\"\n"
+               "domains = [\"paste.example\"]\n");
+    auto p = w.load();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->grants_network(), !headless) << (headless ? "headless" : "interactive");
+  }
+}
+
 TEST(Policy, ANetworkAllowCoversItsNamesAndPortsOnly) {
   PolicyWorld w;
   auto p = network_policy(w);
