@@ -106,10 +106,21 @@ int64_t estimate_tokens(const Message& m) {
   return (chars + 3) / 4 + images * kImageTokens;
 }
 
-int64_t estimate_tokens(const std::vector<Message>& messages) {
+namespace {
+
+template <typename Messages>
+int64_t sum_of_estimates(const Messages& messages) {
   int64_t total = 0;
-  for (const auto& m : messages) total += estimate_tokens(m);
+  for (const Message& m : messages) total += estimate_tokens(m);
   return total;
+}
+
+}  // namespace
+
+int64_t estimate_tokens(const std::vector<Message>& messages) { return sum_of_estimates(messages); }
+
+int64_t estimate_tokens(const sessions::MessageList& messages) {
+  return sum_of_estimates(messages);
 }
 
 CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recent_tokens) {
@@ -224,7 +235,7 @@ SummaryRequest turn_prefix_request(const std::vector<Message>& prefix, int max_t
 Result<sessions::Entry> compact(const sessions::SessionContext& context,
                                 const CompactionSettings& settings, const Summarizer& summarize,
                                 int64_t tokens_before) {
-  const std::vector<Message> msgs = context.live_messages();
+  const std::vector<Message> msgs = context.live_messages().to_vector();
   const CutPoint cut = find_cut_point(msgs, settings.keep_recent_tokens);
   if (cut.first_kept == 0)
     return fail(

@@ -32,6 +32,7 @@ bool should_compact(int64_t used, int64_t window, int64_t reserve);
 // A provider-independent estimate: characters / 4, rounded up; an image counts 1200.
 int64_t estimate_tokens(const Message& message);
 int64_t estimate_tokens(const std::vector<Message>& messages);
+int64_t estimate_tokens(const sessions::MessageList& messages);
 
 // Where the live messages are cut: [0, turn_start) is summarised with the previous summary,
 // [turn_start, first_kept) is the prefix of a turn the cut splits (summarised on its own),

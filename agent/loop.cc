@@ -461,7 +461,7 @@ class Run {
 
 }  // namespace
 
-std::vector<Message> context_messages(const sessions::SessionStore& store) {
+sessions::MessageList context_messages(const sessions::SessionStore& store) {
   // The context as storage defines it: a compaction's summary and retained tail stand in
   // for what it summarised; branch summaries are included (sessions/context.h).
   return sessions::build_context(store).for_provider();

@@ -113,6 +113,7 @@ LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::Se
                      const std::atomic<bool>* cancel, Inbox* inbox = nullptr);
 
 // The context for the next model call: the messages on the root-to-leaf path.
-std::vector<Message> context_messages(const sessions::SessionStore& store);
+// It refers to the store's entries (no copy): valid while the store lives.
+sessions::MessageList context_messages(const sessions::SessionStore& store);
 
 }  // namespace moat::agent

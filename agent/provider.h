@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "sessions/message_list.h"
 #include "tools/tool.h"
 
 namespace moat::agent {
@@ -33,7 +34,9 @@ using Message = nlohmann::json;
 struct ModelRequest {
   std::string system;                  // the assembled system prompt
   std::vector<tools::ToolSpec> tools;  // as announced by moatd
-  std::vector<Message> messages;       // the context: root-to-leaf path of the session
+  // The context: root-to-leaf path of the session, referring to the session's entries
+  // (sessions/message_list.h), so building a request copies no message.
+  sessions::MessageList messages;
   int max_output_tokens = 8192;
 };
 

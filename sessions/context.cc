@@ -1,6 +1,7 @@
 // sessions/context.cc: rebuilding the model's context from a root-to-leaf path.
 #include "sessions/context.h"
 
+#include <string_view>
 #include <unordered_set>
 
 #include "sessions/json_util.h"
@@ -39,57 +40,99 @@ Message summary_message(const std::string& summary, const std::vector<std::strin
   return user_text(std::move(text));
 }
 
-std::vector<Message> SessionContext::live_messages() const {
-  return std::vector<Message>(messages.begin() + static_cast<std::ptrdiff_t>(live_begin),
-                              messages.end());
+namespace {
+
+std::string_view type_of(const Entry& e) {
+  auto it = e.find("type");
+  if (it == e.end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
 }
 
-SessionContext build_context(const std::vector<const Entry*>& path) {
-  SessionContext ctx;
-  size_t start = 0;
+// A root-to-leaf path as the walk below reads it: entry k's type, and entry k itself, read
+// only where its contents are needed.
+struct RefPath {
+  const std::vector<const Entry*>& entries;
+  size_t size() const { return entries.size(); }
+  std::string_view type(size_t k) const { return type_of(*entries[k]); }
+  const Entry& entry(size_t k) const { return *entries[k]; }
+  const Message* message(size_t k) const {
+    auto m = entries[k]->find("message");
+    return m == entries[k]->end() ? nullptr : &*m;
+  }
+};
+
+// A store's entries are parsed when read, so only the ones the context uses are.
+struct StorePath {
+  const SessionStore& store;
+  std::vector<size_t> indices;
+  size_t size() const { return indices.size(); }
+  std::string_view type(size_t k) const { return store.entry_type(indices[k]); }
+  const Entry& entry(size_t k) const { return store.entry(indices[k]); }
+  const Message* message(size_t k) const { return store.entry_message(indices[k]); }
+};
+
+// The newest compaction on the path stands in for everything before it: its summary and
+// its copy of the retained tail open the context. Returns where the live entries start.
+template <typename Path>
+size_t open_with_compaction(const Path& path, SessionContext& ctx) {
   for (size_t i = path.size(); i-- > 0;) {
-    const Entry& c = *path[i];
-    if (str_field(c, "type") != "compaction") continue;
+    if (path.type(i) != "compaction") continue;
+    const Entry& c = path.entry(i);
     ctx.summary = str_field(c, "summary");
     ctx.read_files = string_list(c, "readFiles");
     ctx.modified_files = string_list(c, "modifiedFiles");
     ctx.messages.push_back(summary_message(ctx.summary, ctx.read_files, ctx.modified_files));
     ctx.live_begin = 1;
-    if (c.contains("retained") && c["retained"].is_array())
-      ctx.messages.insert(ctx.messages.end(), c["retained"].begin(), c["retained"].end());
-    start = i + 1;
-    break;
+    if (auto retained = c.find("retained"); retained != c.end() && retained->is_array())
+      for (const Message& m : *retained) ctx.messages.push_ref(m);
+    return i + 1;
   }
+  return 0;
+}
+
+template <typename Path>
+SessionContext walk(const Path& path) {
+  SessionContext ctx;
+  const size_t start = open_with_compaction(path, ctx);
   ctx.messages.reserve(ctx.messages.size() + path.size() - start);
   for (size_t i = 0; i < path.size(); ++i) {
-    const Entry& e = *path[i];
-    const std::string type = str_field(e, "type");
+    const std::string_view type = path.type(i);
     if (type == "compaction") ++ctx.compactions;
     if (type == "model_change") {
-      ctx.provider = str_field(e, "provider");
-      ctx.model = str_field(e, "model");
+      ctx.provider = str_field(path.entry(i), "provider");
+      ctx.model = str_field(path.entry(i), "model");
     }
     if (i < start) continue;
     if (type == "message") {
-      if (auto m = e.find("message"); m != e.end()) ctx.messages.push_back(*m);
+      if (const Message* m = path.message(i)) ctx.messages.push_ref(*m);
     } else if (type == "branch_summary") {
       ctx.messages.push_back(user_text(
           "The following summarises a branch of this conversation that was left:\n\n<summary>\n" +
-          str_field(e, "summary") + "\n</summary>"));
+          str_field(path.entry(i), "summary") + "\n</summary>"));
     }
   }
   return ctx;
 }
 
-SessionContext build_context(const std::vector<Entry>& path) {
+std::vector<const Entry*> refs_of(const std::vector<Entry>& path) {
   std::vector<const Entry*> refs;
   refs.reserve(path.size());
   for (const Entry& e : path) refs.push_back(&e);
-  return build_context(refs);
+  return refs;
+}
+
+}  // namespace
+
+SessionContext build_context(const std::vector<const Entry*>& path) { return walk(RefPath{path}); }
+
+SessionContext build_context(const std::vector<Entry>& path) {
+  SessionContext ctx = build_context(refs_of(path));
+  ctx.messages = ctx.messages.to_vector();  // owned: `path` may be a temporary
+  return ctx;
 }
 
 SessionContext build_context(const SessionStore& store) {
-  SessionContext ctx = build_context(store.path_refs(store.leaf()));
+  SessionContext ctx = walk(StorePath{store, store.path_indices(store.leaf())});
   ctx.workspace = str_field(store.header(), "workspace");
   return ctx;
 }
@@ -116,7 +159,7 @@ std::vector<DanglingCall> unanswered(const SessionContext& ctx) {
 }  // namespace
 
 std::vector<DanglingCall> dangling_tool_calls(const std::vector<Entry>& path) {
-  return unanswered(build_context(path));
+  return unanswered(build_context(refs_of(path)));
 }
 
 std::vector<DanglingCall> dangling_tool_calls(const SessionStore& store) {

@@ -7,35 +7,37 @@
 #include <string>
 #include <vector>
 
+#include "sessions/message_list.h"
 #include "sessions/store.h"
 
 namespace moat::sessions {
-
-using Message = nlohmann::json;  // agent/provider.h's message shape
 
 struct SessionContext {
   std::string summary;                  // the newest compaction's summary on the path
   std::vector<std::string> read_files;  // that compaction's file lists
   std::vector<std::string> modified_files;
   // What the provider is sent: the summary as a user message when compacted (then
-  // live_begin is 1), then the live messages (retained tail + later messages).
-  std::vector<Message> messages;
+  // live_begin is 1), then the live messages (retained tail + later messages). They refer
+  // to the entries they come from (no copy): valid while those entries live.
+  MessageList messages;
   size_t live_begin = 0;
   std::string provider;  // from the newest model_change ("" if none)
   std::string model;
   size_t compactions = 0;  // compaction entries on the path
   std::string workspace;   // the session header's (build_context(store) only)
 
-  const std::vector<Message>& for_provider() const { return messages; }
-  std::vector<Message> live_messages() const;  // messages[live_begin, end)
+  const MessageList& for_provider() const { return messages; }
+  MessageList live_messages() const { return messages.tail(live_begin); }
 };
 
 // Walks `path` (root to leaf): message entries become messages, a branch_summary becomes a
 // user message, and a compaction replaces everything before it with its summary and its
-// copy of the retained tail.
+// copy of the retained tail. The messages refer to the entries of `path`.
 SessionContext build_context(const std::vector<const Entry*>& path);
+// The same, owning copies of the messages (`path` may go away).
 SessionContext build_context(const std::vector<Entry>& path);
-// The context of the store's current leaf (no copy of the path is made).
+// The context of the store's current leaf: only the entries it needs are parsed (those
+// from the newest compaction on, and model changes), and nothing is copied.
 SessionContext build_context(const SessionStore& store);
 
 // The user message that carries a compaction summary and its file lists.

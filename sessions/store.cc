@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
 #include <unordered_map>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "base/timestamps.h"
 #include "base/unique_fd.h"
@@ -17,6 +19,7 @@
 #include "sessions/ids.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
+#include "sessions/simd_lines.h"
 
 namespace moat::sessions {
 namespace {
@@ -24,6 +27,24 @@ namespace {
 // Session files hold the user's conversation (code, maybe secrets the model saw): owner only.
 constexpr mode_t kFileMode = 0600;
 constexpr mode_t kDirMode = 0700;
+
+constexpr size_t kNoParent = static_cast<size_t>(-1);
+
+// One entry of the file, in file order. A loaded entry keeps only what an open needs (its
+// id, type and parent) and where its line is; it is parsed the first time it is read, and
+// then never moves: a context refers to it in place.
+struct Slot {
+  std::string id;
+  std::string type;
+  size_t parent = kNoParent;
+  size_t offset = 0;  // the line in the loaded text (loaded entries)
+  size_t length = 0;
+  mutable std::unique_ptr<const Entry> parsed;  // null until read
+  // entry_message(): into `parsed`, or into `message_alone` when only it was parsed.
+  mutable bool message_known = false;
+  mutable const Entry* message = nullptr;
+  mutable std::unique_ptr<const Entry> message_alone;
+};
 
 class JsonlSessionStore final : public SessionStore {
  public:
@@ -33,12 +54,16 @@ class JsonlSessionStore final : public SessionStore {
   const std::string& path() const override { return path_; }
   const Entry& header() const override { return header_; }
   const std::string& leaf() const override { return leaf_; }
-  const std::vector<Entry>& entries() const override { return entries_; }
   size_t dropped_torn_bytes() const override { return torn_bytes_; }
+  size_t entry_count() const override { return slots_.size(); }
+  const std::string& entry_type(size_t i) const override { return slots_[i].type; }
+  const std::string& entry_id(size_t i) const override { return slots_[i].id; }
+  const Entry& entry(size_t i) const override;
+  const Entry* entry_message(size_t i) const override;
 
   const Entry* find(const std::string& entry_id) const override {
     auto it = index_.find(entry_id);
-    return it == index_.end() ? nullptr : &entries_[it->second];
+    return it == index_.end() ? nullptr : &entry(it->second);
   }
 
   Result<std::string> append(Entry entry) override;
@@ -48,9 +73,10 @@ class JsonlSessionStore final : public SessionStore {
   std::vector<Entry> path_to_leaf() const override { return path_to(leaf_); }
   std::vector<Entry> path_to(const std::string& entry_id) const override;
   std::vector<const Entry*> path_refs(const std::string& entry_id) const override;
+  std::vector<size_t> path_indices(const std::string& entry_id) const override;
 
   Result<void> write_header(const std::string& workspace, const std::string& parent);
-  Result<void> load(std::string_view data);
+  Result<void> load(PaddedText text);
   void set_id(std::string id) { id_ = std::move(id); }
   // The torn bytes were never acknowledged (append returns after the whole write), and the
   // next append must start on a fresh line, so they go.
@@ -64,18 +90,61 @@ class JsonlSessionStore final : public SessionStore {
  private:
   std::string new_entry_id() const;
   Result<void> write_entry(Entry entry);
+  Result<void> load_header(const Line& line);
   Result<void> load_entry(const Line& line, size_t line_no);
+  void add_slot(Slot slot);
 
   std::string path_;
   UniqueFd fd_;  // invalid when opened read-only
   std::string id_;
   Entry header_;
-  std::vector<Entry> entries_;
+  PaddedText text_;  // the file as loaded; loaded entries are parsed from it
+  std::vector<Slot> slots_;
   std::unordered_map<std::string, size_t> index_;
   std::string leaf_;
   off_t size_ = 0;
   size_t torn_bytes_ = 0;
+  // Reading an entry parses it: a const read that writes, so readers on two threads
+  // take turns (the parser's buffers are shared too).
+  mutable std::mutex parse_mu_;
+  mutable LineParser parser_;
 };
+
+// A loaded line was validated by the same parser at open, so parsing it again cannot fail
+// but for memory, which is fatal anyway.
+const Entry& JsonlSessionStore::entry(size_t i) const {
+  const Slot& slot = slots_[i];
+  std::lock_guard<std::mutex> lock(parse_mu_);
+  if (!slot.parsed) {
+    auto parsed = parser_.parse(text_.view().substr(slot.offset, slot.length));
+    MOAT_CHECK(parsed.has_value());
+    slot.parsed = std::make_unique<const Entry>(std::move(*parsed));
+  }
+  return *slot.parsed;
+}
+
+const Entry* JsonlSessionStore::entry_message(size_t i) const {
+  const Slot& slot = slots_[i];
+  std::lock_guard<std::mutex> lock(parse_mu_);
+  if (slot.message_known) return slot.message;
+  if (slot.parsed) {
+    auto m = slot.parsed->find("message");
+    slot.message = m == slot.parsed->end() ? nullptr : &*m;
+  } else {
+    auto m = parser_.parse_member(text_.view().substr(slot.offset, slot.length), "message");
+    MOAT_CHECK(m.has_value());
+    if (m->has_value()) slot.message_alone = std::make_unique<const Entry>(std::move(**m));
+    slot.message = slot.message_alone.get();
+  }
+  slot.message_known = true;
+  return slot.message;
+}
+
+// The caller has indexed the slot's id.
+void JsonlSessionStore::add_slot(Slot slot) {
+  leaf_ = slot.id;
+  slots_.push_back(std::move(slot));
+}
 
 std::string JsonlSessionStore::new_entry_id() const {
   for (;;) {
@@ -107,14 +176,17 @@ Result<void> JsonlSessionStore::append_copy(const Entry& entry) {
 
 // Sets parentId to the leaf, writes the line, then indexes the entry: memory follows disk.
 Result<void> JsonlSessionStore::write_entry(Entry entry) {
-  const std::string entry_id = str_field(entry, "id");
   entry["parentId"] = leaf_.empty() ? Entry(nullptr) : Entry(leaf_);
   const std::string line = dump_json(entry) + "\n";
   MOAT_TRY(append_line(fd_.get(), line, size_));
   size_ += static_cast<off_t>(line.size());
-  index_.emplace(entry_id, entries_.size());
-  entries_.push_back(std::move(entry));
-  leaf_ = entry_id;
+  Slot slot;
+  slot.id = str_field(entry, "id");
+  slot.type = str_field(entry, "type");
+  if (!leaf_.empty()) slot.parent = index_.at(leaf_);
+  slot.parsed = std::make_unique<const Entry>(std::move(entry));
+  index_.emplace(slot.id, slots_.size());
+  add_slot(std::move(slot));
   return {};
 }
 
@@ -131,25 +203,25 @@ Result<void> JsonlSessionStore::set_leaf(const std::string& entry_id) {
   return {};
 }
 
+std::vector<size_t> JsonlSessionStore::path_indices(const std::string& entry_id) const {
+  std::vector<size_t> path;
+  auto it = index_.find(entry_id);
+  if (it == index_.end()) return path;
+  // A parent is always an earlier entry (the loader refuses any other), so this walk ends.
+  for (size_t i = it->second; i != kNoParent; i = slots_[i].parent) path.push_back(i);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 std::vector<const Entry*> JsonlSessionStore::path_refs(const std::string& entry_id) const {
   std::vector<const Entry*> path;
-  auto it = index_.find(entry_id);
-  // The loader only accepts parents that appear earlier in the file, so this walk ends;
-  // the size bound is a second guard.
-  while (it != index_.end() && path.size() <= entries_.size()) {
-    const Entry& e = entries_[it->second];
-    path.push_back(&e);
-    auto parent = e.find("parentId");
-    if (parent == e.end() || !parent->is_string()) break;
-    it = index_.find(parent->get_ref<const std::string&>());
-  }
-  std::reverse(path.begin(), path.end());
+  for (size_t i : path_indices(entry_id)) path.push_back(&entry(i));
   return path;
 }
 
 std::vector<Entry> JsonlSessionStore::path_to(const std::string& entry_id) const {
   std::vector<Entry> path;
-  for (const Entry* e : path_refs(entry_id)) path.push_back(*e);
+  for (size_t i : path_indices(entry_id)) path.push_back(entry(i));
   return path;
 }
 
@@ -167,28 +239,39 @@ Result<void> JsonlSessionStore::write_header(const std::string& workspace,
   return {};
 }
 
+// Every line is validated here, so a damaged file is refused at open, naming the line; only
+// the keys the tree needs are taken.
 Result<void> JsonlSessionStore::load_entry(const Line& line, size_t line_no) {
   auto where = [&] {
     return path_ + ":" + std::to_string(line_no) + " (byte " + std::to_string(line.offset) + ")";
   };
-  Entry e = parse_json(line.text);
-  if (e.is_discarded() || !e.is_object()) return fail(Error::msg(where() + ": not a JSON object"));
-  const std::string entry_id = str_field(e, "id");
-  if (entry_id.empty()) return fail(Error::msg(where() + ": entry without an id"));
-  if (index_.count(entry_id) != 0) return fail(Error::msg(where() + ": duplicate id " + entry_id));
-  const std::string parent = str_field(e, "parentId");
-  if (!parent.empty() && index_.count(parent) == 0)
-    return fail(Error::msg(where() + ": parent " + parent + " is not an earlier entry"));
-  index_.emplace(entry_id, entries_.size());
-  entries_.push_back(std::move(e));
-  leaf_ = entry_id;
+  auto keys = parser_.scan(line.text);
+  if (!keys) return fail(Error::msg(where() + ": " + keys.error().message()));
+  if (keys->id.empty()) return fail(Error::msg(where() + ": entry without an id"));
+  Slot slot;
+  slot.id = std::string(keys->id);
+  // Usually the parent is the line before (a branch is the exception): no lookup then.
+  if (!slots_.empty() && keys->parent_id == slots_.back().id) {
+    slot.parent = slots_.size() - 1;
+  } else if (!keys->parent_id.empty()) {
+    auto parent = index_.find(std::string(keys->parent_id));
+    if (parent == index_.end())
+      return fail(Error::msg(where() + ": parent " + std::string(keys->parent_id) +
+                             " is not an earlier entry"));
+    slot.parent = parent->second;
+  }
+  // After the parent's lookup, so an entry cannot name itself as its parent.
+  if (!index_.try_emplace(slot.id, slots_.size()).second)
+    return fail(Error::msg(where() + ": duplicate id " + slot.id));
+  slot.type = std::string(keys->type);
+  slot.offset = line.offset;
+  slot.length = line.text.size();
+  add_slot(std::move(slot));
   return {};
 }
 
-Result<void> JsonlSessionStore::load(std::string_view data) {
-  const std::vector<Line> lines = whole_lines(data, &torn_bytes_);
-  if (lines.empty()) return fail(Error::msg(path_ + ": no session header (empty or torn file)"));
-  header_ = parse_json(lines[0].text);
+Result<void> JsonlSessionStore::load_header(const Line& line) {
+  header_ = parse_json(line.text);
   if (header_.is_discarded() || str_field(header_, "type") != "session")
     return fail(Error::msg(path_ + ": first line is not a session header"));
   const int64_t version = int_field(header_, "version", -1);
@@ -200,10 +283,18 @@ Result<void> JsonlSessionStore::load(std::string_view data) {
   if (version < 1) return fail(Error::msg(path_ + ": session header has no valid version"));
   id_ = str_field(header_, "id");
   if (id_.empty()) return fail(Error::msg(path_ + ": session header has no id"));
-  entries_.reserve(lines.size() - 1);
+  return {};
+}
+
+Result<void> JsonlSessionStore::load(PaddedText text) {
+  text_ = std::move(text);
+  const std::vector<Line> lines = whole_lines(text_.view(), &torn_bytes_);
+  if (lines.empty()) return fail(Error::msg(path_ + ": no session header (empty or torn file)"));
+  MOAT_TRY(load_header(lines[0]));
+  slots_.reserve(lines.size() - 1);
   index_.reserve(lines.size() - 1);
   for (size_t i = 1; i < lines.size(); ++i) MOAT_TRY(load_entry(lines[i], i + 1));
-  size_ = static_cast<off_t>(data.size() - torn_bytes_);
+  size_ = static_cast<off_t>(text_.size - torn_bytes_);
   return {};
 }
 
@@ -213,9 +304,10 @@ Result<std::unique_ptr<SessionStore>> open_impl(const std::string& path, bool wr
   // Two moat processes appending to one session would interleave two branches' leaves.
   if (writable && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
     return fail(Error::from_errno("flock (session in use by another moat?)", errno, path));
-  MOAT_ASSIGN_OR_RETURN(std::string data, sys::read_to_end(fd.get()));
+  auto text = read_padded(fd.get());
+  if (!text) return fail(text.error().with_context(path));
   auto store = std::make_unique<JsonlSessionStore>(path, writable ? std::move(fd) : UniqueFd());
-  MOAT_TRY(store->load(data));
+  MOAT_TRY(store->load(std::move(*text)));
   MOAT_TRY(store->drop_torn_tail());
   return std::unique_ptr<SessionStore>(std::move(store));
 }

@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,13 +69,62 @@ class SessionStore {
   virtual std::vector<Entry> path_to_leaf() const = 0;
   // The entries from the root to `entry_id`, in order (empty if unknown).
   virtual std::vector<Entry> path_to(const std::string& entry_id) const = 0;
-  // The same path without copying: pointers into entries(), valid until the next append.
+  // The same path without copying: pointers to the entries, which stay where they are for
+  // the store's life (an append never moves them).
   virtual std::vector<const Entry*> path_refs(const std::string& entry_id) const = 0;
-  virtual const std::vector<Entry>& entries() const = 0;
+  // The same path as entry indices (nothing is parsed).
+  virtual std::vector<size_t> path_indices(const std::string& entry_id) const = 0;
+
+  // Entries in file order. A loaded entry is kept as its line's bytes and parsed the first
+  // time it is read; its type and id are known without parsing it.
+  virtual size_t entry_count() const = 0;
+  virtual const Entry& entry(size_t index) const = 0;
+  virtual const std::string& entry_type(size_t index) const = 0;
+  virtual const std::string& entry_id(size_t index) const = 0;
+  // The `message` member of entry `index` (null if it has none), without parsing the rest
+  // of a loaded entry: what a context is made of.
+  virtual const Entry* entry_message(size_t index) const = 0;
+  class EntryView;
+  EntryView entries() const;
   virtual const Entry* find(const std::string& entry_id) const = 0;
   // Bytes of a torn last line that open() dropped (0 for a clean file).
   virtual size_t dropped_torn_bytes() const = 0;
 };
+
+// Every entry of a store, in file order, as a read-only sequence of `const Entry&`.
+class SessionStore::EntryView {
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Entry;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Entry*;
+    using reference = const Entry&;
+    Iterator(const SessionStore* store, size_t index) : store_(store), index_(index) {}
+    const Entry& operator*() const { return store_->entry(index_); }
+    Iterator& operator++() { return ++index_, *this; }
+    bool operator==(const Iterator& o) const { return index_ == o.index_; }
+    bool operator!=(const Iterator& o) const { return index_ != o.index_; }
+
+   private:
+    const SessionStore* store_;
+    size_t index_;
+  };
+  explicit EntryView(const SessionStore* store) : store_(store) {}
+  size_t size() const { return store_->entry_count(); }
+  bool empty() const { return size() == 0; }
+  const Entry& operator[](size_t i) const { return store_->entry(i); }
+  const Entry& back() const { return store_->entry(size() - 1); }
+  Iterator begin() const { return {store_, 0}; }
+  Iterator end() const { return {store_, size()}; }
+  operator std::vector<Entry>() const { return {begin(), end()}; }  // NOLINT: a deep copy
+
+ private:
+  const SessionStore* store_;
+};
+
+inline SessionStore::EntryView SessionStore::entries() const { return EntryView(this); }
 
 // $XDG_STATE_HOME/moat/sessions (or ~/.local/state/moat/sessions), or $MOAT_SESSIONS_DIR.
 std::string default_sessions_dir();

@@ -46,7 +46,7 @@ json tool_result_block(const json& m) {
 }
 
 // Consecutive tool results travel in one user message, as the API requires.
-json wire_messages(const std::vector<Message>& messages) {
+json wire_messages(const sessions::MessageList& messages) {
   json out = json::array();
   for (const auto& m : messages) {
     const std::string role = string_field(m, "role").value_or("");

@@ -86,7 +86,7 @@ Script make_script(int n_turns) {
 }
 
 // Every toolResult in `msgs` follows its call, and every call has its result.
-void expect_calls_paired(const std::vector<Message>& msgs) {
+void expect_calls_paired(const sessions::MessageList& msgs) {
   std::set<std::string> open;
   for (const auto& m : msgs) {
     if (str_field(m, "role") == "toolResult") {

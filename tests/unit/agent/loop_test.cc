@@ -45,7 +45,7 @@ class LoopTest : public ::testing::Test {
     return p ? std::move(*p) : nullptr;
   }
 
-  std::vector<json> messages() { return context_messages(*store_); }
+  std::vector<json> messages() { return context_messages(*store_).to_vector(); }
 
   LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}, Inbox* inbox = nullptr) {
     std::vector<tools::ToolSpec> specs = {{"bash", "run", json::object(), false, false},
@@ -219,7 +219,7 @@ class RecordingProvider final : public Provider {
   std::string model() const override { return "m"; }
   Result<Message> complete(const ModelRequest& r, const StreamCallbacks& cb,
                            const std::atomic<bool>* cancel) override {
-    requests.push_back(r.messages);
+    requests.push_back(r.messages.to_vector());
     if (during_answer) during_answer(requests.size());
     return inner_->complete(r, cb, cancel);
   }

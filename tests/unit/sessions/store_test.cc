@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sessions/context.h"
 #include "sessions/json_util.h"
 #include "temp_dir.h"
 
@@ -168,6 +169,58 @@ TEST(SessionStore, CorruptMiddleLineIsAnErrorNamingTheLine) {
   EXPECT_NE(loaded.error().message().find(":3 (byte " + std::to_string(second_entry) + ")"),
             std::string::npos)
       << loaded.error().message();
+}
+
+// Each way a line can be damaged is refused at open, naming the file, the line and its byte.
+TEST(SessionStore, EveryKindOfDamagedLineIsAnErrorNamingTheLine) {
+  TempDir dir;
+  auto store = make_store(dir, 2);
+  const std::string data = slurp(store->path());
+  const size_t second = data.find('\n', data.find('\n') + 1) + 1;  // line 3
+  const std::string first_id = str_field(store->entries()[0], "id");
+  const std::pair<std::string, std::string> cases[] = {
+      {"[1,2]", "not a JSON object"},
+      {"{\"type\":\"message\",\"id\":\"x\",\"text\":\"\xff\"}", "not valid JSON"},
+      {"{\"type\":\"message\",\"id\":\"x\",", "not valid JSON"},
+      {"{\"type\":\"message\",\"id\":\"me\",\"parentId\":\"me\"}", "is not an earlier entry"},
+      {"{\"type\":\"message\",\"id\":\"" + first_id + "\"}", "duplicate id"},
+      {"{\"type\":\"message\",\"parentId\":null}", "entry without an id"},
+  };
+  for (const auto& [line, says] : cases) {
+    SCOPED_TRACE(line);
+    const std::string path = dir.path() + "/damaged.jsonl";
+    spit(path, data.substr(0, second) + line + "\n" + data.substr(data.find('\n', second) + 1));
+    auto loaded = SessionStore::open_read_only(path);
+    ASSERT_FALSE(loaded.has_value());
+    const std::string& message = loaded.error().message();
+    EXPECT_EQ(message.rfind(path + ":3 (byte " + std::to_string(second) + "): ", 0), 0u) << message;
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+  }
+}
+
+// The loop rebuilds the context before every request: it must refer to the store's parsed
+// entries, not copy them (issue 19: a 100,000-entry session paid a full copy per turn).
+TEST(SessionStore, AContextRefersToTheStoresEntriesAndRebuildingItCopiesNothing) {
+  TempDir dir;
+  const std::string path = make_store(dir, 5)->path();
+  auto store = SessionStore::open_read_only(path);
+  ASSERT_TRUE(store.has_value()) << store.error().message();
+  const SessionContext first = build_context(**store);
+  const SessionContext second = build_context(**store);
+  ASSERT_EQ(first.messages.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(&first.messages[i], (*store)->entry_message(i));
+    EXPECT_EQ(&second.messages[i], &first.messages[i]);
+    EXPECT_EQ(first.messages[i], (*store)->entries()[i]["message"]);
+  }
+  // An append moves nothing the context refers to.
+  auto writable = SessionStore::open(path);
+  ASSERT_TRUE(writable.has_value()) << writable.error().message();
+  const SessionContext before = build_context(**writable);
+  const Message* oldest = &before.messages[0];
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*writable)->append(user_message("more")).has_value());
+  EXPECT_EQ(&build_context(**writable).messages[0], oldest);
+  EXPECT_EQ(str_field((*oldest)["content"][0], "text"), "turn 0");
 }
 
 // ninja BuildLogTest.Truncate: every cut keeps exactly the whole lines before it.
