@@ -44,6 +44,7 @@ struct ExecOptions {
   bool verbose = false;
   std::vector<std::string> setenv_pairs;  // NAME VALUE, NAME VALUE, ...
   std::vector<std::string> env_names;
+  bool network = false;
   MoatdPassThrough moatd;
 };
 
@@ -147,7 +148,10 @@ int run_exec(const ExecOptions& o) {
   auto client = start_moatd(o.connect, o.moatd);
   if (!client) return moat_failed(kExecMoatFailed, client.error().message());
   WelcomeError why;
-  auto welcome = (*client)->hello(*workspace, /*headless=*/true, &why);
+  // Without --network the session has no network whatever the policy grants.
+  auto welcome =
+      (*client)->hello(*workspace, /*headless=*/true, &why,
+                       o.network ? sandbox::NetworkRequest::kOn : sandbox::NetworkRequest::kOff);
   if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
   const tools::ToolResult result = run_with_stdio(**client, *message);
@@ -175,7 +179,8 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "  moat sandbox exec -C repo --cwd repo/sub --timeout 60 -- ./run_tests.sh\n"
       "  moat sandbox exec --setenv CI 1 --env TERM --permissive -- python3\n"
       "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
-      "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh");
+      "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh\n"
+      "  moat sandbox exec --network -- pip download requests");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
                    "Directory the command starts in, inside the workspace (default: the "
@@ -192,6 +197,11 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
                    "Pass the variable NAME from this environment (repeatable; nothing else "
                    "of it is passed); e.g. --env TERM")
       ->allow_extra_args(false);
+  exec->add_flag("--network", eo->network,
+                 "Reach the network through moatd's proxy, host by host as the policy's "
+                 "[[network]] rules allow (HTTP_PROXY and the like are set for the command); "
+                 "refused when the policy allows no connection. Without it the command has no "
+                 "network; e.g. --network -- curl https://pypi.org/");
   exec->add_option("--connect", eo->connect, "Use a running moatd at this socket path");
   exec->add_flag("-v,--verbose", eo->verbose,
                  "Say on stderr which session ran it and how it ended");

@@ -225,7 +225,9 @@ bool MoatdClient::dispatch(sandbox::ServerFrame frame, std::string* why) {
   return true;
 }
 
-Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why) {
+Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why,
+                                   sandbox::NetworkRequest network,
+                                   std::vector<sandbox::BindMount> binds) {
   auto refused = [&](std::string code, std::string msg) {
     if (why != nullptr) *why = WelcomeError{std::move(code), msg};
     return fail(std::move(msg));
@@ -234,8 +236,8 @@ Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, 
     return refused("workspace", "workspace '" + hex_escape_non_utf8(workspace) + "'" +
                                     " is not UTF-8: moatd's protocol cannot name it exactly, so "
                                     "no session is started (use a path whose names are UTF-8)");
-  const sandbox::HelloMsg hello{sandbox::kProtocolVersion, workspace, headless,
-                                std::string("moat/") + MOAT_VERSION};
+  const sandbox::HelloMsg hello{sandbox::kProtocolVersion,           workspace, headless,
+                                std::string("moat/") + MOAT_VERSION, network,   std::move(binds)};
   if (auto r = send(hello); !r) return refused("io", r.error().message());
   // No reader thread yet: read until the welcome (or a refusal) on this thread.
   if (!reader_started()) read_frames(/*until_welcome=*/true);

@@ -51,7 +51,10 @@ class MoatdClient {
   // reader thread runs, the welcome is read on the calling thread, so a process that drops
   // privileges after hello (moat run) is still single-threaded when it does: capabilities,
   // no_new_privs and seccomp filters are per thread.
-  Result<Welcome> hello(const std::string& workspace, bool headless, WelcomeError* why);
+  // network and binds: what moat sandbox exec asks of the session (sandbox::HelloMsg).
+  Result<Welcome> hello(const std::string& workspace, bool headless, WelcomeError* why,
+                        sandbox::NetworkRequest network = sandbox::NetworkRequest::kAsPolicyGrants,
+                        std::vector<sandbox::BindMount> binds = {});
 
   // Starts the thread that reads moatd's frames (results, progress, asks). call() starts it
   // when it has not been started; idempotent.

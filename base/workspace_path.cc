@@ -16,6 +16,20 @@ Error workspace_refused(std::string_view path, const Error& why) {
   return Error{why.code, "workspace " + moat::quoted(path) + ": " + why.context};
 }
 
+bool is_normalized_absolute(std::string_view p) {
+  if (p.size() < 2 || p[0] != '/' || p.back() == '/' || p.find('\0') != std::string_view::npos)
+    return false;
+  std::size_t start = 1;
+  while (start <= p.size()) {
+    std::size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    const std::string_view part = p.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 Result<std::string> real_path(const std::string& path) {
   char real[PATH_MAX];
   if (::realpath(path.c_str(), real) == nullptr)

@@ -14,6 +14,12 @@ namespace moat {
 // refuse through it, so a person sees one shape whichever side said no.
 Error workspace_refused(std::string_view path, const Error& why);
 
+// An absolute path whose text is exactly what the kernel walks: no NUL, no ".", ".." or empty
+// component, no trailing "/" ("/" itself is not one). moatd refuses any other text for a path it
+// resolves (the workspace, a bind's source and target): "." and ".." can be pointed elsewhere by
+// a rename between two walks.
+bool is_normalized_absolute(std::string_view p);
+
 // realpath(3) as a Result: absolute, with every symlink, "." and ".." resolved; the path must
 // exist. Errors: realpath's errno, context "realpath(<path>)".
 Result<std::string> real_path(const std::string& path);

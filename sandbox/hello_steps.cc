@@ -27,15 +27,11 @@ namespace {
 using nlohmann::json;
 
 constexpr HelloStepInfo kStepInfo[] = {
-    {"version", "protocol", "", false},
-    {"workspace", "workspace", "", false},
-    {"policy", "policy", "policy: ", false},
-    {"mode", "policy", "policy: ", false},
-    {"audit log", "audit", "audit log: ", false},
-    {"own files", "workspace", "", true},
-    {"session", "sandbox", "sandbox: ", true},
-    {"file index", "workspace", "", false},
-    {"session.start", "audit", "audit log: ", false},
+    {"version", "protocol", "", false},           {"workspace", "workspace", "", false},
+    {"policy", "policy", "policy: ", false},      {"mode", "policy", "policy: ", false},
+    {"audit log", "audit", "audit log: ", false}, {"own files", "workspace", "", true},
+    {"network", "policy", "policy: ", true},      {"session", "sandbox", "sandbox: ", true},
+    {"file index", "workspace", "", false},       {"session.start", "audit", "audit log: ", false},
 };
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
@@ -196,7 +192,20 @@ Result<void> HelloSteps::protect_own_files() {
   return {};
 }
 
+// A hello that asks for the network (moat sandbox exec --network) gets the proxy only when the
+// policy grants some connection; were it taken without, the command would meet nothing but
+// refused connections and its own error, not the reason. One that says false gets no network
+// whatever the policy grants; one that says nothing gets what the policy grants (moat run).
+Result<void> HelloSteps::check_network() {
+  if (hello_.network != NetworkRequest::kOn || state_.policy->grants_network()) return {};
+  return fail(
+      "the network was asked for, but the policy allows no connection: no [[network]] rule "
+      "allows one and defaults.network is not \"allow\"");
+}
+
 Result<void> HelloSteps::create_session() {
+  // Fail closed: a bind the hello asks for is never silently left out.
+  if (!hello_.binds.empty()) return fail("binds: this moatd does not apply bind mounts");
   config_.workspace = state_.workspace;
   config_.workspace_fd = state_.workspace_fd.get();
   config_.limits = limits_from(state_.policy->resources());
@@ -204,7 +213,7 @@ Result<void> HelloSteps::create_session() {
   config_.unprivileged_gid = options_.unprivileged_gid;
   config_.allow_without = options_.allow_without;
   config_.handler = &tools::handle_in_sandbox;
-  const bool proxied = state_.policy->grants_network();
+  const bool proxied = state_.policy->grants_network() && hello_.network != NetworkRequest::kOff;
   if (proxied) {
     // AF_INET for the sandbox's own loopback, where the proxy listens; the namespace has
     // nothing else, so a program that ignores the proxy variables reaches nothing.

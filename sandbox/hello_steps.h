@@ -18,6 +18,7 @@ enum class HelloStep {
   kMode,          // the organisation's constraints allow this session's mode
   kAuditLog,      // the session's audit log opens (required only if the policy says so)
   kOwnFiles,      // moat's own files inside the workspace can be kept out of reach
+  kNetwork,       // the network asked for (--network) is one the policy grants
   kSession,       // the sandbox (namespaces, mounts, init) is set up
   kFileIndex,     // the workspace's files are indexed (never fails: files_changed says why)
   kSessionStart,  // session.start is on disk
@@ -50,6 +51,7 @@ class HelloSteps {
   Result<void> check_mode();
   Result<void> open_audit_log();
   Result<void> protect_own_files();
+  Result<void> check_network();
   Result<void> create_session();
   Result<void> start_net_proxy();
   Result<void> index_files();

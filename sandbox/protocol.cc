@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/workspace_path.h"
 
 namespace moat::sandbox {
 namespace {
@@ -250,7 +251,11 @@ Result<Frame> decode_as(const json& m, std::size_t payload_bytes) {
     else return Msg::from_json(m);
   }();
   if (!msg) return fail(msg.error());
-  return Frame{std::move(*msg)};
+  // Built in place and then filled: GCC 12 reports a vector in a moved-from alternative as
+  // maybe used uninitialised (a false positive of -Wmaybe-uninitialized) otherwise.
+  Result<Frame> frame(Frame(std::in_place_type<Msg>));
+  std::get<Msg>(*frame) = std::move(*msg);
+  return frame;
 }
 
 template <typename Frame, std::size_t... I>
@@ -292,11 +297,64 @@ json HelloMsg::to_json() const {
   json m = {
       {"type", kType}, {"version", version}, {"workspace", workspace}, {"headless", headless}};
   if (!client.empty()) m["client"] = client;
+  if (network != NetworkRequest::kAsPolicyGrants) m["network"] = network == NetworkRequest::kOn;
+  if (!binds.empty()) {
+    json list = json::array();
+    for (const BindMount& b : binds)
+      list.push_back({{"source", b.source}, {"target", b.target}, {"writable", b.writable}});
+    m["binds"] = std::move(list);
+  }
   return m;
 }
 
+namespace {
+
+// One of hello.binds' paths: the text moatd will walk, so nothing that a rename could point
+// elsewhere ("..", "."), and nothing longer than the kernel takes.
+Result<std::string> bind_path(const json& b, const char* field) {
+  auto it = b.find(field);
+  if (it == b.end() || !it->is_string())
+    return fail(std::string("'hello' frame field 'binds' needs a string '") + field +
+                "' in each entry");
+  const std::string& p = it->get_ref<const std::string&>();
+  if (p.size() > kMaxPathBytes)
+    return fail(std::string("'hello' frame field 'binds': a '") + field + "' is " +
+                std::to_string(p.size()) + " bytes long; the limit is " +
+                std::to_string(kMaxPathBytes));
+  if (!is_normalized_absolute(p))
+    return fail(std::string("'hello' frame field 'binds': each '") + field +
+                "' must be an absolute path without '.', '..', '//', a trailing '/' or a NUL "
+                "byte (\"/\" itself is refused)");
+  return p;
+}
+
+Result<std::vector<BindMount>> hello_binds(const json& m) {
+  std::vector<BindMount> binds;
+  auto it = m.find("binds");
+  if (it == m.end()) return binds;
+  if (it->size() > kMaxBinds)
+    return fail("'hello' frame field 'binds' holds " + std::to_string(it->size()) +
+                " entries; the limit is " + std::to_string(kMaxBinds));
+  for (const json& b : *it) {
+    if (!b.is_object()) return fail(std::string("'hello' frame field 'binds' must hold objects"));
+    BindMount bind;
+    MOAT_ASSIGN_OR_RETURN(bind.source, bind_path(b, "source"));
+    MOAT_ASSIGN_OR_RETURN(bind.target, bind_path(b, "target"));
+    if (auto w = b.find("writable"); w != b.end()) {
+      if (!w->is_boolean())
+        return fail(std::string("'hello' frame field 'binds': 'writable' must be a boolean"));
+      bind.writable = w->get<bool>();
+    }
+    binds.push_back(std::move(bind));
+  }
+  return binds;
+}
+
+}  // namespace
+
 Result<HelloMsg> HelloMsg::from_json(const json& m) {
   MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"workspace", kStr}}));
+  MOAT_TRY(optional_fields(m, kType, {{"network", kBool}, {"binds", kArr}}));
   MOAT_TRY(require_at_most(m, frame_what(kType), "workspace", kMaxPathBytes));
   MOAT_TRY(require_at_most(m, frame_what(kType), "client", kMaxToolNameBytes));
   HelloMsg h;
@@ -308,6 +366,9 @@ Result<HelloMsg> HelloMsg::from_json(const json& m) {
   h.version = m.at("version").get<std::int64_t>();
   if (auto it = m.find("headless"); it != m.end() && it->is_boolean()) h.headless = it->get<bool>();
   h.client = string_or(m, "client");
+  if (auto it = m.find("network"); it != m.end())
+    h.network = it->get<bool>() ? NetworkRequest::kOn : NetworkRequest::kOff;
+  MOAT_ASSIGN_OR_RETURN(h.binds, hello_binds(m));
   return h;
 }
 

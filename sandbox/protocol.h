@@ -62,6 +62,9 @@ inline constexpr std::size_t kMaxExecEnv = 64;
 // The fds an exec frame carries (its stdin, stdout and stderr), and how many sets one
 // connection may hold: one waiting for its frame and one running.
 inline constexpr std::size_t kExecFds = 3;
+// hello.binds: the bind mounts one session may ask for (moat sandbox exec --ro-bind, --bind);
+// moatd opens and holds each source until the session exists.
+inline constexpr std::size_t kMaxBinds = 32;
 // Frames moatd has queued for one client and the client has not read, across all its calls:
 // past this the client is disconnected rather than let grow moatd (sandbox/frame_writer.h).
 inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
@@ -107,12 +110,30 @@ class FrameDecoder {
 // spells a frame's fields. Optional fields take their documented default when absent.
 
 // Client -> moatd.
+
+// A host directory or file a session asks to see at `target` (hello.binds). Both paths are
+// absolute and normalised (is_normalized_absolute: no ".", "..", "//", trailing "/" or NUL),
+// each at most kMaxPathBytes; moatd then checks them against the policy (sandbox/binds.h).
+struct BindMount {
+  std::string source;     // host path, with no symlink at any component
+  std::string target;     // where it appears inside the sandbox
+  bool writable = false;  // --bind; false: --ro-bind
+  bool operator==(const BindMount&) const = default;
+};
+
+enum class NetworkRequest { kAsPolicyGrants, kOff, kOn };
+
 struct HelloMsg {
   static constexpr const char* kType = "hello";
   std::int64_t version = kProtocolVersion;
   std::string workspace;  // at most kMaxPathBytes, no NUL byte
   bool headless = true;   // a value that is not a boolean counts as absent
   std::string client;     // at most kMaxToolNameBytes; optional
+  // Optional "network": absent = the proxy when the policy grants some connection (moat run);
+  // false = no network at all; true = the proxy, and the hello is refused when the policy
+  // grants none.
+  NetworkRequest network = NetworkRequest::kAsPolicyGrants;
+  std::vector<BindMount> binds;  // optional: at most kMaxBinds
   nlohmann::json to_json() const;
   static Result<HelloMsg> from_json(const nlohmann::json& m);
 };

@@ -22,22 +22,6 @@
 namespace moat::sandbox {
 namespace {
 
-// The text is what the kernel walks: "." and ".." (which a rename can point elsewhere between
-// two walks) and empty components are refused, not interpreted.
-bool is_normalized_absolute(std::string_view p) {
-  if (p.size() < 2 || p[0] != '/' || p.back() == '/' || p.find('\0') != std::string_view::npos)
-    return false;
-  std::size_t start = 1;
-  while (start <= p.size()) {
-    std::size_t end = p.find('/', start);
-    if (end == std::string_view::npos) end = p.size();
-    const std::string_view part = p.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
-}
-
 // The path the kernel gives the fd now (d_path): equal to the text unless a component was
 // renamed after the walk, so what the audit log names is the directory that was checked.
 Result<void> check_still_named(int fd, const std::string& path) {

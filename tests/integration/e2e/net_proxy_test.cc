@@ -208,5 +208,49 @@ TEST_F(NetProxyTest, AnAskForAConnectionReachesThePersonAndTheirAnswerDecides) {
   for (const json& rec : net) EXPECT_EQ(rec.value("rule", ""), "test.paste") << rec.dump();
 }
 
+// moat sandbox exec --network (issue 15, item 4): the proxy for this command under the policy's
+// [[network]] rules; without the flag no network at all, even where the policy grants some; and
+// a policy that grants none refuses --network (125) rather than run a command that cannot work.
+TEST_F(NetProxyTest, SandboxExecReachesAnAllowedNameOnlyWithNetwork) {
+  const std::string u = url("allowed.test", local_.port());
+  auto exec = [&](std::vector<std::string> opts, std::vector<std::string> argv) {
+    std::vector<std::string> line = {moat_bin(), "sandbox", "exec", "--connect",
+                                     socket_,    "-C",      ws_};
+    line.insert(line.end(), opts.begin(), opts.end());
+    line.push_back("--");
+    line.insert(line.end(), argv.begin(), argv.end());
+    return run_split(line, {"XDG_STATE_HOME=" + dir_.path() + "/state"}, 120);
+  };
+  { RawClient wait_until_listening(socket_); }
+  SplitRun r = exec({"--network"}, {"curl", "-sS", "--max-time", "20", u});
+  EXPECT_EQ(r.exit_code, 0) << r.err << moatd_log();
+  EXPECT_EQ(r.out, "hello from the allowed server");
+  EXPECT_EQ(local_.accepted(), 1);
+  r = exec({"--network"}, {"sh", "-c", "echo \"$HTTPS_PROXY|$no_proxy\""});
+  EXPECT_EQ(r.out, "http://127.0.0.1:3128|localhost,127.0.0.1\n") << r.err;
+
+  r = exec({}, {"curl", "-sS", "--max-time", "20", u});
+  EXPECT_NE(r.exit_code, 0) << "without --network the command reached the server: " << r.out;
+  EXPECT_EQ(local_.accepted(), 1);
+  r = exec({}, {"sh", "-c", "echo \"${HTTPS_PROXY:-none}\""});
+  EXPECT_EQ(r.out, "none\n") << r.err;
+  r = exec({}, {"python3", "-c",
+                "import socket; s = socket.socket(); s.connect(('127.0.0.1', " +
+                    std::to_string(local_.port()) + "))"});
+  EXPECT_NE(r.exit_code, 0) << "a direct connection worked without --network";
+
+  // A private moatd whose policy (the sandbox exec tests' system layer) allows no connection.
+  const SplitRun refused =
+      run_split({moat_bin(), "sandbox", "exec", "--system-policy-dir",
+                 source_root() + "/tests/integration/e2e/sandbox_exec_policy", "--audit-dir",
+                 dir_.path() + "/audit", "-C", ws_, "--network", "--", "true"},
+                {"XDG_STATE_HOME=" + dir_.path() + "/state",
+                 "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()},
+                120);
+  EXPECT_EQ(refused.exit_code, 125) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("the policy allows no connection"), std::string::npos) << refused.err;
+}
+
 }  // namespace
 }  // namespace moat::e2e

@@ -66,7 +66,8 @@ json call_frame(json arguments, std::string id = "c1", std::string tool = "bash"
 // --- Client -> moatd -------------------------------------------------------------------
 
 TEST(HelloMsg, RoundTripsEveryField) {
-  const HelloMsg h = client_round_trip(HelloMsg{1, "/w/é", false, "moat/1.0"});
+  const HelloMsg h = client_round_trip(
+      HelloMsg{1, "/w/é", false, "moat/1.0", NetworkRequest::kAsPolicyGrants, {}});
   EXPECT_EQ(h.version, 1);
   EXPECT_EQ(h.workspace, "/w/é");
   EXPECT_FALSE(h.headless);
@@ -83,6 +84,58 @@ TEST(HelloMsg, OptionalFieldsTakeTheirDefaults) {
   const HelloMsg odd = decoded<HelloMsg>(decode_client_frame(
       {{"type", "hello"}, {"version", 1}, {"workspace", "/"}, {"headless", "no"}}));
   EXPECT_TRUE(odd.headless);
+}
+
+TEST(HelloMsg, NetworkAndBindsRoundTripAndDefaultToThePolicysAndNone) {
+  HelloMsg m{1,
+             "/w",
+             true,
+             "moat/1.0",
+             NetworkRequest::kOff,
+             {{"/data/in", "/in", false}, {"/tmp/cache", "/tmp/cache", true}}};
+  const HelloMsg h = client_round_trip(m);
+  EXPECT_EQ(h.network, NetworkRequest::kOff);
+  EXPECT_EQ(h.binds, m.binds);
+  m.network = NetworkRequest::kOn;
+  EXPECT_EQ(client_round_trip(m).network, NetworkRequest::kOn);
+  const HelloMsg plain = decoded<HelloMsg>(
+      decode_client_frame({{"type", "hello"}, {"version", 1}, {"workspace", "/w"}}));
+  EXPECT_EQ(plain.network, NetworkRequest::kAsPolicyGrants);
+  EXPECT_TRUE(plain.binds.empty());
+}
+
+// Every path of hello.binds is text moatd walks: absolute, normalised, bounded; and the list is
+// bounded.
+TEST(HelloMsg, RefusesBindsThatAreNotNormalisedAbsolutePathsOrTooMany) {
+  auto hello_with = [](json binds) {
+    return json{{"type", "hello"}, {"version", 1}, {"workspace", "/w"}, {"binds", binds}};
+  };
+  auto bind = [](std::string s, std::string t) { return json{{"source", s}, {"target", t}}; };
+  for (const std::string bad : {"rel/a", "/a/../b", "/a/./b", "/a//b", "/a/", "/", ""}) {
+    EXPECT_NE(client_refusal(hello_with({bind(bad, "/t")})).find("'source' must be an absolute"),
+              std::string::npos)
+        << bad;
+    EXPECT_NE(client_refusal(hello_with({bind("/s", bad)})).find("'target' must be an absolute"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(client_refusal(hello_with({bind(std::string("/a\0b", 4), "/t")})).find("NUL"),
+            std::string::npos);
+  EXPECT_NE(client_refusal(hello_with({bind("/" + std::string(kMaxPathBytes, 'a'), "/t")}))
+                .find("4097 bytes long; the limit is 4096"),
+            std::string::npos);
+  EXPECT_NE(client_refusal(hello_with(std::vector<json>(kMaxBinds + 1, bind("/s", "/t"))))
+                .find("the limit is 32"),
+            std::string::npos);
+  EXPECT_NE(client_refusal(hello_with({json{{"source", "/s"}}})).find("'target'"),
+            std::string::npos);
+  EXPECT_NE(client_refusal(hello_with({json{{"source", "/s"}, {"target", "/t"}, {"writable", 1}}}))
+                .find("'writable' must be a boolean"),
+            std::string::npos);
+  EXPECT_NE(client_refusal(hello_with({"/s"})).find("must hold objects"), std::string::npos);
+  EXPECT_EQ(
+      client_refusal({{"type", "hello"}, {"version", 1}, {"workspace", "/w"}, {"network", "yes"}}),
+      "'hello' frame field 'network' must be a boolean");
 }
 
 TEST(HelloMsg, RefusesEachBrokenField) {
