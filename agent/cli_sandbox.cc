@@ -45,6 +45,7 @@ struct ExecOptions {
   std::vector<std::string> setenv_pairs;  // NAME VALUE, NAME VALUE, ...
   std::vector<std::string> env_names;
   bool network = false;
+  std::vector<std::string> ro_binds, binds;  // SRC DST, SRC DST, ...
   MoatdPassThrough moatd;
 };
 
@@ -137,6 +138,34 @@ tools::ToolResult run_with_stdio(MoatdClient& client, const sandbox::ExecMsg& m)
   return result;
 }
 
+// --ro-bind and --bind as hello asks for them: the source by its real path (moatd refuses a
+// symlink at any component, so the text it checks is where the bytes are), the target as given,
+// which must already be absolute and normalised.
+Result<std::vector<sandbox::BindMount>> bind_mounts(const ExecOptions& o) {
+  std::vector<sandbox::BindMount> out;
+  auto add = [&](const std::vector<std::string>& pairs, bool writable) -> Result<void> {
+    const char* opt = writable ? "--bind" : "--ro-bind";
+    for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      auto source = real_path(pairs[i]);
+      if (!source)
+        return fail(source.error().with_context(std::string(opt) + " " + moat::quoted(pairs[i])));
+      if (!is_normalized_absolute(pairs[i + 1]))
+        return fail(std::string(opt) + " " + moat::quoted(pairs[i]) + " " +
+                    moat::quoted(pairs[i + 1]) +
+                    ": the target must be an absolute path without '.', '..', '//' or a "
+                    "trailing '/' (e.g. /opt/data)");
+      out.push_back({*source, pairs[i + 1], writable});
+    }
+    return {};
+  };
+  MOAT_TRY(add(o.ro_binds, false));
+  MOAT_TRY(add(o.binds, true));
+  if (out.size() > sandbox::kMaxBinds)
+    return fail("at most " + std::to_string(sandbox::kMaxBinds) +
+                " --ro-bind and --bind options together");
+  return out;
+}
+
 int run_exec(const ExecOptions& o) {
   if (o.argv.empty())
     return moat_failed(kExecMoatFailed,
@@ -145,18 +174,46 @@ int run_exec(const ExecOptions& o) {
   if (!message) return moat_failed(kExecMoatFailed, message.error().message());
   auto workspace = canonical_workspace(o.workspace);
   if (!workspace) return moat_failed(kExecMoatFailed, workspace.error().message());
+  auto binds = bind_mounts(o);
+  if (!binds) return moat_failed(kExecMoatFailed, binds.error().message());
   auto client = start_moatd(o.connect, o.moatd);
   if (!client) return moat_failed(kExecMoatFailed, client.error().message());
   WelcomeError why;
   // Without --network the session has no network whatever the policy grants.
-  auto welcome =
-      (*client)->hello(*workspace, /*headless=*/true, &why,
-                       o.network ? sandbox::NetworkRequest::kOn : sandbox::NetworkRequest::kOff);
+  auto welcome = (*client)->hello(
+      *workspace, /*headless=*/true, &why,
+      o.network ? sandbox::NetworkRequest::kOn : sandbox::NetworkRequest::kOff, std::move(*binds));
   if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
   const tools::ToolResult result = run_with_stdio(**client, *message);
   client->reset();  // bye, and a private moatd has written session.end and exited
   return die_like(result, exit_status_of(result, o.verbose));
+}
+
+// What the command may reach beyond the workspace: the network, and host paths (bubblewrap's
+// --ro-bind and --bind).
+void add_reach_options(CLI::App& cmd, ExecOptions& o) {
+  cmd.add_flag("--network", o.network,
+               "Reach the network through moatd's proxy, host by host as the policy's "
+               "[[network]] rules allow (HTTP_PROXY and the like are set for the command); "
+               "refused when the policy allows no connection. Without it the command has no "
+               "network; e.g. --network -- curl https://pypi.org/");
+  cmd.add_option("--ro-bind", o.ro_binds,
+                 "Show the host's SRC read-only at DST (repeatable); the policy must allow "
+                 "reading SRC and DST, paths it hides stay hidden inside; e.g. --ro-bind "
+                 "~/datasets /data")
+      ->type_name("SRC DST")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--bind", o.binds,
+                 "Show the host's SRC read-write at DST (repeatable); the policy must allow "
+                 "writing SRC and DST, and what it protects stays read-only inside; e.g. "
+                 "--bind /tmp/cache /tmp/cache")
+      ->type_name("SRC DST")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 void add_exec_command(CLI::App& sandbox, int& exit_code) {
@@ -180,6 +237,7 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "  moat sandbox exec --setenv CI 1 --env TERM --permissive -- python3\n"
       "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
       "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh\n"
+      "  moat sandbox exec --ro-bind ~/datasets /data --bind /tmp/cache /tmp/cache -- make\n"
       "  moat sandbox exec --network -- pip download requests");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
@@ -197,11 +255,7 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
                    "Pass the variable NAME from this environment (repeatable; nothing else "
                    "of it is passed); e.g. --env TERM")
       ->allow_extra_args(false);
-  exec->add_flag("--network", eo->network,
-                 "Reach the network through moatd's proxy, host by host as the policy's "
-                 "[[network]] rules allow (HTTP_PROXY and the like are set for the command); "
-                 "refused when the policy allows no connection. Without it the command has no "
-                 "network; e.g. --network -- curl https://pypi.org/");
+  add_reach_options(*exec, *eo);
   exec->add_option("--connect", eo->connect, "Use a running moatd at this socket path");
   exec->add_flag("-v,--verbose", eo->verbose,
                  "Say on stderr which session ran it and how it ended");
@@ -211,6 +265,10 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
                  "paths and limits, and what the organisation's system layer or a --policy file "
                  "denies stays denied; e.g. --permissive -- python3");
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
+  // Everything from the command on is its own: without this CLI11 took a "--" that followed a
+  // two-value option (--setenv A B -- sh -c ...) as the end of that option's values, and the
+  // command's own -c as moat's.
+  exec->positionals_at_end(true);
   exec->callback([eo, &exit_code] { exit_code = run_exec(*eo); });
 }
 

@@ -39,6 +39,10 @@ class PermissivePolicy final : public Policy {
   ResourceCeilings resources() const override { return inner_->resources(); }
   std::vector<std::string> protected_globs() const override { return inner_->protected_globs(); }
   std::vector<std::string> unreadable_globs() const override { return inner_->unreadable_globs(); }
+  Result<std::vector<std::string>> denied_globs_under(const std::string& root,
+                                                      Access access) const override {
+    return inner_->denied_globs_under(root, access);
+  }
   bool audit_required() const override { return inner_->audit_required(); }
   nlohmann::json layers_json() const override { return inner_->layers_json(); }
   std::string policy_hash() const override { return inner_->policy_hash(); }

@@ -200,6 +200,8 @@ class PolicyImpl final : public Policy {
       if (!workspace_.empty()) writable_roots_.push_back(workspace_);
       for (const char* d : {"/tmp", "/var/tmp", "/dev/shm"}) writable_roots_.push_back(d);
     }
+    writable_roots_.insert(writable_roots_.end(), o.extra_writable_roots.begin(),
+                           o.extra_writable_roots.end());
     for (auto& r : writable_roots_) r = canonical_path(r, "/");
     vars_.home = home_;
     vars_.workspace = workspace_.empty() ? canonical_path(".", "/") : workspace_;
@@ -755,30 +757,50 @@ class PolicyImpl final : public Policy {
   // Deny rules inside the workspace, as workspace-relative globs for the sandbox to mask.
   std::vector<std::string> workspace_globs(Access access) const {
     std::vector<std::string> out;
-    auto ws = split_path(vars_.workspace);
-    for (const auto& r : paths_) {
-      bool covers = access == Access::kRead ? r.read : r.write;
-      if (!covers || r.rule->decision != Verdict::kDeny) continue;
-      for (const auto& g : r.globs) {
-        std::vector<std::string> rel;
-        if (!g.parts.empty() && g.parts[0] == "**") {
-          rel.assign(g.parts.begin() + 1, g.parts.end());
-          if (rel.empty()) continue;
-        } else {
-          if (g.parts.size() <= ws.size() || !std::equal(ws.begin(), ws.end(), g.parts.begin()))
-            continue;
-          rel.assign(g.parts.begin() + static_cast<std::ptrdiff_t>(ws.size()), g.parts.end());
-        }
-        if (rel.size() > 1 && rel.back() == "**") rel.pop_back();  // the directory itself
-        std::string s;
-        for (const auto& part : rel) s += (s.empty() ? "" : "/") + part;
-        if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
-        if (!g.parts.empty() && g.parts[0] == "**" &&
-            std::find(out.begin(), out.end(), "**/" + s) == out.end())
-          out.push_back("**/" + s);
-      }
-    }
+    for (const auto& r : paths_)
+      for (const auto& g : r.globs) (void)relative_glob(r, g, vars_.workspace, access, out);
     return out;
+  }
+
+  Result<std::vector<std::string>> denied_globs_under(const std::string& root,
+                                                      Access access) const override {
+    std::vector<std::string> out;
+    for (const auto& r : paths_)
+      for (const auto& g : r.globs)
+        if (!relative_glob(r, g, root, access, out) && covers(r, access) &&
+            r.rule->decision == Verdict::kDeny && path_glob_may_match_under(g, root))
+          return fail("path rule " + r.ref.id + " (" + g.text + ") may match below " + root +
+                      " in a way that cannot be masked there");
+    return out;
+  }
+
+  static bool covers(const CompiledPathRule& r, Access access) {
+    return access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
+  }
+
+  // Adds glob g of deny rule r as a glob relative to root ("**/x" patterns hold at any depth),
+  // once; false when it is not a deny for `access` or does not lie below root.
+  static bool relative_glob(const CompiledPathRule& r, const PathGlob& g, const std::string& root,
+                            Access access, std::vector<std::string>& out) {
+    if (!covers(r, access) || r.rule->decision != Verdict::kDeny) return false;
+    const auto base = split_path(root);
+    std::vector<std::string> rel;
+    if (!g.parts.empty() && g.parts[0] == "**") {
+      rel.assign(g.parts.begin() + 1, g.parts.end());
+      if (rel.empty()) return false;
+    } else {
+      if (g.parts.size() <= base.size() || !std::equal(base.begin(), base.end(), g.parts.begin()))
+        return false;
+      rel.assign(g.parts.begin() + static_cast<std::ptrdiff_t>(base.size()), g.parts.end());
+    }
+    if (rel.size() > 1 && rel.back() == "**") rel.pop_back();  // the directory itself
+    std::string s;
+    for (const auto& part : rel) s += (s.empty() ? "" : "/") + part;
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    if (!g.parts.empty() && g.parts[0] == "**" &&
+        std::find(out.begin(), out.end(), "**/" + s) == out.end())
+      out.push_back("**/" + s);
+    return true;
   }
 
   std::vector<LoadedLayer> layers_;

@@ -95,6 +95,8 @@ struct LoadOptions {
   // Files here can be planted by sandboxed code, so no allow rule matches a program in
   // them; default {workspace, /tmp, /var/tmp, /dev/shm}.
   std::vector<std::string> writable_roots;
+  // Added to writable_roots (or its default): moat sandbox exec's --bind targets.
+  std::vector<std::string> extra_writable_roots;
   std::map<std::string, std::string> path_vars;  // $NAME in path patterns (AUDIT_DIR, ...)
 };
 
@@ -118,6 +120,12 @@ class Policy {
   virtual ResourceCeilings resources() const = 0;
   virtual std::vector<std::string> protected_globs() const = 0;   // write-masked in workspace
   virtual std::vector<std::string> unreadable_globs() const = 0;  // read-denied (masked)
+  // The deny rules for `access` at or below `root` (canonical), as root-relative globs for the
+  // sandbox to mask where root is bound (moat sandbox exec --ro-bind): what unreadable_globs
+  // is for the workspace. Fails naming the rule when one of its globs may match below root but
+  // cannot be written relative to it ("/data/*/key" below /data/in).
+  virtual Result<std::vector<std::string>> denied_globs_under(const std::string& root,
+                                                              Access access) const = 0;
   virtual bool audit_required() const = 0;
   // [{name, revision, file, sha256}] for session.start; and the hash over all layers.
   virtual nlohmann::json layers_json() const = 0;

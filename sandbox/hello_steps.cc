@@ -2,6 +2,7 @@
 #include "sandbox/hello_steps.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -13,6 +14,8 @@
 #include "policy/digest.h"
 #include "policy/permissive.h"
 #include "policy/protected_paths.h"
+#include "sandbox/binds.h"
+#include "sandbox/ns_mount.h"
 #include "sandbox/own_files.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
@@ -27,11 +30,17 @@ namespace {
 using nlohmann::json;
 
 constexpr HelloStepInfo kStepInfo[] = {
-    {"version", "protocol", "", false},           {"workspace", "workspace", "", false},
-    {"policy", "policy", "policy: ", false},      {"mode", "policy", "policy: ", false},
-    {"audit log", "audit", "audit log: ", false}, {"own files", "workspace", "", true},
-    {"network", "policy", "policy: ", true},      {"session", "sandbox", "sandbox: ", true},
-    {"file index", "workspace", "", false},       {"session.start", "audit", "audit log: ", false},
+    {"version", "protocol", "", false},
+    {"workspace", "workspace", "", false},
+    {"policy", "policy", "policy: ", false},
+    {"mode", "policy", "policy: ", false},
+    {"audit log", "audit", "audit log: ", false},
+    {"own files", "workspace", "", true},
+    {"binds", "policy", "policy: ", true},
+    {"network", "policy", "policy: ", true},
+    {"session", "sandbox", "sandbox: ", true},
+    {"file index", "workspace", "", false},
+    {"session.start", "audit", "audit log: ", false},
 };
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
@@ -143,6 +152,10 @@ Result<void> HelloSteps::load_policy() {
   lo.workspace = state_.workspace;
   lo.headless = state_.headless;
   if (!options_.audit_dir.empty()) lo.path_vars["AUDIT_DIR"] = options_.audit_dir;
+  // A writable bind is where the code can plant a program, as in the workspace and /tmp: no
+  // allow rule may trust a program there by its name.
+  for (const BindMount& b : hello_.binds)
+    if (b.writable) lo.extra_writable_roots.push_back(b.target);
   MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
   if (options_.permissive) state_.policy = policy::make_permissive(std::move(state_.policy));
   return check_project_layer_is_the_workspaces(*state_.policy, state_.workspace_fd.get());
@@ -192,6 +205,20 @@ Result<void> HelloSteps::protect_own_files() {
   return {};
 }
 
+// The binds the hello asks for (moat sandbox exec --ro-bind, --bind), checked against the policy
+// and opened once (binds.h): the session binds these fds. moatd opens each source with its own
+// rights, so only its own user may ask (a shared root moatd refuses).
+Result<void> HelloSteps::check_binds() {
+  if (hello_.binds.empty()) return {};
+  const BindPlaces places{state_.workspace, default_read_only_paths(),
+                          own_files(options_, peer_.uid), peer_.uid == ::geteuid()};
+  MOAT_ASSIGN_OR_RETURN(CheckedBinds checked,
+                        sandbox::check_binds(hello_.binds, *state_.policy, places));
+  bind_fds_ = std::move(checked.fds);
+  config_.binds = std::move(checked.binds);
+  return {};
+}
+
 // A hello that asks for the network (moat sandbox exec --network) gets the proxy only when the
 // policy grants some connection; were it taken without, the command would meet nothing but
 // refused connections and its own error, not the reason. One that says false gets no network
@@ -204,8 +231,6 @@ Result<void> HelloSteps::check_network() {
 }
 
 Result<void> HelloSteps::create_session() {
-  // Fail closed: a bind the hello asks for is never silently left out.
-  if (!hello_.binds.empty()) return fail("binds: this moatd does not apply bind mounts");
   config_.workspace = state_.workspace;
   config_.workspace_fd = state_.workspace_fd.get();
   config_.limits = limits_from(state_.policy->resources());
@@ -323,6 +348,12 @@ Result<void> HelloSteps::record_session_start() {
                 {"tools", names},
                 {"audit_signing", state_.audit_signing},
                 {"file_index", file_index_}};
+  if (!config_.binds.empty()) {
+    json binds = json::array();
+    for (const SessionBind& b : config_.binds)
+      binds.push_back({{"source", b.source}, {"target", b.target}, {"writable", b.writable}});
+    start["binds"] = std::move(binds);
+  }
   // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
   // changed since it was pinned): the policy checked its hash against the pin itself.
   if (json project = state_.policy->project_json(); !project.is_null())

@@ -18,6 +18,7 @@ enum class HelloStep {
   kMode,          // the organisation's constraints allow this session's mode
   kAuditLog,      // the session's audit log opens (required only if the policy says so)
   kOwnFiles,      // moat's own files inside the workspace can be kept out of reach
+  kBinds,         // each bind asked for (--ro-bind, --bind) is one the policy allows
   kNetwork,       // the network asked for (--network) is one the policy grants
   kSession,       // the sandbox (namespaces, mounts, init) is set up
   kFileIndex,     // the workspace's files are indexed (never fails: files_changed says why)
@@ -51,6 +52,7 @@ class HelloSteps {
   Result<void> check_mode();
   Result<void> open_audit_log();
   Result<void> protect_own_files();
+  Result<void> check_binds();
   Result<void> check_network();
   Result<void> create_session();
   Result<void> start_net_proxy();
@@ -73,6 +75,7 @@ class HelloSteps {
   SessionState state_;
   SessionConfig config_;  // filled by the steps before kSession
   std::vector<std::string> own_inside_;  // moat's own paths inside the workspace, relative
+  std::vector<UniqueFd> bind_fds_;       // the binds' sources as checked, until kSession
   nlohmann::json file_index_;            // session.start's account of the index
 };
 

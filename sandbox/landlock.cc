@@ -4,6 +4,7 @@
 #include "sandbox/landlock.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,6 +51,10 @@ std::uint64_t handled_fs(int abi) {
 Result<void> add_rule(int ruleset, const std::string& path, std::uint64_t access) {
   auto dir = sys::open_path(path, O_PATH);
   if (!dir) return {};  // not in this view: nothing to grant
+  // A file (a --bind of one) takes only the rights that act on files: the others are EINVAL.
+  struct stat st {};
+  if (::fstat(dir->get(), &st) == 0 && !S_ISDIR(st.st_mode))
+    access &= kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
   PathBeneathAttr attr{access, dir->get()};
   if (syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &attr, 0) != 0)
     return fail(Error::from_errno("landlock_add_rule", errno, path));

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/sys.h"
 #include "base/unique_fd.h"
 #include "sandbox/sys.h"
 
@@ -100,6 +101,35 @@ Result<void> plan_workspace(const MountPlan& plan, std::vector<Op>& ops) {
   return {};
 }
 
+// The tree a bind attaches: moatd's clone, or (rootless) a clone of what the source path names
+// in this namespace, only when that is the file moatd checked: a symlink or another file put
+// there since fails the session closed.
+Result<UniqueFd> bind_tree(const BindPlan& b) {
+  if (b.tree) return sys::duplicate(b.fd);
+  auto again = sys::open_no_symlinks(b.source, O_PATH);
+  if (!again) return fail(again.error().with_context("bind " + b.source));
+  struct stat checked {};
+  struct stat now {};
+  if (::fstat(b.fd, &checked) != 0 || ::fstat(again->get(), &now) != 0)
+    return fail(Error::from_errno("fstat", errno, b.source));
+  if (checked.st_dev != now.st_dev || checked.st_ino != now.st_ino)
+    return fail(Error{EAGAIN, "bind " + b.source + ": it was replaced after it was checked"});
+  return sys::clone_tree_at(again->get(), "", true);
+}
+
+Result<void> plan_binds(const MountPlan& plan, std::vector<Op>& ops) {
+  for (const BindPlan& b : plan.binds) {
+    MOAT_ASSIGN_OR_RETURN(UniqueFd tree, bind_tree(b));
+    // nosuid/nodev as for the workspace; read-only unless --bind.
+    const std::uint64_t attrs =
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b.writable ? 0 : MOUNT_ATTR_RDONLY);
+    MOAT_TRY(set_attrs(tree.get(), attrs, true));
+    Op op{OpKind::kTree, b.target, std::move(tree), {}, b.is_dir, 2};
+    ops.push_back(std::move(op));
+  }
+  return {};
+}
+
 // /dev: only harmless character devices, bound from the host (a user namespace may not mknod).
 Result<void> plan_dev(std::vector<Op>& ops) {
   ops.push_back({OpKind::kTmpfs, "/dev", {}, "mode=0755,size=65536"});
@@ -138,6 +168,7 @@ Result<void> plan_view(const MountPlan& plan, std::vector<Op>& ops) {
   for (Op& op : ops)
     if (op.target.rfind(plan.workspace + "/", 0) == 0) op.order = 2;
   MOAT_TRY(plan_workspace(plan, ops));
+  MOAT_TRY(plan_binds(plan, ops));
   ops.push_back({OpKind::kTmpfs, "/tmp", {}, "mode=1777,size=" + std::to_string(plan.tmp_size)});
   MOAT_TRY(plan_dev(ops));
   plan_proc(ops);

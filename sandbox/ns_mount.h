@@ -14,6 +14,19 @@ namespace moat::sandbox {
 // the host's secrets live there.
 const std::vector<std::string>& default_read_only_paths();
 
+// A bind of the session (SessionBind) as the init mounts it.
+struct BindPlan {
+  std::string source;  // host path (rootless: opened again here, see `tree`)
+  std::string target;  // sandbox path
+  bool writable = false;
+  bool is_dir = false;
+  // A detached tree moatd cloned from the checked fd (moatd as root); else (false) `fd` is the
+  // checked fd itself, and the source path is opened again, with no symlink followed, and
+  // bound only if it is still that same file (device and inode).
+  bool tree = false;
+  int fd = -1;
+};
+
 struct MountPlan {
   std::string workspace;               // the sandbox path the workspace tree is attached at
   std::vector<std::string> read_only;  // host paths, bound read-only (missing ones skipped)
@@ -22,6 +35,7 @@ struct MountPlan {
   // The workspace: a detached tree cloned from the fd moatd opened and checked (idmapped by
   // moatd as root, cloned by the keeper otherwise; see session.cc). Never cloned by path.
   int workspace_tree = -1;
+  std::vector<BindPlan> binds;  // mounted after what they may lie under (by depth)
 };
 
 // Runs in the session init: pid 1 of the new pid namespace (so the new /proc shows only

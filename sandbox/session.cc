@@ -71,18 +71,26 @@ struct CallFds {
   _exit(1);
 }
 
-// Keeps exactly the control socket and the workspace tree: the init must not hold moatd's
-// client sockets or log files open (a peer would never see EOF).
-void keep_only_session_fds(int& ctl, int& tree) {
+// Keeps exactly the control socket, the workspace tree and the binds' sources: the init must
+// not hold moatd's client sockets or log files open (a peer would never see EOF). Each moves to
+// a fixed number (binds from kKeeperTreeFd + 1 on) by way of a copy at 100 or above, so no move
+// overwrites a descriptor still to be moved.
+void keep_only_session_fds(int& ctl, int& tree, std::vector<SessionBind>& binds) {
   int c = fcntl(ctl, F_DUPFD_CLOEXEC, 100);
   int t = tree >= 0 ? fcntl(tree, F_DUPFD_CLOEXEC, 100) : -1;
+  for (SessionBind& b : binds) b.fd = fcntl(b.fd, F_DUPFD_CLOEXEC, 100);
   if (c < 0 || dup3(c, kKeeperCtlFd, O_CLOEXEC) < 0) _exit(1);
   ctl = kKeeperCtlFd;
   if (t >= 0) {
     if (dup3(t, kKeeperTreeFd, O_CLOEXEC) < 0) _exit(1);
     tree = kKeeperTreeFd;
   }
-  syscall(SYS_close_range, kKeeperTreeFd + 1, ~0U, 0);
+  int next = kKeeperTreeFd + 1;
+  for (SessionBind& b : binds) {
+    if (b.fd < 0 || dup3(b.fd, next, O_CLOEXEC) < 0) _exit(1);
+    b.fd = next++;
+  }
+  syscall(SYS_close_range, next, ~0U, 0);
   if (tree < 0) close(kKeeperTreeFd);
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd >= 0) {
@@ -105,7 +113,7 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   if (getppid() != moatd) _exit(1);  // moatd died before the line above
   if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
     fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
-  keep_only_session_fds(ctl, tree);
+  keep_only_session_fds(ctl, tree, config.binds);
   clearenv();  // nothing of moatd's environment is consulted inside the session
   if (int err = become_namespace_owner_in_child(config.unprivileged_uid, config.unprivileged_gid))
     fail_in_child(ctl, std::string("user_ns: owner ids: ") + std::strerror(err));
@@ -210,18 +218,25 @@ Result<std::string> recv_message(int ctl, UniqueFd* fd = nullptr) {
 // sandbox's unprivileged host uid could not write a root- or user-owned workspace.
 // Built from the workspace fd, never from its path: the owner mapped to the sandbox's root is
 // the owner moatd checked.
-Result<UniqueFd> make_idmapped_workspace(int ws, const SandboxIds& ids) {
+// A bind's source (moat sandbox exec --bind) is idmapped the same way, by the workspace's owner:
+// inside, the sandbox's root is that user in every tree it sees.
+Result<UniqueFd> make_idmapped_tree(int fd, int workspace, const SandboxIds& ids,
+                                    const std::string& what) {
   struct stat st;
-  if (::fstat(ws, &st) != 0) return fail(Error::from_errno("fstat", errno, "workspace"));
+  if (::fstat(workspace, &st) != 0) return fail(Error::from_errno("fstat", errno, "workspace"));
   MOAT_ASSIGN_OR_RETURN(UniqueFd userns, make_userns_fd(IdMap{st.st_uid, ids.uid.outside},
                                                         IdMap{st.st_gid, ids.gid.outside}));
-  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree_at(ws, "", true));
+  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, sys::clone_tree_at(fd, "", true));
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP;
   attr.userns_fd = static_cast<std::uint64_t>(userns.get());
   if (mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
-    return fail(Error::from_errno("mount_setattr(MOUNT_ATTR_IDMAP)", errno, "workspace"));
+    return fail(Error::from_errno("mount_setattr(MOUNT_ATTR_IDMAP)", errno, what));
   return tree;
+}
+
+Result<UniqueFd> make_idmapped_workspace(int ws, const SandboxIds& ids) {
+  return make_idmapped_tree(ws, ws, ids, "workspace");
 }
 
 pid_t child_of(pid_t pid) {
@@ -305,9 +320,7 @@ class LinuxSession final : public Session {
     }
     std::vector<Placeholder> created = drain_placeholders(ctl_.get());
     ctl_.reset();
-    if (auto removed = remove_placeholders(workspace_.get(), config_.workspace, std::move(created));
-        !removed)
-      MOAT_LOG_WARN("session end: %s", removed.error().message().c_str());
+    remove_all_placeholders(std::move(created));
   }
 
   Result<tools::ExecStatus> exec(const ExecSpec& spec,
@@ -337,6 +350,34 @@ class LinuxSession final : public Session {
   double session_seconds_left() const;
 
   SessionConfig config_;
+  // Each placeholder in the directory it was made in: the workspace's by their relative path,
+  // a bind's by their sandbox path (session_init.cc, mask_binds), in the bind's source.
+  void remove_all_placeholders(std::vector<Placeholder> created) {
+    std::vector<std::vector<Placeholder>> per_root(config_.binds.size() + 1);
+    for (Placeholder& p : created) {
+      std::size_t root = 0, longest = 0;  // 0: the workspace; i + 1: bind i
+      for (std::size_t i = 0; i < config_.binds.size(); ++i) {
+        const std::string& t = config_.binds[i].target;
+        if (t.size() > longest && p.relative.rfind(t + "/", 0) == 0)
+          root = i + 1, longest = t.size();
+      }
+      if (root > 0) p.relative = p.relative.substr(longest + 1);
+      if (root > 0 || p.relative.empty() || p.relative[0] != '/')
+        per_root[root].push_back(std::move(p));
+    }
+    for (std::size_t r = 0; r < per_root.size(); ++r) {
+      if (per_root[r].empty()) continue;
+      const int dir = r == 0 ? workspace_.get() : bind_dirs_[r - 1].get();
+      const std::string& name = r == 0 ? config_.workspace : config_.binds[r - 1].source;
+      if (auto removed = remove_placeholders(dir, name, std::move(per_root[r])); !removed)
+        MOAT_LOG_WARN("session end: %s", removed.error().message().c_str());
+    }
+  }
+
+ public:
+  std::vector<UniqueFd> bind_dirs_;  // set once by create: each bind's source as checked
+
+ private:
   UniqueFd workspace_;  // the directory the session was built from; placeholders are removed in it
   pid_t keeper_;
   pid_t init_;
@@ -643,6 +684,29 @@ Result<UniqueFd> session_tree(int workspace, const SandboxIds& ids, const Sessio
   return UniqueFd();
 }
 
+// What the keeper gets for each bind (SessionBind::fd): when moatd is root, a detached tree
+// cloned here from the checked fd, idmapped as the workspace is (plainly cloned when the policy
+// lets the session run without idmap and it failed); rootless, a copy of the checked fd, which
+// the init compares with what the path names in its own namespace (ns_mount.h, BindPlan).
+// `checked` gets a copy of each checked fd first: the session removes placeholders in them.
+Result<std::vector<UniqueFd>> bind_sources(int workspace, const SandboxIds& ids,
+                                           SessionConfig& config, bool idmapped,
+                                           std::vector<UniqueFd>* checked) {
+  std::vector<UniqueFd> out;
+  for (SessionBind& b : config.binds) {
+    MOAT_ASSIGN_OR_RETURN(UniqueFd dir, sys::duplicate(b.fd));
+    checked->push_back(std::move(dir));
+    Result<UniqueFd> fd = ids.rootless ? sys::duplicate(b.fd)
+                          : idmapped   ? make_idmapped_tree(b.fd, workspace, ids, b.source)
+                                       : sys::clone_tree_at(b.fd, "", true);
+    if (!fd) return fail(fd.error().with_context("bind " + b.source));
+    b.fd = fd->get();
+    b.fd_is_tree = !ids.rootless;
+    out.push_back(std::move(*fd));
+  }
+  return out;
+}
+
 // The keeper joins the session's cgroup before it forks the init: every process of the
 // session inherits it, and none can leave (cgroup.procs of the parent is not writable).
 // Inactive when cgroups are unavailable or fail and the policy allows running without. On a
@@ -696,13 +760,16 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
   nlohmann::json skipped = nlohmann::json::object();
   MOAT_ASSIGN_OR_RETURN(UniqueFd tree, session_tree(workspace.get(), ids, config, skipped));
+  std::vector<UniqueFd> bind_dirs;  // the checked sources: placeholders are removed in them
+  MOAT_ASSIGN_OR_RETURN(
+      std::vector<UniqueFd> bind_fds,
+      bind_sources(workspace.get(), ids, config, !skipped.contains("idmap"), &bind_dirs));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   const pid_t moatd = getpid();
   const auto created = Clock::now();
-  const int parent_end = ctl.first.get(), child_end = ctl.second.get();
+  const int child_end = ctl.second.get();  // the child keeps only its end (keep_only_session_fds)
   const int tree_fd = tree.valid() ? tree.get() : -1;
   const int workspace_fd = workspace.get();
-  (void)parent_end;  // the child keeps only its own end (keep_only_session_fds)
   // Ready by now when moatd started compiling it (precompile_filter); waited for before the
   // fork, since the compiling thread does not exist in the child.
   std::shared_ptr<const BpfProgram> filter = precompiled_filter(config.network);
@@ -711,6 +778,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   if (keeper < 0) return fail(Error::from_errno("fork", -keeper, "session"));
   ctl.second.reset();
   tree.reset();
+  bind_fds.clear();
   auto reap = [&] {
     kill(keeper, SIGKILL);
     int st;
@@ -740,6 +808,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
                                                 init, std::move(ctl.first), dump_lossless(describe),
                                                 std::move(cgroup), created);
   session->net_listener_ = std::move(net_listener);
+  session->bind_dirs_ = std::move(bind_dirs);
   return std::unique_ptr<Session>(std::move(session));
 }
 

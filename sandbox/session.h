@@ -59,6 +59,21 @@ using WorkerHandler = std::string (*)(std::string_view request);
 inline constexpr const char* kSkippableLayers[] = {"seccomp", "landlock", "idmap", "cgroup",
                                                    "exec_watch"};
 
+// A bind mount of the session (moat sandbox exec --ro-bind, --bind), as check_binds (binds.h)
+// checked it.
+struct SessionBind {
+  std::string source;  // host path: normalised, no symlink at any component when checked
+  std::string target;  // sandbox path
+  bool writable = false;
+  bool is_dir = false;
+  // The source as checked (O_PATH), borrowed until Session::create returns: the session binds
+  // this file or directory, never what the path names later.
+  int fd = -1;
+  bool fd_is_tree = false;  // Session::create's: fd is a detached tree to attach (moatd as root)
+  std::vector<std::string> hidden;           // target-relative globs hidden before every call
+  std::vector<std::string> protected_paths;  // writable only: masked read-only before every call
+};
+
 struct SessionConfig {
   std::string workspace;  // host path; bound read-write at the same path
   // The workspace opened by open_workspace (workspace.h), borrowed until create returns: the
@@ -80,6 +95,7 @@ struct SessionConfig {
   // pnpm store) are bound read-only before every call (mask_protected_paths' linked_files).
   // This makes every call walk the whole workspace; tests of the walk itself turn it off.
   bool mask_linked_files = true;
+  std::vector<SessionBind> binds;  // after the system trees and the workspace, by depth
   bool network = false;  // false: a net namespace with loopback only
   // Not 0: the init listens on 127.0.0.1:net_proxy_port in the session's namespace and hands
   // the socket to moatd (take_net_listener), which serves the network proxy on it.

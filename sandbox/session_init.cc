@@ -153,6 +153,7 @@ class Init {
   Result<void> setup_landlock();
   void on_request();
   void report_placeholders(const std::vector<Placeholder>& created) const;
+  Result<void> mask_binds(std::vector<Placeholder>* created) const;
   Result<void> start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
                           const UniqueFd* stdio = nullptr);
   WorkerPlan plan_for(const PreparedCall& call, int io, int status, const UniqueFd* stdio) const;
@@ -206,6 +207,8 @@ Result<void> Init::setup_exec_watch() {
 
 Result<void> Init::setup_landlock() {
   std::vector<std::string> writable = {config_.workspace, "/tmp", "/dev/shm"};
+  for (const SessionBind& b : config_.binds)
+    if (b.writable) writable.push_back(b.target);
   auto rs = make_landlock_ruleset(writable);
   if (!rs) return layer_missing("landlock", rs.error());
   describe_["landlock"] = true;
@@ -234,8 +237,11 @@ Result<void> Init::setup() {
   plan.tmp_size = config_.limits.tmp_size;
   plan.hostname = config_.hostname;
   plan.workspace_tree = ctx_.workspace_tree;
+  for (const SessionBind& b : config_.binds)
+    plan.binds.push_back({b.source, b.target, b.writable, b.is_dir, b.fd_is_tree, b.fd});
   if (auto view = build_view_in_init(plan); !view) return fail(view.error().with_context("mount"));
   if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
+  for (const SessionBind& b : config_.binds) close(b.fd);
   MOAT_TRY(setup_filter());
   MOAT_TRY(setup_exec_watch());
   MOAT_TRY(setup_landlock());
@@ -327,6 +333,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
     masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
                                   config_.max_protect_walk_entries,
                                   config_.mask_linked_files ? &link_cache_ : nullptr);
+  if (masked) masked = mask_binds(&created);
   report_placeholders(created);
   if (!masked) {
     send_record(channel.get(), ChannelMsg::kFailed,
@@ -350,6 +357,25 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
   send_record(channel.get(), ChannelMsg::kStarted, pid, pidfd ? pidfd->get() : -1, pid);
   int key = channel.get();
   calls_.emplace(key, Running{pid, std::move(channel)});
+  return {};
+}
+
+// What the policy hides inside each bound directory, and in a writable one what it protects and
+// what tools on the host run code from, as for the workspace (binds.h). A placeholder made in a
+// bind is reported by its sandbox path (absolute, unlike the workspace's), which moatd maps back
+// to the bind it lies in.
+Result<void> Init::mask_binds(std::vector<Placeholder>* created) const {
+  for (const SessionBind& b : config_.binds) {
+    if (!b.is_dir) continue;
+    MOAT_TRY(hide_paths(b.target, b.hidden, config_.max_protect_walk_entries));
+    std::vector<Placeholder> made;
+    MOAT_TRY(
+        mask_protected_paths(b.target, b.protected_paths, &made, config_.max_protect_walk_entries));
+    for (Placeholder& p : made) {
+      p.relative = b.target + "/" + p.relative;
+      created->push_back(std::move(p));
+    }
+  }
   return {};
 }
 

@@ -41,6 +41,7 @@ constexpr std::pair<HelloStep, Result<void> (HelloSteps::*)()> kHelloChecklist[]
     {HelloStep::kMode, &HelloSteps::check_mode},              // the organisation may forbid it
     {HelloStep::kAuditLog, &HelloSteps::open_audit_log},      // before anything is decided
     {HelloStep::kOwnFiles, &HelloSteps::protect_own_files},   // moat's files out of reach
+    {HelloStep::kBinds, &HelloSteps::check_binds},            // opened once, as the policy allows
     {HelloStep::kNetwork, &HelloSteps::check_network},        // what it asks, the policy grants
     {HelloStep::kSession, &HelloSteps::create_session},       // namespaces, mounts, init
     {HelloStep::kFileIndex, &HelloSteps::index_files},        // what calls' changes are diffed to

@@ -22,18 +22,6 @@
 namespace moat::sandbox {
 namespace {
 
-// The path the kernel gives the fd now (d_path): equal to the text unless a component was
-// renamed after the walk, so what the audit log names is the directory that was checked.
-Result<void> check_still_named(int fd, const std::string& path) {
-  char buf[PATH_MAX];
-  const std::string link = "/proc/self/fd/" + std::to_string(fd);
-  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-  if (n < 0) return fail(Error::from_errno("readlink", errno, link));
-  if (std::string_view(buf, static_cast<std::size_t>(n)) != path)
-    return fail(Error{EAGAIN, "it was moved while it was being opened"});
-  return {};
-}
-
 Result<Workspace> open_checked(const std::string& path, std::optional<uid_t> owner) {
   if (!is_normalized_absolute(path))
     return fail(Error{EINVAL,
@@ -58,6 +46,16 @@ Result<Workspace> open_checked(const std::string& path, std::optional<uid_t> own
 }
 
 }  // namespace
+
+Result<void> check_still_named(int fd, const std::string& path) {
+  char buf[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  if (n < 0) return fail(Error::from_errno("readlink", errno, link));
+  if (std::string_view(buf, static_cast<std::size_t>(n)) != path)
+    return fail(Error{EAGAIN, "it was moved while it was being opened"});
+  return {};
+}
 
 Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner) {
   auto ws = open_checked(path, owner);

@@ -28,4 +28,8 @@ struct Workspace {
 // workspace_refused (base/workspace_path.h): "workspace '<path>': <why>".
 Result<Workspace> open_workspace(const std::string& path, std::optional<uid_t> owner);
 
+// The path the kernel gives fd now (d_path) is `path`: unless a component was renamed after
+// the walk that opened it, the text checked is where fd is. EAGAIN otherwise.
+Result<void> check_still_named(int fd, const std::string& path);
+
 }  // namespace moat::sandbox

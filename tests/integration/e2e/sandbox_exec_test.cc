@@ -251,6 +251,7 @@ TEST_F(SandboxExecTest, HelpDocumentsEveryOptionWithAnExample) {
   for (const char* opt :
        {"--cwd", "--timeout", "--setenv", "--env", "--permissive", "--no-default-policy",
         "--policy", "e.g. --timeout 30", "e.g. --setenv CI 1", "e.g. --env TERM", "e.g. --cwd src",
+        "e.g. --network", "e.g. --ro-bind ~/datasets /data", "e.g. --bind /tmp/cache /tmp/cache",
         "124", "125", "126", "127"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
 }

@@ -277,6 +277,28 @@ TEST(Policy, ProtectedAndUnreadableGlobsAreWorkspaceRelative) {
   EXPECT_THAT(unreadable, ::testing::IsSupersetOf({".env", "**/.env", "*.pem"}));
 }
 
+// What a bind's source gets masked with (moat sandbox exec --ro-bind): the deny rules below it
+// as globs relative to it; a rule that may match below it but cannot be written so refuses.
+TEST(Policy, DeniedGlobsUnderARootAreRelativeToItOrRefused) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[path]]\nid = \"t.keys\"\ndecision = \"deny\"\n"
+             "access = [\"read\"]\npaths = [\"*.key\", \"/data/in/private/**\"]\n"
+             "[[path]]\nid = \"t.wild\"\ndecision = \"deny\"\naccess = [\"write\"]\n"
+             "paths = [\"/data/*/out\"]\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  auto read = p->denied_globs_under("/data/in", Access::kRead);
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_THAT(*read, ::testing::IsSupersetOf({"*.key", "**/*.key", "private", "*.pem"}));
+  auto write = p->denied_globs_under("/data/in", Access::kWrite);
+  ASSERT_FALSE(write);
+  EXPECT_THAT(write.error().message(), HasSubstr("t.wild"));
+  auto elsewhere = p->denied_globs_under("/srv", Access::kRead);
+  ASSERT_TRUE(elsewhere) << elsewhere.error().message();
+  EXPECT_THAT(*elsewhere, ::testing::Not(::testing::Contains("private")));
+}
+
 TEST(Policy, ToolRulesWithUnless) {
   PolicyWorld w;
   write_file(w.options.user_dir + "/u.toml",
