@@ -99,7 +99,7 @@ Result<PaddedText> read_padded(int fd) {
     }
     const ssize_t n = ::read(fd, text.bytes.get() + text.size, capacity - text.size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::from_errno("read", errno));
+    if (n < 0) return fail(Error::from_errno("reading the session file", errno));
     if (n == 0) break;
     text.size += static_cast<size_t>(n);
   }

@@ -103,7 +103,8 @@ class OwnFilesTest : public ::testing::Test {
     EXPECT_FALSE(fs::exists(home_ + "/.local/state/moved"));
   }
 
-  static constexpr const char* kConfig = "[providers.corp]\nkind = \"anthropic\"\n";
+  static constexpr const char* kConfig =
+      "[providers.corp]\nkind = \"anthropic\"\nbase_url = \"https://llm.corp.example/v1\"\n";
   TempDir dir_;
   std::string home_, socket_;
   pid_t pid_ = -1;
