@@ -706,32 +706,58 @@ void Server::kill_unverified(pid_t pid, const std::string& why) {
 }  // namespace
 
 ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate)
-    : listener_(std::move(listener)),
-      gate_(std::move(gate)),
-      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      observer_(observer) {
+    : ExecWatch(observer) {
+  attach(std::move(listener), std::move(gate));
+}
+
+ExecWatch::ExecWatch(ExecObserver* observer)
+    : wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), observer_(observer) {
   thread_ = std::thread([this] { serve(); });
 }
 
 ExecWatch::~ExecWatch() { finish(std::chrono::milliseconds(0)); }
 
+void ExecWatch::attach(UniqueFd listener, UniqueFd gate) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (attached_) return;
+    listener_ = std::move(listener);
+    gate_ = std::move(gate);
+    attached_ = true;
+  }
+  cv_.notify_all();
+}
+
 void ExecWatch::serve() {
-  Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_);
-  server.run();
-  done_.store(true);
+  bool attached = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return attached_ || stopping_.load(); });
+    attached = attached_;
+  }
+  if (attached) {  // listener_ and gate_ are not written again once attached
+    Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_);
+    server.run();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
 }
 
 ExecWatchStats ExecWatch::finish(std::chrono::milliseconds grace) {
-  if (thread_.joinable()) {
-    const auto until = Clock::now() + grace;
+  if (!thread_.joinable()) return stats_;
+  {
     // The thread ends on its own once the listener hangs up and every program is over.
-    while (Clock::now() < until && !done_.load())
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, grace, [this] { return done_ || !attached_; });
     stopping_.store(true);
-    std::uint64_t one = 1;
-    (void)::write(wake_.get(), &one, sizeof one);
-    thread_.join();
   }
+  cv_.notify_all();
+  std::uint64_t one = 1;
+  (void)::write(wake_.get(), &one, sizeof one);
+  thread_.join();
   return stats_;
 }
 

@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -81,13 +83,21 @@ class ExecWatch {
   // code) and is let through unread; when it closes, the worker's program is recorded as the
   // call's first. Without a gate, the first exec read is the call's first.
   ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate = UniqueFd());
+  // Starts the thread now and serves the listener attach() hands it later: a call starts its
+  // watch before it asks for a worker, so the worker's own exec, which waits on the watch,
+  // does not also wait for a thread to be created.
+  explicit ExecWatch(ExecObserver* observer);
   ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
 
   // The call is over: waits up to `grace` for the last processes to go (the init kills them),
   // then stops; programs still without an end get one with neither code nor signal.
+  // A watch never attached stops at once.
   ExecWatchStats finish(std::chrono::milliseconds grace);
+
+  // The listener and gate a worker sent (see the first constructor); once only.
+  void attach(UniqueFd listener, UniqueFd gate);
 
  private:
   void serve();
@@ -97,7 +107,12 @@ class ExecWatch {
   UniqueFd wake_;  // eventfd: finish() was called
   ExecObserver* observer_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> done_{false};  // the thread has finished serving
+  // Guards attached_ and done_; finish() waits on it rather than polling, since a call's
+  // result waits for the watch's end.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool attached_ = false;
+  bool done_ = false;  // the thread has finished serving
   ExecWatchStats stats_;
   std::thread thread_;
 };

@@ -344,8 +344,7 @@ class LinuxSession final : public Session {
   // EOF without a record: the worker reached exec (or its handler). A record names the
   // step that failed. An exec worker first sends the exec watch's listener: it is served
   // from then on (into *watch), since the worker's own exec already waits on it.
-  Result<void> check_status(int status_fd, std::unique_ptr<ExecWatch>* watch = nullptr,
-                            ExecObserver* observer = nullptr);
+  Result<void> check_status(int status_fd, std::unique_ptr<ExecWatch>* watch = nullptr);
   Result<int> wait_exit(int channel, Clock::time_point deadline);
   double session_seconds_left() const;
 
@@ -402,6 +401,8 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
   MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_socketpair(SOCK_SEQPACKET));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair io, call_io(exec_kind, stdio));
   if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
+  // Its thread starts while the init prepares the worker, whose own exec waits on it.
+  if (watch != nullptr && exec_kind) *watch = std::make_unique<ExecWatch>(observer);
   int fds[5] = {channel.second.get(), status.second.get(), io.second.get(), -1, -1};
   if (stdio != nullptr) std::copy(stdio, stdio + 3, fds + 2);
   const char kind = ctl_byte(stdio != nullptr ? CtlMsg::kCallStdio : CtlMsg::kCall);
@@ -420,7 +421,7 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
   // The init sends its start record once start_worker returns, which for an exec worker
   // (vfork) is after the exec: the watch is served before it is waited for. A call the init
   // refused before any worker closes the status socket unused: the record then says why.
-  auto reached = check_status(status.first.get(), watch, observer);
+  auto reached = check_status(status.first.get(), watch);
   ChannelRecord rec{};
   UniqueFd pidfd;
   std::size_t nfds = 0;
@@ -448,8 +449,7 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
   return call;
 }
 
-Result<void> LinuxSession::check_status(int status_fd, std::unique_ptr<ExecWatch>* watch,
-                                        ExecObserver* observer) {
+Result<void> LinuxSession::check_status(int status_fd, std::unique_ptr<ExecWatch>* watch) {
   for (;;) {
     StatusRecord rec{};
     UniqueFd fds[2];  // the listener, and the end of the worker's exec gate (worker.cc)
@@ -466,8 +466,7 @@ Result<void> LinuxSession::check_status(int status_fd, std::unique_ptr<ExecWatch
           Error{rec.err, std::string("worker step ") + step_name(static_cast<Step>(rec.step))});
     // Nobody to serve it (a handler worker never sends one): closing it fails every exec
     // under it (ENOSYS), which is the closed way to fail.
-    if (watch != nullptr)
-      *watch = std::make_unique<ExecWatch>(std::move(listener), observer, std::move(fds[1]));
+    if (watch != nullptr && *watch) (*watch)->attach(std::move(listener), std::move(fds[1]));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -188,6 +189,14 @@ int install_exec_watch(const WorkerPlan& plan) {
   return err;
 }
 
+// A PATH candidate that is not there is passed over without an execve: under the exec watch
+// each execve waits for moatd's answer, a round trip to another process per PATH entry.
+// errno is left as execve would leave it (ENOENT, ENOTDIR), so the search reads the same.
+bool is_missing(const char* path) {
+  struct stat st;
+  return stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
 int exec_resolved(const WorkerPlan& plan) {
   const char* name = plan.argv[0];
   if (std::strchr(name, '/') != nullptr) {
@@ -205,7 +214,8 @@ int exec_resolved(const WorkerPlan& plan) {
       std::memcpy(buf, p, len);
       buf[len] = '/';
       std::memcpy(buf + len + 1, name, name_len + 1);
-      execve(len == 0 ? name : buf, plan.argv, plan.envp);
+      const char* candidate = len == 0 ? name : buf;
+      if (!is_missing(candidate)) execve(candidate, plan.argv, plan.envp);
       if (errno == EACCES) err = EACCES;
       else if (errno != ENOENT && errno != ENOTDIR) return errno;
     }
