@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <ctime>
 #include <mutex>
 
@@ -29,6 +32,9 @@ constexpr mode_t kFileMode = 0600;
 constexpr mode_t kDirMode = 0700;
 
 const char* const kReserved[] = {"v", "seq", "ts", "type", "session", "id", "prev", "hash"};
+
+int real_fdatasync(int fd) { return ::fdatasync(fd); }
+std::atomic<AuditSyncForTests> g_sync{real_fdatasync};
 
 // An existing <dir>/<date>/<session>.jsonl, so a resumed session continues its chain.
 std::string find_existing(const std::string& dir, const std::string& session) {
@@ -75,10 +81,10 @@ class JsonlAuditLog final : public AuditLog {
         head_(audit_genesis(session_, policy_hash_)) {}
 
   ~JsonlAuditLog() override {
-    if (unsynced_) (void)::fdatasync(fd_.get());
+    if (synced_seq_ < seq_) (void)g_sync.load()(fd_.get());
     if (!dir_to_sync_.empty()) (void)fsync_dir(dir_to_sync_);
   }
-  // A new file's name reaches the disk with the first synced record (sync_locked), not on its
+  // A new file's name reaches the disk with the first synced record (sync_now), not on its
   // own: until a record must be durable, nothing depends on the file surviving a crash.
   void sync_dir_with_first_record(std::string dir) { dir_to_sync_ = std::move(dir); }
   using AuditLog::append;
@@ -96,8 +102,9 @@ class JsonlAuditLog final : public AuditLog {
   Result<void> resume_chain();
 
  private:
-  Result<void> write_locked(const std::string& type, nlohmann::json record, Sync sync);
-  Result<void> sync_locked();
+  Result<void> write_locked(const std::string& type, nlohmann::json record);
+  Result<void> sync_through(std::unique_lock<std::mutex>& lock, uint64_t seq);
+  Result<void> sync_now(std::unique_lock<std::mutex>& lock);
   bool checkpoint_due(const std::string& type, std::chrono::steady_clock::time_point now) const;
 
   std::string path_;
@@ -112,7 +119,12 @@ class JsonlAuditLog final : public AuditLog {
   std::string head_;
   off_t size_ = 0;
   bool broken_ = false;
-  bool unsynced_ = false;    // a kWithNext record is not yet known to be on disk
+  // Group commit: records up to synced_seq_ are on disk; one thread at a time syncs (syncing_),
+  // outside mu_, and every record written before its fdatasync began is covered by it, so
+  // calls whose decisions arrive together share one sync instead of queueing one each.
+  uint64_t synced_seq_ = 0;
+  bool syncing_ = false;
+  std::condition_variable synced_;
   std::string dir_to_sync_;  // a new file's directory, synced with the first kNow record
 };
 
@@ -123,24 +135,27 @@ Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json field
   // A command or path that is not UTF-8 is recorded as its exact bytes: the record that lets
   // the action run must never fail for what the action names.
   fields = encode_byte_strings(std::move(fields));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
   const auto now = std::chrono::steady_clock::now();
   const bool checkpoint = checkpoint_due(type, now);
-  // A checkpoint follows at once and is synced like this record: one fdatasync covers both.
-  MOAT_TRY(write_locked(type, std::move(fields), checkpoint ? Sync::kWithNext : sync));
-  if (!checkpoint) return {};
-  last_checkpoint_ = now;
-  // The checkpoint signs the head just written; it is synced like the record it follows.
-  nlohmann::json cp = {{"head", head_},
-                       {"count", seq_},
-                       {"key_id", key_->key_id()},
-                       {"sig", key_->sign_b64(checkpoint_message(session_, seq_, head_))}};
-  return write_locked("checkpoint", std::move(cp), sync);
+  MOAT_TRY(write_locked(type, std::move(fields)));
+  if (checkpoint) {
+    last_checkpoint_ = now;
+    // The checkpoint signs the head just written; it is synced like the record it follows.
+    nlohmann::json cp = {{"head", head_},
+                         {"count", seq_},
+                         {"key_id", key_->key_id()},
+                         {"sig", key_->sign_b64(checkpoint_message(session_, seq_, head_))}};
+    MOAT_TRY(write_locked("checkpoint", std::move(cp)));
+  }
+  // Write-ahead: the caller runs the action only after this returns, so the record must be
+  // on disk first, not in the page cache (with it, every record before it).
+  if (sync == Sync::kNow) return sync_through(lock, seq_);
+  return {};
 }
 
-Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json record,
-                                         Sync sync) {
+Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json record) {
   record["v"] = kAuditFormatVersion;
   record["seq"] = seq_ + 1;
   record["ts"] = now_rfc3339_ns();
@@ -161,13 +176,47 @@ Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json
     if (w.error().context.rfind("ftruncate", 0) == 0) broken_ = true;
     return fail(w.error().with_context("audit " + path_));
   }
-  // Write-ahead: the caller runs the action only after this returns, so the record must be
-  // on disk first, not in the page cache (with it, every record before it).
-  unsynced_ = true;
-  if (sync == Sync::kNow) MOAT_TRY(sync_locked());
   size_ += static_cast<off_t>(line.size());
   ++seq_;
   head_ = std::move(hash);
+  return {};
+}
+
+// Returns once record `seq` is on disk: synced by this thread, or by the one syncing when
+// it was written (only if that sync began after it: else this thread waits and syncs next).
+// A failed sync breaks the log for everyone waiting on it: none of them may act.
+Result<void> JsonlAuditLog::sync_through(std::unique_lock<std::mutex>& lock, uint64_t seq) {
+  while (synced_seq_ < seq) {
+    if (broken_) return fail(Error::from_errno("fdatasync", EIO, path_ + " is broken"));
+    if (syncing_) {
+      synced_.wait(lock);
+      continue;
+    }
+    MOAT_TRY(sync_now(lock));
+  }
+  return {};
+}
+
+Result<void> JsonlAuditLog::sync_now(std::unique_lock<std::mutex>& lock) {
+  syncing_ = true;
+  const uint64_t upto = seq_;  // every record written so far is in the file
+  const std::string dir = dir_to_sync_;
+  lock.unlock();
+  Result<void> synced{};
+  if (g_sync.load()(fd_.get()) != 0) synced = fail(Error::from_errno("fdatasync", errno, path_));
+  else if (!dir.empty()) synced = fsync_dir(dir);
+  lock.lock();
+  syncing_ = false;
+  if (synced) {
+    synced_seq_ = std::max(synced_seq_, upto);
+    if (dir == dir_to_sync_) dir_to_sync_.clear();
+  } else {
+    // The kernel may have dropped the dirty page (the chain is unknown), or the file's name
+    // may not survive a crash: nothing may depend on it.
+    broken_ = true;
+  }
+  synced_.notify_all();
+  if (!synced) return fail(synced.error().with_context("audit " + path_));
   return {};
 }
 
@@ -175,21 +224,6 @@ bool JsonlAuditLog::checkpoint_due(const std::string& type,
                                    std::chrono::steady_clock::time_point now) const {
   return key_ != nullptr && ((seq_ + 1) % kCheckpointEvery == 0 || type == "session.end" ||
                              now - last_checkpoint_ >= interval_);
-}
-
-Result<void> JsonlAuditLog::sync_locked() {
-  if (::fdatasync(fd_.get()) != 0) {
-    broken_ = true;  // the kernel may have dropped the dirty page: the chain is unknown
-    return fail(Error::from_errno("fdatasync", errno, path_));
-  }
-  unsynced_ = false;
-  if (dir_to_sync_.empty()) return {};
-  if (auto r = fsync_dir(dir_to_sync_); !r) {
-    broken_ = true;  // the file's name may not survive a crash: nothing may depend on it
-    return fail(r.error().with_context("audit " + path_));
-  }
-  dir_to_sync_.clear();
-  return {};
 }
 
 Result<void> JsonlAuditLog::resume_chain() {
@@ -211,11 +245,16 @@ Result<void> JsonlAuditLog::resume_chain() {
                            std::to_string(lines.back().offset) +
                            " is damaged; run `moat audit verify`"));
   seq_ = static_cast<uint64_t>(seq);
+  synced_seq_ = seq_;  // acknowledged by the moatd that wrote it
   head_ = hash;
   return {};
 }
 
 }  // namespace
+
+AuditSyncForTests set_audit_sync_for_tests(AuditSyncForTests sync) {
+  return g_sync.exchange(sync != nullptr ? sync : real_fdatasync);
+}
 
 std::string audit_genesis(const std::string& session, const std::string& policy_hash) {
   return "sha256:" + sha256_hex("moat-audit/1|" + session + "|" + policy_hash);

@@ -50,7 +50,10 @@ class AuditLog {
   // append or the log's close syncs it (session.start, before anything ran; an exec record,
   // written after its action ran: a crash can lose it, never a later record, since one
   // fdatasync covers them all). A new file's directory entry is synced with its first kNow
-  // record, and a record a checkpoint follows shares the checkpoint's sync.
+  // record, and a record a checkpoint follows shares the checkpoint's sync. kNow appends
+  // from several threads share one fdatasync when they arrive while another is under way
+  // (group commit): each still returns only after a sync that began after its record was
+  // written.
   enum class Sync { kNow, kWithNext };
   // Appends one record of `type` with `fields`, adding v, seq, ts, type, session, id, prev
   // and hash; the line is written (and with kNow fdatasync'd) before this returns. A string
@@ -68,6 +71,11 @@ class AuditLog {
 
 // The default directory: /var/log/moat for a system moatd, $XDG_STATE_HOME/moat/audit else.
 std::string default_audit_dir(bool system_daemon);
+
+// Tests only: what every audit log calls in place of fdatasync(2) (0, or -1 with errno);
+// nullptr restores fdatasync. Returns the one it replaces.
+using AuditSyncForTests = int (*)(int fd);
+AuditSyncForTests set_audit_sync_for_tests(AuditSyncForTests sync);
 
 // "sha256:" + hex SHA-256 of "moat-audit/1|<session>|<policy_hash>".
 std::string audit_genesis(const std::string& session, const std::string& policy_hash);

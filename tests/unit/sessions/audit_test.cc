@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -176,6 +180,103 @@ TEST(AuditLog, ConcurrentAppendsKeepOneContiguousChain) {
   const AuditVerdict v = *verify_audit_file((*log)->path());
   EXPECT_TRUE(v.ok()) << v.detail;
   EXPECT_EQ(v.records, 41u);
+}
+
+// What the sync hook saw: each fdatasync with the file's size when it began, and whether it
+// has returned. Slow on purpose (5 ms), so appends from other threads arrive during a sync.
+struct SyncRecorder {
+  std::mutex mu;
+  std::vector<std::pair<off_t, bool>> syncs;  // {size at start, done}
+  bool fail = false;
+
+  // The largest size a finished sync began at: every byte below it is on disk.
+  off_t durable() {
+    std::lock_guard<std::mutex> lock(mu);
+    off_t out = 0;
+    for (const auto& [size, done] : syncs)
+      if (done) out = std::max(out, size);
+    return out;
+  }
+};
+SyncRecorder* g_recorder = nullptr;
+
+int recording_sync(int fd) {
+  struct stat st {};
+  ::fstat(fd, &st);
+  std::size_t i = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_recorder->mu);
+    i = g_recorder->syncs.size();
+    g_recorder->syncs.push_back({st.st_size, false});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int rc = g_recorder->fail ? (errno = EIO, -1) : ::fdatasync(fd);
+  std::lock_guard<std::mutex> lock(g_recorder->mu);
+  g_recorder->syncs[i].second = true;
+  return rc;
+}
+
+class AuditGroupCommitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_recorder = &recorder_;
+    previous_ = set_audit_sync_for_tests(recording_sync);
+  }
+  void TearDown() override {
+    set_audit_sync_for_tests(previous_);
+    g_recorder = nullptr;
+  }
+  SyncRecorder recorder_;
+  AuditSyncForTests previous_ = nullptr;
+};
+
+// Decisions that arrive together share a sync, and still none returns (lets its action run)
+// before a sync that began after its record was in the file has finished.
+TEST_F(AuditGroupCommitTest, ConcurrentDecisionsShareSyncsAndEachReturnsOnlyOnceOnDisk) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value());
+  constexpr int kThreads = 8, kEach = 10;
+  std::vector<off_t> durable_at_return(kThreads * kEach, -1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const int n = t * kEach + i;
+        EXPECT_TRUE((*log)->append("decision", {{"n", n}}).has_value());
+        durable_at_return[static_cast<std::size_t>(n)] = recorder_.durable();
+      }
+    });
+  for (auto& t : threads) t.join();
+  const std::string data = slurp((*log)->path());
+  for (const Line& line : whole_lines(data)) {
+    const nlohmann::json rec = nlohmann::json::parse(line.text);
+    const off_t end = static_cast<off_t>(line.offset + line.text.size() + 1);
+    const int n = rec.at("n").get<int>();
+    EXPECT_LE(end, durable_at_return[static_cast<std::size_t>(n)])
+        << "decision " << n << " (bytes up to " << end << ") returned before it was synced";
+  }
+  EXPECT_LT(recorder_.syncs.size(), static_cast<std::size_t>(kThreads * kEach))
+      << "every decision paid for a sync of its own";
+  ASSERT_TRUE((*log)->append("session.end", nlohmann::json::object()).has_value());
+  const AuditVerdict v = *verify_audit_file((*log)->path());
+  EXPECT_TRUE(v.ok()) << v.detail;
+}
+
+// A sync that fails refuses the append that waited for it and every later one: an action
+// whose decision may not be on disk does not run.
+TEST_F(AuditGroupCommitTest, AFailedSyncRefusesItsAppendAndEveryLaterOne) {
+  TempDir dir;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value());
+  ASSERT_TRUE((*log)->append("decision", {{"n", 0}}).has_value());
+  recorder_.fail = true;
+  auto failed = (*log)->append("decision", {{"n", 1}});
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code, EIO) << failed.error().message();
+  recorder_.fail = false;
+  EXPECT_FALSE((*log)->append("decision", {{"n", 2}}).has_value());
+  EXPECT_FALSE((*log)->append("exec", {{"n", 3}}, AuditLog::Sync::kWithNext).has_value());
 }
 
 TEST(AuditVerify, IntactLogPasses) {
