@@ -10,6 +10,7 @@
 
 #include "agent/batch/process.h"
 #include "agent/batch/results.h"
+#include "agent/batch/url_clone.h"
 #include "agent/providers/usage.h"
 #include "sessions/audit_verify.h"
 #include "sessions/render_audit.h"
@@ -28,10 +29,15 @@ constexpr double kWallGraceS = 30;
 
 struct Paths {
   std::string dir, base, work, task, sessions, audit, check_audit, run_log, check_log, diff, patch;
+  // Host git's environment over the item's files: a url repo's are the remote's, so git runs
+  // with none of the person's configuration (url_clone.h); a local repository is theirs.
+  std::vector<std::pair<std::string, std::string>> git_env;
 };
 
-Paths paths_of(const BatchEnv& env, const std::string& id) {
+Paths paths_of(const BatchEnv& env, const Item& item) {
+  const std::string& id = item.id;
   Paths p;
+  if (!item.url.empty()) p.git_env = isolated_git_env();
   p.dir = item_dir(env.out_dir, id);
   p.base = p.dir + "/base.git";
   p.work = (fs::path(env.out_dir) / "work" / id).string();
@@ -46,6 +52,10 @@ Paths paths_of(const BatchEnv& env, const std::string& id) {
   return p;
 }
 
+Result<std::string> git_output(const Paths& p, std::vector<std::string> argv) {
+  return process_output(argv, p.git_env);
+}
+
 // git over the work copy's files with moat's own repository (OUT/items/ID/base.git), never the
 // work copy's .git: the sandboxed agent may rewrite that (a .git/objects symlink to any host
 // folder made git, run here outside the sandbox, write objects there). Hooks, fsmonitor,
@@ -58,10 +68,36 @@ std::vector<std::string> git(const Paths& p, std::initializer_list<std::string> 
   return argv;
 }
 
+// moat's own copy (OUT/items/ID/base.git): a bare clone of a local repository, or of a url
+// repo's bundle (url_clone.h) with no configuration of the person's. With a ref its HEAD is
+// that commit, detached. No hook runs in either (hooksPath /dev/null, no templates for a url).
+Result<void> make_base(const Item& item, const BatchEnv& env, const Paths& p, json& line) {
+  std::string source = item.path;
+  if (!item.url.empty()) {
+    MOAT_ASSIGN_OR_RETURN(UrlBundle b, fetch_url_bundle(item.url, env));
+    source = b.path;
+    line["clone"] = {{"bundle", fs::relative(b.path, env.out_dir).string()},
+                     {"log", fs::relative(b.dir + "/clone.log", env.out_dir).string()},
+                     {"cached", b.cached}};
+  }
+  MOAT_TRY(git_output(
+      p, {"git", "-c", "core.hooksPath=/dev/null", "clone", "-q", "--bare", "--", source, p.base}));
+  if (item.ref.empty()) return {};
+  auto commit = git_output(p, {"git", "--git-dir=" + p.base, "rev-parse", "--verify", "--quiet",
+                               "--end-of-options", item.ref + "^{commit}"});
+  if (!commit)
+    return fail("ref \"" + item.ref + "\": no branch, tag or commit of that name in " +
+                (item.url.empty() ? item.path : item.url));
+  MOAT_TRY(
+      git_output(p, {"git", "--git-dir=" + p.base, "update-ref", "--no-deref", "HEAD", *commit}));
+  return {};
+}
+
 // A fresh item folder and work copy (what a killed earlier run left is removed first). The
 // work copy is cloned from moat's bare copy with its own objects (--no-hardlinks): nothing the
 // item does reaches the original, or moat's copy.
-Result<std::string> make_work_copy(const Item& item, const Paths& p) {
+Result<std::string> make_work_copy(const Item& item, const BatchEnv& env, const Paths& p,
+                                   json& line) {
   std::error_code ec;
   fs::remove_all(p.dir, ec);
   fs::remove_all(p.work, ec);
@@ -69,9 +105,10 @@ Result<std::string> make_work_copy(const Item& item, const Paths& p) {
   fs::create_directories(fs::path(p.work).parent_path(), ec);
   if (ec) return fail(Error::from_errno("mkdir", ec.value(), p.dir));
   std::ofstream(p.task) << item.task;
-  MOAT_TRY(process_output({"git", "clone", "-q", "--bare", item.path, p.base}));
-  MOAT_TRY(process_output({"git", "clone", "-q", "--no-hardlinks", p.base, p.work}));
-  return process_output({"git", "--git-dir=" + p.base, "rev-parse", "HEAD"});
+  MOAT_TRY(make_base(item, env, p, line));
+  MOAT_TRY(git_output(p, {"git", "-c", "core.hooksPath=/dev/null", "clone", "-q", "--no-hardlinks",
+                          "--", p.base, p.work}));
+  return git_output(p, {"git", "--git-dir=" + p.base, "rev-parse", "HEAD"});
 }
 
 std::vector<std::string> run_argv(const Item& item, const BatchEnv& env, const Paths& p) {
@@ -109,10 +146,13 @@ json finished_json(const Finished& f) {
 
 // The work copy's changes against the starting commit, new files included, as a git patch.
 Result<std::string> make_patch(const Paths& p, const std::string& start) {
-  MOAT_TRY(process_output(git(p, {"add", "-A"})));
+  // The index starts as the starting commit's tree, so what the work copy cannot show as it
+  // is in the tree (a submodule that is not checked out) is not taken for a deletion.
+  MOAT_TRY(git_output(p, git(p, {"read-tree", start})));
+  MOAT_TRY(git_output(p, git(p, {"add", "-A"})));
   MOAT_ASSIGN_OR_RETURN(Finished f, run_process({git(p, {"diff", "--cached", "--binary",
                                                          "--no-ext-diff", "--no-textconv", start}),
-                                                 p.diff, p.run_log, 0}));
+                                                 p.diff, p.run_log, 0, p.git_env}));
   if (!f.ok()) return fail("git diff in " + p.work + " failed (see " + p.run_log + ")");
   std::ifstream in(p.diff, std::ios::binary);
   std::stringstream ss;
@@ -184,8 +224,11 @@ std::string item_dir(const std::string& out_dir, const std::string& id) {
 
 nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   const auto start = Clock::now();
-  const Paths p = paths_of(env, item.id);
-  json line = {{"id", item.id}, {"repo", item.path}, {"model", item.model}};
+  const Paths p = paths_of(env, item);
+  json line = {
+      {"id", item.id}, {"repo", item.url.empty() ? item.path : item.url}, {"model", item.model}};
+  if (!item.url.empty()) line["url"] = item.url;
+  if (!item.ref.empty()) line["ref"] = item.ref;
   auto wall = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto lap = start;
   auto step = [&](const char* name) {  // each step's seconds, for the bench and the curious
@@ -193,12 +236,12 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
     line["steps"][name] = std::chrono::duration<double>(now - lap).count();
     lap = now;
   };
-  auto commit = make_work_copy(item, p);
+  auto commit = make_work_copy(item, env, p, line);
   step("workCopy");
   if (!commit) return error_line(line, "work copy: " + commit.error().message());
   line["startCommit"] = *commit;
   const double hard = item.limits.max_wall_s > 0 ? item.limits.max_wall_s + kWallGraceS : 0;
-  auto agent = run_process({run_argv(item, env, p), p.run_log, "", hard});
+  auto agent = run_process({run_argv(item, env, p), p.run_log, "", hard, {}});
   if (!agent) return error_line(line, "moat run: " + agent.error().message());
   line["agent"] = finished_json(*agent);
   line["exit"] = agent->exit_code;
@@ -209,7 +252,7 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   bool check_ok = true;
   if (!item.check.empty()) {
     const double check_hard = static_cast<double>(item.limits.check_timeout_s) + kWallGraceS;
-    auto check = run_process({check_argv(item, env, p), p.check_log, "", check_hard});
+    auto check = run_process({check_argv(item, env, p), p.check_log, "", check_hard, {}});
     if (!check) return error_line(line, "check: " + check.error().message());
     line["check"] = finished_json(*check);
     line["check"]["command"] = item.check;

@@ -1,5 +1,6 @@
 // agent/batch/manifest.cc: a batch manifest's TOML to items: defaults at the top, one
-// [[repo]] per item, each of which may override task, model, check and the limits.
+// [[repo]] per item (a path or a url, and a ref), each of which may override task, model,
+// check and the limits.
 #include "agent/batch/manifest.h"
 
 #include <cctype>
@@ -8,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/batch/repo_url.h"
 #include "policy/toml_reader.h"
 
 namespace moat::agent::batch {
@@ -82,22 +84,41 @@ Result<void> check_id(TomlReader& r, const toml::node& at, const std::string& ke
                         "starting with '.'); give the repo an id = \"...\"");
 }
 
-// One [[repo]] table: the defaults, then its own keys.
-Result<Item> read_repo(TomlReader& r, const toml::table& t, const std::string& key,
-                       const std::string& dir, const Item& defaults) {
-  MOAT_TRY(r.check_keys(t, with(kItemKeys, {"id", "path", "url"}), key));
-  Item item = defaults;
-  item.line = static_cast<int>(t.source().begin.line);
-  if (const auto* n = t.get("url"))
-    return r.error_at(n->source(), key + ".url",
-                      "cloning from a URL is not supported yet (no policy rule can allow moatd "
-                      "to clone); clone the repository and give its path = \"...\"");
+// Where the item's repository comes from: path (relative to the manifest) or url, and ref.
+// Returns the node an id derived from it is blamed on.
+Result<const toml::node*> read_source(TomlReader& r, const toml::table& t, const std::string& key,
+                                      const std::string& dir, Item& item) {
+  const toml::node* url = t.get("url");
+  if (url != nullptr && t.get("path") != nullptr)
+    return r.error_at(url->source(), key + ".url",
+                      "give path = \"...\" (a local repository) or url = \"...\", not both");
+  if (const auto* n = t.get("ref")) {
+    MOAT_ASSIGN_OR_RETURN(item.ref, r.string(*n, key + ".ref"));
+    if (auto ok = check_ref(item.ref); !ok)
+      return r.error_at(n->source(), key + ".ref", ok.error().message());
+  }
+  if (url != nullptr) {
+    MOAT_ASSIGN_OR_RETURN(item.url, r.string(*url, key + ".url"));
+    auto parsed = parse_repo_url(item.url);
+    if (!parsed) return r.error_at(url->source(), key + ".url", parsed.error().message());
+    item.id = default_url_id(*parsed);
+    return url;
+  }
   MOAT_ASSIGN_OR_RETURN(const toml::node* path, r.required(t, "path", key));
   MOAT_ASSIGN_OR_RETURN(std::string p, r.string(*path, key + ".path"));
   item.path = absolute_from(dir, p);
-  MOAT_TRY(read_item_keys(r, t, key, dir, item));
-  const toml::node* id_at = path;
   item.id = fs::path(item.path).filename().string();
+  return path;
+}
+
+// One [[repo]] table: the defaults, then its own keys.
+Result<Item> read_repo(TomlReader& r, const toml::table& t, const std::string& key,
+                       const std::string& dir, const Item& defaults) {
+  MOAT_TRY(r.check_keys(t, with(kItemKeys, {"id", "path", "url", "ref"}), key));
+  Item item = defaults;
+  item.line = static_cast<int>(t.source().begin.line);
+  MOAT_ASSIGN_OR_RETURN(const toml::node* id_at, read_source(r, t, key, dir, item));
+  MOAT_TRY(read_item_keys(r, t, key, dir, item));
   if (const auto* n = t.get("id")) {
     MOAT_ASSIGN_OR_RETURN(item.id, r.string(*n, key + ".id"));
     id_at = n;

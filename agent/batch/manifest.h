@@ -25,7 +25,9 @@ struct ItemLimits {
 
 struct Item {
   std::string id;    // unique, [A-Za-z0-9._-]: names the patch and the item's folder
-  std::string path;  // the repository, absolute
+  std::string path;  // a local repository, absolute; "" for a url repo
+  std::string url;   // a repository cloned through moatd's proxy (agent/batch/repo_url.h)
+  std::string ref;   // the branch, tag or commit the item starts from; "" = the HEAD
   std::string task;
   std::string model;  // "replay:FILE" with FILE made absolute, or "provider/model"
   std::string check;  // a shell line run in the sandbox after the agent stops; "" = none

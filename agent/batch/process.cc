@@ -10,6 +10,8 @@
 
 #include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/environment.hpp>
 #include <boost/process/exe.hpp>
 #include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
@@ -80,15 +82,17 @@ Result<Finished> run_process(const Spawn& s) {
       bp::extend::on_exec_setup = [](auto&) { (void)::prctl(PR_SET_PDEATHSIG, SIGKILL); };
   Finished f;
   try {
+    bp::environment env = boost::this_process::environment();
+    for (const auto& [name, value] : s.env) env[name] = value;
     std::unique_ptr<bp::child> c;
     if (s.stderr_path.empty())
       c = std::make_unique<bp::child>(bp::exe = program_path(s.argv[0]), bp::args = args,
-                                      bp::std_in<bp::null, (bp::std_out & bp::std_err)> out,
+                                      bp::std_in<bp::null, (bp::std_out & bp::std_err)> out, env,
                                       die_with_parent);
     else
       c = std::make_unique<bp::child>(bp::exe = program_path(s.argv[0]), bp::args = args,
                                       bp::std_in<bp::null, bp::std_out> out,
-                                      bp::std_err > s.stderr_path, die_with_parent);
+                                      bp::std_err > s.stderr_path, env, die_with_parent);
     auto pidfd = sys::pidfd_open(c->id());
     if (pidfd && !wait_readable(pidfd->get(), s.timeout_s)) {
       f.timed_out = true;
@@ -105,13 +109,14 @@ Result<Finished> run_process(const Spawn& s) {
   return f;
 }
 
-Result<std::string> process_output(const std::vector<std::string>& argv) {
+Result<std::string> process_output(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<std::string, std::string>>& env) {
   // Memory files, not temporary files: nothing is left behind when the batch is killed.
   MOAT_ASSIGN_OR_RETURN(UniqueFd out, sys::memfd("moat-batch-out"));
   MOAT_ASSIGN_OR_RETURN(UniqueFd err, sys::memfd("moat-batch-err"));
   const std::string self = "/proc/self/fd/";
   MOAT_ASSIGN_OR_RETURN(Finished f, run_process({argv, self + std::to_string(out.get()),
-                                                 self + std::to_string(err.get()), 0}));
+                                                 self + std::to_string(err.get()), 0, env}));
   MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(out.get()));
   MOAT_ASSIGN_OR_RETURN(std::string errors, sys::read_to_end(err.get()));
   if (!f.ok()) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -14,6 +15,7 @@ struct Spawn {
   std::string stdout_path;        // truncated; "" = /dev/null
   std::string stderr_path;        // appended; "" = the same file as stdout
   double timeout_s = 0;           // 0 = none; past it the process is killed (SIGKILL)
+  std::vector<std::pair<std::string, std::string>> env;  // set over this process's environment
 };
 
 struct Finished {
@@ -30,6 +32,8 @@ Result<Finished> run_process(const Spawn& s);
 
 // Runs argv and returns its stdout (trailing newline removed); an error when it exits non-zero,
 // naming the command and its stderr's last line.
-Result<std::string> process_output(const std::vector<std::string>& argv);
+Result<std::string> process_output(
+    const std::vector<std::string>& argv,
+    const std::vector<std::pair<std::string, std::string>>& env = {});
 
 }  // namespace moat::agent::batch

@@ -63,6 +63,10 @@ std::string row(const json& r) {
   const int turns = static_cast<int>(result_number(r, "turns"));
   std::string out = "<tr class=\"" + html_escape(status) + "\">";
   out += cell(id, html_escape(id), "id");
+  // Where the item came from: its local repository or the url it was cloned from (and ref).
+  const std::string source =
+      r.value("repo", "") + (r.contains("ref") ? " @ " + r.value("ref", "") : "");
+  out += cell(source, html_escape(source), "source");
   out += cell(std::to_string(rank(status)), html_escape(status), "status");
   out += cell(check_text(r), html_escape(check_text(r)), "check");
   out += cell(money(cost), "$" + money(cost), "cost");
@@ -134,7 +138,8 @@ std::string report_html(const std::vector<json>& results, const std::vector<std:
   std::string html = kHead;
   html += "<h1>moat batch report</h1>\n" + totals(rows);
   html += "<table id=\"items\"><thead><tr>";
-  for (const char* key : {"item", "status", "check", "cost", "turns", "diff", "reason", "links"})
+  for (const char* key :
+       {"item", "source", "status", "check", "cost", "turns", "diff", "reason", "links"})
     html += std::string("<th data-key=\"") + key + "\">" + key + "</th>";
   html += "</tr></thead><tbody>\n";
   for (const auto& r : rows) html += row(r);

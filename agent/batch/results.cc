@@ -25,7 +25,7 @@ Result<void> sync_directory(const std::string& dir) {
 // edited by hand into other types is skipped rather than trusted.
 bool is_result_line(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return false;
-  for (const char* key : {"status", "reason", "patch", "repo"})
+  for (const char* key : {"status", "reason", "patch", "repo", "url", "ref"})
     if (j.contains(key) && !j[key].is_string()) return false;
   for (const char* key : {"cost", "turns", "patchBytes", "wallSeconds"})
     if (j.contains(key) && !j[key].is_number()) return false;

@@ -20,6 +20,7 @@
 #include "agent/batch/progress.h"
 #include "agent/batch/report.h"
 #include "agent/batch/results.h"
+#include "agent/batch/url_clone.h"
 #include "agent/cli.h"
 #include "base/byte_strings.h"
 
@@ -106,6 +107,11 @@ Result<Plan> plan_batch(const BatchOptions& o) {
   for (const auto& item : plan.manifest.items)
     if (!o.shard || in_shard(item.id, o.shard->first, o.shard->second)) plan.shard.push_back(&item);
   MOAT_TRY(open_out(o, plan));
+  // A host the policy does not allow fails the batch before any item starts (or is cloned).
+  const std::string scratch = (fs::path(o.out_dir) / "clones").string();
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+  MOAT_TRY(check_urls_allowed(plan.shard, plan.manifest.policy_files, fs::absolute(scratch)));
   const auto done = finished_ids(plan.earlier);
   for (const auto* item : plan.shard)
     if (done.count(item->id) == 0) plan.todo.push_back(item);
@@ -143,10 +149,19 @@ std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, Resu
 }
 
 // --apply: each patch whose check passed goes into the repository it came from, if it applies.
+// A url repo has no local repository to apply to: it is named and left for the person.
 void apply_patches(const std::vector<json>& results, const std::string& out_dir) {
   for (const auto& r : results) {
     const bool check_passed = r.contains("check") && r["check"].value("passed", false);
     if (!check_passed || !r.contains("patch")) continue;
+    if (r.contains("url")) {
+      std::fprintf(stderr,
+                   "moat batch: apply %s: not applied: the item was cloned from %s, not a local "
+                   "repository; apply it in a clone of that (git apply %s)\n",
+                   r["patch"].get<std::string>().c_str(), r.value("repo", "").c_str(),
+                   (fs::path(out_dir) / r["patch"]).c_str());
+      continue;
+    }
     const std::string repo = r.value("repo", ""), patch = (fs::path(out_dir) / r["patch"]).string();
     auto ok = process_output({"git", "-C", repo, "apply", "--check", patch});
     if (ok) ok = process_output({"git", "-C", repo, "apply", patch});

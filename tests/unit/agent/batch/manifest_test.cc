@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -123,13 +124,58 @@ TEST(BatchManifest, ARepoWithoutTaskOrModelOrPathSaysWhichIsMissing) {
   ASSERT_FALSE(no_repo);
 }
 
-TEST(BatchManifest, AUrlIsRefusedSayingWhatToDoInstead) {
-  auto m = parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://example.com/r.git\"\n");
-  ASSERT_FALSE(m);
-  EXPECT_NE(m.error().message().find("m.toml:4:7: repo[0].url: cloning from a URL is not "
-                                     "supported yet"),
+TEST(BatchManifest, AUrlRepoGetsAnIdFromItsUrlAndMayNameARef) {
+  auto m = parse(
+      "task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://example.com/org/svc-a.git\"\n"
+      "[[repo]]\nurl = \"https://example.com/org/svc-a.git\"\nid = \"svc-a-old\"\n"
+      "ref = \"v1.0\"\n[[repo]]\npath = \"../local\"\nref = \"feature/x\"\n");
+  ASSERT_TRUE(m) << m.error().message();
+  using Source = std::array<std::string, 4>;  // id, url, path, ref
+  std::vector<Source> got;
+  for (const Item& i : m->items) got.push_back({i.id, i.url, i.path, i.ref});
+  const std::string url = "https://example.com/org/svc-a.git";
+  EXPECT_EQ(got, (std::vector<Source>{{"svc-a", url, "", ""},
+                                      {"svc-a-old", url, "", "v1.0"},
+                                      {"local", "", "/base/local", "feature/x"}}));
+  // Two entries with one url need ids of their own.
+  auto twice = parse(
+      "task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://h/r.git\"\n[[repo]]\n"
+      "url = \"https://h/r.git\"\n");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message().find("\"r\" is already the id of the repo at line 3"),
             std::string::npos)
-      << m.error().message();
+      << twice.error().message();
+}
+
+TEST(BatchManifest, ABadUrlOrRefIsAnErrorAtItsFileLineAndColumn) {
+  auto file_url = parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"file:///srv/r.git\"\n");
+  ASSERT_FALSE(file_url);
+  EXPECT_EQ(file_url.error().message().rfind("m.toml:4:7: repo[0].url: \"file:///srv/r.git\": "
+                                             "file:// names a local repository",
+                                             0),
+            0u)
+      << file_url.error().message();
+  auto creds = parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://u:tok@h/r.git\"\n");
+  ASSERT_FALSE(creds);
+  EXPECT_NE(creds.error().message().find("m.toml:4:7: repo[0].url: "), std::string::npos);
+  EXPECT_NE(creds.error().message().find("a user or a password"), std::string::npos);
+  auto both =
+      parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\npath = \"a\"\nurl = \"https://h/r.git\"\n");
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().message().find("m.toml:5:7: repo[0].url: give path"), std::string::npos)
+      << both.error().message();
+  auto ref =
+      parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://h/r.git\"\nref = \"-x\"\n");
+  ASSERT_FALSE(ref);
+  EXPECT_NE(ref.error().message().find("m.toml:5:7: repo[0].ref: \"-x\" is not a ref"),
+            std::string::npos)
+      << ref.error().message();
+  auto unknown =
+      parse("task = \"t\"\nmodel = \"m\"\n[[repo]]\nurl = \"https://h/r.git\"\nbranch = \"x\"\n");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("m.toml:5:1: repo[0].branch: unknown key"),
+            std::string::npos)
+      << unknown.error().message();
 }
 
 TEST(BatchShard, EveryItemIsInExactlyOneShard) {
