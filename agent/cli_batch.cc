@@ -25,7 +25,8 @@ void add_batch_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--resume", o->resume, "Skip the items OUT/results.jsonl already has");
   cmd->add_flag("--apply", o->apply,
-                "Apply each patch whose check passed to the repository it came from");
+                "Apply each patch whose check passed to the local repository it came from (a "
+                "url repo's patch is named, never applied)");
   cmd->add_flag("--json", o->json_events, "One JSON event per item start and finish on stdout");
   cmd->add_option("--shard", *shard,
                   "I/N: run only shard I (0-based) of N, a stable split by item id");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "agent/batch/manifest.h"
 #include "agent/batch/results.h"
 #include "tests/integration/e2e/e2e_support.h"
 #include "tests/support/batch_repos.h"
@@ -215,6 +216,45 @@ TEST_F(BatchUrlTest, AHostThePolicyDoesNotAllowIsRefusedNamingTheRuleToAddAndNot
   EXPECT_EQ(file.exit_code, 2) << file.out;
   EXPECT_NE(file.out.find("batch.toml:5:7: repo[0].url: \"file://"), std::string::npos) << file.out;
   EXPECT_FALSE(fs::exists(d + "/out3"));
+}
+
+TEST_F(BatchUrlTest, AShardChecksAndClonesOnlyItsOwnUrlsAndAFailedCloneIsTheItemsError) {
+  const std::string d = dir_.path();
+  // Two shards that split "svc" (allowed) from "gone" (an allowed host, a repository the
+  // server does not have) and "other" (a host no rule allows).
+  unsigned n = 2;
+  auto shard = [&](const char* id) {
+    for (unsigned i = 0; i < n; ++i)
+      if (agent::batch::in_shard(id, i, n)) return i;
+    return n;
+  };
+  while (shard("svc") == shard("other") || shard("svc") == shard("gone") ||
+         shard("gone") == shard("other"))
+    ++n;
+  write_manifest("[[repo]]\nurl = \"" + url("git.test", "svc.git") + "\"\n[[repo]]\nurl = \"" +
+                 url("git.test", "gone.git") + "\"\n[[repo]]\nurl = \"" +
+                 url("other.test", "svc.git") + "\"\nid = \"other\"\n");
+  auto arg = [&](unsigned i) { return std::to_string(i) + "/" + std::to_string(n); };
+  const e2e::Run own = batch(d + "/svc", {"--shard", arg(shard("svc"))});
+  EXPECT_EQ(own.exit_code, 0) << own.out;
+  EXPECT_EQ(results_of(d + "/svc").size(), 1u) << own.out;
+  EXPECT_EQ(result_for(results_of(d + "/svc"), "svc").value("status", ""), "passed");
+
+  const e2e::Run gone = batch(d + "/gone", {"--shard", arg(shard("gone"))});
+  EXPECT_EQ(gone.exit_code, 1) << gone.out;
+  const json line = result_for(results_of(d + "/gone"), "gone");
+  EXPECT_EQ(line.value("status", ""), "error") << gone.out;
+  EXPECT_NE(line.value("reason", "")
+                .find("cloning " + url("git.test", "gone.git") + " in the sandbox failed (exit "),
+            std::string::npos)
+      << line.dump();
+  EXPECT_NE(line.value("reason", "").find("/clone.log)"), std::string::npos) << line.dump();
+  EXPECT_NE(http_log().find("GET /gone.git/"), std::string::npos) << http_log();
+  const e2e::Run other = batch(d + "/other", {"--shard", arg(shard("other"))});
+  EXPECT_EQ(other.exit_code, 2) << other.out;
+  EXPECT_NE(other.out.find("url " + url("other.test", "svc.git") + ": the policy does not allow"),
+            std::string::npos)
+      << other.out;
 }
 
 TEST_F(BatchUrlTest, AHostileRemoteRunsNothingOnTheHostAndWritesNothingOutsideTheWorkCopy) {
