@@ -87,15 +87,28 @@ std::vector<std::string> clone_argv(const std::string& url, const BatchEnv& env,
   return a;
 }
 
-// The last line of the clone's log, for the item's reason.
-std::string last_line_of(const std::string& path) {
+// The clone's log, for the item's reason.
+std::string read_log(const std::string& path) {
   auto fd = sys::open_path(path, O_RDONLY);
   if (!fd) return "";
   auto text = sys::read_to_end(fd->get());
-  if (!text) return "";
-  std::string t = *text;
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  return t.substr(t.rfind('\n') + 1);
+  return text ? *text : "";
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text.substr(text.rfind('\n') + 1);
+}
+
+// Why a clone failed, when a limit of the sandbox's is the likely cause: the policy's limits
+// apply to the clone as to any call.
+std::string limit_hint(const Finished& f, const std::string& log) {
+  constexpr int kSigXfsz = 25;  // the file-size limit (RLIMIT_FSIZE)
+  if (f.exit_code == 128 + kSigXfsz || log.find("signal 25") != std::string::npos)
+    return "; a file of the clone outgrew the policy's resources.file_size";
+  if (f.exit_code == 124 || f.timed_out)
+    return "; the clone outlasted the policy's resources.wall_time (or moat's hour)";
+  return "";
 }
 
 // Clones in the sandbox into dir/ws, the bundle into dir/repo.bundle.tmp, then renames it.
@@ -109,10 +122,11 @@ Result<void> clone_in_sandbox(const std::string& url, const BatchEnv& env, const
   if (!done) return fail(done.error());
   if (!done->ok()) {
     fs::remove(tmp, ec);
+    const std::string text = read_log(log);
     return fail(
         "cloning " + url + " in the sandbox failed (" +
         (done->timed_out ? std::string("timed out") : "exit " + std::to_string(done->exit_code)) +
-        "): " + last_line_of(log) + " (the clone's log: " + log + ")");
+        "): " + last_line(text) + limit_hint(*done, text) + " (the clone's log: " + log + ")");
   }
   MOAT_ASSIGN_OR_RETURN(UniqueFd f, sys::open_path(tmp, O_RDONLY));
   if (::fsync(f.get()) != 0) return fail(Error::from_errno("fsync", errno, tmp));

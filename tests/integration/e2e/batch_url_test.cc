@@ -257,6 +257,30 @@ TEST_F(BatchUrlTest, AShardChecksAndClonesOnlyItsOwnUrlsAndAFailedCloneIsTheItem
       << other.out;
 }
 
+TEST_F(BatchUrlTest, AClonePastThePolicysFileSizeLimitIsTheItemsErrorNamingTheLimit) {
+  const std::string d = dir_.path();
+  // The clone is a call like any: a 200 KB repository under a 50 KiB file-size limit.
+  sh("cd '" + d + "' && " + kGit +
+     " init -q big && cd big && head -c 200000 /dev/urandom > blob && " + kGit + " add blob && " +
+     kGit + " -c user.name=t -c user.email=t@example.com commit -qm b && " + kGit +
+     " clone -q --bare . '" + d + "/srv/big.git'");
+  serve_all();
+  testing::write_text(d + "/config/moat/policy.d/small.toml",
+                      "schema = 1\nresources = { file_size = \"50KiB\" }\n");
+  write_manifest("[[repo]]\nurl = \"" + url("git.test", "big.git") + "\"\n");
+  const e2e::Run r = batch(d + "/out");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const json line = result_for(results_of(d + "/out"), "big");
+  EXPECT_EQ(line.value("status", ""), "error") << r.out;
+  EXPECT_NE(line.value("reason", "")
+                .find("a file of the clone outgrew the policy's "
+                      "resources.file_size"),
+            std::string::npos)
+      << line.dump();
+  for (const auto& e : fs::directory_iterator(d + "/out/clones"))
+    EXPECT_FALSE(fs::exists(e.path() / "repo.bundle")) << "a cut bundle was kept";
+}
+
 TEST_F(BatchUrlTest, AHostileRemoteRunsNothingOnTheHostAndWritesNothingOutsideTheWorkCopy) {
   const std::string d = dir_.path(), marks = d + "/marks", victim = d + "/victim";
   fs::create_directories(marks);
