@@ -210,6 +210,18 @@ TEST_F(BatchUrlTest, AHostThePolicyDoesNotAllowIsRefusedNamingTheRuleToAddAndNot
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out << read_file(d + "/out2/results.jsonl");
   EXPECT_EQ(count_of(http_log(), "GET /svc.git/info/refs"), 1);
 
+  // The manifest's own policy files count too: one that denies the host refuses the batch.
+  testing::write_text(d + "/no-git.toml",
+                      "schema = 1\n[[network]]\nid = \"batch.no-git\"\ndecision = \"deny\"\n"
+                      "domains = [\"git.test\"]\n");
+  write_manifest("policy = \"no-git.toml\"\n[[repo]]\nurl = \"" + url("git.test", "svc.git") +
+                 "\"\n");
+  const e2e::Run narrowed = batch(d + "/out4");
+  EXPECT_EQ(narrowed.exit_code, 2) << narrowed.out;
+  EXPECT_NE(narrowed.out.find("(decided by batch.no-git in the cli layer"), std::string::npos)
+      << narrowed.out;
+  EXPECT_EQ(count_of(http_log(), "GET /svc.git/info/refs"), 1);
+
   // A file:// url (or a local path) is a path, never fetched: refused before anything starts.
   write_manifest("[[repo]]\nurl = \"file://" + d + "/srv/svc.git\"\n");
   const e2e::Run file = batch(d + "/out3");
