@@ -187,6 +187,40 @@ TEST_F(BatchUrlTest, UrlReposAreClonedOnceThroughTheSandboxAndTheirPatchesApplyT
   EXPECT_EQ(count_of(http_log(), "GET /svc.git/info/refs"), before);
 }
 
+TEST_F(BatchUrlTest, GitsSmartHttpProtocolWorksThroughTheProxyToo) {
+  // What hosting services speak: git http-backend (a CGI script under python3's server, which
+  // runs it as nobody when the test is root: hence safe.directory).
+  const std::string d = dir_.path(), cgi = d + "/srv/cgi-bin";
+  fs::create_directories(cgi);
+  testing::write_text(cgi + "/git",
+                      "#!/bin/sh\nexport GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory "
+                      "GIT_CONFIG_VALUE_0='*' GIT_PROJECT_ROOT='" +
+                          d + "/srv' GIT_HTTP_EXPORT_ALL=1\nexec git http-backend\n");
+  fs::permissions(cgi + "/git", fs::perms::all, fs::perm_options::add);
+  const pid_t smart = start({"python3", "-u", "-m", "http.server", "--cgi", "0", "--bind",
+                             "127.0.0.1", "--directory", d + "/srv"},
+                            d + "/smart.log");
+  std::smatch m;
+  const bool up = eventually([&] {
+    const std::string log = read_file(d + "/smart.log");
+    return std::regex_search(log, m, std::regex("port ([0-9]+)"));
+  });
+  if (up) {
+    const std::string smart_url = "http://git.test:" + m[1].str() + "/cgi-bin/git/svc.git";
+    write_manifest("[[repo]]\nurl = \"" + smart_url + "\"\n");
+    const e2e::Run r = batch(d + "/out");
+    EXPECT_EQ(r.exit_code, 0) << r.out << read_file(d + "/out/results.jsonl");
+    EXPECT_NE(read_file(d + "/smart.log").find("\"POST /cgi-bin/git/svc.git/git-upload-pack "),
+              std::string::npos)
+        << read_file(d + "/smart.log");
+    EXPECT_EQ(result_for(results_of(d + "/out"), "svc").value("startCommit", "") + "\n",
+              rev_parse(d + "/srv/svc.git", "HEAD"));
+  }
+  kill(smart, SIGTERM);
+  wait_exit(smart, 10);
+  ASSERT_TRUE(up) << read_file(d + "/smart.log");
+}
+
 TEST_F(BatchUrlTest, AHostThePolicyDoesNotAllowIsRefusedNamingTheRuleToAddAndNothingIsCloned) {
   const std::string d = dir_.path(), other = url("other.test", "svc.git");
   write_manifest("[[repo]]\nurl = \"" + other + "\"\n");
