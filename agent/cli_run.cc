@@ -140,6 +140,9 @@ struct Opened {
   std::string task;  // empty when a resumed session goes on without a new one
   bool headless = true;
   bool json = false;  // --json or --rpc: events on stdout
+  // stdin and stdout are a terminal: a session of prompts, one after another, until the
+  // person ends it (agent/terminal_repl.h); the loop serves them as it serves --rpc.
+  bool repl = false;
   std::unique_ptr<Provider> provider;
   std::unique_ptr<MoatdClient> client;
   Welcome welcome;
@@ -195,6 +198,8 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
                      "--rpc takes its tasks as prompt commands on stdin, not as words or "
                      "--task-file");
   if (o.rpc) return std::nullopt;
+  // At a terminal the first prompt may wait for the person, as every later one does.
+  if (r.repl && o.task_words.empty() && o.task_file.empty()) return std::nullopt;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
     auto task = read_task(o);
     if (!task) return exit_with(r, kExitUsage, task.error().message());
@@ -257,7 +262,7 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
   (void)r.store->append({{"type", "tools_change"},
                          {"tools", tool_names(r.welcome)},
                          {"moatd_session", r.welcome.session}});
-  if (!r.task.empty())
+  if (!r.task.empty() && !r.repl)  // a terminal session's first prompt runs as every other
     (void)r.store->append(
         {{"type", "message"},
          {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
@@ -274,6 +279,8 @@ Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   console.interactive = !r.headless && !o.rpc;
   console.rpc = o.rpc;
   console.view = !r.headless && !o.rpc;
+  console.repl = r.repl;
+  if (r.repl) console.first_prompt = r.task;
   console.moatd_pid = r.client->moatd_pid();
   console.loop_only_fds = {r.client->fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
@@ -354,7 +361,8 @@ int run_confined(const RunOptions& o, Opened& r) {
   // stdin is the console's pipe: the lines the person typed that were not answers, each a
   // steering message (with --rpc: the checked commands).
   std::unique_ptr<TerminalInput> terminal;
-  if (!r.headless && !o.rpc) terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
+  if (!r.headless && !o.rpc && !r.repl)
+    terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
   r.client->start_reader();  // moatd's frames are read by a thread of their own from here on
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
@@ -377,10 +385,11 @@ int run_confined(const RunOptions& o, Opened& r) {
         cancel);
   };
   std::optional<LoopOutcome> outcome;
-  if (!o.rpc)
+  const bool served = o.rpc || r.repl;  // prompts come one after another on stdin
+  if (!served)
     outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools, o.loop,
                        events.loop_events(), &g_cancel, &inbox);
-  const int rpc_code = o.rpc ? serve_rpc_confined(o, r, events, call_tool) : 0;
+  const int rpc_code = served ? serve_rpc_confined(o, r, events, call_tool) : 0;
   r.client->bye();
   if (terminal) terminal->close();
   r.client.reset();  // after moatd closed the connection: session.end is written
@@ -396,6 +405,7 @@ int run(RunOptions& o) {
   // --rpc: the client answers moatd's questions (ask events, answer commands).
   r.headless = !o.rpc && !o.interactive &&
                (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
+  r.repl = !r.headless && !o.rpc && ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1;
   // Decided before anything runs: a failure at any step is reported the same way.
   // A terminal run's loop writes events too: the console draws them (agent/terminal_view.h).
   r.events = r.json || !r.headless ? json_event_sink(stdout) : text_event_sink();
@@ -409,7 +419,7 @@ int run(RunOptions& o) {
   if (Exit e = open_session_file(o, r)) return *e;
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   r.system_prompt = system_prompt_for(r.welcome.tools, r.workspace);
-  if (o.rpc) r.open_model = model_opener();
+  if (o.rpc || r.repl) r.open_model = model_opener();
   if (Exit e = split_off_the_loop(o, r)) return *e;
   return run_confined(o, r);
 }

@@ -247,8 +247,11 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
 
   std::string summary = context.summary;
   if (!history.empty()) {
-    MOAT_ASSIGN_OR_RETURN(summary,
-                          summarize(history_summary_request(history, context.summary, max_tokens)));
+    SummaryRequest request = history_summary_request(history, context.summary, max_tokens);
+    if (!settings.instructions.empty())
+      request.prompt +=
+          "\n\nThe person who asked for this summary adds:\n" + fence(settings.instructions);
+    MOAT_ASSIGN_OR_RETURN(summary, summarize(request));
   }
   if (cut.splits_turn()) {
     MOAT_ASSIGN_OR_RETURN(std::string turn, summarize(turn_prefix_request(prefix, max_tokens)));

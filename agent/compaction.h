@@ -23,6 +23,7 @@ using Message = nlohmann::json;
 struct CompactionSettings {
   int64_t reserve_tokens = 16384;      // room kept for the next answer and the summary
   int64_t keep_recent_tokens = 20000;  // newest context kept verbatim after a compaction
+  std::string instructions;            // a person's `/compact TEXT`: what the summary keeps
 };
 
 // True when `used` (the last call's input + output tokens) leaves less than `reserve` of

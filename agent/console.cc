@@ -18,6 +18,7 @@
 
 #include "agent/rpc_console.h"
 #include "agent/run_support.h"
+#include "agent/terminal_repl.h"
 #include "agent/terminal_view.h"
 #include "agent/visible.h"
 #include "base/sys.h"
@@ -113,6 +114,11 @@ class Console {
       });
     if (o.view)
       view_ = std::make_unique<TerminalView>(stdout, stderr, ::isatty(STDERR_FILENO) == 1);
+    if (view_ && o.repl) {
+      view_->set_repl();
+      repl_ = true;
+      if (!o.first_prompt.empty()) to_loop({{"type", "prompt"}, {"message", o.first_prompt}}, true);
+    }
   }
   // Serves until the loop has exited; returns its wait status.
   int run();
@@ -128,6 +134,10 @@ class Console {
   // Copies what the loop wrote to `to`, its controls made visible; false at end of file.
   bool pump(UniqueFd& from, FILE* to, std::string& carry);
   void write_to_loop();
+  // A terminal session: a command for the loop (`job`: a prompt or a compaction, a turn
+  // runs), and the end the person asked for.
+  void to_loop(const nlohmann::json& command, bool job);
+  void end_session();
 
   pid_t loop_;
   bool interactive_;
@@ -142,6 +152,8 @@ class Console {
   std::unique_ptr<RpcConsole> rpc_;     // `--rpc`
   std::unique_ptr<TerminalView> view_;  // a terminal run: the loop's events drawn
   int interrupts_ = 0;                  // Ctrl-C: the first cancels the turn, the second quits
+  bool repl_ = false;                   // a terminal session (agent/terminal_repl.h)
+  LoopCommands commands_;
 };
 
 bool Console::stdin_wanted() const {
@@ -183,6 +195,7 @@ int Console::run() {
     if (ready(err) && !shown_ && !pump(loop_err_, stderr, err_carry_)) loop_err_.reset();
     if (to >= 0 && (fds[to].revents & (POLLOUT | POLLERR | POLLHUP))) write_to_loop();
     if (view_ && !shown_) view_->tick();
+    if (repl_ && !view_->busy()) interrupts_ = 0;  // the turn is over: Ctrl-C counts afresh
   }
   // The loop has exited; what it wrote last is still in the pipes (read without waiting:
   // a process it forked may hold them open).
@@ -192,6 +205,7 @@ int Console::run() {
   while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
   if (rpc_) rpc_->loop_output_ended();
   if (view_) view_->feed("\n");  // a last event without its LF
+  if (view_) view_->ended();
   return status;
 }
 
@@ -225,9 +239,12 @@ void Console::read_signals() {
     if (sigs[i] == SIGINT) {
       // The first Ctrl-C cancels the turn (the loop's own handler: the session and the audit
       // log end cleanly); a second one ends the loop at once. A question on the screen is
-      // declined, as moatd declines it when the call is cancelled.
+      // declined, as moatd declines it when the call is cancelled. In a terminal session no
+      // turn runs at the prompt: there Ctrl-C ends the session as Ctrl-D does.
       if (view_) view_->erase();
-      if (++interrupts_ == 1) {
+      if (repl_ && !view_->busy() && interrupts_ == 0) {
+        end_session();
+      } else if (++interrupts_ == 1) {
         ::kill(loop_, SIGINT);
         if (interactive_ && !rpc_)
           std::fprintf(stderr, "\nmoat: cancelling the turn (Ctrl-C again to quit)\n");
@@ -265,6 +282,7 @@ void Console::read_stdin() {
   }
   if (n <= 0) {
     if (!partial_.empty()) take_line(std::exchange(partial_, std::string()));
+    if (repl_) view_->say("");  // Ctrl-D at the prompt: what follows starts on a line of its own
     // End of input: the loop gets it too, and every question, now or later, is declined.
     stdin_eof_ = true;
     to_loop_.reset();
@@ -287,6 +305,17 @@ void Console::take_line(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (shown_) return answer(line);
   if (view_ && view_->command(line)) return;  // /cost, /diff, /policy, /model
+  if (repl_ && !(view_->busy() && is_answer(line))) {
+    const TypedLine t = read_typed_line(line, view_->busy());
+    if (t.kind == TypedLine::Kind::kLoop) {
+      const std::string type = t.command.value("type", "");
+      return to_loop(t.command, type == "prompt" || type == "compact");
+    }
+    if (t.kind == TypedLine::Kind::kSay) view_->say(t.text);
+    if (t.kind == TypedLine::Kind::kEnd) return end_session();
+    if (!view_->busy()) view_->show_prompt();
+    return;
+  }
   // Typed ahead of a question: an answer waits for it, a sentence steers the loop.
   if (is_answer(line)) {
     if (held_.size() < kMaxHeldAnswers) held_.push_back(std::move(line));
@@ -296,6 +325,24 @@ void Console::take_line(std::string line) {
   line += '\n';
   if (::write(to_loop_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     std::fprintf(stderr, "moat: the agent is not reading; the message was not delivered\n");
+}
+
+void Console::to_loop(const nlohmann::json& command, bool job) {
+  if (!to_loop_.valid()) return;
+  const std::string line = commands_.next(command);
+  if (::write(to_loop_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    std::fprintf(stderr, "moat: the agent is not reading; the line was not delivered\n");
+    return;
+  }
+  if (job) view_->started();
+}
+
+// The loop sees its input end, finishes what runs and exits; the session and the audit log
+// are closed as at the end of any run.
+void Console::end_session() {
+  stdin_eof_ = true;
+  to_loop_.reset();
+  while (!asks_.empty()) answer(std::nullopt);
 }
 
 void Console::read_channel() {

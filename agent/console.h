@@ -19,6 +19,10 @@ struct ConsoleOptions {
   bool interactive = false;  // typed lines answer moatd's questions or steer the loop
   bool rpc = false;          // `--rpc`: stdin carries commands (agent/rpc_console.h)
   bool view = false;         // the loop writes JSON events; the console draws agent/terminal_view.h
+  // A terminal session (agent/terminal_repl.h): typed lines become the loop's commands, as
+  // --rpc's; `first_prompt` (when not empty) is the first.
+  bool repl = false;
+  std::string first_prompt;
   pid_t moatd_pid = -1;      // a private moatd, reaped after the loop (it writes session.end)
   std::vector<int> loop_only_fds;  // closed in the console: the loop's alone (its moatd socket)
 };

@@ -9,15 +9,17 @@ namespace {
 using nlohmann::json;
 
 // One row per command: its name and the fields it takes besides "type" and "id" (each a
-// non-empty string). docs/events.md documents the same table; the schema test compares them.
+// non-empty string), required then optional. docs/events.md documents the same table; the
+// schema test compares them.
 struct CommandRow {
   RpcKind kind;
   const char* name;
   std::vector<const char*> fields;
+  std::vector<const char*> optional = {};
 };
 
-const std::array<CommandRow, 7>& command_table() {
-  static const std::array<CommandRow, 7> rows = {{
+const std::array<CommandRow, 10>& command_table() {
+  static const std::array<CommandRow, 10> rows = {{
       {RpcKind::kPrompt, "prompt", {"message"}},
       {RpcKind::kSteer, "steer", {"message"}},
       {RpcKind::kFollowUp, "follow_up", {"message"}},
@@ -25,6 +27,9 @@ const std::array<CommandRow, 7>& command_table() {
       {RpcKind::kAnswer, "answer", {"ask", "decision"}},
       {RpcKind::kGetState, "get_state", {}},
       {RpcKind::kSetModel, "set_model", {"model"}},
+      {RpcKind::kGetTree, "get_tree", {}},
+      {RpcKind::kFork, "fork", {}, {"entry"}},
+      {RpcKind::kCompact, "compact", {}, {"instructions"}},
   }};
   return rows;
 }
@@ -57,9 +62,10 @@ const CommandRow* row_named(const std::string& name) {
 
 // Every field of `o` is the command's, of its type; every field it needs is there.
 Result<void> check_fields(const CommandRow& row, const json& o) {
-  const std::string fields = listed(row.fields);
+  std::vector<const char*> all = row.fields;
+  all.insert(all.end(), row.optional.begin(), row.optional.end());
   const std::string takes =
-      row.fields.empty() ? "it takes only type and id" : "it takes type, id and " + fields;
+      all.empty() ? "it takes only type and id" : "it takes type, id and " + listed(all);
   for (const auto& [key, value] : o.items()) {
     if (key == "type") continue;
     if (key == "id") {
@@ -68,7 +74,7 @@ Result<void> check_fields(const CommandRow& row, const json& o) {
       continue;
     }
     bool known = false;
-    for (const char* f : row.fields) known = known || key == f;
+    for (const char* f : all) known = known || key == f;
     if (!known) return fail("unknown field \"" + key + "\" in " + row.name + " (" + takes + ")");
     if (!value.is_string() || value.get<std::string>().empty())
       return fail(std::string(row.name) + "." + key + " is " + quoted_json(value) +
@@ -96,6 +102,8 @@ Result<RpcCommand> command_of(const json& o) {
   c.ask = o.value("ask", "");
   c.decision = o.value("decision", "");
   c.model = o.value("model", "");
+  c.entry = o.value("entry", "");
+  c.instructions = o.value("instructions", "");
   if (c.kind == RpcKind::kAnswer) {
     bool known = false;
     for (const char* d : kDecisions) known = known || c.decision == d;

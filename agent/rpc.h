@@ -18,7 +18,18 @@ namespace moat::agent {
 // hold more). A longer line is refused whole, and reading goes on after its LF.
 inline constexpr std::size_t kMaxRpcLine = 1u << 20;
 
-enum class RpcKind { kPrompt, kSteer, kFollowUp, kAbort, kAnswer, kGetState, kSetModel };
+enum class RpcKind {
+  kPrompt,
+  kSteer,
+  kFollowUp,
+  kAbort,
+  kAnswer,
+  kGetState,
+  kSetModel,
+  kGetTree,
+  kFork,
+  kCompact
+};
 
 struct RpcCommand {
   RpcKind kind = RpcKind::kGetState;
@@ -28,6 +39,8 @@ struct RpcCommand {
   std::string ask;         // answer: the id of moatd's question (an `ask` event's `ask`)
   std::string decision;    // answer: allow_once, allow_session or deny
   std::string model;       // set_model
+  std::string entry;       // fork: the entry to go on from ("": before the last prompt)
+  std::string instructions;  // compact: what the summary should keep in view
 };
 
 // The command's name on the wire ("follow_up").

@@ -84,7 +84,16 @@ void TerminalView::feed(std::string_view bytes) {
 
 void TerminalView::event(const json& e) {
   const std::string type = str(e, "type");
-  if (type == "session") session_ = e;
+  if (type == "session") {
+    session_ = e;
+    if (repl_)
+      line("moat: session " + str(e, "id") + ", model " + str(e, "model") +
+           ": type a prompt (/help lists the commands, Ctrl-D ends)");
+    if (repl_ && !busy_) show_prompt();
+    return;
+  }
+  if (repl_ && type == "result") return turn_over(e);
+  if (type == "response") return responded(e);
   if (type == "text_delta") return text(str(e, "text"));
   if (type == "answer") return answered(e);
   if (type == "tool_call_start") return call_started(e);
@@ -255,6 +264,65 @@ bool TerminalView::command(const std::string& typed) {
   }
   line(out);
   return true;
+}
+
+// A turn of a terminal session has ended: how (one line), then the prompt again.
+void TerminalView::turn_over(const json& result) {
+  const std::string lines = event_status_lines(result);
+  const std::size_t a = lines.find("moat: ");
+  if (a != std::string::npos) line(lines.substr(a, lines.find('\n', a) - a));
+  for (const char* key : {"session_file", "audit_log"})
+    if (result.contains(key)) session_[key] = result[key];
+  busy_ = false;
+  show_prompt();
+}
+
+// The loop's answer to a command the console sent for the person (agent/terminal_repl.h).
+void TerminalView::responded(const json& e) {
+  const std::string command = str(e, "command");
+  const bool ok = e.value("success", false);
+  const bool job = command == "prompt" || command == "compact";
+  if (!ok) line("moat: " + str(e, "error"));
+  if (ok && command == "steer")
+    line("moat: message queued: the model gets it after the current step");
+  if (ok && command == "get_tree") line(str(e, "tree"));
+  if (ok && command == "fork")
+    line("moat: the next prompt goes on from " +
+         (str(e, "entry").empty() ? std::string("the start") : str(e, "entry")) +
+         ", a new branch of this session (/tree shows it)");
+  if (ok && command == "compact")
+    line("moat: compacted: the context went from about " + std::to_string(num(e, "tokens_before")) +
+         " to about " + std::to_string(num(e, "tokens_after")) + " tokens");
+  if (job && (!ok || command == "compact")) busy_ = false;
+  if (repl_ && !busy_ && command != "steer") show_prompt();
+}
+
+void TerminalView::show_prompt() {
+  erase();
+  end_line();
+  std::fputs("> ", err_);
+  std::fflush(err_);
+}
+
+void TerminalView::ended() {
+  if (!repl_) return;
+  erase();
+  end_line();
+  char cost[64];
+  std::snprintf(cost, sizeof cost, "$%.4f",
+                totals_.contains("cost") ? totals_["cost"].value("total", 0.0) : 0.0);
+  std::string out = "\nmoat: session " + str(session_, "id") +
+                    " ended: " + std::to_string(num(totals_, "answers")) + " answers, " + cost +
+                    "\n";
+  if (!str(session_, "session_file").empty())
+    out += "moat: session file: " + str(session_, "session_file") + "\n";
+  if (!str(session_, "audit_log").empty())
+    out += "moat: audit log:    " + str(session_, "audit_log") + "\n";
+  if (!str(session_, "session_file").empty())
+    out += "moat: moat run --resume " + str(session_, "id") + " goes on with it\n";
+  const std::string shown = visible(out);
+  std::fputs(shown.c_str(), err_);
+  std::fflush(err_);
 }
 
 }  // namespace moat::agent

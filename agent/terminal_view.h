@@ -36,6 +36,19 @@ class TerminalView {
   // from the events seen so far and returns true; any other line is not the view's.
   bool command(const std::string& line);
 
+  // A terminal session (agent/terminal_repl.h): the loop serves prompts one after another,
+  // as with --rpc; the view shows a prompt whenever no turn runs, and a summary at the end.
+  void set_repl() { repl_ = true; }
+  // The console sent a prompt or a compaction: a turn runs until its result (or response).
+  void started() { busy_ = true; }
+  bool busy() const { return busy_; }
+  // A line of the console's own (help, an answer to a command), controls made visible.
+  void say(const std::string& s) { line(s); }
+  // The loop has ended: a terminal session's summary (its records, how to go on).
+  void ended();
+  // "> ", where the next prompt is typed.
+  void show_prompt();
+
  private:
   struct Running {
     std::string id, tool, summary;
@@ -49,6 +62,8 @@ class TerminalView {
   void call_output(const nlohmann::json& e);
   void call_ended(const nlohmann::json& e);
   void answered(const nlohmann::json& e);
+  void responded(const nlohmann::json& e);
+  void turn_over(const nlohmann::json& result);
 
   FILE* out_;
   FILE* err_;
@@ -62,6 +77,8 @@ class TerminalView {
   nlohmann::json totals_ = nlohmann::json::object();   // the last answer's totals
   std::vector<std::string> changed_;                   // "op path" per file, in order
   std::chrono::steady_clock::time_point last_tick_{};
+  bool repl_ = false;
+  bool busy_ = false;
 };
 
 }  // namespace moat::agent

@@ -113,6 +113,9 @@ std::string render_tree(const SessionStore& store) {
   }
   std::map<std::string, std::string> labels;
   for (const auto& [target, label] : labels_of(store)) labels[target] = label;
+  // The path the next message continues is marked, so a branch left behind stands apart.
+  std::vector<bool> on_path(entries.size(), false);
+  for (size_t i : store.path_indices(store.leaf())) on_path[i] = true;
   std::string out = "session " + store.id() + "  " + str_field(store.header(), "workspace") + "\n";
   // Iterative depth-first walk: entries are a chain of up to 100,000, too deep to recurse.
   // Only a fork point indents its children (with tree connectors); a linear run continues
@@ -133,7 +136,8 @@ std::string render_tree(const SessionStore& store) {
     stack.pop_back();
     const Entry& e = entries[item.index];
     const std::string id = str_field(e, "id");
-    out += item.line_prefix + id + "  " + entry_summary(e, 70);
+    out +=
+        (on_path[item.index] ? "* " : "  ") + item.line_prefix + id + "  " + entry_summary(e, 70);
     if (auto it = labels.find(id); it != labels.end())
       out += "  [" + one_line(it->second, 40) + "]";
     if (id == store.leaf()) out += "  <- leaf";

@@ -17,7 +17,8 @@ std::string html_escape(std::string_view text);
 // Control characters are escaped; at most `width` bytes of text.
 std::string entry_summary(const Entry& entry, size_t width = 80);
 
-// The whole tree of a session, branches indented, labels shown, the newest leaf marked.
+// The whole tree of a session, branches indented, labels shown, the leaf marked and each
+// entry on the path to it starting with "* " (the others with two spaces).
 // Linear runs stay at one indentation, so a 100,000-entry chain does not drift right.
 std::string render_tree(const SessionStore& store);
 

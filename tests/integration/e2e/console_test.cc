@@ -250,6 +250,9 @@ class ConsoleRunTest : public ::testing::Test {
     ASSERT_EQ(write(master_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
   }
   int finish() {
+    // At a terminal moat waits for the next prompt once the task's turn is over: Ctrl-D (end
+    // of input) ends the session when that turn ends.
+    type("\x04");
     read_until("\x04never");  // drains the screen until the terminal closes
     const int rc = wait_exit(pid_, 60);
     pid_ = -1;

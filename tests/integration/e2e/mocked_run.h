@@ -52,9 +52,9 @@ class MockedRun : public ::testing::Test {
             "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
   }
 
-  // `moat run` with `flags`; `task` words last (none when empty).
-  SplitRun moat(const std::vector<std::string>& flags, const std::string& task = "do the task",
-                const std::string& stdin_data = "", bool hold_stdin = false) {
+  // `moat run` on the mock model in the workspace, its records in the test's directory,
+  // then `flags`.
+  std::vector<std::string> run_argv(const std::vector<std::string>& flags = {}) const {
     std::vector<std::string> a = {moat_bin(),
                                   "run",
                                   "--model",
@@ -66,6 +66,13 @@ class MockedRun : public ::testing::Test {
                                   "--audit-dir",
                                   dir_.path() + "/audit"};
     a.insert(a.end(), flags.begin(), flags.end());
+    return a;
+  }
+
+  // `moat run` with `flags`; `task` words last (none when empty).
+  SplitRun moat(const std::vector<std::string>& flags, const std::string& task = "do the task",
+                const std::string& stdin_data = "", bool hold_stdin = false) {
+    std::vector<std::string> a = run_argv(flags);
     if (!task.empty()) a.push_back(task);
     return run_split(a, env(), 120, stdin_data, hold_stdin);
   }

@@ -135,13 +135,10 @@ class RpcTest : public MockedRun, public ::testing::WithParamInterface<Api> {
     events_.version = read_schema("event stream").version;
   }
 
-  std::unique_ptr<RpcClient> start_rpc() {
-    auto c = std::make_unique<RpcClient>(
-        std::vector<std::string>{moat_bin(), "run", "--rpc", "--model", "mock/any", "-C", ws_,
-                                 "--sessions-dir", dir_.path() + "/sessions", "--audit-dir",
-                                 dir_.path() + "/audit"},
-        env(), dir_.path() + "/stderr");
-    return c;
+  std::unique_ptr<RpcClient> start_rpc(const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> argv = run_argv({"--rpc"});
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return std::make_unique<RpcClient>(argv, env(), dir_.path() + "/stderr");
   }
 
   // A command the test means to be taken: documented, field by field.
@@ -187,7 +184,7 @@ bool is_ok(const json& r) { return r.is_object() && r.value("success", false); }
 TEST_P(RpcTest, AWholeSessionThroughRpcAsDocsEventsMdSays) {
   ASSERT_GE(commands_.events.size(), 7u) << "docs/events.md: command tables not found";
   ASSERT_TRUE(events_.events.count("response") && events_.events.count("ask"));
-  auto c = start_rpc();
+  auto c = start_rpc({"--keep-recent", "1"});  // so a compaction has something to summarise
   const json header = c->next();
   ASSERT_EQ(header.value("type", ""), "session") << header.dump() << err();
   EXPECT_EQ(header.value("schema", -1), events_.version);
@@ -266,6 +263,32 @@ TEST_P(RpcTest, AWholeSessionThroughRpcAsDocsEventsMdSays) {
   const json later = c->response(command(*c, {{"type", "get_state"}, {"id", 15}}));
   EXPECT_EQ(later["state"].value("model", ""), "mock/other");
   EXPECT_GE(later["state"]["totals"].value("answers", 0), 5) << later.dump();
+
+  // The tree; a branch from before the last prompt; a compaction now.
+  const json tree = c->response(command(*c, {{"type", "get_tree"}, {"id", 16}}));
+  EXPECT_NE(tree.value("tree", "").find("user: hi"), std::string::npos) << tree.dump();
+  EXPECT_NE(tree.value("tree", "").find("<- leaf"), std::string::npos) << tree.dump();
+  const json forked = c->response(command(*c, {{"type", "fork"}, {"id", 17}}));
+  ASSERT_TRUE(is_ok(forked)) << forked.dump();
+  EXPECT_FALSE(is_ok(c->response(command(*c, {{"type", "fork"}, {"id", 18}, {"entry", "zz"}}))));
+  // A long answer, then a short turn: the compaction summarises the long one away.
+  server_->push_turn(text_turn("Long: " + std::string(8000, 'x')));
+  server_->push_turn(text_turn("Short."));
+  for (const char* p : {"write a lot", "say little"}) {
+    ASSERT_TRUE(is_ok(c->response(c->send({{"type", "prompt"}, {"message", p}}))));
+    ASSERT_EQ(c->until("result").value("stop", ""), "done");
+  }
+  const std::size_t before = server_->requests().size();
+  server_->push_turn(text_turn("Summary of it all."));
+  server_->push_turn(text_turn("Summary of the turn."));
+  const json compacted = c->response(
+      command(*c, {{"type", "compact"}, {"id", 19}, {"instructions", "keep the model"}}));
+  ASSERT_TRUE(is_ok(compacted)) << compacted.dump() << err();
+  EXPECT_GT(compacted.value("tokens_before", 0), compacted.value("tokens_after", 0))
+      << compacted.dump();
+  const auto requests_now = server_->requests();
+  ASSERT_GT(requests_now.size(), before);
+  EXPECT_NE(requests_now[before].body.find("keep the model"), std::string::npos);
 
   c->close_input();
   EXPECT_EQ(c->wait(60), 0) << err();

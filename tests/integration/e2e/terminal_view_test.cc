@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/shell_words.h"
 #include "mocked_run.h"
@@ -16,6 +20,7 @@ namespace moat::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 class TerminalViewTest : public MockedRun {
  protected:
@@ -30,17 +35,72 @@ class TerminalViewTest : public MockedRun {
   // The moat run command line as the person types it (the test's environment in front). A
   // person's interactive shell is not in the terminal's foreground group while moat runs;
   // this one is, so it traps Ctrl-C to outlive it and report moat's exit.
-  std::string command_line(const std::string& task) const {
+  std::string command_line(const std::string& task,
+                           const std::vector<std::string>& flags = {}) const {
     std::string line = "trap : INT; env";
     for (const std::string& e : env()) line += " " + shell_quote(e);
-    for (const std::string& a :
-         {moat_bin(), std::string("run"), std::string("--model"), std::string("mock/any"),
-          std::string("-C"), ws_, std::string("--sessions-dir"), dir_.path() + "/sessions",
-          std::string("--audit-dir"), dir_.path() + "/audit", task})
-      line += " " + shell_quote(a);
+    std::vector<std::string> argv = run_argv(flags);
+    if (!task.empty()) argv.push_back(task);
+    for (const std::string& a : argv) line += " " + shell_quote(a);
     return line + "; echo EXIT=$?; sleep 60";
   }
+
+  // moat at a terminal of the test's own (120x50).
+  std::unique_ptr<Tmux> start_moat(const std::string& task,
+                                   const std::vector<std::string>& flags = {}) {
+    auto t = std::make_unique<Tmux>("moat-view-" + std::to_string(getpid()));
+    EXPECT_EQ(t->tmux("new-session -d -s t -x 120 -y 50 " + shell_quote(command_line(task, flags))),
+              0);
+    return t;
+  }
+
+  // The session files moat wrote, each as its entries (header first).
+  std::vector<std::vector<json>> session_files() const {
+    std::vector<std::vector<json>> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/sessions")) {
+      if (e.path().extension() != ".jsonl") continue;
+      files.emplace_back();
+      std::istringstream in(read_file(e.path().string()));
+      for (std::string l; std::getline(in, l);) files.back().push_back(json::parse(l));
+    }
+    return files;
+  }
+
+  // Every audit log verifies; how many there are.
+  int verified_audit_logs() const {
+    int logs = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit")) {
+      if (e.path().extension() != ".jsonl") continue;
+      ++logs;
+      auto v = run({moat_bin(), "audit", "verify", e.path().string()});
+      EXPECT_EQ(v.exit_code, 0) << e.path() << ": " << v.out;
+    }
+    return logs;
+  }
 };
+
+// moat waits at its prompt: the screen's last line that is not blank is "> " (the turn's
+// result is in, so the next line typed is a prompt, not a message steering the turn).
+bool at_prompt(const Tmux& t) {
+  return eventually(
+      [&] {
+        std::string pane = t.pane();
+        while (!pane.empty() && (pane.back() == '\n' || pane.back() == ' ')) pane.pop_back();
+        const std::size_t nl = pane.rfind('\n');
+        return pane.substr(nl == std::string::npos ? 0 : nl + 1) == ">";
+      },
+      std::chrono::seconds(60));
+}
+
+// The user message entries of a session file whose text is `text`.
+std::vector<json> user_entries(const std::vector<json>& file, const std::string& text) {
+  std::vector<json> found;
+  for (const json& e : file)
+    if (e.value("type", "") == "message" && e["message"].value("role", "") == "user" &&
+        e["message"].dump().find("\"" + text + "\"") != std::string::npos)
+      found.push_back(e);
+  return found;
+}
 
 TEST_F(TerminalViewTest, AnAskALiveCallACtrlCAndAContinuedSessionAtARealTerminal) {
   server_->push_turn(call_turn("c1", "rm -rf build"));
@@ -73,11 +133,13 @@ TEST_F(TerminalViewTest, AnAskALiveCallACtrlCAndAContinuedSessionAtARealTerminal
   EXPECT_TRUE(t.shows("moat: 2 answers:")) << t.pane();
   EXPECT_EQ(t.pane().find("message queued"), std::string::npos) << t.pane();
 
-  // The first Ctrl-C cancels the turn; the run ends cleanly and says how to go on.
+  // The first Ctrl-C cancels the turn and the prompt is back; /exit ends the session
+  // cleanly and says how to go on.
   t.keys("C-c");
   EXPECT_TRUE(t.shows("moat: cancelled after 2 turns", 60)) << t.pane();
-  EXPECT_TRUE(t.shows("moat run --continue")) << t.pane();
-  EXPECT_TRUE(t.shows("EXIT=1")) << t.pane();
+  t.keys("/exit Enter");
+  EXPECT_TRUE(t.shows("moat run --resume")) << t.pane();
+  EXPECT_TRUE(t.shows("EXIT=1")) << "the last turn's code:\n" << t.pane();
   EXPECT_EQ(t.pane().find("tick40"), std::string::npos) << "the call was cut short";
 
   // The session goes on.
@@ -89,14 +151,126 @@ TEST_F(TerminalViewTest, AnAskALiveCallACtrlCAndAContinuedSessionAtARealTerminal
   ASSERT_FALSE(requests.empty());
   EXPECT_NE(requests.back().body.find("clean up"), std::string::npos) << "the same session";
 
-  int logs = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit")) {
-    if (e.path().extension() != ".jsonl") continue;
-    ++logs;
-    auto v = run({moat_bin(), "audit", "verify", e.path().string()});
-    EXPECT_EQ(v.exit_code, 0) << e.path() << ": " << v.out;
-  }
-  EXPECT_EQ(logs, 2) << "one audit log per run";
+  EXPECT_EQ(verified_audit_logs(), 2) << "one audit log per run";
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// The terminal session stays open: after an answer the next line is the next prompt of the
+// same session; Ctrl-C cancels a turn and returns to the prompt, and the session goes on;
+// /exit ends it with the summary, one session file and one audit log that verifies.
+TEST_F(TerminalViewTest, PromptsOneAfterAnotherAndACtrlCReturnsToThePromptInOneSession) {
+  auto t = start_moat("");
+  ASSERT_TRUE(t->shows("type a prompt", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  server_->push_turn(text_turn("First answer."));
+  t->keys("'hello there' Enter");
+  ASSERT_TRUE(t->shows("First answer.")) << t->pane();
+  EXPECT_TRUE(t->shows("moat: done after 1 turn")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+
+  server_->push_turn(call_turn("c1", "for i in $(seq 1 60); do echo tock$i; sleep 1; done"));
+  t->keys("'run long' Enter");
+  ASSERT_TRUE(t->shows("tock2", 60)) << t->pane();
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("moat: cancelled after 1 turn", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  EXPECT_EQ(t->pane().find("EXIT="), std::string::npos) << "moat is still running:\n" << t->pane();
+
+  server_->push_turn(text_turn("Second answer."));
+  t->keys("'go on' Enter");
+  ASSERT_TRUE(t->shows("Second answer.", 60)) << t->pane();
+  const auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  for (const char* said : {"hello there", "run long", "go on", "First answer."})
+    EXPECT_NE(requests.back().body.find(said), std::string::npos) << "the same session: " << said;
+  EXPECT_EQ(requests.back().body.find("tock60"), std::string::npos) << "the call was cut short";
+
+  t->keys("/exit Enter");
+  ASSERT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  EXPECT_TRUE(t->shows("moat run --resume")) << t->pane();
+  EXPECT_TRUE(t->shows("3 answers")) << t->pane();
+  const auto files = session_files();
+  ASSERT_EQ(files.size(), 1u) << "one session";
+  EXPECT_EQ(user_entries(files[0], "go on").size(), 1u);
+  EXPECT_EQ(verified_audit_logs(), 1);
+}
+
+// /tree, /fork and /compact between turns; /help and an unknown command list the commands;
+// Ctrl-C at the prompt ends the session.
+TEST_F(TerminalViewTest, TreeForkAndCompactActOnTheSessionBetweenTurns) {
+  server_->push_turn(text_turn("One: " + std::string(8000, 'x') + " end of one."));
+  auto t = start_moat("zebra1", {"--keep-recent", "1"});
+  ASSERT_TRUE(t->shows("end of one.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  server_->push_turn(text_turn("Two."));
+  t->keys("zebra2 Enter");
+  ASSERT_TRUE(t->shows("Two.")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+
+  t->keys("/tree Enter");
+  ASSERT_TRUE(t->shows("user: zebra2")) << t->pane();
+  EXPECT_TRUE(t->shows("<- leaf")) << t->pane();
+  EXPECT_NE(t->pane().find("* "), std::string::npos) << "the path marked:\n" << t->pane();
+
+  // Back to before zebra2: the next prompt is a new branch beside it.
+  t->keys("/fork Enter");
+  ASSERT_TRUE(t->shows("a new branch")) << t->pane();
+  server_->push_turn(text_turn("Three."));
+  t->keys("zebra3 Enter");
+  ASSERT_TRUE(t->shows("Three.")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  const std::string body = server_->requests().back().body;
+  EXPECT_NE(body.find("zebra1"), std::string::npos) << body;
+  EXPECT_EQ(body.find("zebra2"), std::string::npos) << "the branch leaves it out: " << body;
+  auto files = session_files();
+  ASSERT_EQ(files.size(), 1u);
+  const auto second = user_entries(files[0], "zebra2"), third = user_entries(files[0], "zebra3");
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(second[0]["parentId"], third[0]["parentId"]) << "two branches from one entry";
+  t->keys("/tree Enter");
+  EXPECT_TRUE(t->shows("├─")) << t->pane();
+  t->keys("'/fork nosuchentry' Enter");
+  EXPECT_TRUE(t->shows("no entry or label \"nosuchentry\"")) << t->pane();
+
+  // Compacted now, with the person's instructions for the summary.
+  // (two summaries: the history, and the start of the turn the cut splits)
+  server_->push_turn(text_turn("Summary: the person said zebra1 and zebra3."));
+  server_->push_turn(text_turn("The turn asked for zebra3."));
+  t->keys("'/compact keep the numbers' Enter");
+  ASSERT_TRUE(t->shows("moat: compacted: the context went from about")) << t->pane();
+  const std::string pane = t->pane();
+  long from = 0, to = 0;
+  ASSERT_EQ(std::sscanf(pane.c_str() + pane.find("went from about"),
+                        "went from about %ld to about %ld", &from, &to),
+            2)
+      << pane;
+  EXPECT_GT(from, 2000) << "the long answer was in the context";
+  EXPECT_LT(to, 200) << "and is summarised away";
+  const auto summaries = server_->requests();
+  ASSERT_EQ(summaries.size(), 5u);
+  EXPECT_NE(summaries[3].body.find("keep the numbers"), std::string::npos) << summaries[3].body;
+  files = session_files();
+  ASSERT_EQ(files.size(), 1u);
+  const json& last = files[0].back();
+  EXPECT_EQ(last.value("type", ""), "compaction") << last.dump();
+  EXPECT_EQ(last.value("summary", "").rfind("Summary: the person said zebra1 and zebra3.", 0), 0u)
+      << last.dump();
+
+  t->keys("/bogus Enter");
+  EXPECT_TRUE(t->shows("unknown command /bogus")) << t->pane();
+  EXPECT_TRUE(t->shows("/compact [TEXT]")) << t->pane();
+  EXPECT_EQ(server_->requests().size(), 5u) << "no command went to the model as a prompt";
+
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  EXPECT_TRUE(t->shows("moat run --resume")) << t->pane();
+  EXPECT_EQ(verified_audit_logs(), 1);
 }
 
 }  // namespace

@@ -60,6 +60,17 @@ TEST(RpcCommand, EachCommandParsesWithItsFields) {
   EXPECT_FALSE(r.contains("error"));
   EXPECT_TRUE(parse_rpc_command(R"({"type":"set_model","id":7,"model":"a/b"})", 1));
   EXPECT_TRUE(parse_rpc_command(R"({"type":"get_state"})", 1));
+  // Optional fields: present or not.
+  auto f = parse_rpc_command(R"({"type":"fork","entry":"abc"})", 1);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, RpcKind::kFork);
+  EXPECT_EQ(f->entry, "abc");
+  EXPECT_TRUE(parse_rpc_command(R"({"type":"fork"})", 1));
+  auto k = parse_rpc_command(R"({"type":"compact","instructions":"keep the plan"})", 1);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->instructions, "keep the plan");
+  EXPECT_TRUE(parse_rpc_command(R"({"type":"compact"})", 1));
+  EXPECT_TRUE(parse_rpc_command(R"({"type":"get_tree"})", 1));
 }
 
 TEST(RpcCommand, EveryRefusalNamesTheLineAndWhatIsAccepted) {
@@ -68,7 +79,10 @@ TEST(RpcCommand, EveryRefusalNamesTheLineAndWhatIsAccepted) {
       {"3", "line 9: not a JSON object"},
       {R"({"id":1})",
        "line 9: no \"type\" string (accepted: prompt, steer, follow_up, abort, "
-       "answer, get_state, set_model)"},
+       "answer, get_state, set_model, get_tree, fork, compact)"},
+      {R"({"type":"fork","entry":""})", "line 9: fork.entry is \"\": a non-empty string"},
+      {R"({"type":"compact","model":"x"})",
+       "line 9: unknown field \"model\" in compact (it takes type, id and instructions)"},
       {R"({"type":"stop"})", "line 9: unknown command \"stop\" (accepted: prompt,"},
       {R"({"type":"abort","message":"x"})",
        "line 9: unknown field \"message\" in abort (it takes only type and id)"},

@@ -37,7 +37,7 @@ TEST(RenderSession, HtmlEscapesModelAndRepositoryText) {
   EXPECT_NE(html.find("/w&lt;x&gt;"), std::string::npos);
 }
 
-TEST(RenderSession, TreeIndentsOnlyAtForksAndMarksTheLeaf) {
+TEST(RenderSession, TreeIndentsOnlyAtForksAndMarksTheLeafAndThePathToIt) {
   TempDir dir;
   auto s = SessionStore::create(dir.path(), "/w");
   ASSERT_TRUE(s);
@@ -48,10 +48,10 @@ TEST(RenderSession, TreeIndentsOnlyAtForksAndMarksTheLeaf) {
   auto d = (*s)->append(msg("user", "more"));
   ASSERT_TRUE(a && b && c && d);
   const std::string tree = render_tree(**s);
-  EXPECT_NE(tree.find("\n" + *a + "  user: root\n"), std::string::npos) << tree;
-  EXPECT_NE(tree.find("├─ " + *b), std::string::npos) << tree;
-  EXPECT_NE(tree.find("└─ " + *c), std::string::npos) << tree;
-  EXPECT_NE(tree.find("\n   " + *d + "  user: more  <- leaf"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("\n* " + *a + "  user: root\n"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("\n  ├─ " + *b), std::string::npos) << "off the path:\n" << tree;
+  EXPECT_NE(tree.find("\n* └─ " + *c), std::string::npos) << "on the path:\n" << tree;
+  EXPECT_NE(tree.find("\n*    " + *d + "  user: more  <- leaf"), std::string::npos) << tree;
 }
 
 TEST(RenderSession, LongChainRendersWithoutDrifting) {
@@ -60,7 +60,8 @@ TEST(RenderSession, LongChainRendersWithoutDrifting) {
   ASSERT_TRUE(s);
   for (int i = 0; i < 3000; ++i) ASSERT_TRUE((*s)->append(msg("user", "n")));
   const std::string tree = render_tree(**s);
-  EXPECT_EQ(tree.find("\n "), std::string::npos);  // no line is indented
+  EXPECT_EQ(tree.find("\n* "), tree.find('\n')) << "every entry on the path";
+  EXPECT_EQ(tree.find("\n*  "), std::string::npos);  // no line is indented
 }
 
 TEST(RenderAudit, FilterMatchesSessionPrefixTypeAndDecisionResult) {
