@@ -165,6 +165,8 @@ const std::vector<std::pair<std::string, std::string>>& isolated_git_env() {
   static const std::vector<std::pair<std::string, std::string>> env = {
       {"GIT_CONFIG_NOSYSTEM", "1"},
       {"GIT_CONFIG_GLOBAL", "/dev/null"},
+      {"GIT_CONFIG_COUNT", "0"},  // nor configuration in this process's environment
+      {"GIT_CONFIG_PARAMETERS", ""},
       {"GIT_TERMINAL_PROMPT", "0"},
       {"GIT_TEMPLATE_DIR", ""},  // no hooks or files copied into moat's copies
   };

@@ -25,7 +25,8 @@ Result<void> check_urls_allowed(const std::vector<const Item*>& items,
                                 const std::vector<std::string>& policy_files,
                                 const std::string& scratch_dir);
 
-// The environment of host git over a url item's files: no system or global configuration, so
+// The environment of host git over a url item's files: no system, global or environment
+// (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS) configuration, so
 // nothing the person configured for their own repositories (filter drivers such as git-lfs,
 // hooksPath, fsmonitor, credential helpers, submodule.recurse) acts on the remote's content.
 const std::vector<std::pair<std::string, std::string>>& isolated_git_env();

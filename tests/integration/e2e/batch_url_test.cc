@@ -103,15 +103,15 @@ class BatchUrlTest : public ::testing::Test {
                         "model = \"replay:rename.replay.jsonl\"\ncheck = \"sh run_tests.sh\"\n" +
                             repos);
   }
-  e2e::Run batch(const std::string& out, std::vector<std::string> extra = {}) {
+  e2e::Run batch(const std::string& out, std::vector<std::string> extra = {},
+                 std::vector<std::string> env = {}) {
     const std::string d = dir_.path();
     std::vector<std::string> argv = {moat_bin(), "batch", d + "/batch.toml", "--jobs", "2",
                                      "--out",    out};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return run(argv,
-               {"HOME=" + d + "/home", "XDG_CONFIG_HOME=" + d + "/config",
-                "XDG_STATE_HOME=" + d + "/state", "MOATD_BIN=" + d + "/moatd.sh"},
-               600);
+    env.insert(env.end(), {"HOME=" + d + "/home", "XDG_CONFIG_HOME=" + d + "/config",
+                           "XDG_STATE_HOME=" + d + "/state", "MOATD_BIN=" + d + "/moatd.sh"});
+    return run(argv, env, 600);
   }
 
   // The item's patch applies to a fresh clone of the server's repository at `rev`, and the
@@ -354,7 +354,8 @@ TEST_F(BatchUrlTest, AHostileRemoteRunsNothingOnTheHostAndWritesNothingOutsideTh
      "' HEAD:refs/heads/master");
   const std::string sub_commit = rev_parse(sub, "master").substr(0, 40);
   sh(kGit + " init -q '" + hostile + "' && cd '" + hostile + "' && cp ../repo-00/lib.sh " +
-     "../repo-00/main.sh ../repo-00/run_tests.sh . && printf '* filter=evil\\n' > .gitattributes "
+     "../repo-00/main.sh ../repo-00/run_tests.sh . && printf '* filter=evil\\nmain.sh "
+     "filter=evil2\\n' > .gitattributes "
      "&& printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = " +
      url("git.test", "sub.git") + "\\n' > .gitmodules && ln -s '" + victim + "' escape && " + kGit +
      " add -A && " + kGit + " update-index --add --cacheinfo 160000," + sub_commit + ",sub && " +
@@ -389,7 +390,12 @@ print(git("hash-object", "-t", "tree", "-w", "--literally", "--stdin", data=raw)
      "/hooks/post-checkout' hooks/post-checkout");
   serve_all();
   write_manifest("[[repo]]\nurl = \"" + url("git.test", "hostile.git") + "\"\n");
-  const e2e::Run r = batch(d + "/out");
+  // ... and configuration in the batch's environment (GIT_CONFIG_COUNT), which git also reads.
+  const e2e::Run r = batch(
+      d + "/out", {},
+      {"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=filter.evil2.smudge",
+       "GIT_CONFIG_VALUE_0=" + d + "/filter.sh smudge-env", "GIT_CONFIG_KEY_1=filter.evil2.clean",
+       "GIT_CONFIG_VALUE_1=" + d + "/filter.sh clean-env"});
   EXPECT_EQ(r.exit_code, 0) << r.out << read_file(d + "/out/results.jsonl");
   const auto results = results_of(d + "/out");
   ASSERT_EQ(results.size(), 1u);
