@@ -57,7 +57,8 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   // The rules the call's own line met: what it runs under them was approved with it.
   std::set<std::string> approved;
   json facts = json::object();  // for the agent's events (docs/events.md, tool_call_end)
-  auto decision_id = admit(call, &approved, &facts);
+  DurableFn durable;
+  auto decision_id = admit(call, &approved, &facts, nullptr, &durable);
   if (!decision_id) {
     tools::ToolResult refused = tools::ToolResult::error(decision_id.error().message());
     refused.details = std::move(facts);
@@ -69,7 +70,11 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   // Every program the call starts goes through `execs`; a session-less runner (the unit
   // tests' fake) has no programs to watch.
   std::optional<SessionRunner> watched;
-  if (session_.session) watched.emplace(*session_.session, &execs);
+  if (session_.session) {
+    watched.emplace(*session_.session, &execs, std::move(durable));
+  } else if (auto synced = durable(); !synced) {  // a session-less runner acts at once
+    return tools::ToolResult::error(synced.error().message());
+  }
   AuditingRunner auditing(watched ? static_cast<tools::SandboxRunner&>(*watched)
                                   : *session_.runner);
   tools::CallContext ctx = context_for(call, auditing);
@@ -89,7 +94,7 @@ tools::ToolResult CallGate::run(const GateCall& call) {
 }
 
 Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>* approved,
-                                    json* decided, bool* by_policy) {
+                                    json* decided, bool* by_policy, DurableFn* durable) {
   // Only announced tools may be called; an unknown name is the model's mistake, answered
   // as an error result it can read, and audited as a refusal.
   if (session_.granted.count(call.tool) == 0) {
@@ -121,12 +126,21 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
   *decided = {{"decision", policy::verdict_name(d.verdict)},
               {"rule", rule_json(d.deciding)},
               {"decided_by", d.decided_by}};
-  auto decision_id = audit_decision(d, call, std::move(input));
+  const bool allowed = d.verdict == policy::Verdict::kAllow;
+  std::uint64_t pending = 0;
+  auto decision_id =
+      audit_decision(d, call, std::move(input), allowed && durable != nullptr ? &pending : nullptr);
   if (!decision_id) return audit_unwritable(decision_id.error());
-  if (d.verdict != policy::Verdict::kAllow) {
+  if (!allowed) {
     if (by_policy != nullptr) *by_policy = true;
     return fail(refusal_text(d, "this call was"));
   }
+  if (durable != nullptr)
+    *durable = [audit = session_.audit.get(), pending]() -> Result<void> {
+      if (auto synced = audit->make_durable(pending); !synced)
+        return fail(Error{synced.error().code, audit_unwritable(synced.error()).error().message()});
+      return {};
+    };
   return decision_id;
 }
 
@@ -160,7 +174,7 @@ std::optional<std::string> CallGate::authorize_path(const GateCall& call, const 
 }
 
 Result<std::string> CallGate::audit_decision(const policy::Decision& d, const GateCall& call,
-                                             json input) {
+                                             json input, std::uint64_t* pending) {
   // No id, no record: the action is refused like any other that cannot be audited.
   MOAT_ASSIGN_OR_RETURN(const std::string decision_id, random_hex(16));
   json matched = json::array();
@@ -182,7 +196,15 @@ Result<std::string> CallGate::audit_decision(const policy::Decision& d, const Ga
   // Nothing runs without its decision on disk, whatever audit_required says: an exec record
   // must never name a decision the log lacks (`moat audit verify` fails on one).
   if (!session_.audit) return fail(std::string("audit log is not open"));
-  if (auto r = session_.audit->append("decision", std::move(rec)); !r) {
+  Result<void> r{};
+  if (pending == nullptr) {
+    r = session_.audit->append("decision", std::move(rec));
+  } else if (auto seq = session_.audit->append_pending("decision", std::move(rec))) {
+    *pending = *seq;
+  } else {
+    r = fail(seq.error());
+  }
+  if (!r) {
     MOAT_LOG_ERROR("audit append decision: %s", r.error().message().c_str());
     return fail(r.error());
   }

@@ -65,13 +65,19 @@ class CallGate {
   // the line runs under an ask rule the person or the policy already allowed is not asked
   // again). `decided` gets the decision, its rule and who decided, for the result's details.
   // *by_policy: the refusal was the policy's (or the person's) verdict.
+  // With `durable`, an allowing decision is written but not yet synced, and *durable makes
+  // it durable: the caller must call it before the call has any effect (the runner does, and
+  // a worker's program waits for it: ExecSpec::durable), so the sync overlaps the worker's
+  // start. Without, the decision is on disk when admit returns.
   Result<std::string> admit(const GateCall& call, std::set<std::string>* approved,
-                            nlohmann::json* decided, bool* by_policy = nullptr);
+                            nlohmann::json* decided, bool* by_policy = nullptr,
+                            DurableFn* durable = nullptr);
   Result<std::string> refuse_unknown_tool(const GateCall& call);
   // Writes the decision record before anything runs (write-ahead); its id, or the error
   // that refuses the action.
+  // With `pending`, the record is written unsynced and *pending is its seq (see admit).
   Result<std::string> audit_decision(const policy::Decision& d, const GateCall& call,
-                                     nlohmann::json input);
+                                     nlohmann::json input, std::uint64_t* pending = nullptr);
   tools::CallContext context_for(const GateCall& call, tools::SandboxRunner& runner);
   // The "call" record: what the call ran and how it ended, after it ended. Returns what the
   // agent is told of it in the result's details: exit code, signal, files changed.

@@ -78,7 +78,8 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   std::set<std::string> approved;
   bool by_policy = false;
   json decided;
-  auto decision_id = admit(call, &approved, &decided, &by_policy);
+  DurableFn durable;
+  auto decision_id = admit(call, &approved, &decided, &by_policy, &durable);
   if (!decision_id)
     return exec_not_run(decision_id.error().message(),
                         by_policy ? kExecFailedPolicy : kExecFailedSandbox);
@@ -88,6 +89,7 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   spec.timeout_s = m.timeout_s;
   spec.env = m.env;
   spec.observer = &execs;
+  spec.durable = std::move(durable);  // the decision's sync overlaps the worker's start
   auto status = session_.session ? session_.session->exec(spec, nullptr, StopFlags(cancel))
                                  : Result<tools::ExecStatus>(fail("no sandbox session"));
   tools::ToolResult result = status ? exec_ended(*status) : not_started(status.error(), m.argv[0]);

@@ -338,13 +338,22 @@ class LinuxSession final : public Session {
   // an exec worker's own exec waits on the watch, which must be served first), then reads
   // the init's start record.
   // With stdio, the worker's fds 0-2 are those instead of /dev/null and an output pipe.
+  // spec.durable runs as ExecSpec says (a failure returns before the watch is served).
   Result<CallFds> start(nlohmann::json request, bool exec_kind,
                         std::unique_ptr<ExecWatch>* watch = nullptr,
-                        ExecObserver* observer = nullptr, const int* stdio = nullptr);
+                        const ExecSpec* spec = nullptr);
+  // Every exec worker of this session waits at its exec for the watch's answer: the exec
+  // watch is a layer it may not run without, and no test leaves it out.
+  bool exec_waits_for_the_watch() const {
+    return config_.allow_without.count("exec_watch") == 0 &&
+           config_.test_skip_step != step_name(Step::kExecWatch);
+  }
   // EOF without a record: the worker reached exec (or its handler). A record names the
   // step that failed. An exec worker first sends the exec watch's listener: it is served
   // from then on (into *watch), since the worker's own exec already waits on it.
   Result<void> check_status(int status_fd, std::unique_ptr<ExecWatch>* watch = nullptr);
+  Result<void> send_request(sys::FdPair& channel, sys::FdPair& status, sys::FdPair& io,
+                            const int* stdio, const nlohmann::json& request);
   Result<int> wait_exit(int channel, Clock::time_point deadline);
   double session_seconds_left() const;
 
@@ -389,20 +398,10 @@ class LinuxSession final : public Session {
   ScopedCgroup cgroup_;  // declared last: removed after the keeper is reaped
 };
 
-Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
-                                    std::unique_ptr<ExecWatch>* watch, ExecObserver* observer,
-                                    const int* stdio) {
-  MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
-  // Set before the init can send: the kStarted record's credentials carry the worker's pid.
-  const int on = 1;
-  if (setsockopt(channel.first.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
-    return fail(Error::from_errno("setsockopt(SO_PASSCRED)", errno));
-  // A socket, not a pipe: the exec watch's listener comes back on it (worker.cc).
-  MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_socketpair(SOCK_SEQPACKET));
-  MOAT_ASSIGN_OR_RETURN(sys::FdPair io, call_io(exec_kind, stdio));
-  if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
-  // Its thread starts while the init prepares the worker, whose own exec waits on it.
-  if (watch != nullptr && exec_kind) *watch = std::make_unique<ExecWatch>(observer);
+// Hands the init the worker's ends of the call's sockets (and the command's own stdio), then
+// the request on the call's channel.
+Result<void> LinuxSession::send_request(sys::FdPair& channel, sys::FdPair& status, sys::FdPair& io,
+                                        const int* stdio, const nlohmann::json& request) {
   int fds[5] = {channel.second.get(), status.second.get(), io.second.get(), -1, -1};
   if (stdio != nullptr) std::copy(stdio, stdio + 3, fds + 2);
   const char kind = ctl_byte(stdio != nullptr ? CtlMsg::kCallStdio : CtlMsg::kCall);
@@ -418,6 +417,32 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
   std::uint32_t len = static_cast<std::uint32_t>(frame.size());
   MOAT_TRY(sys::write_all(channel.first.get(), &len, sizeof len));
   MOAT_TRY(sys::write_all(channel.first.get(), frame.data(), frame.size()));
+  return {};
+}
+
+Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
+                                    std::unique_ptr<ExecWatch>* watch, const ExecSpec* spec) {
+  const int* stdio = spec != nullptr && spec->stdio[0] >= 0 ? spec->stdio : nullptr;
+  const bool durable = spec != nullptr && spec->durable;
+  const bool held = durable && exec_waits_for_the_watch();
+  if (durable && !held) MOAT_TRY(spec->durable());
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
+  // Set before the init can send: the kStarted record's credentials carry the worker's pid.
+  const int on = 1;
+  if (setsockopt(channel.first.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
+    return fail(Error::from_errno("setsockopt(SO_PASSCRED)", errno));
+  // A socket, not a pipe: the exec watch's listener comes back on it (worker.cc).
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair status, sys::make_socketpair(SOCK_SEQPACKET));
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair io, call_io(exec_kind, stdio));
+  if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
+  // Its thread starts while the init prepares the worker, whose own exec waits on it.
+  if (watch != nullptr && exec_kind)
+    *watch = std::make_unique<ExecWatch>(spec != nullptr ? spec->observer : nullptr);
+  MOAT_TRY(send_request(channel, status, io, stdio, request));
+  // The worker gets ready meanwhile and its exec waits on the watch, which is not served
+  // yet. A failure returns here: the status socket closes with the listener unread in it,
+  // which fails the worker's exec (ENOSYS), and the channel's EOF has the init kill it.
+  if (held) MOAT_TRY(spec->durable());
   // The init sends its start record once start_worker returns, which for an exec worker
   // (vfork) is after the exec: the watch is served before it is waited for. A call the init
   // refused before any worker closes the status socket unused: the record then says why.
@@ -549,8 +574,7 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
   const auto t0 = Clock::now();
   const bool passed = spec.stdio[0] >= 0;
   std::unique_ptr<ExecWatch> watch;
-  MOAT_ASSIGN_OR_RETURN(CallFds call, start(exec_request(spec), true, &watch, spec.observer,
-                                            passed ? spec.stdio : nullptr));
+  MOAT_ASSIGN_OR_RETURN(CallFds call, start(exec_request(spec), true, &watch, &spec));
   out.pid = call.host_pid;
   const double timeout = call_timeout(spec.timeout_s, config_.limits.wall_time_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(

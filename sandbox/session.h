@@ -119,6 +119,10 @@ struct SessionConfig {
   int test_delay_start_record_ms = 0;
 };
 
+// Makes an action's audit record durable (AuditLog::make_durable); an error means the action
+// must not have any effect.
+using DurableFn = std::function<Result<void>()>;
+
 struct ExecSpec {
   std::vector<std::string> argv;           // argv[0] resolved through PATH inside the sandbox
   std::string cwd;                         // sandbox path; empty = workspace
@@ -133,6 +137,11 @@ struct ExecSpec {
   int stdio[3] = {-1, -1, -1};
   // With stdio: the first of them that is a terminal becomes the command's controlling tty.
   bool terminal = false;
+  // Called before the command can have any effect; an error fails the call and nothing of
+  // argv runs. Under the exec watch it runs while the worker is being set up: the worker's
+  // own exec waits for moatd's answer, which the watch gives only once this has returned.
+  // Without the exec watch it runs before the worker is asked for. Empty: nothing to wait for.
+  DurableFn durable;
 };
 
 // Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".

@@ -99,9 +99,15 @@ class JsonlAuditLog final : public AuditLog {
     return head_;
   }
 
+  Result<uint64_t> append_pending(const std::string& type, nlohmann::json fields) override;
+  Result<void> make_durable(uint64_t seq) override;
+
   Result<void> resume_chain();
 
  private:
+  // With mu_ held: writes the record (and a checkpoint when one is due), returns the seq the
+  // caller must see synced (the checkpoint's, when one followed).
+  Result<uint64_t> write_record_locked(const std::string& type, nlohmann::json fields);
   Result<void> write_locked(const std::string& type, nlohmann::json record);
   Result<void> sync_through(std::unique_lock<std::mutex>& lock, uint64_t seq);
   Result<void> sync_now(std::unique_lock<std::mutex>& lock);
@@ -129,30 +135,46 @@ class JsonlAuditLog final : public AuditLog {
 };
 
 Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields, Sync sync) {
+  std::unique_lock<std::mutex> lock(mu_);
+  MOAT_ASSIGN_OR_RETURN(const uint64_t seq, write_record_locked(type, std::move(fields)));
+  // Write-ahead: the caller runs the action only after this returns, so the record must be
+  // on disk first, not in the page cache (with it, every record before it).
+  if (sync == Sync::kNow) return sync_through(lock, seq);
+  return {};
+}
+
+Result<uint64_t> JsonlAuditLog::append_pending(const std::string& type, nlohmann::json fields) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_record_locked(type, std::move(fields));
+}
+
+Result<void> JsonlAuditLog::make_durable(uint64_t seq) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return sync_through(lock, seq);
+}
+
+Result<uint64_t> JsonlAuditLog::write_record_locked(const std::string& type,
+                                                    nlohmann::json fields) {
   if (!fields.is_object()) return fail(Error::from_errno("audit append", EINVAL, "fields"));
   for (const char* key : kReserved)
     if (fields.contains(key)) return fail(Error::from_errno("audit append", EINVAL, key));
   // A command or path that is not UTF-8 is recorded as its exact bytes: the record that lets
   // the action run must never fail for what the action names.
   fields = encode_byte_strings(std::move(fields));
-  std::unique_lock<std::mutex> lock(mu_);
   if (broken_) return fail(Error::from_errno("audit append", EIO, path_ + " is broken"));
   const auto now = std::chrono::steady_clock::now();
   const bool checkpoint = checkpoint_due(type, now);
   MOAT_TRY(write_locked(type, std::move(fields)));
-  if (checkpoint) {
-    last_checkpoint_ = now;
-    // The checkpoint signs the head just written; it is synced like the record it follows.
-    nlohmann::json cp = {{"head", head_},
-                         {"count", seq_},
-                         {"key_id", key_->key_id()},
-                         {"sig", key_->sign_b64(checkpoint_message(session_, seq_, head_))}};
-    MOAT_TRY(write_locked("checkpoint", std::move(cp)));
-  }
-  // Write-ahead: the caller runs the action only after this returns, so the record must be
-  // on disk first, not in the page cache (with it, every record before it).
-  if (sync == Sync::kNow) return sync_through(lock, seq_);
-  return {};
+  const uint64_t seq = seq_;
+  if (!checkpoint) return seq;
+  last_checkpoint_ = now;
+  // The checkpoint signs the head just written; it is synced like the record it follows.
+  nlohmann::json cp = {{"head", head_},
+                       {"count", seq_},
+                       {"key_id", key_->key_id()},
+                       {"sig", key_->sign_b64(checkpoint_message(session_, seq_, head_))}};
+  MOAT_TRY(write_locked("checkpoint", std::move(cp)));
+  return seq_;
 }
 
 Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json record) {

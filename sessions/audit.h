@@ -64,6 +64,14 @@ class AuditLog {
   Result<void> append(const std::string& type, nlohmann::json fields) {
     return append(type, std::move(fields), Sync::kNow);
   }
+  // Writes a record as append(type, fields, kWithNext) does and returns the seq to pass to
+  // make_durable, which must return before the action the record allows has any effect: the
+  // caller prepares the action meanwhile (moatd starts the worker while the decision syncs,
+  // and lets its program run only after).
+  virtual Result<uint64_t> append_pending(const std::string& type, nlohmann::json fields) = 0;
+  // Returns once every record up to `seq` is on disk (syncs shared as for kNow appends); a
+  // failed sync breaks the log, as for append.
+  virtual Result<void> make_durable(uint64_t seq) = 0;
   virtual std::string path() const = 0;
   virtual uint64_t last_seq() const = 0;  // 0 before the first record
   virtual std::string head() const = 0;   // the last record's hash (the genesis before one)

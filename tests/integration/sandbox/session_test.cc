@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "tests/integration/sandbox/test_util.h"
@@ -286,6 +288,54 @@ TEST(Session, CgroupBoundsTheSessionWhenAHierarchyIsWritable) {
     EXPECT_TRUE(has_init) << "the session init runs in the session's cgroup";
   }
   EXPECT_TRUE(found_pids);
+}
+
+// ExecSpec::durable (the decision record's sync) runs while the worker is made ready, and
+// the command has no effect before it has returned: under the exec watch the worker's own
+// exec waits for an answer given only after it; with the watch left out (a test skip, as
+// allow_without would) it runs before the worker is asked for.
+TEST(Session, ACommandHasNoEffectBeforeItsRecordIsDurable) {
+  for (const char* skip : {"none", "exec_watch"}) {
+    TempDir ws;
+    SessionConfig config = config_for(ws);
+    if (std::string(skip) != "none") config.test_skip_step = skip;
+    MOAT_SESSION_OR_SKIP(s, config);
+    ExecSpec spec;
+    spec.argv = {"/bin/sh", "-c", "touch effect"};
+    bool effect_before = true;
+    spec.durable = [&]() -> Result<void> {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow disk's sync
+      effect_before = std::filesystem::exists(ws.file("effect"));
+      return {};
+    };
+    auto r = s.exec(spec, nullptr, nullptr);
+    ASSERT_TRUE(r) << skip << ": " << r.error().message();
+    EXPECT_EQ(r->exit_code, 0) << skip;
+    EXPECT_FALSE(effect_before) << skip << ": the command ran before its record was durable";
+    EXPECT_TRUE(std::filesystem::exists(ws.file("effect"))) << skip;
+  }
+}
+
+// A sync that fails refuses the call: the worker, ready and waiting at its exec, never runs
+// the command, and the session goes on serving calls.
+TEST(Session, ACommandWhoseRecordCannotBeMadeDurableNeverRuns) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  ExecSpec spec;
+  spec.argv = {"/bin/sh", "-c", "touch effect"};
+  spec.durable = []() -> Result<void> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return fail(Error{EIO, "refused: the audit log could not be written (test)"});
+  };
+  auto r = s.exec(spec, nullptr, nullptr);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("audit log could not be written"), std::string::npos)
+      << r.error().message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(std::filesystem::exists(ws.file("effect")));
+  auto next = testing::sh(s, "echo still");
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(next->output, "still\n");
 }
 
 }  // namespace

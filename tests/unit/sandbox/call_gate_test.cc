@@ -61,6 +61,22 @@ TEST_F(CallGateTest, ADecisionThatCannotBeAuditedDoesNotRun) {
   EXPECT_TRUE(audit_->of_type("call").empty());
 }
 
+// The decision of an allowed call is written, then synced while the sandbox gets ready: a sync
+// that fails refuses the call before anything reaches the sandbox, a command (bash, whose
+// worker waits for it) or a file tool (read, run in a handler worker).
+TEST_F(CallGateTest, ADecisionWhoseSyncFailsRunsNothing) {
+  audit_->failing_types = {"sync"};
+  for (const auto& [tool, args] : std::vector<std::pair<std::string, json>>{
+           {"bash", {{"command", "true"}}}, {"read", {{"path", "notes.txt"}}}}) {
+    auto r = call(tool, args);
+    EXPECT_TRUE(r.is_error) << tool;
+    EXPECT_NE(text_of(r).find("refused: the audit log could not be written"), std::string::npos)
+        << tool << ": " << text_of(r);
+    EXPECT_EQ(touches_->calls, 0) << tool;
+  }
+  EXPECT_EQ(audit_->of_type("decision").size(), 2u);
+}
+
 TEST_F(CallGateTest, AnUnknownToolIsAuditedAsARefusal) {
   auto r = call("launch_missiles", json::object());
   EXPECT_TRUE(r.is_error);

@@ -23,7 +23,7 @@ namespace moat::sandbox::testing {
 struct AuditRecords {
   std::mutex mu;
   std::vector<std::pair<std::string, nlohmann::json>> records;  // (type, fields)
-  std::set<std::string> failing_types;                          // appends of these types fail (EIO)
+  std::set<std::string> failing_types;  // appends of these types fail (EIO); "sync": make_durable
 
   std::vector<nlohmann::json> of_type(const std::string& type) {
     std::lock_guard<std::mutex> lock(mu);
@@ -48,8 +48,21 @@ class FakeAuditLog final : public sessions::AuditLog {
     records_->records.emplace_back(type, std::move(fields));
     return {};
   }
+  Result<uint64_t> append_pending(const std::string& type, nlohmann::json fields) override {
+    MOAT_TRY(append(type, std::move(fields), Sync::kWithNext));
+    return last_seq();
+  }
+  Result<void> make_durable(uint64_t) override {
+    std::lock_guard<std::mutex> lock(records_->mu);
+    if (records_->failing_types.count("sync") != 0)
+      return fail(Error::from_errno("fdatasync", EIO, "fake audit log"));
+    return {};
+  }
   std::string path() const override { return "/fake/audit.jsonl"; }
-  uint64_t last_seq() const override { return records_->records.size(); }
+  uint64_t last_seq() const override {
+    std::lock_guard<std::mutex> lock(records_->mu);
+    return records_->records.size();
+  }
   std::string head() const override { return ""; }
 
  private:
@@ -73,8 +86,10 @@ struct SandboxTouches {
 class FakeSession final : public Session {
  public:
   explicit FakeSession(std::shared_ptr<SandboxTouches> touches) : touches_(std::move(touches)) {}
-  Result<tools::ExecStatus> exec(const ExecSpec&, const std::function<void(std::string_view)>&,
+  Result<tools::ExecStatus> exec(const ExecSpec& spec, const std::function<void(std::string_view)>&,
                                  StopFlags) override {
+    // As the real session: nothing of the command runs before its decision is durable.
+    if (spec.durable) MOAT_TRY(spec.durable());
     touches_->touch();
     tools::ExecStatus out;
     out.exit_code = 0;
