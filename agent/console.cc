@@ -21,6 +21,7 @@
 #include "agent/terminal_repl.h"
 #include "agent/terminal_view.h"
 #include "agent/visible.h"
+#include "base/lf_lines.h"
 #include "base/sys.h"
 #include "sandbox/protocol.h"
 
@@ -289,12 +290,8 @@ void Console::read_stdin() {
     while (!asks_.empty()) answer(std::nullopt);
     return;
   }
-  partial_.append(buf, static_cast<std::size_t>(n));
-  for (std::size_t nl; (nl = partial_.find('\n')) != std::string::npos;) {
-    std::string line = partial_.substr(0, nl);
-    partial_.erase(0, nl + 1);
-    take_line(std::move(line));
-  }
+  take_lf_lines(partial_, std::string_view(buf, static_cast<std::size_t>(n)),
+                [this](std::string line) { take_line(std::move(line)); });
   if (partial_.size() >= kMaxLine) {
     take_line(partial_.substr(0, kMaxLine));
     partial_.erase(0, kMaxLine);

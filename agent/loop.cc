@@ -80,25 +80,30 @@ std::vector<Ran> refuse_cut_off_calls(const std::vector<ToolCall>& calls) {
 }
 
 // Slot 4: the batch runs concurrently in moatd unless one of its tools is sequential;
-// results come back in call order whatever order they finish in.
+// results come back in call order whatever order they finish in. `ended` hears of each call
+// as it ends (from the thread that ran it), so a view folds it while its siblings still run.
 std::vector<Ran> execute_batch(const std::vector<ToolCall>& calls,
                                const std::vector<tools::ToolSpec>& tools, const CallTool& call_tool,
-                               const std::atomic<bool>* cancel) {
+                               const std::atomic<bool>* cancel,
+                               const std::function<void(const ToolCall&, const Ran&)>& ended) {
   bool sequential = false;
   for (const auto& c : calls)
     for (const auto& t : tools)
       if (t.name == c.name && t.sequential) sequential = true;
   std::vector<Ran> results(calls.size());
   // Arguments the provider could not parse never reach moatd: the model re-issues them.
-  auto run_one = [&call_tool, cancel](const ToolCall& c) {
-    if (c.incomplete)
-      return Ran{tools::ToolResult::error("Not executed: the arguments of this " + c.name +
+  auto run_one = [&call_tool, cancel, &ended](const ToolCall& c) {
+    Ran r;
+    if (c.incomplete) {
+      r.result = tools::ToolResult::error("Not executed: the arguments of this " + c.name +
                                           " call are not valid JSON. Re-issue it with complete, "
-                                          "valid arguments."),
-                 {}};
-    const auto t0 = Clock::now();
-    Ran r{call_tool(c.id, c.name, c.arguments, cancel), {}};
-    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+                                          "valid arguments.");
+    } else {
+      const auto t0 = Clock::now();
+      r.result = call_tool(c.id, c.name, c.arguments, cancel);
+      r.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    }
+    ended(c, r);
     return r;
   };
   if (sequential || calls.size() == 1) {
@@ -239,7 +244,8 @@ struct BatchVerdict {
 };
 
 // Slot 5 for the results, in call order; a failure seen repeat_warn times gets a note
-// telling the model to change its approach.
+// telling the model to change its approach (and the person, in a note event: the call's end
+// event went out when it ended).
 Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls, std::vector<Ran>& ran,
                                      RepetitionTracker& repetition, const LoopConfig& config,
                                      const LoopEvents& events, sessions::SessionStore& store) {
@@ -249,14 +255,15 @@ Result<BatchVerdict> persist_results(const std::vector<ToolCall>& calls, std::ve
     tools::ToolResult& result = ran[i].result;
     const int seen = repetition.record(calls[i], result);
     v.worst_repeat = std::max(v.worst_repeat, seen);
-    if (seen >= config.repeat_warn)
-      result.content.push_back(
-          {{"type", "text"},
-           {"text", "This exact call has now failed the same way " + std::to_string(seen) +
-                        " times. Do not repeat it: change your approach."}});
+    if (seen >= config.repeat_warn) {
+      const std::string warning = "This exact call has now failed the same way " +
+                                  std::to_string(seen) + " times. Do not repeat it: change your " +
+                                  "approach.";
+      result.content.push_back({{"type", "text"}, {"text", warning}});
+      if (events.on_note) events.on_note(calls[i].name + " (" + calls[i].id + "): " + warning);
+    }
     if (!(result.details.is_object() && result.details.value("terminate", false)))
       v.all_terminate = false;
-    if (events.on_result) events.on_result(calls[i].id, calls[i].name, result, ran[i].took);
     MOAT_TRY(
         store.append({{"type", "message"}, {"message", tool_result_message(calls[i], result)}}));
   }
@@ -371,9 +378,16 @@ class Run {
     if (events_.on_call)
       for (const auto& c : calls) events_.on_call(c.id, c.name, c.arguments);
     // Slot 4: execute (or refuse, when cut off); slot 5: persist the results.
-    std::vector<Ran> ran = is_cut_off()
-                               ? refuse_cut_off_calls(calls)
-                               : execute_batch(calls, tools_, call_tool_, wall_.stop_flag());
+    auto ended = [this](const ToolCall& c, const Ran& r) {
+      if (events_.on_result) events_.on_result(c.id, c.name, r.result, r.took);
+    };
+    std::vector<Ran> ran;
+    if (is_cut_off()) {
+      ran = refuse_cut_off_calls(calls);
+      for (std::size_t i = 0; i < calls.size(); ++i) ended(calls[i], ran[i]);
+    } else {
+      ran = execute_batch(calls, tools_, call_tool_, wall_.stop_flag(), ended);
+    }
     auto verdict = persist_results(calls, ran, repetition_, config_, events_, store_);
     if (!verdict) return store_failed(verdict.error());
     // What the person typed during the batch goes right after its results.

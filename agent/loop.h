@@ -49,7 +49,8 @@ struct LoopEvents {
   std::function<void(Message& answer)> on_answer;
   std::function<void(const std::string& id, const std::string& tool, const nlohmann::json& args)>
       on_call;
-  // In call order, once the whole batch has finished; `took` is the call's own time.
+  // As each call ends (a batch's calls run concurrently: from the thread that ran it, in the
+  // order they end); `took` is the call's own time.
   std::function<void(const std::string& id, const std::string& tool,
                      const tools::ToolResult& result, std::chrono::milliseconds took)>
       on_result;

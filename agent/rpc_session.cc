@@ -11,6 +11,7 @@
 
 #include "agent/compaction.h"
 #include "agent/rpc.h"
+#include "base/lf_lines.h"
 #include "sessions/context.h"
 #include "sessions/render_session.h"
 
@@ -98,11 +99,8 @@ class RpcServer {
       const ssize_t n = ::read(fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      pending.append(buf, static_cast<std::size_t>(n));
-      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-        take(pending.substr(0, nl));
-        pending.erase(0, nl + 1);
-      }
+      take_lf_lines(pending, std::string_view(buf, static_cast<std::size_t>(n)),
+                    [this](std::string line) { take(line); });
     }
     std::lock_guard<std::mutex> lock(mu_);
     ended_ = true;

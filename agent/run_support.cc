@@ -15,6 +15,7 @@
 #include "agent/providers/factory.h"
 #include "agent/providers/prompt.h"
 #include "agent/replay_provider.h"
+#include "base/lf_lines.h"
 #include "base/log.h"
 #include "base/workspace_path.h"
 #include "tools/registry.h"
@@ -174,11 +175,8 @@ void TerminalInput::read_lines() {
     const ssize_t n = ready > 0 ? ::read(fd_, buf, sizeof buf) : -1;
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    pending.append(buf, static_cast<std::size_t>(n));
-    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-      take_line(pending.substr(0, nl));
-      pending.erase(0, nl + 1);
-    }
+    take_lf_lines(pending, std::string_view(buf, static_cast<std::size_t>(n)),
+                  [this](std::string line) { take_line(std::move(line)); });
     // A "line" without end (a pasted file, a stream of bytes) is taken in bounded pieces.
     if (pending.size() >= kMaxLine) {
       take_line(pending.substr(0, kMaxLine));

@@ -156,7 +156,10 @@ void TerminalView::call_ended(const json& e) {
   std::string head = e.value("is_error", false) ? "    [error] " : "    [ok] ";
   head += str(e, "tool");
   if (!str(e, "decision").empty()) head += " · " + str(e, "decision");
-  if (!str(e, "rule").empty()) head += " (" + str(e, "rule") + ")";
+  // The rule is an object (docs/events.md); its id names it.
+  const std::string rule =
+      e.contains("rule") && e["rule"].is_object() ? str(e["rule"], "id") : str(e, "rule");
+  if (!rule.empty()) head += " (" + rule + ")";
   if (e.contains("exit_code") && e["exit_code"].is_number())
     head += " · exit " + e["exit_code"].dump();
   head += " · " + seconds(std::chrono::milliseconds(num(e, "duration_ms")));

@@ -273,5 +273,27 @@ TEST_F(TerminalViewTest, TreeForkAndCompactActOnTheSessionBetweenTurns) {
   EXPECT_EQ(verified_audit_logs(), 1);
 }
 
+// Two calls of one answer run together: the quick one is folded ([ok], its output) as soon as
+// it ends, while the slow one still runs with its spinner.
+TEST_F(TerminalViewTest, AFinishedCallIsFoldedWhileItsSiblingStillRuns) {
+  testing::ScriptedTurn both;
+  both.text = "Running both.";
+  both.calls.push_back({"q1", "bash", {{"command", "echo quick-one-done"}}});
+  both.calls.push_back(
+      {"s1", "bash", {{"command", "for i in $(seq 1 60); do echo slow$i; sleep 1; done"}}});
+  server_->push_turn(both);
+  auto t = start_moat("both at once");
+  ASSERT_TRUE(t->shows("slow3", 60)) << t->pane();
+  const std::string pane = t->pane();
+  EXPECT_NE(pane.find("[ok] bash"), std::string::npos) << "the quick call, folded:\n" << pane;
+  EXPECT_NE(pane.find("| quick-one-done"), std::string::npos) << pane;
+  EXPECT_NE(pane.find("s: for i in"), std::string::npos) << "the slow one still runs:\n" << pane;
+  EXPECT_EQ(pane.find("slow60"), std::string::npos) << pane;
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("moat: cancelled after 1 turn", 60)) << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
 }  // namespace
 }  // namespace moat::e2e

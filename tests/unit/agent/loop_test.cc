@@ -96,6 +96,44 @@ TEST_F(LoopTest, ResultsArePersistedInCallOrderWhateverOrderTheyFinishIn) {
   EXPECT_EQ(m[2]["content"][0]["text"], "result of a");
 }
 
+// A call's end is reported when it ends, not when its batch does: the slow call waits to
+// hear that the fast one was reported (up to 10 s; the old loop reported both after both).
+TEST_F(LoopTest, EachCallsEndIsReportedWhenItEndsWhileItsSiblingStillRuns) {
+  auto p = script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"slow"}},)"
+                   R"({"id":"b","name":"bash","arguments":{"command":"fast"}}]})",
+                   R"({"text":"done"})"});
+  std::mutex mu;
+  std::vector<std::string> ended;
+  std::atomic<bool> fast_reported{false};
+  LoopEvents events;
+  events.on_result = [&](const std::string& id, const std::string&, const tools::ToolResult&,
+                         std::chrono::milliseconds) {
+    std::lock_guard<std::mutex> lock(mu);
+    ended.push_back(id);
+    if (id == "b") fast_reported = true;
+  };
+  bool slow_saw_it = false;
+  std::vector<tools::ToolSpec> specs = {{"bash", "run", json::object(), false, false}};
+  auto out = run_loop(
+      *p,
+      [&](const std::string& id, const std::string&, const json&, auto) {
+        if (id == "a") {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!fast_reported && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          slow_saw_it = fast_reported;
+        }
+        return ok("result of " + id);
+      },
+      *store_, "system", specs, {}, events, nullptr, nullptr);
+  EXPECT_EQ(out.stop, LoopStop::kDone);
+  EXPECT_TRUE(slow_saw_it) << "the fast call's end was reported while the slow one ran";
+  EXPECT_EQ(ended, (std::vector<std::string>{"b", "a"}));
+  auto m = messages();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[2]["toolCallId"], "a") << "the session keeps call order";
+}
+
 TEST_F(LoopTest, ASequentialToolMakesItsBatchSequential) {
   auto p = script({R"({"tool_calls":[{"name":"one_at_a_time"},{"name":"bash","arguments":{}}]})",
                    R"({"text":"done"})"});

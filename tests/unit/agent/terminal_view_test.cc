@@ -55,7 +55,7 @@ TEST(TerminalView, AFinishedCallIsFoldedToItsLastLinesWithItsDecision) {
                 {"tool", "bash"},
                 {"is_error", false},
                 {"decision", "allow"},
-                {"rule", "default.make"},
+                {"rule", {{"id", "default.make"}, {"layer", "default"}}},  // as moatd sends it
                 {"exit_code", 0},
                 {"duration_ms", 1500},
                 {"output", output}});
