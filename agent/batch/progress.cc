@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "agent/batch/results.h"
+#include "agent/visible.h"
 #include "base/byte_strings.h"
 
 namespace moat::agent::batch {
@@ -17,11 +18,12 @@ void emit(const json& event) {
 }
 
 // Item ids and reasons are moat's or the manifest's, but a reason may quote a program's
-// message: no control character reaches the terminal.
+// message, or a url's server through git's: no control character reaches the terminal, C1
+// ones included (git replaces C0 in what it quotes, not UTF-8 C2 9B, which is CSI).
 std::string printable(std::string s) {
   for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return s;
+    if (c == '\n' || c == '\t') c = ' ';
+  return visible(s);
 }
 
 }  // namespace

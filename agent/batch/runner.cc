@@ -2,6 +2,7 @@
 // OUT, skip what is done, run the rest --jobs at a time, write the report, apply.
 #include "agent/batch/runner.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -82,7 +83,27 @@ struct Plan {
   std::vector<json> earlier;
 };
 
+// OUT must be the person's alone: another user who can write in it (a folder made in /tmp
+// before the batch ran) could plant symlinks where the batch writes (a clone's bundle, the
+// logs, the patches) or a bundle the batch would take as already fetched.
+Result<void> check_not_shared(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return errno == ENOENT ? Result<void>{} : fail(Error::from_errno("stat", errno, dir));
+  const bool group_writes = (st.st_mode & S_IWGRP) != 0 && st.st_gid != ::getegid();
+  if (st.st_uid == ::geteuid() && (st.st_mode & S_IWOTH) == 0 && !group_writes) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return fail(dir + ": owned by uid " + std::to_string(st.st_uid) + " (group " +
+              std::to_string(st.st_gid) + ", mode " + mode +
+              "): moat batch writes only into a folder that is yours and that no other user can "
+              "write in (another could plant links where the batch writes); choose another "
+              "--out, e.g. under your home, or one it may create");
+}
+
 Result<void> open_out(const BatchOptions& o, Plan& plan) {
+  MOAT_TRY(check_not_shared(o.out_dir));
+  MOAT_TRY(check_not_shared((fs::path(o.out_dir) / "clones").string()));
   std::error_code ec;
   fs::create_directories(fs::path(o.out_dir) / "patches", ec);
   if (ec) return fail(Error::from_errno("mkdir", ec.value(), o.out_dir));

@@ -3,6 +3,7 @@
 // "dumb" protocol), reached only through a sandbox's moatd proxy, which resolves *.test names
 // to it (moatd --test-resolve, given by a MOATD_BIN wrapper as whoever starts moatd would).
 #include <signal.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -96,6 +97,26 @@ class BatchUrlTest : public ::testing::Test {
     return "http://" + host + ":" + port_ + "/" + repo;
   }
   std::string http_log() const { return read_file(dir_.path() + "/http.log"); }
+  // A server that prints "port N" into `log` once it listens; `port` stays empty when it did
+  // not start.
+  pid_t start_server(const std::vector<std::string>& argv, const std::string& log,
+                     std::string& port) {
+    const pid_t pid = start(argv, log);
+    std::smatch m;
+    if (eventually([&] {
+          const std::string text = read_file(log);
+          return std::regex_search(text, m, std::regex("port ([0-9]+)"));
+        }))
+      port = m[1].str();
+    return pid;
+  }
+  // python3's server running SRV/cgi-bin's scripts, logging into smart.log.
+  pid_t start_cgi_server(std::string& port) {
+    const std::string d = dir_.path();
+    return start_server({"python3", "-u", "-m", "http.server", "--cgi", "0", "--bind", "127.0.0.1",
+                         "--directory", d + "/srv"},
+                        d + "/smart.log", port);
+  }
 
   void write_manifest(const std::string& repos) {
     testing::write_text(dir_.path() + "/batch.toml",
@@ -197,16 +218,11 @@ TEST_F(BatchUrlTest, GitsSmartHttpProtocolWorksThroughTheProxyToo) {
                       "GIT_CONFIG_VALUE_0='*' GIT_PROJECT_ROOT='" +
                           d + "/srv' GIT_HTTP_EXPORT_ALL=1\nexec git http-backend\n");
   fs::permissions(cgi + "/git", fs::perms::all, fs::perm_options::add);
-  const pid_t smart = start({"python3", "-u", "-m", "http.server", "--cgi", "0", "--bind",
-                             "127.0.0.1", "--directory", d + "/srv"},
-                            d + "/smart.log");
-  std::smatch m;
-  const bool up = eventually([&] {
-    const std::string log = read_file(d + "/smart.log");
-    return std::regex_search(log, m, std::regex("port ([0-9]+)"));
-  });
+  std::string smart_port;
+  const pid_t smart = start_cgi_server(smart_port);
+  const bool up = !smart_port.empty();
   if (up) {
-    const std::string smart_url = "http://git.test:" + m[1].str() + "/cgi-bin/git/svc.git";
+    const std::string smart_url = "http://git.test:" + smart_port + "/cgi-bin/git/svc.git";
     write_manifest("[[repo]]\nurl = \"" + smart_url + "\"\n");
     const e2e::Run r = batch(d + "/out");
     EXPECT_EQ(r.exit_code, 0) << r.out << read_file(d + "/out/results.jsonl");
@@ -412,6 +428,103 @@ print(git("hash-object", "-t", "tree", "-w", "--literally", "--stdin", data=raw)
   for (const char* untouched : {"escape", "sub", ".gitattributes", ".gitmodules", "link/pwned"})
     EXPECT_EQ(patch.find(std::string(" b/") + untouched + "\n"), std::string::npos) << patch;
   EXPECT_NE(patch.find("+sum_line_items() {"), std::string::npos) << patch;
+}
+
+TEST_F(BatchUrlTest, AServersMessageInTheItemsReasonActsOnNoTerminal) {
+  // A server that answers the smart protocol's first request with an ERR line: git quotes it
+  // ("fatal: remote error: ..."), replacing C0 controls, but not C1 controls in UTF-8 (C2 9B is
+  // CSI, ESC [ by another name), and the item's reason quotes git's last line.
+  const std::string d = dir_.path(), cgi = d + "/srv/cgi-bin";
+  fs::create_directories(cgi);
+  testing::write_text(cgi + "/err",
+                      "#!/usr/bin/env python3\nimport sys\n"
+                      "def pkt(b): return b'%04x' % (len(b) + 4) + b\n"
+                      "msg = b'ERR evil \\xc2\\x9b2J\\xc2\\x9d0;title\\xc2\\x9c end'\n"
+                      "sys.stdout.buffer.write(b'Content-Type: "
+                      "application/x-git-upload-pack-advertisement\\r\\n\\r\\n' + "
+                      "pkt(b'# service=git-upload-pack\\n') + b'0000' + pkt(msg))\n");
+  fs::permissions(cgi + "/err", fs::perms::all, fs::perm_options::add);
+  std::string smart_port;
+  const pid_t smart = start_cgi_server(smart_port);
+  const bool up = !smart_port.empty();
+  if (up) {
+    write_manifest("[[repo]]\nurl = \"http://git.test:" + smart_port + "/cgi-bin/err/svc.git\"\n");
+    const e2e::Run r = batch(d + "/out");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    const json line = result_for(results_of(d + "/out"), "svc");
+    EXPECT_NE(line.value("reason", "").find("remote error: evil"), std::string::npos)
+        << line.dump();
+    EXPECT_NE(r.out.find("remote error: evil"), std::string::npos) << r.out;
+    for (const char* c1 : {"\xc2\x9b", "\xc2\x9d", "\xc2\x9c"})
+      EXPECT_EQ(r.out.find(c1), std::string::npos) << "a C1 control reached the terminal";
+  }
+  kill(smart, SIGTERM);
+  wait_exit(smart, 10);
+  ASSERT_TRUE(up) << read_file(d + "/smart.log");
+}
+
+TEST_F(BatchUrlTest, AnOutFolderAnotherUserCanWriteIsRefusedBeforeAnythingIsWrittenInIt) {
+  // Another local user made OUT (e.g. in /tmp) before the person ran the batch, and planted a
+  // symlink where the clone's bundle is written (OUT/clones/KEY: KEY is the url's SHA-256).
+  if (geteuid() != 0) GTEST_SKIP() << "making a folder of another user's needs root";
+  const std::string d = dir_.path(), out = d + "/shared", victim = d + "/victim";
+  const std::string u = url("git.test", "svc.git");
+  const std::string key = run({"sh", "-c", "printf %s '" + u + "' | sha256sum"}).out.substr(0, 16);
+  fs::create_directories(out + "/clones/" + key);
+  testing::write_text(victim, "the person's own file\n");
+  fs::create_symlink(victim, out + "/clones/" + key + "/repo.bundle.tmp");
+  for (const std::string& p : {out, out + "/clones", out + "/clones/" + key}) {
+    ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0) << p;
+    fs::permissions(p, fs::perms::all);
+  }
+  write_manifest("[[repo]]\nurl = \"" + u + "\"\n");
+  const e2e::Run r = batch(out);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(out + ": owned by uid 65534"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(victim), "the person's own file\n") << "written through the planted link";
+  EXPECT_FALSE(fs::exists(out + "/batch.json")) << "the batch wrote into the other user's folder";
+}
+
+TEST_F(BatchUrlTest, ARedirectToAHostThePolicyDoesNotAllowIsRefusedByTheProxy) {
+  // git follows the first request's redirect (http.followRedirects=initial): the proxy judges
+  // the host it leads to as any other connection. Once other.test is allowed too, the same
+  // redirect clones, so the refusal is the policy's and not git's.
+  const std::string d = dir_.path();
+  testing::write_text(d + "/redirect.py",
+                      "import http.server, sys\n"
+                      "class H(http.server.BaseHTTPRequestHandler):\n"
+                      "    def do_GET(self):\n"
+                      "        self.send_response(302)\n"
+                      "        self.send_header('Location', sys.argv[1] + self.path)\n"
+                      "        self.send_header('Content-Length', '0')\n"
+                      "        self.end_headers()\n"
+                      "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+                      "print('port', s.server_address[1], flush=True)\n"
+                      "s.serve_forever()\n");
+  std::string port;
+  const pid_t redirect =
+      start_server({"python3", "-u", d + "/redirect.py", "http://other.test:" + port_},
+                   d + "/redirect.log", port);
+  const bool up = !port.empty();
+  if (up) {
+    write_manifest("[[repo]]\nurl = \"http://git.test:" + port + "/svc.git\"\n");
+    const e2e::Run r = batch(d + "/out");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(result_for(results_of(d + "/out"), "svc").value("status", ""), "error") << r.out;
+    EXPECT_NE(read_file(d + "/redirect.log").find("GET /svc.git/info/refs"), std::string::npos)
+        << read_file(d + "/redirect.log");
+    EXPECT_EQ(http_log().find("GET /svc.git/"), std::string::npos) << http_log();
+
+    testing::write_text(d + "/config/moat/policy.d/other.toml",
+                        "schema = 1\n[[network]]\nid = \"test.other\"\ndecision = \"allow\"\n"
+                        "domains = [\"other.test\"]\n");
+    const e2e::Run allowed = batch(d + "/out-allowed");
+    EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
+    EXPECT_NE(http_log().find("GET /svc.git/"), std::string::npos) << http_log();
+  }
+  kill(redirect, SIGTERM);
+  wait_exit(redirect, 10);
+  ASSERT_TRUE(up) << read_file(d + "/redirect.log");
 }
 
 }  // namespace
