@@ -143,6 +143,7 @@ struct Opened {
   // stdin and stdout are a terminal: a session of prompts, one after another, until the
   // person ends it (agent/terminal_repl.h); the loop serves them as it serves --rpc.
   bool repl = false;
+  CheckedProvider checked;  // the provider, until its transport is loaded (finish_provider)
   std::unique_ptr<Provider> provider;
   std::unique_ptr<MoatdClient> client;
   Welcome welcome;
@@ -213,9 +214,9 @@ Exit open_model(RunOptions& o, Opened& r) {
   // with its file:line:col, before anything starts, not at the first run that needs it.
   if (auto config = providers::load_config(); !config)
     return exit_with(r, kExitUsage, config.error().message());
-  auto provider = open_provider(o.model);
-  if (!provider) return exit_with(r, kExitUsage, provider.error().message());
-  r.provider = std::move(*provider);
+  auto checked = check_provider(o.model);
+  if (!checked) return exit_with(r, kExitUsage, checked.error().message());
+  r.checked = std::move(*checked);
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
   // Each request asks for the model's own output limit (a fixed 8192 went out whatever
   // config.toml said).
@@ -226,6 +227,8 @@ Exit open_model(RunOptions& o, Opened& r) {
 
 // An interactive session gets a console channel to moatd, which only the console process
 // will hold: a private moatd's second socketpair, or a shared moatd's one-time token.
+// moatd builds the session (the policy, the audit log, the namespaces and cgroups: most of
+// the start-up) while this process loads the provider's transport.
 Exit start_moatd_session(const RunOptions& o, Opened& r) {
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
@@ -233,7 +236,11 @@ Exit start_moatd_session(const RunOptions& o, Opened& r) {
   if (!client) return exit_with(r, kExitSandbox, client.error().message());
   r.client = std::move(*client);
   WelcomeError why;
-  auto welcome = r.client->hello(r.workspace, r.headless, &why);
+  auto sent = r.client->send_hello(r.workspace, r.headless, &why);
+  auto provider = finish_provider(std::move(r.checked));
+  if (!provider) return exit_with(r, kExitUsage, provider.error().message());
+  r.provider = std::move(*provider);
+  auto welcome = sent ? r.client->await_welcome(&why) : Result<Welcome>(fail(sent.error()));
   if (!welcome)
     return exit_with(r, why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
                      welcome.error().message());

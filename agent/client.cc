@@ -225,26 +225,43 @@ bool MoatdClient::dispatch(sandbox::ServerFrame frame, std::string* why) {
   return true;
 }
 
+namespace {
+
+std::string refused(WelcomeError* why, std::string code, std::string message) {
+  if (why != nullptr) *why = WelcomeError{std::move(code), message};
+  return message;
+}
+
+}  // namespace
+
 Result<Welcome> MoatdClient::hello(const std::string& workspace, bool headless, WelcomeError* why,
                                    sandbox::NetworkRequest network,
                                    std::vector<sandbox::BindMount> binds) {
-  auto refused = [&](std::string code, std::string msg) {
-    if (why != nullptr) *why = WelcomeError{std::move(code), msg};
-    return fail(std::move(msg));
-  };
+  MOAT_TRY(send_hello(workspace, headless, why, network, std::move(binds)));
+  return await_welcome(why);
+}
+
+Result<void> MoatdClient::send_hello(const std::string& workspace, bool headless, WelcomeError* why,
+                                     sandbox::NetworkRequest network,
+                                     std::vector<sandbox::BindMount> binds) {
   if (!is_utf8(workspace))
-    return refused("workspace", "workspace '" + hex_escape_non_utf8(workspace) + "'" +
-                                    " is not UTF-8: moatd's protocol cannot name it exactly, so "
-                                    "no session is started (use a path whose names are UTF-8)");
+    return fail(refused(why, "workspace",
+                        "workspace '" + hex_escape_non_utf8(workspace) + "'" +
+                            " is not UTF-8: moatd's protocol cannot name it exactly, so "
+                            "no session is started (use a path whose names are UTF-8)"));
   const sandbox::HelloMsg hello{sandbox::kProtocolVersion,           workspace, headless,
                                 std::string("moat/") + MOAT_VERSION, network,   std::move(binds)};
-  if (auto r = send(hello); !r) return refused("io", r.error().message());
+  if (auto r = send(hello); !r) return fail(refused(why, "io", r.error().message()));
+  return {};
+}
+
+Result<Welcome> MoatdClient::await_welcome(WelcomeError* why) {
   // No reader thread yet: read until the welcome (or a refusal) on this thread.
   if (!reader_started()) read_frames(/*until_welcome=*/true);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return welcome_ || refusal_ || closed_; });
-  if (refusal_) return refused(refusal_->code, refusal_->message);
-  if (!welcome_) return refused("io", fatal_);
+  if (refusal_) return fail(refused(why, refusal_->code, refusal_->message));
+  if (!welcome_) return fail(refused(why, "io", fatal_));
   return *welcome_;
 }
 

@@ -55,7 +55,13 @@ class MoatdClient {
   Result<Welcome> hello(const std::string& workspace, bool headless, WelcomeError* why,
                         sandbox::NetworkRequest network = sandbox::NetworkRequest::kAsPolicyGrants,
                         std::vector<sandbox::BindMount> binds = {});
-
+  // hello() in two halves, so the caller can do its own start-up while moatd builds the
+  // session (moat run loads its HTTP transport meanwhile): send_hello, then await_welcome.
+  Result<void> send_hello(
+      const std::string& workspace, bool headless, WelcomeError* why,
+      sandbox::NetworkRequest network = sandbox::NetworkRequest::kAsPolicyGrants,
+      std::vector<sandbox::BindMount> binds = {});
+  Result<Welcome> await_welcome(WelcomeError* why);
   // Starts the thread that reads moatd's frames (results, progress, asks). call() starts it
   // when it has not been started; idempotent.
   void start_reader();

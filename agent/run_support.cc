@@ -90,12 +90,22 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
       ->allow_extra_args(false);
 }
 
-Result<std::unique_ptr<Provider>> open_provider(const std::string& spec) {
-  if (spec.rfind("replay:", 0) == 0) return make_replay_provider(spec.substr(7));
+Result<CheckedProvider> check_provider(const std::string& spec) {
+  CheckedProvider c;
+  if (spec.rfind("replay:", 0) == 0) {
+    MOAT_ASSIGN_OR_RETURN(c.ready, make_replay_provider(spec.substr(7)));
+    return c;
+  }
   // A real provider: its key is read from the environment here, in the agent process,
   // and never leaves it (moatd and the sandbox get a scrubbed environment).
   MOAT_ASSIGN_OR_RETURN(providers::Config config, providers::load_config());
-  return providers::make_provider(spec, config);
+  MOAT_ASSIGN_OR_RETURN(c.http, providers::provider_settings(spec, config));
+  return c;
+}
+
+Result<std::unique_ptr<Provider>> finish_provider(CheckedProvider checked) {
+  if (checked.ready) return std::move(checked.ready);
+  return providers::make_http_provider_loaded(std::move(*checked.http));
 }
 
 std::int64_t model_context_window(const std::string& spec) {

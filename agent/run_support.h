@@ -17,6 +17,7 @@
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "agent/providers/config.h"
+#include "agent/providers/http_provider.h"
 #include "base/result.h"
 #include "sessions/store.h"
 
@@ -45,8 +46,17 @@ struct MoatdPassThrough {
 };
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o);
 
-// "replay:FILE" or "provider/model-id".
-Result<std::unique_ptr<Provider>> open_provider(const std::string& spec);
+// Opens "replay:FILE" or "provider/model-id" in two steps, so that `moat run` can start moatd
+// between them: check_provider
+// says every usage error (the model, config.toml, the key; a replay file is opened), and
+// finish_provider loads the HTTP transport (~10 ms of shared libraries) while moatd builds
+// the session.
+struct CheckedProvider {
+  std::unique_ptr<Provider> ready;                  // replay: already open
+  std::optional<providers::ProviderSettings> http;  // an HTTP provider, its transport not loaded
+};
+Result<CheckedProvider> check_provider(const std::string& spec);
+Result<std::unique_ptr<Provider>> finish_provider(CheckedProvider checked);
 
 // The model's context window from the configuration (0 for replay or unknown models).
 std::int64_t model_context_window(const std::string& spec);

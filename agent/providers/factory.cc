@@ -26,9 +26,8 @@ Result<ResolvedModel> resolve_model(const std::string& spec, const Config& confi
   return ResolvedModel{p->second, std::move(m)};
 }
 
-Result<std::unique_ptr<Provider>> make_provider(
-    const std::string& spec, const Config& config,
-    const std::function<const char*(const char*)>& getenv) {
+Result<ProviderSettings> provider_settings(const std::string& spec, const Config& config,
+                                           const std::function<const char*(const char*)>& getenv) {
   MOAT_ASSIGN_OR_RETURN(ResolvedModel r, resolve_model(spec, config));
   ProviderSettings s;
   s.name = r.provider.name;
@@ -52,10 +51,21 @@ Result<std::unique_ptr<Provider>> make_provider(
   if (!r.model.known && !r.provider.local)
     MOAT_LOG_WARN("model %s is not in the catalogue: its cost is counted as 0",
                   ::moat::quoted(spec).c_str());
+  return s;
+}
+
+Result<std::unique_ptr<Provider>> make_http_provider_loaded(ProviderSettings settings) {
   // Now, while this process can still map a library (the loop drops that right before it
   // first calls the model): a missing transport is a usage error here, not a failed turn.
   MOAT_TRY(load_http_transport());
-  return make_http_provider(std::move(s));
+  return make_http_provider(std::move(settings));
+}
+
+Result<std::unique_ptr<Provider>> make_provider(
+    const std::string& spec, const Config& config,
+    const std::function<const char*(const char*)>& getenv) {
+  MOAT_ASSIGN_OR_RETURN(ProviderSettings s, provider_settings(spec, config, getenv));
+  return make_http_provider_loaded(std::move(s));
 }
 
 }  // namespace moat::agent::providers

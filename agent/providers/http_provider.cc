@@ -57,7 +57,8 @@ class HttpProvider final : public Provider {
 
   Result<Message> complete(const ModelRequest& request, const StreamCallbacks& stream,
                            const std::atomic<bool>* cancel) override {
-    const HttpRequest http = build(request, cancel);
+    HttpRequest http = build(request, cancel);
+    http.connections = &connections_;
     for (int attempt = 0;; ++attempt) {
       Attempt a = attempt_once(http, stream);
       if (a.message) return std::move(*a.message);
@@ -208,6 +209,7 @@ class HttpProvider final : public Provider {
   ProviderSettings s_;
   std::mt19937_64 rng_;
   std::unique_ptr<StreamDecoder> last_decoder_;
+  std::shared_ptr<void> connections_;  // the transport's open connection, kept between turns
 };
 
 }  // namespace

@@ -96,6 +96,20 @@ struct SlistDeleter {
   void operator()(curl_slist* s) const { curl_slist_free_all(s); }
 };
 
+// The multi handle the request runs in: the caller's, kept between requests, whose connection
+// cache keeps the connection open for the next one (libcurl notices one the server has closed
+// meanwhile and connects again); else a handle of the request's own, in *own.
+CURLM* multi_for(const HttpRequest& r, std::unique_ptr<CURLM, MultiDeleter>* own) {
+  if (r.connections == nullptr) {
+    own->reset(curl_multi_init());
+    return own->get();
+  }
+  if (!*r.connections)
+    *r.connections = std::shared_ptr<void>(
+        curl_multi_init(), [](void* m) { curl_multi_cleanup(static_cast<CURLM*>(m)); });
+  return static_cast<CURLM*>(r.connections->get());
+}
+
 void configure(CURL* easy, Transfer& t, curl_slist* headers) {
   const HttpRequest& r = *t.request;
   curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
@@ -133,18 +147,19 @@ HttpOutcome http_post_stream(const HttpRequest& request,
   static CurlGlobal global;  // curl_global_init is not thread-safe; a static is
   std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
   Transfer t{easy.get(), &request, &on_body, {}, Clock::now(), false, false, false};
-  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+  std::unique_ptr<CURLM, MultiDeleter> own;
+  CURLM* multi = multi_for(request, &own);
   std::unique_ptr<curl_slist, SlistDeleter> headers;
   for (const auto& h : request.headers)
     headers.reset(curl_slist_append(headers.release(), h.c_str()));
   configure(easy.get(), t, headers.get());
-  curl_multi_add_handle(multi.get(), easy.get());
+  curl_multi_add_handle(multi, easy.get());
   CURLcode result = CURLE_OK;
   for (int running = 1; running;) {
-    curl_multi_perform(multi.get(), &running);
+    curl_multi_perform(multi, &running);
     t.outcome.status = status_of(easy.get());
     int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued))
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued))
       if (msg->msg == CURLMSG_DONE) result = msg->data.result;
     if (!running) break;
     // Wake at least every 50 ms so a cancel or an idle timeout takes effect at once, even
@@ -153,9 +168,9 @@ HttpOutcome http_post_stream(const HttpRequest& request,
       result = CURLE_ABORTED_BY_CALLBACK;
       break;
     }
-    curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
+    curl_multi_poll(multi, nullptr, 0, 50, nullptr);
   }
-  curl_multi_remove_handle(multi.get(), easy.get());
+  curl_multi_remove_handle(multi, easy.get());
   t.outcome.status = status_of(easy.get());
   if (t.cancelled) {
     t.outcome.transport = Transport::kCancelled;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,12 @@ struct HttpRequest {
   // No byte for this long aborts the transfer: a stalled stream must not hang the loop.
   std::chrono::milliseconds idle_timeout{120000};
   const std::atomic<bool>* cancel = nullptr;  // checked every 50 ms and on every progress
+  // Where the transport keeps its open connections (and TLS sessions) between requests, held
+  // by the caller (one per provider, one request at a time): the next turn's request goes out
+  // on the connection the last one used instead of paying a new TCP and TLS handshake. The
+  // transport fills it on first use; releasing it closes the connections. Null: the request
+  // gets a connection of its own, closed when it ends.
+  std::shared_ptr<void>* connections = nullptr;
 };
 
 enum class Transport {

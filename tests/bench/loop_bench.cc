@@ -17,6 +17,7 @@
 #include "agent/providers/http_provider.h"
 #include "agent/providers/prompt.h"
 #include "agent/providers/usage.h"
+#include "tests/bench/loop_turn.h"
 #include "tests/support/mock_model_server.h"
 
 extern char** environ;
@@ -219,7 +220,11 @@ void print(const char* name, const Stats& s) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // loop_bench [turn [rounds]]: with "turn", only the end-to-end turn of `moat run`.
+  const bool turn_only = argc > 1 && std::string(argv[1]) == "turn";
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  if (turn_only) return moat::bench::run_turn_bench(rounds);
   std::printf(
       "loop_bench: %d turns, history of ~%zu tokens, mock model server in a child process\n",
       kTurns, kHistoryTokens);
@@ -235,5 +240,5 @@ int main() {
   print("floor: sh -c true (child)", floor);
   std::printf("\nhost CPU per turn / floor: %.1fx (anthropic)\n",
               anthropic.cpu_median / std::max(floor.cpu_median, 1e-3));
-  return 0;
+  return moat::bench::run_turn_bench(rounds);
 }

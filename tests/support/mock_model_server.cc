@@ -308,6 +308,7 @@ struct MockModelServer::Plan {
   std::function<void()> on_last_event;  // marks the scripted turn as used
   std::chrono::milliseconds stall{0};
   std::atomic<bool>* stopping = nullptr;
+  std::function<void()> on_answered;  // after the last byte: records the timing
 };
 
 MockModelServer::MockModelServer(Api api)
@@ -323,7 +324,8 @@ MockModelServer::MockModelServer(Api api)
     std::string content_type, body;
     std::map<std::string, std::string> reply_headers;
     std::shared_ptr<Plan> plan;
-    handle(req.path, req.body, headers, status, content_type, body, reply_headers, plan);
+    handle(req.path, req.body, headers, req.remote_port, status, content_type, body, reply_headers,
+           plan);
     res.status = status;
     for (const auto& [k, v] : reply_headers) res.set_header(k, v);
     if (!plan) {
@@ -353,6 +355,7 @@ MockModelServer::MockModelServer(Api api)
         if (!sink.write(plan->events[i].data(), plan->events[i].size())) return false;
       }
       sink.done();
+      plan->on_answered();
       return true;
     });
   };
@@ -405,18 +408,24 @@ std::vector<ServedUsage> MockModelServer::served_usage() const {
   return usage_;
 }
 
+std::vector<RequestTiming> MockModelServer::timings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timings_;
+}
+
 size_t MockModelServer::request_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return requests_.size();
 }
 
 void MockModelServer::handle(const std::string& path, const std::string& body,
-                             const std::map<std::string, std::string>& headers, int& status,
-                             std::string& content_type, std::string& error_out,
+                             const std::map<std::string, std::string>& headers, int client_port,
+                             int& status, std::string& content_type, std::string& error_out,
                              std::map<std::string, std::string>& reply_headers,
                              std::shared_ptr<Plan>& plan) {
   std::lock_guard<std::mutex> lock(mu_);
-  requests_.push_back({path, body, headers});
+  requests_.push_back({path, body, headers, client_port});
+  timings_.push_back({std::chrono::steady_clock::now(), std::nullopt});
   content_type = "application/json";
   std::optional<Fault> fault;
   if (!faults_.empty()) {
@@ -478,6 +487,10 @@ void MockModelServer::handle(const std::string& path, const std::string& body,
                                                    : midstream_error(api_);
   plan->stall = stall_;
   plan->stopping = &stopping_;
+  plan->on_answered = [this, i = timings_.size() - 1] {
+    std::lock_guard<std::mutex> lock(mu_);
+    timings_[i].answered = std::chrono::steady_clock::now();
+  };
   const bool counts = !fault || fault == Fault::kStall;
   if (counts) {
     plan->on_last_event = [this, prompt, u, from_script = !turns_.empty()] {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,7 @@ struct RecordedRequest {
   std::string path;
   std::string body;
   std::map<std::string, std::string> headers;  // lower-case names
+  int client_port = 0;                         // the client's end of the connection it came on
 };
 
 // What the server reported for one served request, in tokens (bytes / 4).
@@ -62,6 +64,13 @@ struct ServedUsage {
   int64_t prompt = 0;  // the whole prompt
   int64_t cached = 0;  // the common prefix with the previous request's prompt
   int64_t output = 0;
+};
+
+// When the server had a request's whole body, and when it had written the last byte of its
+// answer (steady_clock, so a bench can read the client's time between two requests).
+struct RequestTiming {
+  std::chrono::steady_clock::time_point received;
+  std::optional<std::chrono::steady_clock::time_point> answered;  // none for an error reply
 };
 
 // The prompt as a provider's cache keys it: tools, system, then messages (input), one
@@ -106,11 +115,12 @@ class MockModelServer {
   std::vector<RecordedRequest> requests() const;
   std::vector<ServedUsage> served_usage() const;  // one per successful stream
   size_t request_count() const;
+  std::vector<RequestTiming> timings() const;  // one per request, in order
 
  private:
   struct Plan;
   void handle(const std::string& path, const std::string& body,
-              const std::map<std::string, std::string>& headers, int& status,
+              const std::map<std::string, std::string>& headers, int client_port, int& status,
               std::string& content_type, std::string& error_body,
               std::map<std::string, std::string>& reply_headers, std::shared_ptr<Plan>& plan);
 
@@ -124,6 +134,7 @@ class MockModelServer {
   std::function<ScriptedTurn(const nlohmann::json&, size_t)> responder_;
   std::deque<Fault> faults_;
   std::vector<RecordedRequest> requests_;
+  std::vector<RequestTiming> timings_;
   std::vector<ServedUsage> usage_;
   std::string previous_prompt_;
   size_t answered_ = 0;

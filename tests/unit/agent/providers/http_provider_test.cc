@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "tests/support/mock_model_server.h"
@@ -327,6 +328,30 @@ TEST_P(HttpProviderTest, ARefusedConnectionFailsAtOnceNamingTheProviderAndTheUrl
   EXPECT_NE(r.error().context.find("connect_refused"), std::string::npos) << r.error().context;
   EXPECT_NE(r.error().context.find("http://127.0.0.1:1/v1"), std::string::npos);
   EXPECT_EQ(notices_.size(), 0u) << "a refused connection was retried";
+}
+
+// A session's requests go out on one connection: a new one each turn would pay a TCP (and, on a
+// real provider, a TLS) handshake every turn. One the server closes (cpp-httplib closes a
+// connection after 5 requests) is replaced, and the requests still succeed.
+TEST_P(HttpProviderTest, ASessionsRequestsShareOneConnectionUntilTheServerClosesIt) {
+  constexpr int kRequests = 7;
+  for (int i = 0; i < kRequests; ++i) server_.push_turn(text_turn("answer " + std::to_string(i)));
+  auto p = make_http_provider(settings());
+  for (int i = 0; i < kRequests; ++i) {
+    auto r = p->complete(request(), {}, nullptr);
+    ASSERT_TRUE(r) << "request " << i << ": " << r.error().message();
+    EXPECT_EQ((*r)["content"][0]["text"], "answer " + std::to_string(i));
+  }
+  const auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), static_cast<size_t>(kRequests));
+  std::set<int> ports;
+  for (const auto& r : requests) ports.insert(r.client_port);
+  EXPECT_NE(requests[0].client_port, 0);
+  EXPECT_EQ(requests[1].client_port, requests[0].client_port);
+  EXPECT_EQ(requests[2].client_port, requests[0].client_port);
+  EXPECT_LE(ports.size(), 2u) << "a connection was opened for more requests than the server "
+                                 "closed connections";
+  EXPECT_TRUE(notices_.empty()) << "a request on a reused connection was retried";
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, HttpProviderTest,
