@@ -29,6 +29,14 @@ void FrameWriter::push(std::string frame) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (disconnected_) return;
+    // Nothing queued and nothing being written: the frame goes out now, from this thread, as
+    // far as the socket takes it without waiting (a result need not wake the writer thread);
+    // what it does not take is queued, in order, for the writer.
+    if (queue_.empty() && !writing_) {
+      const ssize_t n = ::send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n == static_cast<ssize_t>(frame.size())) return;
+      if (n > 0) frame.erase(0, static_cast<std::size_t>(n));
+    }
     if (queued_bytes_ + frame.size() > kMaxQueuedBytes) {
       disconnect_locked("more than kMaxQueuedBytes of frames unread");
       return;
@@ -62,9 +70,11 @@ void FrameWriter::loop() {
       if (queue_.empty()) return;  // stopping (or disconnected) with nothing left to write
       frame = std::move(queue_.front());
       queue_.pop_front();
+      writing_ = true;
     }
     const bool written = write_frame(frame);
     std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
     queued_bytes_ -= std::min(queued_bytes_, frame.size());
     if (!written) disconnect_locked("it read nothing for the stall timeout, or hung up");
   }

@@ -25,7 +25,8 @@ class FrameWriter {
   // Writes what is still queued (each write bounded by the stall timeout), then stops.
   ~FrameWriter();
 
-  // Queues one encoded frame; never blocks. A frame that would pass kMaxQueuedBytes
+  // Sends one encoded frame, or what the socket does not take at once is queued for the
+  // writer thread; never blocks. A frame that would pass kMaxQueuedBytes
   // (protocol.h) disconnects the client; after a disconnect, frames are dropped.
   void push(std::string frame);
 
@@ -46,6 +47,7 @@ class FrameWriter {
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::size_t queued_bytes_ = 0;
+  bool writing_ = false;  // the thread holds a frame it took off the queue
   bool stopping_ = false;
   bool disconnected_ = false;
   std::thread thread_;  // last: started once every member above exists
