@@ -290,6 +290,32 @@ TEST(Session, CgroupBoundsTheSessionWhenAHierarchyIsWritable) {
   EXPECT_TRUE(found_pids);
 }
 
+// Each call gets a worker in a fresh state: what a previous call changed in its own process
+// (umask, working directory, environment, rlimits, ignored and blocked signals, open fds)
+// does not reach the next one. A worker made from a longer-lived process (a zygote) must
+// keep this.
+TEST(Session, NothingAPreviousCallChangedReachesTheNextOne) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  const std::string state =
+      "umask; pwd; echo \"X=${X-unset}\"; ulimit -n; ulimit -s; "
+      "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd | tr '\\n' ' '";
+  auto before = testing::sh(s, state);
+  ASSERT_TRUE(before) << before.error().message();
+  auto change = testing::sh(s,
+                            "umask 077; cd /tmp; export X=1; ulimit -n 32; ulimit -s 1024; "
+                            "trap '' INT TERM; exec 7>/tmp/leak 8</dev/null; "
+                            "sleep 0.1; echo changed");
+  ASSERT_TRUE(change) << change.error().message();
+  EXPECT_NE(change->output.find("changed"), std::string::npos) << change->output;
+  auto after = testing::sh(s, state);
+  ASSERT_TRUE(after) << after.error().message();
+  EXPECT_EQ(after->output, before->output);
+  EXPECT_NE(before->output.find("0022\n" + ws.path() + "\nX=unset\n"), std::string::npos)
+      << before->output;
+  EXPECT_NE(before->output.find("SigIgn:\t0000000000000000"), std::string::npos) << before->output;
+}
+
 // ExecSpec::durable (the decision record's sync) runs while the worker is made ready, and
 // the command has no effect before it has returned: under the exec watch the worker's own
 // exec waits for an answer given only after it; with the watch left out (a test skip, as
