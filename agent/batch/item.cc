@@ -106,6 +106,7 @@ Result<std::string> make_work_copy(const Item& item, const BatchEnv& env, const 
   if (ec) return fail(Error::from_errno("mkdir", ec.value(), p.dir));
   std::ofstream(p.task) << item.task;
   MOAT_TRY(make_base(item, env, p, line));
+  if (!item.url.empty()) MOAT_TRY(url_checkout_fits(p.base, env.url_checkout_bytes));
   MOAT_TRY(git_output(p, {"git", "-c", "core.hooksPath=/dev/null", "clone", "-q", "--no-hardlinks",
                           "--", p.base, p.work}));
   return git_output(p, {"git", "--git-dir=" + p.base, "rev-parse", "HEAD"});

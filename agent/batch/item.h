@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ struct BatchEnv {
   // Takes a finished item's work copy away (the runner removes them on a thread of its own:
   // unlinking a tree waits on the disk, not the CPU); empty: removed in place.
   std::function<void(const std::string& work)> discard_work;
+  // The most a url repo's checkout may hold (url_clone.h, url_checkout_fits).
+  std::int64_t url_checkout_bytes = 0;
 };
 
 // Where an item's files go under OUT: patches/ID.patch, items/ID/ (task, logs, sessions,

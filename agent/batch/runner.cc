@@ -81,6 +81,7 @@ struct Plan {
   std::vector<const Item*> shard;
   std::vector<const Item*> todo;
   std::vector<json> earlier;
+  std::int64_t url_checkout_bytes = 0;
 };
 
 // OUT must be the person's alone: another user who can write in it (a folder made in /tmp
@@ -132,7 +133,9 @@ Result<Plan> plan_batch(const BatchOptions& o) {
   const std::string scratch = (fs::path(o.out_dir) / "clones").string();
   std::error_code ec;
   fs::create_directories(scratch, ec);
-  MOAT_TRY(check_urls_allowed(plan.shard, plan.manifest.policy_files, fs::absolute(scratch)));
+  MOAT_ASSIGN_OR_RETURN(
+      plan.url_checkout_bytes,
+      check_urls_allowed(plan.shard, plan.manifest.policy_files, fs::absolute(scratch)));
   const auto done = finished_ids(plan.earlier);
   for (const auto* item : plan.shard)
     if (done.count(item->id) == 0) plan.todo.push_back(item);
@@ -202,7 +205,8 @@ int run_batch(const BatchOptions& o) {
   BatchEnv env{fs::read_symlink("/proc/self/exe").string(),
                fs::absolute(o.out_dir).string(),
                plan->manifest.policy_files,
-               {}};
+               {},
+               plan->url_checkout_bytes};
   double cost = 0;
   for (const auto& r : plan->earlier) cost += result_number(r, "cost");
   std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",

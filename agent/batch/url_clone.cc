@@ -137,12 +137,12 @@ Result<void> clone_in_sandbox(const std::string& url, const BatchEnv& env, const
 
 }  // namespace
 
-Result<void> check_urls_allowed(const std::vector<const Item*>& items,
-                                const std::vector<std::string>& policy_files,
-                                const std::string& scratch_dir) {
+Result<std::int64_t> check_urls_allowed(const std::vector<const Item*>& items,
+                                        const std::vector<std::string>& policy_files,
+                                        const std::string& scratch_dir) {
   bool any = false;
   for (const Item* i : items) any = any || !i->url.empty();
-  if (!any) return {};
+  if (!any) return 0;
   // The layers the clone's private moatd loads: its defaults (moat batch passes none but the
   // manifest's files), and no project layer (its workspace is a fresh folder).
   policy::LoadOptions o;
@@ -158,7 +158,24 @@ Result<void> check_urls_allowed(const std::vector<const Item*>& items,
     const policy::Decision d = (*p)->decide_network(url.host, url.port);
     if (d.verdict != policy::Verdict::kAllow) return host_refused(*i, url, d);
   }
-  return {};
+  return (*p)->resources().network_bytes;
+}
+
+Result<void> url_checkout_fits(const std::string& git_dir, std::int64_t max_bytes) {
+  // awk reads ls-tree's "MODE TYPE OBJECT SIZE\tPATH" lines and stops it (SIGPIPE) when over.
+  const std::string script =
+      "git --git-dir=\"$1\" ls-tree -r -l --full-tree HEAD | awk -v max=\"$2\" -v most=\"$3\" "
+      "'$2 == \"blob\" { s += $4 } { n++ } s > max || n > most { print \"over\", s, n; exit } "
+      "END { if (s <= max && n <= most) print \"ok\", s + 0, n + 0 }'";
+  MOAT_ASSIGN_OR_RETURN(std::string said, process_output({"sh", "-c", script, "sh", git_dir,
+                                                          std::to_string(max_bytes),
+                                                          std::to_string(kMaxCheckoutEntries)},
+                                                         isolated_git_env()));
+  if (said.rfind("ok ", 0) == 0) return {};
+  return fail("the checkout would hold more than " + std::to_string(max_bytes) +
+              " bytes (the policy's resources.network_bytes) or " +
+              std::to_string(kMaxCheckoutEntries) + " files (counted so far: " + said.substr(5) +
+              " bytes and files): a repository that large is cloned by hand and given as path");
 }
 
 const std::vector<std::pair<std::string, std::string>>& isolated_git_env() {

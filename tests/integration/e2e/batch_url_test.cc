@@ -97,6 +97,25 @@ class BatchUrlTest : public ::testing::Test {
     return "http://" + host + ":" + port_ + "/" + repo;
   }
   std::string http_log() const { return read_file(dir_.path() + "/http.log"); }
+  // NAME's one commit (made by `files`, a shell line in its folder) served as NAME.git, batched
+  // under a user layer's `resources`; the item's results line, which must be an error.
+  json error_under_resources(const std::string& name, const std::string& files,
+                             const std::string& resources) {
+    const std::string d = dir_.path();
+    sh("cd '" + d + "' && " + kGit + " init -q " + name + " && cd " + name + " && " + files +
+       " && " + kGit + " add -A && " + kGit +
+       " -c user.name=t -c user.email=t@example.com commit -qm b && " + kGit +
+       " clone -q --bare . '" + d + "/srv/" + name + ".git'");
+    serve_all();
+    testing::write_text(d + "/config/moat/policy.d/small.toml",
+                        "schema = 1\nresources = { " + resources + " }\n");
+    write_manifest("[[repo]]\nurl = \"" + url("git.test", name + ".git") + "\"\n");
+    const e2e::Run r = batch(d + "/out");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    const json line = result_for(results_of(d + "/out"), name);
+    EXPECT_EQ(line.value("status", ""), "error") << r.out;
+    return line;
+  }
   // A server that prints "port N" into `log` once it listens; `port` stays empty when it did
   // not start.
   pid_t start_server(const std::vector<std::string>& argv, const std::string& log,
@@ -322,18 +341,8 @@ TEST_F(BatchUrlTest, AShardChecksAndClonesOnlyItsOwnUrlsAndAFailedCloneIsTheItem
 TEST_F(BatchUrlTest, AClonePastThePolicysFileSizeLimitIsTheItemsErrorNamingTheLimit) {
   const std::string d = dir_.path();
   // The clone is a call like any: a 200 KB repository under a 50 KiB file-size limit.
-  sh("cd '" + d + "' && " + kGit +
-     " init -q big && cd big && head -c 200000 /dev/urandom > blob && " + kGit + " add blob && " +
-     kGit + " -c user.name=t -c user.email=t@example.com commit -qm b && " + kGit +
-     " clone -q --bare . '" + d + "/srv/big.git'");
-  serve_all();
-  testing::write_text(d + "/config/moat/policy.d/small.toml",
-                      "schema = 1\nresources = { file_size = \"50KiB\" }\n");
-  write_manifest("[[repo]]\nurl = \"" + url("git.test", "big.git") + "\"\n");
-  const e2e::Run r = batch(d + "/out");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  const json line = result_for(results_of(d + "/out"), "big");
-  EXPECT_EQ(line.value("status", ""), "error") << r.out;
+  const json line =
+      error_under_resources("big", "head -c 200000 /dev/urandom > blob", "file_size = \"50KiB\"");
   EXPECT_NE(line.value("reason", "")
                 .find("a file of the clone outgrew the policy's "
                       "resources.file_size"),
@@ -525,6 +534,20 @@ TEST_F(BatchUrlTest, ARedirectToAHostThePolicyDoesNotAllowIsRefusedByTheProxy) {
   kill(redirect, SIGTERM);
   wait_exit(redirect, 10);
   ASSERT_TRUE(up) << read_file(d + "/redirect.log");
+}
+
+TEST_F(BatchUrlTest, ACheckoutLargerThanThePolicysNetworkBytesIsRefusedBeforeItIsWritten) {
+  // A git bomb: one 64 KiB blob of zeros named by 300 files, a pack of a few KiB that checks
+  // out as 19.6 MB on the host (outside any sandbox), under network_bytes = 1MiB.
+  const json line = error_under_resources(
+      "bomb", "head -c 65536 /dev/zero > z && for i in $(seq 300); do cp z f$i; done",
+      "network_bytes = \"1MiB\"");
+  EXPECT_NE(line.value("reason", "")
+                .find("more than 1048576 bytes (the policy's "
+                      "resources.network_bytes)"),
+            std::string::npos)
+      << line.dump();
+  EXPECT_FALSE(fs::exists(dir_.path() + "/out/work/bomb/f1")) << "the bomb was checked out";
 }
 
 }  // namespace
