@@ -80,8 +80,7 @@ Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o
   } else if (!o.resume.empty()) {
     MOAT_ASSIGN_OR_RETURN(store, sessions::resume_session(dir, o.resume));
   } else if (o.continue_latest) {
-    MOAT_ASSIGN_OR_RETURN(std::string latest, sessions::find_latest_session(dir, workspace));
-    MOAT_ASSIGN_OR_RETURN(store, sessions::resume_session(dir, latest));
+    MOAT_ASSIGN_OR_RETURN(store, sessions::continue_session(dir, workspace));
   } else {
     return sessions::SessionStore::create(dir, workspace);
   }
@@ -170,10 +169,11 @@ Exit exit_with(Opened& r, int code, const std::string& message) {
 // (its files, its policy pins and its later `--continue` all live there). Gone, or another
 // one named with -C: refused, pointing at --fork, which starts a copy anywhere.
 Result<std::string> resumed_workspace(const RunOptions& o) {
-  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref,
-                        sessions::resolve_session_ref(sessions_dir_of(o), o.resume));
-  MOAT_ASSIGN_OR_RETURN(auto store, sessions::SessionStore::open_read_only(ref.path));
-  const std::string own = sessions::str_field(store->header(), "workspace");
+  // Only the header is read: the session is loaded once, later, by open_session.
+  MOAT_ASSIGN_OR_RETURN(
+      sessions::SessionRef ref,
+      sessions::resolve_session_ref(sessions_dir_of(o), o.resume.substr(0, o.resume.find('@'))));
+  MOAT_ASSIGN_OR_RETURN(const std::string own, sessions::session_workspace(ref.path));
   auto workspace = canonical_workspace(own);
   if (!workspace)
     return fail("session " + ref.session_id + " ran in " + moat::quoted(own) + ", which is gone (" +

@@ -157,6 +157,12 @@ Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
 Result<std::string> find_latest_session(const std::string& sessions_dir,
                                         const std::string& workspace);
 
+// `moat run --continue`: the most recently modified session of `workspace` that opens, opened
+// for writing (each file is loaded once); ENOENT when it has none, EWOULDBLOCK when another
+// moat is writing to it.
+Result<std::unique_ptr<SessionStore>> continue_session(const std::string& sessions_dir,
+                                                       const std::string& workspace);
+
 // "ID[@ENTRY]": ID is a session id, a unique prefix of one, or a path to a session file;
 // ENTRY is an entry id, a unique prefix of one, or a label. entry_id is "" without @ENTRY.
 struct SessionRef {
@@ -164,10 +170,14 @@ struct SessionRef {
   std::string session_id;
   std::string entry_id;
 };
+// Without @ENTRY only the file's header line is read.
 Result<SessionRef> resolve_session_ref(const std::string& sessions_dir, const std::string& ref);
 
+// The workspace a session file's header names (only the header line is read).
+Result<std::string> session_workspace(const std::string& path);
+
 // `--resume ID[@ENTRY]`: opens the session for writing, its leaf at ENTRY (else the newest
-// entry), so the next append branches there.
+// entry), so the next append branches there. The file is loaded once.
 Result<std::unique_ptr<SessionStore>> resume_session(const std::string& sessions_dir,
                                                      const std::string& ref);
 

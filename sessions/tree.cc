@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
 #include <optional>
 
 #include "base/log.h"
@@ -147,6 +148,62 @@ Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, con
   return found;
 }
 
+
+// "ID[@ENTRY]" split, and the file ID names.
+struct NamedSession {
+  std::string id_part;
+  std::string entry;  // "" without @ENTRY
+  std::string path;
+};
+
+Result<NamedSession> find_named_session(const std::string& sessions_dir, const std::string& ref) {
+  const size_t at = ref.find('@');
+  NamedSession out;
+  out.id_part = ref.substr(0, at);
+  out.entry = at == std::string::npos ? "" : ref.substr(at + 1);
+  if (out.id_part.empty()) return fail(Error::from_errno("session reference", EINVAL, ref));
+  struct stat st {};
+  if (out.id_part.find('/') != std::string::npos && ::stat(out.id_part.c_str(), &st) == 0) {
+    out.path = out.id_part;
+    return out;
+  }
+  // File names end in _<id>.jsonl, so the match needs no file to be loaded.
+  const std::vector<SessionFile> files = session_files(sessions_dir, "");
+  MOAT_ASSIGN_OR_RETURN(
+      size_t i,
+      unique_prefix(
+          out.id_part, files.size(), [&](size_t k) -> const std::string& { return files[k].id; },
+          "session"));
+  out.path = files[i].path;
+  return out;
+}
+
+// A file found by its name must hold the session its name says.
+Result<void> check_named_id(const NamedSession& named, const std::string& header_id) {
+  if (named.id_part.find('/') == std::string::npos && header_id.rfind(named.id_part, 0) != 0)
+    return fail(Error::msg(named.path + ": its header names session " + header_id +
+                           ", not the one its file name says"));
+  return {};
+}
+
+// The header line alone (the first line of the file), checked to be a session header.
+Result<Entry> read_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  if (!in || !std::getline(in, line) || in.eof())
+    return fail(Error::msg(path + ": no session header (missing, empty or torn file)"));
+  Entry header = parse_json(line);
+  if (header.is_discarded() || str_field(header, "type") != "session" ||
+      str_field(header, "id").empty())
+    return fail(Error::msg(path + ": first line is not a session header"));
+  return header;
+}
+
+Result<std::string> header_session_id(const std::string& path) {
+  MOAT_ASSIGN_OR_RETURN(Entry header, read_header(path));
+  return str_field(header, "id");
+}
+
 }  // namespace
 
 Result<std::vector<SessionInfo>> list_sessions(const std::string& sessions_dir,
@@ -174,25 +231,40 @@ Result<std::string> find_latest_session(const std::string& sessions_dir,
   return fail(Error::from_errno("no session for workspace", ENOENT, workspace));
 }
 
+Result<std::unique_ptr<SessionStore>> continue_session(const std::string& sessions_dir,
+                                                       const std::string& workspace) {
+  // As find_latest_session, but each file is loaded once, for writing: a resume that loaded
+  // it to check it and again to write to it paid for the file twice.
+  for (const SessionFile& f : session_files(sessions_dir, workspace)) {
+    auto store = SessionStore::open(f.path);
+    if (store) return store;
+    // Another moat writing to it is not a damaged file: say so rather than skip it.
+    if (store.error().code == EWOULDBLOCK) return fail(store.error());
+    MOAT_LOG_WARN("skipping unreadable session %s: %s", moat::quoted(f.path).c_str(),
+                  store.error().message().c_str());
+  }
+  return fail(Error::from_errno("no session for workspace", ENOENT, workspace));
+}
+
 Result<std::string> resolve_entry(const SessionStore& store, const std::string& name) {
   // A label names its newest target; labels win over id prefixes, being chosen by a person.
   for (const auto& [target, label] : labels_of(store))
     if (label == name) return target;
-  const auto& entries = store.entries();
-  std::vector<std::string> ids;
-  ids.reserve(entries.size());
-  for (const Entry& e : entries) ids.push_back(str_field(e, "id"));
+  // Ids are known from the scan at open: no entry is parsed to match one.
   MOAT_ASSIGN_OR_RETURN(
       size_t i,
       unique_prefix(
-          name, ids.size(), [&](size_t k) -> const std::string& { return ids[k]; }, "entry"));
-  return ids[i];
+          name, store.entry_count(), [&](size_t k) -> const std::string& { return store.entry_id(k); },
+          "entry"));
+  return store.entry_id(i);
 }
 
 std::vector<std::pair<std::string, std::string>> labels_of(const SessionStore& store) {
   std::vector<std::pair<std::string, std::string>> labels;
-  for (const Entry& e : store.entries()) {
-    if (str_field(e, "type") != "label") continue;
+  // Only label entries are parsed; their type is known from the scan at open.
+  for (size_t i = 0; i < store.entry_count(); ++i) {
+    if (store.entry_type(i) != "label") continue;
+    const Entry& e = store.entry(i);
     const std::string target = str_field(e, "targetId");
     const std::string label = str_field(e, "label");
     auto it = std::find_if(labels.begin(), labels.end(),
@@ -204,49 +276,52 @@ std::vector<std::pair<std::string, std::string>> labels_of(const SessionStore& s
 }
 
 Result<SessionRef> resolve_session_ref(const std::string& sessions_dir, const std::string& ref) {
-  const size_t at = ref.find('@');
-  const std::string id_part = ref.substr(0, at);
-  const std::string entry_part = at == std::string::npos ? "" : ref.substr(at + 1);
-  if (id_part.empty()) return fail(Error::from_errno("session reference", EINVAL, ref));
+  MOAT_ASSIGN_OR_RETURN(NamedSession named, find_named_session(sessions_dir, ref));
   SessionRef out;
-  struct stat st {};
-  if (id_part.find('/') != std::string::npos && ::stat(id_part.c_str(), &st) == 0) {
-    out.path = id_part;
-  } else {
-    // File names end in _<id>.jsonl, so the match needs no file to be loaded.
-    const std::vector<SessionFile> files = session_files(sessions_dir, "");
-    MOAT_ASSIGN_OR_RETURN(
-        size_t i, unique_prefix(
-                      id_part, files.size(),
-                      [&](size_t k) -> const std::string& { return files[k].id; }, "session"));
-    out.path = files[i].path;
+  out.path = named.path;
+  if (named.entry.empty()) {
+    // Without @ENTRY only the header is needed: the file is not loaded.
+    MOAT_ASSIGN_OR_RETURN(out.session_id, header_session_id(named.path));
+    MOAT_TRY(check_named_id(named, out.session_id));
+    return out;
   }
-  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open_read_only(out.path));
+  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open_read_only(named.path));
   out.session_id = store->id();
-  if (id_part.find('/') == std::string::npos && out.session_id.rfind(id_part, 0) != 0)
-    return fail(Error::msg(out.path + ": its header names session " + out.session_id +
-                           ", not the one its file name says"));
-  if (!entry_part.empty()) {
-    MOAT_ASSIGN_OR_RETURN(out.entry_id, resolve_entry(*store, entry_part));
-  }
+  MOAT_TRY(check_named_id(named, out.session_id));
+  MOAT_ASSIGN_OR_RETURN(out.entry_id, resolve_entry(*store, named.entry));
   return out;
+}
+
+Result<std::string> session_workspace(const std::string& path) {
+  MOAT_ASSIGN_OR_RETURN(Entry header, read_header(path));
+  return str_field(header, "workspace");
 }
 
 Result<std::unique_ptr<SessionStore>> resume_session(const std::string& sessions_dir,
                                                      const std::string& ref) {
-  MOAT_ASSIGN_OR_RETURN(SessionRef r, resolve_session_ref(sessions_dir, ref));
-  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open(r.path));
-  if (!r.entry_id.empty()) MOAT_TRY(store->set_leaf(r.entry_id));
+  // The file is loaded once, for writing, and ENTRY resolved in that load.
+  MOAT_ASSIGN_OR_RETURN(NamedSession named, find_named_session(sessions_dir, ref));
+  MOAT_ASSIGN_OR_RETURN(auto store, SessionStore::open(named.path));
+  MOAT_TRY(check_named_id(named, store->id()));
+  if (!named.entry.empty()) {
+    MOAT_ASSIGN_OR_RETURN(const std::string entry_id, resolve_entry(*store, named.entry));
+    MOAT_TRY(store->set_leaf(entry_id));
+  }
   return store;
 }
 
 Result<std::unique_ptr<SessionStore>> fork_session(const std::string& sessions_dir,
                                                    const std::string& ref,
                                                    const std::string& workspace) {
-  MOAT_ASSIGN_OR_RETURN(SessionRef r, resolve_session_ref(sessions_dir, ref));
-  MOAT_ASSIGN_OR_RETURN(auto source, SessionStore::open_read_only(r.path));
-  const std::vector<Entry> path =
-      r.entry_id.empty() ? source->path_to_leaf() : source->path_to(r.entry_id);
+  // The source is loaded once, and ENTRY resolved in that load.
+  MOAT_ASSIGN_OR_RETURN(NamedSession named, find_named_session(sessions_dir, ref));
+  MOAT_ASSIGN_OR_RETURN(auto source, SessionStore::open_read_only(named.path));
+  MOAT_TRY(check_named_id(named, source->id()));
+  std::string entry_id = source->leaf();
+  if (!named.entry.empty()) {
+    MOAT_ASSIGN_OR_RETURN(entry_id, resolve_entry(*source, named.entry));
+  }
+  const std::vector<Entry> path = source->path_to(entry_id);
   MOAT_ASSIGN_OR_RETURN(auto fork, SessionStore::create(sessions_dir, workspace, source->id()));
   // Ids and timestamps are kept, so ID@ENTRY, labels and compactions mean the same entry in
   // the fork as in its parent.

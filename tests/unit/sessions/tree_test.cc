@@ -124,6 +124,82 @@ TEST(SessionTree, AnAmbiguousSessionPrefixIsAnErrorListingTheCandidates) {
   EXPECT_NE(r.error().message().find((*b)->id()), std::string::npos) << r.error().message();
 }
 
+// --continue loads each candidate once, for writing (it loaded the newest to check it, then
+// again to write to it): a damaged newest session is skipped with a warning as before, and
+// one another moat is writing to is an error, not skipped.
+TEST(SessionTree, ContinueOpensTheNewestSessionThatLoadsForWritingInOneLoad) {
+  TempDir dir;
+  auto older = SessionStore::create(dir.path(), "/w");
+  const auto ids = fill(**older);
+  const std::string older_path = (*older)->path();
+  older->reset();
+  ::usleep(20000);  // distinct mtimes
+  auto newer = SessionStore::create(dir.path(), "/w");
+  fill(**newer);
+  const std::string newer_path = (*newer)->path();
+  auto busy = continue_session(dir.path(), "/w");
+  ASSERT_FALSE(busy.has_value());
+  EXPECT_EQ(busy.error().code, EWOULDBLOCK) << busy.error().message();
+  newer->reset();
+  std::ofstream(newer_path, std::ios::app) << "{\"type\": \"message\", not json\n";
+  auto resumed = continue_session(dir.path(), "/w");
+  ASSERT_TRUE(resumed.has_value()) << resumed.error().message();
+  EXPECT_EQ((*resumed)->path(), older_path);
+  EXPECT_EQ((*resumed)->leaf(), ids[2]);
+  EXPECT_TRUE((*resumed)->append(user_message("more")).has_value());  // opened for writing
+  EXPECT_EQ(continue_session(dir.path(), "/nowhere").error().code, ENOENT);
+}
+
+// Naming a session without @ENTRY reads only its header line (before, the whole file was
+// loaded to check its header, then loaded again by the resume): the damage in its body is
+// reported by the one load that uses it, naming the line.
+TEST(SessionTree, ASessionNamedWithoutAnEntryIsFoundFromItsHeaderAlone) {
+  TempDir dir;
+  auto s = SessionStore::create(dir.path(), "/w/here");
+  fill(**s);
+  const std::string sid = (*s)->id();
+  const std::string path = (*s)->path();
+  s->reset();
+  std::ofstream(path, std::ios::app) << "{\"type\": \"message\", not json\n";
+  auto ref = resolve_session_ref(dir.path(), sid.substr(0, 12));
+  ASSERT_TRUE(ref.has_value()) << ref.error().message();
+  EXPECT_EQ(ref->session_id, sid);
+  EXPECT_EQ(ref->path, path);
+  EXPECT_EQ(*session_workspace(path), "/w/here");
+  auto resumed = resume_session(dir.path(), sid);
+  ASSERT_FALSE(resumed.has_value());
+  EXPECT_NE(resumed.error().message().find(path + ":5 "), std::string::npos)
+      << resumed.error().message();
+  std::ofstream(dir.path() + "/" + workspace_slug("/w") + "/2026-01-01T00-00-00.000Z_bad.jsonl")
+      << "not a session\n";
+  EXPECT_FALSE(resolve_session_ref(dir.path(), "bad").has_value());
+}
+
+// ID@ENTRY resolves labels and id prefixes from the ids and types the open scanned (only
+// label entries are parsed), and names the same entries in resume, fork and a lookup.
+TEST(SessionTree, ResumeForkAndLookupAtAnEntryNameTheSameEntry) {
+  TempDir dir;
+  auto s = SessionStore::create(dir.path(), "/w");
+  const auto ids = fill(**s);
+  ASSERT_TRUE((*s)->append({{"type", "label"}, {"targetId", ids[1]}, {"label", "mid"}}));
+  ASSERT_TRUE((*s)->append({{"type", "label"}, {"targetId", ids[0]}, {"label", "start"}}));
+  ASSERT_TRUE((*s)->sync());
+  const std::string sid = (*s)->id();
+  s->reset();
+  for (const auto& [name, want] : std::vector<std::pair<std::string, std::string>>{
+           {"mid", ids[1]}, {"start", ids[0]}, {ids[2].substr(0, 7), ids[2]}, {ids[1], ids[1]}}) {
+    auto ref = resolve_session_ref(dir.path(), sid + "@" + name);
+    ASSERT_TRUE(ref.has_value()) << name << ": " << ref.error().message();
+    EXPECT_EQ(ref->entry_id, want) << name;
+    auto fork = fork_session(dir.path(), sid + "@" + name, "/w");
+    ASSERT_TRUE(fork.has_value()) << fork.error().message();
+    EXPECT_EQ((*fork)->leaf(), want) << name;
+    auto resumed = resume_session(dir.path(), sid + "@" + name);
+    ASSERT_TRUE(resumed.has_value()) << resumed.error().message();
+    EXPECT_EQ((*resumed)->leaf(), want) << name;
+  }
+}
+
 TEST(SessionTree, ResumeAtAnEntryBranchesThere) {
   TempDir dir;
   auto s = SessionStore::create(dir.path(), "/w");
