@@ -13,7 +13,7 @@ MOAT_BUILD="${MOAT_BUILD:-$MOAT_ROOT/build}"
 MOAT_PACKAGES=(
   meson ninja-build pkg-config g++ libseccomp-dev libcap-dev libboost-dev nlohmann-json3-dev
   libcurl4-openssl-dev libtomlplusplus-dev libgtest-dev libgmock-dev libcli11-dev libssl-dev
-  libutf8proc-dev libcpp-httplib-dev libsimdjson-dev libbenchmark-dev ripgrep fd-find bubblewrap git
+  libutf8proc-dev libcpp-httplib-dev libsimdjson-dev libabsl-dev libbenchmark-dev ripgrep fd-find bubblewrap git
   python3 iproute2 passwd util-linux clang libclang-rt-14-dev chromium slurm-wlm munge
 )
 

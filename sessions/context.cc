@@ -2,9 +2,11 @@
 #include "sessions/context.h"
 
 #include <string_view>
-#include <unordered_set>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "sessions/json_util.h"
+#include "sessions/message_dom.h"
 
 namespace moat::sessions {
 namespace {
@@ -55,20 +57,22 @@ struct RefPath {
   size_t size() const { return entries.size(); }
   std::string_view type(size_t k) const { return type_of(*entries[k]); }
   const Entry& entry(size_t k) const { return *entries[k]; }
-  const Message* message(size_t k) const {
-    auto m = entries[k]->find("message");
-    return m == entries[k]->end() ? nullptr : &*m;
+  void push_message(size_t k, MessageList& out) const {
+    if (auto m = entries[k]->find("message"); m != entries[k]->end()) out.push_ref(*m);
   }
 };
 
-// A store's entries are parsed when read, so only the ones the context uses are.
+// A store's entries are parsed when read, so only the ones the context reads are: its
+// messages are referred to by index and stay bytes (a request is made from the bytes).
 struct StorePath {
   const SessionStore& store;
   std::vector<size_t> indices;
   size_t size() const { return indices.size(); }
   std::string_view type(size_t k) const { return store.entry_type(indices[k]); }
   const Entry& entry(size_t k) const { return store.entry(indices[k]); }
-  const Message* message(size_t k) const { return store.entry_message(indices[k]); }
+  void push_message(size_t k, MessageList& out) const {
+    if (store.entry_has_message(indices[k])) out.push_entry(store, indices[k]);
+  }
 };
 
 // The newest compaction on the path stands in for everything before it: its summary and
@@ -104,7 +108,7 @@ SessionContext walk(const Path& path) {
     }
     if (i < start) continue;
     if (type == "message") {
-      if (const Message* m = path.message(i)) ctx.messages.push_ref(*m);
+      path.push_message(i, ctx.messages);
     } else if (type == "branch_summary") {
       ctx.messages.push_back(user_text(
           "The following summarises a branch of this conversation that was left:\n\n<summary>\n" +
@@ -139,20 +143,26 @@ SessionContext build_context(const SessionStore& store) {
 
 namespace {
 
+// A store's message is known from what the open's scan (or the append) took of it: a
+// resume checks every message of the session, and reading each again cost as much as the
+// rest of the resume. Other messages (a compaction's retained tail) are read here.
 std::vector<DanglingCall> unanswered(const SessionContext& ctx) {
   std::vector<DanglingCall> calls;
-  std::unordered_set<std::string> answered;
-  for (const Message& m : ctx.messages) {
-    const std::string role = str_field(m, "role");
-    if (role == "toolResult") answered.insert(str_field(m, "toolCallId"));
-    if (role != "assistant" || !m.contains("content") || !m["content"].is_array()) continue;
-    for (const auto& block : m["content"])
-      if (str_field(block, "type") == "toolCall")
-        calls.push_back(DanglingCall{str_field(block, "id"), str_field(block, "name")});
+  absl::flat_hash_set<std::string> answered;
+  auto take = [&](const ToolCallRole* role) {
+    if (role == nullptr) return;
+    if (role->answers) answered.insert(*role->answers);
+    for (const auto& [id, name] : role->calls) calls.push_back(DanglingCall{id, name});
+  };
+  MessageReader reader;
+  for (size_t i = 0; i < ctx.messages.size(); ++i) {
+    const MessageList::Item& item = ctx.messages.item(i);
+    if (item.store != nullptr) take(item.store->entry_tool_calls(item.entry));
+    else reader.read(item, [&](JsonElement m) { take(tool_call_role(m).get()); });
   }
   std::vector<DanglingCall> out;
   for (auto& c : calls)
-    if (answered.count(c.id) == 0) out.push_back(std::move(c));
+    if (!answered.contains(c.id)) out.push_back(std::move(c));
   return out;
 }
 

@@ -1,57 +1,20 @@
 // sessions/simd_lines.cc: session lines through simdjson, converted to nlohmann on demand.
 #include "sessions/simd_lines.h"
 
+#include "sessions/message_dom.h"
+
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace moat::sessions {
 namespace {
-
-using nlohmann::json;
-using simdjson::dom::element_type;
-
-json to_json(simdjson::dom::element e);
-
-json object_to_json(simdjson::dom::object o) {
-  json out(json::value_t::object);
-  auto& members = out.get_ref<json::object_t&>();
-  // insert_or_assign: of two equal keys the last wins, as in nlohmann's own parser.
-  for (simdjson::dom::key_value_pair field : o)
-    members.insert_or_assign(std::string(field.key), to_json(field.value));
-  return out;
-}
-
-json array_to_json(simdjson::dom::array a) {
-  json out(json::value_t::array);
-  auto& items = out.get_ref<json::array_t&>();
-  items.reserve(a.size());
-  for (simdjson::dom::element v : a) items.push_back(to_json(v));
-  return out;
-}
-
-// Number types as nlohmann's parser chooses them: a non-negative integer is unsigned.
-json to_json(simdjson::dom::element e) {
-  switch (e.type()) {
-    case element_type::OBJECT: return object_to_json(e.get_object().value_unsafe());
-    case element_type::ARRAY: return array_to_json(e.get_array().value_unsafe());
-    case element_type::STRING: return std::string(e.get_string().value_unsafe());
-    case element_type::INT64: {
-      const int64_t v = e.get_int64().value_unsafe();
-      return v >= 0 ? json(static_cast<uint64_t>(v)) : json(v);
-    }
-    case element_type::UINT64: return e.get_uint64().value_unsafe();
-    case element_type::DOUBLE: return e.get_double().value_unsafe();
-    case element_type::BOOL: return e.get_bool().value_unsafe();
-    case element_type::NULL_VALUE: break;
-  }
-  return nullptr;
-}
 
 std::string_view string_or_empty(simdjson::dom::element e) {
   std::string_view s;
@@ -106,6 +69,19 @@ Result<PaddedText> read_padded(int fd) {
   return text;  // the padding after the bytes is the mapping's zeroes
 }
 
+Result<std::string_view> PaddedArena::add(std::string_view bytes) {
+  if (chunks_.empty() || chunks_.back().size + bytes.size() > capacity_) {
+    capacity_ = std::max(kChunk, bytes.size());
+    MOAT_ASSIGN_OR_RETURN(PaddedText chunk, padded_buffer(capacity_));
+    chunks_.push_back(std::move(chunk));
+  }
+  PaddedText& chunk = chunks_.back();
+  char* at = chunk.bytes.get() + chunk.size;
+  std::memcpy(at, bytes.data(), bytes.size());
+  chunk.size += bytes.size();
+  return std::string_view(at, bytes.size());
+}
+
 struct LineParser::Impl {
   simdjson::dom::parser parser;
 };
@@ -127,6 +103,10 @@ Result<LineKeys> LineParser::scan(std::string_view line) {
     if (field.key == "type") keys.type = string_or_empty(field.value);
     else if (field.key == "id") keys.id = string_or_empty(field.value);
     else if (field.key == "parentId") keys.parent_id = string_or_empty(field.value);
+    else if (field.key == "message") {
+      keys.has_message = true;
+      keys.tool_calls = tool_call_role(field.value);
+    }
   }
   return keys;
 }
@@ -135,7 +115,7 @@ Result<nlohmann::json> LineParser::parse(std::string_view line) {
   simdjson::dom::element doc;
   if (auto err = impl_->parser.parse(line.data(), line.size(), false).get(doc))
     return fail(Error::msg(simdjson::error_message(err)));
-  return to_json(doc);
+  return to_nlohmann(doc);
 }
 
 Result<std::optional<nlohmann::json>> LineParser::parse_member(std::string_view line,
@@ -148,7 +128,7 @@ Result<std::optional<nlohmann::json>> LineParser::parse_member(std::string_view 
   // The last of two equal keys, as nlohmann's parser keeps it.
   std::optional<nlohmann::json> member;
   for (simdjson::dom::key_value_pair field : object)
-    if (field.key == key) member = to_json(field.value);
+    if (field.key == key) member = to_nlohmann(field.value);
   return member;
 }
 

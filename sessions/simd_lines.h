@@ -11,8 +11,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
+#include "sessions/store.h"
 
 namespace moat::sessions {
 
@@ -32,11 +34,27 @@ struct PaddedText {
 // Reads `fd` to its end into a padded buffer (one copy: the bytes go straight to it).
 Result<PaddedText> read_padded(int fd);
 
+// Lines added one at a time (a session's appends), each followed by at least simdjson's
+// padding, at addresses that never change: in chunks that are never moved or freed before
+// the arena.
+class PaddedArena {
+ public:
+  // A copy of `bytes`; the view stays valid for the arena's life.
+  Result<std::string_view> add(std::string_view bytes);
+
+ private:
+  static constexpr size_t kChunk = size_t{256} << 10;
+  std::vector<PaddedText> chunks_;
+  size_t capacity_ = 0;  // of the last chunk, padding not counted
+};
+
 // What an open needs of an entry line.
 struct LineKeys {
   std::string_view type;  // "" when absent or not a string
   std::string_view id;
   std::string_view parent_id;  // "" when null, absent or not a string
+  bool has_message = false;    // a "message" member, whatever its value
+  std::unique_ptr<ToolCallRole> tool_calls;  // the message's, null when it has none
 };
 
 // One parser, reused line after line (it keeps its buffers). Not thread-safe.

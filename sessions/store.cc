@@ -9,7 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
-#include <unordered_map>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "base/check.h"
 #include "base/sys.h"
@@ -30,20 +31,58 @@ constexpr mode_t kDirMode = 0700;
 
 constexpr size_t kNoParent = static_cast<size_t>(-1);
 
-// One entry of the file, in file order. A loaded entry keeps only what an open needs (its
-// id, type and parent) and where its line is; it is parsed the first time it is read, and
-// then never moves: a context refers to it in place.
+// One entry of the file, in file order. An entry keeps only what an open needs (its id,
+// type and parent) and its line's bytes (in the loaded text, or the arena of appended
+// lines); it is parsed the first time it is read, and then never moves: a context refers
+// to it in place. Appended entries are kept as bytes too: a request body is made from the
+// bytes, and the parsed form of every message of a long session held the most memory.
 struct Slot {
   std::string id;
   std::string type;
   size_t parent = kNoParent;
-  size_t offset = 0;  // the line in the loaded text (loaded entries)
-  size_t length = 0;
+  bool has_message = false;
+  std::unique_ptr<const ToolCallRole> tool_calls;  // null when the message has none
+  std::string_view text;                           // the line, padded (PaddedText or PaddedArena)
   mutable std::unique_ptr<const Entry> parsed;  // null until read
   // entry_message(): into `parsed`, or into `message_alone` when only it was parsed.
   mutable bool message_known = false;
   mutable const Entry* message = nullptr;
   mutable std::unique_ptr<const Entry> message_alone;
+};
+
+// The id table: slot numbers, hashed and compared by their slot's id, 4 bytes an entry.
+// Keyed by id strings (std::unordered_map, then absl's map of strings) it was megabytes of
+// random writes for 100,000 entries, a fifth of an open (issue 19); this fits in a cache.
+class IdIndex {
+ public:
+  explicit IdIndex(const std::vector<Slot>* slots) : set_(0, Hash{slots}, Eq{slots}) {}
+  void reserve(size_t n) { set_.reserve(n); }
+  // The slot whose id is `id`, or kNoParent.
+  size_t find(std::string_view id) const {
+    auto it = set_.find(id);
+    return it == set_.end() ? kNoParent : *it;
+  }
+  // Indexes slot `i`, already among the slots; false when its id is taken.
+  bool insert(size_t i) { return set_.insert(static_cast<uint32_t>(i)).second; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    const std::vector<Slot>* slots;
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>()(id); }
+    size_t operator()(uint32_t i) const { return (*this)(std::string_view((*slots)[i].id)); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const std::vector<Slot>* slots;
+    std::string_view id(uint32_t i) const { return (*slots)[i].id; }
+    std::string_view id(std::string_view s) const { return s; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return id(a) == id(b);
+    }
+  };
+  absl::flat_hash_set<uint32_t, Hash, Eq> set_;
 };
 
 class JsonlSessionStore final : public SessionStore {
@@ -60,10 +99,15 @@ class JsonlSessionStore final : public SessionStore {
   const std::string& entry_id(size_t i) const override { return slots_[i].id; }
   const Entry& entry(size_t i) const override;
   const Entry* entry_message(size_t i) const override;
+  bool entry_has_message(size_t i) const override { return slots_[i].has_message; }
+  std::string_view entry_text(size_t i) const override { return slots_[i].text; }
+  const ToolCallRole* entry_tool_calls(size_t i) const override {
+    return slots_[i].tool_calls.get();
+  }
 
   const Entry* find(const std::string& entry_id) const override {
-    auto it = index_.find(entry_id);
-    return it == index_.end() ? nullptr : &entry(it->second);
+    const size_t i = index_.find(entry_id);
+    return i == kNoParent ? nullptr : &entry(i);
   }
 
   Result<std::string> append(Entry entry) override;
@@ -99,8 +143,9 @@ class JsonlSessionStore final : public SessionStore {
   std::string id_;
   Entry header_;
   PaddedText text_;  // the file as loaded; loaded entries are parsed from it
+  PaddedArena appended_;  // the lines appended since
   std::vector<Slot> slots_;
-  std::unordered_map<std::string, size_t> index_;
+  IdIndex index_{&slots_};
   std::string leaf_;
   off_t size_ = 0;
   size_t torn_bytes_ = 0;
@@ -116,7 +161,7 @@ const Entry& JsonlSessionStore::entry(size_t i) const {
   const Slot& slot = slots_[i];
   std::lock_guard<std::mutex> lock(parse_mu_);
   if (!slot.parsed) {
-    auto parsed = parser_.parse(text_.view().substr(slot.offset, slot.length));
+    auto parsed = parser_.parse(slot.text);
     MOAT_CHECK(parsed.has_value());
     slot.parsed = std::make_unique<const Entry>(std::move(*parsed));
   }
@@ -131,7 +176,7 @@ const Entry* JsonlSessionStore::entry_message(size_t i) const {
     auto m = slot.parsed->find("message");
     slot.message = m == slot.parsed->end() ? nullptr : &*m;
   } else {
-    auto m = parser_.parse_member(text_.view().substr(slot.offset, slot.length), "message");
+    auto m = parser_.parse_member(slot.text, "message");
     MOAT_CHECK(m.has_value());
     if (m->has_value()) slot.message_alone = std::make_unique<const Entry>(std::move(**m));
     slot.message = slot.message_alone.get();
@@ -140,7 +185,7 @@ const Entry* JsonlSessionStore::entry_message(size_t i) const {
   return slot.message;
 }
 
-// The caller has indexed the slot's id.
+// The caller indexes the slot's id next.
 void JsonlSessionStore::add_slot(Slot slot) {
   leaf_ = slot.id;
   slots_.push_back(std::move(slot));
@@ -149,7 +194,7 @@ void JsonlSessionStore::add_slot(Slot slot) {
 std::string JsonlSessionStore::new_entry_id() const {
   for (;;) {
     std::string candidate = short_id();
-    if (index_.find(candidate) == index_.end()) return candidate;
+    if (index_.find(candidate) == kNoParent) return candidate;
   }
 }
 
@@ -170,23 +215,35 @@ Result<void> JsonlSessionStore::append_copy(const Entry& entry) {
   const std::string entry_id = str_field(entry, "id");
   if (entry_id.empty() || !is_entry_type(str_field(entry, "type")))
     return fail(Error::msg("append_copy: not a session entry"));
-  if (index_.count(entry_id) != 0) return fail(Error::from_errno("append_copy", EEXIST, entry_id));
+  if (index_.find(entry_id) != kNoParent)
+    return fail(Error::from_errno("append_copy", EEXIST, entry_id));
   return write_entry(entry);
 }
 
 // Sets parentId to the leaf, writes the line, then indexes the entry: memory follows disk.
+// The line's bytes are kept first (the only step that can fail for memory), so an entry
+// on disk is always in memory too.
 Result<void> JsonlSessionStore::write_entry(Entry entry) {
   entry["parentId"] = leaf_.empty() ? Entry(nullptr) : Entry(leaf_);
   const std::string line = dump_json(entry) + "\n";
+  Slot slot;
+  MOAT_ASSIGN_OR_RETURN(slot.text,
+                        appended_.add(std::string_view(line).substr(0, line.size() - 1)));
   MOAT_TRY(append_line(fd_.get(), line, size_));
   size_ += static_cast<off_t>(line.size());
-  Slot slot;
   slot.id = str_field(entry, "id");
   slot.type = str_field(entry, "type");
-  if (!leaf_.empty()) slot.parent = index_.at(leaf_);
-  slot.parsed = std::make_unique<const Entry>(std::move(entry));
-  index_.emplace(slot.id, slots_.size());
+  {
+    // The same scan as an open's, so an appended entry is known as a loaded one is.
+    std::lock_guard<std::mutex> lock(parse_mu_);
+    auto keys = parser_.scan(slot.text);
+    MOAT_CHECK(keys.has_value());  // nlohmann wrote it: valid JSON, an object
+    slot.has_message = keys->has_message;
+    slot.tool_calls = std::move(keys->tool_calls);
+  }
+  if (!leaf_.empty()) slot.parent = index_.find(leaf_);
   add_slot(std::move(slot));
+  MOAT_CHECK(index_.insert(slots_.size() - 1));  // new_entry_id, append_copy checked it
   return {};
 }
 
@@ -197,7 +254,7 @@ Result<void> JsonlSessionStore::sync() {
 }
 
 Result<void> JsonlSessionStore::set_leaf(const std::string& entry_id) {
-  if (!entry_id.empty() && index_.find(entry_id) == index_.end())
+  if (!entry_id.empty() && index_.find(entry_id) == kNoParent)
     return fail(Error::from_errno("set_leaf", ENOENT, entry_id));
   leaf_ = entry_id;
   return {};
@@ -205,10 +262,8 @@ Result<void> JsonlSessionStore::set_leaf(const std::string& entry_id) {
 
 std::vector<size_t> JsonlSessionStore::path_indices(const std::string& entry_id) const {
   std::vector<size_t> path;
-  auto it = index_.find(entry_id);
-  if (it == index_.end()) return path;
   // A parent is always an earlier entry (the loader refuses any other), so this walk ends.
-  for (size_t i = it->second; i != kNoParent; i = slots_[i].parent) path.push_back(i);
+  for (size_t i = index_.find(entry_id); i != kNoParent; i = slots_[i].parent) path.push_back(i);
   std::reverse(path.begin(), path.end());
   return path;
 }
@@ -254,19 +309,19 @@ Result<void> JsonlSessionStore::load_entry(const Line& line, size_t line_no) {
   if (!slots_.empty() && keys->parent_id == slots_.back().id) {
     slot.parent = slots_.size() - 1;
   } else if (!keys->parent_id.empty()) {
-    auto parent = index_.find(std::string(keys->parent_id));
-    if (parent == index_.end())
+    slot.parent = index_.find(keys->parent_id);
+    if (slot.parent == kNoParent)
       return fail(Error::msg(where() + ": parent " + std::string(keys->parent_id) +
                              " is not an earlier entry"));
-    slot.parent = parent->second;
   }
-  // After the parent's lookup, so an entry cannot name itself as its parent.
-  if (!index_.try_emplace(slot.id, slots_.size()).second)
-    return fail(Error::msg(where() + ": duplicate id " + slot.id));
   slot.type = std::string(keys->type);
-  slot.offset = line.offset;
-  slot.length = line.text.size();
+  slot.has_message = keys->has_message;
+  slot.tool_calls = std::move(keys->tool_calls);
+  slot.text = line.text;
   add_slot(std::move(slot));
+  // After the parent's lookup, so an entry cannot name itself as its parent.
+  if (!index_.insert(slots_.size() - 1))
+    return fail(Error::msg(where() + ": duplicate id " + slots_.back().id));
   return {};
 }
 

@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -30,6 +32,14 @@ namespace moat::sessions {
 using Entry = nlohmann::json;
 
 inline constexpr int kSessionFormatVersion = 1;
+
+// A message entry's part in tool calling, taken when its line is scanned (open) or written,
+// so the check for calls left without a result parses nothing (issue 19).
+struct ToolCallRole {
+  std::vector<std::pair<std::string, std::string>> calls;  // an assistant's toolCall blocks:
+                                                           // id, name ("" when not strings)
+  std::optional<std::string> answers;                      // a toolResult's toolCallId
+};
 
 // True for the entry types listed above; append refuses any other.
 bool is_entry_type(const std::string& type);
@@ -75,15 +85,23 @@ class SessionStore {
   // The same path as entry indices (nothing is parsed).
   virtual std::vector<size_t> path_indices(const std::string& entry_id) const = 0;
 
-  // Entries in file order. A loaded entry is kept as its line's bytes and parsed the first
-  // time it is read; its type and id are known without parsing it.
+  // Entries in file order. An entry is kept as its line's bytes (loaded or appended) and
+  // parsed the first time it is read; its type and id are known without parsing it.
   virtual size_t entry_count() const = 0;
   virtual const Entry& entry(size_t index) const = 0;
   virtual const std::string& entry_type(size_t index) const = 0;
   virtual const std::string& entry_id(size_t index) const = 0;
   // The `message` member of entry `index` (null if it has none), without parsing the rest
-  // of a loaded entry: what a context is made of.
+  // of the entry.
   virtual const Entry* entry_message(size_t index) const = 0;
+  // Whether entry `index` has a `message` member (known without parsing it).
+  virtual bool entry_has_message(size_t index) const = 0;
+  // Entry `index`'s line as the file holds it (no newline), followed in memory by at least
+  // simdjson's padding (sessions/message_dom.h parses it in place); valid for the store's
+  // life. What a context is made of: a request body is built from these bytes.
+  virtual std::string_view entry_text(size_t index) const = 0;
+  // Entry `index`'s message's tool calls or the call it answers; null when neither.
+  virtual const ToolCallRole* entry_tool_calls(size_t index) const = 0;
   class EntryView;
   EntryView entries() const;
   virtual const Entry* find(const std::string& entry_id) const = 0;

@@ -148,7 +148,6 @@ Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, con
   return found;
 }
 
-
 // "ID[@ENTRY]" split, and the file ID names.
 struct NamedSession {
   std::string id_part;
@@ -170,10 +169,9 @@ Result<NamedSession> find_named_session(const std::string& sessions_dir, const s
   // File names end in _<id>.jsonl, so the match needs no file to be loaded.
   const std::vector<SessionFile> files = session_files(sessions_dir, "");
   MOAT_ASSIGN_OR_RETURN(
-      size_t i,
-      unique_prefix(
-          out.id_part, files.size(), [&](size_t k) -> const std::string& { return files[k].id; },
-          "session"));
+      size_t i, unique_prefix(
+                    out.id_part, files.size(),
+                    [&](size_t k) -> const std::string& { return files[k].id; }, "session"));
   out.path = files[i].path;
   return out;
 }
@@ -252,10 +250,9 @@ Result<std::string> resolve_entry(const SessionStore& store, const std::string& 
     if (label == name) return target;
   // Ids are known from the scan at open: no entry is parsed to match one.
   MOAT_ASSIGN_OR_RETURN(
-      size_t i,
-      unique_prefix(
-          name, store.entry_count(), [&](size_t k) -> const std::string& { return store.entry_id(k); },
-          "entry"));
+      size_t i, unique_prefix(
+                    name, store.entry_count(),
+                    [&](size_t k) -> const std::string& { return store.entry_id(k); }, "entry"));
   return store.entry_id(i);
 }
 

@@ -8,48 +8,51 @@ namespace {
 const json kEphemeral = {{"type", "ephemeral"}};
 
 // One block of moat's content in the Messages API's shape.
-void add_block(const json& b, const std::string& t, json& out) {
-  if (t == "text" && !string_field(b, "text").value_or("").empty()) {
-    out.push_back({{"type", "text"}, {"text", b["text"]}});
+void add_block(JsonElement b, std::string_view t, json& out) {
+  if (t == "text" && !string_member(b, "text").empty()) {
+    out.push_back({{"type", "text"}, {"text", std::string(string_member(b, "text"))}});
   } else if (t == "image") {
     out.push_back({{"type", "image"},
                    {"source",
                     {{"type", "base64"},
-                     {"media_type", raw_field(b, "mimeType")},
-                     {"data", raw_field(b, "data")}}}});
+                     {"media_type", json_member(b, "mimeType")},
+                     {"data", json_member(b, "data")}}}});
   } else if (t == "thinking") {
     // A thinking block is only accepted back with the signature Anthropic gave it; a
     // redacted one goes back as the encrypted data it came as.
-    if (auto data = string_field(b, "redacted"); data && !data->empty())
-      out.push_back({{"type", "redacted_thinking"}, {"data", *data}});
-    else if (auto sig = string_field(b, "signature"); sig && !sig->empty())
-      out.push_back(
-          {{"type", "thinking"}, {"thinking", raw_field(b, "thinking")}, {"signature", *sig}});
+    if (auto data = string_member(b, "redacted"); !data.empty())
+      out.push_back({{"type", "redacted_thinking"}, {"data", std::string(data)}});
+    else if (auto sig = string_member(b, "signature"); !sig.empty())
+      out.push_back({{"type", "thinking"},
+                     {"thinking", json_member(b, "thinking")},
+                     {"signature", std::string(sig)}});
   } else if (t == "toolCall") {
-    json input = raw_field(b, "arguments");
+    json input = json_member(b, "arguments");
     out.push_back({{"type", "tool_use"},
-                   {"id", raw_field(b, "id")},
-                   {"name", raw_field(b, "name")},
+                   {"id", json_member(b, "id")},
+                   {"name", json_member(b, "name")},
                    {"input", input.is_object() ? input : json::object()}});
   }
 }
 
-json content_blocks(const json& content) { return wire_blocks(content, "text", add_block); }
+json content_blocks(std::optional<JsonElement> content) {
+  return wire_blocks(content, "text", add_block);
+}
 
-json tool_result_block(const json& m) {
+json tool_result_block(JsonElement m) {
   json block = {{"type", "tool_result"},
-                {"tool_use_id", raw_field(m, "toolCallId")},
-                {"content", content_blocks(raw_field(m, "content"))}};
-  if (field(m, "isError") && m["isError"].is_boolean() && m["isError"].get<bool>())
-    block["is_error"] = true;
+                {"tool_use_id", json_member(m, "toolCallId")},
+                {"content", content_blocks(member(m, "content"))}};
+  if (sessions::true_member(m, "isError")) block["is_error"] = true;
   return block;
 }
 
 // Consecutive tool results travel in one user message, as the API requires.
 json wire_messages(const sessions::MessageList& messages) {
   json out = json::array();
-  for (const auto& m : messages) {
-    const std::string role = string_field(m, "role").value_or("");
+  sessions::MessageReader reader;
+  reader.for_each(messages, [&](JsonElement m) {
+    const std::string role(string_member(m, "role"));
     if (role == "toolResult") {
       const bool extend = !out.empty() && out.back()["role"] == "user" &&
                           !out.back()["content"].empty() &&
@@ -57,8 +60,8 @@ json wire_messages(const sessions::MessageList& messages) {
       if (!extend) out.push_back({{"role", "user"}, {"content", json::array()}});
       out.back()["content"].push_back(tool_result_block(m));
     } else if (role == "user" || role == "assistant") {
-      json blocks = content_blocks(raw_field(m, "content"));
-      if (blocks.empty()) continue;
+      json blocks = content_blocks(member(m, "content"));
+      if (blocks.empty()) return;
       // Roles alternate on the wire: a message the person typed after the tool results
       // (steering) joins their user message, after its tool_result blocks as the API wants.
       if (!out.empty() && out.back()["role"] == role) {
@@ -67,7 +70,7 @@ json wire_messages(const sessions::MessageList& messages) {
         out.push_back({{"role", role}, {"content", blocks}});
       }
     }
-  }
+  });
   return out;
 }
 

@@ -4,14 +4,17 @@
 
 namespace moat::agent::providers {
 
-std::string joined_text(const json& content) {
-  if (content.is_string()) return content.get<std::string>();
+std::string joined_text(std::optional<JsonElement> content) {
   std::string out;
-  if (!content.is_array()) return out;
-  for (const auto& b : content) {
-    if (string_field(b, "type").value_or("") != "text") continue;
+  if (!content) return out;
+  std::string_view text;
+  if (content->get_string().get(text) == simdjson::SUCCESS) return std::string(text);
+  const auto blocks = sessions::as_array(content);
+  if (!blocks) return out;
+  for (JsonElement b : *blocks) {
+    if (string_member(b, "type") != "text") continue;
     if (!out.empty()) out += "\n";
-    out += string_field(b, "text").value_or("");
+    out += string_member(b, "text");
   }
   return out;
 }
@@ -21,52 +24,57 @@ nlohmann::json streaming_body(const BodyOptions& options) {
 }
 
 void for_each_message(const ModelRequest& request, const RoleWriters& write) {
-  for (const auto& m : request.messages) {
-    const std::string role = string_field(m, "role").value_or("");
+  sessions::MessageReader reader;
+  reader.for_each(request.messages, [&](JsonElement m) {
+    const std::string_view role = string_member(m, "role");
     if (role == "user") write.user(m);
     else if (role == "assistant") write.assistant(m);
     else if (role == "toolResult")
-      write.tool_result(raw_field(m, "toolCallId"), joined_text(raw_field(m, "content")));
-  }
+      write.tool_result(json_member(m, "toolCallId"), joined_text(member(m, "content")));
+  });
 }
 
 namespace {
 
-json user_content(const json& content) {
-  if (!content.is_array()) return joined_text(content);
+json user_content(std::optional<JsonElement> content) {
+  const auto array = sessions::as_array(content);
+  if (!array) return joined_text(content);
+  const simdjson::dom::array blocks = *array;
   bool has_image = false;
-  for (const auto& b : content) has_image |= string_field(b, "type").value_or("") == "image";
+  for (JsonElement b : blocks) has_image |= string_member(b, "type") == "image";
   if (!has_image) return joined_text(content);
   json parts = json::array();
-  for (const auto& b : content) {
-    const std::string t = string_field(b, "type").value_or("");
-    if (t == "text") parts.push_back({{"type", "text"}, {"text", b["text"]}});
+  for (JsonElement b : blocks) {
+    const std::string_view t = string_member(b, "type");
+    if (t == "text") parts.push_back({{"type", "text"}, {"text", json_member(b, "text")}});
     if (t == "image")
       parts.push_back({{"type", "image_url"},
                        {"image_url",
-                        {{"url", "data:" + string_field(b, "mimeType").value_or("") + ";base64," +
-                                     string_field(b, "data").value_or("")}}}});
+                        {{"url", "data:" + std::string(string_member(b, "mimeType")) + ";base64," +
+                                     std::string(string_member(b, "data"))}}}});
   }
   return parts;
 }
 
-json assistant_message(const json& msg) {
+// The wire carries a call's arguments as a JSON string, not an object.
+std::string arguments_text(JsonElement call) {
+  auto args = member(call, "arguments");
+  return args ? sessions::to_nlohmann(*args).dump() : std::string("{}");
+}
+
+json assistant_message(JsonElement msg) {
   json out = {{"role", "assistant"}};
-  const json content = raw_field(msg, "content");
+  const auto content = member(msg, "content");
   const std::string text = joined_text(content);
   out["content"] = text.empty() ? json(nullptr) : json(text);
   json calls = json::array();
-  if (content.is_array())
-    for (const auto& b : content) {
-      if (string_field(b, "type").value_or("") != "toolCall") continue;
-      // The wire carries arguments as a JSON string, not an object.
+  if (const auto blocks = sessions::as_array(content))
+    for (JsonElement b : *blocks) {
+      if (string_member(b, "type") != "toolCall") continue;
       calls.push_back(
-          {{"id", raw_field(b, "id")},
+          {{"id", json_member(b, "id")},
            {"type", "function"},
-           {"function",
-            {{"name", raw_field(b, "name")},
-             {"arguments",
-              raw_field(b, "arguments").is_null() ? std::string("{}") : b["arguments"].dump()}}}});
+           {"function", {{"name", json_member(b, "name")}, {"arguments", arguments_text(b)}}}});
     }
   if (!calls.empty()) out["tool_calls"] = calls;
   return out;
@@ -79,10 +87,10 @@ json openai_chat_body(const ModelRequest& request, const BodyOptions& options) {
   if (!request.system.empty())
     messages.push_back({{"role", "system"}, {"content", request.system}});
   RoleWriters write;
-  write.user = [&](const json& m) {
-    messages.push_back({{"role", "user"}, {"content", user_content(raw_field(m, "content"))}});
+  write.user = [&](JsonElement m) {
+    messages.push_back({{"role", "user"}, {"content", user_content(member(m, "content"))}});
   };
-  write.assistant = [&](const json& m) {
+  write.assistant = [&](JsonElement m) {
     json a = assistant_message(m);
     if (!a["content"].is_null() || a.contains("tool_calls")) messages.push_back(a);
   };

@@ -6,12 +6,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/provider.h"
 #include "agent/providers/json_util.h"
+#include "sessions/message_dom.h"
 
 namespace moat::agent::providers {
+
+// Messages are read from the session's bytes with simdjson (sessions/message_dom.h): a
+// resumed session's messages become wire JSON without first becoming moat's JSON objects.
+using sessions::json_member;
+using sessions::JsonElement;
+using sessions::member;
+using sessions::string_member;
 
 struct BodyOptions {
   std::string model;
@@ -33,28 +43,31 @@ nlohmann::json anthropic_body(const ModelRequest& request, const BodyOptions& op
 nlohmann::json responses_body(const ModelRequest& request, const BodyOptions& options);
 
 // The text blocks of a content array (or a plain string) joined with "\n".
-std::string joined_text(const nlohmann::json& content);
+std::string joined_text(std::optional<JsonElement> content);
 
 // moat's message content as an array of wire blocks: a plain string is one
 // {"type": text_type, "text": ...} block; each block of an array goes through
 // `convert(block, its type, out)`, which appends what the API wants for it (maybe nothing);
 // anything else is no blocks.
 template <typename Convert>
-nlohmann::json wire_blocks(const nlohmann::json& content, const char* text_type, Convert convert) {
+nlohmann::json wire_blocks(std::optional<JsonElement> content, const char* text_type,
+                           Convert convert) {
   nlohmann::json out = nlohmann::json::array();
-  if (content.is_string()) {
-    out.push_back({{"type", text_type}, {"text", content}});
+  std::string_view text;
+  if (content && content->get_string().get(text) == simdjson::SUCCESS) {
+    out.push_back({{"type", text_type}, {"text", std::string(text)}});
     return out;
   }
-  if (!content.is_array()) return out;
-  for (const auto& b : content) convert(b, string_field(b, "type").value_or(""), out);
+  const auto blocks = sessions::as_array(content);
+  if (!blocks) return out;
+  for (JsonElement b : *blocks) convert(b, string_member(b, "type"), out);
   return out;
 }
 
 // What an API does with each of moat's message roles ("user", "assistant", "toolResult"); a
 // message of another role is not sent. A tool result comes as its call's id and its text.
 struct RoleWriters {
-  std::function<void(const nlohmann::json&message)> user, assistant;
+  std::function<void(JsonElement message)> user, assistant;
   std::function<void(const nlohmann::json& call_id, std::string text)> tool_result;
 };
 void for_each_message(const ModelRequest& request, const RoleWriters& write);

@@ -5,31 +5,36 @@
 namespace moat::agent::providers {
 namespace {
 
-void add_user_part(const json& b, const std::string& t, json& parts) {
-  if (t == "text") parts.push_back({{"type", "input_text"}, {"text", raw_field(b, "text")}});
+void add_user_part(JsonElement b, std::string_view t, json& parts) {
+  if (t == "text") parts.push_back({{"type", "input_text"}, {"text", json_member(b, "text")}});
   if (t == "image")
     parts.push_back({{"type", "input_image"},
-                     {"image_url", "data:" + string_field(b, "mimeType").value_or("") + ";base64," +
-                                       string_field(b, "data").value_or("")}});
+                     {"image_url", "data:" + std::string(string_member(b, "mimeType")) +
+                                       ";base64," + std::string(string_member(b, "data"))}});
 }
 
-json user_parts(const json& content) { return wire_blocks(content, "input_text", add_user_part); }
+json user_parts(std::optional<JsonElement> content) {
+  return wire_blocks(content, "input_text", add_user_part);
+}
 
-void append_assistant(const json& m, json& input) {
-  const json content = raw_field(m, "content");
-  if (!content.is_array()) return;
-  for (const auto& b : content) {
-    const std::string t = string_field(b, "type").value_or("");
-    if (t == "text" && !string_field(b, "text").value_or("").empty()) {
-      input.push_back({{"type", "message"},
-                       {"role", "assistant"},
-                       {"content", json::array({{{"type", "output_text"}, {"text", b["text"]}}})}});
+void append_assistant(JsonElement m, json& input) {
+  const auto content = sessions::as_array(member(m, "content"));
+  if (!content) return;
+  for (JsonElement b : *content) {
+    const std::string_view t = string_member(b, "type");
+    if (t == "text" && !string_member(b, "text").empty()) {
+      input.push_back(
+          {{"type", "message"},
+           {"role", "assistant"},
+           {"content", json::array({{{"type", "output_text"},
+                                     {"text", std::string(string_member(b, "text"))}}})}});
     } else if (t == "toolCall") {
-      const json args = raw_field(b, "arguments");
-      input.push_back({{"type", "function_call"},
-                       {"call_id", raw_field(b, "id")},
-                       {"name", raw_field(b, "name")},
-                       {"arguments", args.is_null() ? std::string("{}") : args.dump()}});
+      const auto args = member(b, "arguments");
+      input.push_back(
+          {{"type", "function_call"},
+           {"call_id", json_member(b, "id")},
+           {"name", json_member(b, "name")},
+           {"arguments", args ? sessions::to_nlohmann(*args).dump() : std::string("{}")}});
     }
     // Reasoning is not sent back: with store:false the API needs its encrypted form,
     // which we do not request.
@@ -41,10 +46,10 @@ void append_assistant(const json& m, json& input) {
 json responses_body(const ModelRequest& request, const BodyOptions& options) {
   json input = json::array();
   RoleWriters write;
-  write.user = [&](const json& m) {
-    input.push_back({{"role", "user"}, {"content", user_parts(raw_field(m, "content"))}});
+  write.user = [&](JsonElement m) {
+    input.push_back({{"role", "user"}, {"content", user_parts(member(m, "content"))}});
   };
-  write.assistant = [&](const json& m) { append_assistant(m, input); };
+  write.assistant = [&](JsonElement m) { append_assistant(m, input); };
   write.tool_result = [&](const json& id, std::string text) {
     input.push_back(
         {{"type", "function_call_output"}, {"call_id", id}, {"output", std::move(text)}});

@@ -9,6 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "sessions/context.h"
+#include "sessions/json_util.h"
+#include "sessions/store.h"
+#include "tests/unit/sessions/temp_dir.h"
+
 namespace moat::agent::providers {
 namespace {
 
@@ -173,6 +178,79 @@ TEST(RequestBody, AnthropicUserTextAfterToolResultsJoinsTheirMessage) {
   ASSERT_EQ(last.size(), 2u);
   EXPECT_EQ(last[0]["type"], "tool_result") << "tool results come first";
   EXPECT_EQ(last[1], json({{"type", "text"}, {"text", "also look at b"}}));
+}
+
+// Every kind of message and block a body renders, with the values whose bytes could differ
+// between a JSON object and its text: escapes, non-ASCII, invalid UTF-8, numbers of each
+// kind, nested arguments, null and missing members, an unknown role.
+std::vector<json> every_kind_of_message() {
+  const json image = {{"type", "image"}, {"mimeType", "image/png"}, {"data", "iVBORw0KGgo="}};
+  return {
+      {{"role", "user"}, {"content", "a plain string \"quoted\" \\ / \n\t\x01 \u00e9\u2713"}},
+      {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "look"}}, image})}},
+      {{"role", "assistant"},
+       {"content",
+        json::array({{{"type", "text"}, {"text", "bad \xff byte"}},
+                     {{"type", "thinking"}, {"thinking", "plan"}, {"signature", "sig1"}},
+                     {{"type", "thinking"}, {"thinking", ""}, {"redacted", "enc"}},
+                     {{"type", "thinking"}, {"thinking", "unsigned"}, {"signature", ""}},
+                     {{"type", "toolCall"},
+                      {"id", "t1"},
+                      {"name", "edit"},
+                      {"arguments",
+                       {{"path", "src/\u00e9.cc"},
+                        {"n", -3},
+                        {"big", 18446744073709551615ull},
+                        {"ratio", 0.1},
+                        {"exp", 1e300},
+                        {"nested", {{"list", {1, "two", nullptr, true, json::object()}}}}}}},
+                     {{"type", "toolCall"}, {"id", "t2"}, {"name", "ls"}}})},
+       {"stopReason", "toolUse"},
+       {"usage", {{"input", 10}, {"output", 2}}}},
+      {{"role", "toolResult"},
+       {"toolCallId", "t1"},
+       {"toolName", "edit"},
+       {"content", json::array({{{"type", "text"}, {"text", "done"}}, image})},
+       {"isError", true}},
+      {{"role", "toolResult"}, {"toolCallId", "t2"}, {"toolName", "ls"}, {"content", "a\nb"}},
+      {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "steer"}}})}},
+      {{"role", "assistant"}, {"content", nullptr}},
+      {{"role", "system?"}, {"content", "not sent"}},
+      {{"role", "assistant"}, {"content", json::array({{{"type", "text"}, {"text", "end"}}})}},
+  };
+}
+
+// Messages of a session are rendered from the bytes of its file (sessions/message_dom.h),
+// never built as JSON objects on a resume; the live session rendered them from its JSON
+// objects. The provider's prompt cache needs the same bytes either way, for every wire
+// format: live, appended to a store, and reopened from its file.
+TEST(RequestBody, AResumedSessionRendersTheBytesTheLiveSessionSentForEveryWireFormat) {
+  sessions::testing::TempDir dir;
+  const std::vector<json> messages = every_kind_of_message();
+  auto store = sessions::SessionStore::create(dir.path(), "/w");
+  ASSERT_TRUE(store.has_value()) << store.error().message();
+  for (const json& m : messages)
+    ASSERT_TRUE((*store)->append({{"type", "message"}, {"message", m}}).has_value());
+  ASSERT_TRUE((*store)->sync().has_value());
+  auto reopened = sessions::SessionStore::open_read_only((*store)->path());
+  ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
+
+  ModelRequest live{"system", {}, messages, 1000};
+  ModelRequest appended = live, resumed = live;
+  appended.messages = sessions::build_context(**store).for_provider();
+  resumed.messages = sessions::build_context(**reopened).for_provider();
+  ASSERT_EQ(resumed.messages.size(), messages.size());
+  ASSERT_NE(resumed.messages.item(0).store, nullptr) << "a resumed message is the file's bytes";
+  const BodyOptions options{"m", false, true, 1024};
+  for (auto body : {openai_chat_body, anthropic_body, responses_body}) {
+    const std::string want = sessions::dump_json(body(live, options));
+    EXPECT_EQ(sessions::dump_json(body(appended, options)), want);
+    EXPECT_EQ(sessions::dump_json(body(resumed, options)), want);
+    EXPECT_NE(want.find("\u00e9"), std::string::npos) << want;  // the text went through
+  }
+  // Reading a resumed message as JSON (compaction, tests) still gives the same object.
+  EXPECT_EQ(resumed.messages[2]["content"][4]["arguments"]["ratio"], 0.1);
+  EXPECT_EQ(resumed.messages.to_vector()[5], messages[5]);
 }
 
 }  // namespace
