@@ -370,7 +370,6 @@ int run_confined(const RunOptions& o, Opened& r) {
   std::unique_ptr<TerminalInput> terminal;
   if (!r.headless && !o.rpc && !r.repl)
     terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
-  r.client->start_reader();  // moatd's frames are read by a thread of their own from here on
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -385,6 +384,8 @@ int run_confined(const RunOptions& o, Opened& r) {
                  "records every decision and call: %s\n",
                  r.welcome.audit.c_str());
   MoatdClient* c = r.client.get();
+  c->set_on_decided([&events](const std::string& id, const json& d) { events.decided(id, d); });
+  c->start_reader();  // moatd's frames are read by a thread of their own from here on
   CallTool call_tool = [c, &events](const std::string& id, const std::string& tool,
                                     const json& args, const std::atomic<bool>* cancel) {
     return c->call(

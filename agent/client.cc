@@ -200,6 +200,12 @@ bool MoatdClient::dispatch(sandbox::ServerFrame frame, std::string* why) {
   if (auto* welcome = std::get_if<sandbox::WelcomeMsg>(&frame)) {
     welcome_ = std::move(*welcome);
   } else if (auto* progress = std::get_if<sandbox::ProgressMsg>(&frame)) {
+    if (!progress->decided.is_null()) {
+      if (pending_.count(progress->id) == 0 || !on_decided_) return true;
+      lock.unlock();
+      on_decided_(progress->id, progress->decided);
+      return true;
+    }
     auto it = pending_.find(progress->id);
     if (it == pending_.end() || !it->second->on_progress) return true;
     auto cb = it->second->on_progress;

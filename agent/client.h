@@ -66,6 +66,12 @@ class MoatdClient {
   // when it has not been started; idempotent.
   void start_reader();
 
+  // Each call's decision as moatd reports it before the call runs (from the reader thread);
+  // set before the first call.
+  void set_on_decided(std::function<void(const std::string& id, const nlohmann::json&)> f) {
+    on_decided_ = std::move(f);
+  }
+
   // Runs one call and waits for its result; progress chunks go to on_progress (may be
   // called from the reader thread). Thread-safe: calls may run concurrently.
   tools::ToolResult call(const std::string& id, const std::string& tool,
@@ -136,6 +142,7 @@ class MoatdClient {
   std::thread reader_;
   std::once_flag reader_once_;
   sandbox::FrameReader frames_;  // hello() and then the reader thread, never both at once
+  std::function<void(const std::string& id, const nlohmann::json& decided)> on_decided_;
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

@@ -181,6 +181,13 @@ LoopEvents RunEvents::loop_events() {
   return ev;
 }
 
+void RunEvents::decided(const std::string& call_id, const json& decided) {
+  json event = {{"type", "tool_call_decision"}, {"id", call_id}};
+  for (const char* key : {"decision", "rule", "decided_by"})
+    if (decided.contains(key)) event[key] = decided[key];
+  sink_.emit(event);
+}
+
 void RunEvents::output(const std::string& call_id, std::string_view chunk) {
   if (!chunk.empty()) sink_.emit({{"type", "tool_output"}, {"id", call_id}, {"chunk", chunk}});
 }

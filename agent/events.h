@@ -46,6 +46,8 @@ class RunEvents {
   LoopEvents loop_events();
   // A chunk of a running call's output (MoatdClient::call's progress).
   void output(const std::string& call_id, std::string_view chunk);
+  // A call's decision, reported by moatd before the call runs.
+  void decided(const std::string& call_id, const nlohmann::json& decided);
   // The last event. `fields` (session file, audit log, ...) are added to the totals.
   void result(const LoopOutcome& outcome, int exit_code, nlohmann::json fields);
   void emit(nlohmann::json event) { sink_.emit(event); }

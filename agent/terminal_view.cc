@@ -63,6 +63,18 @@ std::string seconds(std::chrono::steady_clock::duration d) {
   return buf;
 }
 
+// "allow (default.make)", "allow (ask.rm, by you)": a call's decision, rule and who decided.
+std::string decision_text(const json& e) {
+  std::string out = str(e, "decision");
+  // The rule is an object (docs/events.md); its id names it.
+  const std::string rule =
+      e.contains("rule") && e["rule"].is_object() ? str(e["rule"], "id") : str(e, "rule");
+  const bool by_person = str(e, "decided_by") == "user";
+  if (!rule.empty() || by_person)
+    out += " (" + rule + (by_person ? std::string(rule.empty() ? "" : ", ") + "by you" : "") + ")";
+  return out;
+}
+
 std::int64_t num(const json& o, const char* key) {
   auto it = o.find(key);
   return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
@@ -98,6 +110,7 @@ void TerminalView::event(const json& e) {
   if (type == "answer") return answered(e);
   if (type == "tool_call_start") return call_started(e);
   if (type == "tool_output") return call_output(e);
+  if (type == "tool_call_decision") return call_decided(e);
   if (type == "tool_call_end") return call_ended(e);
   const std::string shown = event_status_lines(e);
   if (!shown.empty()) line(shown);
@@ -131,7 +144,7 @@ void TerminalView::call_started(const json& e) {
   line("  > " + str(e, "tool") + ": " + str(e, "summary"));
   erase();
   running_.push_back(
-      {str(e, "id"), str(e, "tool"), str(e, "summary"), std::chrono::steady_clock::now(), ""});
+      {str(e, "id"), str(e, "tool"), str(e, "summary"), std::chrono::steady_clock::now(), "", ""});
   draw();
 }
 
@@ -147,6 +160,19 @@ void TerminalView::call_output(const json& e) {
   }
 }
 
+// moatd's decision, before the call runs: on its live line (or a line of its own).
+void TerminalView::call_decided(const json& e) {
+  for (auto& r : running_)
+    if (r.id == str(e, "id")) {
+      r.decided = decision_text(e);
+      if (!live_) line("    " + r.tool + " · " + r.decided);
+    }
+  if (live_) {
+    erase();
+    draw();
+  }
+}
+
 // Folded: the call's decision, exit and time, and the last lines of its output.
 void TerminalView::call_ended(const json& e) {
   erase();
@@ -155,11 +181,7 @@ void TerminalView::call_ended(const json& e) {
                  running_.end());
   std::string head = e.value("is_error", false) ? "    [error] " : "    [ok] ";
   head += str(e, "tool");
-  if (!str(e, "decision").empty()) head += " · " + str(e, "decision");
-  // The rule is an object (docs/events.md); its id names it.
-  const std::string rule =
-      e.contains("rule") && e["rule"].is_object() ? str(e["rule"], "id") : str(e, "rule");
-  if (!rule.empty()) head += " (" + rule + ")";
+  if (!str(e, "decision").empty()) head += " · " + decision_text(e);
   if (e.contains("exit_code") && e["exit_code"].is_number())
     head += " · exit " + e["exit_code"].dump();
   head += " · " + seconds(std::chrono::milliseconds(num(e, "duration_ms")));
@@ -217,7 +239,8 @@ void TerminalView::draw() {
   const std::size_t width = screen_width(err_);
   std::string block;
   for (const auto& r : running_) {
-    block += fit(std::string("  ") + kSpinner[frame_ % 4] + " " + r.tool + " " +
+    block += fit(std::string("  ") + kSpinner[frame_ % 4] + " " + r.tool +
+                     (r.decided.empty() ? "" : " · " + r.decided) + " " +
                      seconds(std::chrono::steady_clock::now() - r.started) + ": " + r.summary,
                  width) +
              "\n";

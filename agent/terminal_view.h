@@ -53,13 +53,15 @@ class TerminalView {
   struct Running {
     std::string id, tool, summary;
     std::chrono::steady_clock::time_point started;
-    std::string tail;  // the last bytes of its output
+    std::string tail;     // the last bytes of its output
+    std::string decided;  // moatd's decision, once it came ("allow (default.make)")
   };
   void text(const std::string& t);
   void end_line();
   void line(const std::string& s);  // a status line on stderr, below the model's text
   void call_started(const nlohmann::json& e);
   void call_output(const nlohmann::json& e);
+  void call_decided(const nlohmann::json& e);
   void call_ended(const nlohmann::json& e);
   void answered(const nlohmann::json& e);
   void responded(const nlohmann::json& e);

@@ -64,6 +64,7 @@ tools::ToolResult CallGate::run(const GateCall& call) {
     refused.details = std::move(facts);
     return refused;
   }
+  if (call.decided) call.decided(facts);
   static const std::atomic<bool> kNeverCancelled{false};
   ExecGate execs(session_, asks_, call.id, *decision_id,
                  call.cancel ? *call.cancel : kNeverCancelled, std::move(approved));

@@ -34,6 +34,8 @@ struct GateCall {
   // The call's place in the session's mutation queue, taken in arrival order (registry.h).
   std::shared_ptr<tools::MutationQueue::Ticket> ticket;
   std::function<void(std::string_view chunk)> progress;  // streamed output
+  // The decision once it is made and allows the call, before it runs (may be empty).
+  std::function<void(const nlohmann::json& decided)> decided = nullptr;
 };
 
 class CallGate {

@@ -561,11 +561,20 @@ Result<ResultMsg> ResultMsg::from_json(const json& m) {
   return ResultMsg{m.at("id").get<std::string>(), tools::ToolResult::from_json(m)};
 }
 
-json ProgressMsg::to_json() const { return {{"type", kType}, {"id", id}, {"chunk", chunk}}; }
+json ProgressMsg::to_json() const {
+  json m = {{"type", kType}, {"id", id}, {"chunk", chunk}};
+  if (!decided.is_null()) m["decided"] = decided;
+  return m;
+}
 
 Result<ProgressMsg> ProgressMsg::from_json(const json& m) {
   MOAT_TRY(require_fields(m, kType, {{"id", kStr}, {"chunk", kStr}}));
-  return ProgressMsg{m.at("id").get<std::string>(), m.at("chunk").get<std::string>()};
+  ProgressMsg p{m.at("id").get<std::string>(), m.at("chunk").get<std::string>()};
+  if (auto d = m.find("decided"); d != m.end() && !d->is_null()) {
+    if (!d->is_object()) return fail(std::string("progress.decided: an object is accepted"));
+    p.decided = *d;
+  }
+  return p;
 }
 
 json AskMsg::to_json() const {

@@ -220,6 +220,9 @@ struct ProgressMsg {
   static constexpr const char* kType = "progress";
   std::string id;
   std::string chunk;
+  // Null, or the call's decision once it is made, before the call runs (decision, rule,
+  // decided_by: what the result's details will say), so a view shows it while it runs.
+  nlohmann::json decided = nullptr;
   nlohmann::json to_json() const;
   static Result<ProgressMsg> from_json(const nlohmann::json& m);
 };

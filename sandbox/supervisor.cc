@@ -271,6 +271,9 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
                 std::move(order.mutation_ticket),
                 [this, id = m.id](std::string_view chunk) {
                   send(ProgressMsg{id, std::string(chunk)}.to_json());
+                },
+                [this, id = m.id](const json& decided) {
+                  send(ProgressMsg{id, "", decided}.to_json());
                 }};
   threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
     send(ResultMsg{call.id, gate_->run(call)}.to_json());

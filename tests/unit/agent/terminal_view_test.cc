@@ -70,6 +70,21 @@ TEST(TerminalView, AFinishedCallIsFoldedToItsLastLinesWithItsDecision) {
   EXPECT_EQ(err.find('\x1b'), std::string::npos) << "nothing is redrawn when not live";
 }
 
+TEST(TerminalView, ACallsDecisionShowsOnItsLiveLineWhileItRuns) {
+  Screen s(true);
+  s.view.event(start("make test"));
+  s.view.event({{"type", "tool_call_decision"},
+                {"id", "c1"},
+                {"decision", "ask"},
+                {"rule", {{"id", "ask.make"}}},
+                {"decided_by", "user"}});
+  const std::string err = s.err();
+  const std::size_t last = err.rfind("bash");
+  ASSERT_NE(last, std::string::npos) << err;
+  EXPECT_EQ(err.substr(last, 31), "bash · ask (ask.make, by you) ") << err;
+  EXPECT_EQ(err.find("[ok]"), std::string::npos) << "it still runs";
+}
+
 TEST(TerminalView, ARunningCallIsRedrawnInPlaceWithItsLastLines) {
   Screen s(true);
   s.view.event(start("for i in 1 2 3 4 5 6"));

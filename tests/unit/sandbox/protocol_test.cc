@@ -361,6 +361,13 @@ TEST(ProgressMsg, RoundTripsAndRefusesEachBrokenField) {
             "'progress' frame is missing the field 'id' (a string)");
   EXPECT_EQ(server_refusal({{"type", "progress"}, {"id", "a"}, {"chunk", 1}}),
             "'progress' frame field 'chunk' must be a string");
+  EXPECT_TRUE(p.decided.is_null());
+  // The decision before the call runs.
+  const json decided = {{"decision", "allow"}, {"rule", {{"id", "default.make"}}}};
+  EXPECT_EQ(server_round_trip(ProgressMsg{"c1", "", decided}).decided, decided);
+  EXPECT_NE(server_refusal({{"type", "progress"}, {"id", "a"}, {"chunk", ""}, {"decided", "allow"}})
+                .find("progress.decided: an object is accepted"),
+            std::string::npos);
 }
 
 TEST(AskMsg, RoundTripsAndRefusesEachBrokenField) {
