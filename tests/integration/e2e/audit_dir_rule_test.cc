@@ -55,7 +55,7 @@ class AuditDirRuleTest : public ::testing::Test {
                  {"id", "1"},
                  {"tool", "write"},
                  {"arguments", {{"path", audit_dir + "/planted.txt"}, {"content", "x"}}}});
-    json r = c.read_frame();
+    json r = c.read_result();
     c.send_json({{"type", "bye"}});
     c.read_frame();
     return r;

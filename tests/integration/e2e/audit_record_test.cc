@@ -62,8 +62,7 @@ class AuditRecordTest : public ::testing::Test {
   }
   json call(RawClient& c, const std::string& id, const std::string& tool, const json& args) {
     c.send_json({{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", args}});
-    json r = c.read_frame();
-    while (r.value("type", "") == "progress") r = c.read_frame();
+    json r = c.read_result();
     return r;
   }
   static std::string text_of(const json& result) {

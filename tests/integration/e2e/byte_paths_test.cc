@@ -56,8 +56,7 @@ class BytePathsTest : public ::testing::Test {
                         {"id", "c" + std::to_string(++calls_)},
                         {"tool", tool},
                         {"arguments", args}});
-    json r = client_->read_frame();
-    while (r.value("type", "") == "progress") r = client_->read_frame();
+    json r = client_->read_result();
     return r;
   }
   static std::string text_of(const json& result) {

@@ -230,6 +230,12 @@ nlohmann::json RawClient::read_frame(int timeout_ms) {
   }
 }
 
+nlohmann::json RawClient::read_result(int timeout_ms) {
+  nlohmann::json r = read_frame(timeout_ms);
+  while (r.is_object() && r.value("type", "") == "progress") r = read_frame(timeout_ms);
+  return r;
+}
+
 bool RawClient::closed_by_peer(int timeout_ms) {
   pollfd pfd{fd_, POLLIN, 0};
   if (poll(&pfd, 1, timeout_ms) <= 0) return false;

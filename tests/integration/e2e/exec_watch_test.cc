@@ -80,8 +80,7 @@ class ExecWatchTest : public ::testing::Test {
   json call(RawClient& c, const std::string& id, const std::string& command, int timeout_ms = 300000) {
     c.send_json(
         {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}});
-    json r = c.read_frame(timeout_ms);
-    while (r.is_object() && r.value("type", "") == "progress") r = c.read_frame(timeout_ms);
+    json r = c.read_result(timeout_ms);
     return r;
   }
   static std::string text_of(const json& result) {

@@ -55,8 +55,7 @@ class FilesChangedTest : public ::testing::Test {
   }
   json call(RawClient& c, const std::string& id, const std::string& tool, const json& args) {
     c.send_json({{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", args}});
-    json r = c.read_frame();
-    while (r.value("type", "") == "progress") r = c.read_frame();
+    json r = c.read_result();
     EXPECT_FALSE(r.value("isError", true)) << r.dump();
     return r;
   }

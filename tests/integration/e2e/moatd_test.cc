@@ -193,8 +193,7 @@ TEST_F(MoatdSocketTest, TheSessionsAuditLogEndsInACheckpointSignedWithMoatdsKey)
                  {"id", "k"},
                  {"tool", "bash"},
                  {"arguments", {{"command", "cat " + key}}}});
-    json r = c.read_frame();
-    while (r.value("type", "") == "progress") r = c.read_frame();
+    json r = c.read_result();
     EXPECT_TRUE(r.value("isError", false)) << "the sandbox read moatd's key: " << r.dump();
     EXPECT_EQ(r.dump().find("PRIVATE KEY"), std::string::npos) << r.dump();
     c.send_json({{"type", "bye"}});

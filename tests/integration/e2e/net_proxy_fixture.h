@@ -180,8 +180,7 @@ class NetProxyTest : public ::testing::Test {
                    {"id", "c" + std::to_string(i)},
                    {"tool", "bash"},
                    {"arguments", {{"command", commands[i]}}}});
-      json r = c.read_frame(120000);
-      while (r.value("type", "") == "progress") r = c.read_frame(120000);
+      json r = c.read_result(120000);
       std::string text;
       if (r.contains("content"))
         for (const json& b : r["content"]) text += b.value("text", "");

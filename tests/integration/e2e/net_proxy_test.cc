@@ -183,8 +183,7 @@ TEST_F(NetProxyTest, AnAskForAConnectionReachesThePersonAndTheirAnswerDecides) {
     EXPECT_THAT(ask.value("question", ""), HasSubstr("test.paste"));
     EXPECT_EQ(ask.value("id", ""), id) << "the ask names the call whose program connected";
     console.send_json({{"type", "answer"}, {"ask", ask["ask"]}, {"decision", decision}});
-    json r = agent.read_frame(60000);
-    while (r.value("type", "") == "progress") r = agent.read_frame(60000);
+    json r = agent.read_result(60000);
     std::string text;
     for (const json& b : r.value("content", json::array())) text += b.value("text", "");
     outputs.push_back(text);

@@ -152,8 +152,7 @@ class SandboxBindsMoatdTest : public MoatdFixture {
                  {"id", "c1"},
                  {"tool", "bash"},
                  {"arguments", {{"command", "cat /data/f"}}}});
-    json r = c.read_frame(60000);
-    while (r.value("type", "") == "progress") r = c.read_frame(60000);
+    json r = c.read_result(60000);
     std::string text;
     if (r.contains("content"))
       for (const json& b : r["content"]) text += b.value("text", "");
