@@ -230,6 +230,24 @@ class Parts {
     c->bye();
     return ms;
   }
+  // The least a process start costs here: `moat version` launched and reaped (its dynamic
+  // loading and relocation, which on a VM with costly page faults is most of it).
+  double moat_exec() {
+    const std::string moat = binary("MOAT_BIN", "agent/moat");
+    return timed([&] {
+      char* argv[] = {const_cast<char*>(moat.c_str()), const_cast<char*>("version"), nullptr};
+      char* envp[] = {nullptr};
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+      pid_t pid;
+      const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv, envp);
+      posix_spawn_file_actions_destroy(&fa);
+      int status = 0;
+      if (rc != 0 || waitpid(pid, &status, 0) != pid || status != 0) die("moat version", moat);
+    });
+  }
   double record() {
     return timed([&] {
       if (!audit_->append("decision", {{"tool", "bash"}, {"verdict", "allow"}})) std::abort();
@@ -266,7 +284,7 @@ int run_turn_bench(int rounds) {
   });
   std::ofstream(d.config + "/moat/config.toml") << server.provider_toml("mock");
   Parts parts(d);
-  std::vector<double> startup, turn, echo, append, http, record, hello, ratio_turn;
+  std::vector<double> startup, turn, echo, append, http, record, hello, exec, ratio_turn;
   // LOOP_BENCH_BEFORE=path/to/another/moat: its sessions interleaved with this one's (A/B).
   const char* before_env = std::getenv("LOOP_BENCH_BEFORE");
   const std::string before = before_env != nullptr ? before_env : "";
@@ -294,6 +312,7 @@ int run_turn_bench(int rounds) {
       rec.push_back(parts.record());
     }
     hello.push_back(parts.hello());
+    exec.push_back(parts.moat_exec());
     cpu.push_back(s.cpu_ms);
     startup.push_back(s.startup_ms);
     turn.push_back(median(s.turn_ms));
@@ -315,6 +334,12 @@ int run_turn_bench(int rounds) {
       "median", median(startup), median(hello), median(turn), median(echo), median(append),
       median(http), median(record), median(ratio_turn), median(ratio_turn), median(startup),
       median(startup) / 30.0, median(hello), median(startup) - median(hello));
+  // The floor of start-up: moat started, moatd started with its session built, one request.
+  const double floor = median(exec) + median(hello) + median(http);
+  std::printf(
+      "  its floor, each part measured apart: moat started (`moat version`) %.2f + hello %.2f + "
+      "one request %.2f = %.2f ms;\n  start-up / floor %.2fx; the floor is %.2fx of 30 ms\n",
+      median(exec), median(hello), median(http), floor, median(startup) / floor, floor / 30.0);
   std::printf("CPU of a session (moat, the loop, moatd: what wait4 counts): %.1f ms\n",
               median(cpu));
   if (!before.empty())
