@@ -62,8 +62,7 @@ class AuditRecordTest : public ::testing::Test {
   }
   json call(RawClient& c, const std::string& id, const std::string& tool, const json& args) {
     c.send_json({{"type", "call"}, {"id", id}, {"tool", tool}, {"arguments", args}});
-    json r = c.read_result();
-    return r;
+    return c.read_result();
   }
   static std::string text_of(const json& result) {
     return result.contains("content") ? result["content"][0].value("text", "") : result.dump();

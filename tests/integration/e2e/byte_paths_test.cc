@@ -56,8 +56,7 @@ class BytePathsTest : public ::testing::Test {
                         {"id", "c" + std::to_string(++calls_)},
                         {"tool", tool},
                         {"arguments", args}});
-    json r = client_->read_result();
-    return r;
+    return client_->read_result();
   }
   static std::string text_of(const json& result) {
     return result.contains("content") ? result["content"][0].value("text", "") : result.dump();

@@ -80,8 +80,7 @@ class ExecWatchTest : public ::testing::Test {
   json call(RawClient& c, const std::string& id, const std::string& command, int timeout_ms = 300000) {
     c.send_json(
         {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}});
-    json r = c.read_result(timeout_ms);
-    return r;
+    return c.read_result(timeout_ms);
   }
   static std::string text_of(const json& result) {
     std::string out;

@@ -61,8 +61,7 @@ class OwnFilesTest : public ::testing::Test {
   json call(RawClient& c, const std::string& tool, const json& args) {
     c.send_json(
         {{"type", "call"}, {"id", std::to_string(++calls_)}, {"tool", tool}, {"arguments", args}});
-    json r = c.read_result();
-    return r;
+    return c.read_result();
   }
 
   // One session with the workspace at home_ that tries to change each of moat's files, and
