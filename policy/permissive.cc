@@ -33,6 +33,10 @@ class PermissivePolicy final : public Policy {
   Decision decide_exec(const ExecFacts& facts) const override {
     return loosened(inner_->decide_exec(facts));
   }
+  // Already only the system and cli layers bind what the person typed: nothing to loosen.
+  Decision decide_typed(const std::string& line, const std::string& cwd) const override {
+    return inner_->decide_typed(line, cwd);
+  }
   Decision decide_path(const std::string& path, Access access) const override {
     return inner_->decide_path(path, access);
   }

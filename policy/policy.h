@@ -29,9 +29,15 @@ struct Decision {
   Verdict verdict = Verdict::kDeny;
   RuleRef deciding;
   std::vector<RuleRef> matched;      // every rule that matched, deciding one included
-  std::string decided_by;            // "policy" | "default" | "constraint"
+  // "policy" | "default" | "constraint" | "observed" (exec time: ran with no rule gating it)
+  // | "user" (decide_typed: the person typed it) | "permissive"
+  std::string decided_by;
   std::string reason;                // the rule's reason, for the model and the person
   bool headless_downgraded = false;  // the policy said ask; headless made it deny
+  // Exec time only: the id of the ask rule a program met while headless, when
+  // [exec] headless_ask = "allow" let it run (verdict allow, decided_by "observed"); the
+  // audit record, the call's result and the batch report show it. Empty otherwise.
+  std::string flagged;
 
   // Per-unit breakdown of a shell line ({units, problems}; null for other decisions), for
   // the audit record and policy explain. Built on request: most decisions are never
@@ -113,6 +119,13 @@ class Policy {
   // chooses) and the [[path]] exec rules. When no rule matches, the defaults do not apply
   // (they are for the model's own command line): it is allowed, decided_by "observed".
   virtual Decision decide_exec(const ExecFacts& facts) const = 0;
+  // A command line the PERSON typed (`moat sandbox exec CMD`, a batch manifest's `check`):
+  // the person's decision. Only the system and cli layers' denies and asks bind it (an ask
+  // becomes deny headless, with the reason); everything else (the built-in default, user and
+  // project rules, defaults.command, unparseable_shell, builtin.code-env) is allowed with
+  // decided_by "user" and deciding rule {"person", "user", "", 0}. `matched` still lists
+  // every rule that matched, for the audit. What the line starts is judged by decide_exec.
+  virtual Decision decide_typed(const std::string& line, const std::string& cwd) const = 0;
   // A canonical path (the caller resolves it inside the sandbox) and an access.
   virtual Decision decide_path(const std::string& path, Access access) const = 0;
 
