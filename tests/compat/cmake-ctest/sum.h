@@ -1,0 +1,2 @@
+#pragma once
+long sum(const long *v, int n);
