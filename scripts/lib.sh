@@ -15,6 +15,7 @@ MOAT_PACKAGES=(
   libcurl4-openssl-dev libtomlplusplus-dev libgtest-dev libgmock-dev libcli11-dev libssl-dev
   libutf8proc-dev libcpp-httplib-dev libsimdjson-dev libabsl-dev libbenchmark-dev ripgrep fd-find bubblewrap git
   python3 iproute2 passwd util-linux clang libclang-rt-14-dev chromium slurm-wlm munge
+  cmake make python3-venv python3-pip python3-setuptools python3-wheel python3-pytest
 )
 
 moat_install_packages() {
