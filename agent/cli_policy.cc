@@ -10,6 +10,7 @@
 #include "agent/cli.h"
 #include "agent/visible.h"
 #include "base/byte_strings.h"
+#include "base/moat_dirs.h"
 #include "policy/explain.h"
 #include "policy/layer.h"
 #include "policy/lint.h"
@@ -48,14 +49,10 @@ struct PolicyFlags {
 
   policy::LoadOptions options() const {
     policy::LoadOptions o;
-    auto env = [](const char* name) {
-      const char* v = std::getenv(name);
-      return v ? std::string(v) : std::string();
-    };
-    if (!system_dir.empty()) o.system_dir = system_dir;
-    else if (!env("MOAT_POLICY_DIR").empty()) o.system_dir = env("MOAT_POLICY_DIR");
-    o.user_dir = !user_dir.empty() ? user_dir : env("MOAT_USER_POLICY_DIR");
-    o.trust_dir = !trust_dir.empty() ? trust_dir : env("MOAT_TRUST_DIR");
+    // The same directories a run's moatd loads (base/moat_dirs.h): explain and a run agree.
+    o.system_dir = dirs::or_default(system_dir, dirs::system_policy());
+    o.user_dir = dirs::or_default(user_dir, dirs::user_policy());
+    o.trust_dir = dirs::or_default(trust_dir, dirs::trust());
     if (workspace.empty()) {
       char buf[4096];
       o.workspace = ::getcwd(buf, sizeof buf) ? buf : ".";

@@ -78,6 +78,24 @@ int exit_status_of(const tools::ToolResult& r, bool verbose) {
   return moat_failed(kExecMoatFailed, text.empty() ? "moatd gave no result" : text);
 }
 
+// A command that ran, and a program it started that the policy refused (its exec failed
+// EPERM, which the command may report only as "Operation not permitted"): moat says which and
+// by which rule on stderr. Programs that ran flagged (a rule asks about them; nobody could be
+// asked) are said with -v; the audit log has both.
+void tell_exec_notes(const tools::ToolResult& r, bool verbose) {
+  if (!r.details.is_object() || r.is_error) return;
+  const bool refused = r.details.value("refusedExecs", 0) > 0;
+  const bool flagged = r.details.value("flaggedExecs", 0) > 0;
+  if (!refused && !(verbose && flagged)) return;
+  for (const auto& b : r.content) {
+    std::string text = b.value("text", "");
+    const bool is_refusal = text.find("[moat refused") != std::string::npos;
+    if (is_refusal ? !refused : !verbose) continue;
+    while (!text.empty() && text.front() == '\n') text.erase(0, 1);
+    moat_failed(0, text);
+  }
+}
+
 // A command that signal N killed: this process dies of N too (no core file of its own), so
 // whoever waits for it sees what it would have seen running the command itself (a shell's
 // "Terminated", a parent's WIFSIGNALED), as timeout(1) does. 128+N when N does not kill.
@@ -176,7 +194,12 @@ int run_exec(const ExecOptions& o) {
   if (!workspace) return moat_failed(kExecMoatFailed, workspace.error().message());
   auto binds = bind_mounts(o);
   if (!binds) return moat_failed(kExecMoatFailed, binds.error().message());
-  auto client = start_moatd(o.connect, o.moatd);
+  // The person typed this command: their own moatd judges the line as theirs (only the
+  // organisation's and a --policy file's rules bind it). A shared moatd (--connect) judges it
+  // as any client's line: its connections may be agents'.
+  MoatdPassThrough moatd = o.moatd;
+  moatd.typed_exec = o.connect.empty();
+  auto client = start_moatd(o.connect, moatd);
   if (!client) return moat_failed(kExecMoatFailed, client.error().message());
   WelcomeError why;
   // Without --network the session has no network whatever the policy grants.
@@ -187,6 +210,7 @@ int run_exec(const ExecOptions& o) {
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
   const tools::ToolResult result = run_with_stdio(**client, *message);
   client->reset();  // bye, and a private moatd has written session.end and exited
+  tell_exec_notes(result, o.verbose);
   return die_like(result, exit_status_of(result, o.verbose));
 }
 
@@ -223,9 +247,13 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "Run one command in a fresh session sandbox, through moatd, with this terminal's "
       "stdin, stdout and stderr");
   exec->footer(
-      "The command runs as argv (no shell) with the caller's own stdin, stdout and stderr, "
-      "judged by the policy as a tool call's command is; a terminal is given to it through a "
-      "pseudo-terminal moat relays.\n"
+      "The command runs as argv (no shell) with the caller's own stdin, stdout and stderr; a "
+      "terminal is given to it through a pseudo-terminal moat relays. What you typed is your "
+      "decision: only the organisation's system layer and a --policy file can refuse it (with "
+      "--connect, the shared moatd judges it as any client's command). What it starts is "
+      "judged at exec time like a tool call's programs: a deny holds; a program an ask rule "
+      "meets runs and is flagged in the audit log (unless the organisation says deny); a "
+      "program moat refused is named on stderr.\n"
       "Exit status: the command's own; 128+N when signal N killed it; 124 when --timeout (or "
       "the policy's wall time) killed it; 125 when moat failed (bad options, the sandbox); 126 "
       "when the policy refused the command (the rule is named on stderr) or it cannot be run; "
@@ -234,11 +262,13 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "Examples:\n"
       "  moat sandbox exec -- make test\n"
       "  moat sandbox exec -C repo --cwd repo/sub --timeout 60 -- ./run_tests.sh\n"
-      "  moat sandbox exec --setenv CI 1 --env TERM --permissive -- python3\n"
+      "  moat sandbox exec --setenv CI 1 --env TERM -- python3 -c 'print(6*7)'\n"
+      "  moat sandbox exec --permissive -- sh -c 'make && ./deploy.sh'\n"
       "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
       "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh\n"
       "  moat sandbox exec --ro-bind ~/datasets /data --bind /tmp/cache /tmp/cache -- make\n"
-      "  moat sandbox exec --network -- pip download requests");
+      "  moat sandbox exec --network -- pip download requests   (with a [[network]] allow for "
+      "pypi.org and files.pythonhosted.org)");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
                    "Directory the command starts in, inside the workspace (default: the "
@@ -261,9 +291,11 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
                  "Say on stderr which session ran it and how it ended");
   add_moatd_pass_through(*exec, eo->moatd);
   exec->add_flag("--permissive", eo->moatd.permissive,
-                 "Allow every command, keeping every sandbox layer: the policy still governs "
-                 "paths and limits, and what the organisation's system layer or a --policy file "
-                 "denies stays denied; e.g. --permissive -- python3");
+                 "Also allow every program the command starts that the built-in, user or "
+                 "project rules would refuse or flag at exec time, keeping every sandbox layer: "
+                 "the policy still governs paths and limits, and what the organisation's system "
+                 "layer or a --policy file denies or asks stays refused; e.g. --permissive -- "
+                 "sh -c 'make && ./deploy.sh'");
   exec->add_option("command", eo->argv, "The command and its arguments (after --)")->required();
   // Everything from the command on is its own: without this CLI11 took a "--" that followed a
   // two-value option (--setenv A B -- sh -c ...) as the end of that option's values, and the

@@ -42,7 +42,8 @@ bp::environment scrubbed_environment() {
   bp::environment env;
   env["PATH"] = kSystemPath;
   for (const char* key : {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "MOAT_LOG", "MOAT_AUDIT_DIR",
-                          "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "MOAT_TRUST_DIR", "LANG"}) {
+                          "MOAT_SESSIONS_DIR", "MOAT_POLICY_DIR", "MOAT_USER_POLICY_DIR",
+                          "MOAT_TRUST_DIR", "LANG"}) {
     if (const char* v = std::getenv(key); v != nullptr) env[key] = v;
   }
   return env;

@@ -118,13 +118,31 @@ std::int64_t model_max_output(const std::string& spec) {
   return m ? m->max_output : 0;
 }
 
+namespace {
+
+// The first option given that only a private moatd takes; null when none is.
+const char* private_policy_option(const MoatdPassThrough& o) {
+  if (o.permissive) return "--permissive";
+  if (o.no_default_policy) return "--no-default-policy";
+  if (!o.system_policy_dir.empty()) return "--system-policy-dir";
+  if (!o.user_policy_dir.empty()) return "--user-policy-dir";
+  if (!o.policy_files.empty()) return "--policy";
+  return nullptr;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o, bool console) {
-  if (!socket_path.empty() && (o.no_default_policy || o.permissive))
-    return fail(std::string(o.permissive ? "--permissive" : "--no-default-policy") +
-                " sets the policy of a private moatd; a shared moatd's (--connect) is its "
-                "operator's");
-  if (!socket_path.empty()) return MoatdClient::connect(socket_path);
+  if (!socket_path.empty()) {
+    // A shared moatd's policy is its operator's: a client's options (and its MOAT_POLICY_DIR
+    // and MOAT_USER_POLICY_DIR, which only a private moatd inherits) cannot change it.
+    if (const char* option = private_policy_option(o))
+      return fail(std::string(option) +
+                  " sets the policy of a private moatd; a shared moatd's (--connect) is its "
+                  "operator's");
+    return MoatdClient::connect(socket_path);
+  }
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
   if (!o.sessions_dir.empty()) {
@@ -137,6 +155,7 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
   for (const auto& l : o.allow_without) args.insert(args.end(), {"--allow-without", l});
   if (o.no_default_policy) args.push_back("--no-default-policy");
   if (o.permissive) args.push_back("--permissive");
+  if (o.typed_exec) args.push_back("--typed-exec");
   for (const auto& f : o.policy_files) {
     auto abs = real_path(f);
     args.insert(args.end(), {"--policy", abs ? *abs : f});

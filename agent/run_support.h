@@ -43,6 +43,9 @@ struct MoatdPassThrough {
   std::vector<std::string> policy_files;
   bool no_default_policy = false;  // leave out the built-in default policy
   bool permissive = false;         // moat sandbox exec --permissive (policy/permissive.h)
+  // moat sandbox exec's own moatd: its exec frame is what the person typed (moatd
+  // --typed-exec); never set by moat run, whose connection the agent loop holds.
+  bool typed_exec = false;
 };
 void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o);
 
@@ -64,7 +67,9 @@ std::int64_t model_context_window(const std::string& spec);
 std::int64_t model_max_output(const std::string& spec);
 
 // Connects to `socket_path` when given, else starts a private moatd (with `console`, one
-// whose session has a console channel: MoatdClient::spawn_private).
+// whose session has a console channel: MoatdClient::spawn_private). With `socket_path`, an
+// option that sets a private moatd's policy (--permissive, --no-default-policy, the policy
+// directories, --policy) is refused: a shared moatd's policy is its operator's.
 Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o, bool console = false);
 

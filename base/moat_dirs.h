@@ -46,7 +46,18 @@ inline std::string state() { return state_home() + "/moat"; }
 
 inline constexpr const char* kSystemPolicy = "/etc/moat/policy.d";
 
-inline std::string user_policy() { return config() + "/policy.d"; }
+// The policy layers' directories when no --system-policy-dir / --user-policy-dir is given:
+// MOAT_POLICY_DIR and MOAT_USER_POLICY_DIR mean the same to every command (moat policy, moat
+// run, moat sandbox exec, moat batch and the private moatd they start, which inherits both),
+// so `moat policy explain` and a run judge by the same layers. A shared moatd (--connect)
+// reads its own environment, its operator's, never a client's.
+inline std::string system_policy() {
+  return or_default(nonempty_env("MOAT_POLICY_DIR"), kSystemPolicy);
+}
+
+inline std::string user_policy() {
+  return or_default(nonempty_env("MOAT_USER_POLICY_DIR"), config() + "/policy.d");
+}
 
 inline std::string trust() {
   return or_default(nonempty_env("MOAT_TRUST_DIR"), state() + "/trust");

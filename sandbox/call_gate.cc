@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/files_changed.h"
+#include "sandbox/refusal_hint.h"
 #include "sandbox/exec_gate.h"
 #include "sandbox/session_runner.h"
 #include "sessions/digest.h"
@@ -39,7 +40,8 @@ Result<std::string> audit_unwritable(const Error& e) {
 
 }  // namespace
 
-std::string refusal_text(const policy::Decision& d, std::string_view what) {
+std::string refusal_text(const policy::Decision& d, std::string_view what,
+                         const std::string& user_policy_dir, const std::string& kind) {
   if (d.decided_by == "user")
     return std::string(what) + " declined by the person (rule " + d.deciding.id +
            " asked for approval). Do not retry it; find another way or ask the person.";
@@ -48,8 +50,18 @@ std::string refusal_text(const policy::Decision& d, std::string_view what) {
   if (!d.deciding.file.empty()) s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
   s += ")";
   if (!d.reason.empty()) s += ": " + d.reason;
-  if (d.verdict == policy::Verdict::kAsk)
-    s += ". It needs a person's approval, which this session cannot ask for (headless).";
+  auto end_sentence = [&s] {
+    if (s.back() != '.') s += ".";
+  };
+  if (d.verdict == policy::Verdict::kAsk) {
+    end_sentence();
+    s += " It needs a person's approval, which this session cannot ask for (headless)";
+  }
+  if (std::string hint = how_to_allow(d, user_policy_dir, kind); !hint.empty()) {
+    end_sentence();
+    s += " To allow it: " + hint;
+  }
+  end_sentence();
   return s;
 }
 
@@ -88,6 +100,10 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   // not permitted" reads like a bug to fix.
   if (std::string refused = execs.refusals_text(); !refused.empty())
     result.content.push_back({{"type", "text"}, {"text", refused}});
+  // And which programs ran although a rule asks about them (headless): the model may have
+  // fetched or run what the person would have been asked about, and should say so.
+  if (std::string flagged = execs.flagged_text(); !flagged.empty())
+    result.content.push_back({{"type", "text"}, {"text", flagged}});
   facts.update(record_call(call, *decision_id, result, ms, auditing.processes(), execs));
   if (!result.details.is_object()) result.details = json::object();
   result.details.update(facts);
@@ -113,9 +129,13 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
   std::string what = "the tool " + call.tool;
   // A tool that runs a command line is judged by it too; the strictest verdict wins.
   if (auto line = tools::command_to_judge(call.tool, call.args)) {
-    policy::Decision cd = pol.decide_command(*line, session_.workspace);
+    // A line the person typed (an exec frame of moatd --typed-exec) is their decision: only
+    // the organisation's and a --policy file's rules bind it, and the tool's rule, which is
+    // about what the model may call, does not apply.
+    policy::Decision cd = call.typed ? pol.decide_typed(*line, session_.workspace)
+                                     : pol.decide_command(*line, session_.workspace);
     for (const auto& m : cd.matched) approved->insert(m.id);
-    if (cd.verdict >= d.verdict) d = cd;
+    if (cd.verdict >= d.verdict || call.typed) d = cd;
     input["script_sha256"] = "sha256:" + sessions::sha256_hex(*line);
     input["command"] = *line;
     input["cwd"] = session_.workspace;
@@ -134,7 +154,11 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
   if (!decision_id) return audit_unwritable(decision_id.error());
   if (!allowed) {
     if (by_policy != nullptr) *by_policy = true;
-    return fail(refusal_text(d, "this call was"));
+    // What the person typed is named by its line; the model knows which call it made.
+    const std::string refused =
+        call.typed ? "the command " + moat::quoted(call.args.value("command", "")) + " was"
+                   : "this call was";
+    return fail(refusal_text(d, refused, session_.user_policy_dir));
   }
   if (durable != nullptr)
     *durable = [audit = session_.audit.get(), pending]() -> Result<void> {
@@ -170,7 +194,8 @@ std::optional<std::string> CallGate::authorize_path(const GateCall& call, const 
   auto decision_id = audit_decision(d, call, std::move(input));
   if (!decision_id) return audit_unwritable(decision_id.error()).error().message();
   if (d.verdict != policy::Verdict::kAllow)
-    return refusal_text(d, std::string("access to ") + moat::quoted(path) + " was");
+    return refusal_text(d, std::string("access to ") + moat::quoted(path) + " was",
+                        session_.user_policy_dir, "[[path]]");
   return std::nullopt;
 }
 
@@ -237,7 +262,9 @@ json CallGate::record_call(const GateCall& call, const std::string& decision_id,
               {"duration_ms", duration_ms},
               {"is_error", result.is_error},
               {"execs", execs.execs()},
-              {"refused_execs", execs.refused()}};
+              {"refused_execs", execs.refused()},
+              {"flagged_execs", execs.flagged()}};
+  if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
   if (auto command = tools::command_to_judge(call.tool, call.args)) rec["command"] = *command;
   // The call's own process (the last one a tool ran): its exit is the call's.
   if (!processes.empty()) {
@@ -254,6 +281,7 @@ json CallGate::record_call(const GateCall& call, const std::string& decision_id,
   json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
                {"signal", rec.value("signal", json(nullptr))},
                {"files_changed", changed_paths(rec.value("files_changed", json(nullptr)))}};
+  if (execs.flagged() > 0) told["flagged_execs"] = execs.flagged();
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
   (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);

@@ -36,6 +36,9 @@ struct GateCall {
   std::function<void(std::string_view chunk)> progress;  // streamed output
   // The decision once it is made and allows the call, before it runs (may be empty).
   std::function<void(const nlohmann::json& decided)> decided = nullptr;
+  // The person typed the command line (an exec frame of moatd --typed-exec): judged by
+  // Policy::decide_typed, never set from anything a client sends.
+  bool typed = false;
 };
 
 class CallGate {
@@ -50,7 +53,8 @@ class CallGate {
   tools::ToolResult run(const GateCall& call);
 
   // An exec frame (moat sandbox exec): judged as the line of a bash call with the same words
-  // and variables, then run as argv, no shell, on the caller's fds (spec.stdio), every program
+  // and variables (by decide_typed when moatd was started --typed-exec: the person's own CLI
+  // holds the connection), then run as argv, no shell, on the caller's fds (spec.stdio), every program
   // it starts through the exec watch; its "call" record names no output size (moatd never
   // sees the output). sandbox/exec_call.cc; details as exec_call.h says.
   tools::ToolResult run_exec(const ExecMsg& m, ExecSpec spec, const std::atomic<bool>* cancel);
@@ -96,7 +100,12 @@ class CallGate {
 };
 
 // "refused by policy (deny): rule org.no-force-push (system, /etc/moat/policy.d/00.toml:17):
-// why", or the person's decline: how a refusal of `what` ("this call was") reads to the model.
-std::string refusal_text(const policy::Decision& d, std::string_view what);
+// why. To allow it: only the owner of ...", or the person's decline: how a refusal of `what`
+// ("this call was") reads to the model and the person. The hint (sandbox/refusal_hint.h) names
+// `user_policy_dir` where the person's layer could loosen a built-in ask; `kind` is the table
+// such a rule would be in.
+std::string refusal_text(const policy::Decision& d, std::string_view what,
+                         const std::string& user_policy_dir = "",
+                         const std::string& kind = "[[command]]");
 
 }  // namespace moat::sandbox

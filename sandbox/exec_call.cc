@@ -46,6 +46,17 @@ tools::ToolResult not_started(const Error& e, const std::string& program) {
   return exec_not_run(e.message(), kExecFailedSandbox, e.code);
 }
 
+// What the programs the command started met, for `moat sandbox exec` to tell the person (the
+// command's own output went to its fds): the refusals and the flagged programs as text, and
+// their counts in details (refusedExecs, flaggedExecs).
+void add_exec_notes(tools::ToolResult& result, const ExecGate& execs) {
+  for (const std::string& note : {execs.refusals_text(), execs.flagged_text()})
+    if (!note.empty()) result.content.push_back({{"type", "text"}, {"text", note}});
+  if (!result.details.is_object()) result.details = json::object();
+  result.details["refusedExecs"] = execs.refused();
+  result.details["flaggedExecs"] = execs.flagged();
+}
+
 }  // namespace
 
 tools::ToolResult exec_not_run(const std::string& why, const char* failed, int err) {
@@ -74,7 +85,8 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
                             " (give --cwd a directory in it)",
                         kExecFailedSandbox);
   const tools::CommandCall judged = tools::command_call(judged_line(m), 0);
-  const GateCall call{m.id, judged.tool, judged.arguments, cancel, nullptr, nullptr};
+  GateCall call{m.id, judged.tool, judged.arguments, cancel, nullptr, nullptr};
+  call.typed = session_.typed_exec;  // moatd's own option, never the frame's
   std::set<std::string> approved;
   bool by_policy = false;
   json decided;
@@ -94,6 +106,7 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
                                  : Result<tools::ExecStatus>(fail("no sandbox session"));
   tools::ToolResult result = status ? exec_ended(*status) : not_started(status.error(), m.argv[0]);
   record_exec(call, *decision_id, cwd, status ? &*status : nullptr, execs);
+  add_exec_notes(result, execs);
   return result;
 }
 
@@ -107,6 +120,7 @@ void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
               {"cwd", cwd},
               {"execs", execs.execs()},
               {"refused_execs", execs.refused()},
+              {"flagged_execs", execs.flagged()},
               // The command wrote to the caller's own fds: moatd never saw its output.
               {"output", "passed through (moat sandbox exec): not counted"},
               {"output_bytes", nullptr}};
@@ -116,6 +130,7 @@ void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
     rec["signal"] = status->signal > 0 ? json(status->signal) : json(nullptr);
     rec["timedOut"] = status->timed_out;
   }
+  if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
   rec["is_error"] = status == nullptr;
   rec.update(files_changed_fields(session_));
   (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);

@@ -21,7 +21,8 @@ inline constexpr const char* kExecFailedSandbox = "sandbox";
 tools::ToolResult exec_not_run(const std::string& why, const char* failed, int err = 0);
 
 // The command ran: details {exitCode | signal, timedOut, durationMs}, no text (the command's
-// output went to its own fds).
+// output went to its own fds). CallGate::run_exec adds {refusedExecs, flaggedExecs} and, when
+// either is not 0, a text block naming those programs and their rules (ExecGate).
 tools::ToolResult exec_ended(const tools::ExecStatus& status);
 
 }  // namespace moat::sandbox

@@ -10,7 +10,21 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t kRefusalsShown = 5;  // the model reads the first few; the log has all
+constexpr std::size_t kRefusalsShown = 5;    // the model reads the first few; the log has all
+constexpr std::size_t kFlagsShown = 5;       // likewise for programs that ran flagged
+constexpr std::size_t kFlagArgvShown = 120;  // bytes of a flagged program's line shown
+
+// The program's line as the model and the report read it: the audit record's words (a word
+// longer than any exec takes is cut there), one line, cut at kFlagArgvShown bytes.
+std::string shown_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const json& w : argv_for_audit(argv))
+    line += (line.empty() ? "" : " ") + (w.is_string() ? w.get<std::string>() : w.dump());
+  for (char& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  if (line.size() > kFlagArgvShown) line = line.substr(0, kFlagArgvShown) + "...";
+  return line;
+}
 
 // Why the watch itself refuses an exec, whatever the policy says; empty when it does not.
 std::string watch_refusal(const ExecRequest& r) {
@@ -51,8 +65,10 @@ policy::Decision judged_with_call() {
 policy::Decision approved_with_call(policy::Decision d) {
   d.verdict = policy::Verdict::kAllow;
   d.decided_by = "call";
-  d.reason = "approved with the call (its command line met rule " + d.deciding.id + ")";
+  const std::string rule = d.flagged.empty() ? d.deciding.id : d.flagged;
+  d.reason = "approved with the call (its command line met rule " + rule + ")";
   d.headless_downgraded = false;
+  d.flagged.clear();
   return d;
 }
 
@@ -67,8 +83,12 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
     d = judged_with_call();
   } else {
     d = decided(r);
-    const bool asked = d.verdict == policy::Verdict::kAsk || d.headless_downgraded;
-    if (asked && approved_.count(d.deciding.id) != 0) d = approved_with_call(std::move(d));
+    // An ask the call's own line already met was decided with it; so was one that headless
+    // let run flagged ([exec] headless_ask): the person (or the policy) saw that rule then.
+    const bool asked =
+        d.verdict == policy::Verdict::kAsk || d.headless_downgraded || !d.flagged.empty();
+    const std::string& asked_rule = d.flagged.empty() ? d.deciding.id : d.flagged;
+    if (asked && approved_.count(asked_rule) != 0) d = approved_with_call(std::move(d));
     std::string what = "the program " + moat::quoted(r.exe) + " (started by the call)";
     d = asks_.ask(std::move(d), call_id_, what, cancel_, answer);
   }
@@ -77,15 +97,18 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (allow) {
     ++execs_;
+    if (!d.flagged.empty() && ++flagged_ <= static_cast<int>(kFlagsShown))
+      flags_.push_back({{"argv", shown_line(r.argv)}, {"rule", d.flagged}});
     if (session_.programs) session_.programs->started(r.pid, call_id_, call_id_ + "." + r.exec_id);
     return ExecAnswer{true, 0};
   }
   ++refused_;
   if (refusals_.size() < kRefusalsShown) {
     std::string name = r.exe.empty() ? r.path : r.exe;
-    refusals_.push_back(written ? refusal_text(d, "running " + moat::quoted(name) + " was")
-                                : "running " + moat::quoted(name) +
-                                      " was refused: the audit log could not be written");
+    refusals_.push_back(
+        written
+            ? refusal_text(d, "running " + moat::quoted(name) + " was", session_.user_policy_dir)
+            : "running " + moat::quoted(name) + " was refused: the audit log could not be written");
   }
   return ExecAnswer{false, EPERM};
 }
@@ -105,6 +128,10 @@ policy::Decision ExecGate::decided(const ExecRequest& r) const {
 }
 
 bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, const json& answer) {
+  // Observed with no rule gating it, or the call's own program: no rule to name. A flagged
+  // program names the ask rule it met.
+  const bool names_no_rule =
+      (d.decided_by == "observed" && d.flagged.empty()) || d.deciding.id == "call";
   json rec = {{"call_id", call_id_},
               {"decision_id", decision_id_},
               {"exec_id", call_id_ + "." + r.exec_id},
@@ -118,9 +145,9 @@ bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, cons
               {"memory", r.memory},
               {"result", policy::verdict_name(d.verdict)},
               {"decided_by", d.decided_by},
-              {"rule", d.decided_by == "observed" || d.deciding.id == "call"
-                           ? json(nullptr)
-                           : rule_json(d.deciding)}};
+              {"rule", names_no_rule ? json(nullptr) : rule_json(d.deciding)}};
+  // Ran although a rule asks about it, because nobody could be asked ([exec] headless_ask).
+  if (!d.flagged.empty()) rec["flagged"] = d.flagged;
   if (!r.interpreter.empty()) rec["interpreter"] = r.interpreter;
   if (!r.also.empty()) {
     json runs = json::array();
@@ -158,6 +185,31 @@ std::string ExecGate::refusals_text() const {
     out += "\n- ... and " + std::to_string(refused_ - static_cast<int>(refusals_.size())) +
            " more (see the audit log)";
   return out + "]";
+}
+
+std::string ExecGate::flagged_text() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (flagged_ == 0) return "";
+  const bool one = flagged_ == 1;
+  std::string out = "\n[moat let " + std::to_string(flagged_) + (one ? " program" : " programs") +
+                    " this command started run without asking (headless) although a rule asks " +
+                    (one ? "about it" : "about them") + " (recorded in the audit log):";
+  for (const json& f : flags_)
+    out += "\n- `" + f.value("argv", "") + "` (rule " + f.value("rule", "") + ")";
+  if (flagged_ > static_cast<int>(flags_.size()))
+    out += "\n- ... and " + std::to_string(flagged_ - static_cast<int>(flags_.size())) +
+           " more (see the audit log)";
+  return out + "]";
+}
+
+int ExecGate::flagged() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flagged_;
+}
+
+json ExecGate::flagged_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flags_;
 }
 
 int ExecGate::execs() const {

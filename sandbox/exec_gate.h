@@ -37,8 +37,14 @@ class ExecGate final : public ExecObserver {
   // What the model reads after the tool's own result: each refused program, by which rule
   // and why. Empty when nothing was refused.
   std::string refusals_text() const;
+  // The same for each program that met an ask rule while nobody could be asked and ran,
+  // flagged ([exec] headless_ask = "allow"): which program, by which rule. Empty when none did.
+  std::string flagged_text() const;
   int execs() const;
   int refused() const;
+  int flagged() const;  // programs that ran flagged (counted in execs too)
+  // [{"argv": "curl --version", "rule": "default.network-tools"}] of the first few flagged.
+  nlohmann::json flagged_json() const;
 
  private:
   // The "exec" record, written before the program runs; false when it could not be and the
@@ -55,6 +61,8 @@ class ExecGate final : public ExecObserver {
   int execs_ = 0;
   std::vector<std::string> refusals_;  // one line per refused program (first few kept)
   int refused_ = 0;
+  nlohmann::json flags_ = nlohmann::json::array();  // one per flagged program (first few kept)
+  int flagged_ = 0;
 };
 
 }  // namespace moat::sandbox

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "base/moat_dirs.h"
 #include "base/random.h"
 #include "base/sys.h"
 #include "policy/digest.h"
@@ -157,6 +158,8 @@ Result<void> HelloSteps::load_policy() {
   for (const BindMount& b : hello_.binds)
     if (b.writable) lo.extra_writable_roots.push_back(b.target);
   MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
+  state_.typed_exec = options_.typed_exec;
+  state_.user_policy_dir = lo.user_dir.empty() ? dirs::user_policy() : lo.user_dir;
   if (options_.permissive) state_.policy = policy::make_permissive(std::move(state_.policy));
   return check_project_layer_is_the_workspaces(*state_.policy, state_.workspace_fd.get());
 }
@@ -347,6 +350,9 @@ Result<void> HelloSteps::record_session_start() {
                 {"sandbox", json::parse(state_.session->describe_json(), nullptr, false)},
                 {"tools", names},
                 {"audit_signing", state_.audit_signing},
+                // Whose command line an exec frame carries: the person's (moatd --typed-exec,
+                // judged by decide_typed) or the agent's (judged as a bash call's line).
+                {"exec_typed_by", state_.typed_exec ? "person" : "agent"},
                 {"file_index", file_index_}};
   if (!config_.binds.empty()) {
     json binds = json::array();

@@ -30,6 +30,11 @@ struct SessionState {
   std::string workspace;  // canonical host path (the same path inside the sandbox)
   UniqueFd workspace_fd;  // the directory `workspace` named when it was checked
   std::unique_ptr<policy::Policy> policy;
+  // moatd --typed-exec: an exec frame carries what the person typed (SupervisorOptions).
+  bool typed_exec = false;
+  // The person's policy layer, as this session loaded it: where a refusal says a user-layer
+  // rule would go (sandbox/refusal_hint.h).
+  std::string user_policy_dir;
   std::unique_ptr<sessions::AuditLog> audit;  // null when it could not be opened
   std::string audit_signing;  // "ed25519", or "off: <why>" (session.start says which)
   std::unique_ptr<Session> session;

@@ -196,13 +196,36 @@ void add_session_totals(const Paths& p, json& line) {
       << sessions::session_html(**store, (*store)->path_to_leaf());
 }
 
+// The programs that ran although a rule asks about them, because nobody could be asked
+// ([exec] headless_ask = "allow"): `into["flaggedExecs"]` counts them and `into["flagged"]`
+// names the first few ({argv, rule}), from the exec records' "flagged".
+void add_flagged(const std::vector<json>& records, json& into) {
+  constexpr std::size_t kListed = 10;
+  json listed = json::array();
+  int count = 0;
+  for (const json& r : records) {
+    if (r.value("type", "") != "exec" || !r.contains("flagged") || !r["flagged"].is_string())
+      continue;
+    ++count;
+    if (listed.size() >= kListed) continue;
+    std::string argv;
+    if (r.contains("argv") && r["argv"].is_array())
+      for (const json& w : r["argv"])
+        argv += (argv.empty() ? "" : " ") + (w.is_string() ? w.get<std::string>() : w.dump());
+    listed.push_back({{"argv", argv}, {"rule", r["flagged"]}});
+  }
+  into["flaggedExecs"] = count;
+  if (count > 0) into["flagged"] = std::move(listed);
+}
+
 // The audit timeline of the one session whose log is under `dir` (the agent's, or the
-// check's): its path in `into["auditLog"]` and its page at `page`.
+// check's): its path in `into["auditLog"]`, its page at `page`, and its flagged programs.
 void add_audit_page(const std::string& dir, const std::string& page, json& into) {
   const std::string log = only_file_under(dir, ".jsonl");
   if (log.empty()) return;
   into["auditLog"] = log;
   auto records = sessions::load_audit_records(log);
+  if (records) add_flagged(*records, into);
   auto verdict = sessions::verify_audit_file(log, /*require_end=*/false);
   if (records && verdict) std::ofstream(page) << sessions::audit_html(*records, *verdict, log);
 }

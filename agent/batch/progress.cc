@@ -68,7 +68,12 @@ void Progress::finished(const json& r) {
   ++ran_;
   if (r.value("status", "") != "passed") ++failed_;
   cost_ += result_number(r, "cost");
-  const std::string reason = r.contains("reason") ? " (" + r.value("reason", "") + ")" : "";
+  std::string reason = r.contains("reason") ? " (" + r.value("reason", "") + ")" : "";
+  // Programs that ran although a rule asks about them (headless): said with the item.
+  int flagged = static_cast<int>(result_number(r, "flaggedExecs"));
+  if (r.contains("check") && r["check"].is_object())
+    flagged += static_cast<int>(result_number(r["check"], "flaggedExecs"));
+  if (flagged > 0) reason += " [" + std::to_string(flagged) + " flagged programs]";
   std::fprintf(stderr, "%smoat batch: %s %s%s  %s\n", terminal_ ? "\r\033[K" : "",
                printable(r["id"].get<std::string>()).c_str(), r.value("status", "?").c_str(),
                printable(reason).c_str(), counts().c_str());

@@ -33,6 +33,29 @@ std::string check_text(const json& r) {
                                   : "failed (exit " + std::to_string(c.value("exit", -1)) + ")";
 }
 
+// Programs the item's agent and check ran although a rule asks about them (headless,
+// [exec] headless_ask = "allow"): the count, and a tooltip naming the first few and their rules.
+int flagged_count(const json& r) {
+  int n = static_cast<int>(result_number(r, "flaggedExecs"));
+  if (r.contains("check") && r["check"].is_object())
+    n += static_cast<int>(result_number(r["check"], "flaggedExecs"));
+  return n;
+}
+
+std::string flagged_html(const json& r) {
+  const int n = flagged_count(r);
+  if (n == 0) return "0";
+  std::string title;
+  for (const json* side : {&r, r.contains("check") ? &r["check"] : nullptr}) {
+    if (side == nullptr || !side->is_object() || !side->contains("flagged")) continue;
+    const json& list = (*side)["flagged"];
+    if (!list.is_array()) continue;
+    for (const json& f : list)
+      if (f.is_object()) title += f.value("argv", "") + " (rule " + f.value("rule", "") + ")\n";
+  }
+  return "<span title=\"" + html_escape(title) + "\">" + std::to_string(n) + "</span>";
+}
+
 std::string money(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", v);
@@ -72,6 +95,7 @@ std::string row(const json& r) {
   out += cell(money(cost), "$" + money(cost), "cost");
   out += cell(std::to_string(turns), std::to_string(turns), "turns");
   out += cell(std::to_string(bytes), std::to_string(bytes), "diff");
+  out += cell(std::to_string(flagged_count(r)), flagged_html(r), "flagged");
   out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
   out += "<td class=\"links\">" + links + "</td></tr>\n";
   return out;
@@ -115,16 +139,23 @@ if (wanted) {
 std::string totals(const std::vector<json>& rows) {
   std::size_t passed = 0, failed = 0, missing = 0;
   double cost = 0;
+  int flagged = 0;
   for (const auto& r : rows) {
     const std::string s = r.value("status", "");
     if (s == "passed") ++passed;
     else if (s == "missing") ++missing;
     else ++failed;
     cost += result_number(r, "cost");
+    flagged += flagged_count(r);
   }
+  std::string flags;
+  if (flagged > 0)
+    flags = "; <b>" + std::to_string(flagged) +
+            "</b> programs ran although a rule asks about them (headless; see each item's "
+            "flagged column and audit log)";
   return "<p id=\"totals\">" + std::to_string(rows.size()) + " items: <b>" +
          std::to_string(passed) + "</b> passed, <b>" + std::to_string(failed) + "</b> failed, <b>" +
-         std::to_string(missing) + "</b> missing; cost $" + money(cost) + "</p>\n";
+         std::to_string(missing) + "</b> missing; cost $" + money(cost) + flags + "</p>\n";
 }
 
 }  // namespace
@@ -139,7 +170,7 @@ std::string report_html(const std::vector<json>& results, const std::vector<std:
   html += "<h1>moat batch report</h1>\n" + totals(rows);
   html += "<table id=\"items\"><thead><tr>";
   for (const char* key :
-       {"item", "source", "status", "check", "cost", "turns", "diff", "reason", "links"})
+       {"item", "source", "status", "check", "cost", "turns", "diff", "flagged", "reason", "links"})
     html += std::string("<th data-key=\"") + key + "\">" + key + "</th>";
   html += "</tr></thead><tbody>\n";
   for (const auto& r : rows) html += row(r);

@@ -27,7 +27,7 @@ bool is_result_line(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return false;
   for (const char* key : {"status", "reason", "patch", "repo", "url", "ref"})
     if (j.contains(key) && !j[key].is_string()) return false;
-  for (const char* key : {"cost", "turns", "patchBytes", "wallSeconds"})
+  for (const char* key : {"cost", "turns", "patchBytes", "wallSeconds", "flaggedExecs"})
     if (j.contains(key) && !j[key].is_number()) return false;
   if (!j.contains("check")) return true;
   const auto& c = j["check"];

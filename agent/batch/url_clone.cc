@@ -146,7 +146,8 @@ Result<std::int64_t> check_urls_allowed(const std::vector<const Item*>& items,
   // The layers the clone's private moatd loads: its defaults (moat batch passes none but the
   // manifest's files), and no project layer (its workspace is a fresh folder).
   policy::LoadOptions o;
-  o.system_dir = dirs::kSystemPolicy;
+  o.system_dir = dirs::system_policy();
+  o.user_dir = dirs::user_policy();
   o.workspace = scratch_dir;
   o.extra_files = policy_files;
   o.headless = true;
