@@ -43,7 +43,7 @@ struct Flags {
   std::string audit_dir;
   std::string audit_key;
   std::string sessions_dir;
-  std::string system_policy_dir = moat::dirs::kSystemPolicy;
+  std::string system_policy_dir = moat::dirs::system_policy();
   std::string user_policy_dir;
   unsigned uid = moat::kUnprivilegedUid, gid = moat::kUnprivilegedGid;
   std::vector<std::string> allow_without;
@@ -52,6 +52,7 @@ struct Flags {
   bool no_default_policy = false;
   bool permissive = false;
   double client_stall_timeout_s = 60;
+  bool typed_exec = false;
 };
 
 void add_serving_options(CLI::App& app, Flags& f) {
@@ -69,6 +70,12 @@ void add_serving_options(CLI::App& app, Flags& f) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
+  // Only with --fd: a shared moatd's clients include agent loops, which send exec frames too.
+  app.add_flag("--typed-exec", f.typed_exec,
+               "With --fd: the client is the person's own CLI (moat sandbox exec), so an exec "
+               "frame's command line is the person's decision; only the system layer's and a "
+               "--policy file's denies and asks bind it (what it starts is judged as usual)")
+      ->needs("--fd");
 
 void add_file_options(CLI::App& app, Flags& f) {
   app.add_option("--audit-dir", f.audit_dir,
@@ -83,10 +90,12 @@ void add_file_options(CLI::App& app, Flags& f) {
                  "with its public half written next to it as .pub (default "
                  "<audit dir>/audit-key.pem)");
   app.add_option("--system-policy-dir", f.system_policy_dir,
-                 "Organisation policy directory (root-owned)")
+                 "Organisation policy directory (root-owned; default $MOAT_POLICY_DIR, else "
+                 "/etc/moat/policy.d)")
       ->capture_default_str();
   app.add_option("--user-policy-dir", f.user_policy_dir,
-                 "User policy directory (default $XDG_CONFIG_HOME/moat/policy.d)");
+                 "User policy directory (default $MOAT_USER_POLICY_DIR, else "
+                 "$XDG_CONFIG_HOME/moat/policy.d)");
   app.add_option("--policy", f.policy_files,
                  "An extra policy file, layered last; it may only narrow what the others allow")
       ->check(CLI::ExistingFile);
@@ -136,6 +145,7 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   options.policy.use_builtin_default = !f.no_default_policy;
   options.permissive = f.permissive;
   options.unprivileged_uid = f.uid;
+  options.typed_exec = f.typed_exec;
   options.unprivileged_gid = f.gid;
   options.allow_without.insert(f.allow_without.begin(), f.allow_without.end());
   options.client_stall_timeout_s = f.client_stall_timeout_s;
