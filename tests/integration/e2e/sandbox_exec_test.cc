@@ -184,14 +184,22 @@ TEST_F(SandboxExecTest, ArgvIsExecdWithoutAShell) {
 
 // --- options --------------------------------------------------------------------------------
 
+// What the person typed runs anyway (issue 25); --permissive also lets what it starts past the
+// built-in, user and project rules at exec time (here the person's own deny of tar, met by a
+// script the command runs).
 TEST_F(SandboxExecTest, PermissiveAllowsWhatTheDefaultPolicyRefusesAndKeepsThePathRules) {
   fs::create_directories(ws_ + "/.git/hooks");
-  const std::string inline_code = " python3 -c 'print(6*7)'";
-  Ran r = sh(moat_builtin() + inline_code);
-  EXPECT_EQ(r.status, 126) << "inline code asks in the default policy: " << r.err;
-  r = sh(moat_builtin("--permissive") + inline_code);
+  fs::create_directories(dir_.path() + "/user");
+  std::ofstream(dir_.path() + "/user/10.toml")
+      << "schema = 1\n[[command]]\nid = \"user.no-tar\"\ndecision = \"deny\"\nprogram = \"tar\"\n";
+  write_file("pack.sh", "tar --version > /dev/null && echo packed\n");
+  const std::string user = "--user-policy-dir " + shell_quote(dir_.path() + "/user") + " ";
+  Ran r = sh(moat_builtin(user) + " sh ./pack.sh");
+  EXPECT_NE(r.status, 0) << "the user layer denies tar at exec time: " << r.err;
+  EXPECT_NE(r.err.find("user.no-tar"), std::string::npos) << r.err;
+  r = sh(moat_builtin(user + "--permissive") + " sh ./pack.sh");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "42\n");
+  EXPECT_EQ(r.out, "packed\n");
   r = sh(moat_builtin("--permissive") + " sh -c 'echo run > .git/hooks/post-checkout'");
   EXPECT_NE(r.status, 0) << "git's hooks stay read-only";
   EXPECT_FALSE(fs::exists(ws_ + "/.git/hooks/post-checkout"));
@@ -212,10 +220,19 @@ TEST_F(SandboxExecTest, NoDefaultPolicyLeavesOutTheBuiltinLayerAndPolicyFileNarr
   EXPECT_EQ(sh(base + " true").status, 0) << "the built-in default allows true";
   const std::string without = moat_builtin(user + "--no-default-policy");
   Ran r = sh(without + " true");
-  EXPECT_EQ(r.status, 126) << "only the user layer decides now: " << r.err;
+  EXPECT_EQ(r.status, 0) << "the person's own line is theirs whatever their layer says: " << r.err;
   r = sh(without + " printf 'ok\\n'");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "ok\n");
+  // What the command starts: the built-in default asks about curl (run, flagged headless, said
+  // with -v); without that layer nothing asks about it.
+  write_file("fetch.sh", "curl --version > /dev/null && echo fetched\n");
+  r = sh(moat_builtin("-v") + " sh ./fetch.sh");
+  EXPECT_EQ(r.out, "fetched\n") << r.err;
+  EXPECT_NE(r.err.find("default.network-tools"), std::string::npos) << r.err;
+  r = sh(moat_builtin(user + "--no-default-policy -v") + " sh ./fetch.sh");
+  EXPECT_EQ(r.out, "fetched\n") << r.err;
+  EXPECT_EQ(r.err.find("default.network-tools"), std::string::npos) << r.err;
   std::ofstream(dir_.path() + "/narrow.toml")
       << "schema = 1\n[[command]]\nid = \"cli.no-true\"\ndecision = \"deny\"\n"
          "program = \"true\"\nreason = \"Not today.\"\n";
@@ -229,9 +246,17 @@ TEST_F(SandboxExecTest, SetenvAndEnvPassExactlyTheVariablesNamedAndTheyAreJudged
                    " sh -c 'echo \"$FOO|$BAR|${SECRET:-unset}\"'");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "a b|from-caller|unset\n");
+  // A code-loading variable the person set is theirs, like the command (issue 25): judged as
+  // part of the typed line, where only the organisation's and --policy rules bind.
   const Ran preload = sh(moat_builtin("--setenv LD_PRELOAD /tmp/x.so") + " true");
-  EXPECT_EQ(preload.status, 126) << "a code-loading variable is judged as in a bash line: "
-                                 << preload.err;
+  EXPECT_EQ(preload.status, 0) << preload.err;
+  std::ofstream(dir_.path() + "/no-preload.toml")
+      << "schema = 1\n[[command]]\nid = \"cli.no-true\"\ndecision = \"deny\"\n"
+         "program = \"true\"\n";
+  const Ran narrowed = sh(moat_builtin("--policy " + shell_quote(dir_.path() + "/no-preload.toml") +
+                                       " --setenv LD_PRELOAD /tmp/x.so") +
+                          " true");
+  EXPECT_EQ(narrowed.status, 126) << narrowed.err;
 }
 
 TEST_F(SandboxExecTest, CwdStartsInsideTheWorkspaceAndNowhereElse) {
