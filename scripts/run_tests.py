@@ -6,6 +6,11 @@ runs the integration suite again as an unprivileged user (uid 65534 by default),
 the two runs prove different things: as root the sandbox maps its users to an unprivileged
 host uid; unprivileged, it must get there through user namespaces alone.
 
+Then the README's first command, scripts/demo, runs on the bundled example with the binaries of
+this build (not its own release build: the same code, without a second full build in CI); each
+of its checks ("  ok   ..." or "  FAIL ...") is one case, so the quick start cannot break
+unnoticed.
+
 Then, with clang, every libFuzzer target in tests/fuzz is built in <build>-fuzz and run for
 --fuzz-seconds (30 by default); each target is one case.
 
@@ -143,6 +148,34 @@ def run_fuzz(build, seconds, counts, failures):
         shutil.rmtree(corpus, ignore_errors=True)
 
 
+def run_demo(build, counts, failures):
+    """Runs scripts/demo against this build's binaries; each of its checks is one case."""
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, MOAT_BUILD=os.path.abspath(build))
+    print("[demo] scripts/demo ...", flush=True)
+    try:
+        proc = subprocess.run(["bash", os.path.join(src, "scripts", "demo")], env=env,
+                              capture_output=True, text=True, errors="replace", timeout=600)
+        rc, output = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        rc, output = -1, "timed out after 600 s"
+    checks = 0
+    for line in output.splitlines():
+        if line.startswith("  ok   "):
+            counts["passed"] += 1
+            checks += 1
+        elif line.startswith("  FAIL "):
+            counts["failed"] += 1
+            failures.append(f"demo: {line[7:]}")
+            checks += 1
+    if rc != 0 and not any(f.startswith("demo:") for f in failures):
+        counts["failed"] += 1
+        failures.append(f"demo: scripts/demo exited {rc} after {checks} checks")
+    if rc != 0:
+        sys.stdout.write(output[-8000:])
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -150,6 +183,7 @@ def main():
     ap.add_argument("--no-unprivileged", action="store_true")
     ap.add_argument("--uid", type=int, default=65534)
     ap.add_argument("--gid", type=int, default=65534)
+    ap.add_argument("--no-demo", action="store_true", help="do not run scripts/demo")
     ap.add_argument("--fuzz-seconds", type=int, default=30,
                     help="how long each libFuzzer target runs (0: not at all)")
     args = ap.parse_args()
@@ -171,6 +205,8 @@ def main():
             run_pass(integ, outdir, f"uid{args.uid}", counts, failures,
                      demote={"uid": args.uid, "gid": args.gid, "home": home})
             shutil.rmtree(home, ignore_errors=True)
+        if not args.no_demo and not args.suite:
+            run_demo(args.build, counts, failures)
         if args.fuzz_seconds > 0 and not args.suite:
             run_fuzz(args.build, args.fuzz_seconds, counts, failures)
     finally:
