@@ -23,6 +23,14 @@ std::string pad(std::string s, std::size_t n) {
   return s + " ";
 }
 
+// "loosened: default.inline-code (ask, builtin) by user.python (allow, user)"
+std::string loosened_line(const json& l) {
+  auto side = [](const json& r) {
+    return r.value("id", "") + " (" + r.value("decision", "") + ", " + r.value("layer", "") + ")";
+  };
+  return pad("", 7) + "loosened: " + side(l["rule"]) + " by " + side(l["by"]) + "\n";
+}
+
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
@@ -51,6 +59,9 @@ json explain_json(const Decision& d, const Policy& policy, const std::string& in
               {"policy_hash", policy.policy_hash()},
               {"mode", policy.headless() ? "headless" : "interactive"}};
   if (detail.is_object() && detail.contains("problems")) out["problems"] = detail["problems"];
+  // Built-in asks the person's (user) layer loosened: [{rule, by}], each {id, layer, decision}.
+  if (detail.is_object() && detail.contains("loosened")) out["loosened"] = detail["loosened"];
+  if (!d.flagged.empty()) out["flagged"] = d.flagged;
   if (d.headless_downgraded) out["headless_downgraded"] = true;
   return out;
 }
@@ -105,7 +116,9 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
       // A unit that is not allowed says why, unless the result line below says the same.
       if (decision != "allow" && u.contains("reason") && u["reason"] != d.reason)
         out += pad("", 7) + "why: " + u["reason"].get<std::string>() + "\n";
+      for (const auto& l : u.value("loosened", json::array())) out += loosened_line(l);
       for (const auto& m : u.value("matched", json::array())) {
+        if (m.contains("loosened_by")) continue;  // shown as loosened above
         if (m.value("id", "") == dr.value("id", "") &&
             m.value("layer", "") == dr.value("layer", ""))
           continue;
@@ -117,6 +130,8 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
     }
   } else {
     out += pad("input", 7) + moat::quoted(input) + "\n";
+    const json loosened = detail.is_object() ? detail.value("loosened", json::array()) : json::array();
+    for (const auto& l : loosened) out += loosened_line(l);
     for (const auto& m : d.matched) {
       if (m.id == d.deciding.id && m.file == d.deciding.file) continue;
       out += pad("", 7) + "also matched: " + m.id + " (" + m.layer + ")\n";

@@ -205,7 +205,7 @@ Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o,
   // system layer replaces it (otherwise its asks could never be loosened by anyone).
   if (o.use_builtin_default && layers.empty()) {
     ParseOptions po;
-    po.file = "builtin:default.toml";
+    po.file = kBuiltinDefaultFile;
     MOAT_ASSIGN_OR_RETURN(PolicyFile p,
                           parse_policy_text(builtin_default_policy_text(), po, notices));
     p.sha256 = sha256_hex(builtin_default_policy_text());

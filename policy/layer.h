@@ -12,6 +12,9 @@
 
 namespace moat::policy {
 
+// The file name the built-in default policy's rules name (RuleRef::file, explain, audit).
+inline constexpr const char* kBuiltinDefaultFile = "builtin:default.toml";
+
 struct LoadedLayer {
   std::string kind;  // "builtin" | "system" | "user" | "project" | "cli"
   PolicyFile file;

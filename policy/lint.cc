@@ -31,15 +31,19 @@ bool covers_programs(const CommandRule& b, const CommandRule& a) {
 
 // Every rule `a` of one kind that a rule `b` with a stronger verdict always decides first:
 // `covers(b, a)` says b matches whatever a matches, and `says(a, b)` words the warning.
+// A user allow is not shadowed by the built-in default's ask: it loosens it (policy.cc loosen).
 template <typename Rule, typename Covers, typename Says>
 void shadowed(const std::vector<LoadedLayer>& layers, std::vector<Rule> PolicyFile::*kind,
               Covers covers, Says says, std::vector<Finding>& out) {
-  std::vector<const Rule*> all;
+  std::vector<std::pair<const Rule*, const LoadedLayer*>> all;
   for (const auto& l : layers)
-    for (const auto& r : l.file.*kind) all.push_back(&r);
-  for (const auto* a : all) {
-    for (const auto* b : all) {
+    for (const auto& r : l.file.*kind) all.emplace_back(&r, &l);
+  for (const auto& [a, a_layer] : all) {
+    for (const auto& [b, b_layer] : all) {
       if (a == b || b->decision <= a->decision || !covers(*b, *a)) continue;
+      const bool loosened = a->decision == Verdict::kAllow && a_layer->kind == "user" &&
+                            b->decision == Verdict::kAsk && b_layer->kind == "builtin";
+      if (loosened) continue;
       out.push_back({"warning", where_of(a->pos), says(*a, *b)});
       break;
     }

@@ -36,6 +36,9 @@ struct Vote {
   const std::string* reason = nullptr;  // the rule's own reason
   std::string note;                     // a reason made for this action (defaults, unknown targets)
   bool is_default = false;
+  // The person's (user) allow that loosened this built-in default ask for this action
+  // (loosen below): the vote stays in `matched` and in explain, but decides nothing.
+  const RuleRef* loosened_by = nullptr;
   std::string text() const {
     if (reason == nullptr || reason->empty()) return note;
     return note.empty() ? *reason : note + ": " + *reason;
@@ -43,21 +46,65 @@ struct Vote {
 };
 
 Vote rule_vote(Verdict v, const RuleRef& ref, const std::string& reason) {
-  return Vote{v, &ref, &reason, std::string(), false};
+  return Vote{v, &ref, &reason, std::string(), false, nullptr};
+}
+
+// A rule of the shipped default policy (examples/policies/default.toml), as opposed to moat's
+// own builtin.* rules (code-env, network-ip-literal), which are not a starting point but a
+// floor, and to the system layer, which binds the person.
+bool from_default_policy(const RuleRef& r) {
+  return r.layer == "builtin" && r.file == kBuiltinDefaultFile;
+}
+
+// A [[rule]] of the person's (user) layer that allows; not a setting of theirs (a default,
+// [exec] workspace_programs), which replaces the built-in one instead (compile_defaults).
+bool is_user_allow_rule(const Vote& v) {
+  return v.verdict == Verdict::kAllow && v.ref->layer == "user" && v.reason != nullptr &&
+         !v.is_default;
+}
+
+// The built-in default is a starting point the person's own layer may loosen: when a user
+// allow votes on an action (votes [first, end) are that one action's), the default policy's
+// asks for it decide nothing. Never a deny, never a system or project rule, and never an
+// allow managed_allows_only ignores (an ignored allow casts no vote at all).
+void loosen(std::vector<Vote>& votes, std::size_t first) {
+  const RuleRef* by = nullptr;
+  for (std::size_t i = first; i < votes.size() && by == nullptr; ++i)
+    if (is_user_allow_rule(votes[i])) by = votes[i].ref;
+  if (by == nullptr) return;
+  for (std::size_t i = first; i < votes.size(); ++i)
+    if (votes[i].verdict == Verdict::kAsk && from_default_policy(*votes[i].ref))
+      votes[i].loosened_by = by;
+}
+
+json loosened_json(const Vote& v) {
+  return {{"rule", {{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}}},
+          {"by", {{"id", v.loosened_by->id}, {"layer", v.loosened_by->layer}, {"decision", "allow"}}}};
 }
 
 bool same_ref(const RuleRef& a, const RuleRef& b) {
   return &a == &b || (a.id == b.id && a.layer == b.layer && a.file == b.file);
 }
 
-// The strictest vote decides; the first one at that strictness is named.
+// Nobody can answer: ask becomes deny, and the reason says so.
+void downgrade_headless(Decision& d) {
+  d.verdict = Verdict::kDeny;
+  d.headless_downgraded = true;
+  d.reason +=
+      std::string(d.reason.empty() ? "" : " ") + "(headless: nobody to ask, so ask becomes deny)";
+}
+
+// The strictest vote decides (a loosened one decides nothing); the first one at that
+// strictness is named.
 Decision combine(std::span<const Vote> votes, bool headless) {
   Decision d;
   const Vote* best = nullptr;
   std::vector<const RuleRef*> seen;
   seen.reserve(votes.size());
+  json loosened = json::array();
   for (const auto& v : votes) {
-    if (best == nullptr || v.verdict > best->verdict) best = &v;
+    if (v.loosened_by != nullptr) loosened.push_back(loosened_json(v));
+    else if (best == nullptr || v.verdict > best->verdict) best = &v;
     bool dup = std::any_of(seen.begin(), seen.end(),
                            [&](const RuleRef* r) { return same_ref(*r, *v.ref); });
     if (!dup) seen.push_back(v.ref);
@@ -69,12 +116,8 @@ Decision combine(std::span<const Vote> votes, bool headless) {
   d.deciding = *best->ref;
   d.reason = best->text();
   d.decided_by = best->is_default ? "default" : "policy";
-  if (headless && d.verdict == Verdict::kAsk) {
-    d.verdict = Verdict::kDeny;
-    d.headless_downgraded = true;
-    d.reason +=
-        std::string(d.reason.empty() ? "" : " ") + "(headless: nobody to ask, so ask becomes deny)";
-  }
+  if (!loosened.empty()) d.detail_fn = [loosened] { return json{{"loosened", loosened}}; };
+  if (headless && d.verdict == Verdict::kAsk) downgrade_headless(d);
   return d;
 }
 
@@ -119,10 +162,17 @@ struct LineTrace {
 json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vote>& unit_votes) {
   // Per unit: id, layer and decision; file and line are in Decision::matched.
   json matched = json::array();
-  for (const auto& v : unit_votes)
+  json loosened = json::array();
+  for (const auto& v : unit_votes) {
     matched.push_back(
         {{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}});
+    if (v.loosened_by != nullptr) {
+      matched.back()["loosened_by"] = v.loosened_by->id;
+      loosened.push_back(loosened_json(v));
+    }
+  }
   json unit = {{"argv", u.argv_text()}, {"depth", u.depth}, {"matched", matched}};
+  if (!loosened.empty()) unit["loosened"] = loosened;
   // Variables set for it that its argv does not show (a NAME=value prefix, env's, a loop's);
   // builtin.code-env judges them.
   json sets = json::array();
@@ -157,19 +207,24 @@ json unit_json(const CommandUnit& u, const ProgramInfo& p, const std::vector<Vot
 
 json line_detail(const LineTrace& t) {
   json units = json::array();
+  json loosened = json::array();
   for (std::size_t i = 0; i < t.plan.units.size(); ++i) {
     const auto [begin, end] = t.spans[i];
     std::vector<Vote> unit_votes(t.votes.begin() + static_cast<std::ptrdiff_t>(begin),
                                  t.votes.begin() + static_cast<std::ptrdiff_t>(end));
     units.push_back(unit_json(t.plan.units[i], t.programs[i], unit_votes));
+    for (const auto& l : units.back().value("loosened", json::array())) loosened.push_back(l);
   }
-  return {{"units", units}, {"problems", t.plan.problems}};
+  json out = {{"units", units}, {"problems", t.plan.problems}};
+  if (!loosened.empty()) out["loosened"] = loosened;
+  return out;
 }
 
 const RuleRef kEmptyLineRef{"empty-line", "builtin", "", 0};
 const RuleRef kNetworkHostRef{"builtin.network-host", "builtin", "", 0};
 const RuleRef kNetworkIpLiteralRef{"builtin.network-ip-literal", "builtin", "", 0};
 const RuleRef kObservedRef{"observed", "builtin", "", 0};
+const RuleRef kPersonRef{"person", "user", "", 0};  // decide_typed: the person typed the line
 
 // Lets the rule index be searched with a string_view.
 struct StringHash {
@@ -234,43 +289,44 @@ class PolicyImpl final : public Policy {
       if (r.allow_ignored || !tool_rule_matches(r, tool)) continue;
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
+    loosen(votes, 0);
     if (votes.empty())
       votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
     return combine(votes, headless_);
   }
 
   Decision decide_command(const std::string& line, const std::string& cwd) const override {
-    PathCache paths(workspace_.empty() ? nullptr : &workspace_);
-    MatchEnv env = match_env_;
-    env.paths = &paths;
-    auto trace = std::make_shared<LineTrace>();
-    trace->plan =
-        plan_line(line, cwd.empty() ? vars_.workspace : paths.canonical(cwd, "/"), home_, &paths);
-    const LinePlan& plan = trace->plan;
-    std::vector<Vote>& votes = trace->votes;
-    if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
-    trace->programs.resize(plan.units.size());
-    trace->spans.reserve(plan.units.size());
-    for (std::size_t i = 0; i < plan.units.size(); ++i) {
-      const CommandUnit& u = plan.units[i];
-      ProgramInfo& p = trace->programs[i];
-      if (!u.argv.empty() && u.problems.empty()) p = program_info(u, resolver_, writable_roots_);
-      const std::size_t begin = votes.size();
-      judge_unit(u, p, env, votes);
-      trace->spans.emplace_back(begin, votes.size());
-    }
+    auto trace = judge_line(line, cwd);
     static const std::vector<Vote> empty_line = {
         Vote{Verdict::kAllow, &kEmptyLineRef, nullptr, "nothing to run", true}};
     // An empty line or only comments: nothing runs.
-    Decision d = combine(votes.empty() ? empty_line : votes, headless_);
+    Decision d = combine(trace->votes.empty() ? empty_line : trace->votes, headless_);
     d.detail_fn = [trace] { return line_detail(*trace); };
     return d;
   }
 
-  // Judged like the model's line for now; issue 25 item 4 narrows it to the system and cli
-  // layers' denies and asks.
+  // The person typed it: only the organisation's (system) and the command line's (cli) denies
+  // and asks bind them; the rest is the person's own decision. Every vote stays in `matched`.
   Decision decide_typed(const std::string& line, const std::string& cwd) const override {
-    return decide_command(line, cwd);
+    auto trace = judge_line(line, cwd);
+    std::vector<Vote> binding;
+    for (const Vote& v : trace->votes)
+      if (binds_typed(v)) binding.push_back(v);
+    Decision d;
+    if (binding.empty()) {
+      d = combine(trace->votes.empty() ? std::vector<Vote>{person_vote()} : trace->votes, false);
+      d.verdict = Verdict::kAllow;
+      d.deciding = kPersonRef;
+      d.decided_by = "user";
+      d.reason = "typed by the person";
+      d.headless_downgraded = false;
+    } else {
+      std::vector<RuleRef> matched = combine(trace->votes, false).matched;
+      d = combine(binding, headless_);
+      d.matched = std::move(matched);
+    }
+    d.detail_fn = [trace] { return line_detail(*trace); };
+    return d;
   }
 
   Decision decide_path(const std::string& path, Access access) const override {
@@ -297,6 +353,7 @@ class PolicyImpl final : public Policy {
                       [&](const std::string& d) { return domain_matches(d, *host); });
       if (port_ok && host_ok) votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
+    loosen(votes, 0);
     // An address is reached only when a rule names it: defaults.network = "allow" is about
     // names, and an address would bypass every name rule (and reach the host's own networks).
     if (votes.empty() && is_ip_literal(*host))
@@ -352,17 +409,41 @@ class PolicyImpl final : public Policy {
       d.decided_by = "observed";
       return d;
     }
-    return combine(votes, headless_);
+    Decision d = combine(votes, false);
+    // A program the project built or holds, let run by [exec] workspace_programs: recorded
+    // like any program no rule gates.
+    if (d.verdict == Verdict::kAllow && same_ref(d.deciding, workspace_programs_.ref))
+      d.decided_by = "observed";
+    if (d.verdict == Verdict::kAsk && headless_) headless_exec_ask(d);
+    return d;
+  }
+
+  // What an allowed call starts, headless, met an ask rule: [exec] headless_ask decides. The
+  // model's own line is not judged here (decide_command keeps ask => deny).
+  void headless_exec_ask(Decision& d) const {
+    if (headless_ask_.verdict != Verdict::kAllow) return downgrade_headless(d);
+    d.verdict = Verdict::kAllow;
+    d.decided_by = "observed";
+    d.flagged = d.deciding.id;
+    d.reason = "ran unasked (headless; [exec] headless_ask = \"allow\"): " + d.deciding.id +
+               " would have asked" + (d.reason.empty() ? "" : ": " + d.reason);
   }
 
   ResourceCeilings resources() const override {
     // Effective ceilings: the minimum over the layers that set one, else schema.h's default.
+    // The built-in default's is a starting point the person's (user) layer replaces, even
+    // upwards; no system, project or cli ceiling is ever exceeded.
     auto min_of = [&](auto member, std::int64_t fallback) {
-      std::optional<std::int64_t> best;
+      std::optional<std::int64_t> builtin, user, binding;
+      auto lower = [](std::optional<std::int64_t>& best, const std::optional<std::int64_t>& v) {
+        if (v && (!best || *v < *best)) best = v;
+      };
       for (const auto& l : layers_) {
         const auto& v = l.file.resources.*member;
-        if (v && (!best || *v < *best)) best = v;
+        lower(l.kind == "builtin" ? builtin : l.kind == "user" ? user : binding, v);
       }
+      std::optional<std::int64_t> best = user ? user : builtin;
+      lower(best, binding);
       return best.value_or(fallback);
     };
     const ResourceCeilings& d = kDefaultResources;
@@ -469,10 +550,46 @@ class PolicyImpl final : public Policy {
           {{"domains", r.rule->domains}, {"ports", r.rule->ports}});
     for (const auto& [key, slot] : defaults_)
       add("default", slot.ref, slot.verdict, false, "", nullptr, {{"key", key}});
+    for (const auto* slot : {&workspace_programs_, &headless_ask_})
+      add("exec", slot->ref, slot->verdict, false, "", nullptr, {{"key", slot->ref.id}});
     return out;
   }
 
  private:
+  // Parses a line and judges every unit; the votes of all units, in order, with each unit's
+  // span (decide_command and decide_typed combine them differently).
+  std::shared_ptr<LineTrace> judge_line(const std::string& line, const std::string& cwd) const {
+    PathCache paths(workspace_.empty() ? nullptr : &workspace_);
+    MatchEnv env = match_env_;
+    env.paths = &paths;
+    auto trace = std::make_shared<LineTrace>();
+    trace->plan =
+        plan_line(line, cwd.empty() ? vars_.workspace : paths.canonical(cwd, "/"), home_, &paths);
+    const LinePlan& plan = trace->plan;
+    std::vector<Vote>& votes = trace->votes;
+    if (!plan.problems.empty()) votes.push_back(unparseable_vote(plan.problems));
+    trace->programs.resize(plan.units.size());
+    trace->spans.reserve(plan.units.size());
+    for (std::size_t i = 0; i < plan.units.size(); ++i) {
+      const CommandUnit& u = plan.units[i];
+      ProgramInfo& p = trace->programs[i];
+      if (!u.argv.empty() && u.problems.empty()) p = program_info(u, resolver_, writable_roots_);
+      const std::size_t begin = votes.size();
+      judge_unit(u, p, env, votes);
+      trace->spans.emplace_back(begin, votes.size());
+    }
+    return trace;
+  }
+
+  // A rule of the organisation's or the command line's that says ask or deny. Defaults
+  // (command, unparseable_shell, write...) are for what nobody chose; the person chose this.
+  static bool binds_typed(const Vote& v) {
+    return v.verdict != Verdict::kAllow && !v.is_default &&
+           (v.ref->layer == "system" || v.ref->layer == "cli");
+  }
+
+  static Vote person_vote() { return Vote{Verdict::kAllow, &kPersonRef, nullptr, "", false}; }
+
   bool allow_ignored(const LoadedLayer& l, Verdict v, const char* category) const {
     if (v != Verdict::kAllow) return false;
     if (l.kind == "cli") return true;  // command-line files may only narrow
@@ -531,7 +648,41 @@ class PolicyImpl final : public Policy {
     return {};
   }
 
-  // Each default is the strictest value any layer sets; schema.h's default otherwise.
+  // Where a layer may put a setting (a default, an [exec] key) relative to what the layers
+  // before it said. The built-in default is a starting point: the person's (user) layer
+  // replaces its value, looser or not. The organisation's (system) layer binds everyone: the
+  // first system file sets the value and everything after it may only make it stricter, as
+  // may a project or command-line (cli) layer over anything.
+  static bool replaces(const LoadedLayer& l, const DefaultSlot& slot, bool user_set) {
+    if (l.kind == "builtin") return true;
+    if (l.kind == "system") return slot.ref.layer == "builtin";
+    if (l.kind == "user") return !user_set && slot.ref.layer == "builtin";
+    return false;
+  }
+
+  // One setting folded over the layers (replaces above); schema.h's default when none sets
+  // it. A looser value a layer may not set is ignored with a notice naming it.
+  template <typename Get>
+  DefaultSlot fold_setting(const std::string& name, Verdict fallback, Get get) {
+    DefaultSlot slot{fallback, RuleRef{name, "builtin", "", 0}};
+    bool user_set = false;
+    for (const auto& l : layers_) {
+      const auto [value, pos] = get(l.file);
+      if (!value) continue;
+      if (!replaces(l, slot, user_set) && *value <= slot.verdict) {
+        if (*value < slot.verdict)
+          notices_.push_back(pos.file + ":" + std::to_string(pos.line) + ": " + name + " = \"" +
+                             verdict_name(*value) + "\" is ignored: a " + l.kind +
+                             " layer may only make it stricter than the " + slot.ref.layer +
+                             " layer's \"" + verdict_name(slot.verdict) + "\"");
+        continue;
+      }
+      slot = {*value, RuleRef{name, l.kind, pos.file, pos.line}};
+      user_set = user_set || l.kind == "user";
+    }
+    return slot;
+  }
+
   void compile_defaults() {
     struct Key {
       const char* name;
@@ -545,22 +696,19 @@ class PolicyImpl final : public Policy {
                         {"exec", &Defaults::exec, Verdict::kAllow},
                         {"network", &Defaults::network, Verdict::kDeny},
                         {"unparseable_shell", &Defaults::unparseable_shell, Verdict::kAsk}};
-    for (const auto& k : keys) {
-      DefaultSlot slot{k.fallback, RuleRef{std::string("defaults.") + k.name, "builtin", "", 0}};
-      bool set = false;
-      for (const auto& l : layers_) {
-        const auto& v = l.file.defaults.*(k.member);
-        if (!v) continue;
-        // The first layer to set a default sets it; later ones only make it stricter. A
-        // command-line file never loosens, not even schema.h's fallback.
-        bool first = !set && l.kind != "cli";
-        if (!first && *v <= slot.verdict) continue;
-        slot = {*v, RuleRef{std::string("defaults.") + k.name, l.kind, l.file.defaults_pos.file,
-                            l.file.defaults_pos.line}};
-        set = true;
-      }
-      defaults_.emplace(k.name, slot);
-    }
+    for (const auto& k : keys)
+      defaults_.emplace(k.name, fold_setting(std::string("defaults.") + k.name, k.fallback,
+                                             [&](const PolicyFile& f) {
+                                               return std::pair(f.defaults.*(k.member),
+                                                                f.defaults_pos);
+                                             }));
+    workspace_programs_ =
+        fold_setting("exec.workspace_programs", Verdict::kAllow, [](const PolicyFile& f) {
+          return std::pair(f.exec.workspace_programs, f.exec_pos);
+        });
+    headless_ask_ = fold_setting("exec.headless_ask", Verdict::kAllow, [](const PolicyFile& f) {
+      return std::pair(f.exec.headless_ask, f.exec_pos);
+    });
   }
 
   static Vote default_vote(const DefaultSlot& slot, std::string note) {
@@ -584,6 +732,7 @@ class PolicyImpl final : public Policy {
       votes.push_back(unparseable_vote(u.problems));
     } else if (!u.argv.empty()) {
       bool matched = false;
+      const std::size_t rules_first = votes.size();
       for (std::size_t i : candidate_rules(p)) {
         const CompiledCommandRule& r = commands_[i];
         if (!command_rule_matches(r, u, p, env)) continue;
@@ -591,7 +740,14 @@ class PolicyImpl final : public Policy {
         matched = true;
         votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
       }
-      exec_votes(p, votes);  // before the default: a planted file is the better reason
+      // After the name rules (a symlink named ls that is curl is better explained by curl's
+      // rule), before the default, which it replaces: its verdict is the setting's.
+      if (is_workspace_program(u, p)) {
+        matched = true;
+        votes.push_back(workspace_program_vote(p));
+      }
+      loosen(votes, rules_first);  // the program's rules: one action
+      exec_votes(p, votes);        // path rules for access "exec": each path its own action
       if (!matched && !u.rules_only)
         votes.push_back(
             default_vote(defaults_.at("command"), "no [[command]] rule matches " + p.argv0_base));
@@ -626,6 +782,35 @@ class PolicyImpl final : public Policy {
       votes.push_back(Vote{Verdict::kAsk, &code_env_rule(), nullptr,
                            shown + " (" + a.how + "): " + std::string(row->reason), false});
     }
+  }
+
+  // A program whose file lies in a writable root: the project built it, or holds it (a venv's
+  // python, node_modules/.bin), or sandboxed code planted it; a name-based allow never
+  // matches it (match.cc program_matches). A path not there yet (`make && ./hello`: built by
+  // the line itself) counts when it lies in a writable root from every directory a cd may
+  // have left the line in. A bare name is looked up on the sandbox PATH, never here.
+  bool is_workspace_program(const CommandUnit& u, const ProgramInfo& p) const {
+    if (p.resolved.builtin) return false;
+    if (p.resolved.found) return !p.trusted_location;
+    const Arg& a = u.argv[0];
+    if (a.home) return is_under_any(lexical_absolute(home_ + a.text, "/"), writable_roots_);
+    if (!a.known || a.text.find('/') == std::string::npos) return false;
+    if (a.text[0] == '/') return is_under_any(lexical_absolute(a.text, "/"), writable_roots_);
+    return !u.cwds.empty() && std::all_of(u.cwds.begin(), u.cwds.end(), [&](const std::string& c) {
+      return !c.empty() && is_under_any(lexical_absolute(a.text, c), writable_roots_);
+    });
+  }
+
+  Vote workspace_program_vote(const ProgramInfo& p) const {
+    const std::string& file = p.resolved.found ? p.resolved.real_path : p.argv0;
+    const char* what = workspace_programs_.verdict == Verdict::kAllow
+                           ? " is a program in a writable root (built or held by the project)"
+                           : " is a program in a writable root: a file the sandboxed code could "
+                             "have written or replaced";
+    return Vote{workspace_programs_.verdict, &workspace_programs_.ref, nullptr,
+                file + what + " ([exec] workspace_programs = \"" +
+                    verdict_name(workspace_programs_.verdict) + "\")",
+                false, nullptr};
   }
 
   // Indexes of the [[command]] rules whose `program` could match this unit, in rule order.
@@ -741,6 +926,7 @@ class PolicyImpl final : public Policy {
   void path_votes(const std::string& path, const std::string& under_dir, Access access,
                   std::vector<Vote>& votes, bool with_default) const {
     bool matched = false;
+    const std::size_t first = votes.size();
     const auto parts = split_path(path);  // once for every rule
     for (const auto& r : paths_) {
       bool covers = access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
@@ -751,6 +937,7 @@ class PolicyImpl final : public Policy {
       matched = true;
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
+    loosen(votes, first);  // one path, one access: one action
     if (matched || !with_default) return;
     const char* key = access == Access::kRead    ? "read"
                       : access == Access::kWrite ? "write"
@@ -834,6 +1021,8 @@ class PolicyImpl final : public Policy {
   };
   std::vector<CompiledNetworkRule> network_;
   std::map<std::string, DefaultSlot> defaults_;
+  DefaultSlot workspace_programs_{Verdict::kAllow, {}};  // [exec] workspace_programs
+  DefaultSlot headless_ask_{Verdict::kAllow, {}};        // [exec] headless_ask
 };
 
 }  // namespace

@@ -59,6 +59,12 @@ struct Resources {
   std::optional<std::int64_t> network_idle;  // default: "2m". A proxied connection with no byte either way for this long is closed (duration)
 };
 
+// [exec]
+struct ExecSettings {
+  std::optional<Verdict> workspace_programs;  // default: "allow". A program whose file lies in a writable root (a project's own build, ./configure's conftest, a venv's python): "allow", "ask" or "deny", on the model's line and when a call starts it; a name-based allow never matches such a file
+  std::optional<Verdict> headless_ask;        // default: "allow". Exec time, headless: an ask rule met by a program an allowed call started: "allow" runs it and flags it in the audit, "deny" refuses it
+};
+
 // Resources' defaults as values, their one home: the effective ceilings (policy.cc) and the
 // sandbox's Limits (sandbox/session.h) start from these. schema_docs_test parses each
 // "default:" above and checks that it names the value here, and docs/policy.md against it.
@@ -168,15 +174,17 @@ struct ToolRule {
 // [top]
 struct PolicyFile {
   std::int64_t schema = 1;          // required. Schema version; only 1 exists
-  Defaults defaults;                // default: {}. Verdicts for unmatched actions; the strictest layer wins
-  Resources resources;              // default: {}. Ceilings; the minimum over layers wins
+  Defaults defaults;                // default: {}. Verdicts for unmatched actions; a user layer replaces the built-in default's, every other layer only tightens
+  Resources resources;              // default: {}. Ceilings; the minimum over layers wins (a user ceiling replaces the built-in default's)
   LayerInfo layer;                  // default: {}. Name and revision of this layer
+  ExecSettings exec;                // default: {}. What programs a call starts may do (see [exec])
   std::optional<Constraints> constraints;  // default: none. Organisation constraints, honoured only in the system layer
   std::vector<CommandRule> command;  // default: []. Command rules
   std::vector<PathRule> path;       // default: []. Path rules
   std::vector<NetworkRule> network;  // default: []. Network rules
   std::vector<ToolRule> tool;       // default: []. Tool rules
   SourcePos defaults_pos;           // (not a TOML key) where defaults is written
+  SourcePos exec_pos;               // (not a TOML key) where [exec] is written
   std::string file;                 // (not a TOML key) the file it was read from
   std::string sha256;               // (not a TOML key) hex SHA-256 of the file's bytes
 };

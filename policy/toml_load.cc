@@ -18,13 +18,14 @@ namespace {
 const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> keys = {
       {"top",
-       {"schema", "defaults", "resources", "layer", "constraints", "command", "path", "network",
-        "tool"}},
+       {"schema", "defaults", "resources", "layer", "exec", "constraints", "command", "path",
+        "network", "tool"}},
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
        {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files",
         "network_connections", "network_bytes", "network_idle"}},
       {"layer", {"name", "revision"}},
+      {"exec", {"workspace_programs", "headless_ask"}},
       {"constraints", {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
       {"tests", {"match", "not_match"}},
       {"command",
@@ -82,6 +83,22 @@ Result<void> read_defaults(Reader& r, const toml::table& t, Defaults& d) {
     if (const auto* n = t.get(slot.key)) {
       MOAT_ASSIGN_OR_RETURN(*slot.out, r.verdict(*n, std::string("defaults.") + slot.key));
     }
+  }
+  return {};
+}
+
+Result<void> read_exec(Reader& r, const toml::table& t, ExecSettings& e) {
+  MOAT_TRY(r.check_keys(t, "exec", "exec"));
+  if (const auto* n = t.get("workspace_programs")) {
+    MOAT_ASSIGN_OR_RETURN(e.workspace_programs, r.verdict(*n, "exec.workspace_programs"));
+  }
+  if (const auto* n = t.get("headless_ask")) {
+    // Headless, nobody can answer: "ask" would mean deny, so only the two outcomes are named.
+    MOAT_ASSIGN_OR_RETURN(std::string s, r.string(*n, "exec.headless_ask"));
+    if (s != "allow" && s != "deny")
+      return r.error_at(n->source(), "exec.headless_ask",
+                        "expected one of \"allow\", \"deny\", got \"" + s + "\"");
+    e.headless_ask = s == "allow" ? Verdict::kAllow : Verdict::kDeny;
   }
   return {};
 }
@@ -340,6 +357,12 @@ Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
     if (const auto* m = t->get("revision")) {
       MOAT_ASSIGN_OR_RETURN(p.layer.revision, r.string(*m, "layer.revision"));
     }
+  }
+  if (const auto* n = top.get("exec")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "exec"));
+    MOAT_TRY(read_exec(r, *t, p.exec));
+    p.exec_pos = SourcePos{p.file, static_cast<int>(n->source().begin.line),
+                           static_cast<int>(n->source().begin.column)};
   }
   if (const auto* n = top.get("constraints")) {
     MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "constraints"));

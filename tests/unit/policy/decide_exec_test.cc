@@ -73,7 +73,9 @@ TEST_F(DecideExec, NoMatchingRuleIsObservedNotTheCommandDefault) {
 
 TEST_F(DecideExec, ARuleOnFlagsSeesTheArgvAsExecuted) {
   Decision d = decide({"python3", "-c", "import os"}, w_.bin + "/python3");
-  EXPECT_EQ(d.verdict, Verdict::kDeny);  // ask, headless
+  // An ask, headless, at exec time: [exec] headless_ask (unset: "allow") runs it, flagged.
+  EXPECT_EQ(d.verdict, Verdict::kAllow);
+  EXPECT_EQ(d.flagged, "t.inline");
   EXPECT_EQ(d.deciding.id, "t.inline");
   EXPECT_EQ(decide({"python3", "-m", "pytest"}, w_.bin + "/python3").decided_by, "observed");
 }

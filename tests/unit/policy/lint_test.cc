@@ -88,6 +88,7 @@ TEST(Lint, ShadowedAndIgnoredRulesAreWarnings) {
   write_file(
       w.options.user_dir + "/u.toml",
       "schema = 1\n[[command]]\nid = \"u.curl-ok\"\ndecision = \"allow\"\nprogram = \"curl\"\n"
+      "[[command]]\nid = \"u.no-curl\"\ndecision = \"deny\"\nprogram = \"curl\"\n"
       "[[tool]]\nid = \"u.all\"\ndecision = \"deny\"\ntool = \"*\"\n");
   write_file(w.root + "/cli.toml",
              "schema = 1\n[[command]]\nid = \"cli.ok\"\ndecision = \"allow\"\nprogram = \"ls\"\n");
@@ -99,11 +100,34 @@ TEST(Lint, ShadowedAndIgnoredRulesAreWarnings) {
   }
   EXPECT_THAT(
       messages,
-      ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: default.network-tools")));
+      ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: u.no-curl")));
   EXPECT_THAT(messages, ::testing::Contains(HasSubstr("default.tools can never decide: u.all")));
   EXPECT_THAT(messages,
               ::testing::Contains(HasSubstr(
                   "allow rule cli.ok is ignored: command-line policy files may only narrow")));
+}
+
+// A user allow loosens the built-in default's asks (docs/policy.md "How layers combine"), so it
+// is not a rule that can never decide; a built-in deny still shadows it.
+TEST(Lint, AUserAllowOverABuiltinAskIsNotShadowed) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml",
+             "schema = 1\n[[command]]\nid = \"u.curl\"\ndecision = \"allow\"\nprogram = \"curl\"\n");
+  for (const auto& f : lint_policy(w.options))
+    ADD_FAILURE() << f.severity << " " << f.where << " " << f.message;
+}
+
+// A value a layer may not set (looser than the layer before it allows) is reported.
+TEST(Lint, ALooserSettingALayerMayNotSetIsReported) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\n[exec]\nworkspace_programs = \"ask\"\n");
+  write_file(w.root + "/cli.toml", "schema = 1\n[exec]\nworkspace_programs = \"allow\"\n");
+  w.options.extra_files = {w.root + "/cli.toml"};
+  std::vector<std::string> messages;
+  for (const auto& f : lint_policy(w.options)) messages.push_back(f.message);
+  EXPECT_THAT(messages, ::testing::Contains(HasSubstr(
+                            "cli.toml:2: exec.workspace_programs = \"allow\" is ignored: a cli "
+                            "layer may only make it stricter than the user layer's \"ask\"")));
 }
 
 TEST(Lint, TheExampleOrganisationPolicyLintsAndItsTestsPass) {

@@ -71,6 +71,18 @@ class PolicyWorld {
 
   void add_program(const std::string& name) { write_file(bin + "/" + name, "#!/bin/true\n", 0755); }
 
+  // An organisation (system) layer of one file; it replaces the built-in default. A system
+  // layer must be owned by root (layer.cc check_root_owned): false when this process is not
+  // root, and the caller skips.
+  bool set_system_layer(const std::string& text) {
+    if (::geteuid() != 0) return false;
+    const std::string dir = root + "/system.d";
+    write_file(dir + "/00-org.toml", text);
+    ::chmod(dir.c_str(), 0755);
+    options.system_dir = dir;
+    return true;
+  }
+
   std::unique_ptr<Policy> load() {
     auto p = Policy::load(options);
     EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message());

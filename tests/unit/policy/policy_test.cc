@@ -83,11 +83,15 @@ TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
   PolicyWorld w;
   write_file(w.options.user_dir + "/10.toml",
              "schema = 1\nresources = { memory = \"1GiB\", wall_time = \"1h\" }\n");
+  write_file(w.root + "/cli.toml", "schema = 1\nresources = { wall_time = \"20m\" }\n");
+  w.options.extra_files = {w.root + "/cli.toml"};
   auto p = w.load();
   ASSERT_TRUE(p);
   const ResourceCeilings r = p->resources();
   EXPECT_EQ(r.memory_bytes, std::int64_t{1} << 30);
-  EXPECT_EQ(r.wall_time_s, 600);  // the default's 10m is lower than 1h
+  // The cli's 20m is lower than the user's 1h (which replaced the built-in default's 10m:
+  // Loosen.AUserCeilingReplacesTheBuiltinOneButNeverExceedsABindingLayer).
+  EXPECT_EQ(r.wall_time_s, 1200);
   EXPECT_EQ(r.pids, 512);
   const nlohmann::json j = r.to_json();  // what `moat policy list --json` prints
   for (const char* k :
@@ -117,15 +121,17 @@ TEST(Policy, ACeilingNoLayerSetsIsSchemaHsDefault) {
 TEST(Policy, ALowerLayerAllowCannotBeatADeny) {
   PolicyWorld w;
   write_file(w.options.user_dir + "/10.toml",
-             "schema = 1\n[[command]]\nid = \"user.rm\"\ndecision = \"allow\"\nprogram = \"rm\"\n");
+             "schema = 1\n[[command]]\nid = \"user.cat\"\ndecision = \"allow\"\nprogram = \"cat\"\n"
+             "[[path]]\nid = \"user.ssh\"\ndecision = \"allow\"\naccess = [\"read\"]\n"
+             "paths = [\"~/.ssh/**\"]\n");
   auto p = w.load();
-  auto d = p->decide_command("rm -rf x", w.workspace);
-  EXPECT_EQ(d.verdict, Verdict::kAsk);
-  EXPECT_EQ(d.deciding.id, "default.rm-recursive");
+  auto d = p->decide_command("cat < ~/.ssh/id_rsa", w.workspace);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.deciding.id, "default.secrets");
   std::vector<std::string> ids;
   for (const auto& m : d.matched) ids.push_back(m.id);
-  EXPECT_THAT(ids, ::testing::IsSupersetOf({"default.rm-recursive", "default.edit-tools", "user.rm",
-                                            "default.workspace-write"}));
+  EXPECT_THAT(ids, ::testing::IsSupersetOf({"default.secrets", "default.read-only", "user.cat",
+                                            "user.ssh"}));
 }
 
 TEST(Policy, StrictestDefaultWins) {

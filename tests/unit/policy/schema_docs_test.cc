@@ -76,7 +76,7 @@ std::string doc_key(const std::string& table, const std::string& key) {
 TEST(SchemaDocs, SchemaHeaderDescribesEveryTable) {
   auto tables = schema_tables();
   for (const char* t :
-       {"top", "defaults", "resources", "layer", "constraints", "tests", "command",
+       {"top", "defaults", "resources", "layer", "exec", "constraints", "tests", "command",
         "command.unless", "path", "path.unless", "network", "tool", "tool.unless"}) {
     EXPECT_TRUE(tables.count(t)) << t;
     EXPECT_FALSE(tables[t].empty()) << t;
