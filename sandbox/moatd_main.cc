@@ -69,13 +69,13 @@ void add_serving_options(CLI::App& app, Flags& f) {
                  "(its calls are cancelled)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-}
   // Only with --fd: a shared moatd's clients include agent loops, which send exec frames too.
   app.add_flag("--typed-exec", f.typed_exec,
                "With --fd: the client is the person's own CLI (moat sandbox exec), so an exec "
                "frame's command line is the person's decision; only the system layer's and a "
                "--policy file's denies and asks bind it (what it starts is judged as usual)")
       ->needs("--fd");
+}
 
 void add_file_options(CLI::App& app, Flags& f) {
   app.add_option("--audit-dir", f.audit_dir,

@@ -38,13 +38,13 @@ struct SupervisorOptions {
   // moatd --permissive: every session's commands are allowed but the organisation's and a
   // --policy file's denies and asks (policy/permissive.h); mode "permissive".
   bool permissive = false;
-  // A client that takes no byte of its frames for this long is disconnected and its calls
-  // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   // moatd --typed-exec (private moatd only): the person's own CLI (`moat sandbox exec`, a batch
   // check) holds the connection, so an exec frame's command line is what the person typed and
   // is judged by Policy::decide_typed. Only the one who starts moatd can say so: a client field
   // would let a compromised agent loop, which also sends exec frames, claim it.
   bool typed_exec = false;
+  // A client that takes no byte of its frames for this long is disconnected and its calls
+  // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   double client_stall_timeout_s = 60;
   // Test only (moatd --test-resolve NAME=ADDRESS): names the network proxy resolves to these
   // addresses. Set by whoever starts moatd, never by a client or a sandbox.
