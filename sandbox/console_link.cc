@@ -21,12 +21,14 @@ ConsoleLink::~ConsoleLink() { close(); }
 
 bool ConsoleLink::claim(std::string_view token, uid_t peer_uid, UniqueFd& fd) {
   std::lock_guard<std::mutex> lock(mu_);
-  // Consumed first: a wrong guess also spends the token, so it cannot be searched for.
+  // The person's console runs as the person: a console of another uid is someone else, and is
+  // refused before the token is looked at, so it cannot spend the person's (issue 26 item 3).
+  if (peer_uid != owner_) return false;
+  // Consumed next: a wrong guess from the person's uid also spends the token, so it cannot be
+  // searched for.
   const std::string expected = std::exchange(token_, std::string());
   if (closed_ || attached_ || expected.empty() || token.size() != expected.size()) return false;
   if (CRYPTO_memcmp(token.data(), expected.data(), expected.size()) != 0) return false;
-  // The person's console runs as the person: a console of another uid is someone else.
-  if (peer_uid != owner_) return false;
   fd_ = std::move(fd);
   attached_ = true;
   return true;

@@ -36,8 +36,9 @@ class ConsoleLink {
   ConsoleLink& operator=(const ConsoleLink&) = delete;
 
   // Takes the link for the connection on `fd`, whose SO_PEERCRED uid is `peer_uid`: only
-  // with the session's token (compared in constant time), only from the session's own uid,
-  // and only once (the token is consumed whatever the outcome).
+  // from the session's own uid (checked first: another uid's claim leaves the token as it
+  // was), with the session's token (compared in constant time), and only once (a claim from
+  // the session's uid consumes the token whatever the outcome).
   // On success the link takes `fd`; on failure it stays the caller's.
   bool claim(std::string_view token, uid_t peer_uid, UniqueFd& fd);
 
