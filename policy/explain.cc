@@ -130,7 +130,8 @@ std::string explain_text(const Decision& d, const Policy& policy, const std::str
     }
   } else {
     out += pad("input", 7) + moat::quoted(input) + "\n";
-    const json loosened = detail.is_object() ? detail.value("loosened", json::array()) : json::array();
+    const json loosened =
+        detail.is_object() ? detail.value("loosened", json::array()) : json::array();
     for (const auto& l : loosened) out += loosened_line(l);
     for (const auto& m : d.matched) {
       if (m.id == d.deciding.id && m.file == d.deciding.file) continue;

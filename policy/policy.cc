@@ -78,8 +78,9 @@ void loosen(std::vector<Vote>& votes, std::size_t first) {
 }
 
 json loosened_json(const Vote& v) {
-  return {{"rule", {{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}}},
-          {"by", {{"id", v.loosened_by->id}, {"layer", v.loosened_by->layer}, {"decision", "allow"}}}};
+  return {
+      {"rule", {{"id", v.ref->id}, {"layer", v.ref->layer}, {"decision", verdict_name(v.verdict)}}},
+      {"by", {{"id", v.loosened_by->id}, {"layer", v.loosened_by->layer}, {"decision", "allow"}}}};
 }
 
 bool same_ref(const RuleRef& a, const RuleRef& b) {
@@ -697,15 +698,14 @@ class PolicyImpl final : public Policy {
                         {"network", &Defaults::network, Verdict::kDeny},
                         {"unparseable_shell", &Defaults::unparseable_shell, Verdict::kAsk}};
     for (const auto& k : keys)
-      defaults_.emplace(k.name, fold_setting(std::string("defaults.") + k.name, k.fallback,
-                                             [&](const PolicyFile& f) {
-                                               return std::pair(f.defaults.*(k.member),
-                                                                f.defaults_pos);
-                                             }));
-    workspace_programs_ =
-        fold_setting("exec.workspace_programs", Verdict::kAllow, [](const PolicyFile& f) {
-          return std::pair(f.exec.workspace_programs, f.exec_pos);
-        });
+      defaults_.emplace(
+          k.name,
+          fold_setting(std::string("defaults.") + k.name, k.fallback, [&](const PolicyFile& f) {
+            return std::pair(f.defaults.*(k.member), f.defaults_pos);
+          }));
+    workspace_programs_ = fold_setting(
+        "exec.workspace_programs", Verdict::kAllow,
+        [](const PolicyFile& f) { return std::pair(f.exec.workspace_programs, f.exec_pos); });
     headless_ask_ = fold_setting("exec.headless_ask", Verdict::kAllow, [](const PolicyFile& f) {
       return std::pair(f.exec.headless_ask, f.exec_pos);
     });
@@ -807,10 +807,13 @@ class PolicyImpl final : public Policy {
                            ? " is a program in a writable root (built or held by the project)"
                            : " is a program in a writable root: a file the sandboxed code could "
                              "have written or replaced";
-    return Vote{workspace_programs_.verdict, &workspace_programs_.ref, nullptr,
+    return Vote{workspace_programs_.verdict,
+                &workspace_programs_.ref,
+                nullptr,
                 file + what + " ([exec] workspace_programs = \"" +
                     verdict_name(workspace_programs_.verdict) + "\")",
-                false, nullptr};
+                false,
+                nullptr};
   }
 
   // Indexes of the [[command]] rules whose `program` could match this unit, in rule order.

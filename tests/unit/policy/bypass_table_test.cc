@@ -444,15 +444,16 @@ TEST_F(BypassTable, OrganisationAsksForEveryPlantedProgramWhenItsLayerSaysSo) {
     // Allowed by default with the setting among its votes: a program in a writable root.
     const Decision by_default = policy_->decide_command(expand(row.line), w_.workspace);
     const bool is_planted =
-        row.verdict == A && std::any_of(by_default.matched.begin(), by_default.matched.end(),
-                                        [](const RuleRef& m) { return m.id == "exec.workspace_programs"; });
+        row.verdict == A &&
+        std::any_of(by_default.matched.begin(), by_default.matched.end(),
+                    [](const RuleRef& m) { return m.id == "exec.workspace_programs"; });
     planted += is_planted;
     Decision d = org->decide_command(expand(row.line), w_.workspace);
     EXPECT_EQ(verdict_name(d.verdict), std::string(verdict_name(is_planted ? Q : row.verdict)))
         << d.reason;
     EXPECT_EQ(d.deciding.id, is_planted ? "exec.workspace_programs" : row.rule) << d.reason;
-    EXPECT_EQ(d.deciding.layer, std::string(row.rule).rfind("builtin.", 0) == 0 ? "builtin"
-                                                                                 : "system");
+    EXPECT_EQ(d.deciding.layer,
+              std::string(row.rule).rfind("builtin.", 0) == 0 ? "builtin" : "system");
   }
   EXPECT_GE(planted, 8);
 }

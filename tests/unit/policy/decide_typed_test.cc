@@ -22,9 +22,9 @@ constexpr const char* kTyped[] = {
     "./script.sh",
     "curl x",
     "python3 -c 'print(1)'",
-    "frobnicate --all",         // no rule: defaults.command
-    "$(echo make)",             // unparseable_shell
-    "LD_PRELOAD=./x.so make",   // builtin.code-env
+    "frobnicate --all",        // no rule: defaults.command
+    "$(echo make)",            // unparseable_shell
+    "LD_PRELOAD=./x.so make",  // builtin.code-env
 };
 
 TEST(DecideTyped, WhatThePersonTypedRunsUnderTheBuiltinDefault) {
@@ -54,10 +54,11 @@ TEST(DecideTyped, WhatThePersonTypedRunsUnderTheBuiltinDefault) {
 TEST(DecideTyped, ASystemDenyOrAskStillBindsWhatThePersonTyped) {
   PolicyWorld w;
   w.options.headless = true;
-  if (!w.set_system_layer("schema = 1\n"
-                          "[[command]]\nid = \"org.no-curl\"\ndecision = \"deny\"\n"
-                          "program = \"curl\"\nreason = \"Use the mirror.\"\n"
-                          "[[command]]\nid = \"org.ask-ssh\"\ndecision = \"ask\"\nprogram = \"ssh\"\n"))
+  if (!w.set_system_layer(
+          "schema = 1\n"
+          "[[command]]\nid = \"org.no-curl\"\ndecision = \"deny\"\n"
+          "program = \"curl\"\nreason = \"Use the mirror.\"\n"
+          "[[command]]\nid = \"org.ask-ssh\"\ndecision = \"ask\"\nprogram = \"ssh\"\n"))
     GTEST_SKIP() << "a system layer needs a root-owned directory";
   auto p = w.load();
   ASSERT_TRUE(p);
@@ -77,8 +78,9 @@ TEST(DecideTyped, ASystemDenyOrAskStillBindsWhatThePersonTyped) {
 
 TEST(DecideTyped, ACliDenyStillRefusesWhatThePersonTyped) {
   PolicyWorld w;
-  write_file(w.root + "/cli.toml", "schema = 1\n[[command]]\nid = \"cli.no-python\"\n"
-                                   "decision = \"deny\"\nprogram = \"python3\"\n");
+  write_file(w.root + "/cli.toml",
+             "schema = 1\n[[command]]\nid = \"cli.no-python\"\n"
+             "decision = \"deny\"\nprogram = \"python3\"\n");
   w.options.extra_files = {w.root + "/cli.toml"};
   auto p = w.load();
   ASSERT_TRUE(p);
@@ -91,18 +93,20 @@ TEST(DecideTyped, ACliDenyStillRefusesWhatThePersonTyped) {
 
 TEST(DecideTyped, AUserOrProjectDenyDoesNotBindThePerson) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/10.toml", "schema = 1\n[[command]]\nid = \"user.no-make\"\n"
-                                              "decision = \"deny\"\nprogram = \"make\"\n");
+  write_file(w.options.user_dir + "/10.toml",
+             "schema = 1\n[[command]]\nid = \"user.no-make\"\n"
+             "decision = \"deny\"\nprogram = \"make\"\n");
   auto p = w.load();
   ASSERT_TRUE(p);
   EXPECT_EQ(p->decide_command("make", w.workspace).verdict, Verdict::kDeny);  // the model's
-  EXPECT_EQ(p->decide_typed("make", w.workspace).verdict, Verdict::kAllow);    // the person's
+  EXPECT_EQ(p->decide_typed("make", w.workspace).verdict, Verdict::kAllow);   // the person's
 }
 
 TEST(DecideTyped, APermissivePolicyForwardsIt) {
   PolicyWorld w;
-  write_file(w.root + "/cli.toml", "schema = 1\n[[command]]\nid = \"cli.no-curl\"\n"
-                                   "decision = \"deny\"\nprogram = \"curl\"\n");
+  write_file(w.root + "/cli.toml",
+             "schema = 1\n[[command]]\nid = \"cli.no-curl\"\n"
+             "decision = \"deny\"\nprogram = \"curl\"\n");
   w.options.extra_files = {w.root + "/cli.toml"};
   auto p = make_permissive(w.load());
   EXPECT_EQ(p->decide_typed("curl x", w.workspace).deciding.id, "cli.no-curl");

@@ -32,7 +32,10 @@ std::string default_with(const std::string& key, const std::string& value) {
 class ExecSettingsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_file(w_.workspace + "/hello", "\x7f" "ELF compiled by the project's make\n", 0755);
+    write_file(w_.workspace + "/hello",
+               "\x7f"
+               "ELF compiled by the project's make\n",
+               0755);
     std::filesystem::create_directories(w_.workspace + "/.venv/bin");
     std::filesystem::create_symlink(w_.bin + "/python3", w_.workspace + "/.venv/bin/python");
   }
@@ -83,7 +86,8 @@ TEST_F(ExecSettingsTest, ANameBasedAllowStillNeverMatchesAWorkspaceFile) {
   EXPECT_EQ(d.deciding.id, "default.network-tools");
   for (const auto& m : d.matched) EXPECT_NE(m.id, "default.read-only");
   // A person's setting is not an allow rule: it loosens no ask of the default.
-  write_file(w_.options.user_dir + "/u.toml", "schema = 1\n[exec]\nworkspace_programs = \"allow\"\n");
+  write_file(w_.options.user_dir + "/u.toml",
+             "schema = 1\n[exec]\nworkspace_programs = \"allow\"\n");
   EXPECT_EQ(w_.load()->decide_command("./ls -la", w_.workspace).deciding.id,
             "default.network-tools");
 }
@@ -173,8 +177,7 @@ TEST_F(ExecSettingsTest, AnOrganisationsHeadlessAskDenyRefusesWhatACallStarts) {
   // A person cannot loosen it back.
   write_file(w_.options.user_dir + "/u.toml", "schema = 1\n[exec]\nheadless_ask = \"allow\"\n");
   auto with_user = w_.load();
-  EXPECT_EQ(exec(*with_user, {"python3", "-c", "x"}, w_.bin + "/python3").verdict,
-            Verdict::kDeny);
+  EXPECT_EQ(exec(*with_user, {"python3", "-c", "x"}, w_.bin + "/python3").verdict, Verdict::kDeny);
   EXPECT_THAT(with_user->notices().back(), HasSubstr("exec.headless_ask = \"allow\" is ignored"));
 }
 

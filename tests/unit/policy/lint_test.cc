@@ -98,9 +98,8 @@ TEST(Lint, ShadowedAndIgnoredRulesAreWarnings) {
     EXPECT_EQ(f.severity, "warning") << f.message;
     messages.push_back(f.message);
   }
-  EXPECT_THAT(
-      messages,
-      ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: u.no-curl")));
+  EXPECT_THAT(messages,
+              ::testing::Contains(HasSubstr("u.curl-ok (allow) can never decide: u.no-curl")));
   EXPECT_THAT(messages, ::testing::Contains(HasSubstr("default.tools can never decide: u.all")));
   EXPECT_THAT(messages,
               ::testing::Contains(HasSubstr(
@@ -111,8 +110,9 @@ TEST(Lint, ShadowedAndIgnoredRulesAreWarnings) {
 // is not a rule that can never decide; a built-in deny still shadows it.
 TEST(Lint, AUserAllowOverABuiltinAskIsNotShadowed) {
   PolicyWorld w;
-  write_file(w.options.user_dir + "/u.toml",
-             "schema = 1\n[[command]]\nid = \"u.curl\"\ndecision = \"allow\"\nprogram = \"curl\"\n");
+  write_file(
+      w.options.user_dir + "/u.toml",
+      "schema = 1\n[[command]]\nid = \"u.curl\"\ndecision = \"allow\"\nprogram = \"curl\"\n");
   for (const auto& f : lint_policy(w.options))
     ADD_FAILURE() << f.severity << " " << f.where << " " << f.message;
 }

@@ -129,8 +129,9 @@ TEST(Loosen, ExplainShowsWhichRuleWasLoosenedByWhichUserRule) {
   ASSERT_TRUE(p);
   const std::string line = "python3 -c x";
   Decision d = p->decide_command(line, w.workspace);
-  EXPECT_THAT(explain_text(d, *p, line),
-              HasSubstr("loosened: default.inline-code (ask, builtin) by user.python (allow, user)"));
+  EXPECT_THAT(
+      explain_text(d, *p, line),
+      HasSubstr("loosened: default.inline-code (ask, builtin) by user.python (allow, user)"));
   auto j = explain_json(d, *p, line);
   ASSERT_EQ(j["loosened"].size(), 1u);
   EXPECT_EQ(j["loosened"][0]["rule"]["id"], "default.inline-code");
@@ -167,7 +168,8 @@ TEST(Loosen, AUserDefaultDoesNotReplaceASystemOne) {
 
 TEST(Loosen, AProjectOrCliDefaultOnlyTightens) {
   PolicyWorld w;
-  write_file(w.workspace + "/.moat/policy.toml", "schema = 1\ndefaults = { command = \"allow\" }\n");
+  write_file(w.workspace + "/.moat/policy.toml",
+             "schema = 1\ndefaults = { command = \"allow\" }\n");
   w.options.trust_project = true;
   w.add_program("frobnicate");
   auto p = w.load();

@@ -130,8 +130,8 @@ TEST(Policy, ALowerLayerAllowCannotBeatADeny) {
   EXPECT_EQ(d.deciding.id, "default.secrets");
   std::vector<std::string> ids;
   for (const auto& m : d.matched) ids.push_back(m.id);
-  EXPECT_THAT(ids, ::testing::IsSupersetOf({"default.secrets", "default.read-only", "user.cat",
-                                            "user.ssh"}));
+  EXPECT_THAT(ids, ::testing::IsSupersetOf(
+                       {"default.secrets", "default.read-only", "user.cat", "user.ssh"}));
 }
 
 TEST(Policy, StrictestDefaultWins) {
