@@ -19,7 +19,8 @@ class RunningCalls {
   // Registers call `id`, whose frame held `frame_bytes`, and returns its cancel flag; or the
   // refusal the client reads: the id is already running, or a bound would be broken.
   Result<std::shared_ptr<std::atomic<bool>>> start(const std::string& id, std::size_t frame_bytes);
-  // The call ended: its id may be used again and its bytes count no more.
+  // The call ended: its id may be used again and its bytes count no more. Called before the
+  // call's result is sent, never after: the client may reuse the id once it reads the result.
   void end(const std::string& id, std::size_t frame_bytes);
   // Raises the call's cancel flag, if it is running.
   void cancel(const std::string& id);

@@ -276,8 +276,11 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
                   send(ProgressMsg{id, "", decided}.to_json());
                 }};
   threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
-    send(ResultMsg{call.id, gate_->run(call)}.to_json());
+    tools::ToolResult result = gate_->run(call);
+    // The id is free before its result goes out: a client may reuse it as soon as it reads
+    // the result (issue 26 item 14: freed after the send, the reuse was "already running").
     calls_.end(call.id, frame_bytes);
+    send(ResultMsg{call.id, std::move(result)}.to_json());
   });
 }
 
@@ -323,9 +326,11 @@ void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
     // Closed before the result: the client's pipe readers see EOF and its pty relay sees
     // the terminal hang up once the client lets go of its own copies.
     for (UniqueFd& fd : *stdio) fd.reset();
-    send(ResultMsg{m.id, std::move(result)}.to_json());
+    // The id and the connection's exec slot are free before the result goes out, as a
+    // call's (on_call).
     calls_.end(m.id, frame_bytes);
     exec_running_ = false;
+    send(ResultMsg{m.id, std::move(result)}.to_json());
   });
 }
 
