@@ -244,7 +244,7 @@ Result<void> JsonlAuditLog::sync_now(std::unique_lock<std::mutex>& lock) {
 
 bool JsonlAuditLog::checkpoint_due(const std::string& type,
                                    std::chrono::steady_clock::time_point now) const {
-  return key_ != nullptr && ((seq_ + 1) % kCheckpointEvery == 0 || type == "session.end" ||
+  return key_ != nullptr && ((seq_ + 1) % kCheckpointEvery == 0 || is_final_record(type) ||
                              now - last_checkpoint_ >= interval_);
 }
 

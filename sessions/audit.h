@@ -9,7 +9,7 @@
 // With a signing key, the first record also carries "audit_key" {key_id, public_key}, and a
 // "checkpoint" record {head, count, key_id, sig} follows every kCheckpointEvery-th record,
 // the first record appended kCheckpointInterval or more after the last checkpoint (a slow
-// session's tail is not left unsigned for long), and session.end: sig is the key's Ed25519
+// session's tail is not left unsigned for long), and a final record (below): sig is the key's Ed25519
 // signature of checkpoint_message(session, count, head), where head is the hash of record `count`,
 // the one just before the checkpoint.
 #pragma once
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "sessions/audit_key.h"
@@ -29,6 +30,17 @@ namespace moat::sessions {
 inline constexpr int kAuditFormatVersion = 1;
 inline constexpr uint64_t kCheckpointEvery = 64;
 inline constexpr std::chrono::seconds kCheckpointInterval{60};
+
+// The records a finished session's log ends with: session.end, or session.refused for a session
+// moatd refused at set-up (a bad --bind, --network with no rule; it never started, so it has no
+// session.end). A signed checkpoint follows each, and verify takes a log ending in one as whole
+// (issue 27 item 8: a refused session's log was "incomplete", a false tamper alarm).
+inline constexpr std::string_view kFinalRecordTypes[] = {"session.end", "session.refused"};
+inline bool is_final_record(std::string_view type) {
+  for (std::string_view t : kFinalRecordTypes)
+    if (t == type) return true;
+  return false;
+}
 
 class AuditLog {
  public:

@@ -153,7 +153,7 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
                         ", which no decision record before it has");
     }
     if (type == "checkpoint") last_checkpoint_seq = v.records;
-    else last_type = type;  // a final checkpoint follows session.end
+    else last_type = type;  // a final checkpoint follows session.end (or session.refused)
   }
   v.seq = v.records + 1;
   if (torn > 0)
@@ -161,7 +161,7 @@ AuditVerdict verify_audit(std::string_view data, bool require_end, const std::st
                   "file ends inside a record (" + std::to_string(torn) + " bytes) after seq " +
                       std::to_string(v.records));
   if (lines.empty()) return broken(v, AuditProblem::kEmpty, 0, "no records");
-  if (require_end && last_type != "session.end")
+  if (require_end && !is_final_record(last_type))
     return broken(v, AuditProblem::kIncomplete, data.size(),
                   "ends at seq " + std::to_string(v.records) +
                       " without session.end: truncated, or the session is still running");

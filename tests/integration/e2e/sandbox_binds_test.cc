@@ -131,6 +131,26 @@ TEST_F(SandboxBindsTest, EachRuleRefusesTheBindWith125NamingIt) {
   expect_refused(exec("--ro-bind " + q(data_) + " /run/x", "true"), "/run");
 }
 
+// Issue 27 item 8: a session refused at set-up leaves a one-record session.refused log. It is
+// complete and signed with moatd's key, so `moat audit verify` over the whole audit folder
+// passes (it failed with "incomplete": a false tamper alarm after every refusal).
+TEST_F(SandboxBindsTest, ASessionRefusedAtSetUpLeavesASignedLogThatVerifies) {
+  expect_refused(exec("--bind " + q(data_) + " /etc", "true"), "/etc");
+  expect_refused(exec("--network", "true"), "no [[network]] rule");
+  std::vector<std::string> logs;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit"))
+    if (e.path().extension() == ".jsonl") logs.push_back(e.path().string());
+  ASSERT_EQ(logs.size(), 2u);
+  for (const std::string& log : logs)
+    EXPECT_NE(read_file(log).find("\"type\":\"session.refused\""), std::string::npos)
+        << read_file(log);
+  std::vector<std::string> verify = {moat_bin(), "audit", "verify", "--key",
+                                     dir_.path() + "/audit/audit-key.pub"};
+  verify.insert(verify.end(), logs.begin(), logs.end());
+  const SplitRun v = run_split(verify, {}, 60);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
 // --- moatd's side: the source as it was checked -----------------------------------------------
 
 class SandboxBindsMoatdTest : public MoatdFixture {

@@ -224,6 +224,28 @@ TEST(AuditCheckpoints, ALogResignedWithAnotherKeyFailsAgainstTheOwnersKey) {
   EXPECT_TRUE(verify_audit(data, true, trusted_key(key_path)).ok());
 }
 
+// Issue 27 item 8: a session moatd refused at set-up (a bad --bind, --network with no rule)
+// has one record, session.refused. It is the log's end: signed like session.end, and verified
+// as whole, so verifying a whole audit folder is not failed by a refusal.
+TEST(AuditCheckpoints, ARefusedSessionsOneRecordIsSignedAndVerifiesAsFinished) {
+  TempDir dir;
+  const std::string key_path = dir.path() + "/audit-key.pem";
+  auto log = AuditLog::open(dir.path() + "/audit", kSession, kPolicy, make_key(key_path));
+  ASSERT_TRUE(log.has_value()) << log.error().message();
+  ASSERT_TRUE((*log)->append("session.refused", {{"reason", "the network was asked for"}}));
+  const std::string data = slurp((*log)->path());
+  const auto recs = records_of(data);
+  ASSERT_EQ(recs.size(), 2u) << data;
+  EXPECT_EQ(recs[0]["type"], "session.refused");
+  EXPECT_EQ(recs[1]["type"], "checkpoint");
+  const AuditVerdict v = verify_audit(data, true, trusted_key(key_path));
+  EXPECT_TRUE(v.ok()) << problem_name(v.problem) << ": " << v.detail;
+  EXPECT_EQ(v.signed_through, 1u);
+  // Cut off its signature, the refusal fails against the owner's key like any unsigned end.
+  const std::string cut = data.substr(0, whole_lines(data).back().offset);
+  EXPECT_EQ(verify_audit(cut, true, trusted_key(key_path)).problem, AuditProblem::kUnsigned);
+}
+
 TEST(AuditCheckpoints, ACutAfterSessionEndLosesTheFinalSignature) {
   TempDir dir;
   const std::string key_path = dir.path() + "/audit-key.pem";
