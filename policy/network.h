@@ -21,9 +21,13 @@ std::optional<std::string> normalize_domain_pattern(std::string_view pattern);
 // Whether `host` (normalised) is an IPv4 or IPv6 literal.
 bool is_ip_literal(const std::string& host);
 
-// Whether an address (an IP literal, normalised) is one a name must never lead to unless a
-// rule names it: loopback, private (RFC 1918, RFC 4193), link-local, carrier-grade NAT,
-// unspecified, multicast, reserved, and the IPv4-mapped and NAT64 forms of those.
+// Why an address (an IP literal, normalised) is one a name must never lead to unless a rule
+// names it, or nullptr when it is a global address: every range of the IANA IPv4 and IPv6
+// special-purpose registries (loopback, private, shared, link-local, documentation,
+// benchmarking, protocol assignments, anycast), multicast, reserved, IPv6 outside 2000::/3,
+// and the IPv4-mapped, NAT64 (64:ff9b::/96) and 6to4 forms of an internal IPv4 address. The
+// host's own interface addresses are the proxy's to add (sandbox/net_host_addresses.h).
+const char* internal_address_reason(const std::string& ip);
 bool is_internal_address(const std::string& ip);
 
 // Whether a `domains` entry covers `host` (both normalised).

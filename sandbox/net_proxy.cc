@@ -230,37 +230,59 @@ std::string refusal(const ProxyRequest& req, const policy::Decision& d) {
   return s;
 }
 
-// The policy's verdict `d` on the name, then on every internal address it resolves to (a
-// name may not lead to loopback or a private network unless a rule names that address: DNS
-// rebinding). Returns the addresses to try; on a refusal, out.status and out.error say why.
+// Why a name may not lead to `address` unless a rule names it: the host's own interfaces (a
+// host service bound to 0.0.0.0 answers on each of them, issue 26 item 9), then the internal
+// ranges (loopback, private networks, every special-purpose block: DNS rebinding). The rule
+// it is refused by goes to `rule`; an empty result lets the address through.
+std::string address_refusal(const std::string& address, HostAddresses& host, std::string& rule) {
+  auto iface = host.interface_of(address);
+  if (!iface) {
+    rule = "builtin.network-host-address";
+    return "the host's own addresses could not be read (" + iface.error().message() +
+           "), so no resolved address is trusted";
+  }
+  if (*iface) {
+    rule = "builtin.network-host-address";
+    return "it resolves to " + address + ", an address of this host (interface " + **iface + ")";
+  }
+  if (const char* why = policy::internal_address_reason(address)) {
+    rule = "builtin.network-internal-address";
+    return "it resolves to the internal address " + address + ", " + why;
+  }
+  return {};
+}
+
+// The policy's verdict `d` on the name, then on every address it resolves to (see
+// address_refusal): one such address refuses the connection unless a rule names that address.
+// Returns the addresses to try; on a refusal, out.status and out.error say why.
 std::vector<std::string> judge(const ProxyRequest& req, const policy::Decision& d,
                                const policy::Policy& policy, const NetProxyOptions& o,
-                               Outcome& out) {
+                               HostAddresses& host, Outcome& out) {
   note_decision(d, out);
   if (d.verdict != policy::Verdict::kAllow) {
     out.status = 403;
     out.error = refusal(req, d);
     return {};
   }
-  const std::string host = policy::normalize_host(req.host).value_or(req.host);
-  auto addresses = resolve(host, o);
+  const std::string name = policy::normalize_host(req.host).value_or(req.host);
+  auto addresses = resolve(name, o);
   if (!addresses) {
     out.status = 502;
     out.error = addresses.error().message();
     return {};
   }
   for (const auto& a : *addresses) {
-    if (!policy::is_internal_address(a)) continue;
+    std::string rule;
+    const std::string why = address_refusal(a, host, rule);
+    if (why.empty()) continue;
     const policy::Decision named = policy.decide_network(a, req.port);
     if (named.verdict == policy::Verdict::kAllow) continue;
     out.record["address"] = a;
     out.record["decision"] = "deny";
-    out.record["rule"] = "builtin.network-internal-address";
+    out.record["rule"] = rule;
     out.status = 403;
-    out.error = "connection to " + req.host +
-                " refused by rule builtin.network-internal-address: it "
-                "resolves to the internal address " +
-                a + ", which no [[network]] rule names";
+    out.error = "connection to " + req.host + " refused by rule " + rule + ": " + why +
+                ", which no [[network]] rule names";
     return {};
   }
   return std::move(*addresses);
@@ -284,9 +306,9 @@ Result<UniqueFd> connect_any(const std::vector<std::string>& addresses, int port
 // the program sent after its head, then the relay.
 void connect_and_relay(int client, const ProxyRequest& req, const std::string& rest, int stop_fd,
                        const policy::Decision& d, const policy::Policy& policy,
-                       const NetProxyOptions& o, std::atomic<std::int64_t>& session_bytes,
-                       Outcome& out) {
-  const std::vector<std::string> addresses = judge(req, d, policy, o, out);
+                       const NetProxyOptions& o, HostAddresses& host,
+                       std::atomic<std::int64_t>& session_bytes, Outcome& out) {
+  const std::vector<std::string> addresses = judge(req, d, policy, o, host, out);
   if (out.status != 0) return;
   auto upstream = connect_any(addresses, req.port, stop_fd, out);
   if (!upstream) {
@@ -359,7 +381,10 @@ NetProxy::NetProxy(UniqueFd listener, UniqueFd stop, const policy::Policy& polic
       stop_(std::move(stop)),
       policy_(policy),
       options_(std::move(options)),
-      record_(std::move(record)) {}
+      host_addresses_(HostAddresses::watching_interfaces()),
+      rate_tokens_(static_cast<double>(options_.rate_burst)),
+      rate_last_(Clock::now()),
+      records_(std::move(record), options_.record_interval) {}
 
 NetProxy::~NetProxy() {
   stopping_ = true;
@@ -369,21 +394,25 @@ NetProxy::~NetProxy() {
   connections_.join_all();
 }
 
-// A connection past resources.network_connections gets a 503 from this thread (a short
-// write to a fresh socket) and a record; the others get a thread each.
+// A connection past the session's rate or resources.network_connections gets a 503 from this
+// thread (a short write to a fresh socket) and a record; the others get a thread each.
 void NetProxy::accept_loop() {
   for (;;) {
     if (!wait_for(listener_.get(), POLLIN, stop_.get(), -1)) return;
     UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client.valid()) continue;
+    if (!admit_at_rate()) {
+      refuse_at_accept(std::move(client), "resources.network_rate",
+                       "the session opened connections faster than " +
+                           std::to_string(options_.rate_per_s) + " a second (after a burst of " +
+                           std::to_string(options_.rate_burst) +
+                           "): its proxy refuses every further connection");
+      continue;
+    }
     if (open_.load() >= options_.max_connections) {
-      const std::string why = "the session's network_connections limit (" +
-                              std::to_string(options_.max_connections) + ") is reached";
-      set_nonblocking(client.get());
-      json rec = attributed(client.get());
-      send_error(client.get(), 503, why);
-      rec.update({{"decision", "deny"}, {"rule", "resources.network_connections"}, {"error", why}});
-      record_(std::move(rec));
+      refuse_at_accept(std::move(client), "resources.network_connections",
+                       "the session's network_connections limit (" +
+                           std::to_string(options_.max_connections) + ") is reached");
       continue;
     }
     ++open_;
@@ -392,6 +421,32 @@ void NetProxy::accept_loop() {
       --open_;
     });
   }
+}
+
+// A token bucket of rate_burst tokens refilled at rate_per_s; the first connection that finds
+// it empty ends the session's network for good, so a flood costs moatd an accept and a short
+// write per connection and the log one counted record a second.
+bool NetProxy::admit_at_rate() {
+  if (over_rate_) return false;
+  const auto now = Clock::now();
+  const double refill = std::chrono::duration<double>(now - rate_last_).count() *
+                        static_cast<double>(options_.rate_per_s);
+  rate_tokens_ = std::min(static_cast<double>(options_.rate_burst), rate_tokens_ + refill);
+  rate_last_ = now;
+  if (rate_tokens_ < 1) {
+    over_rate_ = true;
+    return false;
+  }
+  rate_tokens_ -= 1;
+  return true;
+}
+
+void NetProxy::refuse_at_accept(UniqueFd client, const char* rule, const std::string& why) {
+  set_nonblocking(client.get());
+  json rec = attributed(client.get());
+  send_error(client.get(), 503, why);
+  rec.update({{"decision", "deny"}, {"rule", rule}, {"error", why}});
+  records_.add(std::move(rec));
 }
 
 // Looked up first, while the program waits for its answer and so still holds its end.
@@ -437,7 +492,8 @@ void NetProxy::serve(UniqueFd client) {
     json answer;
     const policy::Decision d = decide(req->host, req->port, out.record, answer);
     if (!answer.is_null()) out.record["user"] = answer;
-    connect_and_relay(client.get(), *req, rest, stop_.get(), d, policy_, options_, bytes_, out);
+    connect_and_relay(client.get(), *req, rest, stop_.get(), d, policy_, options_, host_addresses_,
+                      bytes_, out);
   }
   if (out.status != 0 && socks)
     send_text(client.get(),
@@ -447,7 +503,7 @@ void NetProxy::serve(UniqueFd client) {
   if (!out.record.contains("decision")) out.record["decision"] = "deny";
   out.record["duration_ms"] =
       std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-  record_(std::move(out.record));
+  records_.add(std::move(out.record));
 }
 
 }  // namespace moat::sandbox

@@ -2,12 +2,14 @@
 // sandbox's loopback (HTTP_PROXY and friends point there); moatd accepts on that listening
 // socket from its own threads, judges every connection by host name and port with the
 // policy, resolves the name itself, connects, relays bytes (a CONNECT tunnel is never
-// decrypted) and writes one `net` audit record per connection.
+// decrypted) and writes a `net` audit record for every connection (repeats of one kind within
+// a second counted into one record: net_records.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,14 +22,14 @@
 #include "base/thread_set.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/net_host_addresses.h"
+#include "sandbox/net_records.h"
 
 namespace moat::sandbox {
 
 // The proxy's port on the sandbox's own loopback (its network namespace has nothing else).
 inline constexpr int kProxyPort = 3128;
 
-// Receives each connection's record ({host, port, address, decision, rule, ...}).
-using NetRecorder = std::function<void(nlohmann::json)>;
 // Names the program that opened a connection ({call_id, exec_id, pid}), from the accepted
 // socket, while the program still holds its end; merged into the connection's record.
 using NetAttribution = std::function<nlohmann::json(int client)>;
@@ -38,10 +40,22 @@ using NetAsk = std::function<policy::Decision(
     policy::Decision, const std::string& call_id, const std::string& what,
     const std::atomic<bool>& cancel, nlohmann::json& answer)>;
 
+// The connections a session may open (issue 26 item 10), a token bucket: a burst, then a
+// steady rate. Far above what a build or a package install opens (npm install of a large tree:
+// a few thousand connections over minutes), far below a flood (27,225 in 10 s). The first
+// connection past it ends the session's network: it and every later one are refused by
+// resources.network_rate, recorded once and then counted.
+inline constexpr std::int64_t kNetConnectionBurst = 2000;
+inline constexpr std::int64_t kNetConnectionsPerSecond = 200;
+
 struct NetProxyOptions {
   std::int64_t max_connections = 64;               // open at once; more are refused with a 503
   std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
   std::int64_t idle_s = 120;  // a connection with no byte either way for this long is closed
+  std::int64_t rate_burst = kNetConnectionBurst;
+  std::int64_t rate_per_s = kNetConnectionsPerSecond;
+  // Repeats of one kind of connection gather this long into one counted record.
+  std::chrono::steady_clock::duration record_interval = kNetRecordInterval;
   // Test only, from moatd's command line (--test-resolve NAME=ADDRESS), never from a session:
   // names the proxy resolves to these addresses instead of asking the system resolver.
   std::map<std::string, std::string> resolve_overrides;
@@ -54,7 +68,7 @@ class NetProxy {
   // `policy` and `record` must outlive the proxy.
   static Result<std::unique_ptr<NetProxy>> start(UniqueFd listener, const policy::Policy& policy,
                                                  NetProxyOptions options, NetRecorder record);
-  // Stops accepting, ends every connection and waits for their records.
+  // Stops accepting, ends every connection and writes every record, counted ones too.
   ~NetProxy();
   // From now on an `ask` verdict goes to `ask` (set once the session's ask broker exists;
   // until then, and without one, an ask is refused naming its rule).
@@ -67,6 +81,9 @@ class NetProxy {
   NetProxy(UniqueFd listener, UniqueFd stop, const policy::Policy& policy, NetProxyOptions options,
            NetRecorder record);
   void accept_loop();
+  // Answers a connection from the accept thread with a 503 naming `why`, and records it.
+  void refuse_at_accept(UniqueFd client, const char* rule, const std::string& why);
+  bool admit_at_rate();  // the accept thread's token bucket; false from the first refusal on
   void serve(UniqueFd client);
   nlohmann::json attributed(int client) const;
   // The policy's verdict on a request, put to the person when it is an ask.
@@ -77,12 +94,16 @@ class NetProxy {
   UniqueFd stop_;  // an eventfd: readable once the proxy is stopping
   const policy::Policy& policy_;
   NetProxyOptions options_;
-  NetRecorder record_;
   std::atomic<std::int64_t> open_{0};
   std::atomic<std::int64_t> bytes_{0};
   std::atomic<bool> stopping_{false};  // an ask waiting for the person gives up
   std::mutex ask_mu_;
   NetAsk ask_;
+  HostAddresses host_addresses_;  // read as the session starts, again after each change
+  double rate_tokens_;            // the accept thread's alone
+  std::chrono::steady_clock::time_point rate_last_;
+  bool over_rate_ = false;
+  NetRecords records_;     // destroyed after the threads below end: their records are in
   ThreadSet connections_;  // only the accept thread spawns; joined after it ends
   std::thread acceptor_;
 };

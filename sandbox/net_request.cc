@@ -45,7 +45,11 @@ Result<void> split_authority(std::string_view a, int default_port, ProxyRequest&
     req.host = std::string(a.substr(0, colon));
     if (colon != std::string_view::npos) port = a.substr(colon + 1);
   }
-  if (req.host.empty() || a.find('@') != std::string_view::npos)
+  // A space or a control byte in a host is never a name or an address; refused here, it can
+  // never read differently in the Host header the server gets (which loses surrounding blanks).
+  const auto is_blank_or_control = [](char c) { return c <= ' ' || c == '\x7f'; };
+  if (req.host.empty() || a.find('@') != std::string_view::npos ||
+      std::any_of(req.host.begin(), req.host.end(), is_blank_or_control))
     return fail("'" + std::string(a) + "': expected host[:port]");
   if (port.empty() && default_port == 0)
     return fail("'" + std::string(a) + "': CONNECT needs host:port");
@@ -53,7 +57,8 @@ Result<void> split_authority(std::string_view a, int default_port, ProxyRequest&
     req.port = default_port;
     return {};
   }
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit))
+  if (port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return fail("'" + std::string(a) + "': the port must be 1 to 65535");
   req.port = std::stoi(std::string(port));
   if (req.port < 1 || req.port > 65535)
@@ -70,19 +75,24 @@ bool is_dropped_header(const std::string& name) {
                      [&](const char* d) { return name == d; });
 }
 
-// Reads the headers after the request line into the upstream head; returns the Host header.
+// Reads the headers after the request line into the upstream head; returns the Host header
+// ("" when there is none). An empty Host header is refused: the head would otherwise reach the
+// server with it and the one the proxy adds (fuzz: tests/fuzz/net_request_fuzz.cc).
 Result<std::string> copy_headers(const std::vector<std::string_view>& lines, std::string& out) {
   std::string host;
+  bool seen_host = false;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const auto colon = lines[i].find(':');
     if (colon == std::string_view::npos || colon == 0)
       return fail("header line " + std::to_string(i) + " is not 'Name: value'");
     const std::string name = lower(lines[i].substr(0, colon));
     if (name == "host") {
-      if (!host.empty()) return fail("two Host headers");
+      if (seen_host) return fail("two Host headers");
+      seen_host = true;
       std::string_view v = lines[i].substr(colon + 1);
       while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
       while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      if (v.empty()) return fail("an empty Host header");
       host = std::string(v);
     }
     if (!is_dropped_header(name)) out.append(lines[i]).append("\r\n");

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -78,6 +79,23 @@ class TinyServer {
   std::thread thread_;
 };
 
+// The first IPv4 address of the host's interfaces outside 127.0.0.0/8 (eth0's), or "": what an
+// attacker's DNS record can point an allowed name at (issue 26 item 9).
+inline std::string own_non_loopback_address() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (const ifaddrs* i = all; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+              sizeof text);
+    if (std::string(text).rfind("127.", 0) != 0) found = text;
+  }
+  freeifaddrs(all);
+  return found;
+}
+
 // The exec record of the call `call_id`'s program named `name` (argv[0]), or null.
 inline json exec_record(const std::vector<json>& records, const std::string& call_id,
                         const std::string& name) {
@@ -135,28 +153,30 @@ class NetProxyTest : public ::testing::Test {
     ws_ = dir_.path() + "/ws";
     fs::create_directories(ws_);
     fs::create_directories(dir_.path() + "/no-policy");
-    pid_ = start({moatd_bin(),
-                  "--socket",
-                  socket_,
-                  "--audit-dir",
-                  dir_.path() + "/audit",
-                  "--system-policy-dir",
-                  source_root() + "/tests/integration/e2e/net_proxy_policy",
-                  "--user-policy-dir",
-                  dir_.path() + "/no-policy",
-                  "--test-resolve",
-                  "allowed.test=127.0.0.1",
-                  "--test-resolve",
-                  "denied.test=127.0.0.1",
-                  "--test-resolve",
-                  "rebind.test=127.0.0.2",
-                  "--test-resolve",
-                  "paste.test=127.0.0.1",
-                  "--test-resolve",
-                  "secure.test=127.0.0.1",
-                  "--test-resolve",
-                  "index.test=127.0.0.1"},
-                 dir_.path() + "/moatd.log");
+    std::vector<std::string> argv = {moatd_bin(),
+                                     "--socket",
+                                     socket_,
+                                     "--audit-dir",
+                                     dir_.path() + "/audit",
+                                     "--system-policy-dir",
+                                     source_root() + "/tests/integration/e2e/net_proxy_policy",
+                                     "--user-policy-dir",
+                                     dir_.path() + "/no-policy",
+                                     "--test-resolve",
+                                     "allowed.test=127.0.0.1",
+                                     "--test-resolve",
+                                     "denied.test=127.0.0.1",
+                                     "--test-resolve",
+                                     "rebind.test=127.0.0.2",
+                                     "--test-resolve",
+                                     "paste.test=127.0.0.1",
+                                     "--test-resolve",
+                                     "secure.test=127.0.0.1",
+                                     "--test-resolve",
+                                     "index.test=127.0.0.1"};
+    if (!own_address_.empty())
+      argv.insert(argv.end(), {"--test-resolve", "host.example.test=" + own_address_});
+    pid_ = start(argv, dir_.path() + "/moatd.log");
   }
   void TearDown() override { end_moatd(); }
   void end_moatd() {
@@ -212,6 +232,7 @@ class NetProxyTest : public ::testing::Test {
     return "http://" + host + ":" + std::to_string(port) + "/";
   }
 
+  const std::string own_address_ = own_non_loopback_address();
   TinyServer local_{"127.0.0.1", "hello from the allowed server"};
   TinyServer other_{"127.0.0.2", "the rebinding target answered"};
   TempDir dir_;

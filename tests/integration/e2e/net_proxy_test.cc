@@ -251,5 +251,43 @@ TEST_F(NetProxyTest, SandboxExecReachesAnAllowedNameOnlyWithNetwork) {
   EXPECT_NE(refused.err.find("the policy allows no connection"), std::string::npos) << refused.err;
 }
 
+// Issue 26 item 9: *.example.test is allowed, and host.example.test resolves (as an attacker's
+// DNS record can make it) to the host's own interface address, where a host service listens on
+// 0.0.0.0. The proxy refuses it by builtin.network-host-address and the service sees nothing;
+// once a rule names that literal address, the same name reaches it.
+TEST_F(NetProxyTest, ANameResolvingToTheHostsOwnAddressReachesNoHostService) {
+  if (own_address_.empty()) GTEST_SKIP() << "the host has no non-loopback IPv4 address";
+  TinyServer host_service("0.0.0.0", "the host's own service answered");
+  ASSERT_GT(host_service.port(), 0);
+  const std::string u = url("host.example.test", host_service.port());
+  // Plain HTTP: curl prints the proxy's 403 body and exits 0; the tunnels fail outright.
+  auto out = run_session(
+      {"curl -sS --max-time 20 " + u, "curl -sS -p --max-time 20 " + u + "; echo curl-exit=$?",
+       "curl -sS --max-time 20 --socks5-hostname 127.0.0.1:3128 " + u + "; echo curl-exit=$?"});
+  EXPECT_THAT(out[0], HasSubstr("refused by rule builtin.network-host-address")) << moatd_log();
+  for (const std::string& o : out)
+    EXPECT_THAT(o, Not(HasSubstr("the host's own service answered")));
+  for (int i : {1, 2}) EXPECT_THAT(out[i], Not(HasSubstr("curl-exit=0"))) << out[i];
+  EXPECT_EQ(host_service.accepted(), 0) << "a host service on 0.0.0.0 was reached";
+  ASSERT_EQ(records_.size(), 3u) << json(records_).dump();
+  for (const json& r : records_) {
+    EXPECT_EQ(r.value("decision", ""), "deny") << r.dump();
+    EXPECT_EQ(r.value("rule", ""), "builtin.network-host-address") << r.dump();
+    EXPECT_EQ(r.value("address", ""), own_address_) << r.dump();
+  }
+
+  // The person's layer names the address: now the name may lead there.
+  std::ofstream(dir_.path() + "/no-policy/host.toml")
+      << "schema = 1\n[[network]]\nid = \"user.host-service\"\ndecision = \"allow\"\n"
+         "domains = [\""
+      << own_address_ << "\"]\n";
+  out = run_session({"curl -sS --max-time 20 " + u});
+  EXPECT_EQ(out[0], "the host's own service answered") << out[0] << moatd_log();
+  EXPECT_EQ(host_service.accepted(), 1);
+  ASSERT_EQ(records_.size(), 1u) << json(records_).dump();
+  EXPECT_EQ(records_[0].value("decision", ""), "allow") << records_[0].dump();
+  EXPECT_EQ(records_[0].value("rule", ""), "test.wildcard") << records_[0].dump();
+}
+
 }  // namespace
 }  // namespace moat::e2e

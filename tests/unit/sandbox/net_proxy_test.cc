@@ -9,13 +9,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "sandbox/net_host_addresses.h"
 #include "tests/support/loopback.h"
 
 namespace moat::sandbox {
@@ -41,17 +44,7 @@ class NetProxyLimits : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("moat-net-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_ / "user");
-    std::ofstream(dir_ / "user" / "n.toml")
-        << "schema = 1\n[[network]]\nid = \"t.local\"\ndecision = \"allow\"\n"
-           "domains = [\"local.test\", \"127.0.0.1\"]\n";
-    policy::LoadOptions o;
-    o.system_dir = (dir_ / "none").string();
-    o.user_dir = (dir_ / "user").string();
-    o.trust_dir = (dir_ / "trust").string();
-    o.use_builtin_default = false;
-    auto p = policy::Policy::load(o);
-    ASSERT_TRUE(p) << p.error().message();
-    policy_ = std::move(*p);
+    load_policy("");
     server_fd_ = testing::listen_on_free_port(&server_port_);
     // The server sends 1 MiB to each connection, then closes.
     server_ = std::thread([this] {
@@ -63,6 +56,25 @@ class NetProxyLimits : public ::testing::Test {
       }
     });
   }
+  // The user layer: local.test and own.test allowed by name, 127.0.0.1 by its literal, and
+  // `extra_domains` (quoted, comma-separated) by a rule of their own.
+  void load_policy(const std::string& extra_domains) {
+    std::ofstream(dir_ / "user" / "n.toml")
+        << "schema = 1\n[[network]]\nid = \"t.local\"\ndecision = \"allow\"\n"
+           "domains = [\"local.test\", \"own.test\", \"127.0.0.1\"]\n"
+        << (extra_domains.empty() ? ""
+                                  : "[[network]]\nid = \"t.literal\"\ndecision = \"allow\"\n"
+                                    "domains = [" +
+                                        extra_domains + "]\n");
+    policy::LoadOptions o;
+    o.system_dir = (dir_ / "none").string();
+    o.user_dir = (dir_ / "user").string();
+    o.trust_dir = (dir_ / "trust").string();
+    o.use_builtin_default = false;
+    auto p = policy::Policy::load(o);
+    ASSERT_TRUE(p) << p.error().message();
+    policy_ = std::move(*p);
+  }
   void TearDown() override {
     proxy_.reset();
     ::shutdown(server_fd_.get(), SHUT_RDWR);
@@ -71,6 +83,7 @@ class NetProxyLimits : public ::testing::Test {
   }
   void start(NetProxyOptions o) {
     o.resolve_overrides["local.test"] = "127.0.0.1";
+    if (!own_address_.empty()) o.resolve_overrides["own.test"] = own_address_;
     UniqueFd listener = testing::listen_on_free_port(&proxy_port_);
     auto p = NetProxy::start(std::move(listener), *policy_, std::move(o), [this](json r) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -94,6 +107,7 @@ class NetProxyLimits : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  std::string own_address_;  // a non-loopback IPv4 address of the host, once a test sets it
   std::unique_ptr<policy::Policy> policy_;
   UniqueFd server_fd_;
   int server_port_ = 0, proxy_port_ = 0;
@@ -151,6 +165,193 @@ TEST_F(NetProxyLimits, AnIdleConnectionIsClosedWithARecord) {
   EXPECT_EQ(read_all(c.get()).rfind("HTTP/1.1 400", 0), 0u);
   json r = wait_record(1);
   EXPECT_NE(r.value("error", "").find("no request head in time"), std::string::npos) << r.dump();
+}
+
+// A server on 0.0.0.0 (every address of the host), as a host service often is: it counts the
+// connections it accepted.
+class AnyAddressServer {
+ public:
+  AnyAddressServer() {
+    fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    socklen_t len = sizeof a;
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_.get(), 16))
+      return;
+    getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        UniqueFd c(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c.valid()) return;
+        ++accepted_;
+        (void)!::send(c.get(), "host service", 12, MSG_NOSIGNAL);
+      }
+    });
+  }
+  ~AnyAddressServer() {
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  UniqueFd fd_;
+  int port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// The first IPv4 address of the host outside 127.0.0.0/8 (eth0's), or "".
+std::string own_non_loopback_address() {
+  auto list = list_interface_addresses();
+  if (!list) return "";
+  for (const auto& [address, iface] : *list)
+    if (address.find('.') != std::string::npos && address.rfind("127.", 0) != 0) return address;
+  return "";
+}
+
+// Issue 26 item 9: with own.test allowed by name and resolving to the host's own interface
+// address, the proxy read a host service bound to 0.0.0.0. It is refused by its own rule
+// (checked before the ranges: the address may be in none of them), and the server sees nothing.
+TEST_F(NetProxyLimits, ANameResolvingToTheHostsOwnAddressIsRefusedAndReachesNothing) {
+  own_address_ = own_non_loopback_address();
+  if (own_address_.empty()) GTEST_SKIP() << "the host has no non-loopback IPv4 address";
+  AnyAddressServer host_service;
+  ASSERT_GT(host_service.port(), 0);
+  start({});
+  UniqueFd c = testing::connect_to_port(proxy_port_);
+  const std::string req =
+      "CONNECT own.test:" + std::to_string(host_service.port()) + " HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::write(c.get(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  const std::string got = read_all(c.get());
+  EXPECT_EQ(got.rfind("HTTP/1.1 403", 0), 0u) << got;
+  EXPECT_NE(got.find("refused by rule builtin.network-host-address"), std::string::npos) << got;
+  EXPECT_NE(got.find("an address of this host (interface "), std::string::npos) << got;
+  json r = wait_record(1);
+  EXPECT_EQ(r.value("decision", ""), "deny") << r.dump();
+  EXPECT_EQ(r.value("rule", ""), "builtin.network-host-address") << r.dump();
+  EXPECT_EQ(r.value("address", ""), own_address_) << r.dump();
+  EXPECT_EQ(host_service.accepted(), 0) << "the host service was reached through " << own_address_;
+}
+
+TEST_F(NetProxyLimits, ARuleNamingTheHostsAddressLetsANameReachIt) {
+  own_address_ = own_non_loopback_address();
+  if (own_address_.empty()) GTEST_SKIP() << "the host has no non-loopback IPv4 address";
+  load_policy("\"" + own_address_ + "\"");
+  AnyAddressServer host_service;
+  start({});
+  UniqueFd c = testing::connect_to_port(proxy_port_);
+  const std::string req =
+      "CONNECT own.test:" + std::to_string(host_service.port()) + " HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::write(c.get(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  const std::string got = read_all(c.get());
+  EXPECT_NE(got.find("200 Connection established\r\n\r\nhost service"), std::string::npos) << got;
+  json r = wait_record(1);
+  EXPECT_EQ(r.value("decision", ""), "allow") << r.dump();
+  EXPECT_EQ(r.value("address", ""), own_address_) << r.dump();
+  EXPECT_EQ(host_service.accepted(), 1);
+}
+
+// The special-purpose ranges the check missed: a name leading to TEST-NET-3 is refused before
+// any connection is tried (the address is not routed here; the refusal names the range).
+TEST_F(NetProxyLimits, ANameResolvingToADocumentationRangeIsRefusedNamingTheRange) {
+  NetProxyOptions o;
+  o.resolve_overrides["own.test"] = "203.0.113.9";
+  start(o);
+  UniqueFd c = testing::connect_to_port(proxy_port_);
+  const std::string req = "CONNECT own.test:443 HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::write(c.get(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  const std::string got = read_all(c.get());
+  EXPECT_NE(got.find("refused by rule builtin.network-internal-address: it resolves to the "
+                     "internal address 203.0.113.9, documentation (203.0.113.0/24"),
+            std::string::npos)
+      << got;
+  EXPECT_EQ(wait_record(1).value("rule", ""), "builtin.network-internal-address");
+}
+
+// Issue 26 item 10: 27,225 connect/close pairs in 10 s wrote 13.5 MB of net records, one per
+// connection. Now repeats of one kind are counted into one record a second: thousands of
+// pairs write a few records whose counts add up to every connection, and a denied request
+// among them is still written with its decision.
+TEST_F(NetProxyLimits, ThousandsOfConnectClosePairsWriteABoundedLogWhoseCountsAddUp) {
+  NetProxyOptions o;
+  o.rate_burst = 1'000'000;  // the rate bound is the next test's
+  start(o);
+  constexpr int kPairs = 4000;
+  const auto began = std::chrono::steady_clock::now();
+  // Each pair closes its sending side at once and waits for the proxy's close: one at a time,
+  // so the test's listen backlog never overflows into 1 s SYN retransmissions.
+  for (int i = 0; i < kPairs; ++i) {
+    UniqueFd c = testing::connect_to_port(proxy_port_);
+    ::shutdown(c.get(), SHUT_WR);
+    read_all(c.get());
+  }
+  UniqueFd denied = testing::connect_to_port(proxy_port_);
+  const std::string req = "CONNECT elsewhere.test:443 HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::write(denied.get(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  EXPECT_EQ(read_all(denied.get()).rfind("HTTP/1.1 403", 0), 0u);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  proxy_.reset();  // the session's end: every count gathering is written
+  std::lock_guard<std::mutex> lock(mu_);
+  std::int64_t connections = 0, bytes = 0;
+  bool denied_seen = false;
+  for (const json& r : records_) {
+    connections += r.value("count", std::int64_t{1});
+    bytes += static_cast<std::int64_t>(r.dump().size()) + 200;  // + the audit envelope
+    if (r.value("host", "") == "elsewhere.test") {
+      denied_seen = true;
+      EXPECT_EQ(r.value("decision", ""), "deny") << r.dump();
+      EXPECT_EQ(r.value("rule", ""), "defaults.network") << r.dump();
+    }
+  }
+  std::printf(
+      "[ measure  ] %d connect/close pairs + 1 denied in %.2f s: %zu records, ~%lld bytes\n",
+      kPairs, seconds, records_.size(), static_cast<long long>(bytes));
+  EXPECT_EQ(connections, kPairs + 1) << json(records_).dump();
+  EXPECT_TRUE(denied_seen) << json(records_).dump();
+  // At most two kinds here (the closed pairs, past the connection limit too) and the denied
+  // request: a first and one count per kind per interval.
+  EXPECT_LE(records_.size(), static_cast<std::size_t>(3 * (seconds + 2) + 1))
+      << json(records_).dump();
+}
+
+// Past the session's rate the proxy refuses every further connection, even once the rate has
+// come down again; the refusal is recorded once, then counted.
+TEST_F(NetProxyLimits, ConnectionsPastTheSessionsRateAreRefusedForTheRestOfTheSession) {
+  NetProxyOptions o;
+  o.rate_burst = 20;
+  o.rate_per_s = 1;
+  start(o);
+  for (int i = 0; i < 20; ++i) UniqueFd c = testing::connect_to_port(proxy_port_);
+  std::vector<std::string> refused;
+  for (int i = 0; i < 10; ++i) {
+    UniqueFd c = testing::connect_to_port(proxy_port_);
+    refused.push_back(read_all(c.get()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // tokens would be back
+  UniqueFd late = tunnel();
+  refused.push_back(read_all(late.get()));
+  for (const std::string& got : refused) {
+    EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
+    EXPECT_NE(got.find("faster than 1 a second (after a burst of 20): its proxy refuses every "
+                       "further connection"),
+              std::string::npos)
+        << got;
+  }
+  proxy_.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::int64_t over_rate = 0, written = 0;
+  for (const json& r : records_)
+    if (r.value("rule", "") == "resources.network_rate") {
+      ++written;
+      over_rate += r.value("count", std::int64_t{1});
+      EXPECT_EQ(r.value("decision", ""), "deny") << r.dump();
+    }
+  EXPECT_EQ(over_rate, 11) << json(records_).dump();
+  EXPECT_LE(written, 3) << "refusals are counted, not written one by one";
 }
 
 }  // namespace
