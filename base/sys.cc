@@ -111,6 +111,27 @@ Result<UniqueFd> timerfd_after(double seconds) {
   return UniqueFd(fd);
 }
 
+int close_fds_except_in_child(const int* keep, std::size_t nkeep) {
+  constexpr std::size_t kMaxKeep = 16;
+  if (nkeep > kMaxKeep) return EINVAL;
+  int sorted[kMaxKeep];
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < nkeep; ++i) {  // insertion sort: no heap after fork
+    std::size_t at = n++;
+    for (; at > 0 && sorted[at - 1] > keep[i]; --at) sorted[at] = sorted[at - 1];
+    sorted[at] = keep[i];
+  }
+  unsigned from = 3;
+  for (std::size_t i = 0; i <= n; ++i) {
+    // The gap below the next kept fd (or, past the last one, everything above).
+    const unsigned to = i < n ? static_cast<unsigned>(sorted[i]) : ~0U;
+    if (i < n && (sorted[i] < 3 || to < from)) continue;  // stdio, or a duplicate in keep
+    if (to > from && syscall(SYS_close_range, from, to - 1, 0) != 0) return errno;
+    if (i < n) from = to + 1;
+  }
+  return 0;
+}
+
 Result<void> send_with_fds(int sock, const void* data, std::size_t len, const int* fds,
                            std::size_t nfds, pid_t about_pid) {
   if (nfds > 8) return fail("send_with_fds: more than 8 fds");

@@ -52,6 +52,12 @@ Result<std::size_t> recv_with_fds(int sock, void* data, std::size_t len, UniqueF
                                   std::size_t max_fds, std::size_t* nfds,
                                   pid_t* cred_pid = nullptr);
 
+// In a child forked from a threaded process (between fork and exec or _exit): closes every fd
+// from 3 up except the `nkeep` in `keep` (at most 16), so the child holds nothing of another
+// thread's (another session's pipes, sockets, logs) while it waits. No heap, async-signal-safe
+// (close_range over the gaps between the kept fds). Returns 0 or the errno.
+int close_fds_except_in_child(const int* keep, std::size_t nkeep);
+
 // Writes all of data (retrying short writes and EINTR); MSG_NOSIGNAL on sockets.
 Result<void> write_all(int fd, const void* data, std::size_t len);
 // Reads exactly len bytes; EOF before that is an error with code 0 unless nothing was read

@@ -120,9 +120,15 @@ Result<UniqueFd> make_userns_fd(const IdMap& uid, const IdMap& gid) {
   pid_t child = fork();
   if (child < 0) return fail(Error::from_errno("fork", errno));
   if (child == 0) {
-    // Child: async-signal-safe calls only (moatd may be multi-threaded).
+    // Child: async-signal-safe calls only (moatd is multi-threaded).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    done.second.reset();  // else our own copy keeps the pipe from reaching EOF
+    // Keeps only its two pipe ends. It waits for EOF on `done`, so it must not hold the
+    // write end of another session's helper's `done` (forked by another thread at the same
+    // moment), nor that session's workspace, audit log or client socket: two helpers holding
+    // each other's pipes both waited forever (issue 26 item 15). Our own copy of done's write
+    // end goes with the rest.
+    const int keep[] = {ready.second.get(), done.first.get()};
+    if (sys::close_fds_except_in_child(keep, 2) != 0) _exit(1);
     char c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'e';
     if (::write(ready.second.get(), &c, 1) != 1) _exit(1);
     ssize_t ignored = ::read(done.first.get(), &c, 1);  // EOF when the parent is done

@@ -31,7 +31,7 @@ std::string raw_public(EVP_PKEY* pkey) {
 Result<void> write_public(EVP_PKEY* pkey, const std::string& path) {
   const std::string pub = audit_public_key_path(path);
   const std::string tmp = pub + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
+  FILE* f = std::fopen(tmp.c_str(), "we");
   if (f == nullptr) return fail(Error::from_errno("open", errno, tmp));
   const bool ok = PEM_write_PUBKEY(f, pkey) == 1;
   if (std::fclose(f) != 0 || !ok) {
@@ -76,7 +76,7 @@ Result<EVP_PKEY*> load_key(const std::string& path) {
   }
   if (st.st_uid != ::geteuid())
     return fail(Error::from_errno("audit key owned by another user", EPERM, path));
-  FILE* f = std::fopen(path.c_str(), "r");
+  FILE* f = std::fopen(path.c_str(), "re");
   if (f == nullptr) return fail(Error::from_errno("open", errno, path));
   EVP_PKEY* pkey = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
   std::fclose(f);

@@ -39,7 +39,7 @@ EntryType type_of(int dirfd, const dirent* e) {
 void walk_dir(int fd, const std::string& dir, const std::string& rel, GitIgnore& ignore,
               std::size_t max, std::vector<WalkEntry>* out) {
   // fdopendir takes the fd; dup it so the caller's stays valid.
-  DIR* d = ::fdopendir(::dup(fd));
+  DIR* d = ::fdopendir(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
   if (d == nullptr) return;
   std::unique_ptr<DIR, DirCloser> dir_owner(d);
   std::vector<std::pair<std::string, EntryType>> names;

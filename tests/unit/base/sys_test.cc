@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace moat {
 namespace {
@@ -324,6 +325,29 @@ TEST(Sys, ReadToEndWithoutALimitReadsPastOneBuffer) {
   auto text = sys::read_to_end(fd->get());
   ASSERT_TRUE(text) << text.error().message();
   EXPECT_EQ(*text, data);
+}
+
+// Issue 26 item 15: a helper forked from threaded moatd keeps only its own fds. The child
+// reports, by exit status, whether exactly the kept fds (and stdio) are still open.
+TEST(Sys, CloseFdsExceptInChildKeepsOnlyTheListedFds) {
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 8; ++i) held.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int keep[] = {held[5].get(), held[1].get(), held[5].get()};  // unsorted, a duplicate
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (sys::close_fds_except_in_child(keep, 3) != 0) _exit(10);
+    for (int fd = 0; fd < 1024; ++fd) {
+      const bool open = fcntl(fd, F_GETFD) >= 0;
+      const bool kept = fd <= 2 || fd == keep[0] || fd == keep[1];
+      if (open != kept) _exit(20 + (fd & 0x7f) % 100);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: the call failed; 20+N: fd N is wrongly open or closed";
 }
 
 }  // namespace
