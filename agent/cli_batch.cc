@@ -17,13 +17,18 @@ void add_batch_command(CLI::App& app, int& exit_code) {
       "batch",
       "Run one task over many repositories, each item in its own work copy, sandbox, "
       "session and audit log (docs/batch.md)");
-  // 1: an item failed (or a merge misses items); 5: results.jsonl could not be written.
+  // 1: an item failed or its patch did not apply (or a merge misses or holds failed items);
+  // 2: usage, or what would fail every item (the model, config.toml, the check); 5:
+  // results.jsonl could not be written.
   set_exit_codes(*cmd, {kExitDone, kExitTaskFailed, kExitUsage, kExitStore});
   cmd->add_option("manifest", o->manifest, "The batch manifest (TOML)");
   cmd->add_option("--jobs,-j", o->jobs, "Items at once")->capture_default_str();
   cmd->add_option("--out", o->out_dir, "Output folder: results.jsonl, patches/, report.html")
       ->capture_default_str();
   cmd->add_flag("--resume", o->resume, "Skip the items OUT/results.jsonl already has");
+  cmd->add_flag("--retry-failed", o->retry_failed,
+                "With --resume: run again the items that failed or could not run (their new "
+                "result replaces the old one)");
   cmd->add_flag("--apply", o->apply,
                 "Apply each patch whose check passed to the local repository it came from (a "
                 "url repo's patch is named, never applied)");

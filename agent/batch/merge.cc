@@ -46,6 +46,22 @@ void copy_item_files(const std::string& out, const std::string& dest, const json
            fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
 }
 
+// A shard's result names its files by absolute paths under the shard's OUT (the agent's and the
+// check's audit logs, the session file); merged, they name the copies under the merge's OUT,
+// relative to it like "patch" (issue 27 item 10: they named the shards' folders).
+void relocate_paths(const std::string& out, json& r) {
+  const fs::path from = fs::absolute(out).lexically_normal();
+  auto relocate = [&](json& obj, const char* key) {
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return;
+    const fs::path p = fs::path(obj[key].get<std::string>()).lexically_normal();
+    const fs::path rel = p.lexically_relative(from);
+    if (p.is_absolute() && !rel.empty() && *rel.begin() != "..") obj[key] = rel.string();
+  };
+  relocate(r, "auditLog");
+  relocate(r, "sessionFile");
+  if (r.contains("check")) relocate(r["check"], "auditLog");
+}
+
 }  // namespace
 
 int merge_outputs(const std::vector<std::string>& outs, const std::string& dest) {
@@ -64,15 +80,18 @@ int merge_outputs(const std::vector<std::string>& outs, const std::string& dest)
     manifest = info->value("manifest", manifest);
     auto results = read_results((fs::path(out) / kResultsFile).string());
     for (const auto& r : results ? *results : std::vector<json>{}) {
-      by_id[r["id"].get<std::string>()] = r;
+      json& kept = by_id[r["id"].get<std::string>()] = r;
       if (fs::absolute(out) != fs::absolute(dest)) copy_item_files(out, dest, r);
+      relocate_paths(out, kept);
     }
   }
   std::vector<json> merged;
   std::string lines;
+  std::vector<std::string> not_passed;
   for (const auto& [id, r] : by_id) {
     merged.push_back(r);
     lines += dump_lossless(r) + "\n";
+    if (r.value("status", "") != "passed") not_passed.push_back(id + " " + r.value("status", "?"));
   }
   std::vector<std::string> missing;
   for (const auto& id : expected)
@@ -88,7 +107,13 @@ int merge_outputs(const std::vector<std::string>& outs, const std::string& dest)
       stderr, "moat batch merge: %zu result(s) from %zu output(s) into %s; %zu missing%s\n",
       merged.size(), outs.size(), dest.c_str(), missing.size(), missing.empty() ? "" : ":");
   for (const auto& id : missing) std::fprintf(stderr, "  %s\n", id.c_str());
-  return missing.empty() ? kExitDone : kExitTaskFailed;
+  if (!not_passed.empty())
+    std::fprintf(stderr, "moat batch merge: %zu item(s) failed or could not run:\n",
+                 not_passed.size());
+  for (const auto& line : not_passed) std::fprintf(stderr, "  %s\n", line.c_str());
+  std::fprintf(stderr, "moat batch merge: report: %s\n",
+               (fs::absolute(dest) / "report.html").lexically_normal().c_str());
+  return missing.empty() && not_passed.empty() ? kExitDone : kExitTaskFailed;
 }
 
 }  // namespace moat::agent::batch

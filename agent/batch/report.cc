@@ -3,6 +3,7 @@
 #include "agent/batch/report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
@@ -62,6 +63,16 @@ std::string money(double v) {
   return buf;
 }
 
+// A diff's size with its unit: "712 B", "3.4 KiB", "1.2 MiB".
+std::string size_text(std::uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  char buf[32];
+  const double kib = static_cast<double>(bytes) / 1024;
+  if (kib < 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", kib);
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", kib / 1024);
+  return buf;
+}
+
 std::string link(const std::string& href, const std::string& text) {
   return "<a href=\"" + html_escape(href) + "\">" + html_escape(text) + "</a>";
 }
@@ -81,6 +92,9 @@ std::string row(const json& r) {
   if (r.contains("auditLog")) links += link(dir + "/audit.html", "audit") + " ";
   if (r.contains("check") && r["check"].is_object() && r["check"].contains("auditLog"))
     links += link(dir + "/check-audit.html", "check audit") + " ";
+  // What the agent and the check printed: where a failure's cause is.
+  if (r.contains("agent")) links += link(dir + "/run.log", "run.log") + " ";
+  if (r.contains("check")) links += link(dir + "/check.log", "check.log") + " ";
   const double cost = result_number(r, "cost");
   const auto bytes = static_cast<std::uint64_t>(result_number(r, "patchBytes"));
   const int turns = static_cast<int>(result_number(r, "turns"));
@@ -94,7 +108,7 @@ std::string row(const json& r) {
   out += cell(check_text(r), html_escape(check_text(r)), "check");
   out += cell(money(cost), "$" + money(cost), "cost");
   out += cell(std::to_string(turns), std::to_string(turns), "turns");
-  out += cell(std::to_string(bytes), std::to_string(bytes), "diff");
+  out += cell(std::to_string(bytes), size_text(bytes), "diff");
   out += cell(std::to_string(flagged_count(r)), flagged_html(r), "flagged");
   out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
   out += "<td class=\"links\">" + links + "</td></tr>\n";

@@ -17,6 +17,7 @@
 
 #include "agent/batch/item.h"
 #include "agent/batch/manifest.h"
+#include "agent/batch/preflight.h"
 #include "agent/batch/process.h"
 #include "agent/batch/progress.h"
 #include "agent/batch/report.h"
@@ -81,6 +82,7 @@ struct Plan {
   std::vector<const Item*> shard;
   std::vector<const Item*> todo;
   std::vector<json> earlier;
+  double earlier_cost = 0;  // what earlier runs spent, retried items' runs included
   std::int64_t url_checkout_bytes = 0;
 };
 
@@ -123,7 +125,25 @@ Result<void> open_out(const BatchOptions& o, Plan& plan) {
   return write_file_durably((fs::path(o.out_dir) / kBatchInfoFile).string(), info.dump(2) + "\n");
 }
 
+// --retry-failed: an item that failed or could not run is run again; its new line replaces the
+// old one (a line per item, as every reader of results.jsonl expects).
+bool is_retried(const json& r) {
+  const std::string status = r.value("status", "");
+  return status == "failed" || status == "error";
+}
+
+// results.jsonl rewritten whole (a temporary file renamed over it): a kill leaves the old file
+// or the new one, and an item missing from it only runs again.
+Result<void> write_results(const std::string& out_dir, const std::vector<json>& lines) {
+  std::string text;
+  for (const auto& r : lines) text += dump_lossless(r) + "\n";
+  return write_file_durably((fs::path(out_dir) / kResultsFile).string(), text);
+}
+
 Result<Plan> plan_batch(const BatchOptions& o) {
+  if (o.retry_failed && !o.resume)
+    return fail(std::string("--retry-failed goes with --resume (it runs again the failed items "
+                            "of an output that holds results)"));
   Plan plan;
   MOAT_ASSIGN_OR_RETURN(plan.manifest, load_manifest(o.manifest));
   for (const auto& item : plan.manifest.items)
@@ -136,9 +156,15 @@ Result<Plan> plan_batch(const BatchOptions& o) {
   MOAT_ASSIGN_OR_RETURN(
       plan.url_checkout_bytes,
       check_urls_allowed(plan.shard, plan.manifest.policy_files, fs::absolute(scratch)));
+  for (const auto& r : plan.earlier) plan.earlier_cost += result_number(r, "cost");
+  if (o.retry_failed) std::erase_if(plan.earlier, is_retried);
   const auto done = finished_ids(plan.earlier);
   for (const auto* item : plan.shard)
     if (done.count(item->id) == 0) plan.todo.push_back(item);
+  // What would fail every item fails the batch now, before one starts.
+  MOAT_TRY(check_before_items(plan.todo, plan.manifest.policy_files, fs::absolute(scratch)));
+  // Only now, the batch being able to run them: the retried items' lines leave the file.
+  if (o.retry_failed) MOAT_TRY(write_results(o.out_dir, plan.earlier));
   return plan;
 }
 
@@ -173,8 +199,10 @@ std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, Resu
 }
 
 // --apply: each patch whose check passed goes into the repository it came from, if it applies.
-// A url repo has no local repository to apply to: it is named and left for the person.
-void apply_patches(const std::vector<json>& results, const std::string& out_dir) {
+// A url repo has no local repository to apply to: it is named and left for the person. Returns
+// how many did not apply (each named with git's message).
+std::size_t apply_patches(const std::vector<json>& results, const std::string& out_dir) {
+  std::size_t not_applied = 0;
   for (const auto& r : results) {
     const bool check_passed = r.contains("check") && r["check"].value("passed", false);
     if (!check_passed || !r.contains("patch")) continue;
@@ -189,26 +217,51 @@ void apply_patches(const std::vector<json>& results, const std::string& out_dir)
     const std::string repo = r.value("repo", ""), patch = (fs::path(out_dir) / r["patch"]).string();
     auto ok = process_output({"git", "-C", repo, "apply", "--check", patch});
     if (ok) ok = process_output({"git", "-C", repo, "apply", patch});
-    std::fprintf(stderr, "moat batch: apply %s to %s: %s\n", r["patch"].get<std::string>().c_str(),
-                 repo.c_str(), ok ? "applied" : ok.error().message().c_str());
+    if (!ok) ++not_applied;
+    std::fprintf(stderr, "moat batch: apply %s (%s) to %s: %s\n", r.value("id", "").c_str(),
+                 patch.c_str(), repo.c_str(),
+                 ok ? "applied" : ("NOT applied: " + ok.error().message()).c_str());
   }
+  return not_applied;
+}
+
+// The last lines: the shard's totals and where the report is.
+void print_summary(const std::vector<json>& results, std::size_t not_started,
+                   const std::string& out_dir) {
+  std::size_t passed = 0, failed = 0, errors = 0;
+  double cost = 0;
+  for (const auto& r : results) {
+    const std::string status = r.value("status", "");
+    if (status == "passed") ++passed;
+    else if (status == "failed") ++failed;
+    else ++errors;
+    cost += result_number(r, "cost");
+  }
+  std::fprintf(stderr,
+               "moat batch: %zu items: %zu passed, %zu failed, %zu errors, %zu not started; "
+               "cost $%.4f\nmoat batch: report: %s\n",
+               results.size() + not_started, passed, failed, errors, not_started, cost,
+               (fs::path(out_dir) / "report.html").c_str());
 }
 
 }  // namespace
 
-int run_batch(const BatchOptions& o) {
+int run_batch(const BatchOptions& options) {
+  // OUT absolute once, before anything uses it: every path under it (a patch handed to
+  // `git -C REPO apply`, the items' logs) then means the same from any directory.
+  BatchOptions o = options;
+  o.out_dir = fs::absolute(o.out_dir).lexically_normal().string();
   auto plan = plan_batch(o);
   if (!plan) {
     std::fprintf(stderr, "moat batch: %s\n", plan.error().message().c_str());
     return kExitUsage;
   }
   BatchEnv env{fs::read_symlink("/proc/self/exe").string(),
-               fs::absolute(o.out_dir).string(),
+               o.out_dir,
                plan->manifest.policy_files,
                {},
                plan->url_checkout_bytes};
-  double cost = 0;
-  for (const auto& r : plan->earlier) cost += result_number(r, "cost");
+  const double cost = plan->earlier_cost;
   std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",
                plan->shard.size(), plan->shard.size() - plan->todo.size(), plan->todo.size());
   auto log = ResultsLog::open(o.out_dir);
@@ -228,8 +281,9 @@ int run_batch(const BatchOptions& o) {
   auto results = read_results((fs::path(o.out_dir) / kResultsFile).string());
   if (!results) return kExitStore;
   write_report(o.out_dir, *results, {});
-  if (o.apply) apply_patches(*results, o.out_dir);
-  bool all_passed = not_started == 0;
+  const std::size_t not_applied = o.apply ? apply_patches(*results, o.out_dir) : 0;
+  print_summary(*results, not_started, o.out_dir);
+  bool all_passed = not_started == 0 && not_applied == 0;
   for (const auto& r : *results) all_passed = all_passed && r.value("status", "") == "passed";
   return all_passed ? kExitDone : kExitTaskFailed;
 }

@@ -13,6 +13,7 @@ struct BatchOptions {
   std::string out_dir = "batch-out";
   unsigned jobs = 1;
   bool resume = false;
+  bool retry_failed = false;  // with resume: failed and errored items run again
   bool apply = false;
   bool json_events = false;                            // one JSON line per item event on stdout
   std::optional<std::pair<unsigned, unsigned>> shard;  // (I, N)
@@ -21,8 +22,9 @@ struct BatchOptions {
 // OUT/batch.json: which items this output is for (the merge's list of what should be there).
 inline constexpr const char* kBatchInfoFile = "batch.json";
 
-// Returns moat's exit code: 0 when every item of the shard passed, 1 when one failed, was not
-// started (the cost ceiling) or could not run, 2 on usage errors.
+// Returns moat's exit code: 0 when every item of the shard passed (and, with apply, every patch
+// applied), 1 when one failed, was not started (the cost ceiling), could not run or its patch
+// did not apply, 2 on usage errors and on what would fail every item (preflight.h).
 int run_batch(const BatchOptions& o);
 
 }  // namespace moat::agent::batch

@@ -9,9 +9,9 @@
 
 #include <filesystem>
 
+#include "agent/batch/preflight.h"
 #include "agent/batch/process.h"
 #include "agent/batch/repo_url.h"
-#include "base/moat_dirs.h"
 #include "base/sys.h"
 #include "policy/digest.h"
 #include "policy/policy.h"
@@ -33,14 +33,6 @@ constexpr const char* kCloneScript =
     "git -c protocol.allow=never -c protocol.https.allow=always -c protocol.http.allow=always "
     "clone --bare --quiet -- \"$1\" repo.git\n"
     "git -C repo.git bundle create --quiet - --all\n";
-
-// "defaults.network in the builtin layer, builtin:default.toml:7".
-std::string rule_text(const policy::RuleRef& r) {
-  std::string s = r.id;
-  if (!r.layer.empty()) s += " in the " + r.layer + " layer";
-  if (!r.file.empty()) s += ", " + r.file + ":" + std::to_string(r.line);
-  return s;
-}
 
 Failure host_refused(const Item& item, const RepoUrl& url, const policy::Decision& d) {
   const std::string port = std::to_string(url.port);
@@ -145,13 +137,7 @@ Result<std::int64_t> check_urls_allowed(const std::vector<const Item*>& items,
   if (!any) return 0;
   // The layers the clone's private moatd loads: its defaults (moat batch passes none but the
   // manifest's files), and no project layer (its workspace is a fresh folder).
-  policy::LoadOptions o;
-  o.system_dir = dirs::system_policy();
-  o.user_dir = dirs::user_policy();
-  o.workspace = scratch_dir;
-  o.extra_files = policy_files;
-  o.headless = true;
-  auto p = policy::Policy::load(o);
+  auto p = load_batch_policy(policy_files, scratch_dir);
   if (!p) return fail(p.error().with_context("loading the policy the url repos are cloned under"));
   for (const Item* i : items) {
     if (i->url.empty()) continue;

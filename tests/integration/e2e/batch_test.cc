@@ -63,8 +63,9 @@ class BatchTest : public ::testing::Test {
       EXPECT_TRUE(r["check"].value("passed", false));
       // The check ran under a moatd of its own: its log is apart from the agent's, verifies,
       // holds the check's command, and has a page the report links.
-      const std::string check_log = r["check"].value("auditLog", "");
+      std::string check_log = r["check"].value("auditLog", "");
       ASSERT_FALSE(check_log.empty()) << r.dump();
+      if (fs::path(check_log).is_relative()) check_log = out + "/" + check_log;  // a merge's
       EXPECT_NE(check_log, r.value("auditLog", "")) << r.dump();
       EXPECT_EQ(run({moat_bin(), "audit", "verify", check_log}).exit_code, 0);
       EXPECT_NE(read_file(check_log).find("run_tests.sh"), std::string::npos);
@@ -246,6 +247,176 @@ TEST_F(BatchTest, ATerminalGetsAStatusLineAndJsonGivesAStartAndAFinishEventPerIt
         << json.out;
     EXPECT_NE(json.out.find(std::string("{\"event\":\"finish\",\"result\":{")), std::string::npos);
     EXPECT_NE(json.out.find(std::string("moat batch: ") + id + " passed  [", 0), std::string::npos);
+  }
+}
+
+// --- issue 27: what a batch says and refuses (two repositories) --------------------------------
+
+class BatchTwoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    ASSERT_TRUE(testing::make_batch_repos(dir_.path(), 2));
+  }
+  // moat batch run from dir_ (so a relative --out is relative to it), stdout and stderr
+  // together.
+  e2e::Run batch_in_dir(const std::string& args, const std::vector<std::string>& env = {}) {
+    return run({"sh", "-c",
+                "cd '" + dir_.path() + "' && '" + fs::absolute(moat_bin()).string() + "' batch " +
+                    args},
+               env, 600);
+  }
+  // repo-01's check fails whatever the agent does.
+  void fail_repo_01_check() {
+    std::string manifest = read_file(dir_.path() + "/batch.toml");
+    const std::string entry = "[[repo]]\npath = \"repo-01\"\n";
+    manifest.replace(manifest.find(entry), entry.size(), entry + "check = \"false\"\n");
+    testing::write_text(dir_.path() + "/batch.toml", manifest);
+  }
+  void set_manifest_key(const std::string& key, const std::string& toml_value) {
+    std::string manifest = read_file(dir_.path() + "/batch.toml");
+    const std::size_t at = manifest.find(key + " = ");
+    manifest.replace(at, manifest.find('\n', at) - at, key + " = " + toml_value);
+    testing::write_text(dir_.path() + "/batch.toml", manifest);
+  }
+  // No item was started: no item folder, no results.
+  void expect_nothing_started(const std::string& out) {
+    EXPECT_FALSE(fs::exists(out + "/items/repo-00"));
+    EXPECT_TRUE(results_of(out).empty());
+  }
+
+  TempDir dir_;
+};
+
+// Item 1: git was handed OUT/patches/x.patch relative to the repository, not to the directory
+// the batch ran in, so nothing applied and the batch exited 0.
+TEST_F(BatchTwoTest, ApplyWithARelativeOutAppliesEveryPatchThatPassed) {
+  const e2e::Run r = batch_in_dir("batch.toml --out out --apply");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* id : {"repo-00", "repo-01"}) {
+    SCOPED_TRACE(id);
+    EXPECT_TRUE(fs::exists(dir_.path() + "/" + id + "/NOTES.md")) << r.out;
+    EXPECT_NE(read_file(dir_.path() + "/" + id + "/lib.sh").find("sum_line_items"),
+              std::string::npos);
+  }
+  EXPECT_EQ(r.out.find("can't open patch"), std::string::npos) << r.out;
+}
+
+// Item 1: a patch that does not apply (the repository moved on) fails the batch, naming the
+// item and git's own message; the other item's patch is still applied.
+TEST_F(BatchTwoTest, APatchThatDoesNotApplyFailsTheBatchNamingTheItemAndGitsMessage) {
+  ASSERT_EQ(batch_in_dir("batch.toml --out out").exit_code, 0);
+  const std::string repo = dir_.path() + "/repo-00";
+  testing::write_text(repo + "/lib.sh", "# moved on\ncompute_total() { echo 0; }\n");
+  ASSERT_EQ(run({"sh", "-c",
+                 "cd '" + repo + "' && git -c user.name=t -c user.email=t@example.com commit -qam moved"})
+                .exit_code,
+            0);
+  const e2e::Run r = batch_in_dir("batch.toml --out out --resume --apply");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("apply repo-00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("patch does not apply"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir_.path() + "/repo-01/NOTES.md")) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/NOTES.md"));
+}
+
+// Item 10: a replay file that does not exist made every item "failed: moat run exited 2".
+TEST_F(BatchTwoTest, AMissingReplayFileFailsTheBatchBeforeAnyItemStarts) {
+  set_manifest_key("model", "\"replay:no-such.replay.jsonl\"");
+  const e2e::Run r = batch_in_dir("batch.toml --out out");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("no-such.replay.jsonl"), std::string::npos) << r.out;
+  expect_nothing_started(dir_.path() + "/out");
+}
+
+TEST_F(BatchTwoTest, AModelWithoutItsApiKeyFailsTheBatchBeforeAnyItemStarts) {
+  fs::create_directories(dir_.path() + "/config/moat");
+  testing::write_text(dir_.path() + "/config/moat/config.toml",
+                      "[providers.keyed]\nkind = \"openai-chat\"\nbase_url = "
+                      "\"http://127.0.0.1:9\"\napi_key_env = \"MOAT_TEST_NO_SUCH_KEY\"\n");
+  set_manifest_key("model", "\"keyed/some-model\"");
+  const e2e::Run r = batch_in_dir("batch.toml --out out", {"XDG_CONFIG_HOME=" + dir_.path() + "/config"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("MOAT_TEST_NO_SUCH_KEY"), std::string::npos) << r.out;
+  expect_nothing_started(dir_.path() + "/out");
+}
+
+TEST_F(BatchTwoTest, ACheckThePolicyRefusesOrThatDoesNotParseFailsTheBatchBeforeAnyItemStarts) {
+  testing::write_text(dir_.path() + "/no-make.toml",
+                      "schema = 1\n[[command]]\nid = \"test.no-make\"\ndecision = \"deny\"\n"
+                      "program = \"make\"\nreason = \"No make in this test.\"\n");
+  testing::write_text(dir_.path() + "/batch.toml",
+                      "policy = [\"no-make.toml\"]\n" + read_file(dir_.path() + "/batch.toml"));
+  set_manifest_key("check", "\"make test\"");
+  e2e::Run r = batch_in_dir("batch.toml --out out");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("test.no-make"), std::string::npos) << r.out;
+  expect_nothing_started(dir_.path() + "/out");
+
+  set_manifest_key("check", "\"sh run_tests.sh 'unclosed\"");
+  r = batch_in_dir("batch.toml --out out2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
+  expect_nothing_started(dir_.path() + "/out2");
+}
+
+// Item 10: --resume skipped failed items for ever; --retry-failed runs them again, and the
+// item's new result takes the place of the old one.
+TEST_F(BatchTwoTest, ResumeWithRetryFailedRunsTheFailedItemsAgain) {
+  const std::string manifest = read_file(dir_.path() + "/batch.toml");
+  fail_repo_01_check();
+  ASSERT_EQ(batch_in_dir("batch.toml --out out").exit_code, 1);
+  testing::write_text(dir_.path() + "/batch.toml", manifest);  // the check is fixed
+  const e2e::Run plain = batch_in_dir("batch.toml --out out --resume");
+  EXPECT_EQ(plain.exit_code, 1) << plain.out;
+  EXPECT_NE(plain.out.find("2 already done, 0 to run"), std::string::npos) << plain.out;
+
+  const e2e::Run r = batch_in_dir("batch.toml --out out --resume --retry-failed");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 already done, 1 to run"), std::string::npos) << r.out;
+  const auto results = results_of(dir_.path() + "/out");
+  ASSERT_EQ(results.size(), 2u) << read_file(dir_.path() + "/out/results.jsonl");
+  for (const auto& res : results) EXPECT_EQ(res.value("status", ""), "passed") << res.dump();
+}
+
+// Item 10: the end says the totals and where the report is; the report links each item's logs
+// and gives the diff's size with its unit.
+TEST_F(BatchTwoTest, TheEndNamesTheTotalsAndTheReportWhichLinksEachItemsLogs) {
+  fail_repo_01_check();
+  const e2e::Run r = batch_in_dir("batch.toml --out out");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const std::string report = dir_.path() + "/out/report.html";
+  EXPECT_NE(r.out.find("2 items: 1 passed, 1 failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(report), std::string::npos) << r.out;
+  const std::string html = read_file(report);
+  for (const char* id : {"repo-00", "repo-01"}) {
+    EXPECT_NE(html.find(std::string("href=\"items/") + id + "/run.log\""), std::string::npos);
+    EXPECT_NE(html.find(std::string("href=\"items/") + id + "/check.log\""), std::string::npos);
+  }
+  const auto patch_bytes = fs::file_size(dir_.path() + "/out/patches/repo-00.patch");
+  ASSERT_LT(patch_bytes, 1024u);
+  EXPECT_NE(html.find(">" + std::to_string(patch_bytes) + " B<"), std::string::npos) << html;
+}
+
+// Item 10: a merge of failed items exits 1, and its results name files under its own OUT.
+TEST_F(BatchTwoTest, AMergeOfFailedItemsExitsOneAndItsPathsAreRelativeToItsOut) {
+  fail_repo_01_check();
+  for (const char* shard : {"0/2", "1/2"})
+    batch_in_dir(std::string("batch.toml --out shard-") + shard[0] + " --shard " + shard);
+  const e2e::Run m = batch_in_dir("merge --out merged shard-0 shard-1");
+  EXPECT_EQ(m.exit_code, 1) << m.out;
+  EXPECT_NE(m.out.find("failed"), std::string::npos) << m.out;
+  const auto results = results_of(dir_.path() + "/merged");
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& res : results) {
+    SCOPED_TRACE(res.dump());
+    for (const std::string& file :
+         {res.value("auditLog", ""), res.value("sessionFile", ""), res["check"].value("auditLog", "")}) {
+      ASSERT_FALSE(file.empty());
+      EXPECT_EQ(file.rfind("items/" + res["id"].get<std::string>() + "/", 0), 0u);
+      EXPECT_TRUE(fs::exists(dir_.path() + "/merged/" + file));
+    }
   }
 }
 
