@@ -96,6 +96,7 @@ struct Bench {
     const std::string line = c.build + " && " + c.test;
     const std::string tmpl = dir + "/" + p.dir + ".template";
     moat::compat::copy_project(p, tmpl);
+    if (p.is_repository) moat::compat::make_repository(tmpl);
     std::unique_ptr<moat::compat::NpmRegistry> registry;
     if (p.needs == moat::compat::Needs::kNpmRegistry) {
       registry = std::make_unique<moat::compat::NpmRegistry>(dir, std::vector<std::string>{tmpl});

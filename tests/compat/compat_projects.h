@@ -28,6 +28,7 @@ struct Project {
   const char* dir;     // its folder under tests/compat
   const char* passed;  // what its tests print when they pass (they ran, not only exited 0)
   Needs needs;
+  bool is_repository = false;  // its copy is made a git repository first, as a clone would be
 };
 
 inline constexpr Project kCWithMakeAndATestBinary = {"c-make", "c-make tests passed",
@@ -41,7 +42,7 @@ inline constexpr Project kPythonVenvWithALocalWheelAndPytest = {"python-venv", "
 inline constexpr Project kNodeWithNpmCiFromALocalRegistry = {"node-npm", "node-npm tests passed",
                                                              Needs::kNpmRegistry};
 inline constexpr Project kGitCommitWithAnAuthor = {
-    "git-commit", "Compat Tester <compat@example.org>", Needs::kNothing};
+    "git-commit", "Compat Tester <compat@example.org>", Needs::kNothing, true};
 // Named as the tests say them (CompatTest.CMakeWithCTestPassesUnderMoatSandboxExec).
 inline constexpr const Project* kProjects[] = {&kCWithMakeAndATestBinary,
                                                &kCMakeWithCTest,
@@ -92,6 +93,23 @@ inline bool copy_project(const Project& p, const std::string& dest) {
   std::filesystem::copy(compat_root() + "/" + p.dir, dest, std::filesystem::copy_options::recursive,
                         ec);
   return !ec;
+}
+
+// Makes `dir` a git repository whose one commit holds what it holds now (run on the host,
+// hooks off, a fixed identity).
+inline bool make_repository(const std::string& dir) {
+  const std::vector<std::string> identity = {
+      "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t",
+      "GIT_COMMITTER_EMAIL=t@example.invalid"};
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"init", "-q"},
+                                               {"add", "-A"},
+                                               {"commit", "-q", "-m", "The project as it ships"}}) {
+    std::vector<std::string> argv = {
+        "git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (e2e::run(argv, identity).exit_code != 0) return false;
+  }
+  return true;
 }
 
 // tests/compat/registry/serve.py on the host: serves the greet-tool package and writes each

@@ -84,7 +84,9 @@ def main():
             json.dump(lock, f, indent=2)
             f.write("\n")
         with open(os.path.join(project, ".npmrc"), "w") as f:
-            f.write("registry=%s/\naudit=false\nfund=false\nupdate-notifier=false\n" % base)
+            # No retries: the registry is local, and a refused connection should fail at once.
+            f.write("registry=%s/\naudit=false\nfund=false\nupdate-notifier=false\n"
+                    "fetch-retries=0\n" % base)
     print(port, flush=True)
     server.serve_forever()
 

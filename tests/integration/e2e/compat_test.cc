@@ -32,9 +32,10 @@ constexpr const char* kTask = "Build the project and run its tests.";
 
 // What a run's records hold that the suite must not see: a refusal, an ask, a person's answer.
 struct AuditFindings {
-  int logs = 0, records = 0, flagged = 0;
+  int logs = 0, records = 0, typed = 0;
   std::vector<json> call_exits;       // each tool call's exit code, in the logs' order
   std::vector<std::string> refusals;  // one line each: what, the decision, the rule, the reason
+  std::vector<std::string> flagged_records;  // ran headless although an ask rule met them
 };
 
 std::string describe(const json& r) {
@@ -48,7 +49,8 @@ std::string describe(const json& r) {
 }
 
 // Every record of every audit log under `dir`: each decision and exec allowed, none answered by
-// a person, no call with refused programs, no connection refused; each log verifies.
+// a person (a line the person typed is theirs), no call with refused programs, no connection
+// refused; each log verifies.
 AuditFindings audit_findings(const std::string& dir) {
   AuditFindings f;
   std::error_code ec;
@@ -63,10 +65,16 @@ AuditFindings audit_findings(const std::string& dir) {
       if (!r.is_object()) continue;
       ++f.records;
       const std::string type = r.value("type", "");
-      if (r.contains("flagged")) ++f.flagged;
+      if (type == "exec" && r.contains("flagged")) f.flagged_records.push_back(describe(r));
       if (type == "call") f.call_exits.push_back(r.value("exit_code", json()));
       const bool judged = type == "decision" || (type == "exec" && r.contains("result"));
-      if ((judged && r.value("result", "") != "allow") || r.value("decided_by", "") == "user" ||
+      // What a person typed (moat sandbox exec CMD, a batch check) is theirs: decided_by
+      // "user" with the rule "person" (docs/sessions.md), not a question answered.
+      const bool typed = type == "decision" && r.value("decided_by", "") == "user" &&
+                         r.value("deciding_rule", json::object()).value("id", "") == "person";
+      if (typed) ++f.typed;
+      if ((judged && r.value("result", "") != "allow") ||
+          (r.value("decided_by", "") == "user" && !typed) ||
           (type == "call" && r.value("refused_execs", 0) != 0) ||
           (type == "net" && r.value("decision", "") != "allow"))
         f.refusals.push_back(describe(r));
@@ -95,6 +103,9 @@ class CompatTest : public ::testing::Test {
         << "tests/compat/" << p.dir << "/README.md has no \"Build: `...`, then test: `...`\"";
     ws_ = dir_.path() + "/" + p.dir;
     ASSERT_TRUE(compat::copy_project(p, ws_)) << ws_;
+    if (p.is_repository) {
+      ASSERT_TRUE(compat::make_repository(ws_)) << ws_;
+    }
     if (p.needs != compat::Needs::kNpmRegistry) return;
     registry_ = std::make_unique<compat::NpmRegistry>(dir_.path(), std::vector<std::string>{ws_});
     ASSERT_GT(registry_->port(), 0) << registry_->log();
@@ -124,8 +135,8 @@ class CompatTest : public ::testing::Test {
     EXPECT_TRUE(f.refusals.empty())
         << f.refusals.size() << " record(s) of " << f.records << " refused or asked:\n"
         << all;
-    if (f.flagged > 0)
-      std::cout << "[ " << project_->dir << " ] " << f.flagged << " flagged record(s)\n";
+    for (const std::string& r : f.flagged_records)
+      std::cout << "[ " << project_->dir << " ] flagged: " << r << "\n";
     return f;
   }
 
@@ -213,23 +224,16 @@ void CompatTest::passes_under_run_headless() {
   EXPECT_NE(ends[1].value("output", "").find(project_->passed), std::string::npos)
       << "the tests did not run: " << ends[1].dump();
   expect_no_refusal_or_question(r.err, "moat run's stderr");
-  expect_clean_audit(dir_.path() + "/audit");
+  EXPECT_EQ(expect_clean_audit(dir_.path() + "/audit").typed, 0)
+      << "the model's lines are not typed";
 }
 
 // A one-item `moat batch` whose check is the README's build and tests; the agent only answers.
 void CompatTest::passes_as_a_batch_check() {
-  const std::vector<std::string> git = {
-      "git", "-C", ws_, "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"};
-  auto git_run = [&](std::vector<std::string> args) {
-    std::vector<std::string> a = git;
-    a.insert(a.end(), args.begin(), args.end());
-    return run(a, {"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
-                   "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"});
-  };
-  ASSERT_EQ(git_run({"init", "-q"}).exit_code, 0);
-  ASSERT_EQ(git_run({"add", "-A"}).exit_code, 0);
-  const e2e::Run committed = git_run({"commit", "-qm", "The project as it ships"});
-  ASSERT_EQ(committed.exit_code, 0) << committed.out;
+  // A batch item is a repository (the node project's with its lockfile and .npmrc).
+  if (!project_->is_repository) {
+    ASSERT_TRUE(compat::make_repository(ws_)) << ws_;
+  }
   replay_of({});  // the agent answers without a call: the check is what is tested
   std::ofstream(dir_.path() + "/batch.toml")
       << "task = \"" << kTask << "\"\nmodel = \"replay:replay.jsonl\"\ncheck = '''"
