@@ -34,6 +34,32 @@ void ConnectionLimit::give_back(uid_t uid) {
   --open_total_;
 }
 
+Result<void> UnauthenticatedBytes::Share::set(std::size_t bytes) {
+  if (budget_ == nullptr || bytes == held_) return {};
+  MOAT_TRY(budget_->change(uid_, held_, bytes));
+  held_ = bytes;
+  return {};
+}
+
+Result<void> UnauthenticatedBytes::change(uid_t uid, std::size_t from, std::size_t to) {
+  std::lock_guard lock(mu_);
+  const auto it = held_.find(uid);
+  const std::size_t mine = it == held_.end() ? 0 : it->second;
+  const std::size_t mine_after = mine - from + to, total_after = held_total_ - from + to;
+  if (to > from && mine_after > per_user_)
+    return fail(Error{EAGAIN, "uid " + std::to_string(uid) + "'s connections that have not said "
+                              "'hello' would hold " + std::to_string(mine_after) +
+                              " bytes (the limit is " + std::to_string(per_user_) + ")"});
+  if (to > from && total_after > total_)
+    return fail(Error{EAGAIN, "connections that have not said 'hello' would hold " +
+                                  std::to_string(total_after) + " bytes (the limit is " +
+                                  std::to_string(total_) + "); try again later"});
+  held_total_ = total_after;
+  if (mine_after == 0) held_.erase(uid);
+  else held_[uid] = mine_after;
+  return {};
+}
+
 Result<std::shared_ptr<void>> take_or_refuse(int fd, ConnectionLimit& limit) {
   auto peer = peer_credentials(fd);
   Result<std::shared_ptr<void>> slot = fail(Error{0, "no peer credentials"});

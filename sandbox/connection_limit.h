@@ -33,6 +33,41 @@ class ConnectionLimit {
   std::size_t open_total_ = 0;
 };
 
+// The bytes held for connections that have not said hello yet (their partial frames), per
+// local user and in all (kMaxUnauthenticatedBytes*): without it, each connection could make
+// moatd hold a hello's worth, and a user's 64 connections 64 of them.
+class UnauthenticatedBytes {
+ public:
+  UnauthenticatedBytes(std::size_t per_user, std::size_t total)
+      : per_user_(per_user), total_(total) {}
+
+  // One connection's share, given back when it is destroyed or set to 0 (after the hello).
+  class Share {
+   public:
+    Share(UnauthenticatedBytes* budget, uid_t uid) : budget_(budget), uid_(uid) {}
+    Share(const Share&) = delete;
+    Share& operator=(const Share&) = delete;
+    ~Share() { (void)set(0); }
+    // The connection now holds `bytes`; an error naming the bound when that would break one
+    // (the share is then unchanged). A null budget bounds nothing.
+    Result<void> set(std::size_t bytes);
+
+   private:
+    UnauthenticatedBytes* budget_;
+    uid_t uid_;
+    std::size_t held_ = 0;
+  };
+
+ private:
+  Result<void> change(uid_t uid, std::size_t from, std::size_t to);
+
+  std::size_t per_user_;
+  std::size_t total_;
+  std::mutex mu_;
+  std::map<uid_t, std::size_t> held_;
+  std::size_t held_total_ = 0;
+};
+
 // A slot for the connection on `fd` (its peer's uid from SO_PEERCRED); beyond a bound, an
 // error frame sent without waiting and `fd` closed: the accept loop never blocks on a client
 // that does not read.

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -154,30 +155,62 @@ Result<void> send_frame(int fd, const nlohmann::json& message) {
   return {};
 }
 
+namespace {
+
+// A buffer at most this large is kept between frames; a larger one (a large frame's) is
+// given back once empty, so an idle connection costs moatd no more than this.
+constexpr std::size_t kKeptBufferBytes = 256u << 10;
+
+std::uint32_t announced_length(const char* p4) {
+  const auto* p = reinterpret_cast<const unsigned char*>(p4);
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+}  // namespace
+
 void FrameDecoder::feed(std::string_view bytes) {
   if (error_) return;
   // Compact before growing so a long-lived connection does not keep consumed bytes.
   if (pos_ > 0 && pos_ == buf_.size()) {
+    if (buf_.capacity() > kKeptBufferBytes) std::string().swap(buf_);
     buf_.clear();
     pos_ = 0;
   } else if (pos_ > (1u << 20)) {
     buf_.erase(0, pos_);
     pos_ = 0;
   }
+  // Room for the frame being read, exactly: growing by doubling held up to twice a large
+  // frame, and each step's copy left freed memory behind. An announcement over the limit
+  // reserves nothing (next() refuses it).
+  const std::size_t have = buf_.size() - pos_;
+  if (have + bytes.size() >= 4) {
+    char head[4];
+    for (std::size_t i = 0; i < 4; ++i)
+      head[i] = i < have ? buf_[pos_ + i] : bytes[i - have];
+    const std::uint32_t n = announced_length(head);
+    if (n <= max_frame_ && buf_.capacity() < pos_ + 4 + n)
+      buf_.reserve(std::max(pos_ + 4 + std::size_t{n}, buf_.size() + bytes.size()));
+  }
   buf_.append(bytes);
+  peak_held_ = std::max(peak_held_, buf_.capacity());
 }
 
 Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   if (error_) return fail(*error_);
+  if (pos_ > 0 && pos_ == buf_.size()) {  // every frame taken: an idle connection holds little
+    if (buf_.capacity() > kKeptBufferBytes) std::string().swap(buf_);
+    buf_.clear();
+    pos_ = 0;
+  }
   if (buffered() < 4) return std::optional<json>{};
-  const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
-  const std::uint32_t n = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-                          (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  const std::uint32_t n = announced_length(buf_.data() + pos_);
   // Checked before waiting for the payload: a peer announcing 4 GiB gets its error at once
   // instead of making us buffer it.
-  if (n > kMaxFrameBytes) {
+  if (n > max_frame_) {
     error_ = Error::msg("frame of " + std::to_string(n) + " bytes exceeds the " +
-                        std::to_string(kMaxFrameBytes) + "-byte limit");
+                        std::to_string(max_frame_) + "-byte limit" +
+                        (max_frame_ < kMaxFrameBytes ? " of a frame before 'hello'" : ""));
     return fail(*error_);
   }
   if (buffered() < 4 + std::size_t{n}) return std::optional<json>{};

@@ -65,6 +65,18 @@ inline constexpr std::size_t kExecFds = 3;
 // hello.binds: the bind mounts one session may ask for (moat sandbox exec --ro-bind, --bind);
 // moatd opens and holds each source until the session exists.
 inline constexpr std::size_t kMaxBinds = 32;
+// A frame before hello (the hello itself, or a console frame): the largest hello the bounds
+// above allow, every path (the workspace, two per bind) of kMaxPathBytes with each byte as a
+// six-byte JSON escape, plus 64 KiB for the other fields. An unauthenticated connection holds
+// no more (a partial 16 MiB frame each grew moatd by 41 MB: issue 26 item 11).
+inline constexpr std::size_t kMaxHelloFrameBytes =
+    (1 + 2 * kMaxBinds) * kMaxPathBytes * 6 + (64u << 10);
+static_assert(kMaxHelloFrameBytes <= kMaxFrameBytes / 8, "far below the frame limit");
+// What all connections that have not said hello yet may hold at once, and one local user's
+// share of it: one user cannot take the budget from the others, nor grow moatd past it.
+inline constexpr std::size_t kMaxUnauthenticatedBytes = 32u << 20;
+inline constexpr std::size_t kMaxUnauthenticatedBytesPerUser = kMaxUnauthenticatedBytes / 4;
+static_assert(kMaxUnauthenticatedBytesPerUser >= 2 * kMaxHelloFrameBytes);
 // Frames moatd has queued for one client and the client has not read, across all its calls:
 // past this the client is disconnected rather than let grow moatd (sandbox/frame_writer.h).
 inline constexpr std::size_t kMaxQueuedBytes = 64u << 20;
@@ -84,6 +96,13 @@ Result<void> send_frame(int fd, const nlohmann::json& message);
 // and the connection must be closed.
 class FrameDecoder {
  public:
+  FrameDecoder() = default;
+  explicit FrameDecoder(std::size_t max_frame_bytes) : max_frame_(max_frame_bytes) {}
+  // Frames announced over this are refused (moatd: kMaxHelloFrameBytes until the hello is
+  // answered, then kMaxFrameBytes).
+  void set_max_frame_bytes(std::size_t max) { max_frame_ = max; }
+  // Buffers bytes. The buffer grows to the announced frame's exact size (not by doubling), and
+  // a buffer larger than 256 KiB is given back once the frames in it have been taken.
   void feed(std::string_view bytes);
   // The next complete frame parsed as a JSON object, nullopt when more bytes are needed, or
   // an error naming the problem ("frame of 20000000 bytes exceeds the 16777216-byte limit",
@@ -91,6 +110,10 @@ class FrameDecoder {
   // and objects deeper than 64 levels").
   Result<std::optional<nlohmann::json>> next();
   std::size_t buffered() const { return buf_.size() - pos_; }
+  // The memory the buffer holds (its capacity): what a connection costs moatd.
+  std::size_t held_bytes() const { return buf_.capacity(); }
+  // The most the buffer ever held.
+  std::size_t peak_held_bytes() const { return peak_held_; }
   // The payload size of the frame next() returned last.
   std::size_t last_payload_bytes() const { return last_payload_; }
   // How many frames next() has returned: a change means a new frame has begun.
@@ -99,6 +122,8 @@ class FrameDecoder {
  private:
   std::string buf_;
   std::size_t pos_ = 0;
+  std::size_t max_frame_ = kMaxFrameBytes;
+  std::size_t peak_held_ = 0;
   std::size_t last_payload_ = 0;
   std::uint64_t frames_ = 0;
   std::optional<Error> error_;

@@ -2,6 +2,7 @@
 // checklist (hello_steps.h), and each call through the call gate (call_gate.h) on a thread.
 #include "sandbox/supervisor.h"
 
+#include <malloc.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <unistd.h>
@@ -52,8 +53,11 @@ class Connection {
  public:
   // `console`: the person's channel attached at spawn; `consoles`: where a shared moatd's
   // sessions wait for a console to attach with their token (null for a private moatd).
+  // `unauthenticated`: what all of a shared moatd's connections may hold before their hello
+  // (null for a private moatd's one connection).
   Connection(const SupervisorOptions& options, const SupervisorDeps& deps, UniqueFd fd,
-             PeerCred peer, UniqueFd console, ConsoleRegistry* consoles)
+             PeerCred peer, UniqueFd console, ConsoleRegistry* consoles,
+             UnauthenticatedBytes* unauthenticated)
       : options_(options),
         deps_(deps),
         fd_(std::move(fd)),
@@ -61,10 +65,14 @@ class Connection {
         writer_(fd_.get(), std::chrono::milliseconds(
                                static_cast<long long>(options.client_stall_timeout_s * 1000))),
         console_fd_(std::move(console)),
-        consoles_(consoles) {}
+        consoles_(consoles),
+        before_hello_(unauthenticated, peer.uid) {}
   ~Connection() { finish(); }
 
   void run();
+  // The most its frame buffer held: a connection that held a large frame gives the memory
+  // back when it ends (malloc_trim).
+  std::size_t peak_frame_buffer() const { return decoder_.peak_held_bytes(); }
 
  private:
   void send(const json& m);
@@ -73,6 +81,9 @@ class Connection {
   }
   // One decoded frame; false when the connection ends with it.
   bool on_frame(const ClientFrame& frame, FrameDecoder& decoder);
+  // The read's bytes into the decoder; false when the connection, not yet greeted, would hold
+  // more than its share of the unauthenticated budget (its error frame is sent).
+  bool feed(std::string_view bytes);
   Result<void> on_hello(const HelloMsg& hello);
   // The one place a failed hello step is answered: its error frame, and the session.refused
   // record for the steps that write one.
@@ -110,6 +121,10 @@ class Connection {
   // most 2 * kExecFds of its fds, and only after its hello.
   std::optional<std::array<UniqueFd, kExecFds>> exec_fds_;
   std::atomic<bool> exec_running_{false};
+  // Until the hello is answered, a frame is at most a hello's size and the buffer counts
+  // against the bytes all unauthenticated connections may hold (issue 26 item 11).
+  FrameDecoder decoder_{kMaxHelloFrameBytes};
+  UnauthenticatedBytes::Share before_hello_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool finished_ = false;
   int call_count_ = 0;
@@ -123,8 +138,18 @@ void Connection::send(const json& m) {
   if (reply.close_after) ::shutdown(fd_.get(), SHUT_RD);
 }
 
+bool Connection::feed(std::string_view bytes) {
+  decoder_.feed(bytes);
+  if (greeted_) return true;
+  if (auto held = before_hello_.set(decoder_.held_bytes()); !held) {
+    send_error(held.error().message(), "protocol");
+    return false;
+  }
+  return true;
+}
+
 void Connection::run() {
-  FrameDecoder decoder;
+  FrameDecoder& decoder = decoder_;
   ReadDeadline deadline;
   char buf[65536];
   for (;;) {
@@ -144,7 +169,7 @@ void Connection::run() {
     }
     if (!n || *n == 0) return;  // hang-up or error: the session ends
     if (nfds > 0 && !take_fds(fds, nfds)) return;
-    decoder.feed(std::string_view(buf, *n));
+    if (!feed(std::string_view(buf, static_cast<std::size_t>(*n)))) return;
     for (;;) {
       auto frame = decoder.next();
       if (!frame) {
@@ -176,7 +201,13 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
   }
   switch (type) {
     case ClientMessage::kHello:
-      if (!greeted_) return on_hello(std::get<HelloMsg>(frame)).has_value();
+      if (!greeted_) {
+        if (!on_hello(std::get<HelloMsg>(frame))) return false;
+        // Authenticated: frames up to the protocol's limit, and nothing held from the budget.
+        decoder.set_max_frame_bytes(kMaxFrameBytes);
+        (void)before_hello_.set(0);
+        return true;
+      }
       send_error("'hello' was already received", "protocol");
       return false;
     case ClientMessage::kCall:
@@ -356,18 +387,26 @@ void Supervisor::serve_connection(UniqueFd conn, UniqueFd console) {
 }
 
 void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* consoles) {
+  // A shared moatd (consoles != null) bounds what all its unauthenticated connections hold.
+  UnauthenticatedBytes* unauthenticated = consoles != nullptr ? &unauthenticated_ : nullptr;
+  std::size_t peak = 0;
   auto peer = peer_credentials(conn.get());
   if (!peer) {
     MOAT_LOG_ERROR("%s", peer.error().message().c_str());
     return;
   }
   try {
-    Connection c(options_, deps_, std::move(conn), *peer, std::move(console), consoles);
+    Connection c(options_, deps_, std::move(conn), *peer, std::move(console), consoles,
+                 unauthenticated);
     c.run();
+    peak = c.peak_frame_buffer();
   } catch (const std::exception& e) {
     // A bug must not take the daemon down with every other client's session.
     MOAT_LOG_ERROR("connection from pid %d ended by an exception: %s", peer->pid, e.what());
   }
+  // A large frame's buffer is unmapped when freed (moatd_main's M_MMAP_THRESHOLD), but
+  // parsing it left many small blocks in this thread's heap: give their pages back too.
+  if (peak > (1u << 20)) malloc_trim(0);
 }
 
 Result<void> Supervisor::serve_socket(const ListeningSocket& socket,

@@ -15,8 +15,10 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/connection_limit.h"
 #include "sandbox/console_link.h"
 #include "sandbox/listen_socket.h"
+#include "sandbox/protocol.h"
 #include "sandbox/session.h"
 #include "sessions/audit.h"
 
@@ -95,6 +97,8 @@ class Supervisor {
   SupervisorOptions options_;
   SupervisorDeps deps_;
   ConsoleRegistry consoles_;  // serve_socket's sessions waiting for their console
+  // What serve_socket's connections may hold before their hello, per user and in all.
+  UnauthenticatedBytes unauthenticated_{kMaxUnauthenticatedBytesPerUser, kMaxUnauthenticatedBytes};
 };
 
 }  // namespace moat::sandbox

@@ -505,5 +505,45 @@ TEST(ExecMsg, RefusesWhatBreaksItsBoundsNamingTheField) {
   refused({{"argv", {"a"}}, {"env", many}}, "at most 64");
 }
 
+// Issue 26 item 11: before hello a frame is at most a hello's size, refused as soon as its
+// length arrives, and nothing is reserved for it.
+TEST(FrameDecoder, RefusesAFrameOverItsLimitAsSoonAsItsLengthArrives) {
+  FrameDecoder d(kMaxHelloFrameBytes);
+  const std::uint32_t n = kMaxHelloFrameBytes + 1;
+  const char head[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                        static_cast<char>(n >> 8), static_cast<char>(n)};
+  d.feed(std::string_view(head, 4));
+  auto r = d.next();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "frame of " + std::to_string(n) + " bytes exceeds the " +
+                                     std::to_string(kMaxHelloFrameBytes) +
+                                     "-byte limit of a frame before 'hello'");
+  EXPECT_LT(d.held_bytes(), 4096u);
+  // Raised after the hello, the same length is a frame like any other.
+  FrameDecoder after(kMaxHelloFrameBytes);
+  after.set_max_frame_bytes(kMaxFrameBytes);
+  after.feed(std::string_view(head, 4));
+  auto waiting = after.next();
+  ASSERT_TRUE(waiting.has_value()) << waiting.error().message();
+  EXPECT_FALSE(waiting->has_value());
+}
+
+// A large frame's buffer is its exact size while it arrives (growing by doubling held up to
+// twice the frame), and is given back once the frame is taken.
+TEST(FrameDecoder, HoldsALargeFramesExactSizeAndGivesItBackOnceTaken) {
+  FrameDecoder d;
+  const std::string frame = encode_frame({{"type", "bye"}, {"pad", std::string(3u << 20, 'x')}});
+  for (std::size_t at = 0; at < frame.size(); at += 65536) {
+    d.feed(std::string_view(frame).substr(at, 65536));
+    EXPECT_LE(d.held_bytes(), frame.size() + 65536) << "at byte " << at;
+  }
+  auto taken = d.next();
+  ASSERT_TRUE(taken.has_value() && taken->has_value());
+  auto more = d.next();
+  ASSERT_TRUE(more.has_value() && !more->has_value());
+  EXPECT_LE(d.held_bytes(), 256u << 10) << "an idle connection keeps the large frame's buffer";
+  EXPECT_GE(d.peak_held_bytes(), frame.size());
+}
+
 }  // namespace
 }  // namespace moat::sandbox
