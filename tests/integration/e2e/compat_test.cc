@@ -83,10 +83,20 @@ AuditFindings audit_findings(const std::string& dir) {
   return f;
 }
 
+// How moat shows a question: a highlighted "moat asks", then the choices (agent/console*.cc,
+// agent/run_support.cc).
+constexpr const char* kQuestionMarks[] = {"moat asks", "deny [n]?"};
+
+bool shows_a_question(const std::string& text) {
+  for (const char* mark : kQuestionMarks)
+    if (text.find(mark) != std::string::npos) return true;
+  return false;
+}
+
 // What a person or the model would have read: no refusal, no question.
 void expect_no_refusal_or_question(const std::string& text, const std::string& what) {
   EXPECT_EQ(text.find("refused"), std::string::npos) << what << ":\n" << text;
-  EXPECT_EQ(text.find("allow once [y]"), std::string::npos) << what << " asked:\n" << text;
+  EXPECT_FALSE(shows_a_question(text)) << what << " asked:\n" << text;
 }
 
 class CompatTest : public ::testing::Test {
@@ -295,14 +305,14 @@ TEST_F(CompatTest, CWithMakeAndATestBinaryAsksNothingAtATerminal) {
   // moat waits at its prompt ("> " is the last line), or at a question.
   auto waiting = [&] {
     std::string pane = t.pane();
-    if (pane.find("deny [n]?") != std::string::npos) return true;
+    if (shows_a_question(pane)) return true;
     while (!pane.empty() && (pane.back() == '\n' || pane.back() == ' ')) pane.pop_back();
     const std::size_t nl = pane.rfind('\n');
     return pane.substr(nl == std::string::npos ? 0 : nl + 1) == ">";
   };
   ASSERT_TRUE(eventually(waiting, std::chrono::seconds(120))) << t.pane();
   const std::string pane = t.pane();
-  EXPECT_EQ(pane.find("deny [n]?"), std::string::npos) << "a question:\n" << pane;
+  EXPECT_FALSE(shows_a_question(pane)) << "a question:\n" << pane;
   EXPECT_NE(pane.find("Built and tested."), std::string::npos) << pane;
   t.keys("/exit Enter");
   EXPECT_TRUE(t.shows("EXIT=0", 30)) << t.pane();
