@@ -392,6 +392,22 @@ NetProxy::~NetProxy() {
   (void)::write(stop_.get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
   connections_.join_all();
+  refuse_backlog();
+}
+
+// Connections the kernel completed but the proxy never took (a flood outruns the accept
+// thread) are each answered and recorded as the session ends, so the records count every
+// connection the sandbox opened. No attribution: the session's processes are gone or going.
+void NetProxy::refuse_backlog() {
+  for (;;) {
+    pollfd p{listener_.get(), POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return;
+    UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!client.valid()) return;
+    const std::string why = "the session ended before its proxy took the connection";
+    send_error(client.get(), 503, why);
+    records_.add({{"decision", "deny"}, {"rule", "builtin.network-session-ended"}, {"error", why}});
+  }
 }
 
 // A connection past the session's rate or resources.network_connections gets a 503 from this
@@ -484,7 +500,9 @@ void NetProxy::serve(UniqueFd client) {
   auto req = read_request(client.get(), stop_.get(), options_.idle_s, rest, socks, socks_refusal);
   if (!req) {
     out.status = 400;
-    out.error = req.error().message();
+    // The stop event also ends the wait for a head: say which it was.
+    out.error =
+        stopping_ ? "the session ended before the request head came" : req.error().message();
   } else {
     out.record["host"] = req->host;
     out.record["port"] = req->port;

@@ -83,6 +83,7 @@ class NetProxy {
   void accept_loop();
   // Answers a connection from the accept thread with a 503 naming `why`, and records it.
   void refuse_at_accept(UniqueFd client, const char* rule, const std::string& why);
+  void refuse_backlog();  // after the accept thread ended: what it never took
   bool admit_at_rate();  // the accept thread's token bucket; false from the first refusal on
   void serve(UniqueFd client);
   nlohmann::json attributed(int client) const;

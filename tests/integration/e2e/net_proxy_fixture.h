@@ -208,7 +208,8 @@ class NetProxyTest : public ::testing::Test {
     }
     c.send_json({{"type", "bye"}});
     c.read_frame();
-    std::ifstream in(welcome.value("audit", ""));
+    audit_path_ = welcome.value("audit", "");
+    std::ifstream in(audit_path_);
     records_.clear();
     all_records_.clear();
     for (std::string line; std::getline(in, line);) {
@@ -240,6 +241,7 @@ class NetProxyTest : public ::testing::Test {
   pid_t pid_ = -1;
   std::vector<json> records_;
   std::vector<json> all_records_;
+  std::string audit_path_;  // the last session's audit log
 };
 
 }  // namespace moat::e2e
