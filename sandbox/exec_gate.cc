@@ -1,6 +1,8 @@
 // sandbox/exec_gate.cc: judge, ask and record each program a call starts (see exec_gate.h).
 #include "sandbox/exec_gate.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/call_gate.h"
@@ -103,13 +105,16 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
     return ExecAnswer{true, 0};
   }
   ++refused_;
-  if (refusals_.size() < kRefusalsShown) {
-    std::string name = r.exe.empty() ? r.path : r.exe;
-    refusals_.push_back(
-        written
-            ? refusal_text(d, "running " + moat::quoted(name) + " was", session_.user_policy_dir)
-            : "running " + moat::quoted(name) + " was refused: the audit log could not be written");
-  }
+  const std::string name = r.exe.empty() ? r.path : r.exe;
+  std::string text =
+      written
+          ? refusal_text(d, "running " + moat::quoted(name) + " was", session_.user_policy_dir)
+          : "running " + moat::quoted(name) + " was refused: the audit log could not be written";
+  auto same = std::find_if(refusals_.begin(), refusals_.end(),
+                           [&text](const Refusal& f) { return f.text == text; });
+  if (same != refusals_.end()) ++same->times;
+  else if (refusals_.size() < kRefusalsShown) refusals_.push_back({std::move(text)});
+  else ++unlisted_;
   return ExecAnswer{false, EPERM};
 }
 
@@ -177,13 +182,15 @@ void ExecGate::on_end(const ExecEnd& end) {
 std::string ExecGate::refusals_text() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (refusals_.empty()) return "";
-  std::string out = "\n[moat refused " + std::to_string(refused_) + " program" +
-                    (refused_ == 1 ? "" : "s") + " this command started (the exec failed with " +
+  // Programs: the distinct ones listed, and each exec past them (not told apart).
+  const int programs = static_cast<int>(refusals_.size()) + unlisted_;
+  std::string out = "\n[moat refused " + std::to_string(programs) + " program" +
+                    (programs == 1 ? "" : "s") + " this command started (the exec failed with " +
                     "EPERM inside the sandbox):";
-  for (const std::string& line : refusals_) out += "\n- " + line;
-  if (refused_ > static_cast<int>(refusals_.size()))
-    out += "\n- ... and " + std::to_string(refused_ - static_cast<int>(refusals_.size())) +
-           " more (see the audit log)";
+  for (const Refusal& f : refusals_)
+    out += "\n- " + f.text + (f.times > 1 ? " (" + std::to_string(f.times) + " execs)" : "");
+  if (unlisted_ > 0)
+    out += "\n- ... and " + std::to_string(unlisted_) + " more (see the audit log)";
   return out + "]";
 }
 

@@ -59,8 +59,16 @@ class ExecGate final : public ExecObserver {
   const std::set<std::string> approved_;
   mutable std::mutex mu_;
   int execs_ = 0;
-  std::vector<std::string> refusals_;  // one line per refused program (first few kept)
-  int refused_ = 0;
+  // One line per refused program (the first few), with how many execs it refused: a shell
+  // searching PATH tries the same program once per directory that holds it (/usr/bin and
+  // /bin on a merged-/usr system), and the person should read one refusal, not two.
+  struct Refusal {
+    std::string text;
+    int times = 1;
+  };
+  std::vector<Refusal> refusals_;
+  int unlisted_ = 0;  // refused execs past the first few distinct programs
+  int refused_ = 0;   // every refused exec (the call record's refused_execs)
   nlohmann::json flags_ = nlohmann::json::array();  // one per flagged program (first few kept)
   int flagged_ = 0;
 };
