@@ -8,14 +8,17 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <utility>
 
+#include "agent/console_question.h"
 #include "agent/rpc_console.h"
 #include "agent/run_support.h"
 #include "agent/terminal_repl.h"
@@ -29,7 +32,7 @@ namespace moat::agent {
 namespace {
 
 constexpr std::size_t kMaxLine = 64 * 1024;  // a line without end is taken in pieces
-constexpr std::size_t kMaxHeldAnswers = 16;  // answers typed ahead of their question
+constexpr std::size_t kMaxHeldAnswers = 16;  // a script's answers, ahead of their question
 pid_t g_console_pid = -1;
 int g_signal_fd = -1;
 
@@ -103,7 +106,9 @@ class Console {
         loop_out_(std::move(out.r)),
         loop_err_(std::move(err.r)),
         channel_(std::move(o.channel)),
-        signals_(std::move(signals)) {
+        signals_(std::move(signals)),
+        person_(interactive_ && !o.rpc && ::isatty(STDIN_FILENO) == 1),
+        framed_(::isatty(STDERR_FILENO) == 1) {
     if (!interactive_) to_loop_.reset();
     // A loop that stops reading must not block the console (and with it every answer).
     if (to_loop_.valid()) ::fcntl(to_loop_.get(), F_SETFL, O_NONBLOCK);
@@ -130,6 +135,8 @@ class Console {
   void take_line(std::string line);
   void read_channel();
   void show_question();
+  void offer_choices();
+  void discard_typed_ahead();
   void answer(const std::optional<std::string>& line);
   void read_signals();
   // Copies what the loop wrote to `to`, its controls made visible; false at end of file.
@@ -146,7 +153,13 @@ class Console {
   sandbox::FrameReader channel_frames_{channel_.get()};
   std::deque<std::pair<std::string, std::string>> asks_;  // ask id, question; front is shown
   bool shown_ = false;
-  std::deque<std::string> held_;  // answers typed before their question came
+  // A person at a terminal (stdin is one): an answer counts only once its question's choices
+  // are shown, kAnswerGuard after the question; keys before that are discarded. With stdin a
+  // pipe, a script answers, and its answers may come ahead of their questions (held_).
+  const bool person_;
+  const bool framed_;  // stderr is a terminal: the question is drawn behind kQuestionMark
+  std::optional<std::chrono::steady_clock::time_point> guard_until_;  // choices not yet shown
+  std::deque<std::string> held_;  // a script's answers, typed before their question came
   bool stdin_eof_ = false;
   std::string partial_;
   std::string out_carry_, err_carry_;
@@ -169,6 +182,8 @@ int Console::run() {
   int status = 0;
   for (;;) {
     if (::waitpid(loop_, &status, WNOHANG) == loop_) break;
+    // The question's guard is over (a poll timeout may end it: no fd signals it).
+    if (guard_until_ && std::chrono::steady_clock::now() >= *guard_until_) offer_choices();
     // While a question is on the screen the loop's output waits in its pipes: what stands
     // above the prompt is moatd's question, not text the loop printed to look like one.
     pollfd fds[6];
@@ -290,6 +305,7 @@ void Console::read_stdin() {
     while (!asks_.empty()) answer(std::nullopt);
     return;
   }
+  if (guard_until_) return;  // keys pressed as the question appeared were not meant for it
   take_lf_lines(partial_, std::string_view(buf, static_cast<std::size_t>(n)),
                 [this](std::string line) { take_line(std::move(line)); });
   if (partial_.size() >= kMaxLine) {
@@ -313,8 +329,19 @@ void Console::take_line(std::string line) {
     if (!view_->busy()) view_->show_prompt();
     return;
   }
-  // Typed ahead of a question: an answer waits for it, a sentence steers the loop.
+  // Typed ahead of a question: a sentence steers the loop. A script's answer waits for its
+  // question; a person's answers only a question on the screen (issue 26, item 1: a "y" typed
+  // at text made to look like a question must not approve the next real one).
   if (is_answer(line)) {
+    if (person_) {
+      const std::string note =
+          "moat: no question is waiting, so \"" + visible(line) +
+          "\" was not taken as an answer (moat's own questions are highlighted; answer one "
+          "once its choices are shown)";
+      if (view_) view_->say(note);
+      else std::fprintf(stderr, "%s\n", note.c_str());
+      return;
+    }
     if (held_.size() < kMaxHeldAnswers) held_.push_back(std::move(line));
     return;
   }
@@ -368,6 +395,7 @@ void Console::read_channel() {
     asks_.clear();
     if (rpc_) rpc_->asks_gone();
     shown_ = false;
+    guard_until_.reset();
   }
 }
 
@@ -375,8 +403,20 @@ void Console::show_question() {
   if (shown_ || asks_.empty()) return;
   if (!interactive_) return answer(std::nullopt);
   if (view_) view_->erase();  // the running calls are drawn again once it is answered
-  print_question(asks_.front().second);
+  const std::string lines = question_lines(asks_.front().second, framed_);
+  std::fwrite(lines.data(), 1, lines.size(), stderr);
+  std::fflush(stderr);
   shown_ = true;
+  if (person_ && !stdin_eof_) {
+    // What was typed before the question came is not its answer; nor is a key pressed as it
+    // appears: the choices, and with them the answer, come after the guard (offer_choices).
+    discard_typed_ahead();
+    guard_until_ = std::chrono::steady_clock::now() + kAnswerGuard;
+    return;
+  }
+  const std::string choices = question_choices(framed_);
+  std::fwrite(choices.data(), 1, choices.size(), stderr);
+  std::fflush(stderr);
   if (!held_.empty()) {
     const std::string typed = std::move(held_.front());
     held_.pop_front();
@@ -386,8 +426,25 @@ void Console::show_question() {
   }
 }
 
+// The guard is over: what was typed during it is dropped, and the next line answers.
+void Console::offer_choices() {
+  guard_until_.reset();
+  discard_typed_ahead();
+  const std::string choices = question_choices(framed_);
+  std::fwrite(choices.data(), 1, choices.size(), stderr);
+  std::fflush(stderr);
+}
+
+// The console's part of a line and the terminal's: a canonical-mode terminal holds a line
+// until Enter, so a "y" typed before the question would otherwise complete as its answer.
+void Console::discard_typed_ahead() {
+  partial_.clear();
+  ::tcflush(STDIN_FILENO, TCIFLUSH);
+}
+
 void Console::answer(const std::optional<std::string>& line) {
   if (asks_.empty()) return;
+  guard_until_.reset();
   const PersonAnswer a = parse_answer(line);
   if (view_) view_->erase();  // drawn again below the answer
   if (shown_) print_answer(a);

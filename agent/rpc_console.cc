@@ -1,7 +1,11 @@
 // agent/rpc_console.cc: the console's side of `moat run --rpc` (rpc_console.h).
 #include "agent/rpc_console.h"
 
+#include <cstdint>
+#include <utility>
+
 #include "agent/events.h"
+#include "agent/rpc_event_schema.h"
 #include "agent/rpc_session.h"
 
 namespace moat::agent {
@@ -11,9 +15,12 @@ using nlohmann::json;
 
 // moatd bounds the questions of a session; this bounds what the console keeps of them.
 constexpr std::size_t kMaxOpenAsks = 64;
-// A line of the loop's longer than this is passed on as it is: only a broken loop writes one
-// (its events are bounded by moatd's output limits and the model's).
+// A line of the loop's longer than this is dropped: only a broken loop writes one (its events
+// are bounded by moatd's output limits and the model's), and it cannot be checked unheld.
 constexpr std::size_t kMaxLoopLine = 16u << 20;
+// Commands the loop has not yet responded to; past this the oldest is forgotten (its late
+// response is then dropped). A client that waits for its responses never comes near it.
+constexpr std::size_t kMaxForwarded = 4096;
 
 }  // namespace
 
@@ -44,6 +51,8 @@ void RpcConsole::take(RpcLines::Line line) {
     return write(refusal);
   }
   if (c->kind == RpcKind::kAnswer) return write(rpc_response(*c, answer(*c)));
+  if (forwarded_.size() >= kMaxForwarded) forwarded_.erase(forwarded_.begin());
+  forwarded_[line.number] = {c->id, rpc_command_name(c->kind)};
   for_loop_ += rpc_forward_line(line.number, line.text);
 }
 
@@ -74,18 +83,50 @@ void RpcConsole::ask(const std::string& ask, const std::string& question) {
 
 void RpcConsole::loop_output(std::string_view bytes) {
   loop_carry_.append(bytes);
-  const std::size_t nl = loop_carry_.rfind('\n');
-  const std::size_t end = loop_carry_.size() > kMaxLoopLine ? loop_carry_.size()
-                          : nl == std::string::npos         ? 0
-                                                            : nl + 1;
-  if (end == 0) return;
-  std::fwrite(loop_carry_.data(), 1, end, out_);
-  std::fflush(out_);
-  loop_carry_.erase(0, end);
+  std::size_t from = 0;
+  for (std::size_t nl; (nl = loop_carry_.find('\n', from)) != std::string::npos; from = nl + 1) {
+    if (!std::exchange(loop_overlong_, false))
+      loop_line(std::string_view(loop_carry_).substr(from, nl - from));
+  }
+  loop_carry_.erase(0, from);
+  if (loop_carry_.size() > kMaxLoopLine) {
+    if (!loop_overlong_)
+      std::fprintf(notes_, "moat: --rpc: dropped a line of the loop's longer than %zu bytes\n",
+                   kMaxLoopLine);
+    loop_overlong_ = true;
+    loop_carry_.clear();
+  }
+}
+
+// One line of the loop's: written again by the console as the event it parsed to, so a client
+// reads exactly what was checked (a line with a key twice, `{"type":"note","type":"ask"}`,
+// means different things to different parsers).
+void RpcConsole::loop_line(std::string_view line) {
+  const json e = json::parse(line, nullptr, false);
+  std::string problem = e.is_discarded() ? "not JSON" : event_problem(e);
+  if (problem.empty() && e["type"] == "ask") problem = "`ask` comes from the console only";
+  if (problem.empty() && e["type"] == "response") problem = response_problem(e);
+  if (problem.empty()) return write(e);
+  std::fprintf(notes_, "moat: --rpc: dropped a line of the loop's: %s\n", problem.c_str());
+  std::fflush(notes_);
+}
+
+// The loop responds to the commands the console handed it, once each: to a command's line,
+// with its id and name (or, for a line it could not read, null ones).
+std::string RpcConsole::response_problem(const json& e) {
+  const std::int64_t line = e["line"].get<std::int64_t>();
+  auto it = line < 0 ? forwarded_.end() : forwarded_.find(static_cast<std::uint64_t>(line));
+  if (it == forwarded_.end()) return "a `response` to no command the loop was handed";
+  const auto& [id, command] = it->second;
+  const bool refusal = e["command"].is_null() && e["id"].is_null();
+  if (!refusal && (e["command"] != command || e["id"] != id))
+    return "a `response` whose id or command is not its line's";
+  forwarded_.erase(it);
+  return "";
 }
 
 void RpcConsole::loop_output_ended() {
-  if (loop_carry_.empty()) return;
+  if (loop_carry_.empty() && !loop_overlong_) return;
   loop_carry_ += '\n';
   loop_output({});
 }

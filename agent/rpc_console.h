@@ -1,7 +1,11 @@
 // agent/rpc_console.h: the console's side of `moat run --rpc`. It reads the client's lines,
 // checks each one (agent/rpc.h), answers moatd's questions itself (an `ask` event out, an
 // `answer` command in: the loop never sees either) and hands the other commands to the loop.
-// On stdout it writes whole lines only, its own and the loop's, so they never interleave.
+// On stdout it writes whole lines only, its own and the loop's, so they never interleave. The
+// loop is not trusted with the stream (issue 26, item 2): each of its lines is an event
+// docs/events.md documents (agent/rpc_event_schema.h), never an `ask`, and a `response` only
+// to a command the console handed it and that has had none; anything else is dropped, with a
+// note on stderr.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +24,8 @@ class RpcConsole {
  public:
   // Sends a person's answer to moatd over the console channel.
   using SendAnswer = std::function<void(const std::string& ask, bool allow, bool for_session)>;
-  RpcConsole(FILE* out, SendAnswer send) : out_(out), send_(std::move(send)) {}
+  RpcConsole(FILE* out, SendAnswer send, FILE* notes = stderr)
+      : out_(out), notes_(notes), send_(std::move(send)) {}
 
   // The client's bytes; at the end, a last line without its LF is refused and every question
   // still open is answered deny (nobody is left to answer it).
@@ -45,13 +50,19 @@ class RpcConsole {
   void take(RpcLines::Line line);
   std::string answer(const RpcCommand& c);
   void write(const nlohmann::json& event);
+  void loop_line(std::string_view line);
+  std::string response_problem(const nlohmann::json& e);
 
   FILE* out_;
+  FILE* notes_;
   SendAnswer send_;
   RpcLines lines_;
   std::string for_loop_;
   std::map<std::string, std::string> asks_;  // open questions: ask id -> question
   std::string loop_carry_;                   // the loop's line being written
+  bool loop_overlong_ = false;               // dropping a line past kMaxLoopLine to its LF
+  // Commands handed to the loop that have had no response yet: input line -> id, command.
+  std::map<std::uint64_t, std::pair<nlohmann::json, std::string>> forwarded_;
 };
 
 }  // namespace moat::agent

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include "base/sys.h"
 
@@ -98,6 +100,7 @@ void TerminalRelay::copy_size() {
 
 void TerminalRelay::relay() {
   char buf[16384];
+  std::string shown;
   bool input_open = is_tty_[0], stop_seen = false;
   auto quiet_since = std::chrono::steady_clock::now();
   for (;;) {
@@ -114,7 +117,11 @@ void TerminalRelay::relay() {
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t got = ::read(master_.get(), buf, sizeof buf);
       if (got <= 0 && errno != EINTR && errno != EAGAIN) return;  // EIO: every slave closed
-      if (got > 0 && out_fd_ >= 0) write_all(out_fd_, buf, got);
+      if (got > 0 && out_fd_ >= 0) {
+        shown.clear();
+        filter_.feed(std::string_view(buf, static_cast<std::size_t>(got)), shown);
+        write_all(out_fd_, shown.data(), static_cast<ssize_t>(shown.size()));
+      }
       quiet_since = std::chrono::steady_clock::now();
     }
     if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -2,7 +2,9 @@
 // person's terminal itself: it gets a fresh pseudo-terminal whose slave stands in for each of
 // fds 0-2 that is a terminal, and this process relays bytes between the real terminal (in raw
 // mode, so Ctrl-C, Ctrl-Z and Ctrl-\ reach the pty's line discipline, which signals the
-// command's foreground group) and the pty's master, as ssh and script(1) do.
+// command's foreground group) and the pty's master, as ssh and script(1) do. The command's
+// output is filtered on its way (agent/terminal_filter.h); a pipe or file among fds 0-2 is the
+// command's own, and its bytes stay exact.
 // docs/security.md, "moat sandbox exec".
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "agent/terminal_filter.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
 
@@ -39,6 +42,9 @@ class TerminalRelay {
   UniqueFd master_, slave_;
   bool is_tty_[3] = {false, false, false};
   int out_fd_ = -1;  // where the pty's output goes: the first of stdout, stderr at a terminal
+  // What the command prints passes this on its way to the person's terminal: no sequence
+  // that answers into the terminal's input, sets its title or clipboard, or opens a link.
+  TerminalFilter filter_;
   termios saved_{};
   bool raw_ = false;
   UniqueFd wake_[2];  // finish() writes to wake_[1]

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "agent/rpc.h"
+#include "agent/rpc_event_schema.h"
 #include "events_schema.h"
 #include "mocked_run.h"
 
@@ -432,6 +433,46 @@ TEST_F(RpcBoundsTest, AClientThatStopsReadingHoldsMoatStillAtABoundedSize) {
     }
   EXPECT_EQ(streamed, text.size()) << deltas << " text_delta events";
   std::printf("%zu text_delta events, %zu bytes of text\n", deltas, streamed);
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// The console checks the loop's events against a table of its own (agent/rpc_event_schema.h,
+// issue 26 item 2): that table is docs/events.md's, row for row, so a field documented (or
+// added) in one is in the other.
+TEST(RpcEventSchema, TheConsolesTableIsTheDocumentsTables) {
+  Schema docs;
+  for (const char* section : {"event stream", "RPC events"})
+    for (auto& [type, table] : read_schema(section).events) docs.events[type] = table;
+  Schema code;
+  const std::pair<unsigned, const char*> names[] = {
+      {agent::kFieldString, "string"},   {agent::kFieldInteger, "integer"},
+      {agent::kFieldNumber, "number"},   {agent::kFieldBoolean, "boolean"},
+      {agent::kFieldObject, "object"},   {agent::kFieldArray, "array"},
+      {agent::kFieldNull, "null"}};
+  for (const agent::EventField& f : agent::documented_event_fields()) {
+    Field& field = code.events[std::string(f.event)][std::string(f.field)];
+    field.always = f.always;
+    for (const auto& [bit, name] : names)
+      if (f.types & bit) field.types.insert(name);
+  }
+  ASSERT_FALSE(docs.events.empty());
+  for (const auto& [type, table] : docs.events) {
+    SCOPED_TRACE(type);
+    ASSERT_TRUE(code.events.count(type)) << "docs/events.md documents it; the table has not";
+    for (const auto& [name, f] : table) {
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(code.events[type].count(name));
+      EXPECT_EQ(code.events[type][name].types, f.types);
+      EXPECT_EQ(code.events[type][name].always, f.always);
+    }
+    EXPECT_EQ(code.events[type].size(), table.size());
+  }
+  EXPECT_EQ(code.events.size(), docs.events.size());
 }
 
 }  // namespace

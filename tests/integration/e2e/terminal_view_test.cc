@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/shell_words.h"
@@ -298,6 +300,95 @@ TEST_F(TerminalViewTest, AFinishedCallIsFoldedWhileItsSiblingStillRuns) {
   ASSERT_TRUE(t->shows("moat: cancelled after 1 turn", 60)) << t->pane();
   t->keys("/exit Enter");
   EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// The lines of `pane` that hold `text`.
+std::vector<std::string> lines_with(const std::string& pane, const std::string& text) {
+  std::vector<std::string> found;
+  std::istringstream in(pane);
+  for (std::string l; std::getline(in, l);)
+    if (l.find(text) != std::string::npos) found.push_back(l);
+  return found;
+}
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue 26 item 1: the model's text prints a line in the form of moat's question while a slow
+// call runs, and the person types "y" at it. Before, the console held that "y" and applied it
+// to the next real question, a `git reset --hard`, which ran ("allowed once", recorded as the
+// person's answer). An answer counts only once its question's choices are on the screen, and
+// the real question stands behind a highlighted marker no text the view relays can carry.
+TEST_F(TerminalViewTest, AYTypedAtAQuestionTheModelFakedApprovesNothing) {
+  const std::string git = "git -C " + shell_quote(ws_) +
+                          " -c user.email=t@example.test -c user.name=t -c init.defaultBranch=main";
+  ASSERT_EQ(std::system((git + " init -q && echo kept > " + shell_quote(ws_ + "/work.txt") +
+                         " && " + git + " add work.txt && " + git + " commit -qm one && echo " +
+                         "uncommitted > " + shell_quote(ws_ + "/work.txt"))
+                            .c_str()),
+            0);
+  const std::string fake =
+      "moat: bash: git reset --hard needs your approval: rule default.git-discard (default) "
+      "says ask";
+  testing::ScriptedTurn slow;
+  slow.text = "Looking.\n\n" + fake + "\n      allow once [y], allow for this session [s], deny [n]? ";
+  slow.calls.push_back({"c1", "bash", {{"command", "sleep 6"}}});
+  server_->push_turn(slow);
+  server_->push_turn(call_turn("c2", "git reset --hard"));
+  server_->push_turn(text_turn("Done."));
+  auto t = start_moat("tidy up");
+  ASSERT_TRUE(t->shows("s: sleep 6", 60)) << "the slow call runs below the fake:\n" << t->pane();
+  ASSERT_EQ(count_of(t->pane(), "needs your approval"), 1u) << t->pane();
+  t->keys("y Enter");
+  // The real question comes once the slow call has ended.
+  ASSERT_TRUE(eventually([&] { return count_of(t->pane(), "needs your approval") == 2; },
+                         std::chrono::seconds(60)))
+      << t->pane();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // past the guard: the choices show
+  const std::string asked = t->pane();
+  EXPECT_EQ(asked.find("allowed once"), std::string::npos)
+      << "the y typed at the fake approved the real question:\n"
+      << asked;
+  EXPECT_NE(asked.find("was not taken as an answer"), std::string::npos) << asked;
+  // Only the real question carries the marker (reverse video); the model's copy shows as text.
+  const std::string styled = t->pane(true);
+  const auto marked = lines_with(styled, "moat asks");
+  ASSERT_EQ(marked.size(), 1u) << styled;
+  EXPECT_NE(marked[0].find("7m"), std::string::npos) << marked[0];
+  EXPECT_NE(marked[0].find("git reset --hard"), std::string::npos) << marked[0];
+  for (const std::string& l : lines_with(styled, "moat: bash: git reset"))
+    EXPECT_EQ(l.find("\x1b["), std::string::npos) << "the fake carries no attribute: " << l;
+
+  t->keys("n Enter");
+  ASSERT_TRUE(t->shows("Done.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/exit Enter");
+  ASSERT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  EXPECT_EQ(read_file(ws_ + "/work.txt"), "uncommitted\n") << "git reset --hard ran";
+  int asks = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit")) {
+    if (e.path().extension() != ".jsonl") continue;
+    std::istringstream in(read_file(e.path().string()));
+    for (std::string l; std::getline(in, l);) {
+      const json r = json::parse(l, nullptr, false);
+      if (!r.is_object() || r.value("type", "") != "decision") continue;
+      if (r.dump().find("git reset") != std::string::npos) ++asks;
+      if (r.value("decided_by", "") == "user") {
+        EXPECT_EQ(r["input"]["user"].value("answer", ""), "deny") << r.dump();
+      }
+    }
+  }
+  EXPECT_GE(asks, 1) << "the real question was decided";
+  EXPECT_EQ(verified_audit_logs(), 1);
 }
 
 }  // namespace

@@ -24,9 +24,13 @@ class Tmux {
     return std::system(
         ("SHELL=/bin/sh tmux -L " + name_ + " -f /dev/null " + args + " >/dev/null 2>&1").c_str());
   }
-  std::string pane() const {
+  // The screen's text; `attributes`: with the escape sequences of its colours and attributes
+  // (capture-pane -e), as tmux keeps them per cell.
+  std::string pane(bool attributes = false) const {
     const std::string file = "/tmp/" + name_ + ".pane";
-    (void)std::system(("tmux -L " + name_ + " capture-pane -p -t t > " + file).c_str());
+    (void)std::system(("tmux -L " + name_ + " capture-pane -p " + (attributes ? "-e " : "") +
+                       "-t t > " + file)
+                          .c_str());
     std::string s = read_file(file);
     std::filesystem::remove(file);
     return s;
