@@ -37,6 +37,9 @@ class HostAddresses {
   // or an error when the addresses cannot be read (the caller refuses: fail closed).
   Result<std::optional<std::string>> interface_of(const std::string& ip);
 
+  // Whether changes are announced (false: the addresses are read for every question).
+  bool is_watching() const { return changes_.valid(); }
+
  private:
   bool drain_changes();  // true when a change was announced (or the queue overflowed)
 

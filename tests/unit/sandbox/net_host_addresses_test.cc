@@ -2,9 +2,19 @@
 // read at the start, read again only after a change is announced, and a failed read refuses.
 #include "sandbox/net_host_addresses.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
 
 #include "base/sys.h"
 
@@ -80,6 +90,44 @@ TEST(HostAddresses, AddressesThatCannotBeReadAreAnErrorNotAnEmptySet) {
   auto found = host.interface_of("192.0.2.2");
   ASSERT_FALSE(found);
   EXPECT_EQ(found.error().code, ENOMEM);
+}
+
+// The real watch: in a network namespace of its own (a thread's, so the host is untouched), an
+// address given to an interface after the watch began is the host's at the next question,
+// with no re-read in between (rtnetlink announced it).
+TEST(HostAddresses, AnAddressGivenToAnInterfaceLaterIsSeenThroughRtnetlink) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace of its own";
+  std::string failure;
+  std::thread in_own_namespace([&] {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      failure = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+      return;
+    }
+    HostAddresses host = HostAddresses::watching_interfaces();
+    if (!host.is_watching()) {
+      failure = "no rtnetlink socket: the addresses would be read for every question";
+      return;
+    }
+    auto before = host.interface_of("10.9.8.7");
+    if (!before || before->has_value()) {
+      failure = "10.9.8.7 was the namespace's before it was given";
+      return;
+    }
+    UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ifreq req{};
+    std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
+    auto* a = reinterpret_cast<sockaddr_in*>(&req.ifr_addr);
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, "10.9.8.7", &a->sin_addr);
+    if (::ioctl(s.get(), SIOCSIFADDR, &req) != 0) {
+      failure = std::string("SIOCSIFADDR: ") + std::strerror(errno);
+      return;
+    }
+    auto after = host.interface_of("10.9.8.7");
+    if (!after || after->value_or("") != "lo") failure = "10.9.8.7 on lo was not seen";
+  });
+  in_own_namespace.join();
+  EXPECT_EQ(failure, "");
 }
 
 }  // namespace
