@@ -267,8 +267,8 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
       "  moat sandbox exec --policy no-network-tools.toml -- ./run_tests.sh\n"
       "  moat sandbox exec --ro-bind ~/datasets /data --bind /tmp/cache /tmp/cache -- make\n"
-      "  moat sandbox exec --network -- pip download requests   (with a [[network]] allow for "
-      "pypi.org and files.pythonhosted.org)");
+      "  moat sandbox exec --network -- pip download requests\n"
+      "    (the last needs a [[network]] allow for pypi.org and files.pythonhosted.org)");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
                    "Directory the command starts in, inside the workspace (default: the "
