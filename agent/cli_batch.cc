@@ -32,6 +32,10 @@ void add_batch_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--apply", o->apply,
                 "Apply each patch whose check passed to the local repository it came from (a "
                 "url repo's patch is named, never applied)");
+  cmd->add_flag("--apply-host-executed", o->apply_host_executed,
+                "With --apply: apply also the patches that add or change files programs on your "
+                "host run code from (.envrc, .vscode/tasks.json, .git entries; docs/security.md); "
+                "without it they are named and not applied");
   cmd->add_flag("--json", o->json_events, "One JSON event per item start and finish on stdout");
   cmd->add_option("--shard", *shard,
                   "I/N: run only shard I (0-based) of N, a stable split by item id");

@@ -387,6 +387,18 @@ Result<void> hide_one(const std::string& workspace, const std::string& target) {
 
 std::span<const HostExecutedPath> host_executed_paths() { return kHostExecuted; }
 
+const HostExecutedPath* host_executed_match(std::string_view relative) {
+  // The path, then each parent: "a/.idea/x.xml" is below the "**/.idea" row, and
+  // "docs/.git/config" names the config row before the ".git" one.
+  for (std::string prefix(relative); !prefix.empty();) {
+    for (const HostExecutedPath& h : kHostExecuted)
+      if (glob_matches_rel(h.pattern, prefix)) return &h;
+    const std::size_t slash = prefix.rfind('/');
+    prefix.resize(slash == std::string::npos ? 0 : slash);
+  }
+  return nullptr;
+}
+
 Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
                         std::size_t max_entries) {
   MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries));

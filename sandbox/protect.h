@@ -8,6 +8,7 @@
 #include <span>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct HostExecutedPath {
   const char* why;
 };
 std::span<const HostExecutedPath> host_executed_paths();
+
+// The row of host_executed_paths() that a workspace-relative path is, or lies below; null when
+// none. For paths that a session or a patch changed (moat batch --apply, a session's end), not
+// for masking: any `.git` component counts (the `**/.git` row), whether the .git is a directory
+// or a file, since below it lie a repository's config and hooks.
+const HostExecutedPath* host_executed_match(std::string_view relative);
 
 // The default limit of the per-call walk that finds a workspace's glob matches.
 inline constexpr std::size_t kMaxProtectWalkEntries = 500000;

@@ -12,6 +12,7 @@
 #include "agent/batch/results.h"
 #include "agent/batch/url_clone.h"
 #include "agent/providers/usage.h"
+#include "sandbox/protect.h"
 #include "sessions/audit_verify.h"
 #include "sessions/render_audit.h"
 #include "sessions/render_session.h"
@@ -163,6 +164,27 @@ Result<std::string> make_patch(const Paths& p, const std::string& start) {
   return ss.str();
 }
 
+// The files the patch adds or changes that a program on the host runs code from (docs/
+// security.md, "Files the host runs code from": sandbox/protect.cc's table, the one the sandbox
+// masks), and any path with a `.git` component: `into["hostExecuted"]`, when there are any.
+// `--apply` leaves such a patch for the person to read (runner.cc). Deletions are not listed:
+// a file that is gone runs nothing.
+Result<void> add_host_executed(const Paths& p, const std::string& start, json& into) {
+  MOAT_ASSIGN_OR_RETURN(std::string names,
+                        git_output(p, git(p, {"diff", "--cached", "--name-only", "-z",
+                                              "--no-renames", "--diff-filter=d", start})));
+  json listed = json::array();
+  for (std::size_t at = 0; at < names.size();) {
+    std::size_t end = names.find('\0', at);
+    if (end == std::string::npos) end = names.size();
+    const std::string path = names.substr(at, end - at);
+    if (!path.empty() && sandbox::host_executed_match(path) != nullptr) listed.push_back(path);
+    at = end + 1;
+  }
+  if (!listed.empty()) into["hostExecuted"] = std::move(listed);
+  return {};
+}
+
 std::string only_file_under(const std::string& dir, const std::string& ext) {
   std::error_code ec;
   std::string found;
@@ -288,6 +310,8 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   if (!patch) return error_line(line, "patch: " + patch.error().message());
   line["patch"] = fs::relative(p.patch, env.out_dir).string();
   line["patchBytes"] = patch->size();
+  if (auto listed = add_host_executed(p, *commit, line); !listed)
+    return error_line(line, "patch: " + listed.error().message());
   step("patch");
   // The patch holds what the item changed.
   for (const std::string& dir : {p.work, p.base}) {

@@ -57,6 +57,20 @@ std::string flagged_html(const json& r) {
   return "<span title=\"" + html_escape(title) + "\">" + std::to_string(n) + "</span>";
 }
 
+// The files the item's patch adds or changes that a host program runs code from (results line
+// "hostExecuted"; --apply leaves such a patch for the person): named in the cell itself.
+std::size_t host_executed_count(const json& r) {
+  return r.contains("hostExecuted") && r["hostExecuted"].is_array() ? r["hostExecuted"].size() : 0;
+}
+
+std::string host_executed_html(const json& r) {
+  if (host_executed_count(r) == 0) return "";
+  std::string names;
+  for (const json& f : r["hostExecuted"])
+    if (f.is_string()) names += (names.empty() ? "" : ", ") + html_escape(f.get<std::string>());
+  return "<b class=\"host\">" + names + "</b>";
+}
+
 std::string money(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", v);
@@ -110,6 +124,7 @@ std::string row(const json& r) {
   out += cell(std::to_string(turns), std::to_string(turns), "turns");
   out += cell(std::to_string(bytes), size_text(bytes), "diff");
   out += cell(std::to_string(flagged_count(r)), flagged_html(r), "flagged");
+  out += cell(std::to_string(host_executed_count(r)), host_executed_html(r), "hostfiles");
   out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
   out += "<td class=\"links\">" + links + "</td></tr>\n";
   return out;
@@ -154,7 +169,9 @@ std::string totals(const std::vector<json>& rows) {
   std::size_t passed = 0, failed = 0, missing = 0;
   double cost = 0;
   int flagged = 0;
+  std::size_t host = 0;
   for (const auto& r : rows) {
+    if (host_executed_count(r) > 0) ++host;
     const std::string s = r.value("status", "");
     if (s == "passed") ++passed;
     else if (s == "missing") ++missing;
@@ -167,6 +184,10 @@ std::string totals(const std::vector<json>& rows) {
     flags = "; <b>" + std::to_string(flagged) +
             "</b> programs ran although a rule asks about them (headless; see each item's "
             "flagged column and audit log)";
+  if (host > 0)
+    flags += "; <b>" + std::to_string(host) +
+             "</b> patches add or change files that programs on your host run code from "
+             "(hostfiles column; --apply leaves them to you, --apply-host-executed applies them)";
   return "<p id=\"totals\">" + std::to_string(rows.size()) + " items: <b>" +
          std::to_string(passed) + "</b> passed, <b>" + std::to_string(failed) + "</b> failed, <b>" +
          std::to_string(missing) + "</b> missing; cost $" + money(cost) + flags + "</p>\n";
@@ -183,8 +204,8 @@ std::string report_html(const std::vector<json>& results, const std::vector<std:
   std::string html = kHead;
   html += "<h1>moat batch report</h1>\n" + totals(rows);
   html += "<table id=\"items\"><thead><tr>";
-  for (const char* key :
-       {"item", "source", "status", "check", "cost", "turns", "diff", "flagged", "reason", "links"})
+  for (const char* key : {"item", "source", "status", "check", "cost", "turns", "diff", "flagged",
+                          "hostfiles", "reason", "links"})
     html += std::string("<th data-key=\"") + key + "\">" + key + "</th>";
   html += "</tr></thead><tbody>\n";
   for (const auto& r : rows) html += row(r);

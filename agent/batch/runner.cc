@@ -144,6 +144,9 @@ Result<Plan> plan_batch(const BatchOptions& o) {
   if (o.retry_failed && !o.resume)
     return fail(std::string("--retry-failed goes with --resume (it runs again the failed items "
                             "of an output that holds results)"));
+  if (o.apply_host_executed && !o.apply)
+    return fail(std::string("--apply-host-executed goes with --apply (it lets --apply write "
+                            "files that programs on your host run code from)"));
   Plan plan;
   MOAT_ASSIGN_OR_RETURN(plan.manifest, load_manifest(o.manifest));
   for (const auto& item : plan.manifest.items)
@@ -198,38 +201,68 @@ std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, Resu
   return not_started;
 }
 
-// --apply: each patch whose check passed goes into the repository it came from, if it applies.
-// A url repo has no local repository to apply to: it is named and left for the person. Returns
-// how many did not apply (each named with git's message).
-std::size_t apply_patches(const std::vector<json>& results, const std::string& out_dir) {
+// The files of a results line's patch that a host program runs code from, "a, b".
+std::string host_executed_list(const json& r) {
+  std::string names;
+  if (!r.contains("hostExecuted") || !r["hostExecuted"].is_array()) return names;
+  for (const json& f : r["hostExecuted"])
+    if (f.is_string()) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+  return names;
+}
+
+// One patch into its repository, if it applies; the message names what happened.
+Result<void> apply_one(const json& r, const std::string& patch, bool host_executed_allowed) {
+  const std::string repo = r.value("repo", ""), host = host_executed_list(r);
+  // Such a file runs code as the person when the folder is opened, cd'd into or `git status`ed
+  // (docs/security.md): it goes in only when they say so, after reading it.
+  if (!host.empty() && !host_executed_allowed)
+    return fail("it adds or changes files that programs on your host run code from (" + host +
+                "); read the patch, then apply it yourself (git -C " + repo + " apply " + patch +
+                ") or run again with --resume --apply --apply-host-executed");
+  MOAT_TRY(process_output({"git", "-C", repo, "apply", "--check", patch}));
+  MOAT_TRY(process_output({"git", "-C", repo, "apply", patch}));
+  return {};
+}
+
+// --apply: each patch whose check passed goes into the repository it came from, if it applies
+// and (unless allowed) writes no file a host program runs code from. A url repo has no local
+// repository to apply to: it is named and left for the person. Returns how many did not apply
+// (each named with the reason, or git's message).
+std::size_t apply_patches(const std::vector<json>& results, const BatchOptions& o) {
   std::size_t not_applied = 0;
   for (const auto& r : results) {
     const bool check_passed = r.contains("check") && r["check"].value("passed", false);
     if (!check_passed || !r.contains("patch")) continue;
+    const std::string patch = (fs::path(o.out_dir) / r["patch"]).string();
     if (r.contains("url")) {
       std::fprintf(stderr,
                    "moat batch: apply %s: not applied: the item was cloned from %s, not a local "
                    "repository; apply it in a clone of that (git apply %s)\n",
                    r["patch"].get<std::string>().c_str(), r.value("repo", "").c_str(),
-                   (fs::path(out_dir) / r["patch"]).c_str());
+                   patch.c_str());
       continue;
     }
-    const std::string repo = r.value("repo", ""), patch = (fs::path(out_dir) / r["patch"]).string();
-    auto ok = process_output({"git", "-C", repo, "apply", "--check", patch});
-    if (ok) ok = process_output({"git", "-C", repo, "apply", patch});
+    auto ok = apply_one(r, patch, o.apply_host_executed);
     if (!ok) ++not_applied;
     std::fprintf(stderr, "moat batch: apply %s (%s) to %s: %s\n", r.value("id", "").c_str(),
-                 patch.c_str(), repo.c_str(),
+                 patch.c_str(), r.value("repo", "").c_str(),
                  ok ? "applied" : ("NOT applied: " + ok.error().message()).c_str());
   }
   return not_applied;
 }
 
-// The last lines: the shard's totals and where the report is.
+// The last lines: each item whose patch writes files a host program runs code from (so
+// they are read whether or not --apply was given), the shard's totals and where the report is.
 void print_summary(const std::vector<json>& results, std::size_t not_started,
                    const std::string& out_dir) {
   std::size_t passed = 0, failed = 0, errors = 0;
   double cost = 0;
+  for (const auto& r : results)
+    if (const std::string host = host_executed_list(r); !host.empty())
+      std::fprintf(stderr,
+                   "moat batch: %s: its patch adds or changes files that programs on your host "
+                   "run code from: %s\n",
+                   r.value("id", "").c_str(), host.c_str());
   for (const auto& r : results) {
     const std::string status = r.value("status", "");
     if (status == "passed") ++passed;
@@ -281,7 +314,7 @@ int run_batch(const BatchOptions& options) {
   auto results = read_results((fs::path(o.out_dir) / kResultsFile).string());
   if (!results) return kExitStore;
   write_report(o.out_dir, *results, {});
-  const std::size_t not_applied = o.apply ? apply_patches(*results, o.out_dir) : 0;
+  const std::size_t not_applied = o.apply ? apply_patches(*results, o) : 0;
   print_summary(*results, not_started, o.out_dir);
   bool all_passed = not_started == 0 && not_applied == 0;
   for (const auto& r : *results) all_passed = all_passed && r.value("status", "") == "passed";

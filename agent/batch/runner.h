@@ -15,6 +15,9 @@ struct BatchOptions {
   bool resume = false;
   bool retry_failed = false;  // with resume: failed and errored items run again
   bool apply = false;
+  // With apply: a patch that adds or changes a file a host program runs code from (a results
+  // line's "hostExecuted") is applied too; without it, it is named and left for the person.
+  bool apply_host_executed = false;
   bool json_events = false;                            // one JSON line per item event on stdout
   std::optional<std::pair<unsigned, unsigned>> shard;  // (I, N)
 };

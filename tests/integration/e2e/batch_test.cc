@@ -321,6 +321,53 @@ TEST_F(BatchTwoTest, APatchThatDoesNotApplyFailsTheBatchNamingTheItemAndGitsMess
   EXPECT_FALSE(fs::exists(repo + "/NOTES.md"));
 }
 
+// Issue 26 item 12: an agent-created .vscode/tasks.json (runs when the folder opens) and .envrc
+// (direnv) were applied to the person's repository. Now such a patch is named in results.jsonl,
+// the report and the end's lines, and applied only with --apply-host-executed.
+TEST_F(BatchTwoTest, APatchWritingFilesTheHostRunsIsAppliedOnlyWithApplyHostExecuted) {
+  testing::write_text(
+      dir_.path() + "/rename.replay.jsonl",
+      R"({"text": "Renaming.", "tool_calls": [{"name": "bash", "arguments": {"command": "sed -i 's/compute_total/sum_line_items/g' lib.sh main.sh && echo renamed > NOTES.md && mkdir -p .vscode && echo '{\"tasks\": [{\"runOptions\": {\"runOn\": \"folderOpen\"}}]}' > .vscode/tasks.json && echo 'touch /tmp/pwned' > .envrc"}}]}
+{"text": "Done."}
+)");
+  e2e::Run r = batch_in_dir("batch.toml --out out --apply");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  for (const char* id : {"repo-00", "repo-01"}) {
+    SCOPED_TRACE(id);
+    const std::string repo = dir_.path() + "/" + id;
+    EXPECT_FALSE(fs::exists(repo + "/.envrc")) << r.out;
+    EXPECT_FALSE(fs::exists(repo + "/.vscode/tasks.json")) << r.out;
+    EXPECT_FALSE(fs::exists(repo + "/NOTES.md")) << r.out;  // the patch is left whole
+    EXPECT_NE(r.out.find(std::string("apply ") + id), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string("moat batch: ") + id +
+                         ": its patch adds or changes files that programs on your host run code "
+                         "from: .envrc, .vscode/tasks.json"),
+              std::string::npos)
+        << r.out;
+  }
+  EXPECT_NE(r.out.find("--apply-host-executed"), std::string::npos) << r.out;
+  for (const auto& res : results_of(dir_.path() + "/out")) {
+    EXPECT_EQ(res.value("status", ""), "passed") << res.dump();
+    EXPECT_EQ(res.value("hostExecuted", json()), json({".envrc", ".vscode/tasks.json"}))
+        << res.dump();
+  }
+  const std::string html = read_file(dir_.path() + "/out/report.html");
+  EXPECT_NE(html.find(">.envrc, .vscode/tasks.json<"), std::string::npos) << html;
+  EXPECT_NE(html.find("<b>2</b> patches add or change files that programs on your host run"),
+            std::string::npos)
+      << html;
+
+  r = batch_in_dir("batch.toml --out out --resume --apply --apply-host-executed");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* id : {"repo-00", "repo-01"}) {
+    SCOPED_TRACE(id);
+    const std::string repo = dir_.path() + "/" + id;
+    EXPECT_TRUE(fs::exists(repo + "/.envrc")) << r.out;
+    EXPECT_TRUE(fs::exists(repo + "/.vscode/tasks.json")) << r.out;
+    EXPECT_TRUE(fs::exists(repo + "/NOTES.md")) << r.out;
+  }
+}
+
 // Item 10: a replay file that does not exist made every item "failed: moat run exited 2".
 TEST_F(BatchTwoTest, AMissingReplayFileFailsTheBatchBeforeAnyItemStarts) {
   set_manifest_key("model", "\"replay:no-such.replay.jsonl\"");

@@ -123,5 +123,28 @@ TEST_F(RemovePlaceholdersTest, MissingOnesAreNotAnError) {
   EXPECT_TRUE(remove_placeholders(ws_, {gone}));
 }
 
+// Issue 26 items 12 and 13: a changed path is named when it is, or lies below, a row of the
+// host-executed table, at any depth; any .git component counts.
+TEST(HostExecutedMatch, NamesTheRowAPathIsOrLiesBelowAtAnyDepth) {
+  const auto pattern = [](std::string_view rel) {
+    const HostExecutedPath* h = host_executed_match(rel);
+    return h == nullptr ? std::string() : std::string(h->pattern);
+  };
+  EXPECT_EQ(pattern(".envrc"), "**/.envrc");
+  EXPECT_EQ(pattern("sub/dir/.envrc"), "**/.envrc");
+  EXPECT_EQ(pattern(".vscode/tasks.json"), "**/.vscode/tasks.json");
+  EXPECT_EQ(pattern("a/.idea/workspace.xml"), "**/.idea");
+  EXPECT_EQ(pattern(".devcontainer.json"), "**/.devcontainer.json");
+  EXPECT_EQ(pattern(".devcontainer/devcontainer.json"), "**/.devcontainer");
+  EXPECT_EQ(pattern("docs/.git/config"), "**/.git/config");
+  EXPECT_EQ(pattern("docs/.git/hooks/pre-commit"), "**/.git/hooks");
+  EXPECT_EQ(pattern("docs/.git/objects/ab/cdef"), "**/.git");
+  EXPECT_EQ(pattern("lib/.git"), "**/.git");
+  // Near names are not rows.
+  for (const char* rel : {"a.envrc", ".envrc.example", ".vscode/extensions.json", "README.md",
+                          "x.git/config", ".gitignore", "src/.github/workflows/ci.yml"})
+    EXPECT_EQ(pattern(rel), "") << rel;
+}
+
 }  // namespace
 }  // namespace moat::sandbox
