@@ -10,9 +10,11 @@
 //   5. check the notification is still live (SECCOMP_IOCTL_NOTIF_ID_VALID): the pid read
 //      from is still the caller, stopped in this execve;
 //   6. have it judged and recorded (ExecObserver), answer continue or the errno;
-//   7. for a shared memory or a path that could be swapped, check once the exec is done that
-//      /proc/<pid>/exe is the file judged (a script's interpreter).
-// exit_group notifications only note the exit code; the end is seen on a pidfd.
+//   7. for a shared memory, a path that could be swapped, or one named from the caller's cwd
+//      or fds (which a CLONE_FS or CLONE_FILES sibling can change), check once the exec is
+//      done that /proc/<pid>/exe is the file judged (a script's interpreter).
+// exit_group notifications give the exit code; so does a thread group leader's exit (the
+// raw exit system call), kept until the process's end is seen on its pidfd.
 #include "sandbox/exec_watch.h"
 
 #include <fcntl.h>
@@ -104,6 +106,8 @@ struct Program {
   std::string exec_id;
   UniqueFd pidfd;
   Clock::time_point start;
+  // The code of its thread group leader's raw exit: what its parent sees when no thread
+  // calls exit_group and no signal ends the rest.
   std::optional<int> code;
   bool ended = false;  // its end is recorded already (killed by the verification)
 };
@@ -206,6 +210,22 @@ std::string joined(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Whether the file `path` names depends on the caller's working directory or fd table: a
+// relative path (from the cwd, or execveat's directory fd), an empty one (execveat's
+// AT_EMPTY_PATH: the fd itself), or the caller's own /proc entries (/proc/self/fd/N,
+// /dev/fd/N). Another process can share those (clone with CLONE_FS or CLONE_FILES, issue 26
+// item 4) and change them between moat's open and the kernel's, whatever the caller's memory
+// and whatever mount the files are on. kcmp(KCMP_FS/KCMP_FILES) against every process of the
+// session could prove them unshared, at a cost per exec that grows with the session; these
+// execs are rare on read-only mounts (elsewhere they are verified already), so every one is
+// verified once it runs.
+bool names_through_process_state(const std::string& path) {
+  if (path.empty() || path[0] != '/') return true;
+  for (const char* prefix : {"/proc/", "/dev/fd/", "/dev/std"})
+    if (path.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 // What a verification concludes now: keep waiting, done, or kill (with why).
 enum class Verdict { kWait, kDone, kKill };
 
@@ -254,6 +274,7 @@ class Server {
   std::optional<PendingVerify> plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
                                            const Resolved& file);
   void on_exit_group(const seccomp_notif& n);
+  void on_thread_exit(const seccomp_notif& n);
   void on_pidfd(pid_t pid);
   // False when the caller no longer waits for this answer (a signal interrupted it, or it
   // died): what was let run did not run.
@@ -348,6 +369,7 @@ void Server::on_notification() {
   ++stats_.notifications;
   if (before_worker_exec(static_cast<pid_t>(n.pid))) return (void)answer(n.id, true, 0);
   if (n.data.nr == __NR_exit_group) return on_exit_group(n);
+  if (n.data.nr == __NR_exit) return on_thread_exit(n);
   on_exec(n);
 }
 
@@ -426,6 +448,23 @@ void Server::on_exit_group(const seccomp_notif& n) {
         ""});
   if (p.pidfd.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p.pidfd.get(), nullptr);
   running_.erase(it);
+}
+
+// One thread ends (the raw exit system call; glibc's exit() and _exit() are exit_group).
+// When it is a program's thread group leader, its code is what the parent sees if the other
+// threads end the same way (wait_task_zombie in kernel/exit.c reads the leader's exit_code
+// unless the group exited as a whole): kept for the end the pidfd shows. Any other thread's
+// exit is answered at once.
+void Server::on_thread_exit(const seccomp_notif& n) {
+  const pid_t tid = static_cast<pid_t>(n.pid);
+  auto it = running_.find(tid);  // keyed by thread group id: found only for a leader
+  if (it == running_.end() || proc_status(tid).tgid != tid) return (void)answer(n.id, true, 0);
+  if (!verify_.empty()) {
+    settle(tid, tid);  // its new program runs code of its own: the exec is verified now
+    if (it->second.ended) return (void)answer(n.id, true, 0);
+  }
+  if (!answer(n.id, true, 0)) return;  // interrupted (made again) or killed (the pidfd says)
+  it->second.code = static_cast<int>(n.data.args[0] & 0xff);
 }
 
 bool Server::could_be_swapped(pid_t pid, const std::string& path, const std::string& cwd,
@@ -534,7 +573,8 @@ void Server::on_exec(const seccomp_notif& n) {
 std::optional<PendingVerify> Server::plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
                                                  const Resolved& file) {
   const bool shared = req.memory == "shared";
-  const bool swappable = could_be_swapped(st.tgid, req.path, req.cwd, file.read_only);
+  const bool swappable = could_be_swapped(st.tgid, req.path, req.cwd, file.read_only) ||
+                         names_through_process_state(req.path);
   // The program the dynamic loader is asked to load is opened by the loader, after the exec,
   // and /proc/<pid>/exe stays the loader: nothing after the fact can tell a swapped one.
   for (const ExecTarget& t : req.also)  // (on_exec moved `file`'s strings into `req`)
@@ -627,13 +667,13 @@ void Server::on_pidfd(pid_t pid) {
   }
   ExecEnd end;
   end.exec_id = it->second.exec_id;
-  end.code = it->second.code;
   end.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.start)
           .count();
-  if (!end.code) {
-    // No exit_group: a signal ended it. /proc/<pid>/stat's exit_code (field 52) says which
-    // while it is a zombie; once reaped, only that it was not a normal exit is known.
+  {
+    // No exit_group: its threads ended by the raw exit (the leader's code, kept), or a signal
+    // ended it. /proc/<pid>/stat's exit_code (field 52) says which while it is a zombie; once
+    // reaped, the leader's kept code is what its parent saw when there is one.
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     std::getline(in, line);
@@ -647,6 +687,7 @@ void Server::on_pidfd(pid_t pid) {
       if (status >= 0 && (status & 0x7f) != 0) end.signal = static_cast<int>(status & 0x7f);
       if (status >= 0 && (status & 0x7f) == 0) end.code = static_cast<int>((status >> 8) & 0xff);
     }
+    if (!end.code && !end.signal) end.code = it->second.code;
     if (!end.code && !end.signal) end.note = "ended by a signal (reaped before moat read which)";
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.pidfd.get(), nullptr);

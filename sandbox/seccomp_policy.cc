@@ -353,7 +353,10 @@ Result<BpfProgram> compile_exec_watch_filter() {
   // holds even in a session allowed to run without the main filter.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0)
     return fail(Error::from_errno("seccomp_attr_set(badarch)", -rc));
-  for (const char* name : {"execve", "execveat", "exit_group"}) {
+  // `exit` too: a process whose last thread ends by the raw exit system call (no exit_group)
+  // gives its parent the thread group leader's code, which only that call shows moat (issue 26
+  // item 8: read from /proc after the fact, the parent had often reaped it already).
+  for (const char* name : {"execve", "execveat", "exit_group", "exit"}) {
     MOAT_ASSIGN_OR_RETURN(int nr, resolve(name));
     int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_NOTIFY, nr, 0);
     if (rc != 0) return fail(Error::from_errno("seccomp_rule_add(notify)", -rc, name));

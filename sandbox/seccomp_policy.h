@@ -47,9 +47,9 @@ std::shared_ptr<const BpfProgram> precompiled_filter(bool network);
 // Human-readable listing of every set, entry, action and reason (moat sandbox explain-filter).
 std::string explain_filter(bool network);
 
-// The exec watch: execve, execveat and exit_group return SECCOMP_RET_USER_NOTIF, everything
-// else is allowed (the session's filter, installed after it, decides the rest). moatd answers
-// the notifications (sandbox/exec_watch.h).
+// The exec watch: execve, execveat, exit_group and exit return SECCOMP_RET_USER_NOTIF,
+// everything else is allowed (the session's filter, installed after it, decides the rest).
+// moatd answers the notifications (sandbox/exec_watch.h).
 Result<BpfProgram> compile_exec_watch_filter();
 // Installs it with SECCOMP_FILTER_FLAG_NEW_LISTENER: the listener fd, or -errno. No heap.
 int install_exec_watch_in_child(const BpfProgram& program);

@@ -25,6 +25,20 @@
 //   clonevmparent: clone(CLONE_VM | CLONE_VFORK | CLONE_PARENT): a vfork child its parent's
 //             other threads could write into, which the watch would not find walking up;
 //   procmem:  opening a child's /proc/<pid>/mem for writing (the same, through procfs).
+//
+// `exec_probe SECONDS cwdswap|fdswap|dirfdswap` races, for SECONDS, a process of one thread
+// that execs a file on a read-only mount (/data, bound by the test: /data/A/prog is a symlink
+// to /usr/bin/true, /data/B/prog to /usr/bin/yes) against a sibling sharing its working
+// directory (clone CLONE_FS) or fd table (clone CLONE_FILES) that keeps changing what the
+// exec names (issue 26 item 4):
+//   cwdswap:   execv("prog") from /data/A, the sibling fchdir()s between /data/B and /data/A;
+//   fdswap:    execveat(fd, "", AT_EMPTY_PATH), the sibling dup2()s /usr/bin/yes and
+//              /usr/bin/true onto fd;
+//   dirfdswap: execveat(dirfd, "prog", 0), the sibling dup2()s /data/B and /data/A onto dirfd.
+// Same counts as the swaps; a child still running after 1 s (a `yes`) is escaped.
+//
+// `exec_probe rawexit` ends by the raw exit system call (SYS_exit, code 7), not exit_group,
+// from a process of one thread: the status its parent sees is 7 (issue 26 item 8).
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +119,51 @@ static void child(int threads) {
   _exit(errno == EPERM ? 126 : 127);
 }
 
+enum { kCwdSwap = 4, kFdSwap = 5, kDirfdSwap = 6 };
+
+static long ms_since(const struct timespec* start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+// The sibling: flips what the exec names for 20 ms, then ends.
+static void flip_shared(int mode, int slot, int yes_side, int true_side) {
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (int i = 0;; ++i) {
+    if (mode == kCwdSwap) {
+      fchdir(yes_side);
+      fchdir(true_side);
+    } else {
+      dup2(yes_side, slot);
+      dup2(true_side, slot);
+    }
+    if ((i & 63) == 0 && ms_since(&start) > 20) _exit(0);
+  }
+}
+
+static void shared_child(int mode) {
+  int null_fd = open("/dev/null", O_WRONLY);
+  if (null_fd >= 0) dup2(null_fd, 1);
+  const int dirs = mode != kFdSwap;
+  int true_side = open(dirs ? "/data/A" : "/usr/bin/true", O_PATH | (dirs ? O_DIRECTORY : 0));
+  int yes_side = open(dirs ? "/data/B" : "/usr/bin/yes", O_PATH | (dirs ? O_DIRECTORY : 0));
+  const int slot = 20;
+  if (true_side < 0 || yes_side < 0 || chdir("/data/A") != 0 || dup2(true_side, slot) != slot)
+    _exit(125);
+  // A fork that shares the one thing (no CLONE_VM: the caller's memory stays its own).
+  long flags = (mode == kCwdSwap ? CLONE_FS : CLONE_FILES) | SIGCHLD;
+  if (syscall(SYS_clone, flags, 0, 0, 0, 0) == 0) flip_shared(mode, slot, yes_side, true_side);
+  char name[] = "prog", empty[] = "";
+  char* args[] = {name, NULL};
+  extern char** environ;
+  if (mode == kCwdSwap) execv(name, args);
+  else syscall(SYS_execveat, slot, mode == kFdSwap ? empty : name, args, environ,
+               mode == kFdSwap ? AT_EMPTY_PATH : 0);
+  _exit(errno == EPERM ? 126 : 127);
+}
+
 static int report(const char* probe, long rc) {
   if (rc >= 0) printf("%s: ALLOWED\n", probe);
   else printf("%s: errno=%s\n", probe, strerrorname_np(errno));
@@ -117,6 +176,7 @@ static int clone_child(void* arg) {
 }
 
 static int probe(const char* name) {
+  if (strcmp(name, "rawexit") == 0) syscall(SYS_exit, 7);
   if (strcmp(name, "listener") == 0) {
     struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     struct sock_fprog prog = {1, &allow};
@@ -157,12 +217,23 @@ int main(int argc, char** argv) {
   const char* mode = argc > 2 ? argv[2] : "single";
   const int swapping = strncmp(mode, "swap", 4) == 0;
   int threads = strcmp(mode, "threads") == 0 ? 1 : strcmp(mode, "idle") == 0 ? 2 : swapping ? 3 : 0;
-  const int patience_ms = swapping ? 1000 : 3000;
+  const int shared = strcmp(mode, "cwdswap") == 0   ? kCwdSwap
+                     : strcmp(mode, "fdswap") == 0  ? kFdSwap
+                     : strcmp(mode, "dirfdswap") == 0 ? kDirfdSwap
+                                                      : 0;
+  const int patience_ms = swapping || shared ? 1000 : 3000;
   pid_t swapper = swapping ? start_swapping(mode) : 0;
   if (swapper < 0) return 2;
-  int n_true = 0, killed = 0, refused = 0, other = 0, escaped = 0;
-  for (int i = 0; i < rounds; ++i) {
+  // Shared modes: `rounds` is seconds of racing.
+  struct timespec began;
+  clock_gettime(CLOCK_MONOTONIC, &began);
+  const int seconds = rounds;
+  if (shared) rounds = 1 << 30;
+  int n_true = 0, killed = 0, refused = 0, other = 0, escaped = 0, done = 0;
+  for (int i = 0; i < rounds; ++i, ++done) {
+    if (shared && ms_since(&began) >= seconds * 1000L) break;
     pid_t pid = fork();
+    if (pid == 0 && shared) shared_child(shared);
     if (pid == 0) child(threads);
     if (pid < 0) return 2;
     int status = 0;
@@ -188,7 +259,7 @@ int main(int argc, char** argv) {
     kill(swapper, SIGKILL);
     waitpid(swapper, NULL, 0);
   }
-  printf("rounds=%d true=%d killed=%d refused=%d other=%d escaped=%d\n", rounds, n_true, killed,
+  printf("rounds=%d true=%d killed=%d refused=%d other=%d escaped=%d\n", done, n_true, killed,
          refused, other, escaped);
   return 0;
 }
