@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <regex>
 #include <set>
 
 #include "base/random.h"
@@ -18,6 +19,16 @@
 
 namespace moat::sandbox {
 namespace {
+
+// A typed line as the person would write it: the exec frame's words arrive shell-quoted one by
+// one (`'curl' '--version'`); a word that needs no quotes is shown bare. Anything still quoted,
+// or holding a control, is shown by quoted() as it is.
+std::string shown_line(const std::string& line) {
+  static const std::regex kPlainWord("(^| )'([A-Za-z0-9_./:=,+@%-]+)'(?= |$)");
+  std::string plain = std::regex_replace(line, kPlainWord, "$1$2");
+  if (moat::quoted(plain) == "'" + plain + "'") return "`" + plain + "`";
+  return moat::quoted(line);
+}
 
 using nlohmann::json;
 
@@ -156,7 +167,7 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
     if (by_policy != nullptr) *by_policy = true;
     // What the person typed is named by its line; the model knows which call it made.
     const std::string refused =
-        call.typed ? "the command " + moat::quoted(call.args.value("command", "")) + " was"
+        call.typed ? "the command " + shown_line(call.args.value("command", "")) + " was"
                    : "this call was";
     return fail(refusal_text(d, refused, session_.user_policy_dir));
   }

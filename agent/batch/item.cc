@@ -134,6 +134,7 @@ std::vector<std::string> check_argv(const Item& item, const BatchEnv& env, const
       env.moat_bin,  "sandbox",   "exec",
       "-C",          p.work,      "--audit-dir",
       p.check_audit, "--timeout", std::to_string(item.limits.check_timeout_s)};
+  if (env.check_network) a.push_back("--network");
   for (const auto& f : env.policy_files) a.insert(a.end(), {"--policy", f});
   a.insert(a.end(), {"--", "sh", "-c", item.check});
   return a;

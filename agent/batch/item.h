@@ -23,6 +23,9 @@ struct BatchEnv {
   std::function<void(const std::string& work)> discard_work;
   // The most a url repo's checkout may hold (url_clone.h, url_checkout_fits).
   std::int64_t url_checkout_bytes = 0;
+  // The check's sandbox reaches the network through moatd's proxy, as an item's agent does,
+  // when the batch's policy lets some connection through (policy::Policy::grants_network).
+  bool check_network = false;
 };
 
 // Where an item's files go under OUT: patches/ID.patch, items/ID/ (task, logs, sessions,

@@ -294,6 +294,9 @@ int run_batch(const BatchOptions& options) {
                plan->manifest.policy_files,
                {},
                plan->url_checkout_bytes};
+  // `npm ci` in a check needs the registry the policy allows, as the item's agent has it.
+  if (auto policy = load_batch_policy(plan->manifest.policy_files, o.out_dir))
+    env.check_network = (*policy)->grants_network();
   const double cost = plan->earlier_cost;
   std::fprintf(stderr, "moat batch: %zu item(s) in this shard, %zu already done, %zu to run\n",
                plan->shard.size(), plan->shard.size() - plan->todo.size(), plan->todo.size());

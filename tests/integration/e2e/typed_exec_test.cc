@@ -138,6 +138,8 @@ TEST_F(TypedExecTest, ASystemLayerDenyRefusesNamingTheRuleItsFileLineAndWhoCanAl
               has(r.err, file + ":" + std::to_string(line_of(file, "[[command]]"))))
       << r.err;
   EXPECT_TRUE(has(r.err, "only the owner of the organisation's system layer")) << r.err;
+  // Named as the person typed it, not quoted twice ('\'curl\' \'--version\'').
+  EXPECT_TRUE(has(r.err, "the command `curl --version` was refused")) << r.err;
 }
 
 TEST_F(TypedExecTest, APolicyFileDenyRefusesAndSaysToDropIt) {
