@@ -31,10 +31,10 @@ constexpr CodeEnvValue kPlainOptions = CodeEnvValue::kPlainOptions;
 // clang-format off
 constexpr CodeEnvRow kTable[] = {
     // The dynamic loader: every dynamically linked program.
-    {"LD_PRELOAD", kNone, "", "the dynamic loader loads these libraries into the program before its own"},
-    {"LD_AUDIT", kNone, "", "the dynamic loader loads these auditing libraries into the program"},
-    {"LD_LIBRARY_PATH", kSearchPath, "", "the dynamic loader looks for the program's libraries in these directories first"},
-    {"GCONV_PATH", kSearchPath, "", "glibc's iconv loads character set modules from these directories"},
+    {"LD_PRELOAD", kNone, "", "the dynamic loader loads these libraries into the program before its own", true},
+    {"LD_AUDIT", kNone, "", "the dynamic loader loads these auditing libraries into the program", true},
+    {"LD_LIBRARY_PATH", kSearchPath, "", "the dynamic loader looks for the program's libraries in these directories first", true},
+    {"GCONV_PATH", kSearchPath, "", "glibc's iconv loads character set modules from these directories", true},
     // The shell and exec*p: which file a bare program name runs.
     {"PATH", kSearchPath, "", "the shell and every exec*p caller pick programs from these directories"},
     {"BASH_ENV", kNone, "", "a non-interactive bash sources this file before running anything"},
@@ -262,6 +262,11 @@ bool is_plain_options(const Arg& v) {
 std::span<const CodeEnvRow> code_env_table() { return kTable; }
 
 const RuleRef& code_env_rule() { return kCodeEnvRule; }
+
+bool is_read_at_exec(std::string_view name) {
+  return std::any_of(std::begin(kTable), std::end(kTable),
+                     [&](const CodeEnvRow& row) { return row.at_exec && row.name == name; });
+}
 
 const CodeEnvRow* code_env_hit(const Assignment& a, const std::vector<std::string>& cwds,
                                const CodeEnvContext& ctx) {

@@ -29,10 +29,21 @@ struct CodeEnvRow {
   CodeEnvValue harmless_when;
   std::string_view harmless;  // kWords: the harmless values, separated by '|' ("|cat" = "" or cat)
   std::string_view reason;    // who reads it and what it makes them load or run
+  // Judged at every exec too (the exec watch), not only on the model's line: glibc (the
+  // dynamic loader, iconv) reads it into whatever program the exec runs, so the program moat
+  // judged is not all that runs. The other rows make a program start others (each judged at
+  // its own exec) or are read by an interpreter running code moat does not judge at exec time
+  // either; and build tools set them for every child (npm's PATH and npm_config_*, make's CC),
+  // which would flag every build.
+  bool at_exec = false;
 };
 
 // The table, in match order (the first row whose name matches decides).
 std::span<const CodeEnvRow> code_env_table();
+
+// True for a variable of a row marked at_exec (LD_PRELOAD, ...): the exec watch keeps these
+// of a new environment, and only these.
+bool is_read_at_exec(std::string_view name);
 
 // The builtin rule every code-env vote names.
 const RuleRef& code_env_rule();

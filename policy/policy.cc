@@ -391,6 +391,9 @@ class PolicyImpl final : public Policy {
     if (u.argv.empty()) u.argv.push_back(known(facts.path));
     u.argv[0].text = facts.path;  // argv[0] is the caller's choice; the file is not
     u.cwds = {facts.cwd};
+    // The loader's variables and options, as the same assignments on the model's line.
+    for (const ExecFacts::Load& l : facts.loads)
+      u.assigns.push_back(Assignment{l.name, known(l.value), l.given});
     u.rules_only = true;  // no default: see policy.h
     normalise_flags(u);
     ProgramInfo p;
@@ -399,7 +402,8 @@ class PolicyImpl final : public Policy {
     p.resolved.found = !facts.real_path.empty();
     p.resolved.typed_path = facts.path;
     p.resolved.real_path = facts.real_path;
-    p.trusted_location = p.resolved.found && !is_under_any(facts.path, writable_roots_) &&
+    p.trusted_location = p.resolved.found && !facts.unnamed &&
+                         !is_under_any(facts.path, writable_roots_) &&
                          !is_under_any(facts.real_path, writable_roots_);
     std::vector<Vote> votes;
     judge_unit(u, p, env, votes);

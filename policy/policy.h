@@ -81,6 +81,19 @@ struct ExecFacts {
   std::string path;       // absolute: the path execve was given, joined to the caller's cwd
   std::string real_path;  // the file it resolved to
   std::string cwd;
+  // No name on disk (a memfd, an O_TMPFILE or deleted file): judged as a program in a writable
+  // root ([exec] workspace_programs) whatever its path says.
+  bool unnamed = false;
+  // What makes the dynamic loader load code into it: each variable of the new environment that
+  // code_env.h marks as read at exec (LD_PRELOAD, ...), and each loader option that stands for
+  // one, judged as an assignment of the variable on the model's line is (builtin.code-env).
+  struct Load {
+    std::string name;   // the variable: "LD_PRELOAD"
+    std::string value;
+    std::string given;  // how, for the reason: "in its environment", "the dynamic loader's
+                        // option --preload"
+  };
+  std::vector<Load> loads = {};
 };
 
 // Where to find the layers; every directory can be overridden so tests never touch /etc.

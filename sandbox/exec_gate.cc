@@ -37,8 +37,14 @@ std::string watch_refusal(const ExecRequest& r) {
 }
 
 policy::ExecFacts facts_of(const std::vector<std::string>& argv, const std::string& path,
-                           const std::string& exe, const std::string& cwd) {
-  return policy::ExecFacts{argv, absolute_path(path, cwd), exe, cwd};
+                           const std::string& exe, const std::string& cwd, bool unnamed,
+                           const std::vector<LoaderInput>& loads = {}) {
+  policy::ExecFacts f{argv, absolute_path(path, cwd), exe, cwd, unnamed, {}};
+  for (const LoaderInput& l : loads)
+    f.loads.push_back({l.name, l.value,
+                       l.given == "environment" ? "in its environment"
+                                                : "the dynamic loader's option " + l.given});
+  return f;
 }
 
 policy::Decision moat_refusal(std::string reason) {
@@ -121,9 +127,11 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
 // The program named, and what it makes the kernel run besides (an interpreter, a program the
 // loader loads): the strictest verdict stands, naming the program it is about.
 policy::Decision ExecGate::decided(const ExecRequest& r) const {
-  policy::Decision d = session_.policy->decide_exec(facts_of(r.argv, r.path, r.exe, r.cwd));
+  policy::Decision d =
+      session_.policy->decide_exec(facts_of(r.argv, r.path, r.exe, r.cwd, r.unnamed, r.loads));
   for (const ExecTarget& t : r.also) {
-    policy::Decision more = session_.policy->decide_exec(facts_of(t.argv, t.path, t.exe, r.cwd));
+    policy::Decision more =
+        session_.policy->decide_exec(facts_of(t.argv, t.path, t.exe, r.cwd, t.unnamed));
     if (more.verdict <= d.verdict) continue;
     more.reason =
         "it runs " + moat::quoted(t.exe) + (more.reason.empty() ? "" : ": ") + more.reason;
@@ -159,6 +167,16 @@ bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, cons
     for (const ExecTarget& t : r.also) runs.push_back(t.exe);
     rec["runs"] = std::move(runs);  // interpreters, or the program the loader loads
   }
+  if (!r.loads.empty()) {
+    // What the dynamic loader is told to load: the variable, or the loader's option, by name
+    // (values are in the reason when a rule judged them; an environment is not logged).
+    json loads = json::array();
+    for (const LoaderInput& l : r.loads)
+      loads.push_back(l.given == "environment" ? l.name : l.given);
+    rec["loads"] = std::move(loads);
+  }
+  if (r.unnamed) rec["unnamed"] = true;  // no name on disk: `exe` is not a file anyone can open
+  if (!r.sha256.empty()) rec["sha256"] = r.sha256;
   if (!d.reason.empty()) rec["reason"] = d.reason;
   if (!answer.is_null()) rec["user"] = answer;
   // Written before the program runs, not synced: a storm of execs must not wait on the disk

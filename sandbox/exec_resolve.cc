@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "policy/digest.h"
 #include "sandbox/remote_memory.h"
 
 namespace moat::sandbox {
@@ -26,6 +27,10 @@ namespace {
 // The kernel's own: exec_binprm runs the binary handlers at depths 0 to 5, so a script may name
 // a script four more times; the sixth interpreter fails with ELOOP.
 constexpr int kMaxInterpreterDepth = 5;
+
+// The largest program with no name on disk moat hashes for its record (a read of the whole
+// file, on moatd's CPU); a larger one is refused rather than run unrecorded.
+constexpr std::size_t kMaxUnnamedBytes = 256u << 20;
 
 struct Shebang {
   std::string interpreter, argument;
@@ -163,6 +168,16 @@ Resolved resolve_one(pid_t tid, int root, const std::string& path, int dirfd, bo
   struct statvfs vfs {};
   r.read_only = fstatvfs(file.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0;
   r.exe = read_link("/proc/self/fd/" + std::to_string(file.get()));
+  // No link left (st_nlink 0: shmem_file_setup clears it for a memfd, O_TMPFILE and unlink
+  // leave none): the record names it by the bytes it holds.
+  r.unnamed = st.st_nlink == 0;
+  if (r.unnamed && readable) {
+    auto digest = policy::sha256_file_hex("/proc/self/fd/" + std::to_string(file.get()),
+                                          kMaxUnnamedBytes);
+    if (digest) r.sha256 = std::move(*digest);
+    else r.refusal = "it has no name on disk and moat cannot read its bytes for the record (" +
+                     digest.error().message() + ")";
+  }
   // Unreadable (execute-only, or a lease on it): moat cannot see a #! line the kernel would
   // follow. On a read-only mount nothing in the sandbox made it; anywhere else it is refused.
   if (!readable && !r.read_only)
@@ -182,6 +197,14 @@ bool loader_option_takes_value(const std::string& o) {
   return false;
 }
 
+// The options that load code, and the variable each stands for (ld.so(8)); null for others.
+const char* loader_option_variable(const std::string& o) {
+  if (o == "--preload") return "LD_PRELOAD";
+  if (o == "--audit") return "LD_AUDIT";
+  if (o == "--library-path") return "LD_LIBRARY_PATH";
+  return nullptr;
+}
+
 bool loader_flag(const std::string& o) {
   for (const char* f : {"--list", "--verify", "--inhibit-cache", "--list-tunables",
                         "--list-diagnostics", "--help", "--version"})
@@ -194,6 +217,8 @@ void add_loaded_program(pid_t tid, int root, const std::vector<std::string>& arg
   std::size_t i = 1;
   while (i < argv.size() && starts_with(argv[i], "--")) {
     if (loader_option_takes_value(argv[i])) {
+      if (const char* var = loader_option_variable(argv[i]); var && i + 1 < argv.size())
+        r.loader_options.push_back(LoaderInput{var, argv[i + 1], argv[i]});
       i += 2;
     } else if (loader_flag(argv[i])) {
       ++i;
@@ -219,7 +244,7 @@ void add_loaded_program(pid_t tid, int root, const std::vector<std::string>& arg
   }
   r.also.push_back(
       ExecTarget{std::vector<std::string>(argv.begin() + static_cast<long>(i), argv.end()), argv[i],
-                 loaded.exe, true, loaded.read_only});
+                 loaded.exe, true, loaded.read_only, loaded.unnamed});
 }
 
 }  // namespace
@@ -266,7 +291,8 @@ Resolved resolve_exec(pid_t tid, int root, const std::string& path, int dirfd, b
       r.refusal = interp.refusal;
       return r;
     }
-    r.also.push_back(ExecTarget{next, shebang.interpreter, interp.exe});
+    r.also.push_back(
+        ExecTarget{next, shebang.interpreter, interp.exe, false, false, interp.unnamed});
     r.image_dev = interp.dev;
     r.image_ino = interp.ino;
     named = shebang.interpreter;

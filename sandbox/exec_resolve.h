@@ -20,6 +20,16 @@ struct ExecTarget {
   // moat's check; and whether that file is on a read-only mount.
   bool loaded = false;
   bool read_only = false;
+  bool unnamed = false;  // no name on disk (see Resolved::unnamed)
+};
+
+// What makes the dynamic loader load code into a program besides its own libraries: a variable
+// of the new environment (policy/code_env.h's exec-time rows), or an option given to the loader
+// run as a program, named by the variable it stands for ("--preload" is LD_PRELOAD).
+struct LoaderInput {
+  std::string name;   // the variable: "LD_PRELOAD"
+  std::string value;
+  std::string given;  // how: "environment", or the option ("--preload")
 };
 
 struct Resolved {
@@ -33,6 +43,13 @@ struct Resolved {
   dev_t image_dev = 0;
   ino_t image_ino = 0;
   bool read_only = false;  // on a read-only mount: nothing in the sandbox can replace it
+  // No name on disk (a memfd, an O_TMPFILE or deleted file: no link left): whatever its path
+  // says, the sandbox made or kept it, and it is judged as a program in a writable root.
+  bool unnamed = false;
+  std::string sha256;  // of an unnamed file's bytes as moat read them ("" otherwise)
+  // The dynamic loader's options that load code (--preload, --audit, --library-path), when the
+  // exec runs the loader as a program.
+  std::vector<LoaderInput> loader_options;
   // What the kernel runs besides the named file: #! interpreters (nested ones too) and, for
   // the dynamic loader run as a program, the program it loads.
   std::vector<ExecTarget> also;

@@ -42,6 +42,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "policy/code_env.h"
 #include "sandbox/exec_resolve.h"
 #include "sandbox/remote_memory.h"
 
@@ -507,21 +508,47 @@ std::string Server::parent_of(pid_t pid, pid_t ppid) const {
   return "";
 }
 
-// What an exec names, read from the caller's memory: the path, the argv, and how far what was
-// read can be trusted to be what the kernel reads next.
+// What an exec names, read from the caller's memory: the path, the argv, the environment's
+// loader variables, and how far what was read can be trusted to be what the kernel reads next.
 struct ExecRead {
   std::optional<std::string> path;
   Argv argv;
+  Argv env;  // only the variables policy::is_read_at_exec keeps, as NAME=value
   std::vector<std::uint64_t> pages;
 };
 
-ExecRead read_exec(pid_t tid, std::uint64_t path_addr, std::uint64_t argv_addr) {
-  RemoteMemory mem(tid);
+// The environment is read like the argv, within a page budget of its own (the kernel bounds
+// both together, so one large one leaves the other small); what a larger one would hide is
+// refused with it.
+Argv loader_env(RemoteMemory& mem, std::uint64_t envp_addr) {
+  Argv env = mem.argv_at(envp_addr);
+  std::erase_if(env.words, [](const std::string& w) {
+    const auto eq = w.find('=');
+    return eq == std::string::npos || !policy::is_read_at_exec(std::string_view(w).substr(0, eq));
+  });
+  return env;
+}
+
+ExecRead read_exec(pid_t tid, std::uint64_t path_addr, std::uint64_t argv_addr,
+                   std::uint64_t envp_addr) {
+  RemoteMemory mem(tid), env_mem(tid);
   ExecRead r;
   r.path = mem.string_at(path_addr, kMaxPath);
   if (r.path) r.argv = mem.argv_at(argv_addr);
+  if (r.path && r.argv.ok) r.env = loader_env(env_mem, envp_addr);
   r.pages = mem.pages();
+  for (std::uint64_t page : env_mem.pages()) r.pages.push_back(page);
   return r;
+}
+
+std::vector<LoaderInput> loads_of(const Argv& env, const std::vector<LoaderInput>& options) {
+  std::vector<LoaderInput> out;
+  for (const std::string& w : env.words) {
+    const auto eq = w.find('=');
+    out.push_back(LoaderInput{w.substr(0, eq), w.substr(eq + 1), "environment"});
+  }
+  out.insert(out.end(), options.begin(), options.end());
+  return out;
 }
 
 void Server::on_exec(const seccomp_notif& n) {
@@ -529,11 +556,13 @@ void Server::on_exec(const seccomp_notif& n) {
   const pid_t tid = static_cast<pid_t>(n.pid);
   const std::uint64_t path_addr = at ? n.data.args[1] : n.data.args[0];
   const std::uint64_t argv_addr = at ? n.data.args[2] : n.data.args[1];
+  const std::uint64_t envp_addr = at ? n.data.args[3] : n.data.args[2];
   const int dirfd = at ? static_cast<int>(n.data.args[0]) : AT_FDCWD;
   const bool empty_path = at && (n.data.args[4] & AT_EMPTY_PATH) != 0;
-  ExecRead read = read_exec(tid, path_addr, argv_addr);
+  ExecRead read = read_exec(tid, path_addr, argv_addr, envp_addr);
   if (!read.path) return (void)answer(n.id, false, EFAULT);
   if (!read.argv.ok && !read.argv.truncated) return (void)answer(n.id, false, EFAULT);
+  if (!read.env.ok && !read.env.truncated) return (void)answer(n.id, false, EFAULT);
   if (!root_.valid()) {
     root_ = UniqueFd(open(("/proc/" + std::to_string(tid) + "/root").c_str(),
                           O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -552,8 +581,10 @@ void Server::on_exec(const seccomp_notif& n) {
           : "shared";
   if (req.memory == "shared") {
     // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
-    ExecRead again = read_exec(tid, path_addr, argv_addr);
-    if (again.path != read.path || again.argv.words != read.argv.words) req.memory = "changed";
+    ExecRead again = read_exec(tid, path_addr, argv_addr, envp_addr);
+    if (again.path != read.path || again.argv.words != read.argv.words ||
+        again.env.words != read.env.words)
+      req.memory = "changed";
   }
   if (!still_waiting(n.id)) return;  // the caller died (or was killed) while we read
   req.exec_id = std::to_string(++next_id_);
@@ -561,6 +592,12 @@ void Server::on_exec(const seccomp_notif& n) {
   req.parent_exec = req.first ? "" : parent_of(st.tgid, st.ppid);
   req.argv = std::move(read.argv.words);
   req.argv_truncated = read.argv.truncated;
+  req.loads = loads_of(read.env, file.loader_options);
+  if (read.env.truncated)
+    file.refusal = "its environment is larger than moat reads (4 MiB, 65536 variables), so moat "
+                   "cannot tell what it makes the dynamic loader load";
+  req.unnamed = file.unnamed;
+  req.sha256 = std::move(file.sha256);
   req.path = std::move(*read.path);
   req.exe = std::move(file.exe);
   req.interpreter = std::move(file.interpreter);

@@ -38,6 +38,12 @@ struct ExecRequest {
   // compared, the program checked again once it runs).
   std::string memory;
   bool argv_truncated = false;  // larger than moat reads: such an exec is refused
+  // What makes the dynamic loader load code into it: the new environment's variables that
+  // policy/code_env.h reads at exec (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH), then
+  // the loader's own options (--preload, ...) when the exec runs the loader as a program.
+  std::vector<LoaderInput> loads;
+  bool unnamed = false;  // no name on disk (memfd, O_TMPFILE, deleted): see Resolved
+  std::string sha256;    // of an unnamed program's bytes
   // What the kernel runs besides `exe` (a #! script's interpreters, the program the dynamic
   // loader loads): each is judged too, and the strictest verdict stands.
   std::vector<ExecTarget> also;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "policy/code_env.h"
 #include "policy/layer.h"
 #include "policy/toml_load.h"
 #include "tests/unit/policy/policy_fixture.h"
@@ -213,6 +214,52 @@ TEST(ExecSettingsLoad, WrongValuesNameTheKeyAndTheAcceptedOnes) {
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->exec.workspace_programs, Verdict::kDeny);
   EXPECT_FALSE(ok->exec.headless_ask.has_value());
+}
+
+// Issue 26 item 6: a program with no name on disk (a memfd: /proc/self/fd/3 ->
+// "/memfd:innocent (deleted)") was allowed with no rule where an organisation refuses programs
+// from writable roots; it is judged as one.
+TEST_F(ExecSettingsTest, AProgramWithNoNameOnDiskIsJudgedAsAProgramInAWritableRoot) {
+  write_file(w_.options.system_dir + "/00-org.toml",
+             default_with("workspace_programs", "deny"));
+  w_.options.headless = true;
+  auto p = w_.load();
+  ASSERT_TRUE(p);
+  ExecFacts memfd{{"innocent"}, "/proc/self/fd/3", "/memfd:innocent (deleted)", w_.workspace};
+  EXPECT_EQ(p->decide_exec(memfd).verdict, Verdict::kAllow);  // by its name: a system path
+  memfd.unnamed = true;
+  Decision d = p->decide_exec(memfd);
+  EXPECT_EQ(d.verdict, Verdict::kDeny) << d.reason;
+  EXPECT_EQ(d.deciding.id, "exec.workspace_programs");
+}
+
+// Issue 26 item 5: the dynamic loader's variables of a new environment, and its own options,
+// are judged as the same assignment on the model's line (builtin.code-env): an ask, which
+// headless runs flagged by default, and a library path of system directories is harmless.
+TEST_F(ExecSettingsTest, TheLoadersVariablesAtExecAreJudgedByTheCodeEnvTable) {
+  w_.options.headless = true;
+  auto p = w_.load();
+  ASSERT_TRUE(p);
+  ExecFacts t{{"true"}, "/usr/bin/true", "/usr/bin/true", w_.workspace};
+  t.loads.push_back({"LD_PRELOAD", "./evil.so", "in its environment"});
+  Decision d = p->decide_exec(t);
+  EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason;
+  EXPECT_EQ(d.flagged, "builtin.code-env");
+  EXPECT_THAT(d.reason, HasSubstr("LD_PRELOAD=./evil.so (in its environment)"));
+  t.loads = {{"LD_LIBRARY_PATH", "/usr/lib:/lib", "in its environment"}};
+  d = p->decide_exec(t);
+  EXPECT_TRUE(d.flagged.empty()) << d.reason;
+  t.loads = {{"LD_LIBRARY_PATH", w_.workspace + "/.libs",
+              "the dynamic loader's option --library-path"}};
+  EXPECT_EQ(p->decide_exec(t).flagged, "builtin.code-env");
+}
+
+TEST(CodeEnvAtExec, OnlyTheRowsGlibcReadsIntoAnyProgramAreReadAtExec) {
+  for (const char* name : {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH"})
+    EXPECT_TRUE(is_read_at_exec(name)) << name;
+  // Set by build tools for every child (npm's PATH, make's CC): judged on the model's line only.
+  for (const char* name : {"PATH", "CC", "npm_config_cache", "PYTHONPATH", "HOME", "LD_BIND_NOW"})
+    EXPECT_FALSE(is_read_at_exec(name)) << name;
 }
 
 }  // namespace
