@@ -56,6 +56,7 @@ class PermissivePolicy final : public Policy {
   bool grants_network() const override { return inner_->grants_network(); }
   bool mode_allowed(const std::string& mode) const override { return inner_->mode_allowed(mode); }
   bool headless() const override { return inner_->headless(); }
+  bool nested_git_allowed() const override { return inner_->nested_git_allowed(); }
   const std::vector<std::string>& notices() const override { return inner_->notices(); }
   nlohmann::json project_json() const override { return inner_->project_json(); }
   nlohmann::json rules_json() const override { return inner_->rules_json(); }

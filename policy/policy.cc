@@ -485,6 +485,7 @@ class PolicyImpl final : public Policy {
   }
 
   bool headless() const override { return headless_; }
+  bool nested_git_allowed() const override { return nested_git_.verdict == Verdict::kAllow; }
 
   std::string expand_path(const std::string& path) const override {
     std::string p = path;
@@ -557,6 +558,8 @@ class PolicyImpl final : public Policy {
       add("default", slot.ref, slot.verdict, false, "", nullptr, {{"key", key}});
     for (const auto* slot : {&workspace_programs_, &headless_ask_})
       add("exec", slot->ref, slot->verdict, false, "", nullptr, {{"key", slot->ref.id}});
+    add("workspace", nested_git_.ref, nested_git_.verdict, false, "", nullptr,
+        {{"key", nested_git_.ref.id}});
     return out;
   }
 
@@ -712,6 +715,9 @@ class PolicyImpl final : public Policy {
         [](const PolicyFile& f) { return std::pair(f.exec.workspace_programs, f.exec_pos); });
     headless_ask_ = fold_setting("exec.headless_ask", Verdict::kAllow, [](const PolicyFile& f) {
       return std::pair(f.exec.headless_ask, f.exec_pos);
+    });
+    nested_git_ = fold_setting("workspace.nested_git", Verdict::kDeny, [](const PolicyFile& f) {
+      return std::pair(f.workspace.nested_git, f.workspace_pos);
     });
   }
 
@@ -1030,6 +1036,7 @@ class PolicyImpl final : public Policy {
   std::map<std::string, DefaultSlot> defaults_;
   DefaultSlot workspace_programs_{Verdict::kAllow, {}};  // [exec] workspace_programs
   DefaultSlot headless_ask_{Verdict::kAllow, {}};        // [exec] headless_ask
+  DefaultSlot nested_git_{Verdict::kDeny, {}};           // [workspace] nested_git
 };
 
 }  // namespace

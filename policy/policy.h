@@ -170,6 +170,9 @@ class Policy {
   // The organisation's allowed_modes (empty: every mode).
   virtual bool mode_allowed(const std::string& mode) const = 0;
   virtual bool headless() const = 0;
+  // [workspace] nested_git = "allow": a `.git` a call creates below the workspace root stays.
+  // Otherwise moatd removes it when the call ends (sandbox/nested_git.h).
+  virtual bool nested_git_allowed() const = 0;
   // What the load skipped or ignored (untrusted project policy, lower-layer constraints).
   virtual const std::vector<std::string>& notices() const = 0;
   // The project layer for session.start: null when the workspace has no .moat/policy.toml,

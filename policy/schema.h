@@ -65,6 +65,11 @@ struct ExecSettings {
   std::optional<Verdict> headless_ask;        // default: "allow". Exec time, headless: an ask rule met by a program an allowed call started: "allow" runs it and flags it in the audit, "deny" refuses it
 };
 
+// [workspace]
+struct WorkspaceSettings {
+  std::optional<Verdict> nested_git;  // default: "deny". A `.git` entry (directory, file or symlink) a call creates below the workspace root, other than the root's own: "deny" has moatd remove it when the call ends (a nested repository's config runs commands at the person's next git command there), "allow" keeps it
+};
+
 // Resources' defaults as values, their one home: the effective ceilings (policy.cc) and the
 // sandbox's Limits (sandbox/session.h) start from these. schema_docs_test parses each
 // "default:" above and checks that it names the value here, and docs/policy.md against it.
@@ -178,6 +183,7 @@ struct PolicyFile {
   Resources resources;              // default: {}. Ceilings; the minimum over layers wins (a user ceiling replaces the built-in default's)
   LayerInfo layer;                  // default: {}. Name and revision of this layer
   ExecSettings exec;                // default: {}. What programs a call starts may do (see [exec])
+  WorkspaceSettings workspace;      // default: {}. What a session may leave in the workspace (see [workspace])
   std::optional<Constraints> constraints;  // default: none. Organisation constraints, honoured only in the system layer
   std::vector<CommandRule> command;  // default: []. Command rules
   std::vector<PathRule> path;       // default: []. Path rules
@@ -185,6 +191,7 @@ struct PolicyFile {
   std::vector<ToolRule> tool;       // default: []. Tool rules
   SourcePos defaults_pos;           // (not a TOML key) where defaults is written
   SourcePos exec_pos;               // (not a TOML key) where [exec] is written
+  SourcePos workspace_pos;          // (not a TOML key) where [workspace] is written
   std::string file;                 // (not a TOML key) the file it was read from
   std::string sha256;               // (not a TOML key) hex SHA-256 of the file's bytes
 };

@@ -18,14 +18,15 @@ namespace {
 const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> keys = {
       {"top",
-       {"schema", "defaults", "resources", "layer", "exec", "constraints", "command", "path",
-        "network", "tool"}},
+       {"schema", "defaults", "resources", "layer", "exec", "workspace", "constraints", "command",
+        "path", "network", "tool"}},
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
        {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files",
         "network_connections", "network_bytes", "network_idle"}},
       {"layer", {"name", "revision"}},
       {"exec", {"workspace_programs", "headless_ask"}},
+      {"workspace", {"nested_git"}},
       {"constraints", {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
       {"tests", {"match", "not_match"}},
       {"command",
@@ -99,6 +100,19 @@ Result<void> read_exec(Reader& r, const toml::table& t, ExecSettings& e) {
       return r.error_at(n->source(), "exec.headless_ask",
                         "expected one of \"allow\", \"deny\", got \"" + s + "\"");
     e.headless_ask = s == "allow" ? Verdict::kAllow : Verdict::kDeny;
+  }
+  return {};
+}
+
+Result<void> read_workspace(Reader& r, const toml::table& t, WorkspaceSettings& w) {
+  MOAT_TRY(r.check_keys(t, "workspace", "workspace"));
+  if (const auto* n = t.get("nested_git")) {
+    // Kept or removed: nobody is asked when a call ends, so only the two outcomes are named.
+    MOAT_ASSIGN_OR_RETURN(std::string s, r.string(*n, "workspace.nested_git"));
+    if (s != "allow" && s != "deny")
+      return r.error_at(n->source(), "workspace.nested_git",
+                        "expected one of \"allow\", \"deny\", got \"" + s + "\"");
+    w.nested_git = s == "allow" ? Verdict::kAllow : Verdict::kDeny;
   }
   return {};
 }
@@ -363,6 +377,12 @@ Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
     MOAT_TRY(read_exec(r, *t, p.exec));
     p.exec_pos = SourcePos{p.file, static_cast<int>(n->source().begin.line),
                            static_cast<int>(n->source().begin.column)};
+  }
+  if (const auto* n = top.get("workspace")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "workspace"));
+    MOAT_TRY(read_workspace(r, *t, p.workspace));
+    p.workspace_pos = SourcePos{p.file, static_cast<int>(n->source().begin.line),
+                                static_cast<int>(n->source().begin.column)};
   }
   if (const auto* n = top.get("constraints")) {
     MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(*n, "constraints"));

@@ -115,6 +115,13 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   // fetched or run what the person would have been asked about, and should say so.
   if (std::string flagged = execs.flagged_text(); !flagged.empty())
     result.content.push_back({{"type", "text"}, {"text", flagged}});
+  // Before the result goes out: the person's git never sees a `.git` the call left.
+  const json removed = remove_nested_git(session_);
+  if (std::string note = nested_git_note(removed); !note.empty()) {
+    result.content.push_back({{"type", "text"}, {"text", note}});
+    if (!result.details.is_object()) result.details = json::object();
+    result.details["nestedGitRemoved"] = removed;
+  }
   facts.update(record_call(call, *decision_id, result, ms, auditing.processes(), execs));
   if (!result.details.is_object()) result.details = json::object();
   result.details.update(facts);
@@ -288,6 +295,10 @@ json CallGate::record_call(const GateCall& call, const std::string& decision_id,
   rec["processes"] = std::move(processes);
   for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
     if (result.details.is_object() && result.details.contains(key)) rec[key] = result.details[key];
+  if (result.details.is_object() && result.details.contains("nestedGitRemoved")) {
+    rec["nested_git_removed"] = result.details["nestedGitRemoved"];
+    rec["nested_git_reason"] = kNestedGitReason;
+  }
   rec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
   json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
                {"signal", rec.value("signal", json(nullptr))},

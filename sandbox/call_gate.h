@@ -92,7 +92,8 @@ class CallGate {
                              nlohmann::json processes, const ExecGate& execs);
 
   void record_exec(const GateCall& call, const std::string& decision_id, const std::string& cwd,
-                   const tools::ExecStatus* status, const ExecGate& execs);
+                   const tools::ExecStatus* status, const ExecGate& execs,
+                   const nlohmann::json& nested_git_removed);
 
   SessionState& session_;
   AskBroker& asks_;

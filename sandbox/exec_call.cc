@@ -105,14 +105,20 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   auto status = session_.session ? session_.session->exec(spec, nullptr, StopFlags(cancel))
                                  : Result<tools::ExecStatus>(fail("no sandbox session"));
   tools::ToolResult result = status ? exec_ended(*status) : not_started(status.error(), m.argv[0]);
-  record_exec(call, *decision_id, cwd, status ? &*status : nullptr, execs);
+  // Before the result goes out: the person's git never sees a `.git` the command left.
+  const json removed = remove_nested_git(session_);
+  record_exec(call, *decision_id, cwd, status ? &*status : nullptr, execs, removed);
   add_exec_notes(result, execs);
+  if (std::string note = nested_git_note(removed); !note.empty()) {
+    result.content.push_back({{"type", "text"}, {"text", note}});
+    result.details["nestedGitRemoved"] = removed;
+  }
   return result;
 }
 
 void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
                            const std::string& cwd, const tools::ExecStatus* status,
-                           const ExecGate& execs) {
+                           const ExecGate& execs, const json& nested_git_removed) {
   json rec = {{"decision_id", decision_id},
               {"call_id", call.id},
               {"tool", call.tool},
@@ -132,6 +138,10 @@ void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
   }
   if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
   rec["is_error"] = status == nullptr;
+  if (!nested_git_removed.empty()) {
+    rec["nested_git_removed"] = nested_git_removed;
+    rec["nested_git_reason"] = kNestedGitReason;
+  }
   rec.update(files_changed_fields(session_));
   (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);
 }

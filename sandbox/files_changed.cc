@@ -51,4 +51,30 @@ json files_changed_fields(SessionState& session) {
   return {{"files_changed", std::move(list)}, {"files_changed_truncated", diff->truncated}};
 }
 
+json remove_nested_git(SessionState& session) {
+  json out = json::array();
+  if (!session.nested_git || (session.policy && session.policy->nested_git_allowed())) return out;
+  const std::string prefix = session.workspace == "/" ? "/" : session.workspace + "/";
+  for (const RemovedGit& g : session.nested_git->sweep()) {
+    json item = {{"path", g.path.empty() ? session.workspace : prefix + g.path},
+                 {"type", g.type},
+                 {"removed", g.error.empty()}};
+    if (!g.error.empty()) item["error"] = g.error;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::string nested_git_note(const json& removed) {
+  std::string note;
+  for (const json& g : removed) {
+    const std::string path = g.value("path", "");
+    note += note.empty() ? "" : "\n";
+    note += g.value("removed", false) ? "[moat removed " + path + ": " + kNestedGitReason + "]"
+                                      : "[moat could not remove " + path + " (" +
+                                            g.value("error", "") + "): " + kNestedGitReason + "]";
+  }
+  return note;
+}
+
 }  // namespace moat::sandbox

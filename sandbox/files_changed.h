@@ -16,4 +16,17 @@ namespace moat::sandbox {
 // "withheld": why): a digest tells whoever can guess the content that the guess is right.
 nlohmann::json files_changed_fields(SessionState& session);
 
+// Removes every `.git` the session created below the workspace root (nested_git.h) unless the
+// policy's [workspace] nested_git allows it, and returns what was found for the record:
+// [{"path", "type", "removed", "error"?}], paths absolute; empty when none was found.
+nlohmann::json remove_nested_git(SessionState& session);
+
+// What the model and the person read about it: one line per entry; "" for an empty list.
+std::string nested_git_note(const nlohmann::json& removed);
+
+// Why: the record's and the note's reason.
+inline constexpr const char* kNestedGitReason =
+    "a nested .git runs code on the host at the next git command there; the policy's "
+    "[workspace] nested_git = \"allow\" keeps it";
+
 }  // namespace moat::sandbox

@@ -304,6 +304,10 @@ Result<void> HelloSteps::start_net_proxy() {
 // workspace that cannot be indexed (too many files) still gets its session; session.start and
 // each call's record say why no file is listed.
 Result<void> HelloSteps::index_files() {
+  // Before any call runs: what is here now is the person's (a submodule's checkout).
+  auto git = NestedGitWatch::take(state_.workspace_fd.get());
+  if (!git) return fail(git.error());
+  state_.nested_git = std::make_unique<NestedGitWatch>(std::move(*git));
   IndexLimits limits;
   limits.skip = own_inside_;
   const auto t0 = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/nested_git.h"
 #include "sandbox/net_proxy.h"
 #include "sandbox/program_registry.h"
 #include "sandbox/session.h"
@@ -46,6 +47,9 @@ struct SessionState {
   // could not be indexed, and files_error says why.
   std::unique_ptr<WorkspaceIndex> files;
   std::string files_error;
+  // The `.git` entries below the workspace when the session started: any other is removed when
+  // a call ends and at session end, unless [workspace] nested_git allows it (nested_git.h).
+  std::unique_ptr<NestedGitWatch> nested_git;
   // What each process runs, as the exec watches let it run: the proxy's `net` records name
   // the program that opened the connection. Shared with the proxy's threads.
   std::shared_ptr<ProgramRegistry> programs = std::make_shared<ProgramRegistry>();

@@ -20,6 +20,7 @@
 #include "sandbox/exec_stdio.h"
 #include "base/sys.h"
 #include "sandbox/exec_call.h"
+#include "sandbox/files_changed.h"
 #include "sandbox/frame_writer.h"
 #include "sandbox/hello_steps.h"
 #include "sandbox/protocol.h"
@@ -372,12 +373,19 @@ void Connection::finish() {
   threads_.join_all();
   console_.close(consoles_, session_.id);
   session_.net_proxy.reset();  // its last `net` records come before session.end
-  if (greeted_) {
-    const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
-    (void)session_.record("session.end", {{"calls", call_count_}, {"duration_s", secs.count()}});
-  }
   session_.runner.reset();
   session_.session.reset();  // kills the session's init, and with it every process of the session
+  if (greeted_) {
+    const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
+    nlohmann::json end = {{"calls", call_count_}, {"duration_s", secs.count()}};
+    // After every process of the session is gone: what a process left running after its call
+    // created (a `sleep 1; git init docs &`) is found here, and nothing can make another.
+    if (nlohmann::json removed = remove_nested_git(session_); !removed.empty()) {
+      end["nested_git_removed"] = std::move(removed);
+      end["nested_git_reason"] = kNestedGitReason;
+    }
+    (void)session_.record("session.end", std::move(end));
+  }
 }
 
 }  // namespace

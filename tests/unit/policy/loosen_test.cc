@@ -199,5 +199,28 @@ TEST(Loosen, AUserCeilingReplacesTheBuiltinOneButNeverExceedsABindingLayer) {
   EXPECT_EQ(org->resources().wall_time_s, 3600);  // no system ceiling: the user's
 }
 
+// [workspace] nested_git (issue 26 item 13): removed unless allowed; the person's layer may
+// allow it, a project or cli layer only keeps it denied, and a system layer binds.
+TEST(Loosen, NestedGitIsDeniedByDefaultAUserMayAllowItAndAProjectOrCliMayNot) {
+  PolicyWorld w;
+  EXPECT_FALSE(w.load()->nested_git_allowed());
+  const std::string allow = "schema = 1\n[workspace]\nnested_git = \"allow\"\n";
+  write_file(w.workspace + "/.moat/policy.toml", allow);
+  w.options.trust_project = true;
+  write_file(w.root + "/cli.toml", allow);
+  w.options.extra_files = {w.root + "/cli.toml"};
+  auto loose = w.load();
+  ASSERT_TRUE(loose);
+  EXPECT_FALSE(loose->nested_git_allowed());
+  EXPECT_THAT(loose->notices().back(), HasSubstr("workspace.nested_git = \"allow\" is ignored"));
+  w.options.extra_files.clear();
+  w.options.trust_project = false;
+  write_file(w.options.user_dir + "/10.toml", allow);
+  EXPECT_TRUE(w.load()->nested_git_allowed());
+  if (!w.set_system_layer("schema = 1\n[workspace]\nnested_git = \"deny\"\n"))
+    GTEST_SKIP() << "a system layer needs a root-owned directory";
+  EXPECT_FALSE(w.load()->nested_git_allowed());
+}
+
 }  // namespace
 }  // namespace moat::policy

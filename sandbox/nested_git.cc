@@ -1,0 +1,190 @@
+// sandbox/nested_git.cc: the walk for `.git` entries (openat beneath the workspace fd, O_NOFOLLOW
+// at every step, never across a mount) and their removal by fd.
+#include "sandbox/nested_git.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <memory>
+
+namespace moat::sandbox {
+namespace {
+
+// Deeper directories hold one fd each while the walk is in them; past this depth a directory
+// is named as not searched, never silently left out.
+constexpr int kMaxDepth = 128;
+// A sandbox still running other calls may refill a `.git` while it is emptied.
+constexpr int kEmptyRounds = 4;
+
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+
+bool is_dot(const char* n) { return !std::strcmp(n, ".") || !std::strcmp(n, ".."); }
+
+// Opens the directory `name` in `dfd` without following a symlink. One the sandbox made
+// unreadable to moatd (chmod 000, to hide what is below it) is given its owner's rwx first:
+// through an O_PATH fd and /proc/self/fd, so the mode changes on that very inode and a
+// symlink swapped in meanwhile is never followed to a host file.
+UniqueFd open_dir(int dfd, const char* name, dev_t dev, bool for_removal) {
+  UniqueFd fd(::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid() && errno == EACCES) {
+    UniqueFd path(::openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!path.valid() || ::fstat(path.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return UniqueFd();
+    const std::string proc = "/proc/self/fd/" + std::to_string(path.get());
+    if (::chmod(proc.c_str(), (st.st_mode & 07777) | S_IRWXU) != 0) return UniqueFd();
+    fd.reset(::open(proc.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  }
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return UniqueFd();
+  if (st.st_dev != dev) {  // a mount point: another file system's files are not the session's
+    errno = EXDEV;
+    return UniqueFd();
+  }
+  // Removing entries needs write and search permission on the directory itself (a `.git` the
+  // sandbox made read-only); the walk changes no other directory's mode.
+  if (for_removal && (st.st_mode & S_IRWXU) != S_IRWXU)
+    (void)::fchmod(fd.get(), (st.st_mode & 07777) | S_IRWXU);
+  return fd;
+}
+
+Result<void> remove_entry(int dfd, const char* name, dev_t dev, int depth);
+
+// Removes everything in the directory `fd`.
+Result<void> empty_dir(UniqueFd fd, dev_t dev, int depth) {
+  if (depth > kMaxDepth) return fail(Error{ELOOP, "deeper than " + std::to_string(kMaxDepth)});
+  const int dfd = fd.get();
+  UniqueFd copy(::fcntl(dfd, F_DUPFD_CLOEXEC, 0));
+  std::unique_ptr<DIR, DirCloser> dir(copy.valid() ? ::fdopendir(copy.get()) : nullptr);
+  if (!dir) return fail(Error{errno, "fdopendir"});
+  (void)copy.release();  // the DIR owns it now
+  while (const dirent* d = ::readdir(dir.get())) {
+    if (is_dot(d->d_name)) continue;
+    MOAT_TRY(remove_entry(dfd, d->d_name, dev, depth + 1));
+  }
+  return {};
+}
+
+// Unlinks `name` in `dfd`: a file or symlink at once (a symlink is the link, never its target),
+// a directory once emptied. A directory swapped for a symlink meanwhile is unlinked as a link.
+Result<void> remove_entry(int dfd, const char* name, dev_t dev, int depth) {
+  for (int round = 0; round < kEmptyRounds; ++round) {
+    if (::unlinkat(dfd, name, 0) == 0 || errno == ENOENT) return {};
+    struct stat parent {};
+    if (errno == EACCES && ::fstat(dfd, &parent) == 0 &&
+        ::fchmod(dfd, (parent.st_mode & 07777) | S_IRWXU) == 0)
+      continue;  // the walk's directory is read-only to its owner: writable, then again
+    if (errno != EISDIR && errno != EPERM) return fail(Error{errno, std::string("unlinkat")});
+    UniqueFd sub = open_dir(dfd, name, dev, true);
+    if (!sub.valid()) {
+      if (errno == ENOTDIR || errno == ELOOP || errno == ENOENT) continue;  // swapped: again
+      return fail(Error{errno, std::string("openat")});
+    }
+    MOAT_TRY(empty_dir(std::move(sub), dev, depth));
+    if (::unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) return {};
+    if (errno != ENOTEMPTY && errno != ENOTDIR) return fail(Error{errno, std::string("rmdir")});
+  }
+  return fail(Error{EAGAIN, "refilled while it was removed"});
+}
+
+const char* type_of(mode_t m) {
+  return S_ISDIR(m) ? "directory" : S_ISREG(m) ? "file" : S_ISLNK(m) ? "symlink" : "other";
+}
+
+// Calls `on_git(dirfd, rel, statx)` for every `.git` entry below the directory `fd`, the top's
+// own `.git` left out; never enters a `.git`. A directory it cannot search is reported as a
+// `.git` of type "other" with the reason, so a sweep never passes over it in silence.
+using OnGit = std::function<void(int, const std::string&, const struct statx&)>;
+using OnUnsearched = std::function<void(const std::string&, const std::string&)>;
+
+void walk(UniqueFd fd, const std::string& rel, dev_t dev, int depth, const OnGit& on_git,
+          const OnUnsearched& unsearched) {
+  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
+  if (!dir) return unsearched(rel, std::strerror(errno));
+  (void)fd.release();  // the DIR owns it now
+  const int dfd = ::dirfd(dir.get());
+  while (const dirent* d = ::readdir(dir.get())) {
+    const char* name = d->d_name;
+    if (is_dot(name)) continue;
+    const std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
+    if (!std::strcmp(name, ".git")) {
+      struct statx sx {};
+      if (rel.empty()) continue;  // the workspace's own repository
+      if (::statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0)
+        on_git(dfd, child, sx);
+      continue;
+    }
+    if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) continue;
+    UniqueFd sub = open_dir(dfd, name, dev, false);
+    if (!sub.valid()) {
+      // Gone, or not a directory after all (DT_UNKNOWN, or swapped): nothing to search.
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;
+      if (errno == EXDEV) continue;  // a mount point: not the session's files
+      unsearched(child, std::strerror(errno));
+      continue;
+    }
+    if (depth + 1 > kMaxDepth) {
+      unsearched(child, "deeper than " + std::to_string(kMaxDepth) + " directories");
+      continue;
+    }
+    walk(std::move(sub), child, dev, depth + 1, on_git, unsearched);
+  }
+}
+
+}  // namespace
+
+Result<NestedGitWatch> NestedGitWatch::take(int workspace_fd) {
+  UniqueFd fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
+  if (!fd.valid()) return fail(Error{errno, "dup(workspace)"});
+  NestedGitWatch w(std::move(fd));
+  struct stat st {};
+  if (::fstat(w.fd_.get(), &st) != 0) return fail(Error{errno, "fstat(workspace)"});
+  UniqueFd top(::openat(w.fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top.valid()) return fail(Error{errno, "openat(workspace)"});
+  walk(
+      std::move(top), "", st.st_dev, 0,
+      [&w](int, const std::string&, const struct statx& sx) {
+        w.known_.insert(Key{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino,
+                            (sx.stx_mask & STATX_BTIME)
+                                ? sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec
+                                : 0});
+      },
+      [](const std::string&, const std::string&) {});
+  return w;
+}
+
+std::vector<RemovedGit> NestedGitWatch::sweep() {
+  std::lock_guard lock(mu_);
+  std::vector<RemovedGit> found;
+  struct stat st {};
+  UniqueFd top(::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top.valid() || ::fstat(top.get(), &st) != 0) {
+    found.push_back(
+        {"", "other", std::string("the workspace is not searched: ") + std::strerror(errno)});
+    return found;
+  }
+  walk(
+      std::move(top), "", st.st_dev, 0,
+      [&](int dfd, const std::string& rel, const struct statx& sx) {
+        const Key key{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino,
+                      (sx.stx_mask & STATX_BTIME)
+                          ? sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec
+                          : 0};
+        if (known_.count(key)) return;
+        auto r = remove_entry(dfd, ".git", st.st_dev, 0);
+        found.push_back({rel, type_of(sx.stx_mode), r ? "" : r.error().message()});
+      },
+      [&](const std::string& rel, const std::string& why) {
+        found.push_back({rel, "other", "not searched for .git: " + why});
+      });
+  return found;
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,192 @@
+// tests/integration/e2e/nested_git_test.cc: a `.git` a call creates below the workspace root is
+// gone from the host before the call's result is sent, and the audit and the result say so
+// (issue 26 item 13): a nested repository's config runs commands at the person's next git
+// command inside it. Through the real moatd.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "e2e_support.h"
+
+namespace moat::e2e {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+bool exists_nofollow(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class NestedGitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    ws_ = dir_.path() + "/ws";
+    fs::create_directories(ws_);
+    fs::create_directories(dir_.path() + "/no-policy");
+    fs::create_directories(dir_.path() + "/user");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      wait_exit(pid_, 10);
+    }
+  }
+  // The person's policy layer, as a file of theirs (empty: the built-in default only).
+  void start_moatd(const std::string& user_policy = "") {
+    if (!user_policy.empty()) std::ofstream(dir_.path() + "/user/policy.toml") << user_policy;
+    socket_ = dir_.path() + "/moatd.sock";
+    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
+                  "--system-policy-dir", dir_.path() + "/no-policy", "--user-policy-dir",
+                  dir_.path() + "/user"},
+                 dir_.path() + "/moatd.log");
+  }
+  std::string hello(RawClient& c) {
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+    json welcome = c.read_frame();
+    EXPECT_EQ(welcome.value("type", ""), "welcome")
+        << welcome.dump() << slurp(dir_.path() + "/moatd.log");
+    return welcome.value("audit", "");
+  }
+  json bash(RawClient& c, const std::string& id, const std::string& command) {
+    c.send_json(
+        {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}});
+    json r = c.read_result();
+    EXPECT_FALSE(r.value("isError", true)) << r.dump();
+    return r;
+  }
+  void bye(RawClient& c) {
+    c.send_json({{"type", "bye"}});
+    EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+  }
+  static std::string text_of(const json& result) {
+    std::string out;
+    for (const json& part : result.value("content", json::array()))
+      out += part.value("text", "") + "\n";
+    return out;
+  }
+  // The call `id`'s record's nested_git_removed, by path ({} when it has none).
+  static std::map<std::string, json> removed_in(const std::string& log, const std::string& id) {
+    std::ifstream in(log);
+    std::map<std::string, json> out;
+    for (std::string line; std::getline(in, line);) {
+      json r = json::parse(line, nullptr, false);
+      if (!r.is_object() || r.value("call_id", "") != id || !r.contains("files_changed")) continue;
+      if (!r.contains("nested_git_removed")) continue;
+      EXPECT_NE(r.value("nested_git_reason", "").find("[workspace] nested_git"), std::string::npos);
+      for (const json& g : r["nested_git_removed"]) out[g.value("path", "")] = g;
+    }
+    return out;
+  }
+  void verify(const std::string& log) {
+    e2e::Run v = run({moat_bin(), "audit", "verify", log});
+    EXPECT_EQ(v.exit_code, 0) << v.out;
+  }
+
+  TempDir dir_;
+  std::string socket_, ws_;
+  pid_t pid_ = -1;
+};
+
+constexpr const char* kPlant =
+    "git init -q docs && mkdir -p notes/.git && "
+    "printf '[core]\\n\\tfsmonitor = touch /tmp/moat-fsmonitor-ran\\n' > notes/.git/config && "
+    "ls -d docs/.git notes/.git";
+
+TEST_F(NestedGitTest, ARepositoryACallCreatesIsRemovedBeforeItsResultAndTheAuditAndResultSaySo) {
+  start_moatd();
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const json r = bash(c, "plant", kPlant);
+  // Gone before the result came back: the person's git never sees them after moat answers.
+  EXPECT_FALSE(exists_nofollow(ws_ + "/docs/.git"));
+  EXPECT_FALSE(exists_nofollow(ws_ + "/notes/.git"));
+  EXPECT_TRUE(fs::is_directory(ws_ + "/docs"));  // only the .git: the folder stays
+  const std::string text = text_of(r);
+  EXPECT_NE(text.find("docs/.git"), std::string::npos) << text;  // the call itself saw them
+  EXPECT_NE(text.find("[moat removed " + ws_ + "/docs/.git: a nested .git runs code on the host"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[moat removed " + ws_ + "/notes/.git:"), std::string::npos) << text;
+  bye(c);
+  const auto removed = removed_in(log, "plant");
+  ASSERT_EQ(removed.size(), 2u) << slurp(log);
+  EXPECT_EQ(removed.at(ws_ + "/docs/.git").value("type", ""), "directory");
+  EXPECT_TRUE(removed.at(ws_ + "/docs/.git").value("removed", false));
+  EXPECT_TRUE(removed.at(ws_ + "/notes/.git").value("removed", false));
+  verify(log);
+}
+
+TEST_F(NestedGitTest, APolicyThatAllowsNestedGitKeepsIt) {
+  start_moatd("schema = 1\n[workspace]\nnested_git = \"allow\"\n");
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const json r = bash(c, "plant", kPlant);
+  EXPECT_TRUE(fs::is_directory(ws_ + "/docs/.git"));
+  EXPECT_TRUE(fs::exists(ws_ + "/notes/.git/config"));
+  EXPECT_EQ(text_of(r).find("[moat removed"), std::string::npos) << text_of(r);
+  bye(c);
+  EXPECT_TRUE(removed_in(log, "plant").empty());
+  EXPECT_TRUE(fs::is_directory(ws_ + "/docs/.git"));  // and at session end
+  verify(log);
+}
+
+TEST_F(NestedGitTest, ANestedRepositoryPresentWhenTheSessionStartsIsLeftAlone) {
+  fs::create_directories(ws_ + "/lib/.git");
+  std::ofstream(ws_ + "/lib/.git/config") << "[core]\n\tbare = false\n";
+  fs::create_directories(ws_ + "/sub");
+  std::ofstream(ws_ + "/sub/.git") << "gitdir: ../.git/modules/sub\n";
+  start_moatd();
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const json r = bash(c, "edit", "echo hi > lib/README && echo hi > sub/README && git init -q new");
+  EXPECT_EQ(slurp(ws_ + "/lib/.git/config"), "[core]\n\tbare = false\n");
+  EXPECT_EQ(slurp(ws_ + "/sub/.git"), "gitdir: ../.git/modules/sub\n");
+  EXPECT_FALSE(exists_nofollow(ws_ + "/new/.git"));  // only the new one goes
+  bye(c);
+  const auto removed = removed_in(log, "edit");
+  ASSERT_EQ(removed.size(), 1u) << slurp(log);
+  EXPECT_TRUE(removed.count(ws_ + "/new/.git"));
+  EXPECT_TRUE(fs::exists(ws_ + "/lib/.git/config"));
+  EXPECT_TRUE(fs::exists(ws_ + "/sub/.git"));
+  verify(log);
+}
+
+TEST_F(NestedGitTest, ASymlinkPlantedAsDotGitIsRemovedAsALinkAndItsTargetIsUntouched) {
+  const std::string outside = dir_.path() + "/outside";
+  fs::create_directories(outside + "/hooks");
+  std::ofstream(outside + "/config") << "[core]\n";
+  fs::create_directories(ws_ + "/keep");
+  std::ofstream(ws_ + "/keep/config") << "mine\n";
+  start_moatd();
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const json r =
+      bash(c, "link", "mkdir -p a b && ln -s " + outside + " a/.git && ln -s ../keep b/.git");
+  EXPECT_FALSE(exists_nofollow(ws_ + "/a/.git"));
+  EXPECT_FALSE(exists_nofollow(ws_ + "/b/.git"));
+  EXPECT_EQ(slurp(outside + "/config"), "[core]\n");
+  EXPECT_TRUE(fs::is_directory(outside + "/hooks"));
+  EXPECT_EQ(slurp(ws_ + "/keep/config"), "mine\n");
+  bye(c);
+  const auto removed = removed_in(log, "link");
+  ASSERT_EQ(removed.size(), 2u) << slurp(log);
+  EXPECT_EQ(removed.at(ws_ + "/a/.git").value("type", ""), "symlink");
+  EXPECT_TRUE(removed.at(ws_ + "/a/.git").value("removed", false));
+  verify(log);
+}
+
+}  // namespace
+}  // namespace moat::e2e
