@@ -43,6 +43,7 @@
 
 #include "base/log.h"
 #include "policy/code_env.h"
+#include "sandbox/exec_budget.h"
 #include "sandbox/exec_resolve.h"
 #include "sandbox/remote_memory.h"
 
@@ -250,13 +251,15 @@ Verdict verify_one(PendingVerify& v, Clock::time_point now, bool final, std::str
 class Server {
  public:
   Server(int listener, int wake, int gate, ExecObserver* observer, ExecWatchStats& stats,
-         std::atomic<bool>& stopping)
+         std::atomic<bool>& stopping, double cpu_budget_s, ExecWatch::OverBudget& over)
       : listener_(listener),
         wake_(wake),
         gate_(gate),
         observer_(observer),
         stats_(stats),
         stopping_(stopping),
+        budget_(cpu_budget_s),
+        over_(over),
         worker_execd_(gate < 0) {}
 
   void run();
@@ -304,6 +307,8 @@ class Server {
   ExecObserver* observer_;
   ExecWatchStats& stats_;
   std::atomic<bool>& stopping_;
+  ExecBudget budget_;
+  ExecWatch::OverBudget& over_;
   std::unordered_map<pid_t, Program> running_;  // by thread group id
   std::vector<PendingVerify> verify_;
   // Directories that are, with every directory above them, on read-only mounts: nothing in
@@ -371,7 +376,20 @@ void Server::on_notification() {
   if (before_worker_exec(static_cast<pid_t>(n.pid))) return (void)answer(n.id, true, 0);
   if (n.data.nr == __NR_exit_group) return on_exit_group(n);
   if (n.data.nr == __NR_exit) return on_thread_exit(n);
+  // Over its budget the call is being ended: its execs are refused unread, which costs moatd
+  // one notification each.
+  if (over_.flag.load(std::memory_order_acquire)) return (void)answer(n.id, false, EPERM);
+  // The rate bound: the watch (and the caller, in its execve) waits for the bucket. The wait
+  // ends early when finish() is called.
+  if (auto wait = budget_.wait_before_check(); wait.count() > 0) {
+    pollfd p{wake_, POLLIN, 0};
+    (void)poll(&p, 1, static_cast<int>(wait.count()));
+  }
   on_exec(n);
+  if (budget_.over() && !over_.flag.load(std::memory_order_relaxed)) {
+    over_.why = budget_.why();
+    over_.flag.store(true, std::memory_order_release);
+  }
 }
 
 bool Server::before_worker_exec(pid_t caller) {
@@ -560,6 +578,7 @@ void Server::on_exec(const seccomp_notif& n) {
   const int dirfd = at ? static_cast<int>(n.data.args[0]) : AT_FDCWD;
   const bool empty_path = at && (n.data.args[4] & AT_EMPTY_PATH) != 0;
   ExecRead read = read_exec(tid, path_addr, argv_addr, envp_addr);
+  budget_.charge(read.pages.size() * 4096);
   if (!read.path) return (void)answer(n.id, false, EFAULT);
   if (!read.argv.ok && !read.argv.truncated) return (void)answer(n.id, false, EFAULT);
   if (!read.env.ok && !read.env.truncated) return (void)answer(n.id, false, EFAULT);
@@ -582,6 +601,7 @@ void Server::on_exec(const seccomp_notif& n) {
   if (req.memory == "shared") {
     // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
     ExecRead again = read_exec(tid, path_addr, argv_addr, envp_addr);
+    budget_.charge(again.pages.size() * 4096);
     if (again.path != read.path || again.argv.words != read.argv.words ||
         again.env.words != read.env.words)
       req.memory = "changed";
@@ -788,8 +808,10 @@ ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate)
   attach(std::move(listener), std::move(gate));
 }
 
-ExecWatch::ExecWatch(ExecObserver* observer)
-    : wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), observer_(observer) {
+ExecWatch::ExecWatch(ExecObserver* observer, double cpu_budget_s)
+    : wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      observer_(observer),
+      cpu_budget_s_(cpu_budget_s) {
   thread_ = std::thread([this] { serve(); });
 }
 
@@ -814,7 +836,8 @@ void ExecWatch::serve() {
     attached = attached_;
   }
   if (attached) {  // listener_ and gate_ are not written again once attached
-    Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_);
+    Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_,
+                  cpu_budget_s_, over_);
     server.run();
   }
   {
@@ -822,6 +845,10 @@ void ExecWatch::serve() {
     done_ = true;
   }
   cv_.notify_all();
+}
+
+std::string ExecWatch::over_budget() const {
+  return over_.flag.load(std::memory_order_acquire) ? over_.why : std::string();
 }
 
 ExecWatchStats ExecWatch::finish(std::chrono::milliseconds grace) {

@@ -92,7 +92,9 @@ class ExecWatch {
   // Starts the thread now and serves the listener attach() hands it later: a call starts its
   // watch before it asks for a worker, so the worker's own exec, which waits on the watch,
   // does not also wait for a thread to be created.
-  explicit ExecWatch(ExecObserver* observer);
+  // `cpu_budget_s`: the moatd CPU time its thread may spend on this call (the call's own
+  // cpu_time, exec_budget.h); 0: none.
+  explicit ExecWatch(ExecObserver* observer, double cpu_budget_s = 0);
   ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
@@ -105,6 +107,17 @@ class ExecWatch {
   // The listener and gate a worker sent (see the first constructor); once only.
   void attach(UniqueFd listener, UniqueFd gate);
 
+  // Why the call must end because checking its execs cost moatd more than its budget
+  // (exec_budget.h), or "" while it has not. Once set, every exec of the call is refused
+  // unread; the caller ends the call.
+  std::string over_budget() const;
+
+  // Written once by the watch's thread (why first, then the flag), read by the call's.
+  struct OverBudget {
+    std::atomic<bool> flag{false};
+    std::string why;
+  };
+
  private:
   void serve();
 
@@ -112,6 +125,8 @@ class ExecWatch {
   UniqueFd gate_;
   UniqueFd wake_;  // eventfd: finish() was called
   ExecObserver* observer_;
+  double cpu_budget_s_ = 0;
+  OverBudget over_;
   std::atomic<bool> stopping_{false};
   // Guards attached_ and done_; finish() waits on it rather than polling, since a call's
   // result waits for the watch's end.

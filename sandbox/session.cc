@@ -437,7 +437,8 @@ Result<CallFds> LinuxSession::start(nlohmann::json request, bool exec_kind,
   if (!config_.test_skip_step.empty()) request["skip"] = config_.test_skip_step;
   // Its thread starts while the init prepares the worker, whose own exec waits on it.
   if (watch != nullptr && exec_kind)
-    *watch = std::make_unique<ExecWatch>(spec != nullptr ? spec->observer : nullptr);
+    *watch = std::make_unique<ExecWatch>(spec != nullptr ? spec->observer : nullptr,
+                                         static_cast<double>(config_.limits.cpu_time_s));
   MOAT_TRY(send_request(channel, status, io, stdio, request));
   // The worker gets ready meanwhile and its exec waits on the watch, which is not served
   // yet. A failure returns here: the status socket closes with the listener unread in it,
@@ -616,6 +617,13 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
     if (!killed && stop.raised()) {
       out.cancelled = true;
       kill_call();
+    }
+    // moatd's own CPU checking the call's execs counts against the call (exec_budget.h).
+    if (!killed && watch) {
+      if (std::string why = watch->over_budget(); !why.empty()) {
+        out.limit = "exec_watch_cpu";
+        kill_call();
+      }
     }
   }
   if (wait_status >= 0) {
