@@ -19,7 +19,8 @@ using testing::write_file;
 
 void add_default_policy_programs(PolicyWorld& w) {
   for (const char* p : {"mkfs.ext4", "shred", "su", "wget", "npm", "cargo", "go", "node", "perl",
-                        "ruby", "python", "tar", "sort", "mkdir", "cp", "mv", "cmake"})
+                        "ruby", "python", "tar", "sort", "mkdir", "cp", "mv", "cmake", "ctest", "yarn",
+                        "pnpm", "pip", "pip3"})
     w.add_program(p);
 }
 
