@@ -243,6 +243,35 @@ bool RawClient::closed_by_peer(int timeout_ms) {
   return read(fd_, &c, 1) == 0;
 }
 
+nlohmann::json one_headless_call(const std::string& scratch, const std::string& workspace,
+                                 const std::string& system_dir, const std::string& command,
+                                 std::string* audit) {
+  const std::string socket = scratch + "/" + fs::path(system_dir).filename().string() + ".sock";
+  const std::string no_user_layer = scratch + "/no-user-layer";
+  fs::create_directories(no_user_layer);
+  const pid_t moatd = start({moatd_bin(), "--socket", socket, "--audit-dir", scratch + "/audit",
+                             "--system-policy-dir", system_dir, "--user-policy-dir", no_user_layer},
+                            scratch + "/moatd.log");
+  (void)eventually([&] { return fs::exists(socket); });
+  nlohmann::json result;
+  {
+    RawClient c(socket);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", workspace}, {"headless", true}});
+    const nlohmann::json welcome = c.read_frame();
+    if (audit != nullptr) *audit = welcome.value("audit", "");
+    c.send_json({{"type", "call"},
+                 {"id", "c1"},
+                 {"tool", "bash"},
+                 {"arguments", {{"command", command}}}});
+    result = c.read_result(120000);
+    c.send_json({{"type", "bye"}});
+    c.read_frame();
+  }
+  kill(moatd, SIGTERM);
+  wait_exit(moatd, 10);
+  return result;
+}
+
 std::string frame_of(const std::string& payload) {
   const auto n = static_cast<uint32_t>(payload.size());
   std::string out;

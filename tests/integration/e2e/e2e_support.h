@@ -89,6 +89,14 @@ class RawClient {
 
 std::string frame_of(const std::string& payload);
 
+// One headless bash call of `command` in a fresh session over `workspace`, on a moatd of its
+// own (its socket, audit folder and log under `scratch`) whose system layer is the folder
+// `system_dir` and whose user layer is empty: the call's result. `audit` gets the session's
+// audit log. The moatd is stopped before it returns.
+nlohmann::json one_headless_call(const std::string& scratch, const std::string& workspace,
+                                 const std::string& system_dir, const std::string& command,
+                                 std::string* audit);
+
 // Polls `what` every 20 ms until it holds or `timeout` passes; the caller asserts the result.
 template <typename F>
 bool eventually(F what, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {

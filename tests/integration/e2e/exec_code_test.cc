@@ -39,29 +39,8 @@ class ExecCodeTest : public ::testing::Test {
   }
   // One bash call in a fresh session of a moatd whose system layer is `policy`.
   json call_with(const std::string& policy, const std::string& command) {
-    const std::string socket = dir_.path() + "/" + policy + ".sock";
-    pid_t pid = start({moatd_bin(), "--socket", socket, "--audit-dir", dir_.path() + "/audit",
-                       "--system-policy-dir", source_root() + "/tests/integration/e2e/" + policy,
-                       "--user-policy-dir", dir_.path() + "/no-policy"},
-                      dir_.path() + "/moatd.log");
-    json r;
-    {
-      RawClient c(socket);
-      c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
-      json welcome = c.read_frame();
-      EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
-      log_ = welcome.value("audit", "");
-      c.send_json({{"type", "call"},
-                   {"id", "c1"},
-                   {"tool", "bash"},
-                   {"arguments", {{"command", command}}}});
-      r = c.read_result(120000);
-      c.send_json({{"type", "bye"}});
-      c.read_frame();
-    }
-    kill(pid, SIGTERM);
-    wait_exit(pid, 10);
-    return r;
+    return one_headless_call(dir_.path(), ws_, source_root() + "/tests/integration/e2e/" + policy,
+                             command, &log_);
   }
   std::vector<json> records(const std::string& type) {
     std::vector<json> out;

@@ -268,29 +268,7 @@ class ExecAskTest : public ::testing::Test {
   // One headless bash call of `command` on a fresh moatd with the system layer `system`: the
   // result, with log_ set to its audit log.
   json call_with(const std::string& system, const std::string& command) {
-    const std::string sock = dir_.path() + "/" + system + ".sock";
-    const pid_t moatd = start({moatd_bin(), "--socket", sock, "--audit-dir", dir_.path() + "/audit",
-                               "--system-policy-dir", policy_dir(system), "--user-policy-dir",
-                               dir_.path() + "/no-user-layer"},
-                              dir_.path() + "/moatd.log");
-    EXPECT_TRUE(eventually([&] { return fs::exists(sock); }));
-    json r;
-    {
-      RawClient c(sock);
-      c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
-      const json welcome = c.read_frame();
-      log_ = welcome.value("audit", "");
-      c.send_json({{"type", "call"},
-                   {"id", "c1"},
-                   {"tool", "bash"},
-                   {"arguments", {{"command", command}}}});
-      r = c.read_result(120000);
-      c.send_json({{"type", "bye"}});
-      c.read_frame();
-    }
-    kill(moatd, SIGTERM);
-    wait_exit(moatd, 10);
-    return r;
+    return one_headless_call(dir_.path(), ws_, policy_dir(system), command, &log_);
   }
   static std::string text_of(const json& result) {
     std::string out;
