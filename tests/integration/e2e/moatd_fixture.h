@@ -20,6 +20,9 @@ class MoatdFixture : public ::testing::Test {
     socket_ = dir_.path() + "/moatd.sock";
     pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"},
                  dir_.path() + "/moatd.log");
+    // Clients started at once (MoatdConcurrencyTest) must not race moatd's bind and listen:
+    // a `moat sandbox exec --connect` before them fails with ENOENT or ECONNREFUSED.
+    ASSERT_TRUE(eventually([&] { return RawClient(socket_).connected(); })) << moatd_log();
     ws_ = dir_.path() + "/ws";
     std::filesystem::create_directories(ws_);
     std::ofstream(ws_ + "/hello.txt") << "hello from the workspace\n";
