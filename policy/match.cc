@@ -117,15 +117,52 @@ bool args_match(const CommandRule& r, const CommandUnit& u, bool conservative) {
   return args_from(r.args, 0, rest, 0, conservative);
 }
 
-bool has_flag(const CommandUnit& u, const std::string& spec) {
-  return std::any_of(u.flags.begin(), u.flags.end(),
-                     [&](const std::string& f) { return word_glob_matches(spec, f); });
+// Programs whose long options may be abbreviated to any unique prefix (issue 27 item 23):
+// git's parse-options, getopt_long(3) (GNU coreutils, tar's argp, gawk, util-linux, sudo,
+// the GNU exec wrappers of units.cc's table, busybox) and npm's nopt. Not here because they
+// take long options only whole: bash and the other shells (shell.c compares with STREQ),
+// python, node, perl, ruby, find's single-dash words.
+bool accepts_abbreviated_long_options(std::string_view prog) {
+  static constexpr std::string_view kPrograms[] = {
+      "git",   "rm",     "chmod",  "chown", "chgrp",  "cp",     "mv",      "ln",   "install",
+      "tar",   "sort",   "gawk",   "awk",   "sed",    "grep",   "env",     "timeout", "nice",
+      "ionice", "stdbuf", "setsid", "xargs", "time",  "sudo",   "chroot",  "busybox", "npm",
+  };
+  return std::find(std::begin(kPrograms), std::end(kPrograms), prog) != std::end(kPrograms);
 }
 
-// "any of these flags is present": unknown flags count only for conservative checks.
+// Long options that are complete options of their own although a longer option a rule names
+// starts with them: the program takes them as written, not as that longer option.
+bool is_complete_long_option(std::string_view prog, std::string_view flag) {
+  return (prog == "tar" && flag == "--checkpoint") || (prog == "git" && flag == "--force");
+}
+
+// `flag` (as typed: "--force-w") is an accepted abbreviation of `spec` ("--force-with-lease").
+// Every long option a rule names that it starts with counts: "--f" is ambiguous to git, which
+// refuses it, and matching it as each is what a deny or ask needs. Only literal specs: a
+// glob already says which words it means.
+bool abbreviates(std::string_view prog, const std::string& spec, const std::string& flag) {
+  if (flag.size() < 3 || flag.size() >= spec.size() || flag.rfind("--", 0) != 0) return false;
+  if (spec.find_first_of("*?[\\") != std::string::npos) return false;
+  if (is_complete_long_option(prog, flag)) return false;
+  return spec.compare(0, flag.size(), flag) == 0 && accepts_abbreviated_long_options(prog);
+}
+
+// `abbreviations`: whether a prefix the program would take as the option counts. The callers
+// pass true only where counting it makes the answer stricter (a deny's or ask's flag, an
+// allow's no_flag or exception), so an abbreviation never widens an allow.
+bool has_flag(const CommandUnit& u, const std::string& spec, bool abbreviations = false) {
+  std::string_view prog = u.argv.empty() ? "" : base_name(u.argv[0].text);
+  return std::any_of(u.flags.begin(), u.flags.end(), [&](const std::string& f) {
+    return word_glob_matches(spec, f) || (abbreviations && abbreviates(prog, spec, f));
+  });
+}
+
+// "any of these flags is present": unknown flags and abbreviations count only for
+// conservative checks.
 bool any_flag_present(const Strings& specs, const CommandUnit& u, bool unknown_counts) {
   for (const auto& s : specs)
-    if (has_flag(u, s)) return true;
+    if (has_flag(u, s, unknown_counts)) return true;
   return unknown_counts && u.flags_unknown;
 }
 
@@ -222,9 +259,9 @@ bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u, c
   if (!program_matches(r, p, allow)) return false;
   if (!any_flag_or_arg(r, u, conservative)) return false;
   for (const auto& f : r.all_flags)
-    if (!has_flag(u, f) && !(conservative && u.flags_unknown)) return false;
+    if (!has_flag(u, f, conservative) && !(conservative && u.flags_unknown)) return false;
   for (const auto& f : r.no_flag)
-    if (has_flag(u, f)) return false;
+    if (has_flag(u, f, allow)) return false;
   if (!r.no_flag.empty() && allow && u.flags_unknown) return false;
   if (!r.any_env.empty()) {
     bool hit = std::any_of(u.env.begin(), u.env.end(), [&](const std::string& name) {
