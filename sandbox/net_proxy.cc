@@ -252,6 +252,15 @@ std::string address_refusal(const std::string& address, HostAddresses& host, std
   return {};
 }
 
+// Whether the rules let the connection reach an address address_refusal holds back: a rule
+// naming it allows, or it asks and the person already allowed this connection under that same
+// rule (an ask for an IP literal is answered once, for the name and its address alike).
+bool is_address_named(const policy::Decision& named, const policy::Decision& d) {
+  if (named.verdict == policy::Verdict::kAllow) return true;
+  return named.verdict == policy::Verdict::kAsk && d.verdict == policy::Verdict::kAllow &&
+         d.decided_by == "user" && named.deciding.id == d.deciding.id;
+}
+
 // The policy's verdict `d` on the name, then on every address it resolves to (see
 // address_refusal): one such address refuses the connection unless a rule names that address.
 // Returns the addresses to try; on a refusal, out.status and out.error say why.
@@ -275,8 +284,7 @@ std::vector<std::string> judge(const ProxyRequest& req, const policy::Decision& 
     std::string rule;
     const std::string why = address_refusal(a, host, rule);
     if (why.empty()) continue;
-    const policy::Decision named = policy.decide_network(a, req.port);
-    if (named.verdict == policy::Verdict::kAllow) continue;
+    if (is_address_named(policy.decide_network(a, req.port), d)) continue;
     out.record["address"] = a;
     out.record["decision"] = "deny";
     out.record["rule"] = rule;

@@ -210,6 +210,65 @@ TEST_F(NetProxyTest, AnAskForAConnectionReachesThePersonAndTheirAnswerDecides) {
   for (const json& rec : net) EXPECT_EQ(rec.value("rule", ""), "test.paste") << rec.dump();
 }
 
+// Issue 27 item 2: an ask for an IP literal answered "allow for this session" lets the
+// connection reach that address (the internal-address check honours the answer given under the
+// rule naming it), the record holds the decision carried out, and the session's second
+// connection to it is not asked again.
+TEST_F(NetProxyTest, AnAddressAllowedForTheSessionByAnAnswerIsReachedAndNotAskedAgain) {
+  TinyServer mirror("127.0.0.3", "hello from the local mirror");
+  ASSERT_GT(mirror.port(), 0) << "127.0.0.3 cannot be bound here";
+  RawClient agent(socket_);
+  agent.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", false}});
+  const json welcome = agent.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  RawClient console(socket_);
+  console.send_json({{"type", "console"},
+                     {"session", welcome["session"]},
+                     {"token", welcome.value("console_token", "")}});
+  ASSERT_EQ(console.read_frame().value("type", ""), "attached") << moatd_log();
+  const std::string target = "127.0.0.3:" + std::to_string(mirror.port());
+  auto call = [&](const std::string& id) {
+    agent.send_json({{"type", "call"},
+                     {"id", id},
+                     {"tool", "bash"},
+                     {"arguments", {{"command", "curl -sS --max-time 20 http://" + target + "/"}}}});
+  };
+  auto text_of = [](const json& r) {
+    std::string text;
+    for (const json& b : r.value("content", json::array())) text += b.value("text", "");
+    return text;
+  };
+  call("c-first");
+  const json ask = console.read_frame(60000);
+  ASSERT_EQ(ask.value("type", ""), "ask") << ask.dump() << moatd_log();
+  EXPECT_THAT(ask.value("question", ""), HasSubstr("test.ask-address"));
+  console.send_json(
+      {{"type", "answer"}, {"ask", ask["ask"]}, {"decision", "allow"}, {"scope", "session"}});
+  const std::string first = text_of(agent.read_result(60000));
+  // Not asked again: nobody answers now, so an ask would hold the call until curl gives up.
+  call("c-second");
+  const std::string second = text_of(agent.read_result(60000));
+  agent.send_json({{"type", "bye"}});
+  agent.read_frame();
+  EXPECT_THAT(first, HasSubstr("hello from the local mirror")) << moatd_log();
+  EXPECT_THAT(second, HasSubstr("hello from the local mirror"));
+  EXPECT_EQ(mirror.accepted(), 2);
+  std::ifstream in(welcome.value("audit", ""));
+  std::vector<json> net;
+  for (std::string line; std::getline(in, line);) {
+    json rec = json::parse(line, nullptr, false);
+    if (rec.value("type", "") == "net") net.push_back(rec);
+  }
+  ASSERT_EQ(net.size(), 2u) << json(net).dump();
+  for (const json& rec : net) {
+    EXPECT_EQ(rec.value("decision", ""), "allow") << rec.dump();
+    EXPECT_EQ(rec.value("rule", ""), "test.ask-address") << rec.dump();
+    EXPECT_EQ(rec["user"].value("answer", ""), "allow") << rec.dump();
+    EXPECT_EQ(rec.value("address", ""), "127.0.0.3") << rec.dump();
+  }
+  EXPECT_EQ(net[1]["user"].value("remembered", false), true) << net[1].dump();
+}
+
 // moat sandbox exec --network (issue 15, item 4): the proxy for this command under the policy's
 // [[network]] rules; without the flag no network at all, even where the policy grants some; and
 // a policy that grants none refuses --network (125) rather than run a command that cannot work.
