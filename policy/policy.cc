@@ -357,13 +357,36 @@ class PolicyImpl final : public Policy {
     loosen(votes, 0);
     // An address is reached only when a rule names it: defaults.network = "allow" is about
     // names, and an address would bypass every name rule (and reach the host's own networks).
+    const std::string port_note = port_miss(*host, port);
     if (votes.empty() && is_ip_literal(*host))
       votes.push_back(Vote{Verdict::kDeny, &kNetworkIpLiteralRef, nullptr,
-                           "an IP address is reached only when a [[network]] rule names it",
+                           port_note.empty()
+                               ? "an IP address is reached only when a [[network]] rule names it"
+                               : "no [[network]] rule names this port of the address: " + port_note,
                            false});
     if (votes.empty())
-      votes.push_back(default_vote(defaults_.at("network"), "no [[network]] rule matches"));
+      votes.push_back(default_vote(
+          defaults_.at("network"),
+          "no [[network]] rule matches" + (port_note.empty() ? "" : ": " + port_note)));
     return combine(votes, headless_);
+  }
+
+  // Which condition failed when a rule names the host but not the port (issue 27 item 4):
+  // "rule R names H for ports 80, 443, not 8080"; empty when no rule names the host.
+  std::string port_miss(const std::string& host, int port) const {
+    for (const auto& r : network_) {
+      const auto& d = r.rule->domains;
+      if (r.allow_ignored || r.rule->ports.empty() ||
+          !std::any_of(d.begin(), d.end(),
+                       [&](const std::string& p) { return domain_matches(p, host); }))
+        continue;
+      std::string ports;
+      for (const std::int64_t p : r.rule->ports)
+        ports += (ports.empty() ? "" : ", ") + std::to_string(p);
+      return "rule " + r.ref.id + " names " + host + " for ports " + ports + ", not " +
+             std::to_string(port);
+    }
+    return {};
   }
 
   // An ask can become an allow when a person is there to answer it.

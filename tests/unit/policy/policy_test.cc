@@ -16,6 +16,7 @@ namespace moat::policy {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::PolicyWorld;
 using testing::write_file;
 
@@ -96,9 +97,9 @@ TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {
   const nlohmann::json j = r.to_json();  // what `moat policy list --json` prints
   for (const char* k :
        {"wall_time_s", "cpu_time_s", "memory_bytes", "pids", "output_bytes", "file_size",
-        "open_files", "network_connections", "network_bytes", "network_idle_s"})
+        "open_files", "network_connections", "network_bytes", "network_idle_s", "network_rate"})
     EXPECT_TRUE(j.contains(k)) << k;
-  EXPECT_EQ(j.size(), 10u);
+  EXPECT_EQ(j.size(), 11u);
   EXPECT_EQ(j["memory_bytes"], std::int64_t{1} << 30);
 }
 
@@ -380,6 +381,27 @@ TEST(Policy, AnIpLiteralIsReachedOnlyWhenARuleNamesIt) {
   EXPECT_EQ(p->decide_network("[::1]", 80).verdict, Verdict::kDeny);
   EXPECT_EQ(p->decide_network("127.0.0.1", 8080).deciding.id, "u.local");
   EXPECT_EQ(p->decide_network("127.0.0.1", 8080).verdict, Verdict::kAllow);
+}
+
+// Issue 27 item 4: a rule that names the host but not the port is named with the condition
+// that failed, not "no rule names the address".
+TEST(Policy, ARefusedPortSaysTheRuleNamesTheHostButNotThePort) {
+  PolicyWorld w;
+  auto p = network_policy(w, "[[network]]\nid = \"u.mirror\"\ndecision = \"allow\"\n"
+                             "domains = [\"10.1.2.3\"]\nports = [8765, 8766]\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->decide_network("10.1.2.3", 8765).verdict, Verdict::kAllow);
+  auto d = p->decide_network("10.1.2.3", 9999);
+  EXPECT_EQ(d.verdict, Verdict::kDeny);
+  EXPECT_EQ(d.deciding.id, "builtin.network-ip-literal");
+  EXPECT_THAT(d.reason, HasSubstr("rule u.mirror names 10.1.2.3 for ports 8765, 8766, not 9999"));
+  EXPECT_THAT(d.reason, Not(HasSubstr("reached only when a [[network]] rule names it")));
+  d = p->decide_network("registry.example.org", 80);
+  EXPECT_EQ(d.deciding.id, "defaults.network");
+  EXPECT_THAT(d.reason,
+              HasSubstr("rule u.registry names registry.example.org for ports 443, not 80"));
+  d = p->decide_network("10.9.9.9", 80);  // no rule names it at all: the message stays
+  EXPECT_THAT(d.reason, HasSubstr("an IP address is reached only when a [[network]] rule names it"));
 }
 
 TEST(Policy, AHostThatIsNotANameIsDenied) {
