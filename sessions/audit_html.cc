@@ -2,6 +2,7 @@
 #include <map>
 #include <set>
 
+#include "sessions/audit_record_text.h"
 #include "sessions/byte_strings.h"
 #include "sessions/json_util.h"
 #include "sessions/render_audit.h"
@@ -31,6 +32,7 @@ constexpr const char* kStyle =
     "ul.tree{list-style:none;padding-left:1.2rem;margin:.2rem 0}"
     "li.exec{font-family:monospace;font-size:.85rem;background:none}"
     "li.exec.deny>span.prog{color:#c00;font-weight:bold}"
+    "ul.nets{padding-left:1.2rem;margin:.2rem 0}li.net.deny{color:#c00}"
     ".filters label{margin-right:1rem}</style>";
 
 // Hides what does not match the three filters; reads initial values from the URL's fragment
@@ -92,9 +94,11 @@ std::string verdict_html(const AuditVerdict& v) {
 
 // session.start's policy layers, sandbox layers and signing key.
 std::string session_html(const json& start, const AuditVerdict& v) {
-  std::string out =
-      "<h2>Session</h2>\n<p>moat " + esc(str_field(start, "moat_version")) + ", workspace <code>" +
-      (start.contains("workspace") ? attr_of(start["workspace"]) : "") + "</code></p>\n";
+  // Who ran it, on which host, how: session.start's first line as `moat audit show` prints it.
+  std::string started = record_text(start);
+  started = started.substr(1, started.find('\n') - 1);
+  std::string out = "<h2>Session</h2>\n<p id=\"session-start\"><code>" + esc(started) +
+                    "</code></p>\n";
   out +=
       "<h3>Policy layers</h3><table id=\"policy-layers\"><tr><th>layer</th><th>name</th>"
       "<th>revision</th><th>file</th><th>sha256</th></tr>";
@@ -171,6 +175,16 @@ std::string files_html(const json& call) {
   return out + "</table>";
 }
 
+// The connections the call's programs opened, each as `show` prints its net record.
+std::string nets_html(const CallView& c) {
+  if (c.nets.empty()) return "";
+  std::string out = "<ul class=\"nets\">";
+  for (const json* n : c.nets)
+    out += "<li class=\"net " + esc(str_field(*n, "decision") == "allow" ? "allow" : "deny") +
+           "\"><code>" + esc(net_text(*n)) + "</code></li>";
+  return out + "</ul>";
+}
+
 // The call's command or path. An old log's per-call record names only its tool: then the
 // first of its decisions that names more (the command, or a file tool's path) does.
 std::string heading(const json& head, const CallView& c) {
@@ -208,7 +222,7 @@ std::string call_html(const CallView& c, size_t index) {
     for (size_t r : c.roots) out += exec_li(c, r);
     out += "</ul>";
   }
-  return out + (c.call ? files_html(*c.call) : "") + "</div>\n";
+  return out + (c.call ? files_html(*c.call) : "") + nets_html(c) + "</div>\n";
 }
 
 std::string filters_html() {
@@ -216,33 +230,32 @@ std::string filters_html() {
          "</option><option>allow</option><option>deny</option><option>ask</option></select>"
          "</label><label>type <select id=\"f-type\"><option value=\"\">any</option>"
          "<option>call</option><option>decision</option><option>exec</option>"
-         "<option>exec.end</option><option>session.start</option><option>session.end</option>"
-         "<option>checkpoint</option></select></label><label>program <input id=\"f-program\" "
+         "<option>exec.end</option><option>net</option><option>session.start</option>"
+         "<option>session.end</option><option>session.refused</option><option>checkpoint</option>"
+         "</select></label><label>program <input id=\"f-program\" "
          "placeholder=\"curl\"></label><span id=\"shown\"></span></p>\n";
 }
 
-// `unverified`: the record is at or after the chain's break, so nothing vouches for it.
+// `unverified`: the record is at or after the chain's break, so nothing vouches for it. The
+// record's cell holds the words `moat audit show` prints for it (sessions/audit_record_text.h),
+// so the page shows everything the log holds, whatever the type.
 std::string timeline_row(const json& r, const AuditView& view, bool unverified) {
   const std::string type = str_field(r, "type");
   const CallView* call = view.call_of(r);
   std::string decision = type == "decision" ? str_field(r, "result") : "";
   if (type == "exec" && r.contains("exec_id")) decision = str_field(r, "result");
+  else if (type == "net") decision = str_field(r, "decision");
   else if (call && call->call == &r && call->decision)
     decision = str_field(*call->decision, "result");
-  std::string outcome = type == "decision" ? decided_text(r) : "";
-  if (type == "call" || type == "exec" || type == "exec.end") {
-    outcome = exit_text(r);
-    if (!duration_text(r).empty()) outcome += (outcome.empty() ? "" : ", ") + duration_text(r);
-  }
-  const std::string action =
-      type == "exec.end" && view.exec_of(r) ? action_of(*view.exec_of(r)) : action_of(r);
+  const json* exec = type == "exec.end" || type == "net" ? view.exec_of(r) : nullptr;
+  std::string text = record_text(r, &view);
+  if (!text.empty() && text[0] == ' ') text.erase(0, 1);
   return "<tr class=\"" + esc(decision) + "\" data-type=\"" + esc(type) + "\" data-decision=\"" +
-         esc(decision) + "\" data-programs=\"" + esc(program_name(r)) + "\"><td>" +
+         esc(decision) + "\" data-programs=\"" + esc(program_name(exec ? *exec : r)) + "\"><td>" +
          std::to_string(int_field(r, "seq")) +
          (unverified ? " <span class=\"bad\">unverified</span>" : "") + "</td><td>" +
-         esc(str_field(r, "ts")) + "</td><td>" + esc(type) + "</td><td><code>" + esc(action) +
-         "</code></td><td><code>" + esc(outcome) + "</code></td><td>" + esc(rule_of(r)) +
-         "</td></tr>\n";
+         esc(str_field(r, "ts")) + "</td><td>" + esc(type) + "</td><td><code>" + esc(text) +
+         "</code></td><td>" + esc(rule_of(r)) + "</td></tr>\n";
 }
 
 }  // namespace
@@ -266,7 +279,7 @@ std::string audit_html(const std::vector<json>& records, const AuditVerdict& ver
   for (size_t i = 0; i < view.calls().size(); ++i) out += call_html(view.calls()[i], i);
   out +=
       "<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>seq</th><th>time</th><th>type</th>"
-      "<th>action</th><th>outcome</th><th>rule</th></tr>\n";
+      "<th>record</th><th>rule</th></tr>\n";
   // The verified prefix: the chain walk stops at the first record that does not extend it.
   for (size_t i = 0; i < records.size(); ++i)
     out += timeline_row(records[i], view, !verdict.ok() && i >= verdict.records);

@@ -172,8 +172,12 @@ std::vector<std::string> files_touched(const json& r) {
   if (r.value("files_changed_truncated", false)) out.push_back("... (the list was capped)");
   if (!str_field(r, "files_changed_error").empty())
     out.push_back("files changed not known: " + str_field(r, "files_changed_error"));
+  // An edit or write call's record holds its tool's own list (filesMutated) beside the
+  // workspace diff (files_changed), which already has the file: listing both showed each write
+  // twice (issue 27 item 21). The tool's list stands alone only in a record without the diff.
+  const bool diffed = r.contains("files_changed") && r["files_changed"].is_array();
   for (const char* key : {"filesMutated", "files_mutated"}) {
-    if (!r.contains(key) || !r[key].is_array()) continue;
+    if (diffed || !r.contains(key) || !r[key].is_array()) continue;
     for (const auto& f : r[key]) {
       if (f.is_string() || f.contains("bytes")) out.push_back(display_text(f));
       else if (!str_field(f, "path").empty())

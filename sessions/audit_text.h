@@ -36,7 +36,8 @@ std::string decided_text(const nlohmann::json& decision);
 std::string exec_text(const ExecNode& node);
 
 // The files a call record reports: files_changed entries ("modify /w/a.txt 120 -> 140 bytes
-// (+20)", "rename /w/a -> /w/b"), or an old record's filesMutated/files_mutated paths.
+// (+20)", "rename /w/a -> /w/b"), or, in a record without files_changed, its
+// filesMutated/files_mutated paths (a record with both lists each file once).
 std::vector<std::string> files_touched(const nlohmann::json& record);
 
 // The exec tree of a call, one line per program, drawn with |- and `- under `indent`.

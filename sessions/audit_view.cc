@@ -16,6 +16,7 @@ size_t AuditView::open_call(const std::string& call_id) {
   if (auto it = open_.find(call_id); it != open_.end()) return it->second;
   calls_.emplace_back();
   open_[call_id] = calls_.size() - 1;
+  latest_[call_id] = calls_.size() - 1;
   return calls_.size() - 1;
 }
 
@@ -49,7 +50,18 @@ void AuditView::add(const json& r) {
       for (const json& p : r["processes"]) c.execs.push_back({&p, nullptr, {}});
     call_of_[&r] = i;
     open_.erase(call_id);  // the call ended: a later record with this id is another call
+  } else if (type == "net") {
+    add_net(r, call_id);
   }
+}
+
+void AuditView::add_net(const json& r, const std::string& call_id) {
+  size_t i = calls_.size();
+  if (auto e = execs_.find(str_field(r, "exec_id")); e != execs_.end()) i = e->second.first;
+  else if (auto c = latest_.find(call_id); c != latest_.end()) i = c->second;
+  if (i == calls_.size()) return;  // no call: the session's end refused it, or no program held it
+  calls_[i].nets.push_back(&r);
+  call_of_[&r] = i;
 }
 
 void AuditView::link_tree(CallView& c) {

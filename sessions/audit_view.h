@@ -28,6 +28,7 @@ struct CallView {
   std::vector<const nlohmann::json*> decisions;  // every decision with its call_id, in order
   std::vector<ExecNode> execs;                   // in log order
   std::vector<size_t> roots;  // execs whose parent is not among this call's execs
+  std::vector<const nlohmann::json*> nets;  // its programs' connections ("net"), in order
 };
 
 // Indexes `records` (one session's log, in file order; they must outlive the view). Records
@@ -37,7 +38,9 @@ class AuditView {
  public:
   explicit AuditView(const std::vector<nlohmann::json>& records);
   const std::vector<CallView>& calls() const { return calls_; }  // in order of first record
-  // The call a "call", "decision", "exec" or "exec.end" record belongs to; null for others.
+  // The call a "call", "decision", "exec", "exec.end" or "net" record belongs to; null for
+  // others. A connection belongs to the call of the program it names (exec_id), else to the
+  // latest call with its call_id (a connection can end after its call did).
   const CallView* call_of(const nlohmann::json& record) const;
   const nlohmann::json* decision(const std::string& decision_id) const;
   // The "exec" record an "exec.end" names, or null.
@@ -45,11 +48,13 @@ class AuditView {
 
  private:
   void add(const nlohmann::json& record);
+  void add_net(const nlohmann::json& record, const std::string& call_id);
   size_t open_call(const std::string& call_id);
   void link_tree(CallView& call);
 
   std::vector<CallView> calls_;
   std::map<std::string, size_t> open_;                      // call_id -> its call before its record
+  std::map<std::string, size_t> latest_;                    // call_id -> its latest call
   std::map<const nlohmann::json*, size_t> call_of_;         // record -> index into calls_
   std::map<std::string, const nlohmann::json*> decisions_;  // by decision_id
   std::map<std::string, std::pair<size_t, size_t>> execs_;  // exec_id -> (call, node)

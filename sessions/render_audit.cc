@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "sessions/audit_record_text.h"
 #include "sessions/byte_strings.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
@@ -28,73 +29,6 @@ std::string clean(std::string_view s, size_t width) {
 bool is_call_record(const json& r) {
   const std::string type = str_field(r, "type");
   return type == "call" || (type == "exec" && !r.contains("exec_id"));
-}
-
-// A call's subject: its command or path; an old per-call exec names only its processes.
-std::string call_action(const json& r) {
-  std::string out = action_of(r);
-  if (out == str_field(r, "tool") && r.contains("processes") && r["processes"].is_array() &&
-      !r["processes"].empty())
-    out += "  " + action_of(r["processes"][0]);
-  return out;
-}
-
-// "exit 1, 47 ms, 3 programs (1 refused)  (org.x; allowed by the user, once, after 4.5 s)"
-std::string call_outcome(const json& r, const AuditView* view) {
-  std::string out = exit_text(r);
-  if (!duration_text(r).empty()) out += (out.empty() ? "" : ", ") + duration_text(r);
-  if (int_field(r, "execs", 0) > 0) {
-    out += ", " + std::to_string(int_field(r, "execs")) + " programs";
-    if (int_field(r, "refused_execs", 0) > 0)
-      out += " (" + std::to_string(int_field(r, "refused_execs")) + " refused)";
-  }
-  const json* d = view ? view->decision(str_field(r, "decision_id")) : nullptr;
-  if (d == nullptr) return out;
-  std::string why = rule_of(*d);
-  if (!decided_text(*d).empty()) why += (why.empty() ? "" : "; ") + decided_text(*d);
-  return why.empty() ? out : out + "  (" + clean(why, 120) + ")";
-}
-
-std::string decision_text(const json& r) {
-  std::string out = " " + str_field(r, "result") + "  " + clean(action_of(r), 100);
-  std::string why = rule_of(r);
-  if (!decided_text(r).empty()) why += (why.empty() ? "" : "; ") + decided_text(r);
-  if (!why.empty()) out += "  (" + clean(why, 120) + ")";
-  return out;
-}
-
-std::string session_start_text(const json& r) {
-  // moatd writes moat_version; the workspace may be host bytes ({"bytes": base64}).
-  const std::string version =
-      str_field(r, "moat_version").empty() ? str_field(r, "version") : str_field(r, "moat_version");
-  return " " +
-         clean(version + " " + (r.contains("workspace") ? display_text(r["workspace"]) : ""), 200);
-}
-
-// What follows the seq, ts and type columns, by record type.
-std::string record_text(const json& r, const std::string& type, const AuditView* view) {
-  if (type == "decision") return decision_text(r);
-  if (type == "session.start") return session_start_text(r);
-  if (type == "checkpoint")
-    return " signs seq 1-" + std::to_string(int_field(r, "count")) + " with " +
-           clean(str_field(r, "key_id"), 40);
-  if (is_call_record(r)) {
-    std::string out = " " + clean(call_action(r), 100) + "  " + call_outcome(r, view);
-    for (const auto& f : files_touched(r)) out += "\n      wrote " + clean(f, 200);
-    return out;
-  }
-  if (type == "exec") return " " + clean(exec_text({&r, nullptr, {}}), 300);
-  if (type == "exec.end") {
-    const json* exec = view ? view->exec_of(r) : nullptr;
-    std::string how = exit_text(r);
-    if (!duration_text(r).empty()) how += (how.empty() ? "" : ", ") + duration_text(r);
-    return " " + clean(exec ? action_of(*exec) : str_field(r, "exec_id"), 100) + "  " + how;
-  }
-  if (type == "audit.backlog")
-    return " execs held back: the record queue's bound of " +
-           std::to_string(int_field(r, "bound")) + " was reached, for " +
-           std::to_string(int_field(r, "held_ms")) + " ms";
-  return "";
 }
 
 // Whether tree mode draws `r` under its call instead of as a row of its own.
@@ -138,8 +72,8 @@ std::string audit_line(const json& r, const AuditView* view) {
   const std::string type = str_field(r, "type");
   char head[96];
   std::snprintf(head, sizeof head, "%5lld %-30s %-14s", static_cast<long long>(int_field(r, "seq")),
-                clean(str_field(r, "ts"), 30).c_str(), clean(type, 14).c_str());
-  return head + record_text(r, type, view);
+                clean(str_field(r, "ts"), 30).c_str(), clean(type, 15).c_str());
+  return head + record_text(r, view);
 }
 
 std::vector<AuditRow> audit_rows(const std::vector<json>& records, size_t verified,

@@ -69,6 +69,23 @@ TEST(AuditText, FilesChangedShowTheirOperationAndSizes) {
   EXPECT_EQ(files_touched(call), want);
 }
 
+// An edit call's record holds the edit tool's filesMutated (tools/edit.cc) and the workspace
+// diff's files_changed (sandbox/call_gate.cc record_call): its one write is listed once.
+TEST(AuditText, AnEditsWriteIsListedOnce) {
+  const json edit = {{"type", "call"},
+                     {"tool", "edit"},
+                     {"path", "/w/a.txt"},
+                     {"filesMutated", {"/w/a.txt"}},
+                     {"files_changed", {testing::fixture_file("/w/a.txt", "modify", 10, 14)}},
+                     {"files_changed_truncated", false}};
+  EXPECT_EQ(files_touched(edit),
+            std::vector<std::string>{"modify /w/a.txt  10 -> 14 bytes (+4)"});
+  const std::string line = audit_line(edit);
+  EXPECT_EQ(line.find("/w/a.txt", line.find("/w/a.txt", line.find("wrote")) + 1),
+            std::string::npos)
+      << line;
+}
+
 TEST(AuditText, ExitTextReadsTheCallRecordsFlatExitCodeAndSignal) {
   EXPECT_EQ(exit_text({{"exit_code", 2}, {"signal", nullptr}}), "exit 2");
   EXPECT_EQ(exit_text({{"exit_code", nullptr}, {"signal", 9}}), "signal 9");

@@ -132,8 +132,8 @@ TEST(RenderAudit, ShowRowsNameTheCommandExitCodeRuleAndWhoDecided) {
   TempDir dir;
   const std::vector<json> records = fixture(dir);
   const std::string out = all_rows(audit_rows(records, records.size(), {}));
-  EXPECT_NE(out.find(" call           bash sh run_tests.sh  exit 1, 47 ms, 4 programs (1 refused)  "
-                     "(org.ask-tests; allowed by the user, once, after 4.5 s)"),
+  EXPECT_NE(out.find(" call           bash sh run_tests.sh  exit 1, 47 ms, 4 programs (1 refused), "
+                     "120 bytes out  (org.ask-tests; allowed by the user, once, after 4.5 s)"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("      wrote modify /w/a.txt  10 -> 14 bytes (+4)"), std::string::npos) << out;
@@ -160,7 +160,8 @@ TEST(RenderAudit, TreeModeDrawsProgramsUnderTheirCallInsteadOfAsRows) {
   const std::string out = all_rows(audit_rows(records, records.size(), o));
   EXPECT_EQ(out.find(" exec "), std::string::npos) << out;
   EXPECT_EQ(out.find(" exec.end "), std::string::npos) << out;
-  EXPECT_NE(out.find("(1 refused)  (org.ask-tests; allowed by the user, once, after 4.5 s)\n"
+  EXPECT_NE(out.find("(1 refused), 120 bytes out  (org.ask-tests; allowed by the user, once, after "
+                     "4.5 s)\n"
                      "      wrote create /w/b.txt  14 bytes\n"
                      "      wrote modify /w/a.txt  10 -> 14 bytes (+4)\n"
                      "        bash -c 'sh run_tests.sh'  allowed (call)  exit 1, 40 ms\n"
