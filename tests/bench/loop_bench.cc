@@ -1,6 +1,7 @@
 // tests/bench/loop_bench.cc: the host's own cost of one model turn: CPU time and peak memory
 // per turn of a 50-turn session whose history holds ~100k tokens, against the mock model
-// server (in a child process, so its work is not counted), next to `sh -c true` as a floor.
+// server (in a child process, so its work is not counted), next to `sh -c true` as a floor; the
+// wall time of a turn on a reused connection to a server without TCP_NODELAY (issue 27 item 22).
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -213,6 +214,51 @@ Stats run_floor() {
   return {median(cpu), *std::max_element(cpu.begin(), cpu.end()), median(wall), peak};
 }
 
+// Issue 27 item 22: wall ms per turn (p50) on one reused connection, against the mock written
+// as a server that lets Nagle hold its small writes (no TCP_NODELAY: Python's http.server, some
+// local model servers) or as one that sets TCP_NODELAY. The first turn opens the connection and
+// is not counted. Without the client's TCP_QUICKACK the first costs ~40 ms a turn more (the
+// delayed ACK each held piece waits for).
+double reused_connection_ms(bool server_nodelay, int turns) {
+  moat::testing::MockModelServer server(Api::kOpenAiChat, server_nodelay);
+  server.set_responder([](const json&, size_t n) {
+    moat::testing::ScriptedTurn t;
+    t.text = "Turn " + std::to_string(n) + ".";
+    return t;
+  });
+  ProviderSettings s;
+  s.name = "mock";
+  s.api = Api::kOpenAiChat;
+  s.base_url = server.base_url();
+  s.model = "mock-model";
+  auto provider = make_http_provider(s);
+  ModelRequest request;
+  request.messages = {text_message("user", "Say which turn this is.")};
+  std::vector<double> wall;
+  for (int turn = 0; turn <= turns; ++turn) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (auto answer = provider->complete(request, {}, nullptr); !answer) {
+      std::fprintf(stderr, "turn %d: %s\n", turn, answer.error().message().c_str());
+      std::exit(1);
+    }
+    if (turn > 0)
+      wall.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(wall);
+}
+
+void print_reused_connection(int turns) {
+  const double nagle = reused_connection_ms(false, turns);
+  const double nodelay = reused_connection_ms(true, turns);
+  std::printf(
+      "\nreused connection, wall ms per turn (p50 of %d), openai-chat:\n"
+      "  server without TCP_NODELAY (writes held by Nagle) %8.2f\n"
+      "  server with TCP_NODELAY (baseline)                %8.2f\n"
+      "  without / with: %.2fx\n",
+      turns, nagle, nodelay, nagle / std::max(nodelay, 1e-3));
+}
+
 void print(const char* name, const Stats& s) {
   std::printf("%-28s %10.3f %10.3f %10.3f %12ld\n", name, s.cpu_median, s.cpu_max, s.wall_median,
               s.peak_kib_max);
@@ -221,10 +267,16 @@ void print(const char* name, const Stats& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // loop_bench [turn [rounds]]: with "turn", only the end-to-end turn of `moat run`.
+  // loop_bench [turn [rounds]]: with "turn", only the end-to-end turn of `moat run`;
+  // loop_bench nagle [turns]: only the reused connection against a server without TCP_NODELAY.
   const bool turn_only = argc > 1 && std::string(argv[1]) == "turn";
+  const bool nagle_only = argc > 1 && std::string(argv[1]) == "nagle";
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
   if (turn_only) return moat::bench::run_turn_bench(rounds);
+  if (nagle_only) {
+    print_reused_connection(argc > 2 ? std::atoi(argv[2]) : 30);
+    return 0;
+  }
   std::printf(
       "loop_bench: %d turns, history of ~%zu tokens, mock model server in a child process\n",
       kTurns, kHistoryTokens);
@@ -240,5 +292,6 @@ int main(int argc, char** argv) {
   print("floor: sh -c true (child)", floor);
   std::printf("\nhost CPU per turn / floor: %.1fx (anthropic)\n",
               anthropic.cpu_median / std::max(floor.cpu_median, 1e-3));
+  print_reused_connection(30);
   return moat::bench::run_turn_bench(rounds);
 }

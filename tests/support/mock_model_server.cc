@@ -311,7 +311,7 @@ struct MockModelServer::Plan {
   std::function<void()> on_answered;  // after the last byte: records the timing
 };
 
-MockModelServer::MockModelServer(Api api)
+MockModelServer::MockModelServer(Api api, bool tcp_nodelay)
     : api_(api), server_(std::make_unique<httplib::Server>()) {
   auto route = [this](const httplib::Request& req, httplib::Response& res) {
     std::map<std::string, std::string> headers;
@@ -362,7 +362,7 @@ MockModelServer::MockModelServer(Api api)
   for (const char* path : {"/v1/chat/completions", "/v1/messages", "/v1/responses"})
     server_->Post(path, route);
   // Small SSE writes must not wait for delayed ACKs (Nagle): real servers flush each event.
-  server_->set_tcp_nodelay(true);
+  server_->set_tcp_nodelay(tcp_nodelay);
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

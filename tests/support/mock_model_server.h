@@ -90,8 +90,9 @@ class MockModelServer {
  public:
   using Api = agent::providers::Api;
   // Serves `api` on a free port of 127.0.0.1; paths /v1/chat/completions, /v1/messages,
-  // /v1/responses.
-  explicit MockModelServer(Api api);
+  // /v1/responses. `tcp_nodelay` false: a server that lets Nagle hold its small writes (Python's
+  // http.server, some local model servers; loop_bench measures the client against one).
+  explicit MockModelServer(Api api, bool tcp_nodelay = true);
   ~MockModelServer();
   MockModelServer(const MockModelServer&) = delete;
   MockModelServer& operator=(const MockModelServer&) = delete;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -352,6 +354,33 @@ TEST_P(HttpProviderTest, ASessionsRequestsShareOneConnectionUntilTheServerCloses
   EXPECT_LE(ports.size(), 2u) << "a connection was opened for more requests than the server "
                                  "closed connections";
   EXPECT_TRUE(notices_.empty()) << "a request on a reused connection was retried";
+}
+
+// Issue 27 item 22: a server that writes its answer in pieces without TCP_NODELAY (Nagle holds
+// each piece until the one before is acknowledged) cost ~43 ms a turn on a reused connection,
+// the client's delayed ACK, where a fresh connection cost none. The client acknowledges at once
+// (TCP_QUICKACK): the connection is kept and a turn takes what it takes against a server with
+// TCP_NODELAY (under a millisecond here; 20 ms leaves a loaded machine room).
+TEST_P(HttpProviderTest, AReusedConnectionToAServerWithoutNodelayWaitsForNoDelayedAck) {
+  MockModelServer nagle(GetParam(), /*tcp_nodelay=*/false);
+  ProviderSettings s = settings();
+  s.base_url = nagle.base_url();
+  for (int i = 0; i < 4; ++i) nagle.push_turn(text_turn("answer " + std::to_string(i)));
+  auto p = make_http_provider(s);
+  std::vector<double> reused_ms;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = p->complete(request(), {}, nullptr);
+    ASSERT_TRUE(r) << "request " << i << ": " << r.error().message();
+    if (i > 0)
+      reused_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const auto requests = nagle.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[3].client_port, requests[0].client_port) << "the connection is kept";
+  std::sort(reused_ms.begin(), reused_ms.end());
+  EXPECT_LT(reused_ms[1], 20.0) << "the median turn on the reused connection, ms";
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, HttpProviderTest,
