@@ -1,6 +1,7 @@
 // agent/cli_policy.cc: `moat policy lint|test|list|explain|trust`.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -10,16 +11,21 @@
 #include "agent/cli.h"
 #include "agent/visible.h"
 #include "base/byte_strings.h"
+#include "base/log.h"
 #include "base/moat_dirs.h"
 #include "policy/explain.h"
 #include "policy/layer.h"
 #include "policy/lint.h"
+#include "policy/network.h"
 #include "policy/policy.h"
 
 namespace moat::agent {
 namespace {
 
 using nlohmann::json;
+
+// `policy explain` exits 3 when a person would be asked (its footer says so).
+constexpr int kExplainAsk = 3;
 
 // Where the layers come from. Every directory has a flag and an environment variable so
 // tests and people trying a policy never need to touch /etc.
@@ -38,7 +44,7 @@ struct PolicyFlags {
         *cmd, system_dir, user_dir,
         "System (organisation) layer directory [env MOAT_POLICY_DIR, default /etc/moat/policy.d]",
         "User layer directory [env MOAT_USER_POLICY_DIR, default $XDG_CONFIG_HOME/moat/policy.d]");
-    cmd->add_option("--workspace", workspace,
+    cmd->add_option("--workspace,-C", workspace,
                     "Workspace (project layer, $WORKSPACE) [default: cwd]");
     cmd->add_option("--trust-dir", trust_dir, "Where project trust pins live [env MOAT_TRUST_DIR]");
     cmd->add_option("--policy", files, "An extra policy file that may only narrow (repeatable)");
@@ -93,8 +99,11 @@ std::string shell_quote(const std::string& s) {
 void add_lint(CLI::App* policy_cmd, int& exit_code) {
   auto flags = std::make_shared<PolicyFlags>();
   auto* cmd = policy_cmd->add_subcommand(
-      "lint", "Check schema, unknown keys, ownership and unreachable rules (exit 1: warnings)");
-  set_exit_codes(*cmd, {kExitDone, kExitTaskFailed, kExitUsage});
+      "lint", "Check schema, unknown keys, ownership and unreachable rules");
+  // Its own meanings, not the generic ones (issue 27 item 20): scripts gate on 1 vs 2.
+  cmd->footer(
+      "Exit codes: 0 no error and no warning, 1 warnings only, 2 an error in a policy file "
+      "(or in the command line).");
   flags->add_to(cmd);
   cmd->callback([flags, &exit_code] {
     int errors = 0, warnings = 0;
@@ -173,17 +182,72 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
   });
 }
 
+// `policy explain`'s own exit codes (issue 27 item 20): the verdict, so a CI step can gate on it.
+// An ask is neither: it stops an unattended run (--headless makes it a deny, 1).
+int explain_exit_code(policy::Verdict v) {
+  return v == policy::Verdict::kAllow ? kExitDone
+         : v == policy::Verdict::kDeny ? kExitTaskFailed
+                                       : kExplainAsk;
+}
+
+// --network HOST:PORT ("example.com:443", "10.0.0.5:5432", "[::1]:8080"): the host as the
+// proxy judges it (policy/network.h) and a port from 1 to 65535.
+Result<std::pair<std::string, int>> parse_host_port(const std::string& text) {
+  const std::string usage = "--network " + moat::quoted(text) +
+                            ": give HOST:PORT, a host name or IP address and a port from 1 to "
+                            "65535 (e.g. example.com:443, 10.0.0.5:5432, [::1]:8080)";
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return fail(usage);
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string::npos)
+    return fail(usage);  // an IPv6 address needs its brackets: "[::1]:8080"
+  int port = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data() + colon + 1, end, port);
+  if (ec != std::errc() || ptr != end || port < 1 || port > 65535 || colon + 1 == text.size())
+    return fail(usage);
+  if (!policy::normalize_host(host)) return fail(usage);
+  return std::make_pair(host, port);
+}
+
+struct ExplainArgs {
+  PolicyFlags flags;
+  bool json = false;
+  std::string path, access = "read", tool, cwd, network;
+  std::vector<std::string> words;
+};
+
+// The decision `explain` shows, and the input it names; an error for a bad --network.
+Result<std::pair<policy::Decision, std::string>> explain_decision(const ExplainArgs& a,
+                                                                  const policy::Policy& p) {
+  if (!a.path.empty()) {
+    auto access = a.access == "write"  ? policy::Access::kWrite
+                  : a.access == "exec" ? policy::Access::kExec
+                                       : policy::Access::kRead;
+    return std::make_pair(p.decide_path(p.expand_path(a.path), access), a.path);
+  }
+  if (!a.tool.empty()) return std::make_pair(p.decide_tool(a.tool), a.tool);
+  if (!a.network.empty()) {
+    MOAT_ASSIGN_OR_RETURN(auto hp, parse_host_port(a.network));
+    return std::make_pair(p.decide_network(hp.first, hp.second), a.network);
+  }
+  if (a.words.empty()) return fail("give a shell line, --path, --tool or --network");
+  std::string input = a.words.size() == 1 ? a.words[0] : "";
+  if (a.words.size() > 1)
+    for (const auto& w : a.words) input += (input.empty() ? "" : " ") + shell_quote(w);
+  return std::make_pair(
+      p.decide_command(input, a.cwd.empty() ? a.flags.options().workspace : a.cwd), input);
+}
+
 void add_explain(CLI::App* policy_cmd, int& exit_code) {
-  struct Args {
-    PolicyFlags flags;
-    bool json = false;
-    std::string path, access = "read", tool, cwd;
-    std::vector<std::string> words;
-  };
-  auto a = std::make_shared<Args>();
-  auto* cmd =
-      policy_cmd->add_subcommand("explain", "Show how a shell line, path or tool is decided");
-  set_exit_codes(*cmd, {kExitDone, kExitUsage});
+  auto a = std::make_shared<ExplainArgs>();
+  auto* cmd = policy_cmd->add_subcommand(
+      "explain", "Show how a shell line, path, tool or network connection is decided");
+  cmd->footer(
+      "Exit codes: 0 allow, 1 deny, 2 usage or configuration error, 3 ask (a person would be "
+      "asked; with --headless an ask is a deny, 1).");
   a->flags.add_to(cmd);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_flag("--headless", a->flags.headless, "Decide as a headless run (ask becomes deny)");
@@ -191,34 +255,21 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
   cmd->add_option("--access", a->access, "Access for --path")
       ->check(CLI::IsMember({"read", "write", "exec"}));
   cmd->add_option("--tool", a->tool, "Explain a tool call instead of a shell line");
+  cmd->add_option("--network", a->network,
+                  "Explain a connection to HOST:PORT instead of a shell line (e.g. "
+                  "pypi.org:443, [::1]:8080)");
   cmd->add_option("--cwd", a->cwd, "Working directory of the shell line [default: the workspace]");
   cmd->add_option("line", a->words, "The shell line (one argument), or an argv after --");
   cmd->callback([a, &exit_code] {
     auto p = load_or_report(a->flags, exit_code);
     if (!p) return;
-    policy::Decision d;
-    std::string input;
-    if (!a->path.empty()) {
-      input = a->path;
-      auto access = a->access == "write"  ? policy::Access::kWrite
-                    : a->access == "exec" ? policy::Access::kExec
-                                          : policy::Access::kRead;
-      d = p->decide_path(p->expand_path(a->path), access);
-    } else if (!a->tool.empty()) {
-      input = a->tool;
-      d = p->decide_tool(a->tool);
-    } else if (!a->words.empty()) {
-      if (a->words.size() == 1) {
-        input = a->words[0];
-      } else {
-        for (const auto& w : a->words) input += (input.empty() ? "" : " ") + shell_quote(w);
-      }
-      d = p->decide_command(input, a->cwd.empty() ? a->flags.options().workspace : a->cwd);
-    } else {
-      std::fprintf(stderr, "moat policy explain: give a shell line, --path or --tool\n");
+    auto decided = explain_decision(*a, *p);
+    if (!decided) {
+      std::fprintf(stderr, "moat policy explain: %s\n", decided.error().message().c_str());
       exit_code = kExitUsage;
       return;
     }
+    const auto& [d, input] = *decided;
     if (a->json) {
       // The line's words are host bytes (`echo $'\xff'` judges the byte 0xff): a word that is
       // not UTF-8 is printed as {"bytes": base64}, as in the audit log, never a crash.
@@ -227,6 +278,7 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
       // The line and the rules' reasons are shown to a person: no escape sequence acts.
       std::fputs(visible(policy::explain_text(d, *p, input)).c_str(), stdout);
     }
+    exit_code = explain_exit_code(d.verdict);
   });
 }
 
@@ -242,7 +294,7 @@ void add_trust(CLI::App* parent, int& exit_code) {
       "trust",
       "Trust the workspace's .moat/policy.toml: pin its current SHA-256 (or --revoke the pin)");
   set_exit_codes(*cmd, {kExitDone, kExitUsage});
-  cmd->add_option("--workspace", a->workspace, "Workspace [default: cwd]");
+  cmd->add_option("--workspace,-C", a->workspace, "Workspace [default: cwd]");
   cmd->add_option("--trust-dir", a->trust_dir,
                   "Where pins live [env MOAT_TRUST_DIR, default $XDG_STATE_HOME/moat/trust]");
   cmd->add_flag(

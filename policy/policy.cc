@@ -484,7 +484,8 @@ class PolicyImpl final : public Policy {
             .open_files = min_of(&Resources::open_files, d.open_files),
             .network_connections = min_of(&Resources::network_connections, d.network_connections),
             .network_bytes = min_of(&Resources::network_bytes, d.network_bytes),
-            .network_idle_s = min_of(&Resources::network_idle, d.network_idle_s)};
+            .network_idle_s = min_of(&Resources::network_idle, d.network_idle_s),
+            .network_rate = min_of(&Resources::network_rate, d.network_rate)};
   }
 
   std::vector<std::string> protected_globs() const override {

@@ -61,6 +61,7 @@ struct ResourceCeilings {
   std::int64_t network_connections = 0;  // resources.network_connections: open at once
   std::int64_t network_bytes = 0;        // resources.network_bytes: per session, both ways
   std::int64_t network_idle_s = 0;       // resources.network_idle: per connection
+  std::int64_t network_rate = 0;         // resources.network_rate: new connections a second
 
   // {"wall_time_s":..,"cpu_time_s":..,...}, as `moat policy list --json` prints them.
   nlohmann::json to_json() const {
@@ -68,7 +69,8 @@ struct ResourceCeilings {
             {"memory_bytes", memory_bytes},   {"pids", pids},
             {"output_bytes", output_bytes},   {"file_size", file_size},
             {"open_files", open_files},       {"network_connections", network_connections},
-            {"network_bytes", network_bytes}, {"network_idle_s", network_idle_s}};
+            {"network_bytes", network_bytes}, {"network_idle_s", network_idle_s},
+            {"network_rate", network_rate}};
   }
 };
 

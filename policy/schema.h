@@ -57,6 +57,7 @@ struct Resources {
   std::optional<std::int64_t> network_connections;  // default: 64. Connections the network proxy holds open at once for a session
   std::optional<std::int64_t> network_bytes;  // default: "4GiB". Bytes a session may move through the network proxy, both ways together (size)
   std::optional<std::int64_t> network_idle;  // default: "2m". A proxied connection with no byte either way for this long is closed (duration)
+  std::optional<std::int64_t> network_rate;  // default: 200. New connections a second the network proxy admits for a session, after a burst of ten seconds' worth; a connection past it is refused and the call that opened it is ended
 };
 
 // [exec]
@@ -84,6 +85,7 @@ inline constexpr ResourceCeilings kDefaultResources = {
     .network_connections = 64,
     .network_bytes = std::int64_t{4} << 30,  // "4GiB"
     .network_idle_s = 2 * 60,                // "2m"
+    .network_rate = 200,
 };
 
 // [layer]

@@ -23,7 +23,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
        {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files",
-        "network_connections", "network_bytes", "network_idle"}},
+        "network_connections", "network_bytes", "network_idle", "network_rate"}},
       {"layer", {"name", "revision"}},
       {"exec", {"workspace_programs", "headless_ask"}},
       {"workspace", {"nested_git"}},
@@ -133,7 +133,8 @@ Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
                         {"open_files", &res.open_files, 2},
                         {"network_connections", &res.network_connections, 2},
                         {"network_bytes", &res.network_bytes, 1},
-                        {"network_idle", &res.network_idle, 0}};
+                        {"network_idle", &res.network_idle, 0},
+                        {"network_rate", &res.network_rate, 2}};
   for (const auto& slot : slots) {
     const auto* n = t.get(slot.key);
     if (n == nullptr) continue;

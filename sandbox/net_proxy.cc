@@ -426,11 +426,7 @@ void NetProxy::accept_loop() {
     UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client.valid()) continue;
     if (!admit_at_rate()) {
-      refuse_at_accept(std::move(client), "resources.network_rate",
-                       "the session opened connections faster than " +
-                           std::to_string(options_.rate_per_s) + " a second (after a burst of " +
-                           std::to_string(options_.rate_burst) +
-                           "): its proxy refuses every further connection");
+      refuse_over_rate(std::move(client));
       continue;
     }
     if (open_.load() >= options_.max_connections) {
@@ -447,20 +443,16 @@ void NetProxy::accept_loop() {
   }
 }
 
-// A token bucket of rate_burst tokens refilled at rate_per_s; the first connection that finds
-// it empty ends the session's network for good, so a flood costs moatd an accept and a short
-// write per connection and the log one counted record a second.
+// A token bucket of rate_burst tokens refilled at rate_per_s. A connection that finds it empty
+// is refused, so a flood costs moatd an accept and a short write per connection and the log one
+// counted record a second; the call that floods is ended (refuse_over_rate).
 bool NetProxy::admit_at_rate() {
-  if (over_rate_) return false;
   const auto now = Clock::now();
   const double refill = std::chrono::duration<double>(now - rate_last_).count() *
                         static_cast<double>(options_.rate_per_s);
   rate_tokens_ = std::min(static_cast<double>(options_.rate_burst), rate_tokens_ + refill);
   rate_last_ = now;
-  if (rate_tokens_ < 1) {
-    over_rate_ = true;
-    return false;
-  }
+  if (rate_tokens_ < 1) return false;
   rate_tokens_ -= 1;
   return true;
 }
@@ -471,6 +463,23 @@ void NetProxy::refuse_at_accept(UniqueFd client, const char* rule, const std::st
   send_error(client.get(), 503, why);
   rec.update({{"decision", "deny"}, {"rule", rule}, {"error", why}});
   records_.add(std::move(rec));
+// Past the rate: the connection gets a 503, and the call whose program opened it is ended, not
+// the session's network (issue 26 item 10). The record of the connection that ends a call
+// says so (`call_ended`) and is written alone, at once (net_records.h); the call's later
+// refusals are counted. A connection no call can be named for (closed at once) is refused only.
+void NetProxy::refuse_over_rate(UniqueFd client) {
+  set_nonblocking(client.get());
+  json rec = attributed(client.get());
+  const std::string why = "the call opened connections faster than resources.network_rate (" +
+                          std::to_string(options_.rate_per_s) + " a second, after a burst of " +
+                          std::to_string(options_.rate_burst) + ")";
+  send_error(client.get(), 503, why + ": the call is ended");
+  const std::string call = rec.value("call_id", "");
+  if (!call.empty() && options_.end_call && options_.end_call(call, why)) rec["call_ended"] = true;
+  rec.update({{"decision", "deny"}, {"rule", "resources.network_rate"}, {"error", why}});
+  records_.add(std::move(rec));
+}
+
 }
 
 // Looked up first, while the program waits for its answer and so still holds its end.

@@ -22,6 +22,7 @@
 #include "base/thread_set.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "policy/schema.h"
 #include "sandbox/net_host_addresses.h"
 #include "sandbox/net_records.h"
 
@@ -40,26 +41,31 @@ using NetAsk = std::function<policy::Decision(
     policy::Decision, const std::string& call_id, const std::string& what,
     const std::atomic<bool>& cancel, nlohmann::json& answer)>;
 
-// The connections a session may open (issue 26 item 10), a token bucket: a burst, then a
-// steady rate. Far above what a build or a package install opens (npm install of a large tree:
-// a few thousand connections over minutes), far below a flood (27,225 in 10 s). The first
-// connection past it ends the session's network: it and every later one are refused by
-// resources.network_rate, recorded once and then counted.
-inline constexpr std::int64_t kNetConnectionBurst = 2000;
-inline constexpr std::int64_t kNetConnectionsPerSecond = 200;
+// The connections a session may open (issue 26 item 10), a token bucket: a burst of this many
+// seconds' worth, then the steady rate of resources.network_rate (policy/schema.h: 200 a second
+// by default, far above what a build or a package install opens, npm install of a large tree:
+// a few thousand connections over minutes; far below a flood, 27,225 in 10 s). A connection
+// past it is refused (resources.network_rate) and the call whose program opened it is ended
+// (end_call); the session's other calls keep their network once the bucket refills.
+inline constexpr std::int64_t kNetRateBurstSeconds = 10;
+
+// Ends the running call `call_id` because of `why`; false when no such call runs or it is
+// already being ended (sandbox/call_ends.h).
+using NetEndCall = std::function<bool(const std::string& call_id, const std::string& why)>;
 
 struct NetProxyOptions {
   std::int64_t max_connections = 64;               // open at once; more are refused with a 503
   std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
   std::int64_t idle_s = 120;  // a connection with no byte either way for this long is closed
-  std::int64_t rate_burst = kNetConnectionBurst;
-  std::int64_t rate_per_s = kNetConnectionsPerSecond;
+  std::int64_t rate_per_s = policy::kDefaultResources.network_rate;
+  std::int64_t rate_burst = policy::kDefaultResources.network_rate * kNetRateBurstSeconds;
   // Repeats of one kind of connection gather this long into one counted record.
   std::chrono::steady_clock::duration record_interval = kNetRecordInterval;
   // Test only, from moatd's command line (--test-resolve NAME=ADDRESS), never from a session:
   // names the proxy resolves to these addresses instead of asking the system resolver.
   std::map<std::string, std::string> resolve_overrides;
   NetAttribution attribute;  // null: records name no program
+  NetEndCall end_call;       // null: a connection past the rate is refused, no call is ended
 };
 
 class NetProxy {
@@ -84,7 +90,8 @@ class NetProxy {
   // Answers a connection from the accept thread with a 503 naming `why`, and records it.
   void refuse_at_accept(UniqueFd client, const char* rule, const std::string& why);
   void refuse_backlog();  // after the accept thread ended: what it never took
-  bool admit_at_rate();  // the accept thread's token bucket; false from the first refusal on
+  bool admit_at_rate();  // the accept thread's token bucket
+  void refuse_over_rate(UniqueFd client);
   void serve(UniqueFd client);
   nlohmann::json attributed(int client) const;
   // The policy's verdict on a request, put to the person when it is an ask.
@@ -103,7 +110,6 @@ class NetProxy {
   HostAddresses host_addresses_;  // read as the session starts, again after each change
   double rate_tokens_;            // the accept thread's alone
   std::chrono::steady_clock::time_point rate_last_;
-  bool over_rate_ = false;
   NetRecords records_;     // destroyed after the threads below end: their records are in
   ThreadSet connections_;  // only the accept thread spawns; joined after it ends
   std::thread acceptor_;

@@ -63,7 +63,8 @@ NetRecords::~NetRecords() {
 // Records are written under mu_, so a kind's counted record never overtakes its first.
 void NetRecords::add(json record) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (record.contains("user")) {  // a person's answer is a decision of its own
+  // A person's answer is a decision of its own, and so is the connection that ended a call.
+  if (record.contains("user") || record.contains("call_ended")) {
     write_(std::move(record));
     return;
   }

@@ -32,7 +32,8 @@ inline constexpr std::chrono::milliseconds kNetRecordInterval{1000};
 // `bytes_up`, `bytes_down` and `duration_ms` summed, `errors` (how many ended with one) and the
 // last `error`; a kind with repeats opens the next interval then, a quiet kind is forgotten.
 // Summing `count` (1 when absent) over the records gives the number of connections.
-// A record holding a person's answer (`user`) is always written alone, at once.
+// A record holding a person's answer (`user`) or ending a call (`call_ended`) is always
+// written alone, at once.
 class NetRecords {
  public:
   explicit NetRecords(NetRecorder write,

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "policy/policy.h"
+#include "sandbox/call_ends.h"
 #include "sandbox/nested_git.h"
 #include "sandbox/net_proxy.h"
 #include "sandbox/program_registry.h"
@@ -53,6 +54,9 @@ struct SessionState {
   // What each process runs, as the exec watches let it run: the proxy's `net` records name
   // the program that opened the connection. Shared with the proxy's threads.
   std::shared_ptr<ProgramRegistry> programs = std::make_shared<ProgramRegistry>();
+  // The calls running, which another of moatd's threads may end with a reason (the proxy's
+  // rate bound). Shared with the proxy's threads.
+  std::shared_ptr<CallEnds> call_ends = std::make_shared<CallEnds>();
   // The session's network proxy (null when the policy allows no connection). It writes `net`
   // records through record(): stopped before session.end is written.
   std::unique_ptr<NetProxy> net_proxy;

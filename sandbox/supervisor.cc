@@ -94,6 +94,8 @@ class Connection {
   // A read's fds: an exec frame's stdin, stdout and stderr; false when they break a bound.
   bool take_fds(UniqueFd (&fds)[8], std::size_t nfds);
   void on_exec(const ExecMsg& m, std::size_t frame_bytes);
+  // A call another thread ended (CallEnds: the proxy's rate bound) says so in its result.
+  void say_if_ended(const std::string& id, tools::ToolResult& result);
   void finish();
 
   const SupervisorOptions& options_;
@@ -291,6 +293,7 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
     return;
   }
   ++call_count_;
+  session_.call_ends->start(m.id, *cancel);
   // edit/write take their place in the session's mutation queue here, on the thread that
   // reads frames, so they run in the order they arrived whatever order their threads start.
   tools::CallContext order;
@@ -309,6 +312,7 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
                 }};
   threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
     tools::ToolResult result = gate_->run(call);
+    say_if_ended(call.id, result);
     // The id is free before its result goes out: a client may reuse it as soon as it reads
     // the result (issue 26 item 14: freed after the send, the reuse was "already running").
     calls_.end(call.id, frame_bytes);
@@ -350,11 +354,13 @@ void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
     return refuse(cancel.error().message());
   }
   ++call_count_;
+  session_.call_ends->start(m.id, *cancel);
   threads_.spawn([this, m, stdio, terminal = checked->terminal, flag = *cancel, frame_bytes] {
     ExecSpec spec;
     for (std::size_t i = 0; i < kExecFds; ++i) spec.stdio[i] = (*stdio)[i].get();
     spec.terminal = terminal;
     tools::ToolResult result = gate_->run_exec(m, spec, flag.get());
+    say_if_ended(m.id, result);
     // Closed before the result: the client's pipe readers see EOF and its pty relay sees
     // the terminal hang up once the client lets go of its own copies.
     for (UniqueFd& fd : *stdio) fd.reset();
@@ -364,6 +370,17 @@ void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
     exec_running_ = false;
     send(ResultMsg{m.id, std::move(result)}.to_json());
   });
+}
+
+// The proxy's `net` record (call_ended) is the audit's word on it; the model and the person
+// read it here, and the call record shows the kill.
+void Connection::say_if_ended(const std::string& id, tools::ToolResult& result) {
+  const std::string why = session_.call_ends->finish(id);
+  if (why.empty()) return;
+  result.is_error = true;
+  result.content.push_back({{"type", "text"}, {"text", call_ended_note(why)}});
+  if (!result.details.is_object()) result.details = nlohmann::json::object();
+  result.details["callEnded"] = why;
 }
 
 void Connection::finish() {

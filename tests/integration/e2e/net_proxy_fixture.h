@@ -159,7 +159,7 @@ class NetProxyTest : public ::testing::Test {
                                      "--audit-dir",
                                      dir_.path() + "/audit",
                                      "--system-policy-dir",
-                                     source_root() + "/tests/integration/e2e/net_proxy_policy",
+                                     source_root() + "/tests/integration/e2e/" + policy_dir(),
                                      "--user-policy-dir",
                                      dir_.path() + "/no-policy",
                                      "--test-resolve",
@@ -179,6 +179,8 @@ class NetProxyTest : public ::testing::Test {
     pid_ = start(argv, dir_.path() + "/moatd.log");
   }
   void TearDown() override { end_moatd(); }
+  // The system layer's directory below tests/integration/e2e.
+  virtual std::string policy_dir() const { return "net_proxy_policy"; }
   void end_moatd() {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);

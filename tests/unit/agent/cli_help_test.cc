@@ -41,7 +41,7 @@ TEST_F(CliHelp, EveryCommandsHelpListsOnlyTheExitCodesItCanReturn) {
       {"sandbox", {0, 2}},           {"sandbox explain-filter", {0, 2}},
       {"doctor", {0, 2, 3}},         {"policy", {0, 2}},
       {"policy lint", {0, 1, 2}},    {"policy test", {0, 1, 2}},
-      {"policy list", {0, 2}},       {"policy explain", {0, 2}},
+      {"policy list", {0, 2}},       {"policy explain", {0, 1, 2, 3}},
       {"policy trust", {0, 2}},      {"sessions", {0, 2}},
       {"sessions list", {0, 2}},     {"sessions show", {0, 2}},
       {"sessions tree", {0, 2}},     {"sessions label", {0, 2}},

@@ -150,7 +150,8 @@ TEST(SchemaDocs, ResourceDefaultsInTheCommentsAreTheConstexprValues) {
                  {"network_connections",
                   {&Resources::network_connections, &ResourceCeilings::network_connections}},
                  {"network_bytes", {&Resources::network_bytes, &ResourceCeilings::network_bytes}},
-                 {"network_idle", {&Resources::network_idle, &ResourceCeilings::network_idle_s}}};
+                 {"network_idle", {&Resources::network_idle, &ResourceCeilings::network_idle_s}},
+                 {"network_rate", {&Resources::network_rate, &ResourceCeilings::network_rate}}};
   const auto fields = schema_tables()["resources"];
   EXPECT_EQ(fields.size(), members.size());
   for (const auto& f : fields) {

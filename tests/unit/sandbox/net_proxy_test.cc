@@ -318,12 +318,19 @@ TEST_F(NetProxyLimits, ThousandsOfConnectClosePairsWriteABoundedLogWhoseCountsAd
       << json(records_).dump();
 }
 
-// Past the session's rate the proxy refuses every further connection, even once the rate has
-// come down again; the refusal is recorded once, then counted.
-TEST_F(NetProxyLimits, ConnectionsPastTheSessionsRateAreRefusedForTheRestOfTheSession) {
+// Past the session's rate a connection is refused and the call whose program opened it is
+// ended, once, with a record saying so written at once; its later refusals are counted. The
+// session's network is not ended: once the bucket has refilled, a connection goes through.
+TEST_F(NetProxyLimits, AConnectionPastTheRateEndsItsCallAndTheSessionStillConnectsLater) {
   NetProxyOptions o;
   o.rate_burst = 20;
   o.rate_per_s = 1;
+  o.attribute = [](int) { return json{{"call_id", "c7"}, {"exec_id", "c7.1"}}; };
+  std::vector<std::pair<std::string, std::string>> ended;  // the accept thread's, read after
+  o.end_call = [&ended](const std::string& call, const std::string& why) {
+    ended.emplace_back(call, why);
+    return ended.size() == 1;  // as CallEnds: a call is ended once
+  };
   start(o);
   for (int i = 0; i < 20; ++i) UniqueFd c = testing::connect_to_port(proxy_port_);
   std::vector<std::string> refused;
@@ -331,27 +338,31 @@ TEST_F(NetProxyLimits, ConnectionsPastTheSessionsRateAreRefusedForTheRestOfTheSe
     UniqueFd c = testing::connect_to_port(proxy_port_);
     refused.push_back(read_all(c.get()));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // tokens would be back
-  UniqueFd late = tunnel();
-  refused.push_back(read_all(late.get()));
   for (const std::string& got : refused) {
     EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
-    EXPECT_NE(got.find("faster than 1 a second (after a burst of 20): its proxy refuses every "
-                       "further connection"),
+    EXPECT_NE(got.find("faster than resources.network_rate (1 a second, after a burst of 20): "
+                       "the call is ended"),
               std::string::npos)
         << got;
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two tokens are back
+  UniqueFd late = tunnel();
+  EXPECT_EQ(read_all(late.get()).rfind("HTTP/1.1 200", 0), 0u) << "the session's network is kept";
   proxy_.reset();
+  ASSERT_FALSE(ended.empty());
+  EXPECT_EQ(ended[0].first, "c7");
   std::lock_guard<std::mutex> lock(mu_);
-  std::int64_t over_rate = 0, written = 0;
+  std::int64_t over_rate = 0, written = 0, call_ended = 0;
   for (const json& r : records_)
     if (r.value("rule", "") == "resources.network_rate") {
       ++written;
       over_rate += r.value("count", std::int64_t{1});
+      call_ended += r.value("call_ended", false) ? 1 : 0;
       EXPECT_EQ(r.value("decision", ""), "deny") << r.dump();
     }
-  EXPECT_EQ(over_rate, 11) << json(records_).dump();
-  EXPECT_LE(written, 3) << "refusals are counted, not written one by one";
+  EXPECT_EQ(over_rate, 10) << json(records_).dump();
+  EXPECT_EQ(call_ended, 1) << json(records_).dump();
+  EXPECT_LE(written, 4) << "refusals are counted, not written one by one";
 }
 
 }  // namespace

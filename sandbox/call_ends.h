@@ -1,0 +1,36 @@
+// sandbox/call_ends.h: ending a running call from another of moatd's threads, with the reason
+// (the network proxy's rate bound, issue 26 item 10: the call that floods is ended, not the
+// session's network).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace moat::sandbox {
+
+// Thread-safe; one per session, shared with the proxy's threads.
+class CallEnds {
+ public:
+  // Call `id` runs until finish(id); raising `flag` (its cancel flag, RunningCalls) ends it.
+  void start(const std::string& id, std::shared_ptr<std::atomic<bool>> flag);
+  // Ends call `id`, saying `why`. False when no call `id` runs or it is already being ended.
+  bool end(const std::string& id, const std::string& why);
+  // Call `id` is over: why it was ended, "" when it was not.
+  std::string finish(const std::string& id);
+
+ private:
+  struct Running {
+    std::shared_ptr<std::atomic<bool>> flag;
+    std::string why;
+  };
+  std::mutex mu_;
+  std::map<std::string, Running> running_;
+};
+
+// What the model and the person read about a call ended by end(): one line.
+std::string call_ended_note(const std::string& why);
+
+}  // namespace moat::sandbox
