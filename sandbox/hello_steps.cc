@@ -281,6 +281,11 @@ Result<void> HelloSteps::start_net_proxy() {
   o.max_connections = r.network_connections;
   o.max_bytes = r.network_bytes;
   o.idle_s = r.network_idle_s;
+  o.rate_per_s = r.network_rate;
+  o.rate_burst = r.network_rate * kNetRateBurstSeconds;
+  o.end_call = [ends = state_.call_ends](const std::string& call_id, const std::string& why) {
+    return ends->end(call_id, why);
+  };
   o.resolve_overrides = options_.net_resolve_overrides;
   o.attribute = [programs = state_.programs, init = state_.session->init_pid()](int client) {
     return program_json(client, init, *programs);
@@ -308,11 +313,6 @@ Result<void> HelloSteps::index_files() {
   auto git = NestedGitWatch::take(state_.workspace_fd.get());
   if (!git) return fail(git.error());
   state_.nested_git = std::make_unique<NestedGitWatch>(std::move(*git));
-  o.rate_per_s = r.network_rate;
-  o.rate_burst = r.network_rate * kNetRateBurstSeconds;
-  o.end_call = [ends = state_.call_ends](const std::string& call_id, const std::string& why) {
-    return ends->end(call_id, why);
-  };
   IndexLimits limits;
   limits.skip = own_inside_;
   const auto t0 = std::chrono::steady_clock::now();

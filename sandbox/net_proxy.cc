@@ -457,12 +457,6 @@ bool NetProxy::admit_at_rate() {
   return true;
 }
 
-void NetProxy::refuse_at_accept(UniqueFd client, const char* rule, const std::string& why) {
-  set_nonblocking(client.get());
-  json rec = attributed(client.get());
-  send_error(client.get(), 503, why);
-  rec.update({{"decision", "deny"}, {"rule", rule}, {"error", why}});
-  records_.add(std::move(rec));
 // Past the rate: the connection gets a 503, and the call whose program opened it is ended, not
 // the session's network (issue 26 item 10). The record of the connection that ends a call
 // says so (`call_ended`) and is written alone, at once (net_records.h); the call's later
@@ -480,6 +474,12 @@ void NetProxy::refuse_over_rate(UniqueFd client) {
   records_.add(std::move(rec));
 }
 
+void NetProxy::refuse_at_accept(UniqueFd client, const char* rule, const std::string& why) {
+  set_nonblocking(client.get());
+  json rec = attributed(client.get());
+  send_error(client.get(), 503, why);
+  rec.update({{"decision", "deny"}, {"rule", rule}, {"error", why}});
+  records_.add(std::move(rec));
 }
 
 // Looked up first, while the program waits for its answer and so still holds its end.
