@@ -103,6 +103,10 @@ json RunEvents::totals() {
 void RunEvents::session(json fields) {
   fields["type"] = "session";
   fields["schema"] = kEventSchema;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    host_files_.set_workspace(fields.value("workspace", ""));
+  }
   sink_.emit(fields);
 }
 
@@ -165,6 +169,10 @@ LoopEvents RunEvents::loop_events() {
                   {"duration_ms", took.count()},
                   {"output", text_of(r.content)}};
     event.update(call_facts(r));
+    if (r.details.is_object() && r.details.contains("files_changed")) {
+      std::lock_guard<std::mutex> lock(mu_);
+      host_files_.add(r.details["files_changed"], r.details.value("files_changed_truncated", false));
+    }
     sink_.emit(event);
   };
   ev.on_turn_end = [this](int turn) { sink_.emit({{"type", "turn_end"}, {"turn", turn}}); };
@@ -203,6 +211,9 @@ void RunEvents::result(const LoopOutcome& outcome, int exit_code, json fields) {
   std::lock_guard<std::mutex> lock(mu_);
   fields["answer"] = answered && final_answer_ ? json(*final_answer_) : json(nullptr);
   fields["totals"] = totals_.to_json();
+  // The session so far (with --rpc, every prompt's result names them until the session ends).
+  fields["host_executed"] = host_files_.to_json();
+  if (!host_files_.unknown().empty()) fields["host_executed_unknown"] = host_files_.unknown();
   final_answer_.reset();  // `--rpc`: the next prompt's run has its own
   sink_.emit(fields);
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/host_files.h"
 #include "agent/loop.h"
 #include "agent/providers/usage.h"
 
@@ -48,7 +49,8 @@ class RunEvents {
   void output(const std::string& call_id, std::string_view chunk);
   // A call's decision, reported by moatd before the call runs.
   void decided(const std::string& call_id, const nlohmann::json& decided);
-  // The last event. `fields` (session file, audit log, ...) are added to the totals.
+  // The last event. `fields` (session file, audit log, ...) are added to the totals, and the
+  // host-executed files the session created or changed so far (host_files.h).
   void result(const LoopOutcome& outcome, int exit_code, nlohmann::json fields);
   void emit(nlohmann::json event) { sink_.emit(event); }
   // The model of the answers from now on (`--rpc`'s set_model), with its prices.
@@ -63,10 +65,11 @@ class RunEvents {
   std::string model_spec_;
   providers::Pricing pricing_;
   std::optional<providers::CacheState> previous_;
-  std::mutex mu_;  // totals_ and final_answer_
+  std::mutex mu_;  // totals_, final_answer_ and host_files_
   providers::SessionTotals totals_;
   int turn_ = 0;
   std::optional<std::string> final_answer_;  // the text of the last answer without calls
+  HostFiles host_files_;                       // what the calls' files_changed named
 };
 
 // The name of a stop in events ("done", "gate", ...).

@@ -82,6 +82,8 @@ constexpr EventField kFields[] = {
     {"result", "totals", O, kOptional},
     {"result", "session_file", S | Z, kOptional},
     {"result", "audit_log", S | Z, kOptional},
+    {"result", "host_executed", A, kOptional},
+    {"result", "host_executed_unknown", S, kOptional},
     // RPC events.
     {"response", "id", S | I | Z, kAlways},
     {"response", "command", S | Z, kAlways},

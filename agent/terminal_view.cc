@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "agent/events.h"
+#include "agent/host_files.h"
 #include "agent/text_events.h"
 #include "agent/visible.h"
 
@@ -297,7 +298,7 @@ void TerminalView::turn_over(const json& result) {
   const std::string lines = event_status_lines(result);
   const std::size_t a = lines.find("moat: ");
   if (a != std::string::npos) line(lines.substr(a, lines.find('\n', a) - a));
-  for (const char* key : {"session_file", "audit_log"})
+  for (const char* key : {"session_file", "audit_log", "host_executed", "host_executed_unknown"})
     if (result.contains(key)) session_[key] = result[key];
   busy_ = false;
   show_prompt();
@@ -344,6 +345,7 @@ void TerminalView::ended() {
     out += "moat: session file: " + str(session_, "session_file") + "\n";
   if (!str(session_, "audit_log").empty())
     out += "moat: audit log:    " + str(session_, "audit_log") + "\n";
+  out += host_files_lines(session_);  // the session's, as its last turn's result named them
   if (!str(session_, "session_file").empty())
     out += "moat: moat run --resume " + str(session_, "id") + " goes on with it\n";
   const std::string shown = visible(out);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "agent/host_files.h"
 #include "agent/run_support.h"
 
 namespace moat::agent {
@@ -119,6 +120,7 @@ std::string result_lines(const json& e) {
   if (!str(e, "session_file").empty())
     out += "moat: session file: " + str(e, "session_file") + "\n";
   if (!str(e, "audit_log").empty()) out += "moat: audit log:    " + str(e, "audit_log") + "\n";
+  out += host_files_lines(e);
   if (str(e, "stop") == "cancelled" && !str(e, "session_file").empty())
     out += "moat: the session is saved: moat run --continue goes on with it\n";
   return out;

@@ -303,6 +303,7 @@ json CallGate::record_call(const GateCall& call, const std::string& decision_id,
   json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
                {"signal", rec.value("signal", json(nullptr))},
                {"files_changed", changed_paths(rec.value("files_changed", json(nullptr)))}};
+  if (rec.value("files_changed_truncated", false)) told["files_changed_truncated"] = true;
   if (execs.flagged() > 0) told["flagged_execs"] = execs.flagged();
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
