@@ -3,8 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <initializer_list>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 namespace moat::agent {
 
@@ -69,6 +72,23 @@ inline void add_policy_dir_options(CLI::App& cmd, std::string& system_dir, std::
   cmd.add_option("--user-dir", user_dir)->group("");
 }
 
+// The check of a count or an amount: 0 up to what T holds, said in those words when a value is
+// not (CLI::NonNegativeNumber's message spelled the largest double out, 309 digits).
+template <typename T>
+CLI::Validator non_negative() {
+  const std::string range = std::is_integral_v<T>
+                                ? "a whole number from 0 to " +
+                                      std::to_string(std::numeric_limits<T>::max())
+                                : std::string("a number, 0 or more");
+  auto check = [range](std::string& in) -> std::string {
+    T v{};
+    const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+    if (ec != std::errc() || end != in.data() + in.size() || v < T{}) return in + " is not " + range;
+    return {};
+  };
+  return CLI::Validator(check, "NONNEGATIVE");
+}
+
 // Each add_* registers its subcommands on `app`. A subcommand's callback stores its exit
 // code in `exit_code` (CLI11 callbacks return void).
 void add_run_command(CLI::App& app, int& exit_code);        // run
@@ -80,5 +100,7 @@ void add_policy_commands(CLI::App& app, int& exit_code);    // policy lint|test|
 void add_sessions_commands(CLI::App& app, int& exit_code);  // sessions ..., audit ...
 void add_provider_commands(CLI::App& app, int& exit_code);  // provider parse, prompt show
 void add_batch_command(CLI::App& app, int& exit_code);      // batch, batch merge
+// completion bash|zsh: registered last, as its script lists every command registered before.
+void add_completion_command(CLI::App& app, int& exit_code);
 
 }  // namespace moat::agent

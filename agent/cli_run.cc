@@ -28,6 +28,7 @@
 #include "agent/unprivileged.h"
 #include "base/host_defaults.h"
 #include "base/log.h"
+#include "base/moat_dirs.h"
 #include "base/workspace_path.h"
 #include "sessions/context.h"
 #include "sessions/json_util.h"
@@ -191,7 +192,9 @@ Result<std::string> resumed_workspace(const RunOptions& o) {
 // Usage errors come first, before anything is started.
 Exit read_inputs(const RunOptions& o, Opened& r) {
   auto workspace = o.resume.empty() ? canonical_workspace(o.workspace) : resumed_workspace(o);
-  if (!workspace) return exit_with(r, kExitUsage, workspace.error().message());
+  const bool named = o.resume.empty() && !o.workspace.empty();  // the option to fix is -C
+  if (!workspace)
+    return exit_with(r, kExitUsage, (named ? "-C: " : "") + workspace.error().message());
   r.workspace = std::move(*workspace);
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
   if (o.rpc && (!o.task_words.empty() || !o.task_file.empty()))
@@ -209,11 +212,51 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
   return std::nullopt;
 }
 
+// The session file this run goes on from (--resume, --fork, --continue); "" for a new one.
+Result<std::string> source_session_path(const RunOptions& o, const std::string& workspace) {
+  const std::string& ref = o.resume.empty() ? o.fork : o.resume;
+  if (!ref.empty()) {
+    MOAT_ASSIGN_OR_RETURN(
+        sessions::SessionRef named,
+        sessions::resolve_session_ref(sessions_dir_of(o), ref.substr(0, ref.find('@'))));
+    return named.path;
+  }
+  if (o.continue_latest) return sessions::find_latest_session(sessions_dir_of(o), workspace);
+  return std::string();
+}
+
+// The model a session last ran with, as --model spells it ("" when it names none).
+Result<std::string> session_model(const std::string& path) {
+  MOAT_ASSIGN_OR_RETURN(auto store, sessions::SessionStore::open_read_only(path));
+  const sessions::SessionContext ctx = sessions::build_context(*store);
+  if (ctx.model.empty()) return std::string();
+  return ctx.provider == "replay" ? "replay:" + ctx.model : ctx.provider + "/" + ctx.model;
+}
+
+// --model; else, going on from a session, the model it ran with; else config.toml's
+// default_model.
+Result<std::string> chosen_model(const RunOptions& o, const std::string& workspace,
+                                 const providers::Config& config) {
+  if (!o.model.empty()) return o.model;
+  MOAT_ASSIGN_OR_RETURN(const std::string source, source_session_path(o, workspace));
+  if (!source.empty()) {
+    MOAT_ASSIGN_OR_RETURN(std::string model, session_model(source));
+    if (!model.empty()) return model;
+  }
+  if (!config.default_model.empty()) return config.default_model;
+  return fail(
+      "no model: pass --model (-m) PROVIDER/MODEL-ID or replay:FILE, or set default_model in " +
+      dirs::config_file());
+}
+
 Exit open_model(RunOptions& o, Opened& r) {
   // config.toml is checked whichever model runs (replay too): an error in it is said now,
   // with its file:line:col, before anything starts, not at the first run that needs it.
-  if (auto config = providers::load_config(); !config)
-    return exit_with(r, kExitUsage, config.error().message());
+  auto config = providers::load_config();
+  if (!config) return exit_with(r, kExitUsage, config.error().message());
+  auto model = chosen_model(o, r.workspace, *config);
+  if (!model) return exit_with(r, kExitUsage, model.error().message());
+  o.model = std::move(*model);
   auto checked = check_provider(o.model);
   if (!checked) return exit_with(r, kExitUsage, checked.error().message());
   r.checked = std::move(*checked);
@@ -470,9 +513,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--task-file", opts->task_file,
                   "Read the task from a file (- is stdin; without a task, a stdin that is not a "
                   "terminal is read)");
-  cmd->add_option("--model", opts->model,
-                  "replay:FILE (recorded turns, no API key) or PROVIDER/MODEL-ID")
-      ->required();
+  // Not required() here: config.toml's default_model or the resumed session's own model may
+  // name it (chosen_model), and CLI11 checks required options before unknown ones, so a
+  // typo'd flag was reported as a missing --model.
+  cmd->add_option("-m,--model", opts->model,
+                  "replay:FILE (recorded turns, no API key) or PROVIDER/MODEL-ID (default: "
+                  "with --resume/--fork/--continue the session's own, else config.toml's "
+                  "default_model)");
   cmd->add_option("--workspace,-C", opts->workspace,
                   "The repository to work in (default: ., or with --resume the session's own)");
   cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
@@ -482,14 +529,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "(repeatable; delivered one at a time, in order)")
       ->allow_extra_args(false);  // one value per flag: the task words after it stay the task
   cmd->add_option("--max-turns", opts->loop.max_turns, "Gate: model turns")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative<decltype(opts->loop.max_turns)>())
       ->capture_default_str();
   cmd->add_option("--max-tokens", opts->loop.max_total_tokens, "Gate: total tokens (0 = none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative<decltype(opts->loop.max_total_tokens)>());
   cmd->add_option("--max-cost", opts->loop.max_cost, "Gate: cost in USD (0 = none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative<decltype(opts->loop.max_cost)>());
   cmd->add_option("--max-wall", opts->loop.max_wall_s, "Gate: wall time in seconds (0 = none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative<decltype(opts->loop.max_wall_s)>());
   cmd->add_option("--repeat-limit", opts->loop.repeat_limit,
                   "Stop when the same call fails the same way this many times")
       ->capture_default_str();

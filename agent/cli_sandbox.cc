@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/cli.h"
+#include "agent/client.h"
 #include "agent/run_support.h"
 #include "agent/terminal_relay.h"
 #include "base/byte_strings.h"
@@ -315,9 +316,14 @@ void add_explain_filter_command(CLI::App& sandbox) {
 
 // Prints the doctor's report; false when a layer every session needs is missing.
 bool print_doctor_report(bool as_json) {
-  const json report = sandbox::doctor_report();
+  json report = sandbox::doctor_report();
+  report["moatd"] = sandbox::probe_moatd(find_moatd());  // where `moat run` would start it
+  bool ready = false;
+  const std::string verdict = sandbox::doctor_verdict(report, ready);
   if (as_json) {
-    std::printf("%s\n", dump_lossless(report, 2).c_str());  // a reason may name any path
+    json with_verdict = report;
+    with_verdict["verdict"] = {{"ready", ready}, {"text", verdict}};
+    std::printf("%s\n", dump_lossless(with_verdict, 2).c_str());  // a reason may name any path
   } else {
     for (const auto& [layer, v] : report.items()) {
       if (!v.is_object()) {
@@ -330,10 +336,8 @@ bool print_doctor_report(bool as_json) {
                   v.value("reason", "").c_str(), extra.c_str());
     }
   }
-  bool complete = true;
-  for (const char* needed : {"mount_ns", "pid_ns", "net_ns", "seccomp"})
-    if (report.contains(needed) && !report[needed].value("ok", false)) complete = false;
-  return complete;
+  if (!as_json) std::printf("%s\n", verdict.c_str());  // one line a person or a script reads
+  return ready;
 }
 
 }  // namespace
@@ -350,7 +354,12 @@ int parse_error_exit_code(const CLI::App& app) {
 void add_sandbox_commands(CLI::App& app, int& exit_code) {
   auto* sandbox = app.add_subcommand("sandbox", "Run commands in the sandbox and inspect it");
   sandbox->require_subcommand(1);
-  set_group_exit_codes(*sandbox);
+  // exec passes its command's status through: the group's footer says so, not only 0 and 2.
+  sandbox->footer(
+      "Exit codes: 2 usage error (no subcommand); `sandbox exec` exits with its command's own "
+      "status, 128+N when signal N killed it, 124 timed out, 125 moat failed (bad options, the "
+      "sandbox), 126 refused by the policy or not runnable, 127 not found (moat sandbox exec "
+      "--help); explain-filter 0 done, 2 usage error.");
   add_exec_command(*sandbox, exit_code);
   add_explain_filter_command(*sandbox);
 

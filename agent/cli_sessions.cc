@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -15,10 +16,13 @@
 #include "agent/events.h"
 #include "agent/visible.h"
 #include "base/log.h"
+#include "base/timestamps.h"
+#include "sessions/audit.h"
 #include "sessions/audit_key.h"
 #include "sessions/audit_verify.h"
 #include "sessions/render_audit.h"
 #include "sessions/render_session.h"
+#include "sessions/ids.h"
 #include "sessions/json_util.h"
 #include "sessions/store.h"
 
@@ -36,7 +40,8 @@ struct SessionsOptions {
 };
 
 struct AuditOptions {
-  std::vector<std::string> files;
+  std::vector<std::string> files;  // files, or directories searched for *.jsonl
+  std::string sessions_dir;        // where --session looks for a moat session id
   bool allow_open = false;
   std::string key;  // a public key file to check checkpoints against
   sessions::AuditShowOptions show;  // --tree, --json and the filter
@@ -74,8 +79,18 @@ std::string sessions_dir(const SessionsOptions& o) {
   return o.dir.empty() ? sessions::default_sessions_dir() : o.dir;
 }
 
-nlohmann::json session_info_json(const sessions::SessionInfo& s) {
+// When the session file was last written: what `list` sorts by, newest first.
+std::string modified_text(const sessions::SessionInfo& s) {
+  return format_utc({static_cast<time_t>(s.modified_ns / 1000000000),
+                     static_cast<long>(s.modified_ns % 1000000000)},
+                    0)
+      .substr(0, 19) + "Z";
+}
+
+nlohmann::json session_info_json(const sessions::SessionInfo& s, const std::string& short_id) {
   return {{"id", s.id},
+          {"short_id", short_id},
+          {"modified", modified_text(s)},
           {"path", s.path},
           {"workspace", s.workspace},
           {"created", s.created},
@@ -90,13 +105,18 @@ int run_list(const SessionsOptions& o) {
   const std::string ws = o.all ? "" : (o.workspace.empty() ? current_dir() : o.workspace);
   auto list = sessions::list_sessions(sessions_dir(o), ws);
   if (!list) return report(list.error());
+  std::vector<std::string> ids;
+  for (const auto& s : *list) ids.push_back(s.id);
+  const std::vector<std::string> short_ids = sessions::short_session_ids(ids);
   std::string out;
-  for (const auto& s : *list) {
+  for (size_t i = 0; i < list->size(); ++i) {
+    const sessions::SessionInfo& s = (*list)[i];
     if (o.json) {
-      out += json_line(session_info_json(s)) + "\n";
+      out += json_line(session_info_json(s, short_ids[i])) + "\n";
       continue;
     }
-    out += s.id + "  " + s.created + "  " + std::to_string(s.entries) + " entries  " +
+    // The short id (what --resume and `sessions show` take) and the time the list sorts by.
+    out += short_ids[i] + "  " + modified_text(s) + "  " + std::to_string(s.entries) + " entries  " +
            moat::quoted(s.name.empty() ? s.first_message : s.name) +
            (s.parent_session.empty() ? "" : "  (fork of " + s.parent_session + ")") + "\n";
     if (o.all) out += "    " + moat::quoted(s.workspace) + "\n";
@@ -107,14 +127,43 @@ int run_list(const SessionsOptions& o) {
   return kExitDone;
 }
 
+// The moatd sessions (the audit logs' ids) a moat session ran under, one per run of it, as its
+// tools_change entries name them.
+std::vector<std::string> audit_ids(const sessions::SessionStore& store) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < store.entry_count(); ++i) {
+    if (store.entry_type(i) != "tools_change") continue;
+    const std::string audit = sessions::str_field(store.entry(i), "moatd_session");
+    if (!audit.empty() && std::find(out.begin(), out.end(), audit) == out.end())
+      out.push_back(audit);
+  }
+  return out;
+}
+
 // Loads the session and the path a ref names: the entry's path, else the newest leaf's.
 struct Loaded {
   std::unique_ptr<sessions::SessionStore> store;
   std::vector<sessions::Entry> path;
 };
+// Without a ref: the newest session of this workspace (as `run --continue` picks), else the
+// newest of all.
+Result<std::string> newest_session(const SessionsOptions& o) {
+  if (auto path = sessions::find_latest_session(sessions_dir(o), current_dir())) return path;
+  MOAT_ASSIGN_OR_RETURN(const std::vector<sessions::SessionInfo> all,
+                        sessions::list_sessions(sessions_dir(o)));
+  if (all.empty())
+    return fail(Error::msg("no sessions in " + sessions_dir(o) +
+                           " (give a session id, or --dir the sessions directory)"));
+  return all.front().path;
+}
+
 Result<Loaded> load_ref(const SessionsOptions& o) {
-  MOAT_ASSIGN_OR_RETURN(sessions::SessionRef ref,
-                        sessions::resolve_session_ref(sessions_dir(o), o.ref));
+  sessions::SessionRef ref;
+  if (o.ref.empty()) {
+    MOAT_ASSIGN_OR_RETURN(ref.path, newest_session(o));
+  } else {
+    MOAT_ASSIGN_OR_RETURN(ref, sessions::resolve_session_ref(sessions_dir(o), o.ref));
+  }
   Loaded l;
   MOAT_ASSIGN_OR_RETURN(l.store, sessions::SessionStore::open_read_only(ref.path));
   l.path = ref.entry_id.empty() ? l.store->path_to_leaf() : l.store->path_to(ref.entry_id);
@@ -130,8 +179,11 @@ int run_show(const SessionsOptions& o) {
     std::fputs(out.c_str(), stdout);
     return kExitDone;
   }
+  std::string audits;  // `moat audit show --session ID` shows these logs
+  for (const std::string& a : audit_ids(*l->store)) audits += "audit " + a + "\n";
   return emit("session " + l->store->id() + "\nfile " + l->store->path() + "\nworkspace " +
-                  moat::quoted(sessions::str_field(l->store->header(), "workspace")) + "\n\n" +
+                  moat::quoted(sessions::str_field(l->store->header(), "workspace")) + "\n" +
+                  audits + "\n" +
                   sessions::render_transcript(l->path),
               "");
 }
@@ -268,13 +320,68 @@ Result<std::vector<ReadAudit>> read_audits(const AuditOptions& o, bool& ok) {
   return out;
 }
 
+// The audit files `paths` name: a file as it is, a directory (an audit directory, one day's
+// folder) as the *.jsonl files under it, sorted.
+Result<std::vector<std::string>> audit_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
+         it.increment(ec))
+      if (it->is_regular_file() && it->path().extension() == ".jsonl")
+        found.push_back(it->path().string());
+    if (ec) return fail(Error::from_errno("reading audit directory", ec.value(), path));
+    if (found.empty())
+      return fail(Error::msg("audit directory " + moat::quoted(path) + " holds no *.jsonl audit log"));
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+// The moatd sessions (the audit logs' ids) a moat session ran under: one per run of it,
+// named by its tools_change entries. Empty when `id` names no moat session.
+std::vector<std::string> audit_ids_of_session(const std::string& sessions_dir,
+                                              const std::string& id) {
+  auto ref = sessions::resolve_session_ref(sessions_dir, id);
+  if (!ref) return {};
+  auto store = sessions::SessionStore::open_read_only(ref->path);
+  return store ? audit_ids(**store) : std::vector<std::string>();
+}
+
+// The audit file's session: the moatd session id its first record names.
+std::string audit_file_session(const ReadAudit& a) {
+  return a.records.empty() ? "" : sessions::str_field(a.records.front(), "session");
+}
+
 // Over several files the rows are one timeline: a session column, and sorted by ts (an
 // RFC 3339 UTC timestamp of fixed width, so text order is time order); stable, so records of
 // one instant keep their file order.
-int run_audit_show(const AuditOptions& o) {
+int run_audit_show(const AuditOptions& given) {
+  AuditOptions o = given;
+  auto files = audit_files(o.files.empty() ? std::vector<std::string>{sessions::default_audit_dir(false)}
+                                           : o.files);
+  if (!files) return report(files.error());
+  o.files = std::move(*files);
+  // --session may name a moat session (its id, short form or prefix): its runs' audit logs.
+  const std::vector<std::string> audit_ids = o.show.filter.session.empty()
+      ? std::vector<std::string>()
+      : audit_ids_of_session(o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir,
+                             o.show.filter.session);
+  if (!audit_ids.empty()) o.show.filter.session.clear();
   bool ok = true;
   auto audits = read_audits(o, ok);
   if (!audits) return report(audits.error());
+  if (!audit_ids.empty())
+    std::erase_if(*audits, [&](const ReadAudit& a) {
+      return std::find(audit_ids.begin(), audit_ids.end(), audit_file_session(a)) == audit_ids.end();
+    });
   sessions::AuditShowOptions show = o.show;
   show.session_column = !show.json && audits->size() > 1;
   std::vector<sessions::AuditRow> rows;
@@ -315,22 +422,24 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
                     "Sessions directory (default: $MOAT_SESSIONS_DIR, "
                     "$XDG_STATE_HOME/moat/sessions)");
   auto* list = group->add_subcommand("list", "Sessions of this workspace, newest first");
-  list->add_option("--workspace", opts->workspace,
+  list->add_option("--workspace,-C", opts->workspace,
                    "Workspace directory (default: the current one)");
   set_exit_codes(*list, {kExitDone, kExitUsage});
   list->add_flag("--all", opts->all, "Sessions of every workspace");
   list->add_flag("--json", opts->json, "One JSON object per session (docs/events.md)");
   list->callback([opts, &exit_code] { exit_code = run_list(*opts); });
   auto* show = group->add_subcommand("show", "Print a session's current path (or up to ENTRY)");
-  show->add_option("ref", opts->ref, "ID[@ENTRY]: session id or prefix, entry id, prefix or label")
-      ->required();
+  show->add_option("ref", opts->ref,
+                   "ID[@ENTRY]: session id, its short form or a prefix; entry id, prefix or "
+                   "label (default: the newest session)");
   set_exit_codes(*show, {kExitDone, kExitUsage});
   show->add_flag("--json", opts->json,
                  "The header and each entry on the path, one JSON object per line");
   show->callback([opts, &exit_code] { exit_code = run_show(*opts); });
   auto* tree = group->add_subcommand("tree", "Print a session's tree of branches");
   set_exit_codes(*tree, {kExitDone, kExitUsage});
-  tree->add_option("ref", opts->ref, "session id or prefix")->required();
+  tree->add_option("ref", opts->ref,
+                   "session id, its short form or a prefix (default: the newest session)");
   tree->callback([opts, &exit_code] { exit_code = run_tree(*opts); });
   auto* label = group->add_subcommand("label", "Name an entry, for --resume/--fork ID@NAME");
   set_exit_codes(*label, {kExitDone, kExitUsage});
@@ -348,7 +457,10 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
 
 // verify, show and export check a log the same way.
 void add_read_verify_options(CLI::App& cmd, AuditOptions& opts) {
-  set_exit_codes(cmd, {kExitDone, kExitTaskFailed, kExitUsage});
+  // Their own words for 1: no task runs here (run_verify, read_audits).
+  cmd.footer("Exit codes: 0 every file verifies, 1 a file does not verify (a broken chain or "
+             "signature, no session.end without --allow-open; for verify also a file it cannot "
+             "read), 2 usage or configuration error (bad options, an unreadable --key).");
   cmd.add_flag("--allow-open", opts.allow_open,
                "Accept a log without session.end (a session still running)");
   cmd.add_option("--key", opts.key,
@@ -371,8 +483,16 @@ void add_audit_group(CLI::App& app, int& exit_code) {
   verify->callback([opts, &exit_code] { exit_code = run_verify(*opts); });
   auto* show = group->add_subcommand(
       "show", "Print a readable timeline (warns and exits 1 if a file does not verify)");
-  show->add_option("files", opts->files, "Audit files")->required()->check(CLI::ExistingFile);
-  show->add_option("--session", opts->show.filter.session, "Only this session (id or prefix)");
+  show->add_option("files", opts->files,
+                   "Audit files or directories (default: the audit directory, "
+                   "$XDG_STATE_HOME/moat/audit)")
+      ->check(CLI::ExistingPath);
+  show->add_option("--session", opts->show.filter.session,
+                   "Only this session: a moat session's id, short form or prefix (`moat "
+                   "sessions list`: the logs of its runs), or an audit log's session id or prefix");
+  show->add_option("--sessions-dir", opts->sessions_dir,
+                   "Where --session looks for moat sessions (default: $MOAT_SESSIONS_DIR, "
+                   "$XDG_STATE_HOME/moat/sessions)");
   show->add_option("--type", opts->show.filter.type,
                    "Only this record type (decision, call, exec, ...)");
   show->add_option("--decision", opts->show.filter.decision, "Only decisions with this result")

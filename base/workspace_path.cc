@@ -33,7 +33,7 @@ bool is_normalized_absolute(std::string_view p) {
 Result<std::string> real_path(const std::string& path) {
   char real[PATH_MAX];
   if (::realpath(path.c_str(), real) == nullptr)
-    return fail(Error::from_errno("realpath", errno, path));
+    return fail(Error{errno, "cannot be resolved"});  // callers name the path (and its option)
   return std::string(real);
 }
 

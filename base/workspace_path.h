@@ -21,7 +21,9 @@ Error workspace_refused(std::string_view path, const Error& why);
 bool is_normalized_absolute(std::string_view p);
 
 // realpath(3) as a Result: absolute, with every symlink, "." and ".." resolved; the path must
-// exist. Errors: realpath's errno, context "realpath(<path>)".
+// exist. Errors: realpath's errno, context "cannot be resolved": the caller names the path and
+// the option it came from (a person reads "--bind '/x': cannot be resolved: No such file or
+// directory", not a bare "realpath(/x)").
 Result<std::string> real_path(const std::string& path);
 
 // The workspace `path` names ("" = the current directory) in the one form moat sends to moatd

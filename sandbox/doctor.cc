@@ -4,6 +4,9 @@
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -15,6 +18,8 @@
 #include <cstring>
 
 #include "base/host_defaults.h"
+#include "base/log.h"
+#include "base/sys.h"
 #include "sandbox/landlock.h"
 #include "sandbox/net_proxy.h"
 #include "sandbox/ns_net.h"
@@ -120,6 +125,64 @@ nlohmann::json doctor_report() {
   r["idmap"] = probe_idmap();
   r["net_proxy"] = probe_net_proxy();
   return r;
+}
+
+namespace {
+
+// moatd --version's output, its stdout on a pipe, killed when it says nothing for 10 s. The
+// child gets an empty environment: `--version` needs none.
+Result<std::string> moatd_version_output(const std::string& exe, int& status) {
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair out, sys::make_pipe());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out.second.get(), STDOUT_FILENO);
+  const std::string flag = "--version";
+  char* argv[] = {const_cast<char*>(exe.c_str()), const_cast<char*>(flag.c_str()), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  const int err = posix_spawnp(&pid, exe.c_str(), &actions, nullptr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) return fail(Error::from_errno("posix_spawnp", err, exe));
+  out.second.reset();
+  pollfd p{out.first.get(), POLLIN, 0};
+  const bool answered = ::poll(&p, 1, 10000) > 0;
+  if (!answered) ::kill(pid, SIGKILL);
+  auto text = answered ? sys::read_to_end(out.first.get(), 4096) : Result<std::string>("");
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!answered) return fail(Error::msg(exe + " --version said nothing in 10 s"));
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json probe_moatd(const std::string& exe) {
+  int status = 0;
+  auto out = moatd_version_output(exe, status);
+  nlohmann::json v;
+  const std::string want = std::string("moatd ") + MOAT_VERSION + "\n";
+  if (!out)
+    v = verdict(false, "cannot start " + exe + ": " + out.error().message() +
+                           " (set MOATD_BIN to moatd's path, or install it next to moat)");
+  else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    v = verdict(false, exe + " --version failed (status " + std::to_string(status) + ")");
+  else if (*out != want)
+    v = verdict(false, exe + " is another version (" + moat::quoted(*out) + ", moat is " +
+                           MOAT_VERSION + ")");
+  else
+    v = verdict(true, exe + " starts (" + MOAT_VERSION + ")");
+  v["path"] = exe;
+  return v;
+}
+
+std::string doctor_verdict(const nlohmann::json& report, bool& ready) {
+  std::string missing;
+  for (const char* needed : {"mount_ns", "pid_ns", "net_ns", "seccomp", "moatd"})
+    if (report.contains(needed) && !report[needed].value("ok", false))
+      missing += (missing.empty() ? "" : ", ") + std::string(needed);
+  ready = missing.empty();
+  return ready ? "ready: moat can run sessions on this machine"
+               : "NOT READY: " + missing + " (see above; moat run would fail)";
 }
 
 }  // namespace moat::sandbox

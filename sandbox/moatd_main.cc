@@ -203,6 +203,8 @@ int main(int argc, char** argv) {
   // false for every session moatd creates.
   moat::sandbox::precompile_filter(false);
   CLI::App app{"moatd: the moat supervisor (policy, audit, sandboxed execution)"};
+  // `moat doctor` starts moatd with --version to check it is there, runs, and is moat's own.
+  app.set_version_flag("--version", std::string("moatd ") + MOAT_VERSION);
   app.footer(
       "Exit codes: 0 served until asked to stop, 2 usage or configuration error, 3 could not "
       "listen or serve.");

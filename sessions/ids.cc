@@ -1,8 +1,10 @@
-// sessions/ids.cc: UUIDv7, short entry ids, RFC 3339 timestamps.
+// sessions/ids.cc: UUIDv7, short entry ids, short forms of session ids.
 #include "sessions/ids.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <set>
 
 #include "base/hex.h"
 #include "base/random.h"
@@ -26,5 +28,19 @@ std::string uuid_v7() {
 }
 
 std::string short_id() { return random_hex_or_abort(4); }
+
+std::vector<std::string> short_session_ids(const std::vector<std::string>& ids) {
+  size_t longest = 0;
+  for (const std::string& id : ids) longest = std::max(longest, id.size());
+  for (size_t n = kShortSessionIdLength;; ++n) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    for (const std::string& id : ids) {
+      out.push_back(id.size() <= n ? id : id.substr(id.size() - n));
+      seen.insert(out.back());
+    }
+    if (seen.size() == ids.size() || n >= longest) return out;
+  }
+}
 
 }  // namespace moat::sessions

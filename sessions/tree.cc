@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/log.h"
+#include "sessions/ids.h"
 #include "sessions/json_util.h"
 #include "sessions/jsonl.h"
 #include "sessions/store.h"
@@ -130,16 +131,24 @@ std::string ambiguity(const std::string& want, const std::vector<std::string>& m
   return want + " is ambiguous: it matches " + list + "; give more of the id";
 }
 
-// Unique prefix match of `want` among `candidates`; ENOENT, or an error listing the
-// candidates when several match.
+// Whether `want` names `id`: a prefix of it, or with `tails`, its short form (a tail of
+// kShortSessionIdLength characters or more: sessions/ids.h).
+bool names_id(const std::string& want, const std::string& id, bool tails) {
+  if (id.compare(0, want.size(), want) == 0) return true;
+  return tails && want.size() >= kShortSessionIdLength && ends_with(id, want);
+}
+
+// Unique match of `want` among `candidates` (a prefix, or with `tails` also a short form);
+// ENOENT, or an error listing the candidates when several match.
 template <typename Get>
-Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, const char* what) {
+Result<size_t> unique_prefix(const std::string& want, size_t count, Get get, const char* what,
+                             bool tails = false) {
   size_t found = count;
   std::vector<std::string> matches;
   for (size_t i = 0; i < count; ++i) {
     const std::string& c = get(i);
     if (c == want) return i;  // an exact match beats prefixes of longer ids
-    if (c.compare(0, want.size(), want) != 0) continue;
+    if (!names_id(want, c, tails)) continue;
     if (std::find(matches.begin(), matches.end(), c) == matches.end()) matches.push_back(c);
     found = i;
   }
@@ -171,14 +180,16 @@ Result<NamedSession> find_named_session(const std::string& sessions_dir, const s
   MOAT_ASSIGN_OR_RETURN(
       size_t i, unique_prefix(
                     out.id_part, files.size(),
-                    [&](size_t k) -> const std::string& { return files[k].id; }, "session"));
+                    [&](size_t k) -> const std::string& { return files[k].id; }, "session",
+                    /*tails=*/true));
   out.path = files[i].path;
   return out;
 }
 
 // A file found by its name must hold the session its name says.
 Result<void> check_named_id(const NamedSession& named, const std::string& header_id) {
-  if (named.id_part.find('/') == std::string::npos && header_id.rfind(named.id_part, 0) != 0)
+  if (named.id_part.find('/') == std::string::npos &&
+      !names_id(named.id_part, header_id, /*tails=*/true))
     return fail(Error::msg(named.path + ": its header names session " + header_id +
                            ", not the one its file name says"));
   return {};

@@ -313,7 +313,10 @@ Result<void> overlay_models(TomlReader& r, const toml::node& node, Config& c) {
 Result<Config> parse_config(std::string_view text, Config base, std::string_view origin) {
   MOAT_ASSIGN_OR_RETURN(const toml::table root, policy::parse_toml_text(text, std::string(origin)));
   TomlReader r(std::string(origin), /*unknown_keys_are_errors=*/true, nullptr);
-  MOAT_TRY(r.check_keys(root, {"providers", "models"}, ""));
+  MOAT_TRY(r.check_keys(root, {"default_model", "providers", "models"}, ""));
+  if (const toml::node* d = root.get("default_model")) {
+    MOAT_ASSIGN_OR_RETURN(base.default_model, r.string(*d, "default_model"));
+  }
   if (const toml::node* ps = root.get("providers")) MOAT_TRY(overlay_providers(r, *ps, base));
   if (const toml::node* ms = root.get("models")) MOAT_TRY(overlay_models(r, *ms, base));
   return base;

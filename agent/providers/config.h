@@ -46,6 +46,8 @@ struct ModelConfig {
 struct Config {
   std::map<std::string, ProviderConfig> providers;
   std::vector<ModelConfig> models;
+  std::string default_model;  // default_model = "anthropic/claude-sonnet-4-5": `moat run`
+                              // without --model uses it ("" = --model is required)
   // The model entry for provider/id, or a default entry (known = false) when the provider
   // exists but the model is not listed.
   Result<ModelConfig> model(std::string_view provider, std::string_view id) const;

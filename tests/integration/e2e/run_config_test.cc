@@ -118,5 +118,69 @@ TEST_F(RunConfigTest, AProviderThatRefusesTheConnectionFailsAtOnceWithoutRetryin
   EXPECT_EQ(text.out, "");
 }
 
+// Issue 27 item 15: --model was required on every run. config.toml's default_model names the
+// model a run without one uses; with neither, the error names both ways to give one.
+TEST_F(RunConfigTest, DefaultModelInConfigTomlIsUsedWithoutModelAndItsAbsenceNamesBoth) {
+  const std::string script = dir_.path() + "/s.jsonl";
+  std::ofstream(script)
+      << R"({"tool_calls":[{"name":"bash","arguments":{"command":"echo ran > ran.txt"}}]})"
+      << "\n"
+      << R"({"text":"done"})"
+      << "\n";
+  const std::vector<std::string> argv = {moat_bin(),      "run", "--headless", "-C", ws_,
+                                         "--sessions-dir", dir_.path() + "/sessions",
+                                         "--audit-dir",    dir_.path() + "/audit",
+                                         "write the file"};
+  write_config("default_model = \"replay:" + script + "\"\n");
+  e2e::SplitRun r = run_split(argv, env(), 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(ws_ + "/ran.txt"), "ran\n") << r.err;
+
+  fs::remove(ws_ + "/ran.txt");
+  write_config("");
+  r = run_split(argv, env(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("default_model in " + config_file()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws_ + "/ran.txt"));
+
+  // A default_model that is not a string is a config error like any other.
+  write_config("default_model = 3\n");
+  r = run_split(argv, env(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(config_file() + ":1:17: default_model"), std::string::npos) << r.err;
+}
+
+// Issue 27 item 15: CLI11 checked required options before unknown ones, so `--modle` was
+// reported as "--model is required".
+TEST(MoatRunUsage, ATypoedFlagIsNamedAsAnUnknownOption) {
+  const e2e::SplitRun r =
+      run_split({moat_bin(), "run", "--headless", "--modle", "replay:x", "a task"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown option --modle"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("required"), std::string::npos) << r.err;
+}
+
+// Issue 27 item 15: CLI::NonNegativeNumber printed its upper bound, the largest double, in
+// full (a 309-digit number).
+TEST(MoatRunUsage, ABadNumberSaysWhatIsAcceptedInFewWords) {
+  struct Case {
+    std::string flag, value, says;
+  };
+  for (const Case& c : {Case{"--max-turns", "-1", "-1 is not a whole number from 0 to 2147483647"},
+                        Case{"--max-tokens", "99999999999999999999999",
+                             "is not a whole number from 0 to 18446744073709551615"},
+                        Case{"--max-cost", "-0.5", "-0.5 is not a number, 0 or more"},
+                        Case{"--max-wall", "soon", "soon is not a number, 0 or more"}}) {
+    SCOPED_TRACE(c.flag + " " + c.value);
+    const e2e::SplitRun r =
+        run_split({moat_bin(), "run", "-m", "replay:x", c.flag, c.value, "a task"}, {}, 30);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(c.flag + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace moat::e2e
