@@ -53,13 +53,18 @@ json files_changed_fields(SessionState& session) {
 
 json remove_nested_git(SessionState& session) {
   json out = json::array();
-  if (!session.nested_git || (session.policy && session.policy->nested_git_allowed())) return out;
+  if (!session.nested_git) return out;
+  // The protected names whatever the policy says: [workspace] nested_git is about nested ones.
+  std::vector<RemovedGit> found = session.nested_git->sweep_created();
+  if (!session.policy || !session.policy->nested_git_allowed())
+    for (RemovedGit& g : session.nested_git->sweep()) found.push_back(std::move(g));
   const std::string prefix = session.workspace == "/" ? "/" : session.workspace + "/";
-  for (const RemovedGit& g : session.nested_git->sweep()) {
+  for (const RemovedGit& g : found) {
     json item = {{"path", g.path.empty() ? session.workspace : prefix + g.path},
                  {"type", g.type},
                  {"removed", g.error.empty()}};
     if (!g.error.empty()) item["error"] = g.error;
+    if (g.protected_name) item["reason"] = kProtectedNameReason;
     out.push_back(std::move(item));
   }
   return out;
@@ -69,10 +74,11 @@ std::string nested_git_note(const json& removed) {
   std::string note;
   for (const json& g : removed) {
     const std::string path = g.value("path", "");
+    const std::string why = g.value("reason", std::string(kNestedGitReason));
     note += note.empty() ? "" : "\n";
-    note += g.value("removed", false) ? "[moat removed " + path + ": " + kNestedGitReason + "]"
+    note += g.value("removed", false) ? "[moat removed " + path + ": " + why + "]"
                                       : "[moat could not remove " + path + " (" +
-                                            g.value("error", "") + "): " + kNestedGitReason + "]";
+                                            g.value("error", "") + "): " + why + "]";
   }
   return note;
 }

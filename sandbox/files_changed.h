@@ -17,8 +17,10 @@ namespace moat::sandbox {
 nlohmann::json files_changed_fields(SessionState& session);
 
 // Removes every `.git` the session created below the workspace root (nested_git.h) unless the
-// policy's [workspace] nested_git allows it, and returns what was found for the record:
-// [{"path", "type", "removed", "error"?}], paths absolute; empty when none was found.
+// policy's [workspace] nested_git allows it, and every protected name it created where the
+// workspace had none (NestedGitWatch::sweep_created, always), and returns what was found for
+// the record: [{"path", "type", "removed", "error"?, "reason"?}], paths absolute, "reason" on
+// a protected name's entry; empty when none was found.
 nlohmann::json remove_nested_git(SessionState& session);
 
 // What the model and the person read about it: one line per entry; "" for an empty list.
@@ -28,5 +30,11 @@ std::string nested_git_note(const nlohmann::json& removed);
 inline constexpr const char* kNestedGitReason =
     "a nested .git runs code on the host at the next git command there; the policy's "
     "[workspace] nested_git = \"allow\" keeps it";
+
+// Why a protected name the host had none of (.env, .moat, .git/hooks, ~/.zshrc) is removed
+// (NestedGitWatch::sweep_created): the entry's "reason" says it.
+inline constexpr const char* kProtectedNameReason =
+    "a protected path the workspace did not have may not be created from the sandbox (it is "
+    "masked only where it exists)";
 
 }  // namespace moat::sandbox

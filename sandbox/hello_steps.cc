@@ -193,14 +193,21 @@ Result<void> HelloSteps::open_audit_log() {
 // git's hooks and config, and what the policy protects, are read-only too, and read-denied
 // paths (.env, *.pem, ...) are hidden from the code as well as from the file tools.
 Result<void> HelloSteps::protect_own_files() {
-  config_.protected_paths.assign(std::begin(policy::kProtectedWorkspacePaths),
-                                 std::end(policy::kProtectedWorkspacePaths));
+  // A protected name that is no glob (.git/hooks, .moat, the policy's .env) is masked only where
+  // it exists, and what a call creates there is removed (index_files' watch). moat's own
+  // directories keep their placeholders: moat itself may make one during the session (the
+  // sessions directory of a first run), which a removal would take from it.
+  config_.protected_if_present.assign(std::begin(policy::kProtectedWorkspacePaths),
+                                      std::end(policy::kProtectedWorkspacePaths));
   for (const auto& p : host_executed_paths()) config_.protected_paths.push_back(p.pattern);
-  for (const auto& g : state_.policy->protected_globs()) config_.protected_paths.push_back(g);
+  for (const auto& g : state_.policy->protected_globs())
+    (g.find_first_of("*?[") == std::string::npos ? config_.protected_if_present
+                                                 : config_.protected_paths)
+        .push_back(g);
   config_.hidden_paths = state_.policy->unreadable_globs();
   std::vector<std::string> own_hidden;
   MOAT_TRY(sandbox::protect_own_files(own_files(options_, peer_.uid), state_.workspace,
-                                      &own_inside_, &own_hidden));
+                                      &own_inside_, &own_hidden, &config_.protected_if_present));
   config_.protected_paths.insert(config_.protected_paths.end(), own_inside_.begin(),
                                  own_inside_.end());
   config_.hidden_paths.insert(config_.hidden_paths.end(), own_hidden.begin(), own_hidden.end());
@@ -310,7 +317,8 @@ Result<void> HelloSteps::start_net_proxy() {
 // each call's record say why no file is listed.
 Result<void> HelloSteps::index_files() {
   // Before any call runs: what is here now is the person's (a submodule's checkout).
-  auto git = NestedGitWatch::take(state_.workspace_fd.get());
+  auto git = NestedGitWatch::take(state_.workspace_fd.get(),
+                                  creation_watched_names(config_.protected_if_present));
   if (!git) return fail(git.error());
   state_.nested_git = std::make_unique<NestedGitWatch>(std::move(*git));
   IndexLimits limits;

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 
+#include "base/sys.h"
+
 namespace moat::sandbox {
 namespace {
 
@@ -140,7 +142,8 @@ void walk(UniqueFd fd, const std::string& rel, dev_t dev, int depth, const OnGit
 
 }  // namespace
 
-Result<NestedGitWatch> NestedGitWatch::take(int workspace_fd) {
+Result<NestedGitWatch> NestedGitWatch::take(int workspace_fd,
+                                            const std::vector<std::string>& watched) {
   UniqueFd fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return fail(Error{errno, "dup(workspace)"});
   NestedGitWatch w(std::move(fd));
@@ -157,6 +160,10 @@ Result<NestedGitWatch> NestedGitWatch::take(int workspace_fd) {
                                 : 0});
       },
       [](const std::string&, const std::string&) {});
+  struct stat entry {};
+  for (const std::string& name : watched)
+    if (::fstatat(w.fd_.get(), name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+      w.absent_.push_back(name);
   return w;
 }
 
@@ -184,6 +191,25 @@ std::vector<RemovedGit> NestedGitWatch::sweep() {
       [&](const std::string& rel, const std::string& why) {
         found.push_back({rel, "other", "not searched for .git: " + why});
       });
+  return found;
+}
+
+std::vector<RemovedGit> NestedGitWatch::sweep_created() {
+  std::lock_guard lock(mu_);
+  std::vector<RemovedGit> found;
+  struct stat top {};
+  if (::fstat(fd_.get(), &top) != 0) return found;
+  for (const std::string& name : absent_) {
+    const std::size_t slash = name.rfind('/');
+    const std::string parent_rel = slash == std::string::npos ? "." : name.substr(0, slash);
+    const std::string leaf = name.substr(slash == std::string::npos ? 0 : slash + 1);
+    auto parent = sys::open_beneath(fd_.get(), parent_rel, O_RDONLY | O_DIRECTORY, true);
+    if (!parent) continue;  // no parent, or a symlink on the way: the name does not exist here
+    struct stat st {};
+    if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    auto r = remove_entry(parent->get(), leaf.c_str(), top.st_dev, 0);
+    found.push_back({name, type_of(st.st_mode), r ? "" : r.error().message(), true});
+  }
   return found;
 }
 

@@ -98,18 +98,20 @@ OwnFiles own_files(const SupervisorOptions& o, uid_t peer_uid) {
   } else {
     home = home_of(peer_uid);
   }
-  // Only those that exist: a missing one would need a placeholder made in the person's home.
+  // Apart: a missing one would need a placeholder made in the person's home to be masked.
   struct stat st {};
   if (!home.empty())
     for (const char* rel : kHomeStartup)
-      if (::lstat((home + "/" + rel).c_str(), &st) == 0)
-        own.home_startup.push_back(home + "/" + rel);
+      (::lstat((home + "/" + rel).c_str(), &st) == 0 ? own.home_startup
+                                                     : own.home_startup_missing)
+          .push_back(home + "/" + rel);
   return own;
 }
 
 Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace,
                                std::vector<std::string>* protected_paths,
-                               std::vector<std::string>* hidden_paths) {
+                               std::vector<std::string>* hidden_paths,
+                               std::vector<std::string>* if_present) {
   const std::string cwd = current_dir();
   auto add = [&](const std::string& path, std::vector<std::string>* to,
                  bool refuse_inside = true) -> Result<void> {
@@ -127,6 +129,7 @@ Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace
   for (const std::string& p : own.read_only) MOAT_TRY(add(p, protected_paths));
   for (const std::string& p : own.hidden) MOAT_TRY(add(p, hidden_paths));
   for (const std::string& p : own.home_startup) MOAT_TRY(add(p, protected_paths, false));
+  for (const std::string& p : own.home_startup_missing) MOAT_TRY(add(p, if_present, false));
   return {};
 }
 

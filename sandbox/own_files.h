@@ -20,6 +20,10 @@ struct OwnFiles {
   // ~/.gitconfig, ~/.ssh, ~/.local/bin, ...): what the person's next shell, git or login runs.
   // Masked read-only like read_only, but a workspace inside one is not refused.
   std::vector<std::string> home_startup;
+  // The same names that do not exist (a missing ~/.zshrc): not masked (a mask would need a
+  // placeholder made in the person's home), but moatd removes one a call creates
+  // (NestedGitWatch::sweep_created).
+  std::vector<std::string> home_startup_missing;
 };
 
 // The key that signs the audit checkpoints: --audit-key, else <audit dir>/audit-key.pem.
@@ -36,8 +40,10 @@ OwnFiles own_files(const SupervisorOptions& options, uid_t peer_uid);
 // paths (masked read-only) or hidden paths (covered by an empty file), workspace-relative, so
 // a workspace at or above the user's home cannot reach them. EPERM if the workspace is one of
 // moat's own directories or lies inside one: the whole sandbox would write there.
+// The home's missing startup names go to `if_present` (SessionConfig::protected_if_present).
 Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace,
                                std::vector<std::string>* protected_paths,
-                               std::vector<std::string>* hidden_paths);
+                               std::vector<std::string>* hidden_paths,
+                               std::vector<std::string>* if_present);
 
 }  // namespace moat::sandbox

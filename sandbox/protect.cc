@@ -429,10 +429,24 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
   return cur;
 }
 
+std::vector<std::string> creation_watched_names(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const std::string& p : patterns)
+    if (!is_glob(p) && p.find("..") == std::string::npos) out.push_back(p);
+  for (const HostExecutedPath& h : kHostExecuted) {
+    const std::string p = h.pattern;
+    if (p.rfind("**/", 0) != 0 || is_glob(p.substr(3)) || is_gitlink_pattern(p)) continue;
+    out.push_back(p.substr(3));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created, std::size_t max_entries,
-                                  LinkCache* linked_files) {
+                                  LinkCache* linked_files, bool mask_missing) {
   LinkScan scan;
   scan.cache = linked_files;
   MOAT_ASSIGN_OR_RETURN(
@@ -449,6 +463,10 @@ Result<void> mask_protected_paths(const std::string& workspace,
   for (const std::string& p : patterns) {
     if (is_glob(p)) continue;
     MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
+    // A mask of a missing path would be a directory the host does not have (`test -e .env`
+    // true inside, `git init` refused by an empty read-only .git).
+    struct stat st;
+    if (!mask_missing && ::lstat(t.c_str(), &st) != 0 && errno == ENOENT) continue;
     MOAT_TRY(mask_one(workspace, t, created));
   }
   return {};

@@ -50,9 +50,10 @@ struct Placeholder {
 };
 
 // Runs in the session init before every fork. Each target that is not already a mount point
-// gets a read-only bind of itself; a missing target is first created as an empty directory
-// (a mount needs a mount point; a directory blocks both a file and a directory of that name)
-// and appended to *created; a symlink is covered by an empty read-only file. Glob patterns
+// gets a read-only bind of itself; with mask_missing, a missing target is first created as an
+// empty directory (a mount needs a mount point; a directory blocks both a file and a directory
+// of that name) and appended to *created; without it (SessionConfig::protected_if_present, whose
+// created names moatd removes) a missing target is left alone; a symlink is covered by an empty read-only file. Glob patterns
 // (*, ?, [) are matched against the workspace's current entries (** crosses directories;
 // without it a pattern matches at its own depth only; a leading "**/" also matches at the
 // top). A glob whose last component is ".git" matches only a .git that is not a directory
@@ -85,7 +86,13 @@ Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created,
                                   std::size_t max_entries = kMaxProtectWalkEntries,
-                                  LinkCache* linked_files = nullptr);
+                                  LinkCache* linked_files = nullptr, bool mask_missing = true);
+
+// The protected names a session may not create where the workspace has none, for
+// NestedGitWatch::take: each pattern of `patterns` that is no glob (".env", ".moat",
+// ".git/hooks"), and the top-level form of each host_executed_paths() row ("**/.envrc" is
+// ".envrc"), but for the gitlink row: the root's .git directory is the repository itself.
+std::vector<std::string> creation_watched_names(const std::vector<std::string>& patterns);
 
 // Host side, once no process of the session is left: removes each placeholder that is still
 // the directory that was created (same device and inode) and still empty, deepest first,

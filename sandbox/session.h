@@ -84,6 +84,11 @@ struct SessionConfig {
   // Workspace-relative protected paths (".git/hooks", ".git/config", ".moat") and
   // policy-denied globs, re-derived and masked before every call.
   std::vector<std::string> protected_paths;
+  // Workspace-relative protected paths (no glob) masked like protected_paths, but only where
+  // they exist: a placeholder for a missing one would show the code a directory the host does
+  // not have (`test -e .env`, an empty read-only `.git` that `git init` cannot fill). moatd
+  // removes what a call creates under such a name instead (NestedGitWatch::sweep_created).
+  std::vector<std::string> protected_if_present;
   // Workspace-relative paths and globs the policy denies reading (policy::unreadable_globs()):
   // covered by an empty read-only file or directory before every call, so their content is
   // invisible inside the sandbox. Missing ones are left alone (nothing to hide).

@@ -333,6 +333,9 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
     masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
                                   config_.max_protect_walk_entries,
                                   config_.mask_linked_files ? &link_cache_ : nullptr);
+  if (masked)
+    masked = mask_protected_paths(config_.workspace, config_.protected_if_present, &created,
+                                  config_.max_protect_walk_entries, nullptr, false);
   if (masked) masked = mask_binds(&created);
   report_placeholders(created);
   if (!masked) {

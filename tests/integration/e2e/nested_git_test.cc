@@ -188,5 +188,69 @@ TEST_F(NestedGitTest, ASymlinkPlantedAsDotGitIsRemovedAsALinkAndItsTargetIsUntou
   verify(log);
 }
 
+// Issue 27 item 14: the sandbox showed `.env/`, `.moat/` and an empty read-only `.git/` where
+// the host had none (the masks of missing protected paths), so `test -e .env` was true and
+// `git init` failed. Now only what exists is masked, and a protected name a call creates (here
+// by make, a program the policy lets run, not by the model's line) is gone before its result.
+using ProtectedNamesTest = NestedGitTest;
+
+TEST_F(ProtectedNamesTest, NoneIsShownWhereTheHostHasNoneAndOneACallCreatesIsRemoved) {
+  std::ofstream(ws_ + "/Makefile")
+      << "plant:\n\techo SECRET=1 > .env\n\tmkdir -p .moat && echo 'schema = 1' > "
+         ".moat/policy.toml\n\techo 'echo hi' > .envrc\n\tprintf '[core]\\n\\tfsmonitor = "
+         "touch /tmp/moat-fsmonitor-ran\\n' >> .git/config\n\tmkdir -p .git/hooks && echo "
+         "'#!/bin/sh' > .git/hooks/pre-commit\n";
+  start_moatd();
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const std::string shown = text_of(bash(
+      c, "probe",
+      "test -e .env && echo env-shown; test -e .moat && echo moat-shown; "
+      "test -e .git && echo git-shown; echo probed"));
+  EXPECT_NE(shown.find("probed"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("-shown"), std::string::npos) << shown;
+  const std::string init = text_of(bash(c, "init", "git init -q . && echo inited"));
+  EXPECT_NE(init.find("inited"), std::string::npos) << init;
+  EXPECT_TRUE(fs::exists(ws_ + "/.git/HEAD"));  // the repository stays; its config and hooks go
+  EXPECT_FALSE(exists_nofollow(ws_ + "/.git/config"));
+  const std::string text = text_of(bash(c, "plant", "make -s plant"));
+  for (const char* name : {".env", ".moat", ".envrc", ".git/config", ".git/hooks"}) {
+    EXPECT_FALSE(exists_nofollow(ws_ + "/" + name)) << name;
+    EXPECT_NE(text.find("[moat removed " + ws_ + "/" + name + ": a protected path"),
+              std::string::npos)
+        << name << "\n"
+        << text;
+  }
+  EXPECT_TRUE(fs::exists(ws_ + "/.git/HEAD"));
+  const std::string status = text_of(bash(c, "status", "git status --short && echo clean"));
+  EXPECT_NE(status.find("clean"), std::string::npos) << status;
+  bye(c);
+  const auto removed = removed_in(log, "plant");
+  ASSERT_EQ(removed.size(), 5u) << slurp(log);
+  EXPECT_EQ(removed.at(ws_ + "/.moat").value("type", ""), "directory");
+  EXPECT_NE(removed.at(ws_ + "/.env").value("reason", "").find("protected path"),
+            std::string::npos);
+  verify(log);
+}
+
+// What exists on the host is still masked: the same names, present when the session starts,
+// are read-only inside and kept.
+TEST_F(ProtectedNamesTest, OnesTheHostHasStayMaskedAndAreKept) {
+  fs::create_directories(ws_ + "/.moat");
+  std::ofstream(ws_ + "/.moat/policy.toml") << "schema = 1\n";
+  std::ofstream(ws_ + "/.envrc") << "export A=1\n";
+  std::ofstream(ws_ + "/Makefile") << "plant:\n\t-echo bad > .envrc\n\t-echo bad > .moat/policy.toml\n";
+  start_moatd();
+  RawClient c(socket_);
+  const std::string log = hello(c);
+  const std::string text = text_of(bash(c, "plant", "make -s plant"));
+  EXPECT_EQ(slurp(ws_ + "/.envrc"), "export A=1\n") << text;
+  EXPECT_EQ(slurp(ws_ + "/.moat/policy.toml"), "schema = 1\n");
+  EXPECT_EQ(text.find("[moat removed"), std::string::npos) << text;
+  bye(c);
+  verify(log);
+}
+
 }  // namespace
 }  // namespace moat::e2e
+

@@ -239,5 +239,32 @@ TEST_F(OwnFilesTest, AWorkspaceAtTheUsersHomeCannotChangeItsShellGitOrSshStartup
   EXPECT_FALSE(fs::exists(home_ + "/.bashrc.old"));
 }
 
+// Issue 27 item 13: with the workspace at the home, a startup file the home does not have
+// (~/.zshrc, ~/.gitconfig, ~/.profile) was created by the code and kept, and the person's next
+// shell or git ran it. It cannot be masked (that needs a placeholder in the home), so moatd
+// removes it when the call ends, before the result, and the result says so.
+TEST_F(OwnFilesTest, AStartupFileTheHomeLacksThatACallCreatesIsRemovedBeforeItsResult) {
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", home_}, {"headless", true}});
+  json welcome = c.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  json r = call(c, "bash",
+                {{"command",
+                  "printf '[core]\\n\\tfsmonitor = touch /tmp/moat-evil\\n' > .gitconfig && "
+                  "echo evil > .zshrc && echo evil > .profile && mkdir -p .local/bin && "
+                  "echo made > .local/bin/ls && cat .zshrc"}});
+  EXPECT_NE(r.dump().find("evil"), std::string::npos) << r.dump();  // the call made them
+  for (const char* name : {".gitconfig", ".zshrc", ".profile", ".local/bin"}) {
+    EXPECT_FALSE(fs::exists(home_ + "/" + name)) << name;
+    EXPECT_NE(r.dump().find("[moat removed " + home_ + "/" + name + ": a protected path"),
+              std::string::npos)
+        << name << " " << r.dump();
+  }
+  c.send_json({{"type", "bye"}});
+  c.read_frame();
+}
+
 }  // namespace
 }  // namespace moat::e2e
+
