@@ -13,6 +13,7 @@
 #include "base/byte_strings.h"
 #include "base/log.h"
 #include "base/moat_dirs.h"
+#include "policy/ceilings.h"
 #include "policy/explain.h"
 #include "policy/layer.h"
 #include "policy/lint.h"
@@ -72,6 +73,12 @@ struct PolicyFlags {
     return o;
   }
 };
+
+// The ceilings with the layer that set each; the layers loaded already once (load_or_report).
+std::vector<policy::CeilingSource> ceiling_sources(const policy::LoadOptions& options) {
+  auto layers = policy::load_layers(options, nullptr);
+  return layers ? policy::ceiling_sources(*layers) : std::vector<policy::CeilingSource>{};
+}
 
 std::unique_ptr<policy::Policy> load_or_report(const PolicyFlags& flags, int& exit_code) {
   auto p = policy::Policy::load(flags.options());
@@ -154,11 +161,16 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
     auto p = load_or_report(*flags, exit_code);
     if (!p) return;
     json rules = p->rules_json();
+    const auto ceilings = ceiling_sources(flags->options());
     if (*as_json) {
+      json sources = json::array();
+      for (const auto& c : ceilings)
+        sources.push_back({{"key", c.key}, {"value", c.value}, {"layer", c.layer}, {"file", c.file}});
       // Lossless (base/byte_strings.h): a layer's file path need not be UTF-8.
       std::printf("%s\n", dump_lossless(json({{"layers", p->layers_json()},
                                               {"policy_hash", p->policy_hash()},
                                               {"resources", p->resources().to_json()},
+                                              {"resource_sources", sources},
                                               {"rules", rules}}),
                                         2)
                               .c_str());
@@ -168,6 +180,12 @@ void add_list(CLI::App* policy_cmd, int& exit_code) {
       std::printf("layer  %-8s %-20s rev %-10s %s\n", l["layer"].get<std::string>().c_str(),
                   l["name"].get<std::string>().c_str(), l["revision"].get<std::string>().c_str(),
                   l["file"].get<std::string>().c_str());
+    // Each ceiling with the layer that set it (issue 27 item 7): a raised or lowered limit shows.
+    for (const auto& c : ceilings)
+      std::printf("resource %-20s %-8s %-8s %s\n", c.key.c_str(),
+                  policy::format_ceiling(c.key, c.value).c_str(),
+                  c.layer.empty() ? "default" : c.layer.c_str(),
+                  c.file.empty() ? "policy/schema.h" : c.file.c_str());
     for (const auto& r : rules) {
       std::string where =
           r["file"].get<std::string>().empty()

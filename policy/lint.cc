@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "policy/ceilings.h"
 #include "policy/layer.h"
 
 namespace moat::policy {
@@ -119,6 +120,8 @@ std::vector<Finding> lint_policy(const LoadOptions& options) {
   }
   shadowed_commands(*layers, out);
   shadowed_tools(*layers, out);
+  // A ceiling that a stricter layer overrides silently did nothing (issue 27 item 7).
+  for (const auto& idle : idle_ceilings(*layers)) out.push_back({"warning", idle.file, idle.message});
   return out;
 }
 

@@ -99,6 +99,24 @@ TEST_F(CliPolicy, LintHelpSaysWhatItsExitCodesMeanAndLintReturnsThem) {
   EXPECT_EQ(broken.rc, 2) << broken.out;
 }
 
+TEST_F(CliPolicy, ListShowsEachResourceWithTheLayerThatSetIt) {
+  user_layer("schema = 1\nresources = { wall_time = \"1h\", pids = 4096 }\n");
+  const CliRun r = policy("list", "");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  auto line_of = [&](const std::string& key) {
+    const std::size_t at = r.out.find("resource " + key + " ");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  const std::string wall = line_of("wall_time");
+  EXPECT_NE(wall.find(" 1h "), std::string::npos) << r.out;
+  EXPECT_NE(wall.find(" user "), std::string::npos) << wall;
+  EXPECT_NE(wall.find(dir_ + "/user.d/10.toml"), std::string::npos) << wall;
+  EXPECT_NE(line_of("pids").find(" 4096 "), std::string::npos) << r.out;
+  const std::string cpu = line_of("cpu_time");
+  EXPECT_NE(cpu.find(" 10m "), std::string::npos) << r.out;
+  EXPECT_NE(cpu.find("builtin:default.toml"), std::string::npos) << cpu;
+}
+
 TEST(CliDoctor, SaysEachLayerAndItsLandlockAbiOnce) {
   const char* bin = std::getenv("MOAT_BIN");
   if (bin == nullptr || ::access(bin, X_OK) != 0) GTEST_SKIP() << "MOAT_BIN is not built";
