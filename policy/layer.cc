@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -50,11 +51,20 @@ Result<std::vector<std::string>> toml_files(const std::string& dir) {
   return out;
 }
 
+// `path` as moatd's working directory resolves it: a layer's file (session.start's layers, every
+// rule's file:line) must name the same file wherever the log is read (issue 27 item 21; a
+// relative --user-policy-dir or --policy was recorded relative).
+std::string absolute_file(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return lexical_absolute(path, "/");
+  char cwd[PATH_MAX];
+  return lexical_absolute(path, ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "/");
+}
+
 Result<PolicyFile> parse_file(const std::string& path, bool strict,
                               std::vector<std::string>* notices) {
   MOAT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   ParseOptions po;
-  po.file = path;
+  po.file = absolute_file(path);
   po.unknown_keys_are_errors = strict;
   MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(text, po, notices));
   p.sha256 = sha256_hex(text);

@@ -2,11 +2,15 @@
 #include "sandbox/hello_steps.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "base/log.h"
 #include "base/moat_dirs.h"
@@ -29,6 +33,25 @@ namespace moat::sandbox {
 namespace {
 
 using nlohmann::json;
+
+// The name of `uid` in the passwd database, or null when it has none (a uid from a container
+// or an LDAP user that is gone): the audit log names who ran the session (issue 27 item 21).
+json user_name_json(uid_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr ||
+      pw.pw_name == nullptr)
+    return nullptr;
+  return pw.pw_name;
+}
+
+// The host moatd runs on (uname's nodename, as hostname(1) prints it), for session.start.
+json host_name_json() {
+  struct utsname u {};
+  if (::uname(&u) != 0) return nullptr;
+  return u.nodename;
+}
 
 constexpr HelloStepInfo kStepInfo[] = {
     {"version", "protocol", "", false},
@@ -123,7 +146,10 @@ HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& d
 }
 
 json HelloSteps::peer_json() const {
-  return {{"uid", peer_.uid}, {"gid", peer_.gid}, {"pid", peer_.pid}};
+  return {{"uid", peer_.uid},
+          {"gid", peer_.gid},
+          {"pid", peer_.pid},
+          {"user", user_name_json(peer_.uid)}};
 }
 
 Result<void> HelloSteps::check_version() {
@@ -359,6 +385,7 @@ Result<void> HelloSteps::record_session_start() {
   for (const auto& t : state_.tool_specs) names.push_back(t.name);
   json start = {{"moat_version", MOAT_VERSION},
                 {"peer", peer_json()},
+                {"host", host_name_json()},
                 {"workspace", state_.workspace},
                 {"interactive", !state_.headless},
                 {"console", console},

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -83,6 +85,65 @@ class AuditRecordTest : public ::testing::Test {
   std::string socket_, ws_;
   pid_t pid_ = -1;
 };
+
+// Who ran the session and where (issue 27 item 21): session.start names the OS user (name,
+// uid) and the host, and `moat audit show` prints them.
+TEST_F(AuditRecordTest, SessionStartNamesTheOsUserAndTheHostAndShowPrintsThem) {
+  const std::string log = session_running("true");
+  ASSERT_FALSE(log.empty()) << moatd_log();
+  const json start = records_of(log).at(0);
+  ASSERT_EQ(start.value("type", ""), "session.start") << start.dump();
+  const passwd* me = ::getpwuid(::geteuid());
+  ASSERT_NE(me, nullptr);
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  EXPECT_EQ(start["peer"].value("user", ""), me->pw_name) << start.dump();
+  EXPECT_EQ(start["peer"].value("uid", -1), static_cast<int>(::geteuid())) << start.dump();
+  EXPECT_EQ(start.value("host", ""), u.nodename) << start.dump();
+  e2e::Run show = run({moat_bin(), "audit", "show", log});
+  EXPECT_NE(show.out.find("user " + std::string(me->pw_name) +
+                          " (uid " + std::to_string(::geteuid())),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("on host " + std::string(u.nodename)), std::string::npos) << show.out;
+}
+
+// A policy file named by a relative path (moatd --policy, --user-policy-dir) is recorded by
+// its absolute path: session.start's layers and every rule's file (issue 27 item 21).
+TEST_F(AuditRecordTest, APolicyFileNamedRelativeIsRecordedByItsAbsolutePath) {
+  fs::create_directories(dir_.path() + "/rel");
+  std::ofstream(dir_.path() + "/rel/narrow.toml")
+      << "schema = 1\n[[command]]\nid = \"cli.no-tar\"\ndecision = \"deny\"\nprogram = "
+         "\"tar\"\nreason = \"Not today.\"\n";
+  const std::string socket = dir_.path() + "/rel.sock";
+  const pid_t pid = start({"/bin/sh", "-c",
+                           "cd '" + dir_.path() + "' && exec '" + moatd_bin() +
+                               "' --socket rel.sock --audit-dir audit-rel --system-policy-dir "
+                               "no-policy --user-policy-dir no-policy --policy rel/narrow.toml"},
+                          dir_.path() + "/moatd-rel.log");
+  std::string log;
+  {
+    RawClient c(socket);
+    const json welcome = hello(c, ws_);
+    ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
+    log = welcome.value("audit", "");
+    EXPECT_TRUE(call(c, "t", "bash", {{"command", "tar --version"}}).value("isError", false));
+    c.send_json({{"type", "bye"}});
+    (void)c.read_frame();
+  }
+  kill(pid, SIGTERM);
+  wait_exit(pid, 10);
+  const std::string want = dir_.path() + "/rel/narrow.toml";
+  bool layer = false, rule = false;
+  for (const json& r : records_of(fs::path(log).is_absolute() ? log : dir_.path() + "/" + log)) {
+    if (r.value("type", "") == "session.start")
+      for (const json& l : r["layers"]) layer |= l.value("file", "") == want;
+    if (r.value("type", "") == "decision" && r["deciding_rule"].value("id", "") == "cli.no-tar")
+      rule = r["deciding_rule"].value("file", "") == want;
+  }
+  EXPECT_TRUE(layer) << "session.start's layers do not name " << want;
+  EXPECT_TRUE(rule) << "the decision's rule does not name " << want;
+}
 
 // `echo $'\xff'` is ASCII on the wire, but the shell word the policy judged is the byte 0xff.
 // Canonical JSON cannot hold it as a string: the decision used to be dropped (only logged)
