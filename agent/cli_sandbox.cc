@@ -1,12 +1,15 @@
 // agent/cli_sandbox.cc: `moat sandbox exec` (one command through moatd, the session init and
 // a worker, judged as a tool call's command is, on the caller's own fds), `moat sandbox
 // explain-filter` and `moat doctor`.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,9 +21,11 @@
 #include "agent/terminal_relay.h"
 #include "base/byte_strings.h"
 #include "base/log.h"
+#include "base/sys.h"
 #include "base/workspace_path.h"
 #include "sandbox/doctor.h"
 #include "sandbox/exec_call.h"
+#include "sandbox/protocol.h"
 #include "sandbox/seccomp_policy.h"
 #include "tools/registry.h"
 
@@ -47,6 +52,10 @@ struct ExecOptions {
   std::vector<std::string> env_names;
   bool network = false;
   std::vector<std::string> ro_binds, binds;  // SRC DST, SRC DST, ...
+  // Each occurrence of a two-word option that did not bring its two words, as typed
+  // ("--setenv 'FOO=bar'"): CLI11 stops an option's words at "--" or the next option and says
+  // nothing, so `--setenv FOO=bar --` would set nothing and `--setenv A --setenv B` A=B.
+  std::vector<std::string> malformed;
   MoatdPassThrough moatd;
 };
 
@@ -126,19 +135,68 @@ std::map<std::string, std::string> command_env(const ExecOptions& o) {
   return env;
 }
 
-Result<sandbox::ExecMsg> exec_message(const ExecOptions& o) {
+// Every option's words as the person meant them, or a usage error naming the option: a
+// two-word option with one word, a variable name sh(1) would not take (`--setenv FOO=bar`).
+Result<void> check_option_words(const ExecOptions& o) {
+  if (!o.malformed.empty()) return fail(o.malformed.front());
+  auto check_name = [](const char* opt, const std::string& name) -> Result<void> {
+    if (sandbox::is_env_name(name)) return {};
+    return fail(std::string(opt) + " " + moat::quoted(name) +
+                ": not a variable name (letters, digits and '_', not starting with a digit); "
+                "e.g. --setenv CI 1, --env TERM");
+  };
+  for (std::size_t i = 0; i < o.setenv_pairs.size(); i += 2)
+    MOAT_TRY(check_name("--setenv", o.setenv_pairs[i]));
+  for (const std::string& name : o.env_names) MOAT_TRY(check_name("--env", name));
+  return {};
+}
+
+// --cwd inside the workspace, as its help says: a relative DIR is taken from the workspace, not
+// from the caller's directory; an absolute one as given; the directory by its real path.
+Result<std::string> start_dir(const std::string& cwd, const std::string& workspace) {
+  if (cwd.empty()) return std::string();
+  const std::string given = cwd[0] == '/' ? cwd : workspace + "/" + cwd;
+  const std::string opt = "--cwd " + moat::quoted(cwd);
+  const std::string from = cwd[0] == '/' ? "" : " (a relative --cwd is taken from the workspace)";
+  auto dir = real_path(given);
+  if (!dir) return fail(Error{dir.error().code, opt + ": " + moat::quoted(given) + from});
+  std::error_code ec;
+  if (!std::filesystem::is_directory(*dir, ec))
+    return fail(Error{ENOTDIR, opt + ": " + moat::quoted(given) + from});
+  return dir;
+}
+
+Result<sandbox::ExecMsg> exec_message(const ExecOptions& o, const std::string& workspace) {
+  MOAT_TRY(check_option_words(o));
   sandbox::ExecMsg m;
   m.id = "exec-1";
   m.argv = o.argv;
   m.env = command_env(o);
   m.timeout_s = o.timeout_s;
-  if (!o.cwd.empty()) {
-    auto dir = real_path(o.cwd);
-    if (!dir) return fail(dir.error().with_context("--cwd " + moat::quoted(o.cwd)));
-    m.cwd = *dir;
-  }
+  MOAT_ASSIGN_OR_RETURN(m.cwd, start_dir(o.cwd, workspace));
   MOAT_TRY(sandbox::ExecMsg::from_json(m.to_json()));
   return m;
+}
+
+// fds 0-2 open before moat opens any of its own: a closed one would be taken by moat's socket to
+// moatd (the command then read moat's own connection as its stdin; moatd called it "a socket"),
+// and inside, by the first file the command opens. A closed one gets /dev/null, as systemd's
+// StandardInput=null and nohup(1) give it; bwrap leaves it closed. Returns what it did.
+std::string open_closed_stdio() {
+  std::string note;
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    auto null = sys::open_path("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (!null) continue;  // then moatd names what the fd became
+    if (null->get() == fd) {
+      ::fcntl(fd, F_SETFD, 0);  // lowest free fd: it is already in place; keep it across exec
+      (void)null->release();
+    } else {
+      ::dup2(null->get(), fd);
+    }
+    note += std::string(note.empty() ? "" : ", ") + (fd == 0 ? "stdin" : fd == 1 ? "stdout" : "stderr");
+  }
+  return note.empty() ? "" : note + " closed: the command gets /dev/null instead";
 }
 
 // The caller's fds 0-2 go to the command as they are; a terminal among them through a pty
@@ -186,13 +244,15 @@ Result<std::vector<sandbox::BindMount>> bind_mounts(const ExecOptions& o) {
 }
 
 int run_exec(const ExecOptions& o) {
+  const std::string closed = open_closed_stdio();  // first: before any fd of moat's own
+  if (o.verbose && !closed.empty()) moat_failed(0, closed);
   if (o.argv.empty())
     return moat_failed(kExecMoatFailed,
                        "no command given (usage: moat sandbox exec -- CMD ARGS...)");
-  auto message = exec_message(o);
-  if (!message) return moat_failed(kExecMoatFailed, message.error().message());
   auto workspace = canonical_workspace(o.workspace);
   if (!workspace) return moat_failed(kExecMoatFailed, workspace.error().message());
+  auto message = exec_message(o, *workspace);
+  if (!message) return moat_failed(kExecMoatFailed, message.error().message());
   auto binds = bind_mounts(o);
   if (!binds) return moat_failed(kExecMoatFailed, binds.error().message());
   // The person typed this command: their own moatd judges the line as theirs (only the
@@ -215,6 +275,33 @@ int run_exec(const ExecOptions& o) {
   return die_like(result, exit_status_of(result, o.verbose));
 }
 
+// A repeatable two-word option (NAME VALUE, SRC DST), taken one occurrence at a time
+// (trigger_on_parse): its two words go to `pairs`; an occurrence with fewer (`--setenv FOO=bar
+// --`, `--ro-bind SRC --`, `--setenv A --setenv B`) goes to o.malformed as typed, a usage error.
+void add_pair_option(CLI::App& cmd, ExecOptions& o, const std::string& name,
+                     std::vector<std::string>& pairs, const std::string& words,
+                     const std::string& help) {
+  // The help's own example ("e.g. --setenv CI 1"), so the usage error shows the same one.
+  const std::string example = help.substr(help.rfind("e.g. "));
+  auto take = [&o, &pairs, name, words, example](const CLI::results_t& given) {
+    if (given.size() == 2) {
+      pairs.insert(pairs.end(), given.begin(), given.end());
+      return true;
+    }
+    std::string typed = name;
+    for (const std::string& w : given) typed += " " + moat::quoted(w);
+    o.malformed.push_back(typed + ": " + name + " takes two words, " + words + ", at each use; " +
+                          example);
+    return true;
+  };
+  cmd.add_option(name, CLI::callback_t(take), help)
+      ->type_name(words)
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->trigger_on_parse()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 // What the command may reach beyond the workspace: the network, and host paths (bubblewrap's
 // --ro-bind and --bind).
 void add_reach_options(CLI::App& cmd, ExecOptions& o) {
@@ -223,22 +310,14 @@ void add_reach_options(CLI::App& cmd, ExecOptions& o) {
                "[[network]] rules allow (HTTP_PROXY and the like are set for the command); "
                "refused when the policy allows no connection. Without it the command has no "
                "network; e.g. --network -- curl https://pypi.org/");
-  cmd.add_option("--ro-bind", o.ro_binds,
-                 "Show the host's SRC read-only at DST (repeatable); the policy must allow "
-                 "reading SRC and DST, paths it hides stay hidden inside; e.g. --ro-bind "
-                 "~/datasets /data")
-      ->type_name("SRC DST")
-      ->expected(2)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--bind", o.binds,
-                 "Show the host's SRC read-write at DST (repeatable); the policy must allow "
-                 "writing SRC and DST, and what it protects stays read-only inside; e.g. "
-                 "--bind /tmp/cache /tmp/cache")
-      ->type_name("SRC DST")
-      ->expected(2)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_pair_option(cmd, o, "--ro-bind", o.ro_binds, "SRC DST",
+                  "Show the host's SRC read-only at DST (repeatable); the policy must allow "
+                  "reading SRC and DST, paths it hides stay hidden inside; e.g. --ro-bind "
+                  "~/datasets /data");
+  add_pair_option(cmd, o, "--bind", o.binds, "SRC DST",
+                  "Show the host's SRC read-write at DST (repeatable); the policy must allow "
+                  "writing SRC and DST, and what it protects stays read-only inside; e.g. "
+                  "--bind /tmp/cache /tmp/cache");
 }
 
 void add_exec_command(CLI::App& sandbox, int& exit_code) {
@@ -262,7 +341,7 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "failure (or with -v).\n"
       "Examples:\n"
       "  moat sandbox exec -- make test\n"
-      "  moat sandbox exec -C repo --cwd repo/sub --timeout 60 -- ./run_tests.sh\n"
+      "  moat sandbox exec -C repo --cwd sub --timeout 60 -- ./run_tests.sh\n"
       "  moat sandbox exec --setenv CI 1 --env TERM -- python3 -c 'print(6*7)'\n"
       "  moat sandbox exec --permissive -- sh -c 'make && ./deploy.sh'\n"
       "  moat sandbox exec --no-default-policy --user-policy-dir ./ci-policy -- make check\n"
@@ -272,16 +351,13 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
       "    (the last needs a [[network]] allow for pypi.org and files.pythonhosted.org)");
   exec->add_option("--workspace,-C", eo->workspace, "Workspace bound read-write (default: .)");
   exec->add_option("--cwd", eo->cwd,
-                   "Directory the command starts in, inside the workspace (default: the "
-                   "workspace); e.g. --cwd src");
+                   "Directory the command starts in, inside the workspace: a relative DIR is "
+                   "taken from the workspace (default: the workspace); e.g. --cwd src");
   exec->add_option("--timeout", eo->timeout_s,
                    "Kill the command after this many seconds (exit 124); e.g. --timeout 30")
       ->check(CLI::NonNegativeNumber);
-  exec->add_option("--setenv", eo->setenv_pairs,
-                   "Set NAME to VALUE for the command (repeatable); e.g. --setenv CI 1")
-      ->expected(2)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_pair_option(*exec, *eo, "--setenv", eo->setenv_pairs, "NAME VALUE",
+                  "Set NAME to VALUE for the command (repeatable); e.g. --setenv CI 1");
   exec->add_option("--env", eo->env_names,
                    "Pass the variable NAME from this environment (repeatable; nothing else "
                    "of it is passed); e.g. --env TERM")

@@ -150,13 +150,14 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
     // A line the person typed (an exec frame of moatd --typed-exec) is their decision: only
     // the organisation's and a --policy file's rules bind it, and the tool's rule, which is
     // about what the model may call, does not apply.
-    policy::Decision cd = call.typed ? pol.decide_typed(*line, session_.workspace)
-                                     : pol.decide_command(*line, session_.workspace);
+    const std::string& cwd = call.cwd.empty() ? session_.workspace : call.cwd;
+    policy::Decision cd =
+        call.typed ? pol.decide_typed(*line, cwd) : pol.decide_command(*line, cwd);
     for (const auto& m : cd.matched) approved->insert(m.id);
     if (cd.verdict >= d.verdict || call.typed) d = cd;
     input["script_sha256"] = "sha256:" + sessions::sha256_hex(*line);
     input["command"] = *line;
-    input["cwd"] = session_.workspace;
+    input["cwd"] = cwd;
     what = "the command " + moat::quoted(*line);
   }
   json answer;

@@ -39,6 +39,9 @@ struct GateCall {
   // The person typed the command line (an exec frame of moatd --typed-exec): judged by
   // Policy::decide_typed, never set from anything a client sends.
   bool typed = false;
+  // The directory the command line starts in, which its relative words name paths and programs
+  // from (an exec frame's cwd); "" = the workspace root, where a tool call's bash starts.
+  std::string cwd{};
 };
 
 class CallGate {

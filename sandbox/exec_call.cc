@@ -87,6 +87,7 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   const tools::CommandCall judged = tools::command_call(judged_line(m), 0);
   GateCall call{m.id, judged.tool, judged.arguments, cancel, nullptr, nullptr};
   call.typed = session_.typed_exec;  // moatd's own option, never the frame's
+  call.cwd = cwd;  // `./run_tests.sh` with --cwd sub is sub's, as the worker runs it
   std::set<std::string> approved;
   bool by_policy = false;
   json decided;

@@ -2,6 +2,7 @@
 #include "sandbox/exec_stdio.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -22,6 +23,31 @@ bool is_harmless_memory_device(dev_t rdev) {
   return m == 3 || m == 5 || m == 7 || m == 8 || m == 9;
 }
 
+int socket_option(int fd, int name) {
+  int value = -1;
+  socklen_t len = sizeof value;
+  return getsockopt(fd, SOL_SOCKET, name, &value, &len) == 0 ? value : -1;
+}
+
+// Empty for a unix stream or seqpacket socket connected to its one peer (a journal's stdout
+// stream, a socketpair): the command talks to the peer the caller chose, as with bwrap, which
+// passes every fd. Refused: a listening socket (accept() would take the host's connections), a
+// datagram socket (sendto() may name any address, and an abstract one is looked up in the
+// network namespace that made the socket: the host's), an unconnected one (connect() likewise)
+// and every other family (an AF_INET socket reaches past the sandbox's network namespace).
+std::string refused_socket(int fd) {
+  const int domain = socket_option(fd, SO_DOMAIN), type = socket_option(fd, SO_TYPE);
+  if (domain != AF_UNIX)
+    return "a socket of family " + std::to_string(domain) + " (not AF_UNIX)";
+  if (type != SOCK_STREAM && type != SOCK_SEQPACKET) return "a unix datagram socket";
+  if (socket_option(fd, SO_ACCEPTCONN) != 0) return "a listening unix socket";
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0)
+    return "an unconnected unix socket";
+  return "";
+}
+
 // Empty when the fd is of an accepted kind; otherwise what it is.
 std::string refused_kind(int fd, bool* pty) {
   const int flags = fcntl(fd, F_GETFL);
@@ -35,7 +61,7 @@ std::string refused_kind(int fd, bool* pty) {
     return "";
   }
   if (S_ISCHR(st.st_mode) && is_harmless_memory_device(st.st_rdev)) return "";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISSOCK(st.st_mode)) return refused_socket(fd);
   if (S_ISDIR(st.st_mode)) return "a directory";
   if (S_ISBLK(st.st_mode)) return "a block device";
   if (S_ISCHR(st.st_mode))
@@ -53,8 +79,9 @@ Result<ExecStdio> check_exec_stdio(const std::array<UniqueFd, 3>& fds) {
     const std::string why = refused_kind(fds[i].get(), &pty);
     if (!why.empty())
       return fail(std::string("exec: the command's ") + kStdioNames[i] + " is " + why +
-                  "; accepted are a pipe, a regular file, a pseudo-terminal (/dev/pts) or "
-                  "/dev/null, zero, full, random, urandom (redirect it, e.g. `| cat`)");
+                  "; accepted are a pipe, a regular file, a connected unix stream socket, a "
+                  "pseudo-terminal (/dev/pts) or /dev/null, zero, full, random, urandom "
+                  "(redirect it, e.g. `| cat`)");
     out.terminal = out.terminal || pty;
   }
   return out;

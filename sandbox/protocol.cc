@@ -434,15 +434,14 @@ json ExecMsg::to_json() const {
   return m;
 }
 
-namespace {
-
-// A variable name as sh(1) takes one in an assignment: what the policy's parser reads.
 bool is_env_name(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
   return true;
 }
+
+namespace {
 
 Result<std::vector<std::string>> exec_argv(const json& words, std::size_t* bytes) {
   if (words.empty() || words.size() > kMaxExecArgs)

@@ -185,6 +185,10 @@ struct ExecMsg {
   static Result<ExecMsg> from_json(const nlohmann::json& m);
 };
 
+// A name ExecMsg::env may hold: a variable name as sh(1) takes one in an assignment
+// ([A-Za-z_][A-Za-z0-9_]*), which is what the policy's parser reads of the judged line.
+bool is_env_name(const std::string& s);
+
 struct CancelMsg {
   static constexpr const char* kType = "cancel";
   std::string id;

@@ -5,9 +5,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +279,98 @@ TEST_F(SandboxExecTest, CwdStartsInsideTheWorkspaceAndNowhereElse) {
   EXPECT_NE(r.err.find("not inside the workspace"), std::string::npos) << r.err;
 }
 
+// Issue 27 item 5: a relative --cwd is inside the workspace, as the help says, whatever the
+// caller's directory; the line is judged in that directory, where the command runs (a relative
+// path in it is the directory's file, not the workspace root's, which has one of that name).
+TEST_F(SandboxExecTest, ARelativeCwdIsInTheWorkspaceAndTheLineIsJudgedThere) {
+  fs::create_directories(ws_ + "/sub");
+  fs::create_directories(dir_.path() + "/elsewhere");
+  write_file("sub/secret.txt", "sub's\n");
+  write_file("secret.txt", "root's\n");
+  Ran r = sh("cd " + shell_quote(dir_.path() + "/elsewhere") + " && " + moat("--cwd sub") + " pwd");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, ws_ + "/sub\n");
+  const std::string narrow = dir_.path() + "/no-sub-secret.toml";
+  std::ofstream(narrow) << "schema = 1\n[[path]]\nid = \"cli.no-sub-secret\"\ndecision = \"deny\"\n"
+                           "access = [\"read\"]\npaths = [\"**/sub/secret.txt\"]\n";
+  // An input redirection is a read the path rules judge (docs/policy.md).
+  r = sh(moat("--policy " + shell_quote(narrow) + " --cwd sub") + " sh -c 'cat < secret.txt'");
+  EXPECT_EQ(r.status, 126) << "judged as sub/secret.txt, which the rule denies: " << r.err;
+  EXPECT_NE(r.err.find("cli.no-sub-secret"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = sh(moat("--policy " + shell_quote(narrow)) + " sh -c 'cat < secret.txt'");
+  EXPECT_EQ(r.status, 0) << "the root's secret.txt is not the rule's: " << r.err;
+  EXPECT_EQ(r.out, "root's\n");
+  r = sh(moat("--cwd sub/nope") + " true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("--cwd 'sub/nope'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("taken from the workspace"), std::string::npos) << r.err;
+}
+
+// Issue 27 item 6: an option that did not get its words is a usage error naming it (bwrap's
+// too), never a command run without what was asked for.
+TEST_F(SandboxExecTest, AnOptionMissingAWordIsAUsageErrorNamingIt) {
+  const std::string src = dir_.path() + "/src";
+  fs::create_directories(src);
+  struct Case {
+    std::string opts, named;
+  };
+  const std::vector<Case> cases = {
+      {"--setenv FOO=bar", "--setenv 'FOO=bar'"},
+      {"--setenv FOO", "--setenv 'FOO'"},
+      {"--setenv A --setenv B C", "--setenv 'A'"},
+      {"--setenv 1X y", "--setenv '1X'"},
+      {"--ro-bind " + shell_quote(src), "--ro-bind '" + src + "'"},
+      {"--bind " + shell_quote(src), "--bind '" + src + "'"},
+      {"--env", "--env '--'"},  // moat() ends with "--", which CLI11 gives --env as its NAME
+  };
+  for (const Case& c : cases) {
+    const Ran r = sh(moat(c.opts) + " sh -c 'echo ran'");
+    EXPECT_EQ(r.status, 125) << c.opts << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.opts;
+    EXPECT_NE(r.err.find(c.named), std::string::npos) << c.opts << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  const Ran r = sh(moat("--setenv A 'x y' --setenv B ''") + " sh -c 'echo \"[$A][${B-unset}]\"'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[x y][]\n");
+}
+
+// Issue 27 item 12: a connected unix stream socket as stdio (systemd's StandardOutput=journal,
+// a socketpair from Python) passes through as with bwrap: the bytes arrive both ways.
+TEST_F(SandboxExecTest, ConnectedUnixStreamSocketsAsStdioPassThrough) {
+  int in[2], out[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out), 0);
+  ASSERT_TRUE(sys::write_all(in[0], "through a socket\n", 17));
+  shutdown(in[0], SHUT_WR);
+  const std::string line = moat() + " sh -c 'cat; echo to-stderr >&2'";
+  const pid_t pid = start_with_stdio({"/bin/sh", "-c", line}, env(), in[1], out[1], out[1]);
+  close(in[1]);
+  close(out[1]);
+  auto got = sys::read_to_end(out[0], 1 << 20);
+  EXPECT_EQ(wait_exit(pid, 120), 0) << (got ? *got : "");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, "through a socket\nto-stderr\n");
+  close(in[0]);
+  close(out[0]);
+}
+
+// Issue 27 item 12: a closed stdin (or stdout) is neither refused as "a socket" (moat's own
+// connection to moatd took its number) nor handed over closed: the command gets /dev/null.
+TEST_F(SandboxExecTest, AClosedStdinOrStdoutIsDevNullNotMoatsOwnSocket) {
+  Ran r = sh(moat() + " sh -c 'readlink /proc/self/fd/0; cat; echo rc=$?' <&-");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "/dev/null\nrc=0\n");
+  EXPECT_EQ(r.err, "");
+  // A write to it succeeds (to a closed fd, echo would fail with EBADF) and shows nowhere.
+  r = sh(moat("-v") + " sh -c 'echo hidden; echo rc=$? >&2' >&-");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("\nrc=0\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hidden"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdout closed: the command gets /dev/null"), std::string::npos) << r.err;
+}
+
 TEST_F(SandboxExecTest, HelpDocumentsEveryOptionWithAnExample) {
   auto r = run({moat_bin(), "sandbox", "exec", "--help"});
   EXPECT_EQ(r.exit_code, 0);
@@ -351,18 +446,35 @@ TEST_F(SandboxExecFdsTest, FdsBeforeHelloOrMoreThanThreeCloseTheConnection) {
   EXPECT_TRUE(moatd_alive());
 }
 
-TEST_F(SandboxExecFdsTest, ASocketAsStdoutIsRefusedAndMoatdKeepsNoneOfTheFds) {
+// A socket that could reach past the sandbox's network namespace: a datagram one (sendto()
+// names any address; an abstract one is looked up in the host's namespace, where the socket was
+// made), a listening one (accept() takes the host's connections), an AF_INET one.
+TEST_F(SandboxExecFdsTest, ADatagramListeningOrInetSocketAsStdoutIsRefusedAndMoatdKeepsNoFds) {
   RawClient c(socket_);
   hello(c);
   const std::size_t before = moatd_fd_count();
   auto pipe = sys::make_pipe();
-  int pair[2];
   ASSERT_TRUE(pipe);
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
-  send_with_fds(c, exec_frame({"true"}), {pipe->first.get(), pair[0], pipe->second.get()});
-  json r = c.read_frame();
-  EXPECT_TRUE(r.value("isError", false)) << r.dump();
-  EXPECT_NE(r.dump().find("stdout is a socket"), std::string::npos) << r.dump();
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair), 0);
+  auto listening = sys::make_socket(AF_UNIX, SOCK_STREAM);
+  auto inet = sys::make_socket(AF_INET, SOCK_STREAM);
+  ASSERT_TRUE(listening && inet);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = dir_.path() + "/listening.sock";
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(listening->get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listening->get(), 1), 0);
+  const std::pair<int, const char*> cases[] = {{pair[0], "stdout is a unix datagram socket"},
+                                               {listening->get(), "stdout is a listening unix"},
+                                               {inet->get(), "stdout is a socket of family 2"}};
+  for (const auto& [fd, said] : cases) {
+    send_with_fds(c, exec_frame({"true"}), {pipe->first.get(), fd, pipe->second.get()});
+    json r = c.read_frame();
+    EXPECT_TRUE(r.value("isError", false)) << r.dump();
+    EXPECT_NE(r.dump().find(said), std::string::npos) << r.dump();
+  }
   EXPECT_TRUE(eventually([&] { return moatd_fd_count() <= before; }, std::chrono::seconds(5)))
       << "moatd still holds " << moatd_fd_count() - before << " of the client's fds";
   close(pair[0]);
