@@ -54,7 +54,8 @@ TEST(Ceilings, LintWarnsOfACeilingThatAStricterLayerOverrides) {
   auto warnings = [&] {
     std::vector<std::string> out;
     for (const auto& f : lint_policy(w.options))
-      if (f.severity == "warning") out.push_back(f.where + ": " + f.message);
+      if (f.severity == "warning" || f.severity == "error")
+        out.push_back(f.where + ": " + f.message);
     return out;
   };
   EXPECT_TRUE(warnings().empty());  // the user layer replaces the built-in 10m: no warning
