@@ -80,6 +80,19 @@ policy::Decision approved_with_call(policy::Decision d) {
   return d;
 }
 
+// What the model and the person read of one refused program (issue 27 item 11): the rule, its
+// file:line and what would allow it (refusal_text). The watch's own refusal was no rule's: it
+// says so, and its reason says what the program did that moat cannot check.
+std::string refused_text(const policy::Decision& d, const std::string& name, bool written,
+                         const std::string& user_policy_dir) {
+  const std::string running = "running " + moat::quoted(name) + " was refused";
+  if (!written) return running + ": the audit log could not be written";
+  if (d.decided_by == "moat")
+    return running + " by moat's exec watch, whatever the policy says (no rule or option allows "
+                     "it): " + d.reason + ".";
+  return refusal_text(d, "running " + moat::quoted(name) + " was", user_policy_dir);
+}
+
 }  // namespace
 
 ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
@@ -112,10 +125,7 @@ ExecAnswer ExecGate::on_exec(const ExecRequest& r) {
   }
   ++refused_;
   const std::string name = r.exe.empty() ? r.path : r.exe;
-  std::string text =
-      written
-          ? refusal_text(d, "running " + moat::quoted(name) + " was", session_.user_policy_dir)
-          : "running " + moat::quoted(name) + " was refused: the audit log could not be written";
+  std::string text = refused_text(d, name, written, session_.user_policy_dir);
   auto same = std::find_if(refusals_.begin(), refusals_.end(),
                            [&text](const Refusal& f) { return f.text == text; });
   if (same != refusals_.end()) ++same->times;

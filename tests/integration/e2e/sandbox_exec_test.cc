@@ -175,6 +175,43 @@ TEST_F(SandboxExecTest, ATimeoutIs124AsWithTimeout1) {
   EXPECT_EQ(sh("timeout 1 sleep 30").status, 124) << "timeout(1)'s status for the same";
 }
 
+// Issue 27 item 7: moat says which limit ended the command: its own --timeout ...
+TEST_F(SandboxExecTest, ATimeoutThatFiresIsNamedAsTimeout) {
+  const Ran r = sh(moat("--timeout 1") + " sleep 30");
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("timed out after 1s (--timeout)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("capped"), std::string::npos) << r.err;
+}
+
+// ... or the policy's resources.wall_time, named with the layer and file that set it, and a
+// --timeout above that ceiling is said to be capped before the command runs.
+TEST_F(SandboxExecTest, AWallTimeThatFiresIsNamedWithItsLayerAndCapsALongerTimeout) {
+  fs::create_directories(dir_.path() + "/user");
+  const std::string file = dir_.path() + "/user/10.toml";
+  std::ofstream(file) << "schema = 1\n[resources]\nwall_time = 1\n";
+  const std::string user = "--user-policy-dir " + shell_quote(dir_.path() + "/user") + " ";
+  Ran r = sh(moat_builtin(user) + " sleep 30");
+  EXPECT_EQ(r.status, 124) << r.err;
+  const std::string named = "resources.wall_time = 1s (user layer, " + file + ")";
+  EXPECT_NE(r.err.find("timed out at " + named), std::string::npos) << r.err;
+  r = sh(moat_builtin(user + "--timeout 3600") + " sleep 30");
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("--timeout 3600s capped to 1s by " + named), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timed out at " + named), std::string::npos) << r.err;
+}
+
+// The built-in default's ceiling caps --timeout too, and the note names that layer; a command
+// that ends in time is not a timeout.
+TEST_F(SandboxExecTest, ATimeoutAboveTheBuiltinWallTimeIsSaidToBeCapped) {
+  const Ran r = sh(moat_builtin("--timeout 3600") + " true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("--timeout 3600s capped to 10m by resources.wall_time = 10m (builtin layer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("timed out"), std::string::npos) << r.err;
+  EXPECT_EQ(sh(moat_builtin("--timeout 600") + " true").err, "") << "600 s is not above 10m";
+}
+
 TEST_F(SandboxExecTest, BadOptionsAre125WithOneLineOnStderr) {
   const Ran r = sh(moat("--timeout soon") + " true");
   EXPECT_EQ(r.status, 125);
@@ -369,6 +406,30 @@ TEST_F(SandboxExecTest, AClosedStdinOrStdoutIsDevNullNotMoatsOwnSocket) {
   EXPECT_NE(r.err.find("\nrc=0\n"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("hidden"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("stdout closed: the command gets /dev/null"), std::string::npos) << r.err;
+}
+
+// Issue 27 item 11: a program refused inside the command is named on stderr with the rule, its
+// file:line and what would allow it (the command's own stderr says only "Operation not
+// permitted"); one the exec watch itself refuses is said to be the watch's, not a rule's.
+TEST_F(SandboxExecTest, AProgramRefusedInsideIsNamedWithItsRuleFileLineAndWhatAllowsIt) {
+  fs::create_directories(dir_.path() + "/user");
+  const std::string user = dir_.path() + "/user/10.toml";
+  std::ofstream(user) << "schema = 1\n[[command]]\nid = \"user.no-yes\"\ndecision = \"deny\"\n"
+                         "program = \"yes\"\nreason = \"No yes here.\"\n";
+  Ran r = sh(moat_builtin("--user-policy-dir " + shell_quote(dir_.path() + "/user")) +
+             " sh -c 'yes; echo rc=$?'");
+  EXPECT_EQ(r.out, "rc=126\n") << r.err;
+  for (const std::string& said :
+       {std::string("Operation not permitted"), std::string("running '/usr/bin/yes'"),
+        std::string("rule user.no-yes (user, ") + user + ":2)", std::string("No yes here."),
+        std::string("To allow it: change or remove rule user.no-yes in your user layer")})
+    EXPECT_NE(r.err.find(said), std::string::npos) << said << "\n" << r.err;
+  r = sh(moat() + " sh -c 'set -- $(seq 70000); /bin/true \"$@\"; echo rc=$?'");
+  EXPECT_EQ(r.out, "rc=126\n") << r.err;
+  EXPECT_NE(r.err.find("by moat's exec watch, whatever the policy says"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("65536 words"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rule exec-watch"), std::string::npos) << "no such rule: " << r.err;
 }
 
 TEST_F(SandboxExecTest, HelpDocumentsEveryOptionWithAnExample) {
