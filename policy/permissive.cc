@@ -54,6 +54,9 @@ class PermissivePolicy final : public Policy {
     return inner_->decide_network(host, port);
   }
   bool grants_network() const override { return inner_->grants_network(); }
+  bool may_allow_network_host(const std::string& host) const override {
+    return inner_->may_allow_network_host(host);
+  }
   bool mode_allowed(const std::string& mode) const override { return inner_->mode_allowed(mode); }
   bool headless() const override { return inner_->headless(); }
   bool nested_git_allowed() const override { return inner_->nested_git_allowed(); }

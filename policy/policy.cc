@@ -225,6 +225,7 @@ const RuleRef kEmptyLineRef{"empty-line", "builtin", "", 0};
 const RuleRef kNetworkHostRef{"builtin.network-host", "builtin", "", 0};
 const RuleRef kNetworkIpLiteralRef{"builtin.network-ip-literal", "builtin", "", 0};
 const RuleRef kObservedRef{"observed", "builtin", "", 0};
+const RuleRef kWriteOutsideRootsRef{"builtin.write-outside-roots", "builtin", "", 0};
 const RuleRef kPersonRef{"person", "user", "", 0};  // decide_typed: the person typed the line
 
 // Lets the rule index be searched with a string_view.
@@ -389,11 +390,21 @@ class PolicyImpl final : public Policy {
     return {};
   }
 
+  bool may_allow_network_host(const std::string& host) const override {
+    return std::any_of(network_.begin(), network_.end(), [&](const CompiledNetworkRule& r) {
+      const auto& d = r.rule->domains;
+      return may_allow(r.rule->decision) && !r.allow_ignored &&
+             std::any_of(d.begin(), d.end(),
+                         [&](const std::string& p) { return domain_matches(p, host); });
+    });
+  }
+
   // An ask can become an allow when a person is there to answer it.
+  bool may_allow(Verdict v) const {
+    return v == Verdict::kAllow || (v == Verdict::kAsk && !headless_);
+  }
+
   bool grants_network() const override {
-    auto may_allow = [this](Verdict v) {
-      return v == Verdict::kAllow || (v == Verdict::kAsk && !headless_);
-    };
     if (may_allow(defaults_.at("network").verdict)) return true;
     return std::any_of(network_.begin(), network_.end(), [&](const CompiledNetworkRule& r) {
       return may_allow(r.rule->decision) && !r.allow_ignored;
@@ -940,8 +951,38 @@ class PolicyImpl final : public Policy {
   // A known target: the path itself, or (tar -x -C DIR, unzip -d DIR) the paths below it.
   void known_target_votes(const std::string& path, const PathTarget& t, Access access,
                           std::vector<Vote>& votes) const {
-    if (!t.below) return path_votes(path, std::string(), access, votes, true);
+    if (!t.below) {
+      const std::size_t first = votes.size();
+      path_votes(path, std::string(), access, votes, true);
+      if (access == Access::kWrite && t.via.rfind("redirect", 0) == 0 && !t.path.home)
+        outside_roots_vote(path, first, votes);
+      return;
+    }
     under_votes(path, access, "which paths below " + path + " " + t.via + " writes", votes);
+  }
+
+  // A file a redirection writes outside every writable root that the path rules (votes from
+  // `first`) allow (issue 27 item 24: `echo x > /etc/cron.d/job` under defaults.write = "allow" was recorded
+  // allowed): the sandbox mounts everything else read-only and refuses the write, so the
+  // decision says so; an ask or a deny already keeps it from being recorded as done. A
+  // directory holding a root is written below (rm -r /). /dev and /proc hold the sandbox's
+  // devices and descriptors (/dev/null, /dev/tty, /proc/self/fd/N), which are not files; `~` is
+  // the sandbox's HOME, /tmp (the caller leaves it out).
+  void outside_roots_vote(const std::string& path, std::size_t first,
+                          std::vector<Vote>& votes) const {
+    auto holds_root = [&](const std::string& r) { return is_under(r, path); };
+    auto allows = [](const Vote& v) { return v.verdict == Verdict::kAllow; };
+    if (!std::all_of(votes.begin() + static_cast<std::ptrdiff_t>(first), votes.end(), allows) ||
+        path.empty() || path[0] != '/' || is_under_any(path, writable_roots_) ||
+        is_under_any(path, {"/dev", "/proc"}) ||
+        std::any_of(writable_roots_.begin(), writable_roots_.end(), holds_root))
+      return;
+    std::string roots;
+    for (const auto& r : writable_roots_) roots += (roots.empty() ? "" : ", ") + r;
+    votes.push_back(Vote{
+        Verdict::kDeny, &kWriteOutsideRootsRef, nullptr,
+        path + " is outside every writable root (" + roots + "): the sandbox refuses the write",
+        false});
   }
 
   // Some unknown path at or below `dir` is accessed. A deny rule may or may not cover the

@@ -169,6 +169,10 @@ class Policy {
   // defaults.network = "allow", or (when a person can be asked) an ask of either kind.
   // Without one the session gets no proxy at all.
   virtual bool grants_network() const = 0;
+  // Whether an effective [[network]] allow (or an ask, when a person can be asked) names
+  // `host` (normalised) in its domains, on any port: such a host is the proxy's to judge,
+  // never left out of it (NO_PROXY).
+  virtual bool may_allow_network_host(const std::string& host) const = 0;
   // The organisation's allowed_modes (empty: every mode).
   virtual bool mode_allowed(const std::string& mode) const = 0;
   virtual bool headless() const = 0;

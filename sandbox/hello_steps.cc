@@ -280,7 +280,7 @@ Result<void> HelloSteps::create_session() {
     // nothing else, so a program that ignores the proxy variables reaches nothing.
     config_.network = true;
     config_.net_proxy_port = kProxyPort;
-    for (const auto& [k, v] : proxy_environment()) config_.env[k] = v;
+    for (const auto& [k, v] : proxy_environment(*state_.policy)) config_.env[k] = v;
   }
   MOAT_ASSIGN_OR_RETURN(state_.session, deps_.create_session(config_));
   state_.runner = std::make_unique<SessionRunner>(*state_.session);

@@ -363,14 +363,20 @@ Result<ProxyRequest> read_request(int fd, int stop_fd, std::int64_t idle_s, std:
 
 }  // namespace
 
-std::map<std::string, std::string> proxy_environment() {
+std::map<std::string, std::string> proxy_environment(const policy::Policy& policy) {
   // One port for both: the proxy tells a SOCKS5 greeting (first byte 5) from an HTTP request.
   // socks5h: the program sends the name, and moatd resolves it (never the sandbox).
   const std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
   const std::string socks = "socks5h://127.0.0.1:" + std::to_string(kProxyPort);
-  const std::string no_proxy = "localhost,127.0.0.1";
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"ALL_PROXY", socks}, {"NO_PROXY", no_proxy},
-          {"http_proxy", url}, {"https_proxy", url}, {"all_proxy", socks}, {"no_proxy", no_proxy}};
+  std::map<std::string, std::string> env = {{"HTTP_PROXY", url},  {"HTTPS_PROXY", url},
+                                            {"ALL_PROXY", socks}, {"http_proxy", url},
+                                            {"https_proxy", url}, {"all_proxy", socks}};
+  std::string no_proxy;
+  for (const char* local : {"localhost", "127.0.0.1"})
+    if (!policy.may_allow_network_host(local))
+      no_proxy += (no_proxy.empty() ? "" : ",") + std::string(local);
+  if (!no_proxy.empty()) env["NO_PROXY"] = env["no_proxy"] = no_proxy;
+  return env;
 }
 
 Result<std::unique_ptr<NetProxy>> NetProxy::start(UniqueFd listener, const policy::Policy& policy,

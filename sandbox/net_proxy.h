@@ -115,8 +115,10 @@ class NetProxy {
   std::thread acceptor_;
 };
 
-// The environment that points a sandbox's programs at the proxy (HTTP_PROXY, https_proxy, ...,
-// NO_PROXY=localhost,127.0.0.1).
-std::map<std::string, std::string> proxy_environment();
+// The environment that points a sandbox's programs at the proxy (HTTP_PROXY, https_proxy, ...).
+// NO_PROXY keeps on the sandbox's own loopback (its local servers) only the loopback names
+// (localhost, 127.0.0.1) that no [[network]] rule of `policy` may allow: a host a rule
+// names goes through the proxy, never around it into the empty namespace (issue 27 item 3).
+std::map<std::string, std::string> proxy_environment(const policy::Policy& policy);
 
 }  // namespace moat::sandbox

@@ -404,6 +404,55 @@ TEST(Policy, ARefusedPortSaysTheRuleNamesTheHostButNotThePort) {
   EXPECT_THAT(d.reason, HasSubstr("an IP address is reached only when a [[network]] rule names it"));
 }
 
+// Issue 27 item 3: the hosts an allow (or, with a person to ask, an ask) names are the proxy's,
+// never in NO_PROXY; a deny rule or a headless ask lets nothing through.
+TEST(Policy, AHostMayBeAllowedOnlyWhenAnAllowOrAnAnswerableAskNamesIt) {
+  for (const bool headless : {true, false}) {
+    SCOPED_TRACE(headless ? "headless" : "interactive");
+    PolicyWorld w;
+    w.options.headless = headless;
+    auto p = network_policy(w, "[[network]]\nid = \"u.no-local\"\ndecision = \"deny\"\n"
+                               "domains = [\"localhost\"]\n");
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(p->may_allow_network_host("127.0.0.1"));  // u.local, any port
+    EXPECT_TRUE(p->may_allow_network_host("registry.example.org"));  // u.registry, port 443
+    EXPECT_FALSE(p->may_allow_network_host("localhost"));             // only a deny names it
+    EXPECT_FALSE(p->may_allow_network_host("mirror.example.org"));  // "*." covers names below
+    EXPECT_EQ(p->may_allow_network_host("paste.example"), !headless);  // u.paste asks
+  }
+}
+
+// Issue 27 item 24: under defaults.write = "allow", `echo x > /etc/cron.d/job` was allowed by
+// echo's read-only rule although the sandbox refuses the write. Every output redirection form
+// is a write of its path: outside every writable root it is refused, naming the path; the
+// workspace, a writable root, /dev/null, the sandbox's HOME and descriptor duplications stay
+// allowed.
+TEST(Policy, AnOutputRedirectionOutsideEveryWritableRootIsRefused) {
+  PolicyWorld w;
+  write_file(w.options.user_dir + "/u.toml", "schema = 1\ndefaults = { write = \"allow\" }\n");
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  for (const char* op : {">", ">>", ">|", "&>", "&>>", "<>", "2>", "1>", "3<>", ">&", "2>>"}) {
+    const std::string line = std::string("echo x ") + op + " /etc/cron.d/job";
+    SCOPED_TRACE(line);
+    auto d = p->decide_command(line, w.workspace);
+    EXPECT_EQ(d.verdict, Verdict::kDeny);
+    EXPECT_EQ(d.deciding.id, "builtin.write-outside-roots");
+    EXPECT_THAT(d.reason, HasSubstr("/etc/cron.d/job is outside every writable root"));
+  }
+  EXPECT_EQ(p->decide_command("{ echo x; } > /etc/cron.d/job", w.workspace).verdict,
+            Verdict::kDeny);
+  for (const std::string& line :
+       {std::string("echo x > out.txt"), std::string("echo x >> ") + w.workspace + "/src/log",
+        "echo x > " + w.root + "/tmp/x", std::string("ls 2>/dev/null"),
+        std::string("ls 2>&1 >/dev/null"), std::string("echo x >&2"),
+        std::string("echo x 1>&2 2>/dev/stderr"), std::string("echo x > /dev/tty"),
+        std::string("echo x > ~/.profile")}) {
+    SCOPED_TRACE(line);
+    EXPECT_EQ(p->decide_command(line, w.workspace).verdict, Verdict::kAllow);
+  }
+}
+
 TEST(Policy, AHostThatIsNotANameIsDenied) {
   PolicyWorld w;
   auto p = network_policy(w, "defaults = { network = \"allow\" }\n");
