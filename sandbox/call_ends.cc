@@ -26,6 +26,17 @@ std::string CallEnds::finish(const std::string& id) {
   return why;
 }
 
+void CallEnds::cancelled_by_person(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = running_.find(id); it != running_.end()) it->second.by_person = true;
+}
+
+bool CallEnds::was_cancelled_by_person(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = running_.find(id);
+  return it != running_.end() && it->second.by_person;
+}
+
 std::string call_ended_note(const std::string& why) { return "[moat ended this call: " + why + "]"; }
 
 }  // namespace moat::sandbox

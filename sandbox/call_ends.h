@@ -20,11 +20,17 @@ class CallEnds {
   bool end(const std::string& id, const std::string& why);
   // Call `id` is over: why it was ended, "" when it was not.
   std::string finish(const std::string& id);
+  // A cancel frame came for call `id` (the agent sends one when the person presses Ctrl-C or
+  // aborts): its record says it was cancelled by the person, not only the signal that stopped
+  // it (issue 27 item 21). Raising its cancel flag stays RunningCalls::cancel's.
+  void cancelled_by_person(const std::string& id);
+  bool was_cancelled_by_person(const std::string& id);
 
  private:
   struct Running {
     std::shared_ptr<std::atomic<bool>> flag;
     std::string why;
+    bool by_person = false;
   };
   std::mutex mu_;
   std::map<std::string, Running> running_;

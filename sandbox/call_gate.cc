@@ -300,6 +300,7 @@ json CallGate::record_call(const GateCall& call, const std::string& decision_id,
     rec["nested_git_removed"] = result.details["nestedGitRemoved"];
     rec["nested_git_reason"] = kNestedGitReason;
   }
+  if (session_.call_ends->was_cancelled_by_person(call.id)) rec["cancelled"] = "person";
   rec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
   json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
                {"signal", rec.value("signal", json(nullptr))},

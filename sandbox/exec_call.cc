@@ -138,6 +138,7 @@ void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
     rec["timedOut"] = status->timed_out;
   }
   if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
+  if (session_.call_ends->was_cancelled_by_person(call.id)) rec["cancelled"] = "person";
   rec["is_error"] = status == nullptr;
   if (!nested_git_removed.empty()) {
     rec["nested_git_removed"] = nested_git_removed;

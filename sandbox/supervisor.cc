@@ -216,7 +216,11 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
     case ClientMessage::kCall:
       on_call(std::get<CallMsg>(frame), decoder.last_payload_bytes());
       return true;
-    case ClientMessage::kCancel: calls_.cancel(std::get<CancelMsg>(frame).id); return true;
+    case ClientMessage::kCancel:
+      // Marked before the flag is raised: the call's record, written once it stops, says so.
+      session_.call_ends->cancelled_by_person(std::get<CancelMsg>(frame).id);
+      calls_.cancel(std::get<CancelMsg>(frame).id);
+      return true;
     case ClientMessage::kAnswer:
       // The agent's own connection never answers: the person's answers come only from the
       // console channel (console_link.h). Dropped unread and unanswered, so an agent sending

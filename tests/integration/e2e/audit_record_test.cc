@@ -145,6 +145,35 @@ TEST_F(AuditRecordTest, APolicyFileNamedRelativeIsRecordedByItsAbsolutePath) {
   EXPECT_TRUE(rule) << "the decision's rule does not name " << want;
 }
 
+// A call the person cancels (the agent sends a cancel frame on Ctrl-C; moatd kills its
+// processes) is recorded as cancelled by the person, the signal kept (issue 27 item 21).
+TEST_F(AuditRecordTest, ACallThePersonCancelsIsRecordedAsCancelledByThePerson) {
+  std::string log;
+  {
+    RawClient c(socket_);
+    const json welcome = hello(c, ws_);
+    ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+    log = welcome.value("audit", "");
+    c.send_json({{"type", "call"},
+                 {"id", "s"},
+                 {"tool", "bash"},
+                 {"arguments", {{"command", "sleep 30"}}}});
+    ::usleep(700 * 1000);  // the sleep is running (its decision is written first)
+    c.send_json({{"type", "cancel"}, {"id", "s"}});
+    (void)c.read_result();
+    c.send_json({{"type", "bye"}});
+    (void)c.read_frame();
+  }
+  json rec;
+  for (const json& r : records_of(log))
+    if (r.value("type", "") == "call" && r.value("call_id", "") == "s") rec = r;
+  ASSERT_TRUE(rec.is_object()) << "no call record";
+  EXPECT_EQ(rec.value("cancelled", ""), "person") << rec.dump();
+  EXPECT_FALSE(rec["signal"].is_null()) << rec.dump();
+  e2e::Run show = run({moat_bin(), "audit", "show", log});
+  EXPECT_NE(show.out.find("cancelled by the person"), std::string::npos) << show.out;
+}
+
 // `echo $'\xff'` is ASCII on the wire, but the shell word the policy judged is the byte 0xff.
 // Canonical JSON cannot hold it as a string: the decision used to be dropped (only logged)
 // while the command ran, and its exec record named a decision that appeared nowhere.
