@@ -76,14 +76,15 @@ inline void add_policy_dir_options(CLI::App& cmd, std::string& system_dir, std::
 // not (CLI::NonNegativeNumber's message spelled the largest double out, 309 digits).
 template <typename T>
 CLI::Validator non_negative() {
-  const std::string range = std::is_integral_v<T>
-                                ? "a whole number from 0 to " +
-                                      std::to_string(std::numeric_limits<T>::max())
-                                : std::string("a number, 0 or more");
+  const std::string range =
+      std::is_integral_v<T>
+          ? "a whole number from 0 to " + std::to_string(std::numeric_limits<T>::max())
+          : std::string("a number, 0 or more");
   auto check = [range](std::string& in) -> std::string {
     T v{};
     const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
-    if (ec != std::errc() || end != in.data() + in.size() || v < T{}) return in + " is not " + range;
+    if (ec != std::errc() || end != in.data() + in.size() || v < T{})
+      return in + " is not " + range;
     return {};
   };
   return CLI::Validator(check, "NONNEGATIVE");
@@ -91,8 +92,8 @@ CLI::Validator non_negative() {
 
 // Each add_* registers its subcommands on `app`. A subcommand's callback stores its exit
 // code in `exit_code` (CLI11 callbacks return void).
-void add_run_command(CLI::App& app, int& exit_code);        // run
-void add_sandbox_commands(CLI::App& app, int& exit_code);   // sandbox exec|explain-filter, doctor
+void add_run_command(CLI::App& app, int& exit_code);       // run
+void add_sandbox_commands(CLI::App& app, int& exit_code);  // sandbox exec|explain-filter, doctor
 // The exit status of a command line CLI11 refused: 125 for `sandbox exec` (as env(1) and
 // timeout(1) fail), kExitUsage for the others.
 int parse_error_exit_code(const CLI::App& app);

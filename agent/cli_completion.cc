@@ -47,10 +47,13 @@ std::string bash_script(const CLI::App& app) {
          "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" path='' words='' i\n"
          "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
          "    case \"$path/${COMP_WORDS[i]}\" in\n"
-         "      " + paths + ") path=\"$path/${COMP_WORDS[i]}\" ;;\n"
+         "      " +
+         paths +
+         ") path=\"$path/${COMP_WORDS[i]}\" ;;\n"
          "    esac\n"
          "  done\n"
-         "  case \"$path\" in\n" + cases +
+         "  case \"$path\" in\n" +
+         cases +
          "  esac\n"
          "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
          "}\n"

@@ -43,7 +43,7 @@ struct AuditOptions {
   std::vector<std::string> files;  // files, or directories searched for *.jsonl
   std::string sessions_dir;        // where --session looks for a moat session id
   bool allow_open = false;
-  std::string key;  // a public key file to check checkpoints against
+  std::string key;                  // a public key file to check checkpoints against
   sessions::AuditShowOptions show;  // --tree, --json and the filter
   bool html = false;
   std::string output;
@@ -84,7 +84,8 @@ std::string modified_text(const sessions::SessionInfo& s) {
   return format_utc({static_cast<time_t>(s.modified_ns / 1000000000),
                      static_cast<long>(s.modified_ns % 1000000000)},
                     0)
-      .substr(0, 19) + "Z";
+             .substr(0, 19) +
+         "Z";
 }
 
 nlohmann::json session_info_json(const sessions::SessionInfo& s, const std::string& short_id) {
@@ -116,8 +117,8 @@ int run_list(const SessionsOptions& o) {
       continue;
     }
     // The short id (what --resume and `sessions show` take) and the time the list sorts by.
-    out += short_ids[i] + "  " + modified_text(s) + "  " + std::to_string(s.entries) + " entries  " +
-           moat::quoted(s.name.empty() ? s.first_message : s.name) +
+    out += short_ids[i] + "  " + modified_text(s) + "  " + std::to_string(s.entries) +
+           " entries  " + moat::quoted(s.name.empty() ? s.first_message : s.name) +
            (s.parent_session.empty() ? "" : "  (fork of " + s.parent_session + ")") + "\n";
     if (o.all) out += "    " + moat::quoted(s.workspace) + "\n";
   }
@@ -183,8 +184,7 @@ int run_show(const SessionsOptions& o) {
   for (const std::string& a : audit_ids(*l->store)) audits += "audit " + a + "\n";
   return emit("session " + l->store->id() + "\nfile " + l->store->path() + "\nworkspace " +
                   moat::quoted(sessions::str_field(l->store->header(), "workspace")) + "\n" +
-                  audits + "\n" +
-                  sessions::render_transcript(l->path),
+                  audits + "\n" + sessions::render_transcript(l->path),
               "");
 }
 
@@ -338,7 +338,8 @@ Result<std::vector<std::string>> audit_files(const std::vector<std::string>& pat
         found.push_back(it->path().string());
     if (ec) return fail(Error::from_errno("reading audit directory", ec.value(), path));
     if (found.empty())
-      return fail(Error::msg("audit directory " + moat::quoted(path) + " holds no *.jsonl audit log"));
+      return fail(
+          Error::msg("audit directory " + moat::quoted(path) + " holds no *.jsonl audit log"));
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -365,22 +366,25 @@ std::string audit_file_session(const ReadAudit& a) {
 // one instant keep their file order.
 int run_audit_show(const AuditOptions& given) {
   AuditOptions o = given;
-  auto files = audit_files(o.files.empty() ? std::vector<std::string>{sessions::default_audit_dir(false)}
-                                           : o.files);
+  auto files = audit_files(
+      o.files.empty() ? std::vector<std::string>{sessions::default_audit_dir(false)} : o.files);
   if (!files) return report(files.error());
   o.files = std::move(*files);
   // --session may name a moat session (its id, short form or prefix): its runs' audit logs.
-  const std::vector<std::string> audit_ids = o.show.filter.session.empty()
-      ? std::vector<std::string>()
-      : audit_ids_of_session(o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir,
-                             o.show.filter.session);
+  const std::vector<std::string> audit_ids =
+      o.show.filter.session.empty()
+          ? std::vector<std::string>()
+          : audit_ids_of_session(
+                o.sessions_dir.empty() ? sessions::default_sessions_dir() : o.sessions_dir,
+                o.show.filter.session);
   if (!audit_ids.empty()) o.show.filter.session.clear();
   bool ok = true;
   auto audits = read_audits(o, ok);
   if (!audits) return report(audits.error());
   if (!audit_ids.empty())
     std::erase_if(*audits, [&](const ReadAudit& a) {
-      return std::find(audit_ids.begin(), audit_ids.end(), audit_file_session(a)) == audit_ids.end();
+      return std::find(audit_ids.begin(), audit_ids.end(), audit_file_session(a)) ==
+             audit_ids.end();
     });
   sessions::AuditShowOptions show = o.show;
   show.session_column = !show.json && audits->size() > 1;
@@ -458,9 +462,10 @@ void add_sessions_group(CLI::App& app, int& exit_code) {
 // verify, show and export check a log the same way.
 void add_read_verify_options(CLI::App& cmd, AuditOptions& opts) {
   // Their own words for 1: no task runs here (run_verify, read_audits).
-  cmd.footer("Exit codes: 0 every file verifies, 1 a file does not verify (a broken chain or "
-             "signature, no session.end without --allow-open; for verify also a file it cannot "
-             "read), 2 usage or configuration error (bad options, an unreadable --key).");
+  cmd.footer(
+      "Exit codes: 0 every file verifies, 1 a file does not verify (a broken chain or "
+      "signature, no session.end without --allow-open; for verify also a file it cannot "
+      "read), 2 usage or configuration error (bad options, an unreadable --key).");
   cmd.add_flag("--allow-open", opts.allow_open,
                "Accept a log without session.end (a session still running)");
   cmd.add_option("--key", opts.key,

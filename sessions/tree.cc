@@ -177,11 +177,11 @@ Result<NamedSession> find_named_session(const std::string& sessions_dir, const s
   }
   // File names end in _<id>.jsonl, so the match needs no file to be loaded.
   const std::vector<SessionFile> files = session_files(sessions_dir, "");
-  MOAT_ASSIGN_OR_RETURN(
-      size_t i, unique_prefix(
-                    out.id_part, files.size(),
-                    [&](size_t k) -> const std::string& { return files[k].id; }, "session",
-                    /*tails=*/true));
+  MOAT_ASSIGN_OR_RETURN(size_t i,
+                        unique_prefix(
+                            out.id_part, files.size(),
+                            [&](size_t k) -> const std::string& { return files[k].id; }, "session",
+                            /*tails=*/true));
   out.path = files[i].path;
   return out;
 }

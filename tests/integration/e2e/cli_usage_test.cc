@@ -74,9 +74,11 @@ TEST(CliUsage, ErrorsNameTheOptionNotASyscallOrASourceLocation) {
   const std::vector<Case> cases = {
       {{moat_bin(), "run", "-m", "replay:x", "-C", gone, "a task"}, 2, "-C: workspace '" + gone},
       {{moat_bin(), "sandbox", "exec", "-C", gone, "--", "true"}, 125, "workspace '" + gone},
-      {{moat_bin(), "sandbox", "exec", "--bind", gone, "/x", "--", "true"}, 125,
+      {{moat_bin(), "sandbox", "exec", "--bind", gone, "/x", "--", "true"},
+       125,
        "--bind '" + gone + "': cannot be resolved: No such file or directory"},
-      {{moat_bin(), "sandbox", "exec", "--ro-bind", gone, "/x", "--", "true"}, 125,
+      {{moat_bin(), "sandbox", "exec", "--ro-bind", gone, "/x", "--", "true"},
+       125,
        "--ro-bind '" + gone + "'"},
   };
   for (const Case& c : cases) {
@@ -94,8 +96,8 @@ TEST(CliUsage, ErrorsNameTheOptionNotASyscallOrASourceLocation) {
 TEST(CliUsage, HelpListsTheExitCodesTheCommandReallyReturns) {
   SplitRun r = run_split({moat_bin(), "sandbox", "--help"}, {}, 30);
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* code : {"124 timed out", "125 moat failed", "126 refused by the policy",
-                           "127 not found", "128+N"})
+  for (const char* code :
+       {"124 timed out", "125 moat failed", "126 refused by the policy", "127 not found", "128+N"})
     EXPECT_NE(r.out.find(code), std::string::npos) << code << "\n" << r.out;
   r = run_split({moat_bin(), "audit", "verify", "--help"}, {}, 30);
   EXPECT_NE(r.out.find("1 a file does not verify"), std::string::npos) << r.out;
@@ -109,9 +111,13 @@ TEST(CliUsage, HelpListsTheExitCodesTheCommandReallyReturns) {
 
 // Issue 27 item 20: -C meant the workspace in `run` and `sandbox exec` only.
 TEST(CliUsage, DashCIsTheWorkspaceInEveryCommandThatTakesOne) {
-  for (const std::vector<std::string>& cmd :
-       {std::vector<std::string>{"run"}, {"sandbox", "exec"}, {"sessions", "list"},
-        {"policy", "lint"}, {"policy", "explain"}, {"policy", "trust"}, {"prompt", "show"}}) {
+  for (const std::vector<std::string>& cmd : {std::vector<std::string>{"run"},
+                                              {"sandbox", "exec"},
+                                              {"sessions", "list"},
+                                              {"policy", "lint"},
+                                              {"policy", "explain"},
+                                              {"policy", "trust"},
+                                              {"prompt", "show"}}) {
     std::vector<std::string> argv = {moat_bin()};
     argv.insert(argv.end(), cmd.begin(), cmd.end());
     argv.push_back("--help");
@@ -124,8 +130,7 @@ TEST(CliUsage, DashCIsTheWorkspaceInEveryCommandThatTakesOne) {
 std::string completions(const std::string& script, const std::string& line) {
   TempDir dir;
   std::ofstream(dir.path() + "/moat.bash") << script;
-  const std::string code = "source '" + dir.path() +
-                           "/moat.bash'; COMP_WORDS=(" + line +
+  const std::string code = "source '" + dir.path() + "/moat.bash'; COMP_WORDS=(" + line +
                            "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _moat; "
                            "for w in \"${COMPREPLY[@]}\"; do echo \"$w\"; done";
   return run_split({"/bin/bash", "--norc", "-c", code}, {}, 30).out;
