@@ -22,6 +22,7 @@
 #include "sandbox/binds.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/own_files.h"
+#include "sandbox/git_identity.h"
 #include "sandbox/protect.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_runner.h"
@@ -274,6 +275,10 @@ Result<void> HelloSteps::create_session() {
   config_.unprivileged_gid = options_.unprivileged_gid;
   config_.allow_without = options_.allow_without;
   config_.handler = &tools::handle_in_sandbox;
+  // The person's git identity, so a commit inside has an author. Only a moatd of their own
+  // reads it (with its HOME): a shared root moatd would run git over another user's files.
+  if (const char* home = std::getenv("HOME"); home != nullptr && peer_.uid == ::geteuid())
+    config_.home_gitconfig = gitconfig_text(read_git_identity(home));
   const bool proxied = state_.policy->grants_network() && hello_.network != NetworkRequest::kOff;
   if (proxied) {
     // AF_INET for the sandbox's own loopback, where the proxy listens; the namespace has

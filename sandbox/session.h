@@ -107,6 +107,9 @@ struct SessionConfig {
   int net_proxy_port = 0;
   Limits limits;
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
+  // Written to the sandbox's $HOME/.gitconfig (/tmp/.gitconfig) once the view is built: the
+  // person's user.name and user.email (git_identity.h), nothing else of their git config.
+  std::string home_gitconfig;
   std::string hostname = "moat";
   // host uid the sandbox's users map to when moatd is root
   uid_t unprivileged_uid = kUnprivilegedUid;

@@ -111,6 +111,16 @@ std::vector<std::string> build_env(const SessionConfig& config, const nlohmann::
   return out;
 }
 
+// In the new view: the sandbox's HOME is /tmp (build_env), its own tmpfs, empty until now.
+Result<void> write_home_gitconfig(const std::string& text) {
+  if (text.empty()) return {};
+  UniqueFd fd(::open("/tmp/.gitconfig", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return fail(Error::from_errno("open", errno, "/tmp/.gitconfig"));
+  if (!sys::write_all(fd.get(), text.data(), text.size()))
+    return fail(Error::from_errno("write", errno, "/tmp/.gitconfig"));
+  return {};
+}
+
 Result<PreparedCall> prepare(const SessionConfig& config, const nlohmann::json& req) {
   PreparedCall call;
   const std::string kind = req.value("kind", "");
@@ -240,6 +250,7 @@ Result<void> Init::setup() {
   for (const SessionBind& b : config_.binds)
     plan.binds.push_back({b.source, b.target, b.writable, b.is_dir, b.fd_is_tree, b.fd});
   if (auto view = build_view_in_init(plan); !view) return fail(view.error().with_context("mount"));
+  MOAT_TRY(write_home_gitconfig(config_.home_gitconfig));
   if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
   for (const SessionBind& b : config_.binds) close(b.fd);
   MOAT_TRY(setup_filter());

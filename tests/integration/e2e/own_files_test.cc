@@ -265,6 +265,50 @@ TEST_F(OwnFilesTest, AStartupFileTheHomeLacksThatACallCreatesIsRemovedBeforeItsR
   c.read_frame();
 }
 
+// Issue 27 item 17: `git commit` inside failed (no author: the host's ~/.gitconfig is not in
+// the sandbox), and `git config user.name` and `git -c user.email=...` were refused. The
+// person's user.name and user.email, and nothing else of their git config, are the sandbox's
+// global git config now, and the policy lets the code set them.
+using GitIdentityTest = OwnFilesTest;
+
+TEST_F(GitIdentityTest, ACommitInsideHasThePersonsIdentityAndTheCodeMaySetIt) {
+  std::ofstream(home_ + "/.gitconfig")
+      << "[user]\n\tname = Ada \\\"The\\\" Lovelace\n\temail = ada@example.org\n"
+         "[core]\n\tfsmonitor = touch /tmp/moat-fsmonitor-ran\n[alias]\n\tst = !sh\n";
+  const std::string ws = dir_.path() + "/ws";
+  fs::create_directories(ws);
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
+  json welcome = c.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  auto out = [&](const std::string& cmd) {
+    json r = call(c, "bash", {{"command", cmd}});
+    EXPECT_FALSE(r.value("isError", true)) << cmd << "\n" << r.dump();
+    return r.dump();
+  };
+  const std::string first = out(
+      "git init -q . && echo a > a && git add a && git commit -qm first && "
+      "git log -1 --format='who=%an <%ae>'");
+  EXPECT_NE(first.find("who=Ada \\\"The\\\" Lovelace <ada@example.org>"), std::string::npos)
+      << first;
+  // Only the identity: the host's fsmonitor and aliases stay on the host.
+  const std::string global = out("cat /tmp/.gitconfig");
+  EXPECT_EQ(global.find("fsmonitor"), std::string::npos) << global;
+  EXPECT_EQ(global.find("alias"), std::string::npos) << global;
+  EXPECT_NE(out("git config --global user.name Bob && git commit -q --allow-empty -m second && "
+                "git log -1 --format=who=%an")
+                .find("who=Bob"),
+            std::string::npos);
+  EXPECT_NE(out("git -c user.email=c@example.org commit -q --allow-empty -m third && "
+                "git log -1 --format=who=%ae")
+                .find("who=c@example.org"),
+            std::string::npos);
+  c.send_json({{"type", "bye"}});
+  c.read_frame();
+  EXPECT_EQ(slurp(home_ + "/.gitconfig").find("Bob"), std::string::npos);  // the host's is as it was
+}
+
 }  // namespace
 }  // namespace moat::e2e
 
