@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "base/sys.h"
 #include "base/workspace_path.h"
+#include "policy/ceilings.h"
 #include "sandbox/doctor.h"
 #include "sandbox/exec_call.h"
 #include "sandbox/protocol.h"
@@ -65,15 +66,48 @@ int moat_failed(int code, const std::string& why) {
   return code;
 }
 
-// The exit status a result stands for (sandbox/exec_call.h's details).
-int exit_status_of(const tools::ToolResult& r, bool verbose) {
+// --timeout's seconds as typed: "3600s", "0.5s".
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
+}
+
+// resources.wall_time as moatd's welcome states it ({value, layer, file}):
+// "resources.wall_time = 10m (builtin layer, /usr/share/moat/policy/default.toml)".
+std::string wall_time_named(const json& w) {
+  if (!w.is_object() || !w.contains("value")) return "resources.wall_time";
+  return "resources.wall_time = " +
+         policy::format_ceiling("wall_time", w.value("value", std::int64_t{0})) + " (" +
+         w.value("layer", "") + " layer, " + w.value("file", "") + ")";
+}
+
+// One line when --timeout asks for more than the session's wall time: moatd ends the call at
+// the ceiling, not at --timeout (sandbox/session.cc's call_timeout).
+void tell_timeout_cap(double timeout_s, const json& w) {
+  const std::int64_t wall = w.is_object() ? w.value("value", std::int64_t{0}) : 0;
+  if (timeout_s <= 0 || wall <= 0 || timeout_s <= static_cast<double>(wall)) return;
+  moat_failed(0, "--timeout " + seconds_text(timeout_s) + " capped to " +
+                     policy::format_ceiling("wall_time", wall) + " by " + wall_time_named(w));
+}
+
+// Which limit ended a timed-out call (details.limit): the call's own --timeout, or the policy's.
+std::string timed_out_why(const json& details, double timeout_s, const json& wall_time) {
+  if (details.value("limit", "") == "timeout")
+    return "timed out after " + seconds_text(timeout_s) + " (--timeout): the command was killed";
+  return "timed out at " + wall_time_named(wall_time) + ": the command was killed";
+}
+
+// The exit status a result stands for (sandbox/exec_call.h's details); `timed_out_note` is said
+// when the call timed out.
+int exit_status_of(const tools::ToolResult& r, bool verbose, const std::string& timed_out_note) {
   const json& d = r.details.is_object() ? r.details : json::object();
   std::string text;
   for (const auto& b : r.content)
     if (b.value("type", "") == "text") text += b.value("text", "");
   if (d.contains("signal") && d["signal"].is_number_integer()) {
     const bool timed_out = d.value("timedOut", false);
-    if (timed_out) moat_failed(0, "timed out: the command was killed");
+    if (timed_out) moat_failed(0, timed_out_note);
     else if (verbose) moat_failed(0, "killed by signal " + d["signal"].dump());
     return timed_out ? kExecTimedOut : 128 + (d["signal"].get<int>() & 0x7f);
   }
@@ -269,10 +303,14 @@ int run_exec(const ExecOptions& o) {
       o.network ? sandbox::NetworkRequest::kOn : sandbox::NetworkRequest::kOff, std::move(*binds));
   if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
+  const json wall_time = welcome->policy.value("wallTime", json::object());
+  tell_timeout_cap(o.timeout_s, wall_time);
   const tools::ToolResult result = run_with_stdio(**client, *message);
   client->reset();  // bye, and a private moatd has written session.end and exited
   tell_exec_notes(result, o.verbose);
-  return die_like(result, exit_status_of(result, o.verbose));
+  const json details = result.details.is_object() ? result.details : json::object();
+  return die_like(result, exit_status_of(result, o.verbose,
+                                         timed_out_why(details, o.timeout_s, wall_time)));
 }
 
 // A repeatable two-word option (NAME VALUE, SRC DST), taken one occurrence at a time

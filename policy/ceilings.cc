@@ -29,6 +29,7 @@ constexpr CeilingKey kKeys[] = {
     {"network_bytes", &Resources::network_bytes, &ResourceCeilings::network_bytes, Unit::kSize},
     {"network_idle", &Resources::network_idle, &ResourceCeilings::network_idle_s,
      Unit::kDuration},
+    {"network_rate", &Resources::network_rate, &ResourceCeilings::network_rate, Unit::kCount},
 };
 
 const LoadedLayer* lowest(const std::vector<LoadedLayer>& layers, const CeilingKey& k,

@@ -16,6 +16,7 @@
 #include "base/moat_dirs.h"
 #include "base/random.h"
 #include "base/sys.h"
+#include "policy/ceilings.h"
 #include "policy/digest.h"
 #include "policy/permissive.h"
 #include "policy/protected_paths.h"
@@ -116,6 +117,17 @@ Limits limits_from(const policy::ResourceCeilings& r) {
   return l;
 }
 
+// resources.wall_time as welcome states it: its value and the layer and file that set it.
+nlohmann::json wall_time_source(const policy::LoadOptions& lo) {
+  auto layers = policy::load_layers(lo, nullptr);
+  if (!layers) return nlohmann::json::object();
+  for (const policy::CeilingSource& c : policy::ceiling_sources(*layers))
+    if (c.key == "wall_time")
+      return {{"value", c.value}, {"layer", c.layer.empty() ? "default" : c.layer},
+              {"file", c.file.empty() ? "built-in" : c.file}};
+  return nlohmann::json::object();
+}
+
 }  // namespace
 
 const HelloStepInfo& hello_step_info(HelloStep step) {
@@ -187,6 +199,7 @@ Result<void> HelloSteps::load_policy() {
   MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
   state_.typed_exec = options_.typed_exec;
   state_.user_policy_dir = lo.user_dir.empty() ? dirs::user_policy() : lo.user_dir;
+  state_.wall_time = wall_time_source(lo);
   if (options_.permissive) state_.policy = policy::make_permissive(std::move(state_.policy));
   return check_project_layer_is_the_workspaces(*state_.policy, state_.workspace_fd.get());
 }

@@ -611,7 +611,11 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
     }
     if (!killed && Clock::now() >= deadline) {
       out.timed_out = true;
-      if (out.limit.empty()) out.limit = "wall_time";
+      // The call's own timeout when it was below the policy's ceiling, else that ceiling
+      // (a timeout at or above it is the ceiling's: call_timeout).
+      const double wall = config_.limits.wall_time_s;
+      const bool own = spec.timeout_s > 0 && (wall <= 0 || spec.timeout_s < wall);
+      if (out.limit.empty()) out.limit = own ? "timeout" : "wall_time";
       kill_call();
     }
     if (!killed && stop.raised()) {

@@ -37,6 +37,9 @@ struct SessionState {
   // The person's policy layer, as this session loaded it: where a refusal says a user-layer
   // rule would go (sandbox/refusal_hint.h).
   std::string user_policy_dir;
+  // resources.wall_time and the layer that set it ({key, value, layer, file}), for welcome:
+  // `moat sandbox exec` names it when it caps --timeout or kills a call (issue 27 item 7).
+  nlohmann::json wall_time = nlohmann::json::object();
   std::unique_ptr<sessions::AuditLog> audit;  // null when it could not be opened
   std::string audit_signing;  // "ed25519", or "off: <why>" (session.start says which)
   std::unique_ptr<Session> session;

@@ -281,7 +281,9 @@ void Connection::send_welcome() {
       session_.audit ? session_.audit->path() : "",
       json::parse(session_.session->describe_json(), nullptr, false),
       "",
-      {{"layers", session_.policy->layers_json()}, {"hash", session_.policy->policy_hash()}}};
+      {{"layers", session_.policy->layers_json()},
+       {"hash", session_.policy->policy_hash()},
+       {"wallTime", session_.wall_time}}};
   if (!session_.headless) {
     auto token = console_.open(std::move(console_fd_), consoles_, session_.id, peer_.uid);
     if (token) welcome.console_token = *token;

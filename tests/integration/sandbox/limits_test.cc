@@ -40,7 +40,7 @@ TEST(Limits, TimeoutKillsTheWholeProcessGroup) {
   auto r = testing::sh(s, "sleep 100 & echo started; sleep 100", 0.5);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_TRUE(r->outcome.timed_out);
-  EXPECT_EQ(r->outcome.limit, "wall_time");
+  EXPECT_EQ(r->outcome.limit, "timeout");
   EXPECT_EQ(r->outcome.signal, SIGKILL);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
   auto after = testing::sh(s, "cat /proc/[0-9]*/comm | grep -c sleep");

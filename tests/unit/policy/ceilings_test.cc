@@ -45,7 +45,8 @@ TEST(Ceilings, EachNamesTheLayerThatSetItAndAgreesWithTheEffectiveCeilings) {
   EXPECT_EQ(c["cpu_time"].layer, "builtin");
   EXPECT_EQ(c["network_idle"].value, p->resources().network_idle_s);
   EXPECT_EQ(c["network_idle"].layer, "");  // schema.h's default: the built-in sets none
-  EXPECT_EQ(c.size(), 10u);
+  EXPECT_EQ(c.size(), 11u);
+  EXPECT_EQ(c["network_rate"].value, p->resources().network_rate);  // a row for each key
 }
 
 TEST(Ceilings, LintWarnsOfACeilingThatAStricterLayerOverrides) {
