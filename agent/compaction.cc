@@ -238,8 +238,11 @@ Result<sessions::Entry> compact(const sessions::SessionContext& context,
   const std::vector<Message> msgs = context.live_messages().to_vector();
   const CutPoint cut = find_cut_point(msgs, settings.keep_recent_tokens);
   if (cut.first_kept == 0)
-    return fail(
-        Error::msg("compact: the context is within keep_recent_tokens; nothing to summarise"));
+    return fail(Error::msg("compact: nothing to summarise: the whole context (about " +
+                           std::to_string(estimate_tokens(msgs)) +
+                           " tokens) is within what --keep-recent keeps (" +
+                           std::to_string(settings.keep_recent_tokens) +
+                           " tokens); moat run --keep-recent N with a smaller N summarises more"));
   const int max_tokens =
       static_cast<int>(std::max<int64_t>(1024, settings.reserve_tokens * 8 / 10));
   const std::vector<Message> history = slice(msgs, 0, cut.turn_start);

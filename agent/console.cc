@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "agent/console_question.h"
@@ -137,6 +138,11 @@ class Console {
   void show_question();
   void offer_choices();
   void discard_typed_ahead();
+  void take_key(std::string_view keys);
+  void end_of_input();
+  void keys_mode(bool single);
+  void drain_loop_output();
+  void interrupt_at_prompt();
   void answer(const std::optional<std::string>& line);
   void read_signals();
   // Copies what the loop wrote to `to`, its controls made visible; false at end of file.
@@ -160,12 +166,16 @@ class Console {
   const bool framed_;  // stderr is a terminal: the question is drawn behind kQuestionMark
   std::optional<std::chrono::steady_clock::time_point> guard_until_;  // choices not yet shown
   std::deque<std::string> held_;  // a script's answers, typed before their question came
+  // A person's question is answered with one key: the terminal leaves canonical mode while it
+  // is shown (its modes before, to restore), so y, s or n counts without Enter.
+  std::optional<termios> line_mode_;
   bool stdin_eof_ = false;
   std::string partial_;
   std::string out_carry_, err_carry_;
   std::unique_ptr<RpcConsole> rpc_;     // `--rpc`
   std::unique_ptr<TerminalView> view_;  // a terminal run: the loop's events drawn
   int interrupts_ = 0;                  // Ctrl-C: the first cancels the turn, the second quits
+  bool ending_ = false;                 // Ctrl-C at the prompt: a second one ends the session
   bool repl_ = false;                   // a terminal session (agent/terminal_repl.h)
   LoopCommands commands_;
 };
@@ -220,6 +230,7 @@ int Console::run() {
   while (loop_out_.valid() && pump(loop_out_, stdout, out_carry_)) {}
   while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
   if (rpc_) rpc_->loop_output_ended();
+  keys_mode(false);
   if (view_) view_->feed("\n");  // a last event without its LF
   if (view_) view_->ended();
   return status;
@@ -259,7 +270,7 @@ void Console::read_signals() {
       // turn runs at the prompt: there Ctrl-C ends the session as Ctrl-D does.
       if (view_) view_->erase();
       if (repl_ && !view_->busy() && interrupts_ == 0) {
-        end_session();
+        interrupt_at_prompt();
       } else if (++interrupts_ == 1) {
         ::kill(loop_, SIGINT);
         if (interactive_ && !rpc_)
@@ -273,6 +284,17 @@ void Console::read_signals() {
       ::kill(loop_, SIGTERM);
     }
   }
+}
+
+// Ctrl-C at the prompt drops what was typed on the line (the terminal's line discipline does);
+// only a second one, before another line is typed, ends the session, so a Ctrl-C meant for a
+// turn that has just ended does not end the session with it.
+void Console::interrupt_at_prompt() {
+  if (ending_) return end_session();
+  ending_ = true;
+  std::fputc('\n', stderr);
+  view_->say("moat: Ctrl-C again to end the session (or Ctrl-D, /exit)");
+  view_->show_prompt();
 }
 
 // --rpc: checked commands go to the loop as its pipe takes them; once the input has ended and
@@ -296,16 +318,9 @@ void Console::read_stdin() {
     if (rpc_->for_loop().empty()) to_loop_.reset();
     return;
   }
-  if (n <= 0) {
-    if (!partial_.empty()) take_line(std::exchange(partial_, std::string()));
-    if (repl_) view_->say("");  // Ctrl-D at the prompt: what follows starts on a line of its own
-    // End of input: the loop gets it too, and every question, now or later, is declined.
-    stdin_eof_ = true;
-    to_loop_.reset();
-    while (!asks_.empty()) answer(std::nullopt);
-    return;
-  }
+  if (n <= 0) return end_of_input();
   if (guard_until_) return;  // keys pressed as the question appeared were not meant for it
+  if (line_mode_ && shown_) return take_key(std::string_view(buf, static_cast<std::size_t>(n)));
   take_lf_lines(partial_, std::string_view(buf, static_cast<std::size_t>(n)),
                 [this](std::string line) { take_line(std::move(line)); });
   if (partial_.size() >= kMaxLine) {
@@ -314,10 +329,41 @@ void Console::read_stdin() {
   }
 }
 
+// A key at a question on the screen: y, s or n (either case) answers it, echoed; any other key
+// is ignored. What follows the answering key (its habitual Enter left out) was typed after the
+// answer: once no question is shown it is the prompt's, and Ctrl-D in it ends the input as at
+// the prompt; while the next question is shown it is dropped (typed before that question).
+void Console::take_key(std::string_view keys) {
+  const std::size_t at = keys.find_first_of("ysnYSN");
+  if (at == std::string_view::npos) return;
+  const char eof = line_mode_ ? static_cast<char>(line_mode_->c_cc[VEOF]) : '\x04';
+  std::fprintf(stderr, "%c\n", keys[at]);
+  answer(std::string(1, keys[at]));
+  std::string_view rest = keys.substr(at + 1);
+  if (!rest.empty() && (rest[0] == '\n' || rest[0] == '\r')) rest.remove_prefix(1);
+  if (shown_ || rest.empty()) return;
+  const std::size_t end = rest.find(eof);
+  take_lf_lines(partial_, rest.substr(0, end), [this](std::string l) { take_line(std::move(l)); });
+  if (end != std::string_view::npos) end_of_input();
+}
+
+void Console::end_of_input() {
+  if (!partial_.empty()) take_line(std::exchange(partial_, std::string()));
+  if (repl_) view_->say("");  // Ctrl-D at the prompt: what follows starts on a line of its own
+  // End of input: the loop gets it too, and every question, now or later, is declined.
+  stdin_eof_ = true;
+  to_loop_.reset();
+  while (!asks_.empty()) answer(std::nullopt);
+}
+
 void Console::take_line(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (shown_) return answer(line);
-  if (view_ && view_->command(line)) return;  // /cost, /diff, /policy, /model
+  ending_ = false;
+  if (view_ && view_->command(line)) {  // /cost, /diff, /policy, /model
+    if (repl_ && !view_->busy()) view_->show_prompt();
+    return;
+  }
   if (repl_ && !(view_->busy() && is_answer(line))) {
     const TypedLine t = read_typed_line(line, view_->busy());
     if (t.kind == TypedLine::Kind::kLoop) {
@@ -396,12 +442,15 @@ void Console::read_channel() {
     if (rpc_) rpc_->asks_gone();
     shown_ = false;
     guard_until_.reset();
+    keys_mode(false);
   }
 }
 
 void Console::show_question() {
   if (shown_ || asks_.empty()) return;
   if (!interactive_) return answer(std::nullopt);
+  // What the loop wrote before moatd asked (the model's text, the call's line) comes first.
+  drain_loop_output();
   if (view_) view_->erase();  // the running calls are drawn again once it is answered
   const std::string lines = question_lines(asks_.front().second, framed_);
   std::fwrite(lines.data(), 1, lines.size(), stderr);
@@ -410,6 +459,7 @@ void Console::show_question() {
   if (person_ && !stdin_eof_) {
     // What was typed before the question came is not its answer; nor is a key pressed as it
     // appears: the choices, and with them the answer, come after the guard (offer_choices).
+    keys_mode(true);
     discard_typed_ahead();
     guard_until_ = std::chrono::steady_clock::now() + kAnswerGuard;
     return;
@@ -442,9 +492,38 @@ void Console::discard_typed_ahead() {
   ::tcflush(STDIN_FILENO, TCIFLUSH);
 }
 
+// The loop's output already in its pipes, drawn without waiting for more.
+void Console::drain_loop_output() {
+  for (auto [fd, to, carry] :
+       {std::tuple(&loop_out_, stdout, &out_carry_), std::tuple(&loop_err_, stderr, &err_carry_)}) {
+    pollfd p{fd->get(), POLLIN, 0};
+    while (fd->valid() && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+      if (!pump(*fd, to, *carry)) fd->reset();
+  }
+}
+
+// `single`: the terminal hands each key over as it is typed, unechoed (Ctrl-C still signals);
+// otherwise the modes it had are restored (keys typed after the answer are kept). TCSAFLUSH
+// drops what was typed before the switch.
+void Console::keys_mode(bool single) {
+  if (single && !line_mode_) {
+    termios t{};
+    if (::tcgetattr(STDIN_FILENO, &t) != 0) return;
+    line_mode_ = t;
+    t.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    (void)::tcsetattr(STDIN_FILENO, TCSAFLUSH, &t);
+  } else if (!single && line_mode_) {
+    (void)::tcsetattr(STDIN_FILENO, TCSANOW, &*line_mode_);
+    line_mode_.reset();
+  }
+}
+
 void Console::answer(const std::optional<std::string>& line) {
   if (asks_.empty()) return;
   guard_until_.reset();
+  keys_mode(false);
   const PersonAnswer a = parse_answer(line);
   if (view_) view_->erase();  // drawn again below the answer
   if (shown_) print_answer(a);

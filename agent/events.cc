@@ -117,7 +117,10 @@ void RunEvents::answered(Message& answer) {
   const auto cost = providers::cost_of(usage, pricing_);
   answer["cost"] = cost.to_json();
   const auto now = std::chrono::system_clock::now();
-  const auto miss = providers::audit_cache(previous_, model_spec_, usage, pricing_, now);
+  // A replayed answer's usage is what the file says, not a cache's: nothing to audit.
+  const bool replayed = model_spec_.rfind("replay:", 0) == 0;
+  const auto miss = replayed ? std::nullopt
+                             : providers::audit_cache(previous_, model_spec_, usage, pricing_, now);
   if (miss) answer["cacheMiss"] = miss->to_json();
   previous_ = providers::CacheState{model_spec_, usage.prompt(), now};
   const int calls = tool_calls_in(answer);

@@ -38,7 +38,7 @@ std::string repl_help() {
          "  /compact [TEXT]        summarise the context now (TEXT: what the summary keeps)\n"
          "  /cost /diff /policy /model   the session's cost, changed files, policy, model\n"
          "  /help                  this list\n"
-         "  /exit, /quit, Ctrl-D   end the session (Ctrl-C: cancel the turn; at the prompt, end)";
+         "  /exit, /quit, Ctrl-D   end the session (Ctrl-C: cancel the turn; at the prompt, twice)";
 }
 
 TypedLine read_typed_line(const std::string& typed, bool running) {

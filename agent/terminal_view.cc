@@ -113,7 +113,8 @@ void TerminalView::event(const json& e) {
   if (type == "tool_output") return call_output(e);
   if (type == "tool_call_decision") return call_decided(e);
   if (type == "tool_call_end") return call_ended(e);
-  const std::string shown = event_status_lines(e);
+  const std::string shown = event_status_lines(e, said_);
+  if (type == "error") said_ = str(e, "message");
   if (!shown.empty()) line(shown);
 }
 
@@ -295,7 +296,8 @@ bool TerminalView::command(const std::string& typed) {
 
 // A turn of a terminal session has ended: how (one line), then the prompt again.
 void TerminalView::turn_over(const json& result) {
-  const std::string lines = event_status_lines(result);
+  const std::string lines = event_status_lines(result, said_);
+  said_.clear();
   const std::size_t a = lines.find("moat: ");
   if (a != std::string::npos) line(lines.substr(a, lines.find('\n', a) - a));
   for (const char* key : {"session_file", "audit_log", "host_executed", "host_executed_unknown"})

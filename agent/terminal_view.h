@@ -81,6 +81,7 @@ class TerminalView {
   std::chrono::steady_clock::time_point last_tick_{};
   bool repl_ = false;
   bool busy_ = false;
+  std::string said_;  // the last error event's message: the turn's result does not repeat it
 };
 
 }  // namespace moat::agent

@@ -30,6 +30,7 @@ class TextEventSink final : public EventSink {
       return status("  > " + str(e, "tool") + ": " + one_line(str(e, "summary"), 160));
     if (type == "tool_call_end") return tool_result(e);
     if (type == "result") return result(e);
+    if (type == "error") said_ = str(e, "message");
     if (const std::string lines = event_status_lines(e); !lines.empty()) {
       end_line();
       std::fputs(lines.c_str(), stderr);
@@ -84,6 +85,7 @@ class TextEventSink final : public EventSink {
 
   std::mutex mu_;
   std::string held_;  // print mode: the answer that is final unless another comes
+  std::string said_;  // the last error event's message (the result does not repeat it)
 };
 
 const char* stop_text(const std::string& stop) {
@@ -111,11 +113,11 @@ std::string cache_miss_line(const json& e) {
 }
 
 // The summary: how the run stopped, where its records are.
-std::string result_lines(const json& e) {
+std::string result_lines(const json& e, std::string_view said) {
   const int turns = e.value("turns", 0);
   std::string out = "\nmoat: " + std::string(stop_text(str(e, "stop"))) + " after " +
                     std::to_string(turns) + " turn" + (turns == 1 ? "" : "s");
-  if (!str(e, "detail").empty()) out += " (" + str(e, "detail") + ")";
+  if (!str(e, "detail").empty() && str(e, "detail") != said) out += " (" + str(e, "detail") + ")";
   out += "\n";
   if (!str(e, "session_file").empty())
     out += "moat: session file: " + str(e, "session_file") + "\n";
@@ -129,7 +131,7 @@ std::string result_lines(const json& e) {
 // The summary on stderr; in print mode, the final answer on stdout, alone.
 void TextEventSink::result(const json& e) {
   end_line();
-  std::fputs(result_lines(e).c_str(), stderr);
+  std::fputs(result_lines(e, said_).c_str(), stderr);
   std::fflush(stderr);
   if (held_.empty()) return;
   if (!e.contains("answer") || !e["answer"].is_string()) return to_stderr(held_);
@@ -140,13 +142,13 @@ void TextEventSink::result(const json& e) {
 
 }  // namespace
 
-std::string event_status_lines(const json& e) {
+std::string event_status_lines(const json& e, std::string_view said) {
   const std::string type = str(e, "type");
   if (type == "note" || type == "error") return "moat: " + str(e, "message") + "\n";
   if (type == "gate") return "moat: " + str(e, "reason") + "\n";
   if (type == "retry") return retry_line(e);
   if (type == "cache_miss") return cache_miss_line(e);
-  if (type == "result") return result_lines(e);
+  if (type == "result") return result_lines(e, said);
   return "";
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "agent/events.h"
 
@@ -15,7 +17,8 @@ std::unique_ptr<EventSink> text_event_sink();
 
 // The status lines (stderr) of a note, error, gate, retry, cache_miss or result event, each
 // ended by LF; "" for other events. The text is the event's: untrusted, shown as it is here
-// (the console makes it visible).
-std::string event_status_lines(const nlohmann::json& e);
+// (the console makes it visible). `said`: the message of the error event shown last; a result
+// whose detail repeats it leaves it out, so a provider error is printed once.
+std::string event_status_lines(const nlohmann::json& e, std::string_view said = {});
 
 }  // namespace moat::agent

@@ -196,9 +196,31 @@ std::optional<std::string> command_to_judge(std::string_view tool, const nlohman
   return row->command(args);
 }
 
+namespace {
+
+// "pattern=TODO path=src": each argument as key=value, a string bare unless it holds a space.
+std::string argument_words(const nlohmann::json& args) {
+  if (!args.is_object()) return args.dump();
+  std::string out;
+  for (const auto& [key, value] : args.items()) {
+    const bool bare = value.is_string() && !value.get_ref<const std::string&>().empty() &&
+                      value.get_ref<const std::string&>().find(' ') == std::string::npos;
+    out += (out.empty() ? "" : " ") + key + "=" + (bare ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string call_summary(std::string_view tool, const nlohmann::json& args) {
   if (auto line = command_to_judge(tool, args)) return *line;
-  return args.dump();
+  if (auto file = touched_file(tool, args)) {
+    const auto edits = args.find("edits");
+    if (edits == args.end() || !edits->is_array()) return file->path;
+    return file->path + " (" + std::to_string(edits->size()) + " edit" +
+           (edits->size() == 1 ? ")" : "s)");
+  }
+  return argument_words(args);
 }
 
 std::optional<TouchedFile> touched_file(std::string_view tool, const nlohmann::json& args) {

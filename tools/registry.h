@@ -31,7 +31,8 @@ const ToolSpec* find_tool(std::string_view name);
 // `command`), or nullopt when the tool is judged by name and by the paths it touches.
 std::optional<std::string> command_to_judge(std::string_view tool, const nlohmann::json& args);
 
-// One line for the transcript and the audit: the command line, else the arguments as JSON.
+// One line for the transcript: the command line; for a file tool the file (edit: and how many
+// edits); else the arguments as key=value words (issue 27 item 18: `read calc/core.py`).
 std::string call_summary(std::string_view tool, const nlohmann::json& args);
 
 // The one file a call reads or changes, as its arguments name it (compaction's file lists).

@@ -203,7 +203,7 @@ TEST_F(TerminalViewTest, PromptsOneAfterAnotherAndACtrlCReturnsToThePromptInOneS
 }
 
 // /tree, /fork and /compact between turns; /help and an unknown command list the commands;
-// Ctrl-C at the prompt ends the session.
+// two Ctrl-C at the prompt end the session.
 TEST_F(TerminalViewTest, TreeForkAndCompactActOnTheSessionBetweenTurns) {
   server_->push_turn(text_turn("One: " + std::string(8000, 'x') + " end of one."));
   auto t = start_moat("zebra1", {"--keep-recent", "1"});
@@ -269,6 +269,8 @@ TEST_F(TerminalViewTest, TreeForkAndCompactActOnTheSessionBetweenTurns) {
   EXPECT_TRUE(t->shows("/compact [TEXT]")) << t->pane();
   EXPECT_EQ(server_->requests().size(), 5u) << "no command went to the model as a prompt";
 
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("Ctrl-C again")) << t->pane();
   t->keys("C-c");
   ASSERT_TRUE(t->shows("EXIT=", 60)) << t->pane();
   EXPECT_TRUE(t->shows("moat run --resume")) << t->pane();
@@ -389,6 +391,184 @@ TEST_F(TerminalViewTest, AYTypedAtAQuestionTheModelFakedApprovesNothing) {
   }
   EXPECT_GE(asks, 1) << "the real question was decided";
   EXPECT_EQ(verified_audit_logs(), 1);
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// Issue 27 item 18: an ask is answered with one key, no Enter; a key other than y, s or n is
+// not an answer (it neither denies nor approves).
+TEST_F(TerminalViewTest, AnAskIsAnsweredWithOneKeyWithoutEnter) {
+  server_->push_turn(call_turn("c1", "rm -rf build"));
+  server_->push_turn(text_turn("Cleaned."));
+  auto t = start_moat("clean up");
+  ASSERT_TRUE(t->shows("deny [n]?", 60)) << t->pane();
+  t->keys("x");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(t->pane().find("denied"), std::string::npos) << "x is no answer:\n" << t->pane();
+  t->keys("y");
+  ASSERT_TRUE(t->shows("allowed once")) << "y alone answers:\n" << t->pane();
+  ASSERT_TRUE(t->shows("Cleaned.")) << t->pane();
+  EXPECT_FALSE(fs::exists(ws_ + "/build")) << "the approved call ran";
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
+// Issue 27 item 18: the question comes below the model's text and the call line it is about
+// (before, it could be drawn while they still waited in the loop's pipe). Three asks, each
+// after its own text; a read call's line names its file, not its arguments as JSON.
+TEST_F(TerminalViewTest, AQuestionComesAfterTheTextAndTheCallLineItBelongsTo) {
+  ASSERT_EQ(std::system(("mkdir -p " + shell_quote(ws_ + "/calc") + " && echo 'x = 1' > " +
+                         shell_quote(ws_ + "/calc/core.py"))
+                            .c_str()),
+            0);
+  testing::ScriptedTurn reading;
+  reading.text = "Reading first.";
+  reading.calls.push_back({"r1", "read", {{"path", "calc/core.py"}}});
+  server_->push_turn(reading);
+  for (int i = 1; i <= 3; ++i) {
+    fs::create_directories(ws_ + "/build" + std::to_string(i));
+    testing::ScriptedTurn ask =
+        call_turn("c" + std::to_string(i), "rm -rf build" + std::to_string(i));
+    ask.text = "Step number " + std::to_string(i) + ".";
+    server_->push_turn(ask);
+  }
+  server_->push_turn(text_turn("All clean."));
+  auto t = start_moat("clean up");
+  for (int i = 1; i <= 3; ++i) {
+    const std::string n = std::to_string(i);
+    ASSERT_TRUE(
+        eventually([&] { return count_of(t->pane(), "deny [n]?") == static_cast<std::size_t>(i); },
+                   std::chrono::seconds(60)))
+        << t->pane();
+    const std::string pane = t->pane();
+    const std::size_t text = pane.find("Step number " + n + ".");
+    const std::size_t call = pane.find("> bash: rm -rf build" + n);
+    const std::size_t asked = pane.find("'rm -rf build" + n + "' needs your approval");
+    ASSERT_NE(asked, std::string::npos) << pane;
+    EXPECT_LT(text, asked) << "the text first:\n" << pane;
+    EXPECT_LT(call, asked) << "the call line first:\n" << pane;
+    t->keys("y Enter");
+    ASSERT_TRUE(eventually(
+        [&] { return count_of(t->pane(), "allowed once") == static_cast<std::size_t>(i); },
+        std::chrono::seconds(30)))
+        << t->pane();
+  }
+  ASSERT_TRUE(t->shows("All clean.", 60)) << t->pane();
+  const std::string pane = t->pane();
+  EXPECT_NE(pane.find("> read: calc/core.py"), std::string::npos) << pane;
+  EXPECT_EQ(pane.find("{\"path\""), std::string::npos) << "no JSON on the call line:\n" << pane;
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
+// Issue 27 item 18: a Ctrl-C at the prompt (a turn just ended, say) does not end the session
+// alone: it asks for a second, and a line typed in between starts the count again.
+TEST_F(TerminalViewTest, CtrlCAtThePromptAsksForASecondBeforeEnding) {
+  auto t = start_moat("");
+  ASSERT_TRUE(t->shows("type a prompt", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("Ctrl-C again to end the session")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/model Enter");
+  ASSERT_TRUE(t->shows("moat: model mock/any")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("C-c");
+  ASSERT_TRUE(eventually([&] { return count_of(t->pane(), "Ctrl-C again") == 2; },
+                         std::chrono::seconds(20)))
+      << "a line in between: the count starts again\n"
+      << t->pane();
+  EXPECT_EQ(t->pane().find("EXIT="), std::string::npos) << t->pane();
+  t->keys("C-c");
+  ASSERT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  EXPECT_TRUE(t->shows("moat run --resume")) << t->pane();
+}
+
+// Issue 27 item 18: after the view answers /cost, /diff, /policy or /model, the prompt is
+// drawn again below its answer.
+TEST_F(TerminalViewTest, ThePromptIsDrawnAgainAfterTheViewsCommands) {
+  auto t = start_moat("");
+  ASSERT_TRUE(t->shows("type a prompt", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  const std::vector<std::pair<std::string, std::string>> said = {
+      {"/cost", "moat: 0 answers"},
+      {"/diff", "moat: no file changed"},
+      {"/policy", "moat: policy "},
+      {"/model", "moat: model mock/any"}};
+  for (const auto& [command, answer] : said) {
+    t->keys(command + " Enter");
+    ASSERT_TRUE(t->shows(answer)) << t->pane();
+    EXPECT_TRUE(at_prompt(*t)) << command << ":\n" << t->pane();
+  }
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
+// Issue 27 item 18: /compact with nothing to summarise names the flag that sets what is kept,
+// not an internal key.
+TEST_F(TerminalViewTest, CompactWithNothingToSummariseNamesTheKeepRecentFlag) {
+  server_->push_turn(text_turn("Short."));
+  auto t = start_moat("hi");
+  ASSERT_TRUE(t->shows("Short.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/compact Enter");
+  ASSERT_TRUE(t->shows("nothing to summarise")) << t->pane();
+  const std::string pane = t->pane();
+  EXPECT_NE(pane.find("--keep-recent"), std::string::npos) << pane;
+  EXPECT_EQ(pane.find("keep_recent_tokens"), std::string::npos) << pane;
+  EXPECT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// Issue 27 item 18: a provider error that ends the turn is printed once (before, its error
+// line and then the result's detail said it twice), at a terminal and in print mode.
+TEST_F(TerminalViewTest, AProviderErrorIsPrintedOnce) {
+  server_->inject(testing::Fault::kBadRequest, 2);
+  auto t = start_moat("hi");
+  ASSERT_TRUE(t->shows("provider error after", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  std::string pane = t->pane();
+  EXPECT_EQ(count_of(pane, "invalid_request_error"), 1u) << pane;
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  auto printed = moat({"-p"}, "hi again");
+  EXPECT_NE(printed.err.find("provider error after"), std::string::npos) << printed.err;
+  EXPECT_EQ(count_of(printed.err, "invalid_request_error"), 1u) << printed.err;
+}
+
+// Issue 27 item 18: a replayed answer's usage is the file's, not a provider cache's: no
+// cache-miss note (before: "cache miss: 9000 tokens not read from the cache (prefix changed)").
+TEST(TerminalText, AReplayRunPrintsNoCacheMissNote) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string ws = dir.path() + "/ws", script = dir.path() + "/two.replay.jsonl";
+  fs::create_directories(ws);
+  std::ofstream(script)
+      << R"({"text": "Looking.", "tool_calls": [{"name": "bash", "arguments": {"command": "true"}}], "usage": {"input": 9000, "output": 40}})"
+      << "\n"
+      << R"({"text": "Done.", "usage": {"input": 9500, "output": 30}})"
+      << "\n";
+  auto r = run_split({moat_bin(), "run", "--model", "replay:" + script, "-C", ws, "--sessions-dir",
+                      dir.path() + "/sessions", "--audit-dir", dir.path() + "/audit", "-p", "go"},
+                     {"XDG_STATE_HOME=" + dir.path() + "/state",
+                      "XDG_CONFIG_HOME=" + dir.path() + "/config", "MOATD_BIN=" + moatd_bin()},
+                     60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Done.\n") << r.err;
+  EXPECT_EQ(r.err.find("cache miss"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -42,8 +42,19 @@ TEST(ToolTable, OnlyBashHasACommandLineForThePolicyToJudge) {
 
 TEST(ToolTable, TheSummaryIsTheCommandLineElseTheArguments) {
   EXPECT_EQ(call_summary("bash", {{"command", "ls -la"}}), "ls -la");
-  EXPECT_EQ(call_summary("read", {{"path", "a.txt"}}), R"({"path":"a.txt"})");
-  EXPECT_EQ(call_summary("bash", {{"command", 1}}), R"({"command":1})");
+  EXPECT_EQ(call_summary("bash", {{"command", 1}}), "command=1");
+  EXPECT_EQ(call_summary("grep", {{"pattern", "TODO"}, {"path", "src"}}), "path=src pattern=TODO");
+  EXPECT_EQ(call_summary("find", {{"pattern", "a b"}}), R"(pattern="a b")");
+}
+
+// Issue 27 item 18: a file tool's line names the file, not its arguments as JSON.
+TEST(ToolTable, AFileToolsSummaryIsItsFile) {
+  EXPECT_EQ(call_summary("read", {{"path", "calc/core.py"}, {"offset", 3}}), "calc/core.py");
+  EXPECT_EQ(call_summary("write", {{"path", "a.txt"}, {"content", "x\ny"}}), "a.txt");
+  const nlohmann::json one = {{"oldText", "a"}, {"newText", "b"}};
+  EXPECT_EQ(call_summary("edit", {{"path", "calc/core.py"}, {"edits", {one}}}),
+            "calc/core.py (1 edit)");
+  EXPECT_EQ(call_summary("edit", {{"path", "b.py"}, {"edits", {one, one}}}), "b.py (2 edits)");
 }
 
 TEST(ToolTable, ReadEditAndWriteNameTheFileTheyTouchAndSearchesDoNot) {
