@@ -436,6 +436,9 @@ std::vector<std::string> creation_watched_names(const std::vector<std::string>& 
   for (const HostExecutedPath& h : kHostExecuted) {
     const std::string p = h.pattern;
     if (p.rfind("**/", 0) != 0 || is_glob(p.substr(3)) || is_gitlink_pattern(p)) continue;
+    // Only git's own files: a project's .envrc or .vscode/tasks.json is work the agent may be
+    // asked to do; it is named at session end and held back by `batch --apply` instead.
+    if (p.rfind("**/.git/", 0) != 0) continue;
     out.push_back(p.substr(3));
   }
   std::sort(out.begin(), out.end());

@@ -90,8 +90,10 @@ Result<void> mask_protected_paths(const std::string& workspace,
 
 // The protected names a session may not create where the workspace has none, for
 // NestedGitWatch::take: each pattern of `patterns` that is no glob (".env", ".moat",
-// ".git/hooks"), and the top-level form of each host_executed_paths() row ("**/.envrc" is
-// ".envrc"), but for the gitlink row: the root's .git directory is the repository itself.
+// ".git/hooks"), and the top-level form of each host_executed_paths() row inside .git
+// ("**/.git/info" is ".git/info"), but for the gitlink row: the root's .git directory is the
+// repository itself. A project's own host-executed files (.envrc, .vscode/tasks.json) are not
+// watched: the agent may write them; the session's end names them (agent/host_files.h).
 std::vector<std::string> creation_watched_names(const std::vector<std::string>& patterns);
 
 // Host side, once no process of the session is left: removes each placeholder that is still
