@@ -337,9 +337,18 @@ void Console::take_key(std::string_view keys) {
   const std::size_t at = keys.find_first_of("ysnYSN");
   if (at == std::string_view::npos) return;
   const char eof = line_mode_ ? static_cast<char>(line_mode_->c_cc[VEOF]) : '\x04';
+  // Keys already at the terminal are read before it leaves non-canonical mode: the line
+  // discipline would not scan them again for Enter or Ctrl-D once canonical.
+  std::string after(keys.substr(at + 1));
+  char more[4096];
+  for (pollfd p{STDIN_FILENO, POLLIN, 0}; ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);) {
+    const ssize_t n = ::read(STDIN_FILENO, more, sizeof more);
+    if (n <= 0) break;
+    after.append(more, static_cast<std::size_t>(n));
+  }
   std::fprintf(stderr, "%c\n", keys[at]);
   answer(std::string(1, keys[at]));
-  std::string_view rest = keys.substr(at + 1);
+  std::string_view rest = after;
   if (!rest.empty() && (rest[0] == '\n' || rest[0] == '\r')) rest.remove_prefix(1);
   if (shown_ || rest.empty()) return;
   const std::size_t end = rest.find(eof);
