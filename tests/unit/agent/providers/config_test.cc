@@ -97,8 +97,8 @@ TEST(ParseConfig, EveryErrorNamesFileLineColumnTheKeyAndWhatIsAccepted) {
                 "k.toml:5:9: models[0].price.input: expected a number from 0"},
            Case{"models = 3\n", "k.toml:1:10: models: expected an array of tables ([[models]])"},
            Case{"model = 3\n",
-                "k.toml:1:1: model: unknown key; accepted keys here: providers, "
-                "models"},
+                "k.toml:1:1: model: unknown key; accepted keys here: default_model, "
+                "providers, models"},
        }) {
     auto r = parse_config(c.text, builtin_config(), "k.toml");
     ASSERT_FALSE(r) << c.text;
