@@ -51,6 +51,7 @@ struct RunOptions {
   bool json_events = false;  // --json: events on stdout (docs/events.md)
   bool rpc = false;          // --rpc: commands on stdin, events on stdout (docs/events.md)
   bool ephemeral = false;    // no session file
+  bool allow_home_workspace = false;  // a headless run may work in (or above) the home
   LoopConfig loop;
   unsigned uid = kUnprivilegedUid, gid = kUnprivilegedGid;
   std::string sessions_dir;
@@ -189,6 +190,20 @@ Result<std::string> resumed_workspace(const RunOptions& o) {
   return workspace;
 }
 
+// A workspace at or above the home (issue 27 item 13): a warning where a person watches, a
+// refusal in a headless run unless --allow-home-workspace says it is meant.
+Exit check_home_workspace(const RunOptions& o, Opened& r) {
+  const std::string risk = home_workspace_risk(r.workspace);
+  if (risk.empty()) return std::nullopt;
+  if (r.headless && !o.allow_home_workspace)
+    return exit_with(r, kExitUsage,
+                     "-C: " + risk +
+                         "; a headless run refuses it: pass --allow-home-workspace to run "
+                         "there anyway, or -C a project directory");
+  std::fprintf(stderr, "moat: warning: %s\n", risk.c_str());
+  return std::nullopt;
+}
+
 // Usage errors come first, before anything is started.
 Exit read_inputs(const RunOptions& o, Opened& r) {
   auto workspace = o.resume.empty() ? canonical_workspace(o.workspace) : resumed_workspace(o);
@@ -196,6 +211,7 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
   if (!workspace)
     return exit_with(r, kExitUsage, (named ? "-C: " : "") + workspace.error().message());
   r.workspace = std::move(*workspace);
+  if (Exit e = check_home_workspace(o, r)) return *e;
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
   if (o.rpc && (!o.task_words.empty() || !o.task_file.empty()))
     return exit_with(r, kExitUsage,
@@ -522,6 +538,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "default_model)");
   cmd->add_option("--workspace,-C", opts->workspace,
                   "The repository to work in (default: ., or with --resume the session's own)");
+  cmd->add_flag("--allow-home-workspace", opts->allow_home_workspace,
+                "Let a headless run work in the home directory or above it (-C ~, -C /): "
+                "refused without it, as the sandbox could change everything under the home");
   cmd->add_option("--connect", opts->connect, "Use a running moatd at this socket path");
   add_mode_flags(*cmd, *opts);
   cmd->add_option("--follow-up", opts->follow_ups,

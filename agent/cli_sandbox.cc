@@ -52,6 +52,7 @@ struct ExecOptions {
   std::vector<std::string> setenv_pairs;  // NAME VALUE, NAME VALUE, ...
   std::vector<std::string> env_names;
   bool network = false;
+  bool allow_home_workspace = false;  // -C at or above the home (refused without it)
   std::vector<std::string> ro_binds, binds;  // SRC DST, SRC DST, ...
   // Each occurrence of a two-word option that did not bring its two words, as typed
   // ("--setenv 'FOO=bar'"): CLI11 stops an option's words at "--" or the next option and says
@@ -285,6 +286,13 @@ int run_exec(const ExecOptions& o) {
                        "no command given (usage: moat sandbox exec -- CMD ARGS...)");
   auto workspace = canonical_workspace(o.workspace);
   if (!workspace) return moat_failed(kExecMoatFailed, workspace.error().message());
+  if (const std::string risk = home_workspace_risk(*workspace); !risk.empty()) {
+    if (!o.allow_home_workspace)  // nobody is asked in exec: it is refused as a headless run
+      return moat_failed(kExecMoatFailed, "-C: " + risk +
+                                              "; pass --allow-home-workspace to run there "
+                                              "anyway, or -C a project directory");
+    moat_failed(0, "warning: " + risk);
+  }
   auto message = exec_message(o, *workspace);
   if (!message) return moat_failed(kExecMoatFailed, message.error().message());
   auto binds = bind_mounts(o);
@@ -393,7 +401,10 @@ void add_exec_command(CLI::App& sandbox, int& exit_code) {
                    "taken from the workspace (default: the workspace); e.g. --cwd src");
   exec->add_option("--timeout", eo->timeout_s,
                    "Kill the command after this many seconds (exit 124); e.g. --timeout 30")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative<double>());
+  exec->add_flag("--allow-home-workspace", eo->allow_home_workspace,
+                 "Run with the workspace at or above the home directory (-C ~, -C /): refused "
+                 "without it, as the command could change everything under the home");
   add_pair_option(*exec, *eo, "--setenv", eo->setenv_pairs, "NAME VALUE",
                   "Set NAME to VALUE for the command (repeatable); e.g. --setenv CI 1");
   exec->add_option("--env", eo->env_names,

@@ -17,10 +17,24 @@
 #include "agent/replay_provider.h"
 #include "base/lf_lines.h"
 #include "base/log.h"
+#include "base/moat_dirs.h"
 #include "base/workspace_path.h"
 #include "tools/registry.h"
 
 namespace moat::agent {
+std::string home_workspace_risk(const std::string& workspace) {
+  const std::string given = dirs::home();
+  const auto resolved = real_path(given);
+  const std::string home = resolved ? *resolved : given;
+  const bool above = workspace == "/" || home.starts_with(workspace + "/");
+  if (workspace != home && !above) return {};
+  return "workspace " + moat::quoted(workspace) + (above ? " contains" : " is") +
+         " the home directory " + moat::quoted(home) +
+         ": commands in the sandbox can change everything under it but the startup files "
+         "moat masks (shells', git's, ssh's, the program directories): your other projects "
+         "and their .git/config, your documents, the rest of ~/.config";
+}
+
 std::string one_line(std::string s, std::size_t max) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';

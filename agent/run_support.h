@@ -79,6 +79,12 @@ std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
 // The configuration of the model behind `spec`; none for replay and unknown models.
 std::optional<providers::ModelConfig> configured_model(const std::string& spec);
 
+// Issue 27 item 13: a workspace that is the person's home directory or above it (`-C ~`,
+// `-C /`, `-C /home`) puts everything under the home in the sandbox's reach. The text of the
+// warning, naming the workspace, the home and what is at risk; "" for any other workspace.
+// `workspace` is canonical (canonical_workspace); the home is $HOME, resolved.
+std::string home_workspace_risk(const std::string& workspace);
+
 // `s` on one line (newlines and tabs as spaces), cut at `max` bytes with "...".
 std::string one_line(std::string s, std::size_t max);
 

@@ -173,17 +173,69 @@ TEST_F(OwnFilesTest, MoatRunKeepsItsSessionsDirectoryOutOfTheSandboxsReach) {
       << "\n"
       << R"({"text":"done"})"
       << "\n";
-  e2e::Run r = run({moat_bin(), "run", "--headless", "--model", "replay:" + script, "-C", home_,
-                    "--sessions-dir", home_ + "/my-sessions", "--audit-dir", dir_.path() + "/audit",
-                    "plant a session file"},
+  e2e::Run r = run({moat_bin(), "run", "--headless", "--allow-home-workspace", "--model",
+                    "replay:" + script, "-C", home_, "--sessions-dir", home_ + "/my-sessions",
+                    "--audit-dir", dir_.path() + "/audit", "plant a session file"},
                    {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
                     "XDG_STATE_HOME=" + home_ + "/.local/state", "MOATD_BIN=" + moatd_bin()},
                    120);
+  EXPECT_NE(r.out.find("warning: workspace"), std::string::npos) << r.out;  // issue 27 item 13
   EXPECT_FALSE(fs::exists(home_ + "/my-sessions/planted")) << r.out;
   bool session_written = false;  // by moat itself, on the host
   for (const auto& e : fs::recursive_directory_iterator(home_ + "/my-sessions"))
     session_written |= e.path().extension() == ".jsonl";
   EXPECT_TRUE(session_written) << r.out;
+}
+
+// Issue 27 item 13: `-C ~` (or a directory above the home) puts everything under the home in
+// the sandbox's reach. A headless run and `moat sandbox exec` (nobody watches either) refuse
+// it unless --allow-home-workspace says it is meant; with the flag they warn and run.
+TEST_F(OwnFilesTest, AHeadlessRunAtOrAboveTheHomeIsRefusedWithoutTheFlag) {
+  const std::string script = dir_.path() + "/done.jsonl";
+  std::ofstream(script) << R"({"text":"done"})" << "\n";
+  const std::vector<std::string> env = {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
+                                        "XDG_STATE_HOME=" + home_ + "/.local/state",
+                                        "MOATD_BIN=" + moatd_bin()};
+  for (const std::string& ws : {home_, dir_.path()}) {
+    SCOPED_TRACE(ws);
+    const SplitRun r = run_split({moat_bin(), "run", "--headless", "--ephemeral", "--model",
+                                  "replay:" + script, "-C", ws, "a task"},
+                                 env, 120);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--allow-home-workspace"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the home directory '" + home_ + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  const SplitRun ok = run_split({moat_bin(), "run", "--headless", "--ephemeral",
+                                 "--allow-home-workspace", "--model", "replay:" + script, "-C",
+                                 home_, "a task"},
+                                env, 120);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("warning: workspace '" + home_ + "' is the home directory"),
+            std::string::npos)
+      << ok.err;
+}
+
+TEST_F(OwnFilesTest, SandboxExecAtOrAboveTheHomeIsRefusedWithoutTheFlagAndWarnsWithIt) {
+  const std::vector<std::string> env = {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
+                                        "XDG_STATE_HOME=" + home_ + "/.local/state",
+                                        "MOATD_BIN=" + moatd_bin()};
+  for (const std::string& ws : {home_, dir_.path()}) {
+    SCOPED_TRACE(ws);
+    const SplitRun r =
+        run_split({moat_bin(), "sandbox", "exec", "-C", ws, "--", "touch", "planted"}, env, 60);
+    EXPECT_EQ(r.exit_code, 125) << r.err;
+    EXPECT_NE(r.err.find("--allow-home-workspace"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws + "/planted"));
+  }
+  const SplitRun ok = run_split({moat_bin(), "sandbox", "exec", "--allow-home-workspace", "-C",
+                                 home_, "--", "touch", "planted"},
+                                env, 60);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("warning: workspace '" + home_ + "' is the home directory"),
+            std::string::npos)
+      << ok.err;
+  EXPECT_TRUE(fs::exists(home_ + "/planted"));
 }
 
 TEST_F(OwnFilesTest, AWorkspaceInsideMoatsOwnDirectoryIsRefused) {

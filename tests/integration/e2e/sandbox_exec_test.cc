@@ -219,6 +219,18 @@ TEST_F(SandboxExecTest, BadOptionsAre125WithOneLineOnStderr) {
   EXPECT_NE(r.err.find("--timeout"), std::string::npos) << r.err;
 }
 
+// --timeout -1 was refused with CLI::NonNegativeNumber's range, the largest double spelled out
+// (309 digits); it now says what is accepted in a few words, as `moat run`'s numbers do.
+TEST_F(SandboxExecTest, ABadTimeoutSaysWhatIsAcceptedInFewWords) {
+  for (const std::string value : {"-1", "soon"}) {
+    const Ran r = sh(moat("--timeout " + value) + " true");
+    EXPECT_EQ(r.status, 125) << r.err;
+    EXPECT_NE(r.err.find("--timeout: " + value + " is not a number, 0 or more"), std::string::npos)
+        << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
+  }
+}
+
 TEST_F(SandboxExecTest, ArgvIsExecdWithoutAShell) {
   // Through bash the words would have been re-split or expanded; as argv they arrive as given.
   expect_same("RUN printf '%s|' 'a b' '$HOME' '*' \"it's\"");
