@@ -51,7 +51,8 @@ struct RunOptions {
   bool json_events = false;  // --json: events on stdout (docs/events.md)
   bool rpc = false;          // --rpc: commands on stdin, events on stdout (docs/events.md)
   bool ephemeral = false;    // no session file
-  bool allow_home_workspace = false;  // a headless run may work in (or above) the home
+  // --allow-home-workspace: a headless run may work in (or above) the home
+  bool allow_home_workspace = false;
   LoopConfig loop;
   unsigned uid = kUnprivilegedUid, gid = kUnprivilegedGid;
   std::string sessions_dir;

@@ -52,7 +52,8 @@ struct ExecOptions {
   std::vector<std::string> setenv_pairs;  // NAME VALUE, NAME VALUE, ...
   std::vector<std::string> env_names;
   bool network = false;
-  bool allow_home_workspace = false;  // -C at or above the home (refused without it)
+  // --allow-home-workspace: -C at or above the home (refused without it)
+  bool allow_home_workspace = false;
   std::vector<std::string> ro_binds, binds;  // SRC DST, SRC DST, ...
   // Each occurrence of a two-word option that did not bring its two words, as typed
   // ("--setenv 'FOO=bar'"): CLI11 stops an option's words at "--" or the next option and says

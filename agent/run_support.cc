@@ -26,7 +26,7 @@ std::string home_workspace_risk(const std::string& workspace) {
   const std::string given = dirs::home();
   const auto resolved = real_path(given);
   const std::string home = resolved ? *resolved : given;
-  const bool above = workspace == "/" || home.starts_with(workspace + "/");
+  const bool above = workspace != home && (workspace == "/" || home.starts_with(workspace + "/"));
   if (workspace != home && !above) return {};
   return "workspace " + moat::quoted(workspace) + (above ? " contains" : " is") +
          " the home directory " + moat::quoted(home) +

@@ -192,7 +192,8 @@ TEST_F(OwnFilesTest, MoatRunKeepsItsSessionsDirectoryOutOfTheSandboxsReach) {
 // it unless --allow-home-workspace says it is meant; with the flag they warn and run.
 TEST_F(OwnFilesTest, AHeadlessRunAtOrAboveTheHomeIsRefusedWithoutTheFlag) {
   const std::string script = dir_.path() + "/done.jsonl";
-  std::ofstream(script) << R"({"text":"done"})" << "\n";
+  std::ofstream(script) << R"({"text":"done"})"
+                        << "\n";
   const std::vector<std::string> env = {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
                                         "XDG_STATE_HOME=" + home_ + "/.local/state",
                                         "MOATD_BIN=" + moatd_bin()};
@@ -206,10 +207,10 @@ TEST_F(OwnFilesTest, AHeadlessRunAtOrAboveTheHomeIsRefusedWithoutTheFlag) {
     EXPECT_NE(r.err.find("the home directory '" + home_ + "'"), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
   }
-  const SplitRun ok = run_split({moat_bin(), "run", "--headless", "--ephemeral",
-                                 "--allow-home-workspace", "--model", "replay:" + script, "-C",
-                                 home_, "a task"},
-                                env, 120);
+  const SplitRun ok =
+      run_split({moat_bin(), "run", "--headless", "--ephemeral", "--allow-home-workspace",
+                 "--model", "replay:" + script, "-C", home_, "a task"},
+                env, 120);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.err.find("warning: workspace '" + home_ + "' is the home directory"),
             std::string::npos)
