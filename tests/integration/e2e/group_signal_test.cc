@@ -51,7 +51,10 @@ class RunSignalTest : public ::testing::Test {
                "--sessions-dir", dir_.path() + "/sessions", "--audit-dir", audit_, "wait"},
               dir_.path() + "/run.log",
               {"XDG_STATE_HOME=" + dir_.path() + "/state",
-               "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()});
+               // moat's config directory inside the workspace, missing: moatd masks it with a
+               // placeholder the host must not keep (a missing protected name of the project
+               // is no longer masked, issue 27 item 14).
+               "XDG_CONFIG_HOME=" + ws_ + "/.config", "MOATD_BIN=" + moatd_bin()});
     for (int i = 0; i < 400; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       log_ = audit_log_in(audit_);
