@@ -43,12 +43,13 @@ int tool_calls_in(const Message& m) {
 }
 
 // What moatd reported about the call beyond its text (its "moat" details): the decision, the
-// rule, who decided, the exit code, the files it changed. Absent keys stay absent.
+// rule, who decided, the exit code, the files it changed, an edit's diff. Absent keys stay
+// absent.
 json call_facts(const tools::ToolResult& r) {
   json facts = json::object();
   if (!r.details.is_object()) return facts;
   for (const char* key : {"decision", "rule", "decided_by", "exit_code", "signal", "files_changed",
-                          "timedOut", "fullOutputPath"})
+                          "timedOut", "fullOutputPath", "diff"})
     if (r.details.contains(key)) facts[key] = r.details[key];
   return facts;
 }

@@ -64,6 +64,7 @@ constexpr EventField kFields[] = {
     {"tool_call_end", "files_changed", A | Z, kOptional},
     {"tool_call_end", "timedOut", B, kOptional},
     {"tool_call_end", "fullOutputPath", S, kOptional},
+    {"tool_call_end", "diff", S, kOptional},
     {"turn_end", "turn", I, kAlways},
     {"note", "message", S, kAlways},
     {"gate", "reason", S, kAlways},

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "agent/events.h"
 #include "agent/host_files.h"
 #include "agent/text_events.h"
 #include "agent/visible.h"
+#include "tools/diff.h"
 
 namespace moat::agent {
 namespace {
@@ -21,6 +23,8 @@ constexpr std::size_t kFoldedLines = 3;           // ...and under a finished one
 constexpr std::size_t kTailBytes = 4096;          // of a running call's output, kept to show
 constexpr std::size_t kMaxEventLine = 16u << 20;  // a longer line of the loop's is dropped
 constexpr const char kSpinner[] = "|/-\\";
+constexpr std::size_t kDiffKept = 256u << 10;  // of one change's diff, kept for /diff
+constexpr std::size_t kDiffLines = 400;        // /diff shows at most this many lines
 
 std::string str(const json& e, const char* key) {
   auto it = e.find(key);
@@ -79,6 +83,41 @@ std::string decision_text(const json& e) {
 std::int64_t num(const json& o, const char* key) {
   auto it = o.find(key);
   return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
+// Whether moatd's absolute `changed` is the file a tool's `path` argument names (relative to
+// the workspace, or absolute).
+bool names_file(const std::string& changed, const json& arguments) {
+  const std::string arg = str(arguments, "path");
+  if (arg.empty()) return false;
+  const std::string norm = std::filesystem::path(arg).lexically_normal().string();
+  return changed == norm ||
+         (changed.size() > norm.size() && changed.ends_with("/" + norm) && norm[0] != '/');
+}
+
+// One changed file's diff from what the console saw of the call: an edit's own diff (the
+// tool's, tools/diff.h), a created file's whole content from the write's arguments; for the
+// rest, why there is none. The console runs nothing in the workspace to find out.
+std::string change_diff(const json& e, const json& f, const json& arguments) {
+  const std::string tool = str(e, "tool"), op = str(f, "op"), path = str(f, "path");
+  const bool its_file = names_file(path, arguments);
+  if (tool == "edit" && its_file && e.contains("diff") && e["diff"].is_string())
+    return e["diff"].get<std::string>();
+  if (tool == "write" && its_file && op == "create")
+    return tools::unified_diff("", str(arguments, "content"), str(arguments, "path"));
+  if (op == "delete") return "  (deleted; its contents are not tracked)\n";
+  if (tool == "write" && its_file)
+    return "  (replaced whole by write; the earlier contents are not tracked)\n";
+  return "  (changed by a command; its contents are not tracked)\n";
+}
+
+// At most `max` bytes of `diff`, cut at a line's end, saying so.
+std::string kept(std::string diff, std::size_t max) {
+  if (diff.size() <= max) return diff;
+  const std::size_t cut = diff.rfind('\n', max);
+  const std::size_t more = diff.size() - (cut == std::string::npos ? 0 : cut + 1);
+  diff.resize(cut == std::string::npos ? 0 : cut + 1);
+  return diff + "  ... the diff is cut here (" + std::to_string(more) + " more bytes)\n";
 }
 
 }  // namespace
@@ -145,8 +184,9 @@ void TerminalView::line(const std::string& s) {
 void TerminalView::call_started(const json& e) {
   line("  > " + str(e, "tool") + ": " + str(e, "summary"));
   erase();
-  running_.push_back(
-      {str(e, "id"), str(e, "tool"), str(e, "summary"), std::chrono::steady_clock::now(), "", ""});
+  running_.push_back({str(e, "id"), str(e, "tool"), str(e, "summary"),
+                      std::chrono::steady_clock::now(), "", "",
+                      e.value("arguments", json::object())});
   draw();
 }
 
@@ -178,6 +218,10 @@ void TerminalView::call_decided(const json& e) {
 // Folded: the call's decision, exit and time, and the last lines of its output.
 void TerminalView::call_ended(const json& e) {
   erase();
+  json arguments = json::object();  // a call that ended unseen (none) changed files too
+  for (const auto& r : running_)
+    if (r.id == str(e, "id")) arguments = r.arguments;
+  note_changes(e, arguments);
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [&](const Running& r) { return r.id == str(e, "id"); }),
                  running_.end());
@@ -187,15 +231,37 @@ void TerminalView::call_ended(const json& e) {
   if (e.contains("exit_code") && e["exit_code"].is_number())
     head += " · exit " + e["exit_code"].dump();
   head += " · " + seconds(std::chrono::milliseconds(num(e, "duration_ms")));
-  if (e.contains("files_changed") && e["files_changed"].is_array())
-    for (const auto& f : e["files_changed"])
-      if (f.is_object()) changed_.push_back(str(f, "op") + " " + str(f, "path"));
   std::size_t above = 0;
   std::string shown = head + "\n";
   const auto lines = last_lines(str(e, "output"), kFoldedLines, &above);
   if (above > 0) shown += "    | ... " + std::to_string(above) + " more line(s) above\n";
   for (const auto& l : lines) shown += "    | " + l + "\n";
   line(shown);
+}
+
+void TerminalView::note_changes(const json& e, const json& arguments) {
+  if (!e.contains("files_changed") || !e["files_changed"].is_array()) return;
+  for (const auto& f : e["files_changed"])
+    if (f.is_object())
+      changed_.push_back({str(f, "op") + " " + str(f, "path") +
+                              (str(f, "from").empty() ? "" : " (from " + str(f, "from") + ")"),
+                          kept(change_diff(e, f, arguments), kDiffKept)});
+}
+
+// /diff: per file, its diff; at most kDiffLines lines, saying how many more there were.
+std::string TerminalView::diff_text() const {
+  if (changed_.empty()) return "moat: no file changed so far";
+  std::string all;
+  for (const auto& c : changed_) all += c.what + "\n" + c.diff;
+  std::size_t end = 0;  // of the first kDiffLines lines
+  for (std::size_t n = 0; n < kDiffLines && end < all.size(); ++n)
+    end = std::min(all.find('\n', end), all.size() - 1) + 1;
+  std::string out = "moat: files changed so far, each with its diff:\n" + all.substr(0, end);
+  if (end < all.size())
+    out += "moat: /diff is cut at " + std::to_string(kDiffLines) + " lines; " +
+           std::to_string(std::count(all.begin() + static_cast<long>(end), all.end(), '\n')) +
+           " more are not shown";
+  return out;
 }
 
 // After each answer: its tokens by bucket, the cost so far, the share of the prompt read
@@ -279,8 +345,7 @@ bool TerminalView::command(const std::string& typed) {
                   totals_.contains("cost") ? totals_["cost"].value("total", 0.0) : 0.0);
     out = buf;
   } else if (word == "/diff") {
-    out = changed_.empty() ? "moat: no file changed so far" : "moat: files changed so far:";
-    for (const auto& c : changed_) out += "\n  " + c;
+    out = diff_text();
   } else if (word == "/policy") {
     out = "moat: policy " + str(session_, "policy_hash") + ", layers:";
     for (const auto& l : session_.value("policy_layers", json::array()))

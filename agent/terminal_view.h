@@ -33,7 +33,9 @@ class TerminalView {
   void erase();
   void draw();
   // A line the person typed: /cost, /diff, /policy or /model (alone on the line) is answered
-  // from the events seen so far and returns true; any other line is not the view's.
+  // from the events seen so far and returns true; any other line is not the view's. /diff
+  // shows each changed file with the unified diff its edit (or a write creating it) made;
+  // for a file a command changed, or a write replaced, it says the contents are not tracked.
   bool command(const std::string& line);
 
   // A terminal session (agent/terminal_repl.h): the loop serves prompts one after another,
@@ -55,6 +57,12 @@ class TerminalView {
     std::chrono::steady_clock::time_point started;
     std::string tail;     // the last bytes of its output
     std::string decided;  // moatd's decision, once it came ("allow (default.make)")
+    // The call's arguments: which file an edit or a write is about.
+    nlohmann::json arguments;
+  };
+  struct Change {
+    std::string what;  // "op path"
+    std::string diff;  // its unified diff, or why there is none
   };
   void text(const std::string& t);
   void end_line();
@@ -63,6 +71,8 @@ class TerminalView {
   void call_output(const nlohmann::json& e);
   void call_decided(const nlohmann::json& e);
   void call_ended(const nlohmann::json& e);
+  void note_changes(const nlohmann::json& e, const nlohmann::json& arguments);
+  std::string diff_text() const;
   void answered(const nlohmann::json& e);
   void responded(const nlohmann::json& e);
   void turn_over(const nlohmann::json& result);
@@ -77,7 +87,7 @@ class TerminalView {
   unsigned frame_ = 0;
   nlohmann::json session_ = nlohmann::json::object();  // the session event
   nlohmann::json totals_ = nlohmann::json::object();   // the last answer's totals
-  std::vector<std::string> changed_;                   // "op path" per file, in order
+  std::vector<Change> changed_;                        // per call and file, in order
   std::chrono::steady_clock::time_point last_tick_{};
   bool repl_ = false;
   bool busy_ = false;

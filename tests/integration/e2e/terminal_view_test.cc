@@ -509,6 +509,37 @@ TEST_F(TerminalViewTest, ThePromptIsDrawnAgainAfterTheViewsCommands) {
   EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
 }
 
+// Issue 27 item 18: /diff shows what an edit changed, as a unified diff from the edit tool
+// (through moatd), and for a file a command wrote says its contents are not tracked.
+TEST_F(TerminalViewTest, DiffShowsAnEditsUnifiedDiffNotOnlyTheName) {
+  ASSERT_EQ(std::system(("mkdir -p " + shell_quote(ws_ + "/calc") +
+                         " && printf 'a = 0\\nx = 1\\n' > " + shell_quote(ws_ + "/calc/core.py"))
+                            .c_str()),
+            0);
+  testing::ScriptedTurn editing;
+  editing.calls.push_back(
+      {"e1",
+       "edit",
+       {{"path", "calc/core.py"}, {"edits", {{{"oldText", "x = 1"}, {"newText", "x = 2"}}}}}});
+  server_->push_turn(editing);
+  server_->push_turn(call_turn("b1", "echo made > made.txt"));
+  server_->push_turn(text_turn("Edited."));
+  auto t = start_moat("change x");
+  ASSERT_TRUE(t->shows("Edited.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/diff Enter");
+  ASSERT_TRUE(t->shows("each with its diff")) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  const std::string pane = t->pane();
+  EXPECT_NE(pane.find("--- a/calc/core.py"), std::string::npos) << pane;
+  EXPECT_NE(pane.find("\n a = 0\n-x = 1\n+x = 2\n"), std::string::npos) << pane;
+  EXPECT_NE(pane.find("made.txt\n  (changed by a command; its contents are not tracked)"),
+            std::string::npos)
+      << pane;
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
 // Issue 27 item 18: /compact with nothing to summarise names the flag that sets what is kept,
 // not an internal key.
 TEST_F(TerminalViewTest, CompactWithNothingToSummariseNamesTheKeepRecentFlag) {

@@ -175,13 +175,77 @@ TEST(TerminalView, SlashCommandsAnswerFromTheEventsSeenAndOtherLinesAreNotTheirs
   EXPECT_NE(err.find("moat: 2 answers: 30 in, 7 cache read, 1 cache write, 9 out; $0.5000"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("moat: files changed so far:\n  modified src/a.c\n"), std::string::npos)
+  EXPECT_NE(err.find("moat: files changed so far, each with its diff:\nmodified src/a.c\n"),
+            std::string::npos)
       << err;
   EXPECT_NE(
       err.find("moat: policy sha256:ab, layers:\n  builtin moat-default (builtin:default.toml)"),
       std::string::npos)
       << err;
   EXPECT_NE(err.find("moat: model mock/any (provider mock)"), std::string::npos) << err;
+}
+
+// Issue 27 item 18: /diff shows each file's diff, not only its name: an edit's own diff, a
+// created file's content from the write's arguments; a command's change and a write's
+// replacement say their contents are not tracked; escapes from the model show as text, and a
+// long answer is cut, saying how much was left out.
+TEST(TerminalView, DiffShowsEachFilesDiffAndSaysWhatIsNotTracked) {
+  Screen s(false);
+  auto call = [&](const std::string& id, const std::string& tool, const json& args,
+                  const json& changed, const json& extra) {
+    s.view.event({{"type", "tool_call_start"}, {"id", id}, {"tool", tool}, {"arguments", args}});
+    json end = {{"type", "tool_call_end"}, {"id", id},     {"tool", tool},
+                {"is_error", false},       {"output", ""}, {"files_changed", changed}};
+    end.update(extra);
+    s.view.event(end);
+  };
+  const std::string edit_diff = "--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1 @@\n-int x;\n+int y;\n";
+  call("c1", "edit", {{"path", "./src/a.c"}}, {{{"path", "/ws/src/a.c"}, {"op", "modify"}}},
+       {{"diff", edit_diff}});
+  call("c2", "write", {{"path", "notes.txt"}, {"content", "one\n\x1b]0;title\x07two\n"}},
+       {{{"path", "/ws/notes.txt"}, {"op", "create"}}}, json::object());
+  call("c3", "write", {{"path", "/ws/src/a.c"}, {"content", "int z;\n"}},
+       {{{"path", "/ws/src/a.c"}, {"op", "modify"}}}, json::object());
+  call("c4", "bash", {{"command", "make"}},
+       {{{"path", "/ws/out.o"}, {"op", "create"}}, {{"path", "/ws/old.o"}, {"op", "delete"}}},
+       json::object());
+  ASSERT_TRUE(s.view.command("/diff"));
+  const std::string err = s.err();
+  EXPECT_NE(err.find("modify /ws/src/a.c\n" + edit_diff), std::string::npos) << err;
+  EXPECT_NE(err.find("create /ws/notes.txt\n--- a/notes.txt\n+++ b/notes.txt\n@@ -0,0 +1,2 @@\n"
+                     "+one\n+^[]0;title^Gtwo\n"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("modify /ws/src/a.c\n  (replaced whole by write; the earlier contents are "
+                     "not tracked)\n"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("create /ws/out.o\n  (changed by a command; its contents are not tracked)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("delete /ws/old.o\n  (deleted; its contents are not tracked)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+
+  Screen big(false);
+  std::string content;
+  for (int i = 0; i < 1000; ++i) content += "line " + std::to_string(i) + "\n";
+  big.view.event({{"type", "tool_call_start"},
+                  {"id", "c1"},
+                  {"tool", "write"},
+                  {"arguments", {{"path", "big.txt"}, {"content", content}}}});
+  big.view.event({{"type", "tool_call_end"},
+                  {"id", "c1"},
+                  {"tool", "write"},
+                  {"output", ""},
+                  {"files_changed", {{{"path", "/ws/big.txt"}, {"op", "create"}}}}});
+  ASSERT_TRUE(big.view.command("/diff"));
+  const std::string cut = big.err();
+  EXPECT_NE(cut.find("+line 395\n"), std::string::npos) << cut.substr(0, 400);
+  EXPECT_EQ(cut.find("+line 396\n"), std::string::npos) << "400 lines in all";
+  EXPECT_NE(cut.find("moat: /diff is cut at 400 lines; 604 more are not shown"), std::string::npos)
+      << cut.substr(cut.size() > 300 ? cut.size() - 300 : 0);
 }
 
 }  // namespace
