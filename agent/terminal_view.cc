@@ -41,6 +41,8 @@ std::string fit(const std::string& s, std::size_t width) {
   return shown.substr(0, cut) + "...";
 }
 
+bool is_terminal(FILE* f) { return ::isatty(::fileno(f)) == 1; }
+
 std::size_t screen_width(FILE* f) {
   winsize ws{};
   if (::ioctl(::fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8) return ws.ws_col - 1u;
@@ -154,21 +156,30 @@ void TerminalView::event(const json& e) {
   if (type == "tool_call_end") return call_ended(e);
   const std::string shown = event_status_lines(e, said_);
   if (type == "error") said_ = str(e, "message");
-  if (!shown.empty()) line(shown);
+  // A note or an error: long lines wrap at the terminal's width, at spaces.
+  if (!shown.empty()) line(is_terminal(err_) ? wrapped(visible(shown), screen_width(err_)) : shown);
 }
 
 void TerminalView::text(const std::string& t) {
   if (t.empty()) return;
   erase();
-  const std::string shown = visible(t);
+  std::string shown = visible(t);
+  if (!is_terminal(out_)) {
+    mid_line_ = shown.back() != '\n';
+  } else {  // wrapped at the terminal's width, at spaces (the word being typed waits)
+    shown = wrap_.feed(shown, screen_width(out_));
+    mid_line_ = wrap_.holding() || wrap_.column() > 0;
+  }
   std::fwrite(shown.data(), 1, shown.size(), out_);
   std::fflush(out_);
-  mid_line_ = shown.back() != '\n';
 }
 
 void TerminalView::end_line() {
+  const std::string held = wrap_.flush();
+  std::fwrite(held.data(), 1, held.size(), out_);
   if (mid_line_) std::fputc('\n', out_);
   std::fflush(out_);
+  wrap_.newline();
   mid_line_ = false;
 }
 

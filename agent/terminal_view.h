@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/visible.h"
+
 namespace moat::agent {
 
 class TerminalView {
@@ -82,6 +84,7 @@ class TerminalView {
   const bool live_;
   std::string carry_;  // a line of the loop's not yet ended
   bool mid_line_ = false;
+  Wrapper wrap_;  // the model's text, wrapped at the terminal's width
   std::vector<Running> running_;
   int drawn_ = 0;  // lines of the live block on the screen, above the cursor
   unsigned frame_ = 0;

@@ -16,4 +16,35 @@ std::string visible(std::string_view bytes, std::string& carry);
 // The same for one whole piece of text (a lone C2 at its end is kept: it is not a control).
 std::string visible(std::string_view text);
 
+// Columns a piece of UTF-8 takes on a terminal (utf8proc's character widths; a byte that is
+// not UTF-8 counts one).
+std::size_t display_width(std::string_view text);
+
+// Text already made visible, wrapped for a terminal `width` columns wide as it streams in:
+// lines break at spaces (the spaces at a break are dropped); a word longer than the width is
+// broken where the width ends. The word being typed, and the spaces before it, are held until
+// a space, a newline or flush() ends it.
+class Wrapper {
+ public:
+  // What to write now of `text` (a stream's next piece), for a terminal `width` wide.
+  std::string feed(std::string_view text, std::size_t width);
+  // The word held back, written where it fits (spaces with no word after them are dropped);
+  // the cursor is then at column().
+  std::string flush();
+  std::size_t column() const { return column_; }
+  bool holding() const { return !word_.empty() || !spaces_.empty(); }
+  // A newline was written around the wrapper (column 0).
+  void newline() {
+    column_ = 0;
+    spaces_.clear();
+  }
+
+ private:
+  std::string word_, spaces_;
+  std::size_t column_ = 0, width_ = 80;
+};
+
+// One whole piece of text wrapped (Wrapper), for a terminal `width` wide.
+std::string wrapped(std::string_view text, std::size_t width);
+
 }  // namespace moat::agent

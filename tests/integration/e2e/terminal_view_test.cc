@@ -540,6 +540,41 @@ TEST_F(TerminalViewTest, DiffShowsAnEditsUnifiedDiffNotOnlyTheName) {
   EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
 }
 
+// Issue 27 item 18: the model's long lines wrap at spaces at the terminal's width (120
+// columns here), not where the terminal runs out of columns mid-word; only a word longer
+// than the width is broken.
+TEST_F(TerminalViewTest, LongLinesWrapAtWordBoundaries) {
+  std::string text = "Start.";
+  for (int i = 10; i < 70; ++i) text += " alpha" + std::to_string(i);
+  text += " " + std::string(150, 'y') + " end.";
+  server_->push_turn(text_turn(text));
+  auto t = start_moat("talk");
+  ASSERT_TRUE(t->shows("end.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  std::istringstream lines(t->pane());
+  int alphas = 0;
+  std::size_t ys = 0;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.find("alpha") == std::string::npos && l.find("yyy") == std::string::npos) continue;
+    EXPECT_LT(l.find_last_not_of(' '), 119u) << "within the width: " << l;
+    std::istringstream words(l);
+    for (std::string w; words >> w;) {
+      if (w[0] == 'y') {
+        ys += w.size();
+        continue;
+      }
+      EXPECT_TRUE(w == "Start." || w == "end." || (w.size() == 7 && w.starts_with("alpha")))
+          << "a word cut at the line's end: " << w << "\n"
+          << t->pane();
+      alphas += w.starts_with("alpha") ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(alphas, 60) << t->pane();
+  EXPECT_EQ(ys, 150u) << "the long word broken, nothing lost:\n" << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+}
+
 // Issue 27 item 18: /compact with nothing to summarise names the flag that sets what is kept,
 // not an internal key.
 TEST_F(TerminalViewTest, CompactWithNothingToSummariseNamesTheKeepRecentFlag) {

@@ -53,5 +53,39 @@ TEST(Visible, WholeTextKeepsALoneC2AtItsEnd) {
   EXPECT_EQ(visible("\xc2\x85"), "M-^E") << "NEL, a C1 line break";
 }
 
+// Issue 27 item 18: long lines wrap at spaces, at the terminal's width; the spaces at a break
+// are dropped, a newline starts the count again, indentation at a line's start stays.
+TEST(Wrap, LinesBreakAtSpacesWithinTheWidth) {
+  EXPECT_EQ(wrapped("aaaa bbbb cccc dddd", 10), "aaaa bbbb\ncccc dddd");
+  EXPECT_EQ(wrapped("aaaa bbbbb cc", 10), "aaaa bbbbb\ncc") << "a word ending at the width fits";
+  EXPECT_EQ(wrapped("one\n    indented words here", 12), "one\n    indented\nwords here");
+  EXPECT_EQ(wrapped("short", 80), "short");
+}
+
+// Only a word longer than the width is broken inside, where the width ends; display width
+// counts a wide character as two columns and never splits one.
+TEST(Wrap, OnlyAWordLongerThanTheWidthIsBrokenAndWidthIsDisplayWidth) {
+  EXPECT_EQ(wrapped("ab " + std::string(20, 'x') + " cd", 8), "ab\nxxxxxxxx\nxxxxxxxx\nxxxx cd");
+  EXPECT_EQ(display_width("\xe6\x97\xa5\xe6\x9c\xac"), 4u) << "two CJK characters";
+  EXPECT_EQ(display_width("\xc3\xa9t\xc3\xa9"), 3u) << "é is one column, two bytes";
+  // 8 columns: four CJK characters fit, the fifth goes to the next line whole.
+  EXPECT_EQ(wrapped("\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5", 8),
+            "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\n\xe6\x97\xa5");
+  EXPECT_EQ(wrapped("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8),
+            "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\n\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9")
+      << "4 + 1 + 4 > 8 columns although 17 bytes";
+}
+
+// Streamed in pieces, a word split between pieces is wrapped as a whole.
+TEST(Wrap, AStreamWrapsAWordSplitBetweenPieces) {
+  Wrapper w;
+  std::string out = w.feed("aaaa bb", 10);
+  EXPECT_EQ(out, "aaaa") << "the word being typed waits";
+  out += w.feed("bbbbb cc", 10);
+  out += w.flush();
+  EXPECT_EQ(out, "aaaa\nbbbbbbb cc") << "aaaa bbbbbbb is 12 columns";
+  EXPECT_EQ(w.column(), 10u);
+}
+
 }  // namespace
 }  // namespace moat::agent
