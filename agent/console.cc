@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "agent/console_question.h"
+#include "agent/line_editor.h"
 #include "agent/rpc_console.h"
 #include "agent/run_support.h"
 #include "agent/terminal_repl.h"
@@ -124,6 +125,7 @@ class Console {
     if (view_ && o.repl) {
       view_->set_repl();
       repl_ = true;
+      editing_ = person_;
       if (!o.first_prompt.empty()) to_loop({{"type", "prompt"}, {"message", o.first_prompt}}, true);
     }
   }
@@ -141,6 +143,8 @@ class Console {
   void take_key(std::string_view keys);
   void end_of_input();
   void keys_mode(bool single);
+  void sync_edit_mode();
+  void edit(std::string_view keys);
   void drain_loop_output();
   void interrupt_at_prompt();
   void answer(const std::optional<std::string>& line);
@@ -178,6 +182,12 @@ class Console {
   bool ending_ = false;                 // Ctrl-C at the prompt: a second one ends the session
   bool repl_ = false;                   // a terminal session (agent/terminal_repl.h)
   LoopCommands commands_;
+  // A person at a terminal session's prompt edits the line (agent/line_editor.h): there only
+  // the terminal is non-canonical (its modes before, to restore when a turn starts, a
+  // question is drawn or the session ends).
+  bool editing_ = false;
+  std::optional<termios> edit_mode_;
+  LineEditor editor_;
 };
 
 bool Console::stdin_wanted() const {
@@ -192,6 +202,7 @@ int Console::run() {
   int status = 0;
   for (;;) {
     if (::waitpid(loop_, &status, WNOHANG) == loop_) break;
+    sync_edit_mode();
     // The question's guard is over (a poll timeout may end it: no fd signals it).
     if (guard_until_ && std::chrono::steady_clock::now() >= *guard_until_) offer_choices();
     // While a question is on the screen the loop's output waits in its pipes: what stands
@@ -231,6 +242,8 @@ int Console::run() {
   while (loop_err_.valid() && pump(loop_err_, stderr, err_carry_)) {}
   if (rpc_) rpc_->loop_output_ended();
   keys_mode(false);
+  editing_ = false;
+  sync_edit_mode();
   if (view_) view_->feed("\n");  // a last event without its LF
   if (view_) view_->ended();
   return status;
@@ -292,6 +305,7 @@ void Console::read_signals() {
 void Console::interrupt_at_prompt() {
   if (ending_) return end_session();
   ending_ = true;
+  editor_.clear();  // as the line discipline drops the line
   std::fputc('\n', stderr);
   view_->say("moat: Ctrl-C again to end the session (or Ctrl-D, /exit)");
   view_->show_prompt();
@@ -321,6 +335,7 @@ void Console::read_stdin() {
   if (n <= 0) return end_of_input();
   if (guard_until_) return;  // keys pressed as the question appeared were not meant for it
   if (line_mode_ && shown_) return take_key(std::string_view(buf, static_cast<std::size_t>(n)));
+  if (edit_mode_) return edit(std::string_view(buf, static_cast<std::size_t>(n)));
   take_lf_lines(partial_, std::string_view(buf, static_cast<std::size_t>(n)),
                 [this](std::string line) { take_line(std::move(line)); });
   if (partial_.size() >= kMaxLine) {
@@ -465,6 +480,7 @@ void Console::show_question() {
   std::fwrite(lines.data(), 1, lines.size(), stderr);
   std::fflush(stderr);
   shown_ = true;
+  sync_edit_mode();  // the terminal as it was, before the question's own mode
   if (person_ && !stdin_eof_) {
     // What was typed before the question came is not its answer; nor is a key pressed as it
     // appears: the choices, and with them the answer, come after the guard (offer_choices).
@@ -498,6 +514,7 @@ void Console::offer_choices() {
 // until Enter, so a "y" typed before the question would otherwise complete as its answer.
 void Console::discard_typed_ahead() {
   partial_.clear();
+  editor_.clear();
   ::tcflush(STDIN_FILENO, TCIFLUSH);
 }
 
@@ -514,6 +531,38 @@ void Console::drain_loop_output() {
 // `single`: the terminal hands each key over as it is typed, unechoed (Ctrl-C still signals);
 // otherwise the modes it had are restored (keys typed after the answer are kept). TCSAFLUSH
 // drops what was typed before the switch.
+// Non-canonical at the prompt only: not while a turn runs (typed lines steer it, as the line
+// discipline reads them) nor while a question is shown (keys_mode), nor in the background.
+void Console::sync_edit_mode() {
+  const bool want = editing_ && !stdin_eof_ && !shown_ && !line_mode_ && !view_->busy();
+  if (want == edit_mode_.has_value() || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return;
+  if (!want) {
+    (void)::tcsetattr(STDIN_FILENO, TCSANOW, &*edit_mode_);
+    edit_mode_.reset();
+    return;
+  }
+  termios t{};
+  if (::tcgetattr(STDIN_FILENO, &t) != 0) return;
+  edit_mode_ = t;
+  t.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // ISIG stays: Ctrl-C is a signal
+  t.c_cc[VMIN] = 1;
+  t.c_cc[VTIME] = 0;
+  (void)::tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
+// Keys at the prompt: the line is redrawn as it is edited; Enter takes it as a typed line.
+void Console::edit(std::string_view keys) {
+  for (const LineEditor::Step& step : editor_.feed(keys)) {
+    if (step.kind == LineEditor::Step::Kind::kEnd) return end_of_input();
+    std::fputc('\n', stderr);
+    take_line(step.line);
+  }
+  if (!edit_mode_ || shown_ || view_->busy()) return;
+  const std::string line = editor_.render("> ");
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
 void Console::keys_mode(bool single) {
   if (single && !line_mode_) {
     termios t{};

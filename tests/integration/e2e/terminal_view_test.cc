@@ -575,6 +575,29 @@ TEST_F(TerminalViewTest, LongLinesWrapAtWordBoundaries) {
   EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
 }
 
+// Issue 27 item 18: the prompt's line is edited in place (left, Ctrl-A, Ctrl-W) and up brings
+// back this session's earlier line; what is sent is the edited text, no escape sequence in it.
+TEST_F(TerminalViewTest, ThePromptHasALineEditorWithHistory) {
+  server_->push_turn(text_turn("One."));
+  server_->push_turn(text_turn("Two."));
+  auto t = start_moat("");
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("'count the fils' Left e Enter");
+  ASSERT_TRUE(t->shows("One.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("Up C-a 'now ' C-e ' twice' C-w again");
+  ASSERT_TRUE(t->shows("> now count the files again")) << t->pane();
+  t->keys("Enter");
+  ASSERT_TRUE(t->shows("Two.", 60)) << t->pane();
+  ASSERT_TRUE(at_prompt(*t)) << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=", 60)) << t->pane();
+  const auto files = session_files();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(user_entries(files[0], "count the files").size(), 1u) << t->pane();
+  EXPECT_EQ(user_entries(files[0], "now count the files again").size(), 1u) << t->pane();
+}
+
 // Issue 27 item 18: /compact with nothing to summarise names the flag that sets what is kept,
 // not an internal key.
 TEST_F(TerminalViewTest, CompactWithNothingToSummariseNamesTheKeepRecentFlag) {
