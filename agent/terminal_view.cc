@@ -162,7 +162,7 @@ void TerminalView::event(const json& e) {
 
 void TerminalView::text(const std::string& t) {
   if (t.empty()) return;
-  erase();
+  take_block_off();
   std::string shown = visible(t);
   if (!is_terminal(out_)) {
     mid_line_ = shown.back() != '\n';
@@ -301,11 +301,19 @@ void TerminalView::tick() {
   if (!live_ || running_.empty() || now - last_tick_ < std::chrono::milliseconds(100)) return;
   last_tick_ = now;
   ++frame_;
-  erase();
+  take_block_off();
   draw();
 }
 
 void TerminalView::erase() {
+  // The model's word held back for wrapping comes before what is written next (a question).
+  const std::string held = wrap_.flush();
+  std::fwrite(held.data(), 1, held.size(), out_);
+  if (!held.empty()) std::fflush(out_);
+  take_block_off();
+}
+
+void TerminalView::take_block_off() {
   if (drawn_ == 0) return;
   std::fprintf(err_, "\x1b[%dA\x1b[J", drawn_);  // up to the block's first line; clear below
   drawn_ = 0;

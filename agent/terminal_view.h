@@ -31,7 +31,8 @@ class TerminalView {
   // calls it while it waits.
   void tick();
   // Around anything else written to the terminal (a question, the loop's stderr): the
-  // running calls are taken off the screen, then drawn again below it.
+  // running calls are taken off the screen, then drawn again below it; a word of the model's
+  // held back for wrapping is written first.
   void erase();
   void draw();
   // A line the person typed: /cost, /diff, /policy or /model (alone on the line) is answered
@@ -67,6 +68,7 @@ class TerminalView {
     std::string diff;  // its unified diff, or why there is none
   };
   void text(const std::string& t);
+  void take_block_off();  // the running calls' lines, off the screen
   void end_line();
   void line(const std::string& s);  // a status line on stderr, below the model's text
   void call_started(const nlohmann::json& e);

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -246,6 +250,32 @@ TEST(TerminalView, DiffShowsEachFilesDiffAndSaysWhatIsNotTracked) {
   EXPECT_EQ(cut.find("+line 396\n"), std::string::npos) << "400 lines in all";
   EXPECT_NE(cut.find("moat: /diff is cut at 400 lines; 604 more are not shown"), std::string::npos)
       << cut.substr(cut.size() > 300 ? cut.size() - 300 : 0);
+}
+
+// Issue 27 item 18: at a terminal the model's text is wrapped, its last word held until a
+// space or the line's end; erase() (the console's, before it draws a question) writes the
+// held word first, so the question never comes before the text it follows. A real pty.
+TEST(TerminalView, AWordHeldForWrappingIsWrittenBeforeAQuestion) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  FILE* out = std::fopen(::ptsname(master), "w");
+  ASSERT_NE(out, nullptr);
+  FILE* err = std::tmpfile();
+  {
+    TerminalView view(out, err, false);
+    view.event({{"type", "text_delta"}, {"text", "Shall I run wor"}});
+    view.erase();
+  }
+  std::fclose(out);
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  std::string shown;
+  char buf[256];
+  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) shown.append(buf, n);
+  EXPECT_EQ(shown, "Shall I run wor");
+  std::fclose(err);
+  ::close(master);
 }
 
 }  // namespace
