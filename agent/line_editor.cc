@@ -23,6 +23,30 @@ bool complete(std::string_view seq) {
   return last >= 0x40 && last <= 0x7e;
 }
 
+// The editing keys: a control key, or an escape sequence after its ESC (xterm's and the
+// VT220's; O for application cursor mode).
+struct Binding {
+  std::string_view keys;
+  LineEditor::Edit edit;
+};
+using E = LineEditor::Edit;
+// clang-format off
+constexpr Binding kBindings[] = {
+    {"\x02", E::kLeft},  {"[D", E::kLeft},  {"OD", E::kLeft},                       // Ctrl-B, left
+    {"\x06", E::kRight}, {"[C", E::kRight}, {"OC", E::kRight},                      // Ctrl-F, right
+    {"\x01", E::kHome},  {"[H", E::kHome},  {"OH", E::kHome},  {"[1~", E::kHome},   // Ctrl-A, Home
+    {"[7~", E::kHome},
+    {"\x05", E::kEnd},   {"[F", E::kEnd},   {"OF", E::kEnd},   {"[4~", E::kEnd},    // Ctrl-E, End
+    {"[8~", E::kEnd},
+    {"\x7f", E::kBack},  {"\x08", E::kBack},                                        // backspace
+    {"[3~", E::kDelete},                                                            // Delete
+    {"\x15", E::kKillBefore},                                                       // Ctrl-U
+    {"\x17", E::kKillWord},                                                         // Ctrl-W
+    {"\x10", E::kUp},    {"[A", E::kUp},    {"OA", E::kUp},                         // Ctrl-P, up
+    {"\x0e", E::kDown},  {"[B", E::kDown},  {"OB", E::kDown},                       // Ctrl-N, down
+};
+// clang-format on
+
 }  // namespace
 
 std::vector<LineEditor::Step> LineEditor::feed(std::string_view keys) {
@@ -30,7 +54,7 @@ std::vector<LineEditor::Step> LineEditor::feed(std::string_view keys) {
   for (const char c : keys) {
     if (!escape_.empty() || c == '\x1b') {
       escape_ += c;
-      if (complete(escape_)) sequence(std::exchange(escape_, std::string()));
+      if (complete(escape_)) bound(std::string_view(std::exchange(escape_, {})).substr(1));
       if (escape_.size() > kMaxSequence) escape_.clear();
       continue;
     }
@@ -41,66 +65,66 @@ std::vector<LineEditor::Step> LineEditor::feed(std::string_view keys) {
 
 // One key; false once the input has ended (Ctrl-D on an empty line).
 bool LineEditor::key(char c, std::vector<Step>& steps) {
-  switch (c) {
-    case '\r':
-    case '\n':
-      if (!line_.empty() && (history_.empty() || history_.back() != line_)) {
-        history_.push_back(line_);
-        if (history_.size() > kMaxHistory) history_.erase(history_.begin());
-      }
-      steps.push_back({Step::Kind::kLine, std::exchange(line_, std::string())});
-      cursor_ = 0;
-      recalled_ = history_.size();
-      return true;
-    case '\x04':  // Ctrl-D: the end on an empty line, else the character under the cursor
-      if (line_.empty()) {
-        steps.push_back({Step::Kind::kEnd, ""});
-        return false;
-      }
-      line_.erase(cursor_, char_after(cursor_) - cursor_);
-      return true;
-    case '\x01': cursor_ = 0; return true;                     // Ctrl-A
-    case '\x05': cursor_ = line_.size(); return true;          // Ctrl-E
-    case '\x02': cursor_ = char_before(cursor_); return true;  // Ctrl-B
-    case '\x06': cursor_ = char_after(cursor_); return true;   // Ctrl-F
-    case '\x7f':
-    case '\x08': {  // backspace
-      const std::size_t from = char_before(cursor_);
-      line_.erase(from, cursor_ - from);
-      cursor_ = from;
-      return true;
-    }
-    case '\x15':  // Ctrl-U: all before the cursor
-      line_.erase(0, cursor_);
-      cursor_ = 0;
-      return true;
-    case '\x17': {  // Ctrl-W: the word before the cursor, and the spaces after it
-      std::size_t from = cursor_;
-      while (from > 0 && line_[from - 1] == ' ') --from;
-      while (from > 0 && line_[from - 1] != ' ') --from;
-      line_.erase(from, cursor_ - from);
-      cursor_ = from;
-      return true;
-    }
-    case '\x10': recall(-1); return true;  // Ctrl-P
-    case '\x0e': recall(+1); return true;  // Ctrl-N
-    default: break;
+  if (c == '\r' || c == '\n') {
+    remember();
+    steps.push_back({Step::Kind::kLine, std::exchange(line_, std::string())});
+    cursor_ = 0;
+    return true;
   }
+  if (c == '\x04' && line_.empty()) {  // Ctrl-D: the end on an empty line
+    steps.push_back({Step::Kind::kEnd, ""});
+    return false;
+  }
+  if (c == '\x04') {  // else it deletes the character under the cursor
+    apply(Edit::kDelete);
+    return true;
+  }
+  if (bound(std::string_view(&c, 1))) return true;
+  // Other controls are not taken: they would act on the terminal when the line is drawn.
   if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || line_.size() >= kMaxLine) return true;
   line_.insert(cursor_, 1, c);
   ++cursor_;  // a character's next bytes follow it here
   return true;
 }
 
-void LineEditor::sequence(std::string_view seq) {
-  const std::string_view body = seq.substr(2);
-  if (body == "D") cursor_ = char_before(cursor_);
-  else if (body == "C") cursor_ = char_after(cursor_);
-  else if (body == "H" || body == "1~" || body == "7~") cursor_ = 0;
-  else if (body == "F" || body == "4~" || body == "8~") cursor_ = line_.size();
-  else if (body == "A") recall(-1);
-  else if (body == "B") recall(+1);
-  else if (body == "3~") line_.erase(cursor_, char_after(cursor_) - cursor_);  // Delete
+// Applies the edit `keys` is bound to (kBindings); false when it is bound to none.
+bool LineEditor::bound(std::string_view keys) {
+  for (const Binding& b : kBindings)
+    if (b.keys == keys) {
+      apply(b.edit);
+      return true;
+    }
+  return false;
+}
+
+void LineEditor::apply(Edit edit) {
+  std::size_t from = cursor_;
+  switch (edit) {
+    case Edit::kLeft: cursor_ = char_before(cursor_); return;
+    case Edit::kRight: cursor_ = char_after(cursor_); return;
+    case Edit::kHome: cursor_ = 0; return;
+    case Edit::kEnd: cursor_ = line_.size(); return;
+    case Edit::kDelete: line_.erase(cursor_, char_after(cursor_) - cursor_); return;
+    case Edit::kUp: return recall(-1);
+    case Edit::kDown: return recall(+1);
+    case Edit::kBack: from = char_before(cursor_); break;
+    case Edit::kKillBefore: from = 0; break;
+    case Edit::kKillWord:  // the word before the cursor, and the spaces after it
+      while (from > 0 && line_[from - 1] == ' ') --from;
+      while (from > 0 && line_[from - 1] != ' ') --from;
+      break;
+  }
+  line_.erase(from, cursor_ - from);
+  cursor_ = from;
+}
+
+// An Enter'd line joins the history (not twice in a row), and up starts from it again.
+void LineEditor::remember() {
+  if (!line_.empty() && (history_.empty() || history_.back() != line_)) {
+    history_.push_back(line_);
+    if (history_.size() > kMaxHistory) history_.erase(history_.begin());
+  }
+  recalled_ = history_.size();
 }
 
 void LineEditor::recall(int step) {

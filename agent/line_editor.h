@@ -13,6 +13,19 @@ namespace moat::agent {
 
 class LineEditor {
  public:
+  // What an editing key does (line_editor.cc's kBindings names the keys).
+  enum class Edit {
+    kLeft,
+    kRight,
+    kHome,
+    kEnd,
+    kBack,
+    kDelete,
+    kKillBefore,
+    kKillWord,
+    kUp,
+    kDown
+  };
   struct Step {
     enum class Kind { kLine, kEnd } kind;  // Enter ended a line; Ctrl-D on an empty one
     std::string line;
@@ -29,8 +42,10 @@ class LineEditor {
 
  private:
   bool key(char c, std::vector<Step>& steps);
-  void sequence(std::string_view seq);  // an escape sequence, ESC included
-  void recall(int step);                // up (-1) or down (+1) through the history
+  bool bound(std::string_view keys);
+  void apply(Edit edit);
+  void remember();
+  void recall(int step);  // up (-1) or down (+1) through the history
   std::size_t char_before(std::size_t at) const;
   std::size_t char_after(std::size_t at) const;
 
