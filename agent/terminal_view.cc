@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "agent/events.h"
 #include "agent/host_files.h"
 #include "agent/text_events.h"
 #include "agent/visible.h"
 #include "tools/diff.h"
+#include "tools/registry.h"
 
 namespace moat::agent {
 namespace {
@@ -103,13 +105,13 @@ bool names_file(const std::string& changed, const json& arguments) {
 std::string change_diff(const json& e, const json& f, const json& arguments) {
   const std::string tool = str(e, "tool"), op = str(f, "op"), path = str(f, "path");
   const bool its_file = names_file(path, arguments);
-  if (tool == "edit" && its_file && e.contains("diff") && e["diff"].is_string())
-    return e["diff"].get<std::string>();
-  if (tool == "write" && its_file && op == "create")
-    return tools::unified_diff("", str(arguments, "content"), str(arguments, "path"));
+  if (its_file && e.contains("diff") && e["diff"].is_string()) return e["diff"].get<std::string>();
+  const std::optional<std::string> written = tools::written_content(tool, arguments);
+  if (written && its_file && op == "create")
+    return tools::unified_diff("", *written, str(arguments, "path"));
   if (op == "delete") return "  (deleted; its contents are not tracked)\n";
-  if (tool == "write" && its_file)
-    return "  (replaced whole by write; the earlier contents are not tracked)\n";
+  if (written && its_file)
+    return "  (replaced whole by " + tool + "; the earlier contents are not tracked)\n";
   return "  (changed by a command; its contents are not tracked)\n";
 }
 

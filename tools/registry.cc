@@ -232,6 +232,15 @@ std::optional<TouchedFile> touched_file(std::string_view tool, const nlohmann::j
   return TouchedFile{it->get<std::string>(), spec_of(*row, ToolLimits{}).mutates};
 }
 
+std::optional<std::string> written_content(std::string_view tool, const nlohmann::json& args) {
+  const Tool* row = row_of(tool);
+  if (row == nullptr || !row->file || row->file->must_exist || !args.is_object())
+    return std::nullopt;
+  auto it = args.find("content");
+  if (it == args.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 std::vector<std::string> guidelines(const std::vector<std::string>& granted_names) {
   GrantedTools granted;
   for (const auto& n : granted_names)

@@ -42,6 +42,10 @@ struct TouchedFile {
 };
 std::optional<TouchedFile> touched_file(std::string_view tool, const nlohmann::json& args);
 
+// The whole content a call writes its file with, for a tool that creates or replaces its file
+// from its arguments (write's `content`); nullopt for any other call (the console's /diff).
+std::optional<std::string> written_content(std::string_view tool, const nlohmann::json& args);
+
 // The system prompt's guidelines for the granted tools, each line there because a tool of
 // the set exists (or is missing), in the order the prompt reads them.
 std::vector<std::string> guidelines(const std::vector<std::string>& granted);
