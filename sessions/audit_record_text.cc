@@ -21,16 +21,6 @@ constexpr const char* kMore = "\n      ";
 // and type in columns of their own.
 constexpr const char* kChainFields[] = {"v", "seq", "ts", "type", "session", "id", "prev", "hash"};
 
-std::string clean(std::string_view s, size_t width) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (out.size() >= width) return out + "...";
-    if (c < 0x20 || c == 0x7f) out += ' ';  // a record must not move the reader's cursor
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
 // Text as text (host bytes as \xNN), anything else as compact JSON.
 std::string value_text(const json& v) {
   if (v.is_string() || (v.is_object() && v.contains("bytes"))) return display_text(v);
@@ -249,6 +239,16 @@ std::string unknown_text(const json& r) {
 
 }  // namespace
 
+std::string line_text(std::string_view s, size_t width) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= width) return out + "...";
+    if (c < 0x20 || c == 0x7f) out += ' ';  // a record must not move the reader's cursor
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 std::string net_text(const json& r, const AuditView* view) {
   std::string out = str_field(r, "method") + " " + field_text(r, "host") + ":" +
                     field_text(r, "port") + " -> " +
@@ -272,7 +272,7 @@ std::string net_text(const json& r, const AuditView* view) {
   if (exec != nullptr) add(by, action_of(*exec), " ");
   add(by, labelled(r, "pid", "pid"));
   add(by, labelled(r, "program_error", "program not known:"));
-  return clean(out + "  " + how + (by.empty() ? "" : "  by " + by), 600);
+  return line_text(out + "  " + how + (by.empty() ? "" : "  by " + by), 600);
 }
 
 bool has_record_text(std::string_view type) {
@@ -290,7 +290,7 @@ std::string record_text(const json& r, const AuditView* view) {
   std::string out;
   size_t from = 0;
   for (size_t nl = text.find(kMore); ; nl = text.find(kMore, from)) {
-    out += clean(std::string_view(text).substr(from, nl - from), 2000);
+    out += line_text(std::string_view(text).substr(from, nl - from), 2000);
     if (nl == std::string::npos) return out;
     out += kMore;
     from = nl + std::string_view(kMore).size();

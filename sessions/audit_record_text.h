@@ -27,4 +27,8 @@ bool has_record_text(std::string_view type);
 // 91022 B, 412.5 ms  by c4.3 pid 41290": one net record, as a call's card lists it too.
 std::string net_text(const nlohmann::json& record, const AuditView* view = nullptr);
 
+// `s` on one line: control characters as spaces (a record must not move the reader's cursor),
+// cut at `width` bytes with "...". The one home of that rule for `show` and `--tree` rows.
+std::string line_text(std::string_view s, size_t width);
+
 }  // namespace moat::sessions

@@ -16,16 +16,6 @@ using nlohmann::json;
 // Indentation of an exec tree under its call row (past the seq column).
 constexpr const char* kTreeIndent = "        ";
 
-std::string clean(std::string_view s, size_t width) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (out.size() >= width) return out + "...";
-    if (c < 0x20 || c == 0x7f) out += ' ';  // a record must not move the reader's cursor
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
 bool is_call_record(const json& r) {
   const std::string type = str_field(r, "type");
   return type == "call" || (type == "exec" && !r.contains("exec_id"));
@@ -40,7 +30,7 @@ bool drawn_in_tree(const json& r, const AuditView& view) {
 }
 
 std::string with_session(const json& r, std::string text) {
-  const std::string session = clean(str_field(r, "session"), 40);
+  const std::string session = line_text(str_field(r, "session"), 40);
   const std::string pad(session.size() + 1, ' ');
   for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
     text.insert(at + 1, pad);
@@ -72,7 +62,7 @@ std::string audit_line(const json& r, const AuditView* view) {
   const std::string type = str_field(r, "type");
   char head[96];
   std::snprintf(head, sizeof head, "%5lld %-30s %-14s", static_cast<long long>(int_field(r, "seq")),
-                clean(str_field(r, "ts"), 30).c_str(), clean(type, 15).c_str());
+                line_text(str_field(r, "ts"), 30).c_str(), line_text(type, 15).c_str());
   return head + record_text(r, view);
 }
 
@@ -92,7 +82,7 @@ std::vector<AuditRow> audit_rows(const std::vector<json>& records, size_t verifi
     if (i >= verified) text += "  [unverified]";
     if (o.tree && is_call_record(r))
       for (const auto& line : exec_tree_lines(*view.call_of(r), kTreeIndent))
-        text += "\n" + clean(line, 400);
+        text += "\n" + line_text(line, 400);
     rows.push_back({str_field(r, "ts"), o.session_column ? with_session(r, text) : text});
   }
   return rows;
