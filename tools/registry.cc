@@ -198,7 +198,7 @@ std::optional<std::string> command_to_judge(std::string_view tool, const nlohman
 
 namespace {
 
-// "pattern=TODO path=src": each argument as key=value, a string bare unless it holds a space.
+// "pattern=needle path=src": each argument as key=value, a string bare unless it holds a space.
 std::string argument_words(const nlohmann::json& args) {
   if (!args.is_object()) return args.dump();
   std::string out;

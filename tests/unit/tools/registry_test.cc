@@ -43,7 +43,7 @@ TEST(ToolTable, OnlyBashHasACommandLineForThePolicyToJudge) {
 TEST(ToolTable, TheSummaryIsTheCommandLineElseTheArguments) {
   EXPECT_EQ(call_summary("bash", {{"command", "ls -la"}}), "ls -la");
   EXPECT_EQ(call_summary("bash", {{"command", 1}}), "command=1");
-  EXPECT_EQ(call_summary("grep", {{"pattern", "TODO"}, {"path", "src"}}), "path=src pattern=TODO");
+  EXPECT_EQ(call_summary("grep", {{"pattern", "needle"}, {"path", "src"}}), "path=src pattern=needle");
   EXPECT_EQ(call_summary("find", {{"pattern", "a b"}}), R"(pattern="a b")");
 }
 
