@@ -22,6 +22,7 @@
 #include "policy/paths.h"
 #include "policy/resolve.h"
 #include "policy/units.h"
+#include "policy/writable_roots.h"
 
 namespace moat::policy {
 namespace {
@@ -252,11 +253,7 @@ class PolicyImpl final : public Policy {
                       ? sandbox_search_path(std::getenv("PATH") ? std::getenv("PATH") : kSystemPath)
                       : o.search_path),
         notices_(std::move(notices)) {
-    writable_roots_ = o.writable_roots;
-    if (writable_roots_.empty()) {
-      if (!workspace_.empty()) writable_roots_.push_back(workspace_);
-      for (const char* d : {"/tmp", "/var/tmp", "/dev/shm"}) writable_roots_.push_back(d);
-    }
+    writable_roots_ = o.writable_roots.empty() ? writable_roots(workspace_) : o.writable_roots;
     writable_roots_.insert(writable_roots_.end(), o.extra_writable_roots.begin(),
                            o.extra_writable_roots.end());
     for (auto& r : writable_roots_) r = canonical_path(r, "/");

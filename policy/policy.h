@@ -114,7 +114,7 @@ struct LoadOptions {
   // read-only system trees the sandbox binds (/usr, /bin, /sbin, /lib, /etc).
   std::vector<std::string> search_path;
   // Files here can be planted by sandboxed code, so no allow rule matches a program in
-  // them; default {workspace, /tmp, /var/tmp, /dev/shm}.
+  // them; default writable_roots(workspace) (policy/writable_roots.h).
   std::vector<std::string> writable_roots;
   // Added to writable_roots (or its default): moat sandbox exec's --bind targets.
   std::vector<std::string> extra_writable_roots;
