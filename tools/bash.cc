@@ -8,7 +8,6 @@
 
 #include "base/random.h"
 #include "tools/bash_output.h"
-#include "tools/registry.h"
 #include "tools/schema.h"
 #include "tools/truncate.h"
 
@@ -133,11 +132,5 @@ const Tool kBashTool = {.name = "bash",
                         .command = &command_line,
                         .changes_files = true,
                         .guidance = &bash_guidance};
-
-CommandCall command_call(const std::string& line, double timeout_s) {
-  nlohmann::json args = {{"command", line}};
-  if (timeout_s > 0) args["timeout"] = timeout_s;
-  return {std::string(kBashTool.name), std::move(args)};
-}
 
 }  // namespace moat::tools

@@ -263,6 +263,12 @@ std::vector<std::string> guidelines(const std::vector<std::string>& granted_name
   return lines;
 }
 
+CommandCall command_call(const std::string& line, double timeout_s) {
+  nlohmann::json args = {{"command", line}};
+  if (timeout_s > 0) args["timeout"] = timeout_s;
+  return {std::string(kBashTool.name), std::move(args)};
+}
+
 nlohmann::json repair_arguments(std::string_view tool, nlohmann::json args,
                                 std::vector<std::string>* notes) {
   const Tool* row = row_of(tool);

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,21 +11,25 @@
 
 namespace moat::tools {
 
+// A command's timeout when neither its call nor a tighter policy wall time gives one.
+inline constexpr double kDefaultCommandTimeoutS = 120;
+
 // The session's effective limits on a call: the specs state them (bash's description names
 // its timeout and output ceiling) and execute() enforces them, from this one value.
 struct ToolLimits {
-  double default_timeout_s = 120;  // a command's timeout when the call gives none
+  double default_timeout_s = kDefaultCommandTimeoutS;  // when the call gives none
   // The policy's per-call wall time (0 = none): a timeout the model asks for is capped to it,
   // so an argument cannot extend a limit the policy sets (the sandbox caps it again).
   double max_timeout_s = 0;
   std::uint64_t output_ceiling = 16ull << 20;  // bytes of output before a command is killed
 
   // A session whose policy sets this per-call wall time (0 = none) and output ceiling: a
-  // command runs at most 120 s unless its call asks for more, and never past the wall time.
+  // command runs at most kDefaultCommandTimeoutS unless its call asks for more, and never past
+  // the wall time.
   static ToolLimits for_session(double wall_time_s, std::uint64_t output_bytes) {
     ToolLimits l;
     l.max_timeout_s = wall_time_s;
-    l.default_timeout_s = wall_time_s < 120.0 ? wall_time_s : 120.0;
+    l.default_timeout_s = std::min(wall_time_s, kDefaultCommandTimeoutS);
     l.output_ceiling = output_bytes;
     return l;
   }
