@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/batch/item.h"
+#include "agent/batch/env.h"
 #include "agent/batch/manifest.h"
 #include "base/result.h"
 
