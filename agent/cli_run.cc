@@ -21,6 +21,7 @@
 #include "agent/providers/config.h"
 #include "agent/providers/factory.h"
 #include "agent/replay_provider.h"
+#include "agent/run_mode.h"
 #include "agent/rpc_session.h"
 #include "agent/run_support.h"
 #include "agent/text_events.h"
@@ -140,11 +141,8 @@ using Exit = std::optional<int>;
 struct Opened {
   std::string workspace;
   std::string task;  // empty when a resumed session goes on without a new one
-  bool headless = true;
-  bool json = false;  // --json or --rpc: events on stdout
-  // stdin and stdout are a terminal: a session of prompts, one after another, until the
-  // person ends it (agent/terminal_repl.h); the loop serves them as it serves --rpc.
-  bool repl = false;
+  RunMode mode = RunMode::kPrint;  // decided once, before anything runs (run_mode.h)
+  bool json = false;               // --json or --rpc: a failure to start is an event too
   CheckedProvider checked;  // the provider, until its transport is loaded (finish_provider)
   std::unique_ptr<Provider> provider;
   std::unique_ptr<MoatdClient> client;
@@ -196,7 +194,7 @@ Result<std::string> resumed_workspace(const RunOptions& o) {
 Exit check_home_workspace(const RunOptions& o, Opened& r) {
   const std::string risk = home_workspace_risk(r.workspace);
   if (risk.empty()) return std::nullopt;
-  if (r.headless && !o.allow_home_workspace)
+  if (is_headless(r.mode) && !o.allow_home_workspace)
     return exit_with(r, kExitUsage,
                      "-C: " + risk +
                          "; a headless run refuses it: pass --allow-home-workspace to run "
@@ -214,13 +212,13 @@ Exit read_inputs(const RunOptions& o, Opened& r) {
   r.workspace = std::move(*workspace);
   if (Exit e = check_home_workspace(o, r)) return *e;
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
-  if (o.rpc && (!o.task_words.empty() || !o.task_file.empty()))
+  if (r.mode == RunMode::kRpc && (!o.task_words.empty() || !o.task_file.empty()))
     return exit_with(r, kExitUsage,
                      "--rpc takes its tasks as prompt commands on stdin, not as words or "
                      "--task-file");
-  if (o.rpc) return std::nullopt;
+  if (r.mode == RunMode::kRpc) return std::nullopt;
   // At a terminal the first prompt may wait for the person, as every later one does.
-  if (r.repl && o.task_words.empty() && o.task_file.empty()) return std::nullopt;
+  if (r.mode == RunMode::kTerminal && o.task_words.empty() && o.task_file.empty()) return std::nullopt;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
     auto task = read_task(o);
     if (!task) return exit_with(r, kExitUsage, task.error().message());
@@ -292,11 +290,11 @@ Exit open_model(RunOptions& o, Opened& r) {
 Exit start_moatd_session(const RunOptions& o, Opened& r) {
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
-  auto client = start_moatd(o.connect, pass, !r.headless);
+  auto client = start_moatd(o.connect, pass, !is_headless(r.mode));
   if (!client) return exit_with(r, kExitSandbox, client.error().message());
   r.client = std::move(*client);
   WelcomeError why;
-  auto sent = r.client->send_hello(r.workspace, r.headless, &why);
+  auto sent = r.client->send_hello(r.workspace, is_headless(r.mode), &why);
   auto provider = finish_provider(std::move(r.checked));
   if (!provider) return exit_with(r, kExitUsage, provider.error().message());
   r.provider = std::move(*provider);
@@ -329,7 +327,7 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
   (void)r.store->append({{"type", "tools_change"},
                          {"tools", tool_names(r.welcome)},
                          {"moatd_session", r.welcome.session}});
-  if (!r.task.empty() && !r.repl)  // a terminal session's first prompt runs as every other
+  if (!r.task.empty() && r.mode != RunMode::kTerminal)  // a terminal session's first prompt runs as every other
     (void)r.store->append(
         {{"type", "message"},
          {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
@@ -343,11 +341,8 @@ Exit open_session_file(const RunOptions& o, Opened& r) {
 Exit split_off_the_loop(const RunOptions& o, Opened& r) {
   ConsoleOptions console;
   console.channel = r.client->take_console();
-  console.interactive = !r.headless && !o.rpc;
-  console.rpc = o.rpc;
-  console.view = !r.headless && !o.rpc;
-  console.repl = r.repl;
-  if (r.repl) console.first_prompt = r.task;
+  console.mode = r.mode;
+  if (r.mode == RunMode::kTerminal) console.first_prompt = r.task;
   console.moatd_pid = r.client->moatd_pid();
   console.loop_only_fds = {r.client->fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
@@ -377,7 +372,7 @@ json session_fields(const RunOptions& o, const Opened& r) {
                      {"policy_hash", r.welcome.policy.value("hash", "")},
                      {"sandbox", r.welcome.sandbox},
                      {"tools", tool_names(r.welcome)},
-                     {"interactive", !r.headless},
+                     {"interactive", !is_headless(r.mode)},
                      {"ephemeral", o.ephemeral}});
   return fields;
 }
@@ -428,7 +423,7 @@ int run_confined(const RunOptions& o, Opened& r) {
   // stdin is the console's pipe: the lines the person typed that were not answers, each a
   // steering message (with --rpc: the checked commands).
   std::unique_ptr<TerminalInput> terminal;
-  if (!r.headless && !o.rpc && !r.repl)
+  if (r.mode == RunMode::kLines)
     terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
@@ -453,7 +448,7 @@ int run_confined(const RunOptions& o, Opened& r) {
         cancel);
   };
   std::optional<LoopOutcome> outcome;
-  const bool served = o.rpc || r.repl;  // prompts come one after another on stdin
+  const bool served = serves_prompts(r.mode);  // prompts come one after another on stdin
   if (!served)
     outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools, o.loop,
                        events.loop_events(), &g_cancel, &inbox);
@@ -469,25 +464,29 @@ int run_confined(const RunOptions& o, Opened& r) {
 
 int run(RunOptions& o) {
   Opened r;
-  r.json = o.json_events || o.rpc;
   // --rpc: the client answers moatd's questions (ask events, answer commands).
-  r.headless = !o.rpc && !o.interactive &&
-               (o.headless || o.print || o.json_events || !::isatty(STDIN_FILENO));
-  r.repl = !r.headless && !o.rpc && ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1;
+  r.mode = decide_run_mode({.headless = o.headless,
+                            .interactive = o.interactive,
+                            .print = o.print,
+                            .json = o.json_events,
+                            .rpc = o.rpc,
+                            .stdin_tty = ::isatty(STDIN_FILENO) == 1,
+                            .stdout_tty = ::isatty(STDOUT_FILENO) == 1});
+  r.json = o.json_events || r.mode == RunMode::kRpc;
   // Decided before anything runs: a failure at any step is reported the same way.
   // A terminal run's loop writes events too: the console draws them (agent/terminal_view.h).
-  r.events = r.json || !r.headless ? json_event_sink(stdout) : text_event_sink();
+  r.events = loop_writes_json(r.mode) ? json_event_sink(stdout) : text_event_sink();
   if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
   if (Exit e = open_model(o, r)) return *e;
   // Before moatd loads the policy; --rpc's stdin is commands, so nobody is asked there.
-  settle_project_trust(r.workspace, r.headless || o.rpc, STDIN_FILENO);
+  settle_project_trust(r.workspace, !is_typed(r.mode), STDIN_FILENO);
   if (Exit e = start_moatd_session(o, r)) return *e;
   if (Exit e = open_session_file(o, r)) return *e;
   // Project docs (AGENTS.md) are read while we can still read what the person can.
   r.system_prompt = system_prompt_for(r.welcome.tools, r.workspace);
-  if (o.rpc || r.repl) r.open_model = model_opener();
+  if (serves_prompts(r.mode)) r.open_model = model_opener();
   if (Exit e = split_off_the_loop(o, r)) return *e;
   return run_confined(o, r);
 }

@@ -82,7 +82,7 @@ Result<void> become_loop_in_child(Pipe& in, Pipe& out, Pipe& err, ConsoleOptions
   if (::setsid() < 0) return fail(Error::from_errno("setsid", errno));
   UniqueFd null;
   int in_fd = in.r.get();
-  if (!o.interactive && !o.rpc) {
+  if (is_headless(o.mode)) {
     MOAT_ASSIGN_OR_RETURN(null, sys::open_path("/dev/null", O_RDONLY));
     in_fd = null.get();
   }
@@ -103,26 +103,26 @@ class Console {
  public:
   Console(pid_t loop, ConsoleOptions& o, Pipe& in, Pipe& out, Pipe& err, UniqueFd signals)
       : loop_(loop),
-        interactive_(o.interactive || o.rpc),
+        interactive_(!is_headless(o.mode)),
         to_loop_(std::move(in.w)),
         loop_out_(std::move(out.r)),
         loop_err_(std::move(err.r)),
         channel_(std::move(o.channel)),
         signals_(std::move(signals)),
-        person_(interactive_ && !o.rpc && ::isatty(STDIN_FILENO) == 1),
+        person_(is_typed(o.mode) && ::isatty(STDIN_FILENO) == 1),
         framed_(::isatty(STDERR_FILENO) == 1) {
     if (!interactive_) to_loop_.reset();
     // A loop that stops reading must not block the console (and with it every answer).
     if (to_loop_.valid()) ::fcntl(to_loop_.get(), F_SETFL, O_NONBLOCK);
-    if (o.rpc)
+    if (o.mode == RunMode::kRpc)
       rpc_ = std::make_unique<RpcConsole>(stdout, [this](const std::string& ask, bool allow,
                                                          bool for_session) {
         if (channel_.valid())
           (void)sandbox::send_message(channel_.get(), sandbox::AnswerMsg{ask, allow, for_session});
       });
-    if (o.view)
+    if (is_typed(o.mode))
       view_ = std::make_unique<TerminalView>(stdout, stderr, ::isatty(STDERR_FILENO) == 1);
-    if (view_ && o.repl) {
+    if (o.mode == RunMode::kTerminal) {
       view_->set_repl();
       repl_ = true;
       editing_ = person_;

@@ -9,20 +9,20 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/run_mode.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
 
 namespace moat::agent {
 
 struct ConsoleOptions {
-  UniqueFd channel;          // the session's console channel to moatd; invalid: nobody is asked
-  bool interactive = false;  // typed lines answer moatd's questions or steer the loop
-  bool rpc = false;          // `--rpc`: stdin carries commands (agent/rpc_console.h)
-  bool view = false;         // the loop writes JSON events; the console draws agent/terminal_view.h
-  // A terminal session (agent/terminal_repl.h): typed lines become the loop's commands, as
-  // --rpc's; `first_prompt` (when not empty) is the first.
-  bool repl = false;
-  std::string first_prompt;
+  UniqueFd channel;  // the session's console channel to moatd; invalid: nobody is asked
+  // Headless: nobody is asked. Typed lines (kLines, kTerminal) answer moatd's questions and
+  // steer the loop, whose JSON events the console draws (agent/terminal_view.h); in a terminal
+  // session they become the loop's commands, as --rpc's (agent/terminal_repl.h). --rpc: stdin
+  // carries commands (agent/rpc_console.h).
+  RunMode mode = RunMode::kPrint;
+  std::string first_prompt;  // a terminal session's first prompt (when not empty)
   pid_t moatd_pid = -1;      // a private moatd, reaped after the loop (it writes session.end)
   std::vector<int> loop_only_fds;  // closed in the console: the loop's alone (its moatd socket)
 };
