@@ -1,8 +1,9 @@
 // agent/terminal_repl.h: what a line typed at moat's terminal becomes (docs/events.md, "The
 // terminal"). The loop serves a terminal session as it serves `--rpc` (agent/rpc_session.h):
-// between turns a line is the next prompt, during one it steers; /tree, /fork and /compact
-// are the loop's commands; /exit and /quit end the session; /help and an unknown /word list
-// the commands. (/cost, /diff, /policy and /model are the view's: agent/terminal_view.h.)
+// between turns a line is the next prompt, during one it steers; a /word is read against the
+// one table of commands (agent/slash_commands.h): the loop's become its commands, /exit and
+// /quit end the session, /help and an unknown /word list the commands. (The view's, /cost,
+// /diff, /policy and /model, the view answers: agent/terminal_view.h.)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,9 +27,6 @@ struct TypedLine {
 
 // `running`: a turn (or a compaction) is under way.
 TypedLine read_typed_line(const std::string& line, bool running);
-
-// The commands, one line each, for /help.
-std::string repl_help();
 
 // Numbers the commands the console hands the loop (agent/rpc_session.h reads them).
 class LoopCommands {

@@ -10,6 +10,7 @@
 
 #include "agent/events.h"
 #include "agent/host_files.h"
+#include "agent/slash_commands.h"
 #include "agent/text_events.h"
 #include "agent/visible.h"
 #include "tools/diff.h"
@@ -349,35 +350,41 @@ namespace moat::agent {
 
 // The answers come from what the events said; nothing is asked of the loop.
 bool TerminalView::command(const std::string& typed) {
-  const std::size_t a = typed.find_first_not_of(" \t"), b = typed.find_last_not_of(" \t\r");
-  const std::string word = a == std::string::npos ? "" : typed.substr(a, b - a + 1);
-  std::string out;
-  if (word == "/cost") {
-    const json usage = totals_.value("usage", json::object());
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "moat: %lld answers: %lld in, %lld cache read, %lld cache write, %lld out; "
-                  "$%.4f",
-                  static_cast<long long>(num(totals_, "answers")),
-                  static_cast<long long>(num(usage, "input")),
-                  static_cast<long long>(num(usage, "cacheRead")),
-                  static_cast<long long>(num(usage, "cacheWrite") + num(usage, "cacheWrite1h")),
-                  static_cast<long long>(num(usage, "output")),
-                  totals_.contains("cost") ? totals_["cost"].value("total", 0.0) : 0.0);
-    out = buf;
-  } else if (word == "/diff") {
-    out = diff_text();
-  } else if (word == "/policy") {
-    out = "moat: policy " + str(session_, "policy_hash") + ", layers:";
-    for (const auto& l : session_.value("policy_layers", json::array()))
-      out += "\n  " + str(l, "layer") + " " + str(l, "name") + " (" + str(l, "file") + ")";
-  } else if (word == "/model") {
-    out = "moat: model " + str(session_, "model") + " (provider " + str(session_, "provider") + ")";
-  } else {
-    return false;
-  }
-  line(out);
+  const std::optional<SlashLine> slash = read_slash(typed);
+  if (!slash || !slash->command || slash->command->owner != SlashOwner::kView) return false;
+  line(answer(slash->command->id));
   return true;
+}
+
+std::string TerminalView::answer(Slash command) const {
+  switch (command) {
+    case Slash::kCost: return cost_text();
+    case Slash::kDiff: return diff_text();
+    case Slash::kPolicy: {
+      std::string out = "moat: policy " + str(session_, "policy_hash") + ", layers:";
+      for (const auto& l : session_.value("policy_layers", json::array()))
+        out += "\n  " + str(l, "layer") + " " + str(l, "name") + " (" + str(l, "file") + ")";
+      return out;
+    }
+    case Slash::kModel:
+      return "moat: model " + str(session_, "model") + " (provider " + str(session_, "provider") +
+             ")";
+    default: return "";
+  }
+}
+
+std::string TerminalView::cost_text() const {
+  const json usage = totals_.value("usage", json::object());
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "moat: %lld answers: %lld in, %lld cache read, %lld cache write, %lld out; $%.4f",
+                static_cast<long long>(num(totals_, "answers")),
+                static_cast<long long>(num(usage, "input")),
+                static_cast<long long>(num(usage, "cacheRead")),
+                static_cast<long long>(num(usage, "cacheWrite") + num(usage, "cacheWrite1h")),
+                static_cast<long long>(num(usage, "output")),
+                totals_.contains("cost") ? totals_["cost"].value("total", 0.0) : 0.0);
+  return buf;
 }
 
 // A turn of a terminal session has ended: how (one line), then the prompt again.

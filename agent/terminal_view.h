@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/slash_commands.h"
 #include "agent/visible.h"
 
 namespace moat::agent {
@@ -35,8 +36,9 @@ class TerminalView {
   // held back for wrapping is written first.
   void erase();
   void draw();
-  // A line the person typed: /cost, /diff, /policy or /model (alone on the line) is answered
-  // from the events seen so far and returns true; any other line is not the view's. /diff
+  // A line the person typed: a command of the view's (agent/slash_commands.h: /cost, /diff,
+  // /policy or /model, alone on the line) is answered from the events seen so far and returns
+  // true; any other line is not the view's. /diff
   // shows each changed file with the unified diff its edit (or a write creating it) made;
   // for a file a command changed, or a write replaced, it says the contents are not tracked.
   bool command(const std::string& line);
@@ -77,6 +79,8 @@ class TerminalView {
   void call_ended(const nlohmann::json& e);
   void note_changes(const nlohmann::json& e, const nlohmann::json& arguments);
   std::string diff_text() const;
+  std::string cost_text() const;
+  std::string answer(Slash command) const;
   void answered(const nlohmann::json& e);
   void responded(const nlohmann::json& e);
   void turn_over(const nlohmann::json& result);
