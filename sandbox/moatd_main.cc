@@ -21,6 +21,7 @@
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "sandbox/supervisor.h"
+#include "sandbox/supervisor_options.h"
 
 namespace {
 
@@ -52,7 +53,7 @@ struct Flags {
   std::vector<std::string> test_resolve;
   bool no_default_policy = false;
   bool permissive = false;
-  double client_stall_timeout_s = 60;
+  double client_stall_timeout_s = moat::sandbox::SupervisorOptions{}.client_stall_timeout_s;
   bool typed_exec = false;
 };
 

@@ -54,9 +54,12 @@ inline constexpr std::int64_t kNetRateBurstSeconds = 10;
 using NetEndCall = std::function<bool(const std::string& call_id, const std::string& why)>;
 
 struct NetProxyOptions {
-  std::int64_t max_connections = 64;               // open at once; more are refused with a 503
-  std::int64_t max_bytes = std::int64_t{4} << 30;  // per session, both ways together
-  std::int64_t idle_s = 120;  // a connection with no byte either way for this long is closed
+  // Open at once; more are refused with a 503 (resources.network_connections).
+  std::int64_t max_connections = policy::kDefaultResources.network_connections;
+  // Per session, both ways together (resources.network_bytes).
+  std::int64_t max_bytes = policy::kDefaultResources.network_bytes;
+  // A connection with no byte either way for this long is closed (resources.network_idle).
+  std::int64_t idle_s = policy::kDefaultResources.network_idle_s;
   std::int64_t rate_per_s = policy::kDefaultResources.network_rate;
   std::int64_t rate_burst = policy::kDefaultResources.network_rate * kNetRateBurstSeconds;
   // Repeats of one kind of connection gather this long into one counted record.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/providers/decoder.h"
+#include "agent/providers/http_stream.h"
 #include "agent/providers/retry.h"
 #include "agent/providers/usage.h"
 #include "base/result.h"
@@ -26,8 +27,9 @@ struct ProviderConfig {
   bool local = false;                          // local = true: unknown models are free and allowed
   RetryPolicy retry;                           // max_retries = 4, retry_base_ms = 1000,
                                                // retry_max_ms = 30000, retry_after_cap_ms = 60000
-  int64_t connect_timeout_ms = 10000;          // connect_timeout_ms = 10000
-  int64_t idle_timeout_ms = 120000;  // idle_timeout_ms = 120000: no byte for this long fails
+  int64_t connect_timeout_ms = kDefaultConnectTimeout.count();  // connect_timeout_ms = 10000
+  // idle_timeout_ms = 120000: no byte for this long fails
+  int64_t idle_timeout_ms = kDefaultIdleTimeout.count();
 };
 
 // [[models]]

@@ -11,6 +11,7 @@
 
 #include "agent/provider.h"
 #include "agent/providers/decoder.h"
+#include "agent/providers/http_stream.h"
 #include "agent/providers/retry.h"
 
 namespace moat::agent::providers {
@@ -32,8 +33,8 @@ struct ProviderSettings {
   bool legacy_max_tokens = false;  // OpenAI-compatible servers: max_tokens
   int64_t thinking_budget = 0;     // Anthropic extended thinking (0 = off)
   RetryPolicy retry;
-  std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds idle_timeout{120000};
+  std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
+  std::chrono::milliseconds idle_timeout = kDefaultIdleTimeout;
   std::function<void(const RetryNotice&)> on_retry;
 };
 

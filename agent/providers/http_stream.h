@@ -21,13 +21,18 @@
 
 namespace moat::agent::providers {
 
+// The transport's timeouts unless a provider's config says otherwise (docs/config.md:
+// connect_timeout_ms, idle_timeout_ms): their one home.
+inline constexpr std::chrono::milliseconds kDefaultConnectTimeout{10000};
+inline constexpr std::chrono::milliseconds kDefaultIdleTimeout{120000};
+
 struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"; may hold the API key, never logged
   std::string body;
-  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
   // No byte for this long aborts the transfer: a stalled stream must not hang the loop.
-  std::chrono::milliseconds idle_timeout{120000};
+  std::chrono::milliseconds idle_timeout = kDefaultIdleTimeout;
   const std::atomic<bool>* cancel = nullptr;  // checked every 50 ms and on every progress
   // Where the transport keeps its open connections (and TLS sessions) between requests, held
   // by the caller (one per provider, one request at a time): the next turn's request goes out
