@@ -51,31 +51,6 @@ Result<std::string> audit_unwritable(const Error& e) {
 
 }  // namespace
 
-std::string refusal_text(const policy::Decision& d, std::string_view what,
-                         const std::string& user_policy_dir, const std::string& kind) {
-  if (d.decided_by == "user")
-    return std::string(what) + " declined by the person (rule " + d.deciding.id +
-           " asked for approval). Do not retry it; find another way or ask the person.";
-  std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
-                  "): rule " + d.deciding.id + " (" + d.deciding.layer;
-  if (!d.deciding.file.empty()) s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
-  s += ")";
-  if (!d.reason.empty()) s += ": " + d.reason;
-  auto end_sentence = [&s] {
-    if (s.back() != '.') s += ".";
-  };
-  if (d.verdict == policy::Verdict::kAsk) {
-    end_sentence();
-    s += " It needs a person's approval, which this session cannot ask for (headless)";
-  }
-  if (std::string hint = how_to_allow(d, user_policy_dir, kind); !hint.empty()) {
-    end_sentence();
-    s += " To allow it: " + hint;
-  }
-  end_sentence();
-  return s;
-}
-
 tools::ToolResult CallGate::run(const GateCall& call) {
   // The rules the call's own line met: what it runs under them was approved with it.
   std::set<std::string> approved;

@@ -103,13 +103,4 @@ class CallGate {
   tools::MutationQueue& mutations_;
 };
 
-// "refused by policy (deny): rule org.no-force-push (system, /etc/moat/policy.d/00.toml:17):
-// why. To allow it: only the owner of ...", or the person's decline: how a refusal of `what`
-// ("this call was") reads to the model and the person. The hint (sandbox/refusal_hint.h) names
-// `user_policy_dir` where the person's layer could loosen a built-in ask; `kind` is the table
-// such a rule would be in.
-std::string refusal_text(const policy::Decision& d, std::string_view what,
-                         const std::string& user_policy_dir = "",
-                         const std::string& kind = "[[command]]");
-
 }  // namespace moat::sandbox

@@ -5,7 +5,7 @@
 
 #include "base/log.h"
 #include "sandbox/auditing_runner.h"
-#include "sandbox/call_gate.h"
+#include "sandbox/refusal_hint.h"
 
 namespace moat::sandbox {
 namespace {

@@ -8,8 +8,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "base/log.h"
@@ -20,6 +18,7 @@
 #include "policy/digest.h"
 #include "policy/permissive.h"
 #include "policy/protected_paths.h"
+#include "policy/toml_load.h"
 #include "sandbox/binds.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/own_files.h"
@@ -71,19 +70,6 @@ constexpr HelloStepInfo kStepInfo[] = {
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
 
-// The checkpoint key, loaded (or created) once per path for the life of moatd.
-Result<std::shared_ptr<const sessions::AuditKey>> audit_key(const std::string& path) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const sessions::AuditKey>> keys;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = keys.find(path); it != keys.end()) return it->second;
-  MOAT_ASSIGN_OR_RETURN(std::unique_ptr<sessions::AuditKey> key,
-                        sessions::AuditKey::load_or_create(path));
-  std::shared_ptr<const sessions::AuditKey> shared = std::move(key);
-  keys[path] = shared;
-  return shared;
-}
-
 // The policy read the project layer by path (policy/layer.cc); the session runs on the
 // directory the workspace fd names. A loaded project layer must be that directory's own
 // `.moat/policy.toml`, reached beneath the fd (symlinks only within it): were the path swapped
@@ -97,7 +83,8 @@ Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int 
   auto fd =
       sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY, false);
   if (!fd) return fail(fd.error().with_context(refusal));  // EXDEV: it leads outside
-  auto text = sys::read_to_end(fd->get(), 16u << 20);
+  // The loader refuses a larger file, so a larger one here is not the file that was loaded.
+  auto text = sys::read_to_end(fd->get(), policy::kMaxPolicyFileBytes);
   if (!text) return fail(text.error().with_context(refusal));
   if (policy::sha256_hex(*text) != project.value("sha256", ""))
     return fail(refusal + " (it changed, or the workspace path did, while the session was set up)");
@@ -132,21 +119,6 @@ nlohmann::json wall_time_source(const policy::LoadOptions& lo) {
 
 const HelloStepInfo& hello_step_info(HelloStep step) {
   return kStepInfo[static_cast<std::size_t>(step)];
-}
-
-Result<OpenedAudit> open_session_audit(const SupervisorOptions& options, const std::string& session,
-                                       const std::string& policy_hash) {
-  auto key = audit_key(audit_key_path(options));
-  // Without its key the log is still written, unsigned, and session.start says why: the
-  // chain alone still shows edits, only not a rewrite by someone who can write the file.
-  OpenedAudit opened{nullptr, "ed25519"};
-  if (!key) {
-    opened.signing = "off: " + key.error().message();
-    MOAT_LOG_ERROR("audit key: %s", key.error().message().c_str());
-  }
-  MOAT_ASSIGN_OR_RETURN(opened.log, sessions::AuditLog::open(options.audit_dir, session,
-                                                             policy_hash, key ? *key : nullptr));
-  return opened;
 }
 
 HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& deps,

@@ -5,9 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "sandbox/listen_socket.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
-#include "sandbox/supervisor.h"
+#include "sandbox/supervisor_deps.h"
 
 namespace moat::sandbox {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "sandbox/supervisor.h"
+#include "sandbox/supervisor_options.h"
 
 namespace moat::sandbox {
 

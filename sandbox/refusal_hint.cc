@@ -1,4 +1,5 @@
-// sandbox/refusal_hint.cc: what would allow a refused action (see refusal_hint.h).
+// sandbox/refusal_hint.cc: what would allow a refused action, and the refusal's text (see
+// refusal_hint.h).
 #include "sandbox/refusal_hint.h"
 
 namespace moat::sandbox {
@@ -44,6 +45,31 @@ std::string how_to_allow(const policy::Decision& d, const std::string& user_poli
            "), or leave the project layer untrusted";
   if (r.layer == "builtin") return builtin_hint(d, user_policy_dir, kind);
   return "";
+}
+
+std::string refusal_text(const policy::Decision& d, std::string_view what,
+                         const std::string& user_policy_dir, const std::string& kind) {
+  if (d.decided_by == "user")
+    return std::string(what) + " declined by the person (rule " + d.deciding.id +
+           " asked for approval). Do not retry it; find another way or ask the person.";
+  std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +
+                  "): rule " + d.deciding.id + " (" + d.deciding.layer;
+  if (!d.deciding.file.empty()) s += ", " + d.deciding.file + ":" + std::to_string(d.deciding.line);
+  s += ")";
+  if (!d.reason.empty()) s += ": " + d.reason;
+  auto end_sentence = [&s] {
+    if (s.back() != '.') s += ".";
+  };
+  if (d.verdict == policy::Verdict::kAsk) {
+    end_sentence();
+    s += " It needs a person's approval, which this session cannot ask for (headless)";
+  }
+  if (std::string hint = how_to_allow(d, user_policy_dir, kind); !hint.empty()) {
+    end_sentence();
+    s += " To allow it: " + hint;
+  }
+  end_sentence();
+  return s;
 }
 
 }  // namespace moat::sandbox

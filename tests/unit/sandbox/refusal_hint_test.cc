@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "sandbox/call_gate.h"
 
 namespace moat::sandbox {
 namespace {
