@@ -13,12 +13,13 @@
 
 #include "base/result.h"
 #include "sessions/context.h"
+#include "sessions/message.h"
 #include "sessions/store.h"
 
 namespace moat::agent {
 
 class Provider;
-using Message = nlohmann::json;
+using sessions::Message;  // its home: sessions/message.h
 
 struct CompactionSettings {
   int64_t reserve_tokens = 16384;      // room kept for the next answer and the summary

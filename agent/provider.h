@@ -24,12 +24,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "sessions/message.h"
 #include "sessions/message_list.h"
 #include "tools/tool.h"
 
 namespace moat::agent {
 
-using Message = nlohmann::json;
+using sessions::Message;  // its home: sessions/message.h
 
 struct ModelRequest {
   std::string system;                  // the assembled system prompt

@@ -3,7 +3,6 @@
 
 #include "base/check.h"
 #include "sessions/json_util.h"
-#include "sessions/store.h"
 
 namespace moat::sessions {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "sessions/message_list.h"
-#include "sessions/store.h"
+#include "sessions/message.h"
 
 namespace moat::sessions {
 

@@ -2,7 +2,6 @@
 #include "sessions/message_list.h"
 
 #include "base/check.h"
-#include "sessions/store.h"
 
 namespace moat::sessions {
 

@@ -20,17 +20,17 @@
 #include <utility>
 #include <vector>
 
+#include "sessions/message.h"
+
 namespace moat::sessions {
 
-using Message = nlohmann::json;  // agent/provider.h's message shape
-class SessionStore;
 
 class MessageList {
  public:
   // One message: a JSON object held elsewhere, or the `message` member of a store's entry.
   struct Item {
     const Message* json = nullptr;
-    const SessionStore* store = nullptr;
+    const MessageSource* store = nullptr;
     size_t entry = 0;
   };
   struct Resolve {
@@ -52,7 +52,7 @@ class MessageList {
   void push_ref(const Message& m) { items_.push_back({&m, nullptr, 0}); }
   // Refers to the `message` member of `store`'s entry `index`, which must have one (the
   // store outlives this list and every copy of it).
-  void push_entry(const SessionStore& store, size_t index) {
+  void push_entry(const MessageSource& store, size_t index) {
     items_.push_back({nullptr, &store, index});
   }
   // Owns `m`.

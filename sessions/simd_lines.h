@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "sessions/store.h"
+#include "sessions/message.h"
 
 namespace moat::sessions {
 

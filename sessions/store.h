@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "sessions/message.h"
 
 namespace moat::sessions {
 
@@ -33,20 +34,11 @@ using Entry = nlohmann::json;
 
 inline constexpr int kSessionFormatVersion = 1;
 
-// A message entry's part in tool calling, taken when its line is scanned (open) or written,
-// so the check for calls left without a result parses nothing (issue 19).
-struct ToolCallRole {
-  std::vector<std::pair<std::string, std::string>> calls;  // an assistant's toolCall blocks:
-                                                           // id, name ("" when not strings)
-  std::optional<std::string> answers;                      // a toolResult's toolCallId
-};
-
 // True for the entry types listed above; append refuses any other.
 bool is_entry_type(const std::string& type);
 
-class SessionStore {
+class SessionStore : public MessageSource {
  public:
-  virtual ~SessionStore() = default;
   // Creates <dir>/<workspace slug>/<time>_<id>.jsonl with its header line.
   static Result<std::unique_ptr<SessionStore>> create(const std::string& sessions_dir,
                                                       const std::string& workspace,
@@ -93,15 +85,15 @@ class SessionStore {
   virtual const std::string& entry_id(size_t index) const = 0;
   // The `message` member of entry `index` (null if it has none), without parsing the rest
   // of the entry.
-  virtual const Entry* entry_message(size_t index) const = 0;
+  const Entry* entry_message(size_t index) const override = 0;
   // Whether entry `index` has a `message` member (known without parsing it).
   virtual bool entry_has_message(size_t index) const = 0;
   // Entry `index`'s line as the file holds it (no newline), followed in memory by at least
   // simdjson's padding (sessions/message_dom.h parses it in place); valid for the store's
   // life. What a context is made of: a request body is built from these bytes.
-  virtual std::string_view entry_text(size_t index) const = 0;
+  std::string_view entry_text(size_t index) const override = 0;
   // Entry `index`'s message's tool calls or the call it answers; null when neither.
-  virtual const ToolCallRole* entry_tool_calls(size_t index) const = 0;
+  const ToolCallRole* entry_tool_calls(size_t index) const override = 0;
   class EntryView;
   EntryView entries() const;
   virtual const Entry* find(const std::string& entry_id) const = 0;

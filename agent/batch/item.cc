@@ -14,6 +14,7 @@
 #include "agent/providers/usage.h"
 #include "sandbox/protect.h"
 #include "sessions/audit_verify.h"
+#include "sessions/message.h"
 #include "sessions/render_audit.h"
 #include "sessions/render_session.h"
 #include "sessions/store.h"
@@ -205,7 +206,7 @@ void add_session_totals(const Paths& p, json& line) {
   providers::SessionTotals totals;
   for (const auto& e : (*store)->path_to_leaf()) {
     const json& m = e.value("message", json::object());
-    if (e.value("type", "") != "message" || m.value("role", "") != "assistant") continue;
+    if (e.value("type", "") != "message" || !sessions::is_assistant(m)) continue;
     providers::Cost c;
     if (m.contains("cost") && m["cost"].is_object()) c.total = m["cost"].value("total", 0.0);
     totals.add(providers::Usage::from_message(m), c);
