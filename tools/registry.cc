@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <exception>
 
-#include "base/byte_strings.h"
 #include "base/log.h"
 #include "tools/bash.h"
 #include "tools/edit.h"
@@ -18,6 +17,7 @@
 #include "tools/read.h"
 #include "tools/resolve.h"
 #include "tools/schema.h"
+#include "tools/worker_ops.h"
 #include "tools/write.h"
 
 namespace moat::tools {
@@ -45,20 +45,6 @@ const FileOp* file_op_of(std::string_view name) {
   return row != nullptr && row->file ? &*row->file : nullptr;
 }
 
-// Both ways, every byte crosses as it is: a canonical path that is not UTF-8 (a link the
-// sandbox planted into such a directory) is judged by moatd and then acted on by the worker,
-// so a U+FFFD in its place would make the path judged differ from the path used.
-std::string dump(const nlohmann::json& j) { return dump_lossless(j); }
-
-// One round trip to a worker running handle_in_sandbox().
-Result<nlohmann::json> call_worker(CallContext& ctx, const nlohmann::json& request) {
-  MOAT_ASSIGN_OR_RETURN(std::string response, ctx.runner->run_handler(dump(request)));
-  auto j = nlohmann::json::parse(response, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return fail(std::string("the sandbox worker returned malformed JSON"));
-  return decode_byte_strings(std::move(j));
-}
-
 std::string tool_names() {
   std::string out;
   for (const auto& t : all_tools()) out += (out.empty() ? "" : ", ") + t.name;
@@ -66,18 +52,21 @@ std::string tool_names() {
 }
 
 Result<Target> resolve_target(const FileOp& tool, const std::string& path, CallContext& ctx) {
-  const nlohmann::json which =
-      ctx.use_external_search ? nlohmann::json(tool.external) : nlohmann::json::array();
-  MOAT_ASSIGN_OR_RETURN(
-      nlohmann::json r,
-      call_worker(ctx,
-                  {{"op", "resolve"}, {"path", path}, {"cwd", ctx.workspace}, {"which", which}}));
-  if (r.contains("error"))
-    return fail("could not resolve " + path + ": " + r["error"].get<std::string>());
-  Target t{r["path"].get<std::string>(), r["isDir"].get<bool>(), r.value("program", "")};
-  if (tool.must_exist && !r["exists"].get<bool>())
+  ResolveRequest request{path, ctx.workspace, {}};
+  if (ctx.use_external_search) request.which = tool.external;
+  MOAT_ASSIGN_OR_RETURN(std::string bytes, ctx.runner->run_handler(encode(request)));
+  MOAT_ASSIGN_OR_RETURN(ResolveReply r, decode_resolve_reply(bytes));
+  if (!r.error.empty()) return fail("could not resolve " + path + ": " + r.error);
+  Target t{r.path, r.is_dir, r.program};
+  if (tool.must_exist && !r.exists)
     return fail("path not found: " + path + " (resolved to " + t.canonical + ")");
   return t;
+}
+
+// One operation in a worker running handle_in_sandbox().
+Result<OpReply> call_worker(CallContext& ctx, const OpRequest& request) {
+  MOAT_ASSIGN_OR_RETURN(std::string bytes, ctx.runner->run_handler(encode(request)));
+  return decode_op_reply(bytes);
 }
 
 // The operation itself: the external back end when the sandbox has one, else the worker's.
@@ -85,13 +74,12 @@ ToolResult run_operation(const Tool& tool, const Target& target, const nlohmann:
                          CallContext& ctx) {
   const std::string name(tool.name);
   const InWorker in_worker = [&](const nlohmann::json& op_args) {
-    auto response = call_worker(ctx, {{"op", name}, {"path", target.canonical}, {"args", op_args}});
-    if (!response)
-      return ToolResult::error(name + " failed in the sandbox: " + response.error().message());
-    if (response->contains("error"))
-      return ToolResult::error(
-          name + " failed in the sandbox: " + (*response)["error"].get<std::string>());
-    return ToolResult::from_json(*response);
+    auto reply = call_worker(ctx, {name, target.canonical, op_args});
+    if (!reply)
+      return ToolResult::error(name + " failed in the sandbox: " + reply.error().message());
+    if (!reply->error.empty())
+      return ToolResult::error(name + " failed in the sandbox: " + reply->error);
+    return std::move(reply->result);
   };
   if (!target.program.empty() && tool.file->run_external)
     return tool.file->run_external(target, args, ctx, in_worker);
@@ -138,23 +126,30 @@ ToolResult execute_validated(const Tool& tool, const ToolSpec& spec, const nlohm
 }
 
 // The first of `names` that is an executable file in the sandbox's usual binary dirs.
-std::string find_program(const nlohmann::json& names) {
+std::string find_program(const std::vector<std::string>& names) {
   static const char* const kDirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
   for (const auto& n : names)
     for (const char* dir : kDirs) {
-      const std::string path = std::string(dir) + "/" + n.get<std::string>();
+      const std::string path = std::string(dir) + "/" + n;
       if (::access(path.c_str(), X_OK) == 0) return path;
     }
   return "";
 }
 
-std::string resolve_in_sandbox(const nlohmann::json& req) {
-  auto r = resolve_in_root(req.value("path", ""), req.value("cwd", "/"));
-  if (!r) return dump({{"error", r.error().message()}});
-  return dump({{"path", r->path},
-               {"exists", r->exists},
-               {"isDir", r->is_dir},
-               {"program", find_program(req.value("which", nlohmann::json::array()))}});
+ResolveReply resolve_in_sandbox(const ResolveRequest& req) {
+  auto r = resolve_in_root(req.path, req.cwd);
+  if (!r) return {.error = r.error().message()};
+  return {.path = r->path, .exists = r->exists, .is_dir = r->is_dir,
+          .program = find_program(req.which)};
+}
+
+// The worker's answer to one decoded request.
+std::string answer_in_sandbox(const WorkerRequest& request) {
+  if (const auto* resolve = std::get_if<ResolveRequest>(&request))
+    return encode(resolve_in_sandbox(*resolve));
+  const auto& op = std::get<OpRequest>(request);
+  if (const FileOp* file = file_op_of(op.op)) return encode(OpReply{"", file->op(op.path, op.args)});
+  return encode(OpReply{"unknown operation " + moat::quoted(op.op), {}});
 }
 
 }  // namespace
@@ -313,16 +308,11 @@ ToolResult execute(const std::string& tool, const nlohmann::json& arguments, Cal
 
 std::string handle_in_sandbox(std::string_view request) {
   try {
-    const auto req = decode_byte_strings(nlohmann::json::parse(request, nullptr, false));
-    if (req.is_discarded() || !req.is_object()) return dump({{"error", "malformed request"}});
-    const std::string op = req.value("op", "");
-    if (op == "resolve") return resolve_in_sandbox(req);
-    if (const FileOp* file = file_op_of(op))
-      return dump(
-          file->op(req.value("path", ""), req.value("args", nlohmann::json::object())).to_json());
-    return dump({{"error", "unknown operation " + moat::quoted(op)}});
+    auto decoded = decode_worker_request(request);
+    if (!decoded) return encode(OpReply{decoded.error().message(), {}});
+    return answer_in_sandbox(*decoded);
   } catch (const std::exception& e) {
-    return dump({{"error", std::string("handler failed: ") + e.what()}});
+    return encode(OpReply{std::string("handler failed: ") + e.what(), {}});
   }
 }
 
