@@ -21,4 +21,15 @@ inline constexpr milliseconds kTerminalSize{200};
 // question's wait with it; it goes when the running call's cancel becomes a std::stop_source.
 inline constexpr milliseconds kAskCancel{100};
 
+// sandbox/session_exec.cc: a running exec call checks what raises no fd at this tick: a cancel
+// that arrives as StopFlags (bare atomics; it goes when the runner hands a std::stop_token) and
+// the exec watch's CPU budget (ExecWatch::over_budget, set by the watch's thread without a
+// wake). The call's exit, its output and its deadline wake the loop at once.
+inline constexpr milliseconds kExecCall{50};
+
+// sandbox/cgroup.cc: a session's cgroup directory is removed once the kernel has released the
+// pid namespace's processes, a moment after the init is reaped (rmdir fails with EBUSY until
+// then; nothing moat reads announces it on cgroup v1). Retried at this tick, 50 times at most.
+inline constexpr milliseconds kCgroupRelease{10};
+
 }  // namespace moat::ticks

@@ -14,7 +14,8 @@
 #include <thread>
 
 #include "base/sys.h"
-#include "sandbox/session.h"
+#include "base/ticks.h"
+#include "sandbox/session_config.h"
 
 namespace moat::sandbox {
 namespace {
@@ -113,7 +114,7 @@ ScopedCgroup::~ScopedCgroup() {
   // The pid namespace's processes may take a moment to be released after the init is reaped.
   for (const auto& dir : dirs_)
     for (int i = 0; i < 50 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(ticks::kCgroupRelease);
 }
 
 }  // namespace moat::sandbox

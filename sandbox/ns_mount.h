@@ -33,7 +33,8 @@ struct MountPlan {
   std::uint64_t tmp_size = 256ull << 20;
   std::string hostname = "moat";
   // The workspace: a detached tree cloned from the fd moatd opened and checked (idmapped by
-  // moatd as root, cloned by the keeper otherwise; see session.cc). Never cloned by path.
+  // moatd as root, cloned by the keeper otherwise; see session_idmap.cc and session_keeper.cc).
+  // Never cloned by path.
   int workspace_tree = -1;
   std::vector<BindPlan> binds;  // mounted after what they may lie under (by depth)
 };

@@ -4,7 +4,7 @@
 #include <cerrno>
 
 #include "base/sanitizers.h"
-#include "sandbox/session.h"
+#include "sandbox/session_config.h"
 
 namespace moat::sandbox {
 namespace {

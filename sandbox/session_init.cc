@@ -29,7 +29,7 @@
 #include "base/host_defaults.h"
 #include "base/sys.h"
 #include "base/unique_fd.h"
-
+#include "policy/writable_roots.h"
 #include "sandbox/landlock.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/ns_net.h"
@@ -69,8 +69,6 @@ Result<void> neutralize_cmdline() {
   return {};
 }
 
-constexpr std::size_t kMaxFrame = 64u << 20;
-
 // What a call's worker needs that must outlive the fork: the strings its char* arrays point to.
 struct PreparedCall {
   WorkerKind kind = WorkerKind::kExec;
@@ -98,13 +96,13 @@ void send_record(int fd, ChannelMsg type, std::int32_t value, int pass_fd = -1,
 }
 
 // The environment is built, never inherited: nothing of moatd's (API keys) can reach it.
-std::vector<std::string> build_env(const SessionConfig& config, const nlohmann::json& extra,
+std::vector<std::string> build_env(const SessionConfig& config,
+                                   const std::map<std::string, std::string>& extra,
                                    std::string& path_env) {
   std::map<std::string, std::string> env = {
       {"PATH", kSystemPath}, {"HOME", "/tmp"}, {"LANG", "C.UTF-8"}, {"TERM", "dumb"}};
   for (const auto& [k, v] : config.env) env[k] = v;
-  for (const auto& [k, v] : extra.items())
-    if (v.is_string()) env[k] = v.get<std::string>();
+  for (const auto& [k, v] : extra) env[k] = v;
   path_env = env["PATH"];
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
@@ -121,22 +119,16 @@ Result<void> write_home_gitconfig(const std::string& text) {
   return {};
 }
 
-Result<PreparedCall> prepare(const SessionConfig& config, const nlohmann::json& req) {
+PreparedCall prepare(const SessionConfig& config, CallRequest req) {
   PreparedCall call;
-  const std::string kind = req.value("kind", "");
-  call.kind = kind == "exec"      ? WorkerKind::kExec
-              : kind == "handler" ? WorkerKind::kHandler
-                                  : WorkerKind::kCreateFile;
-  if (kind != "exec" && kind != "handler" && kind != "create") return fail("bad call kind");
-  call.skip = step_from_name(req.value("skip", "none").c_str());
-  call.cwd = req.value("cwd", "");
-  if (call.cwd.empty()) call.cwd = config.workspace;
-  call.create_path = req.value("path", "");
-  call.terminal = req.value("terminal", false);
+  call.kind = req.kind;
+  call.skip = req.skip.empty() ? Step::kNone : step_from_name(req.skip.c_str());
+  call.cwd = req.cwd.empty() ? config.workspace : std::move(req.cwd);
+  call.create_path = std::move(req.path);
+  call.terminal = req.terminal;
   if (call.kind == WorkerKind::kExec) {
-    call.args = req.value("argv", std::vector<std::string>{});
-    if (call.args.empty()) return fail("exec: empty argv");
-    call.env = build_env(config, req.value("env", nlohmann::json::object()), call.path_env);
+    call.args = std::move(req.argv);
+    call.env = build_env(config, req.env, call.path_env);
     for (auto& a : call.args) call.argv.push_back(a.data());
     for (auto& e : call.env) call.envp.push_back(e.data());
     call.argv.push_back(nullptr);
@@ -216,10 +208,7 @@ Result<void> Init::setup_exec_watch() {
 }
 
 Result<void> Init::setup_landlock() {
-  std::vector<std::string> writable = {config_.workspace, "/tmp", "/dev/shm"};
-  for (const SessionBind& b : config_.binds)
-    if (b.writable) writable.push_back(b.target);
-  auto rs = make_landlock_ruleset(writable);
+  auto rs = make_landlock_ruleset(landlock_write_paths(config_));
   if (!rs) return layer_missing("landlock", rs.error());
   describe_["landlock"] = true;
   describe_["landlock_abi"] = rs->abi;
@@ -292,7 +281,7 @@ void Init::on_request() {
   auto n = sys::recv_with_fds(ctx_.ctl_fd, &kind, 1, fds, 5, &nfds);
   if (!n || *n == 0) _exit(0);
   const bool stdio = kind == ctl_byte(CtlMsg::kCallStdio);
-  if (nfds != (stdio ? 5u : 3u)) return;  // malformed: the dropped fds close, moatd sees EOF
+  if (nfds != (stdio ? kCallStdioFds : kCallFds)) return;  // malformed: the dropped fds close, moatd sees EOF
   // With stdio the third fd is the command's stdin, not an output pipe.
   auto started = start_call(std::move(fds[0]), std::move(fds[1]),
                             stdio ? UniqueFd() : std::move(fds[2]), stdio ? &fds[2] : nullptr);
@@ -326,17 +315,12 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
                               const UniqueFd* stdio) {
   timeval tv{10, 0};  // a stuck moatd thread must not stall every other call
   setsockopt(channel.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::uint32_t len = 0;
-  auto got = sys::read_exact(channel.get(), &len, sizeof len, false);
-  if (!got || len > kMaxFrame) return fail("bad frame");
-  std::string frame(len, '\0');
-  if (!sys::read_exact(channel.get(), frame.data(), len, false)) return fail("bad frame");
-  auto req = decode_byte_strings(nlohmann::json::parse(frame, nullptr, false));
-  auto call = req.is_discarded() ? Result<PreparedCall>(fail("bad json")) : prepare(config_, req);
-  if (!call) {
+  auto request = read_call_request(channel.get());
+  if (!request) {
     send_record(channel.get(), ChannelMsg::kFailed, EINVAL);
-    return fail(call.error());
+    return fail(request.error());
   }
+  const PreparedCall call = prepare(config_, std::move(*request));
   std::vector<Placeholder> created;
   auto masked =
       hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
@@ -354,7 +338,7 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
                 masked.error().code ? masked.error().code : EIO);
     return fail(masked.error());
   }
-  WorkerPlan plan = plan_for(*call, io.get(), status.get(), stdio);
+  WorkerPlan plan = plan_for(call, io.get(), status.get(), stdio);
   if (plan.kind == WorkerKind::kHandler && plan.handler == nullptr) {
     send_record(channel.get(), ChannelMsg::kFailed, ENOSYS);
     return fail("no handler");
@@ -498,19 +482,11 @@ void Init::on_channel(int fd) {
 
 }  // namespace
 
-std::string placeholder_message(const Placeholder& p) {
-  std::uint64_t ids[2] = {static_cast<std::uint64_t>(p.dev), static_cast<std::uint64_t>(p.ino)};
-  std::string msg(1, ctl_byte(CtlMsg::kPlaceholder));
-  msg.append(reinterpret_cast<const char*>(ids), sizeof ids);
-  return msg + p.relative;
-}
-
-std::optional<Placeholder> parse_placeholder_message(std::string_view msg) {
-  std::uint64_t ids[2];
-  if (msg.size() <= 1 + sizeof ids || msg[0] != ctl_byte(CtlMsg::kPlaceholder)) return std::nullopt;
-  std::memcpy(ids, msg.data() + 1, sizeof ids);
-  return Placeholder{std::string(msg.substr(1 + sizeof ids)), static_cast<dev_t>(ids[0]),
-                     static_cast<ino_t>(ids[1])};
+std::vector<std::string> landlock_write_paths(const SessionConfig& config) {
+  std::vector<std::string> writable = policy::writable_roots(config.workspace);
+  for (const SessionBind& b : config.binds)
+    if (b.writable) writable.push_back(b.target);
+  return writable;
 }
 
 void run_session_init(const InitContext& ctx) {

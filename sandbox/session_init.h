@@ -1,47 +1,19 @@
 // sandbox/session_init.h: the session's init: pid 1 of the session's pid namespace. It builds
 // the filesystem view, then reaps and forks a worker per call on moatd's request; when it
-// dies, the kernel kills everything in the session.
+// dies, the kernel kills everything in the session. What it and moatd say to each other is
+// sandbox/init_contract.h.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
+#include <vector>
 
-#include "sandbox/protect.h"
+#include "sandbox/init_contract.h"
 #include "sandbox/seccomp_policy.h"
-#include "sandbox/session.h"
+#include "sandbox/session_config.h"
 
 namespace moat::sandbox {
 
-// Messages on a call's channel, init -> moatd. kStarted carries the worker's pidfd.
-enum class ChannelMsg : std::int32_t { kStarted = 1, kExited = 2, kFailed = 3 };
-struct ChannelRecord {
-  ChannelMsg type;
-  std::int32_t value;  // kStarted: pid in the session; kExited: wait status; kFailed: errno
-};
-
-// Bytes moatd sends on a call's channel: kill the worker's process group. EOF means the same.
-inline constexpr char kKillRequest = 'k';
-
-// The control socket's records, each opening with one of these bytes. The handshake, in
-// order: kUnshared, kMapsWritten, then kReady or kError. After kReady the child sends
-// kPlaceholder records unasked, one per placeholder directory it created for a missing
-// protected path (see placeholder_message); moatd reads them when the session ends and removes
-// what is still empty. moatd starts each call with a kCall record.
-enum class CtlMsg : char {
-  kUnshared = 'U',     // child -> moatd: the namespaces exist; write the id maps
-  kMapsWritten = 'M',  // moatd -> child: the maps are written; become root in the namespace
-  kReady = 'R',        // child -> moatd, + describe JSON: the session is up
-  kError = 'E',        // child -> moatd, + message: a layer failed (the child then exits)
-  kPlaceholder = 'P',  // child -> moatd, + placeholder (see placeholder_message)
-  kCall = 'c',         // moatd -> child, with the call's channel, status and io fds attached
-  // moatd -> child, with the call's channel and status fds and the command's stdin, stdout
-  // and stderr (ExecSpec::stdio) attached.
-  kCallStdio = 's',
-};
-inline constexpr char ctl_byte(CtlMsg m) { return static_cast<char>(m); }
 struct InitContext {
   SessionConfig config;
   int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
@@ -50,9 +22,11 @@ struct InitContext {
   std::shared_ptr<const BpfProgram> filter;
 };
 
-// kPlaceholder, then dev and ino (8 bytes each, native order), then the workspace-relative path.
-std::string placeholder_message(const Placeholder& p);
-std::optional<Placeholder> parse_placeholder_message(std::string_view msg);
+// What Landlock lets the session's workers write beneath: the policy's writable roots for the
+// workspace (policy/writable_roots.h, the one list) and the writable binds' targets, which the
+// policy counts as writable too (its extra_writable_roots). A root the view lacks is skipped
+// by make_landlock_ruleset.
+std::vector<std::string> landlock_write_paths(const SessionConfig& config);
 
 // Runs in the session's pid 1 after the namespaces exist and the ids are mapped; never
 // returns. Sends kReady or kError on ctl_fd.

@@ -6,9 +6,10 @@
 
 #include <cstdint>
 
+#include "sandbox/init_contract.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/seccomp_policy.h"
-#include "sandbox/session.h"
+#include "sandbox/session_config.h"
 
 namespace moat::sandbox {
 
@@ -37,14 +38,6 @@ enum class Step : std::int32_t {
 };
 const char* step_name(Step step);
 Step step_from_name(const char* name);  // kNone for an unknown name
-
-// The record a failing step writes on the status pipe. EOF without a record = exec worked.
-struct StatusRecord {
-  std::int32_t step;
-  std::int32_t err;
-};
-
-enum class WorkerKind { kExec, kHandler, kCreateFile };
 
 // Everything the child needs, prepared by the init before fork so the child allocates nothing.
 struct WorkerPlan {
