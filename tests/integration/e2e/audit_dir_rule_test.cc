@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -16,38 +17,29 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-class AuditDirRuleTest : public ::testing::Test {
+class AuditDirRuleTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    workspace_ = dir_.path() + "/ws";
-    fs::create_directories(workspace_);
+    make_workspace();
     fs::create_directories(dir_.path() + "/no-policy");
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
   }
 
   void start_moatd(const std::vector<std::string>& args, std::vector<std::string> env) {
-    socket_ = dir_.path() + "/moatd.sock";
-    std::vector<std::string> argv = {moatd_bin(), "--socket", socket_, "--system-policy-dir",
-                                     dir_.path() + "/no-policy"};
-    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> flags = {"--system-policy-dir", dir_.path() + "/no-policy"};
+    flags.insert(flags.end(), args.begin(), args.end());
     env.insert(env.begin(),
                {"HOME=" + dir_.path() + "/home", "XDG_CONFIG_HOME=" + dir_.path() + "/home/.config",
                 "XDG_STATE_HOME=" + dir_.path() + "/home/.local/state"});
-    pid_ = start(argv, dir_.path() + "/moatd.log", env);
+    MoatdProcess::start_moatd(flags, env);
   }
 
   // Writes a file into `audit_dir` (inside the workspace) through the write tool, and
   // returns the result; the session's audit log must be in `audit_dir` by then.
   json write_into(const std::string& audit_dir) {
     RawClient c(socket_);
-    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", workspace_}, {"headless", true}});
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
     json welcome = c.read_frame();
     EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
     EXPECT_EQ(welcome.value("audit", "").rfind(audit_dir + "/", 0), 0u) << welcome.dump();
@@ -66,14 +58,10 @@ class AuditDirRuleTest : public ::testing::Test {
                ? result["content"][0].value("text", "")
                : result.dump();
   }
-
-  TempDir dir_;
-  std::string workspace_, socket_;
-  pid_t pid_ = -1;
 };
 
 TEST_F(AuditDirRuleTest, ProtectedMetaNamesTheDirectoryMoatdWritesToWithAuditDir) {
-  const std::string audit_dir = workspace_ + "/logs/audit";
+  const std::string audit_dir = ws_ + "/logs/audit";
   start_moatd({"--audit-dir", audit_dir}, {"MOAT_AUDIT_DIR="});
   json r = write_into(audit_dir);
   EXPECT_TRUE(r.value("isError", false)) << r.dump();
@@ -82,7 +70,7 @@ TEST_F(AuditDirRuleTest, ProtectedMetaNamesTheDirectoryMoatdWritesToWithAuditDir
 }
 
 TEST_F(AuditDirRuleTest, ProtectedMetaNamesTheDirectoryMoatdWritesToWithMoatAuditDir) {
-  const std::string audit_dir = workspace_ + "/audit-env";
+  const std::string audit_dir = ws_ + "/audit-env";
   start_moatd({}, {"MOAT_AUDIT_DIR=" + audit_dir});
   json r = write_into(audit_dir);
   EXPECT_TRUE(r.value("isError", false)) << r.dump();

@@ -17,6 +17,7 @@
 
 #include "base/base64.h"
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 #include "sessions/audit.h"
 #include "sessions/jcs.h"
 
@@ -33,29 +34,13 @@ std::vector<json> records_of(const std::string& path) {
   return out;
 }
 
-class AuditRecordTest : public ::testing::Test {
+class AuditRecordTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/no-policy");  // the built-in default policy only
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", dir_.path() + "/no-policy", "--user-policy-dir",
-                  dir_.path() + "/no-policy"},
-                 dir_.path() + "/moatd.log");
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
-  }
-  std::string moatd_log() {
-    std::ifstream in(dir_.path() + "/moatd.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    make_workspace();
+    start_moatd(default_policy_flags());
   }
   // Greets moatd for `workspace`; returns the welcome frame.
   json hello(RawClient& c, const std::string& workspace) {
@@ -80,10 +65,6 @@ class AuditRecordTest : public ::testing::Test {
     EXPECT_EQ(c.read_frame().value("type", ""), "bye");
     return welcome.value("audit", "");
   }
-
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
 };
 
 // Who ran the session and where (issue 27 item 21): session.start names the OS user (name,

@@ -10,6 +10,7 @@
 
 #include "agent/batch/results.h"
 #include "tests/integration/e2e/e2e_support.h"
+#include "tests/integration/e2e/mocked_run.h"
 #include "tests/support/batch_repos.h"
 #include "tests/support/mock_model_server.h"
 
@@ -23,11 +24,13 @@ using nlohmann::json;
 
 constexpr int kRepos = 4;
 
-class BatchMockTest : public ::testing::TestWithParam<Api> {
+// The mocked run's server and config.toml (mocked_run.h); the repositories and the manifest
+// in the test's directory.
+class BatchMockTest : public MockedRun, public ::testing::WithParamInterface<Api> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    start(GetParam(), "retry_base_ms = 10\n");
+    if (IsSkipped()) return;
     ASSERT_TRUE(moat::testing::make_batch_repos(dir_.path(), kRepos));
     // The manifest's model is the mock's, not the replay file.
     const std::string manifest = read_file(dir_.path() + "/batch.toml");
@@ -35,13 +38,7 @@ class BatchMockTest : public ::testing::TestWithParam<Api> {
     std::ofstream(dir_.path() + "/batch.toml")
         << manifest.substr(0, manifest.find(replay)) << "model = \"mock/rename-model\""
         << manifest.substr(manifest.find(replay) + replay.size());
-    server_ = std::make_unique<moat::testing::MockModelServer>(GetParam());
-    fs::create_directories(dir_.path() + "/config/moat");
-    std::ofstream(dir_.path() + "/config/moat/config.toml")
-        << server_->provider_toml("mock") << "retry_base_ms = 10\n";
   }
-  std::unique_ptr<moat::testing::MockModelServer> server_;
-  TempDir dir_;
 };
 
 // The rename, answered from the request: a first request gets the call, one that already

@@ -11,6 +11,7 @@
 
 #include "base/base64.h"
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -25,31 +26,21 @@ std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-class BytePathsTest : public ::testing::Test {
+class BytePathsTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/no-policy");  // the built-in default policy only
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", dir_.path() + "/no-policy", "--user-policy-dir",
-                  dir_.path() + "/no-policy"},
-                 dir_.path() + "/moatd.log");
+    make_workspace();
+    start_moatd(default_policy_flags());
     client_ = std::make_unique<RawClient>(socket_);
     client_->send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
     welcome_ = client_->read_frame();
-    ASSERT_EQ(welcome_.value("type", ""), "welcome")
-        << welcome_.dump() << read_all(dir_.path() + "/moatd.log");
+    ASSERT_EQ(welcome_.value("type", ""), "welcome") << welcome_.dump() << moatd_log();
   }
   void TearDown() override {
     client_.reset();
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
+    MoatdProcess::TearDown();
   }
   json call(const std::string& tool, const json& args) {
     client_->send_json({{"type", "call"},
@@ -84,9 +75,6 @@ class BytePathsTest : public ::testing::Test {
     return out;
   }
 
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
   std::unique_ptr<RawClient> client_;
   json welcome_;
   int calls_ = 0;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -44,22 +45,14 @@ std::vector<json> decisions(const std::string& dir) {
 }
 
 // A shared moatd, and a session whose policy asks before `rm -rf` (default.rm-recursive).
-class ConsoleChannelTest : public ::testing::Test {
+class ConsoleChannelTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit"},
-                 dir_.path() + "/moatd.log");
-    ws_ = dir_.path() + "/ws";
+    start_moatd({"--audit-dir", dir_.path() + "/audit"});
+    make_workspace();
     fs::create_directories(ws_ + "/build/sub");
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
   }
   json hello(RawClient& c) {
     c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", false}});
@@ -79,11 +72,6 @@ class ConsoleChannelTest : public ::testing::Test {
       if (f.value("type", "") == "ask" && on_ask) on_ask(f);
     }
   }
-  std::string moatd_log() { return read_file(dir_.path() + "/moatd.log"); }
-
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
 };
 
 // Today's hole: an agent that declared itself interactive got the ask and answered it.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 #include "tests/unit/sessions/audit_page.h"
 
 namespace moat::e2e {
@@ -42,37 +43,22 @@ void expect_each_in(const std::string& text, std::initializer_list<const char*> 
     EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
 }
 
-class ExecWatchTest : public ::testing::Test {
+class ExecWatchTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
+    make_workspace();
     fs::create_directories(dir_.path() + "/no-policy");
-    // The system layer (it replaces the built-in default) is a root-owned folder of the
-    // source tree, so the uid 65534 pass can use it too.
-    pid_ = start(moatd_argv(), dir_.path() + "/moatd.log");
+    start_moatd(moatd_flags());
   }
-  std::vector<std::string> moatd_argv() {
-    return {moatd_bin(),
-            "--socket",
-            socket_,
-            "--audit-dir",
-            dir_.path() + "/audit",
-            "--system-policy-dir",
-            source_root() + "/tests/integration/e2e/exec_watch_policy",
-            "--user-policy-dir",
-            dir_.path() + "/no-policy"};
+  // The system layer (it replaces the built-in default) is a root-owned folder of the
+  // source tree, so the uid 65534 pass can use it too.
+  std::vector<std::string> moatd_flags() const {
+    return {"--audit-dir",         dir_.path() + "/audit",
+            "--system-policy-dir", source_root() + "/tests/integration/e2e/exec_watch_policy",
+            "--user-policy-dir",   dir_.path() + "/no-policy"};
   }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
-  }
-  std::string moatd_log() { return read_file(dir_.path() + "/moatd.log"); }
   json hello(RawClient& c) {
     c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
     return c.read_frame();
@@ -123,9 +109,7 @@ class ExecWatchTest : public ::testing::Test {
     return out;
   }
 
-  TempDir dir_;
-  std::string socket_, ws_, log_;
-  pid_t pid_ = -1;
+  std::string log_;
 };
 
 // The done-when of issue 14: a curl that only python's os.system starts is refused at its
@@ -336,9 +320,10 @@ long tty_of(pid_t pid) {
 // the sandbox, holding the master, typed Ctrl-\ into it: SIGQUIT killed moatd and every
 // session it served. Now the name is opened O_PATH and only a regular file is read.
 TEST_F(ExecWatchTest, AnExecOfAPtySlaveDoesNotGiveMoatdAControllingTerminal) {
-  kill(pid_, SIGTERM);
-  wait_exit(pid_, 10);
-  pid_ = start_session_leader(moatd_argv(), dir_.path() + "/moatd.log");
+  stop_moatd();
+  std::vector<std::string> argv = {moatd_bin(), "--socket", socket_};
+  for (const std::string& flag : moatd_flags()) argv.push_back(flag);
+  pid_ = start_session_leader(argv, dir_.path() + "/moatd.log");
   RawClient(socket_).send_json({{"type", "bye"}});  // waits until it listens
   std::ofstream(ws_ + "/pty.py") << "import os, time\n"
                                     "m, s = os.openpty()\n"

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 #include "sessions/digest.h"
 
 namespace moat::e2e {
@@ -19,32 +20,16 @@ namespace fs = std::filesystem;
 
 std::string sha(const std::string& text) { return sessions::sha256_hex(text); }
 
-class FilesChangedTest : public ::testing::Test {
+class FilesChangedTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/no-policy");  // the built-in default policy only
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", dir_.path() + "/no-policy", "--user-policy-dir",
-                  dir_.path() + "/no-policy"},
-                 dir_.path() + "/moatd.log");
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
+    make_workspace();
+    start_moatd(default_policy_flags());
   }
   void write(const std::string& rel, const std::string& text) {
     std::ofstream(ws_ + "/" + rel, std::ios::binary | std::ios::trunc) << text;
-  }
-  std::string moatd_log() {
-    std::ifstream in(dir_.path() + "/moatd.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
   }
   // Greets moatd; returns the session's audit log path.
   std::string hello(RawClient& c) {
@@ -77,10 +62,6 @@ class FilesChangedTest : public ::testing::Test {
     }
     return out;
   }
-
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
 };
 
 TEST_F(FilesChangedTest, EveryFileABashCommandChangedIsListedWithItsHashes) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -53,32 +54,18 @@ std::optional<json> find_record(const std::string& path, const std::string& type
 }
 
 // A moatd on a socket, with an extra policy file and extra flags.
-class MoatdLimitsTest : public ::testing::Test {
+class MoatdLimitsTest : public MoatdProcess {
  protected:
   void start_moatd(const std::string& policy, const std::vector<std::string>& flags = {}) {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    socket_ = dir_.path() + "/moatd.sock";
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
+    make_workspace();
     std::ofstream(dir_.path() + "/limits.toml") << policy;
-    std::vector<std::string> argv = {moatd_bin(),
-                                     "--socket",
-                                     socket_,
-                                     "--audit-dir",
-                                     dir_.path() + "/audit",
-                                     "--policy",
-                                     dir_.path() + "/limits.toml"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    pid_ = start(argv, dir_.path() + "/moatd.log");
+    std::vector<std::string> all = {"--audit-dir", dir_.path() + "/audit", "--policy",
+                                    dir_.path() + "/limits.toml"};
+    all.insert(all.end(), flags.begin(), flags.end());
+    MoatdProcess::start_moatd(all);
   }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 20);
-    }
-  }
-  std::string moatd_log() const { return read_file(dir_.path() + "/moatd.log"); }
 
   // hello -> welcome; returns the session's audit log path ("" on failure).
   std::string greet(RawClient& c) {
@@ -95,10 +82,6 @@ class MoatdLimitsTest : public ::testing::Test {
       if (f.is_null() || (f.value("type", "") == "result" && f.value("id", "") == id)) return f;
     }
   }
-
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
 };
 
 // A `timeout` argument above the policy's wall time does not extend it: the call ends at the

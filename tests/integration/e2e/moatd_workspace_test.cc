@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -210,16 +211,16 @@ TEST(MoatdWorkspaceRace, SwappingTheWorkspaceForALinkToARootDirectoryNeverWins) 
   EXPECT_TRUE(moatd_alive);
 }
 
+// A test of its own moatd, started once its directories are in place.
+using MoatdWorkspace = MoatdProcess;
+
 // The pre-fix moatd resolved the path with realpath (and again when it built the session).
-TEST(MoatdWorkspace, APathThroughASymlinkIsRefused) {
-  TempDir dir;
-  const std::string socket = dir.path() + "/moatd.sock";
-  fs::create_directories(dir.path() + "/real/ws");
-  fs::create_directory_symlink(dir.path() + "/real", dir.path() + "/link");
-  const pid_t moatd = start({moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit"},
-                            dir.path() + "/moatd.log");
-  for (const std::string& ws : {dir.path() + "/link/ws", dir.path() + "/link"}) {
-    RawClient c(socket);
+TEST_F(MoatdWorkspace, APathThroughASymlinkIsRefused) {
+  fs::create_directories(dir_.path() + "/real/ws");
+  fs::create_directory_symlink(dir_.path() + "/real", dir_.path() + "/link");
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
+  for (const std::string& ws : {dir_.path() + "/link/ws", dir_.path() + "/link"}) {
+    RawClient c(socket_);
     c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
     json e = c.read_frame();
     const std::string got = e.value("type", "") + ": " + e.value("message", "");
@@ -227,26 +228,21 @@ TEST(MoatdWorkspace, APathThroughASymlinkIsRefused) {
     EXPECT_EQ(e.value("code", ""), "workspace") << got;
     EXPECT_NE(e.value("message", "").find("symlink"), std::string::npos) << got;
   }
-  kill(moatd, SIGTERM);
-  wait_exit(moatd, 10);
+  stop_moatd();
 }
 
 // The ownership rule itself, checked on the opened directory: a peer that is not root gets
 // only a directory it owns.
-TEST(MoatdWorkspace, AnotherUsersDirectoryIsRefused) {
+TEST_F(MoatdWorkspace, AnotherUsersDirectoryIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: the peer must be a different uid from moatd";
-  TempDir dir;
-  const std::string socket = dir.path() + "/moatd.sock";
-  fs::create_directories(dir.path() + "/rootdir");
-  const pid_t moatd = start({moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit"},
-                            dir.path() + "/moatd.log");
+  fs::create_directories(dir_.path() + "/rootdir");
+  start_moatd({"--audit-dir", dir_.path() + "/audit"});
   const std::string out = as_attacker([&] {
-    RawClient c(socket);
-    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", dir.path() + "/rootdir"}});
+    RawClient c(socket_);
+    c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", dir_.path() + "/rootdir"}});
     return c.read_frame().dump();
   });
-  kill(moatd, SIGTERM);
-  wait_exit(moatd, 10);
+  stop_moatd();
   json e = json::parse(out, nullptr, false);
   ASSERT_TRUE(e.is_object()) << out;
   EXPECT_EQ(e.value("type", ""), "error") << out;
@@ -258,26 +254,23 @@ TEST(MoatdWorkspace, AnotherUsersDirectoryIsRefused) {
 // loaded project layer must be that directory's own .moat/policy.toml, reached beneath its
 // fd: here `.moat` leads outside the workspace, so the pinned file the load found by path is
 // not the workspace's, and the hello is refused (the pre-fix moatd applied it).
-TEST(MoatdWorkspace, AProjectPolicyFoundOutsideTheWorkspaceIsRefused) {
+TEST_F(MoatdWorkspace, AProjectPolicyFoundOutsideTheWorkspaceIsRefused) {
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
-  TempDir dir;
-  const std::string ws = dir.path() + "/ws", socket = dir.path() + "/moatd.sock";
-  const std::string trust = "MOAT_TRUST_DIR=" + dir.path() + "/trust";
+  const std::string ws = dir_.path() + "/ws";
+  const std::string trust = "MOAT_TRUST_DIR=" + dir_.path() + "/trust";
   fs::create_directories(ws);
-  fs::create_directories(dir.path() + "/outside/.moat");
-  std::ofstream(dir.path() + "/outside/.moat/policy.toml")
+  fs::create_directories(dir_.path() + "/outside/.moat");
+  std::ofstream(dir_.path() + "/outside/.moat/policy.toml")
       << "schema = 1\n[[command]]\nid = \"proj.no-ls\"\ndecision = \"deny\"\nprogram = \"ls\"\n";
-  fs::create_directory_symlink(dir.path() + "/outside/.moat", ws + "/.moat");
+  fs::create_directory_symlink(dir_.path() + "/outside/.moat", ws + "/.moat");
   const e2e::Run pinned = run({moat_bin(), "policy", "trust", "--workspace", ws}, {trust}, 30);
   ASSERT_EQ(pinned.exit_code, 0) << pinned.out;
-  const pid_t moatd = start({moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit"},
-                            dir.path() + "/moatd.log", {trust});
-  RawClient c(socket);
+  start_moatd({"--audit-dir", dir_.path() + "/audit"}, {trust});
+  RawClient c(socket_);
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
   json e = c.read_frame();
-  kill(moatd, SIGTERM);
-  wait_exit(moatd, 10);
+  stop_moatd();
   const std::string got = e.value("type", "") + ": " + e.value("message", "");
   EXPECT_EQ(e.value("type", ""), "error") << got;
   EXPECT_EQ(e.value("code", ""), "policy") << got;

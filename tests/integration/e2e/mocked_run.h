@@ -35,7 +35,8 @@ inline testing::ScriptedTurn call_turn(const std::string& id, const std::string&
 
 class MockedRun : public ::testing::Test {
  protected:
-  void start(agent::providers::Api api) {
+  // The mock for `api`, and config.toml naming it with these provider keys after its own.
+  void start(agent::providers::Api api, const std::string& tuning = kMockTuning) {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
     server_ = std::make_unique<testing::MockModelServer>(api);
@@ -44,7 +45,7 @@ class MockedRun : public ::testing::Test {
     std::filesystem::create_directories(ws_);
     std::filesystem::create_directories(dir_.path() + "/config/moat");
     std::ofstream(dir_.path() + "/config/moat/config.toml")
-        << server_->provider_toml("mock") << kMockTuning;
+        << server_->provider_toml("mock") << tuning;
   }
 
   std::vector<std::string> env() const {
@@ -52,13 +53,14 @@ class MockedRun : public ::testing::Test {
             "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()};
   }
 
-  // `moat run` on the mock model in the workspace, its records in the test's directory,
+  // `moat run` on the mock's `model` in the workspace, its records in the test's directory,
   // then `flags`.
-  std::vector<std::string> run_argv(const std::vector<std::string>& flags = {}) const {
+  std::vector<std::string> run_argv(const std::vector<std::string>& flags = {},
+                                    const std::string& model = "any") const {
     std::vector<std::string> a = {moat_bin(),
                                   "run",
                                   "--model",
-                                  "mock/any",
+                                  "mock/" + model,
                                   "-C",
                                   ws_,
                                   "--sessions-dir",

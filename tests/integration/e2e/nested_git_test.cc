@@ -11,6 +11,7 @@
 #include <map>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -28,36 +29,26 @@ std::string slurp(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-class NestedGitTest : public ::testing::Test {
+class NestedGitTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
+    make_workspace();
     fs::create_directories(dir_.path() + "/no-policy");
     fs::create_directories(dir_.path() + "/user");
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
   }
   // The person's policy layer, as a file of theirs (empty: the built-in default only).
   void start_moatd(const std::string& user_policy = "") {
     if (!user_policy.empty()) std::ofstream(dir_.path() + "/user/policy.toml") << user_policy;
-    socket_ = dir_.path() + "/moatd.sock";
-    pid_ = start({moatd_bin(), "--socket", socket_, "--audit-dir", dir_.path() + "/audit",
-                  "--system-policy-dir", dir_.path() + "/no-policy", "--user-policy-dir",
-                  dir_.path() + "/user"},
-                 dir_.path() + "/moatd.log");
+    MoatdProcess::start_moatd({"--audit-dir", dir_.path() + "/audit", "--system-policy-dir",
+                               dir_.path() + "/no-policy", "--user-policy-dir",
+                               dir_.path() + "/user"});
   }
   std::string hello(RawClient& c) {
     c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
     json welcome = c.read_frame();
-    EXPECT_EQ(welcome.value("type", ""), "welcome")
-        << welcome.dump() << slurp(dir_.path() + "/moatd.log");
+    EXPECT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
     return welcome.value("audit", "");
   }
   json bash(RawClient& c, const std::string& id, const std::string& command) {
@@ -94,10 +85,6 @@ class NestedGitTest : public ::testing::Test {
     e2e::Run v = run({moat_bin(), "audit", "verify", log});
     EXPECT_EQ(v.exit_code, 0) << v.out;
   }
-
-  TempDir dir_;
-  std::string socket_, ws_;
-  pid_t pid_ = -1;
 };
 
 constexpr const char* kPlant =

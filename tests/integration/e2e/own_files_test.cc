@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -22,7 +23,7 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-class OwnFilesTest : public ::testing::Test {
+class OwnFilesTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
@@ -36,27 +37,18 @@ class OwnFilesTest : public ::testing::Test {
     std::ofstream(home_ + "/.local/state/moat/trust/p.pin") << "sha256\n";
     fs::create_directories(dir_.path() + "/no-policy");
   }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      wait_exit(pid_, 10);
-    }
-  }
 
   // moatd as a user whose HOME is home_ (no other moat variable set), plus `args` and `env`.
   void start_moatd(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
-    socket_ = dir_.path() + "/moatd.sock";
-    std::vector<std::string> argv = {moatd_bin(), "--socket", socket_, "--system-policy-dir",
-                                     dir_.path() + "/no-policy"};
-    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> flags = {"--system-policy-dir", dir_.path() + "/no-policy"};
+    flags.insert(flags.end(), args.begin(), args.end());
     for (const std::string& kv :
          {"HOME=" + home_, "XDG_CONFIG_HOME=" + home_ + "/.config",
           "XDG_STATE_HOME=" + home_ + "/.local/state", std::string("MOAT_AUDIT_DIR="),
           std::string("MOAT_SESSIONS_DIR="), std::string("MOAT_TRUST_DIR=")})
       env.insert(env.begin(), kv);  // later entries (the test's own) win
-    pid_ = start(argv, dir_.path() + "/moatd.log", env);
+    MoatdProcess::start_moatd(flags, env);
   }
-  std::string moatd_log() { return slurp(dir_.path() + "/moatd.log"); }
 
   json call(RawClient& c, const std::string& tool, const json& args) {
     c.send_json(
@@ -103,9 +95,7 @@ class OwnFilesTest : public ::testing::Test {
 
   static constexpr const char* kConfig =
       "[providers.corp]\nkind = \"anthropic\"\nbase_url = \"https://llm.corp.example/v1\"\n";
-  TempDir dir_;
-  std::string home_, socket_;
-  pid_t pid_ = -1;
+  std::string home_;
   int calls_ = 0;
 };
 

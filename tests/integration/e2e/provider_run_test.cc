@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "mocked_run.h"
 #include "tests/support/mock_model_server.h"
 
 namespace moat::e2e {
@@ -105,12 +106,6 @@ std::string joined(const std::vector<std::string>& lines) {
   return s;
 }
 
-ScriptedTurn text_turn(const std::string& text) {
-  ScriptedTurn t;
-  t.text = text;
-  return t;
-}
-
 ScriptedTurn call_turn(const std::string& id, const std::string& tool, json args) {
   ScriptedTurn t;
   t.calls.push_back({id, tool, std::move(args)});
@@ -151,40 +146,23 @@ Background start_with_stdin(const std::vector<std::string>& argv, const std::str
   return {pid, in[1]};
 }
 
-// A workspace, a config.toml naming the mock as provider "mock", and `moat run` against it.
-class MockRun : public ::testing::Test {
+// The mocked run (mocked_run.h) with the provider's key in the environment and small retry
+// delays, and `moat run` on it, headless, with the task "do the task".
+class MockRun : public MockedRun {
  protected:
   void start(Api api, const std::string& extra_config = "") {
-    std::string why;
-    if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    api_ = api;
-    server_ = std::make_unique<MockModelServer>(api);
-    ws_ = dir_.path() + "/ws";
-    fs::create_directories(ws_);
-    fs::create_directories(dir_.path() + "/config/moat");
-    std::ofstream(dir_.path() + "/config/moat/config.toml")
-        << server_->provider_toml("mock") << kProviderTuning << extra_config;
+    MockedRun::start(api, std::string(kProviderTuning) + extra_config);
   }
 
   std::vector<std::string> env() const {
-    return {"XDG_STATE_HOME=" + dir_.path() + "/state",
-            "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin(),
-            std::string(kKeyEnv) + "=" + kKey};
+    std::vector<std::string> e = MockedRun::env();
+    e.push_back(std::string(kKeyEnv) + "=" + kKey);
+    return e;
   }
 
   std::vector<std::string> argv(const std::vector<std::string>& extra,
                                 const std::string& model) const {
-    std::vector<std::string> a = {moat_bin(),
-                                  "run",
-                                  "--model",
-                                  "mock/" + model,
-                                  "-C",
-                                  ws_,
-                                  "--sessions-dir",
-                                  dir_.path() + "/sessions",
-                                  "--audit-dir",
-                                  dir_.path() + "/audit"};
-    a.insert(a.end(), extra.begin(), extra.end());
+    std::vector<std::string> a = run_argv(extra, model);
     a.push_back("do the task");
     return a;
   }
@@ -209,11 +187,6 @@ class MockRun : public ::testing::Test {
         if (e.is_regular_file()) text += read_file(e.path());
     return text;
   }
-
-  TempDir dir_;
-  Api api_ = Api::kOpenAiChat;
-  std::unique_ptr<MockModelServer> server_;
-  std::string ws_;
 };
 
 // ---- Each API: a tool call that really runs, its result in the next request, the end. ----
