@@ -17,13 +17,17 @@
 #include "agent/client.h"
 #include "agent/console.h"
 #include "agent/events.h"
+#include "agent/home_workspace.h"
 #include "agent/loop.h"
+#include "agent/model_open.h"
+#include "agent/moatd_start.h"
 #include "agent/providers/config.h"
 #include "agent/providers/factory.h"
+#include "agent/providers/prompt.h"
 #include "agent/replay_provider.h"
 #include "agent/run_mode.h"
 #include "agent/rpc_session.h"
-#include "agent/run_support.h"
+#include "agent/steering_input.h"
 #include "agent/text_events.h"
 #include "agent/trust_prompt.h"
 #include "agent/unprivileged.h"
@@ -377,6 +381,15 @@ json session_fields(const RunOptions& o, const Opened& r) {
   return fields;
 }
 
+std::string system_prompt_for(const std::vector<tools::ToolSpec>& tools,
+                              const std::string& workspace) {
+  providers::PromptInputs in;
+  in.tools = tools;
+  in.workspace = workspace;
+  in.project_docs = providers::find_project_docs(workspace);
+  return providers::assemble_system_prompt(in);
+}
+
 // --rpc's set_model: models from config.toml as it is read now, before the loop loses the
 // right to read it; their keys come from the environment, as --model's do.
 std::function<Result<ModelChoice>(const std::string&)> model_opener() {
@@ -422,9 +435,8 @@ int run_confined(const RunOptions& o, Opened& r) {
   for (const auto& f : o.follow_ups) inbox.follow_up(f);
   // stdin is the console's pipe: the lines the person typed that were not answers, each a
   // steering message (with --rpc: the checked commands).
-  std::unique_ptr<TerminalInput> terminal;
-  if (r.mode == RunMode::kLines)
-    terminal = std::make_unique<TerminalInput>(STDIN_FILENO, inbox);
+  std::unique_ptr<SteeringInput> terminal;
+  if (r.mode == RunMode::kLines) terminal = std::make_unique<SteeringInput>(STDIN_FILENO, inbox);
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);

@@ -17,7 +17,8 @@
 
 #include "agent/cli.h"
 #include "agent/client.h"
-#include "agent/run_support.h"
+#include "agent/home_workspace.h"
+#include "agent/moatd_start.h"
 #include "agent/terminal_relay.h"
 #include "base/byte_strings.h"
 #include "base/log.h"

@@ -22,7 +22,6 @@
 #include "agent/console_question.h"
 #include "agent/line_editor.h"
 #include "agent/rpc_console.h"
-#include "agent/run_support.h"
 #include "agent/terminal_repl.h"
 #include "agent/terminal_view.h"
 #include "agent/visible.h"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,5 +31,17 @@ std::string question_lines(std::string_view question, bool terminal);
 
 // The choices, left on the line where the answer is typed.
 std::string question_choices(bool terminal);
+
+// A person's answer to moatd's question: y = allow once, s = allow for this session,
+// anything else (and no line at all) = deny.
+struct PersonAnswer {
+  bool allow = false;
+  bool for_session = false;
+};
+PersonAnswer parse_answer(const std::optional<std::string>& line);
+// Whether a line typed ahead of a question is an answer to it (y, yes, s, n, no).
+bool is_answer(const std::string& line);
+// The answer echoed back on stderr.
+void print_answer(const PersonAnswer& a);
 
 }  // namespace moat::agent

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "agent/run_support.h"
+#include "agent/model_open.h"
 #include "tools/registry.h"
 
 namespace moat::agent {

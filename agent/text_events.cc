@@ -7,7 +7,7 @@
 #include <string>
 
 #include "agent/host_files.h"
-#include "agent/run_support.h"
+#include "agent/visible.h"
 
 namespace moat::agent {
 namespace {

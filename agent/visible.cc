@@ -126,4 +126,11 @@ std::string visible(std::string_view text) {
   return out + carry;
 }
 
+std::string one_line(std::string s, std::size_t max) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  if (s.size() > max) s = s.substr(0, max) + "...";
+  return s;
+}
+
 }  // namespace moat::agent

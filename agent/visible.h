@@ -16,6 +16,9 @@ std::string visible(std::string_view bytes, std::string& carry);
 // The same for one whole piece of text (a lone C2 at its end is kept: it is not a control).
 std::string visible(std::string_view text);
 
+// `s` on one line (newlines and tabs as spaces), cut at `max` bytes with "...".
+std::string one_line(std::string s, std::size_t max);
+
 // Columns a piece of UTF-8 takes on a terminal (utf8proc's character widths; a byte that is
 // not UTF-8 counts one).
 std::size_t display_width(std::string_view text);
