@@ -276,7 +276,7 @@ const CodeEnvRow* code_env_hit(const Assignment& a, const std::vector<std::strin
   for (const auto& row : kTable) {
     const bool any_case =
         std::any_of(row.name.begin(), row.name.end(), [](char c) { return c >= 'a' && c <= 'z'; });
-    if (!word_glob_matches(row.name, any_case ? lower : a.name)) continue;
+    if (!glob::word_matches(row.name, any_case ? lower : a.name)) continue;
     switch (row.harmless_when) {
       case CodeEnvValue::kNone: return &row;
       case CodeEnvValue::kWords: return is_harmless_word(row.harmless, a.value) ? nullptr : &row;

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/policy.h"
+#include "policy/verdict.h"
 #include "policy/units.h"
 
 namespace moat::policy {

@@ -1,4 +1,6 @@
-// policy/globs.h: word globs (argv tokens, tool names) and gitignore-style path globs.
+// policy/globs.h: gitignore-style path patterns of policy rules: "~", "$NAME" and relative
+// patterns expanded to absolute ones, matched by the one glob engine (base/glob.h), whose
+// word_matches also matches argv words and tool names.
 #pragma once
 
 #include <map>
@@ -6,14 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/glob.h"
 #include "base/result.h"
 
 namespace moat::policy {
-
-// fnmatch-like on one word: "*" any run, "?" one byte, "[a-z]"/"[!x]" a class, "\x" literal.
-// "/" is an ordinary byte here.
-bool word_glob_matches(std::string_view pattern, std::string_view word);
-bool has_glob_chars(std::string_view s);
 
 // What a path pattern's "~", "$WORKSPACE" and other "$NAME" prefixes expand to.
 struct PathVars {
@@ -39,14 +37,12 @@ Result<PathGlob> compile_path_glob(std::string_view pattern, const PathVars& var
 
 // `path` is canonical and absolute ("/a/b"); "/" has no components.
 bool path_glob_matches(const PathGlob& glob, std::string_view path);
-// The same, for a path already split with split_path (one split for many patterns).
+// The same, for a path already split with glob::split_path (one split for many patterns).
 bool path_glob_matches_parts(const PathGlob& glob, const std::vector<std::string_view>& parts);
 // True if the pattern matches `dir` or any path below it (a write whose exact target is
 // unknown below `dir` might hit it).
 bool path_glob_may_match_under(const PathGlob& glob, std::string_view dir);
 // True if the pattern matches every path strictly below `dir`.
 bool path_glob_covers_all_under(const PathGlob& glob, std::string_view dir);
-
-std::vector<std::string_view> split_path(std::string_view path);
 
 }  // namespace moat::policy

@@ -18,6 +18,7 @@
 #include "base/sys.h"
 #include "base/unique_fd.h"
 #include "policy/digest.h"
+#include "policy/file_limits.h"
 #include "policy/globs.h"
 #include "policy/paths.h"
 #include "policy/toml_load.h"
@@ -88,7 +89,7 @@ std::string pin_path(const std::string& workspace, const std::string& trust_dir)
 
 Result<void> make_dirs(const std::string& dir) {
   std::string partial;
-  for (auto part : split_path(dir)) {
+  for (auto part : glob::split_path(dir)) {
     partial += "/" + std::string(part);
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       return fail(Error::from_errno("mkdir", errno, partial));

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "base/result.h"
-#include "policy/policy.h"
+#include "policy/load_options.h"
 #include "policy/schema.h"
 
 namespace moat::policy {
+
+class Policy;  // policy.h, which is built from the layers (build_policy)
 
 // The file name the built-in default policy's rules name (RuleRef::file, explain, audit).
 inline constexpr const char* kBuiltinDefaultFile = "builtin:default.toml";

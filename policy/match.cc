@@ -53,7 +53,7 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
     for (const auto& name : r.program) {
       if (name[0] == '/') {
         if (p.resolved.real_path == name || p.resolved.typed_path == name) return true;
-      } else if (word_glob_matches(name, p.argv0_base)) {
+      } else if (glob::word_matches(name, p.argv0_base)) {
         return true;
       }
     }
@@ -66,8 +66,8 @@ bool program_matches(const CommandRule& r, const ProgramInfo& p, bool allow) {
     if (name[0] == '/') {
       if (p.argv0 == name || p.resolved.typed_path == name || p.resolved.real_path == name)
         return true;
-    } else if (word_glob_matches(name, p.argv0_base) ||
-               (!real_base.empty() && !p.resolved.builtin && word_glob_matches(name, real_base))) {
+    } else if (glob::word_matches(name, p.argv0_base) ||
+               (!real_base.empty() && !p.resolved.builtin && glob::word_matches(name, real_base))) {
       return true;
     }
   }
@@ -92,7 +92,8 @@ bool args_from(const std::vector<ArgPattern>& pats, std::size_t pi,
     return (conservative || star) && args_from(pats, pi + 1, words, wi + 1, conservative);
   }
   for (const auto& alt : alts)
-    if (word_glob_matches(alt, w.text)) return args_from(pats, pi + 1, words, wi + 1, conservative);
+    if (glob::word_matches(alt, w.text))
+      return args_from(pats, pi + 1, words, wi + 1, conservative);
   return false;
 }
 
@@ -154,7 +155,7 @@ bool abbreviates(std::string_view prog, const std::string& spec, const std::stri
 bool has_flag(const CommandUnit& u, const std::string& spec, bool abbreviations = false) {
   std::string_view prog = u.argv.empty() ? "" : base_name(u.argv[0].text);
   return std::any_of(u.flags.begin(), u.flags.end(), [&](const std::string& f) {
-    return word_glob_matches(spec, f) || (abbreviations && abbreviates(prog, spec, f));
+    return glob::word_matches(spec, f) || (abbreviations && abbreviates(prog, spec, f));
   });
 }
 
@@ -169,7 +170,7 @@ bool any_flag_present(const Strings& specs, const CommandUnit& u, bool unknown_c
 bool word_matches_any(const Strings& globs, const Arg& a, bool unknown_counts) {
   if (!a.known || a.home) return unknown_counts;
   return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& g) { return word_glob_matches(g, a.text); });
+                     [&](const std::string& g) { return glob::word_matches(g, a.text); });
 }
 
 // `unless.any_arg`: operands only. An exception loosens the rule, so a made-up option word
@@ -266,7 +267,7 @@ bool command_rule_matches(const CompiledCommandRule& cr, const CommandUnit& u, c
   if (!r.any_env.empty()) {
     bool hit = std::any_of(u.env.begin(), u.env.end(), [&](const std::string& name) {
       return std::any_of(r.any_env.begin(), r.any_env.end(),
-                         [&](const std::string& g) { return word_glob_matches(g, name); });
+                         [&](const std::string& g) { return glob::word_matches(g, name); });
     });
     if (!hit) return false;
   }
@@ -303,7 +304,7 @@ bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool) {
   const ToolRule& r = *cr.rule;
   auto hit = [&](const Strings& globs, const std::string& s) {
     return std::any_of(globs.begin(), globs.end(),
-                       [&](const std::string& g) { return word_glob_matches(g, s); });
+                       [&](const std::string& g) { return glob::word_matches(g, s); });
   };
   if (!hit(r.tool, tool)) return false;
   if (hit(r.unless.tool, tool)) return false;

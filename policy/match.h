@@ -8,7 +8,7 @@
 
 #include "policy/globs.h"
 #include "policy/paths.h"
-#include "policy/policy.h"
+#include "policy/verdict.h"
 #include "policy/resolve.h"
 #include "policy/schema.h"
 #include "policy/units.h"
@@ -59,7 +59,7 @@ ProgramInfo program_info(const CommandUnit& unit, const ProgramResolver& resolve
 bool command_rule_matches(const CompiledCommandRule& rule, const CommandUnit& unit,
                           const ProgramInfo& program, const MatchEnv& env);
 
-// Exact: `parts` is a canonical path split with split_path.
+// Exact: `parts` is a canonical path split with glob::split_path.
 bool path_rule_matches(const CompiledPathRule& rule, const std::vector<std::string_view>& parts);
 // Uncertain: some path at or below `dir` (an expansion hides which).
 bool path_rule_matches_under(const CompiledPathRule& rule, const std::string& dir);

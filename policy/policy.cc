@@ -880,7 +880,7 @@ class PolicyImpl final : public Policy {
       const Strings& names = commands_[i].rule->program;
       bool plain =
           !names.empty() && std::all_of(names.begin(), names.end(), [](const std::string& n) {
-            return !n.empty() && n[0] != '/' && !has_glob_chars(n) &&
+            return !n.empty() && n[0] != '/' && !glob::has_glob_chars(n) &&
                    n.find('\\') == std::string::npos;
           });
       if (!plain) {
@@ -1002,7 +1002,7 @@ class PolicyImpl final : public Policy {
                   std::vector<Vote>& votes, bool with_default) const {
     bool matched = false;
     const std::size_t first = votes.size();
-    const auto parts = split_path(path);  // once for every rule
+    const auto parts = glob::split_path(path);  // once for every rule
     for (const auto& r : paths_) {
       bool covers = access == Access::kRead ? r.read : access == Access::kWrite ? r.write : r.exec;
       if (!covers || r.allow_ignored) continue;
@@ -1051,7 +1051,7 @@ class PolicyImpl final : public Policy {
   static bool relative_glob(const CompiledPathRule& r, const PathGlob& g, const std::string& root,
                             Access access, std::vector<std::string>& out) {
     if (!covers(r, access) || r.rule->decision != Verdict::kDeny) return false;
-    const auto base = split_path(root);
+    const auto base = glob::split_path(root);
     std::vector<std::string> rel;
     if (!g.parts.empty() && g.parts[0] == "**") {
       rel.assign(g.parts.begin() + 1, g.parts.end());

@@ -11,68 +11,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/load_options.h"
+#include "policy/resources.h"
+#include "policy/verdict.h"
 
 namespace moat::policy {
-
-enum class Verdict { kAllow = 0, kAsk = 1, kDeny = 2 };  // ordered: higher is stricter
-const char* verdict_name(Verdict v);                     // "allow" | "ask" | "deny"
-
-// Where a rule came from: every decision names its deciding rule like this.
-struct RuleRef {
-  std::string id;     // "org.no-force-push", or "defaults.command" when no rule matched
-  std::string layer;  // "system" | "user" | "project" | "cli" | "builtin"
-  std::string file;   // file the rule was read from ("" for builtin/cli)
-  int line = 0;
-};
-
-struct Decision {
-  Verdict verdict = Verdict::kDeny;
-  RuleRef deciding;
-  std::vector<RuleRef> matched;      // every rule that matched, deciding one included
-  // "policy" | "default" | "constraint" | "observed" (exec time: ran with no rule gating it)
-  // | "user" (decide_typed: the person typed it) | "permissive"
-  std::string decided_by;
-  std::string reason;                // the rule's reason, for the model and the person
-  bool headless_downgraded = false;  // the policy said ask; headless made it deny
-  // Exec time only: the id of the ask rule a program met while headless, when
-  // [exec] headless_ask = "allow" let it run (verdict allow, decided_by "observed"); the
-  // audit record, the call's result and the batch report show it. Empty otherwise.
-  std::string flagged;
-
-  // Per-unit breakdown of a shell line ({units, problems}; null for other decisions), for
-  // the audit record and policy explain. Built on request: most decisions are never
-  // explained, and building it for each was over a third of decide_command's time.
-  nlohmann::json detail() const { return detail_fn ? detail_fn() : nlohmann::json(); }
-  std::function<nlohmann::json()> detail_fn;  // set by the policy; owns what it needs
-};
-
-enum class Access { kRead, kWrite, kExec };
-
-// The sandbox's ceilings on a session, combined across the layers: each is the minimum over
-// the layers that set it, else its default (kDefaultResources in policy/schema.h).
-struct ResourceCeilings {
-  std::int64_t wall_time_s = 0;   // resources.wall_time: per call, wall clock
-  std::int64_t cpu_time_s = 0;    // resources.cpu_time: per call, CPU
-  std::int64_t memory_bytes = 0;  // resources.memory
-  std::int64_t pids = 0;          // resources.pids
-  std::int64_t output_bytes = 0;  // resources.output: kept per call before it is cut
-  std::int64_t file_size = 0;     // resources.file_size: the largest file a call may write
-  std::int64_t open_files = 0;    // resources.open_files
-  std::int64_t network_connections = 0;  // resources.network_connections: open at once
-  std::int64_t network_bytes = 0;        // resources.network_bytes: per session, both ways
-  std::int64_t network_idle_s = 0;       // resources.network_idle: per connection
-  std::int64_t network_rate = 0;         // resources.network_rate: new connections a second
-
-  // {"wall_time_s":..,"cpu_time_s":..,...}, as `moat policy list --json` prints them.
-  nlohmann::json to_json() const {
-    return {{"wall_time_s", wall_time_s},     {"cpu_time_s", cpu_time_s},
-            {"memory_bytes", memory_bytes},   {"pids", pids},
-            {"output_bytes", output_bytes},   {"file_size", file_size},
-            {"open_files", open_files},       {"network_connections", network_connections},
-            {"network_bytes", network_bytes}, {"network_idle_s", network_idle_s},
-            {"network_rate", network_rate}};
-  }
-};
 
 // One program a running command is about to start, as the exec watch saw it
 // (sandbox/exec_watch.h): argv exactly as executed, the file by the path it was named by and
@@ -96,29 +39,6 @@ struct ExecFacts {
                         // option --preload"
   };
   std::vector<Load> loads = {};
-};
-
-// Where to find the layers; every directory can be overridden so tests never touch /etc.
-struct LoadOptions {
-  std::string system_dir = "/etc/moat/policy.d";  // root-owned; a parse error is fatal
-  std::string user_dir;                           // default $XDG_CONFIG_HOME/moat/policy.d
-  std::string workspace;       // project layer: <workspace>/.moat/policy.toml, if trusted
-  std::string trust_dir;       // where trust pins live; default $XDG_STATE_HOME/moat/trust
-  bool trust_project = false;  // the person accepted the project layer's current hash
-  bool headless = true;        // ask => deny
-  std::vector<std::string> extra_files;  // --policy FILE: a narrowing CLI layer
-  bool use_builtin_default = true;       // the shipped default policy as the base layer
-                                         // (only when the system layer has no files)
-  std::string home;                      // expands ~ and $HOME; default $HOME
-  // Where bare program names are looked up; default: the host PATH restricted to the
-  // read-only system trees the sandbox binds (/usr, /bin, /sbin, /lib, /etc).
-  std::vector<std::string> search_path;
-  // Files here can be planted by sandboxed code, so no allow rule matches a program in
-  // them; default writable_roots(workspace) (policy/writable_roots.h).
-  std::vector<std::string> writable_roots;
-  // Added to writable_roots (or its default): moat sandbox exec's --bind targets.
-  std::vector<std::string> extra_writable_roots;
-  std::map<std::string, std::string> path_vars;  // $NAME in path patterns (AUDIT_DIR, ...)
 };
 
 class Policy {

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/policy.h"
+#include "policy/resources.h"
+#include "policy/verdict.h"
 
 // clang-format off
 namespace moat::policy {

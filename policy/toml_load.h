@@ -7,12 +7,10 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/file_limits.h"
 #include "policy/schema.h"
 
 namespace moat::policy {
-
-// Refused before parsing: a policy is a page of rules, not a data set.
-inline constexpr std::size_t kMaxPolicyFileBytes = 1 << 20;
 
 struct ParseOptions {
   std::string file;                     // named in every error and kept in every rule's pos
@@ -29,9 +27,5 @@ Result<PolicyFile> parse_policy_text(std::string_view text, const ParseOptions& 
 // "network", "tool", "tool.unless"); empty for an unknown table. Tests compare these
 // with schema.h.
 const std::vector<std::string>& known_keys(std::string_view table);
-
-// "10m" / 90 / "1h30m" style durations in seconds; "4GiB" / 1024 style sizes in bytes.
-Result<std::int64_t> parse_duration_seconds(std::string_view text);
-Result<std::int64_t> parse_size_bytes(std::string_view text);
 
 }  // namespace moat::policy

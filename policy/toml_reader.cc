@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "policy/toml_load.h"
+#include "policy/quantity.h"
 
 namespace moat::policy {
 

@@ -726,23 +726,6 @@ class Planner {
 
 }  // namespace
 
-std::string CommandUnit::argv_text() const {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    bool plain = a.known && !a.text.empty() &&
-                 a.text.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}~#") == std::string::npos;
-    if (plain || !a.known) {
-      out += a.home ? "~" + a.text : a.text;
-    } else {
-      out += '\'';
-      for (char c : a.text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    }
-  }
-  return out;
-}
-
 void normalise_flags(CommandUnit& u) {
   u.flags.clear();
   u.operands.clear();

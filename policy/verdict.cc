@@ -1,5 +1,5 @@
 // policy/verdict.cc: names of verdicts, as they appear in TOML, audit records and explain.
-#include "policy/policy.h"
+#include "policy/verdict.h"
 
 namespace moat::policy {
 

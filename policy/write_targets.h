@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/units.h"
+#include "policy/command_unit.h"
 
 namespace moat::policy {
 

@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -19,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/glob.h"
 #include "base/unique_fd.h"
 #include "sandbox/sys.h"
 
@@ -27,8 +27,6 @@ namespace {
 
 constexpr const char* kEmptyFile = "/run/moat/empty";
 constexpr const char* kEmptyDir = "/run/moat/empty.d";
-
-bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
 
 // Code a host tool runs from the workspace: whoever can write these runs code as the person
 // who later types `git status`, opens the folder in an editor, or cd's into it with direnv.
@@ -66,13 +64,6 @@ constexpr HostExecutedPath kHostExecuted[] = {
     {"**/.devcontainer", "Dev Containers: initializeCommand runs on the host"},
     {"**/.devcontainer.json", "Dev Containers: as .devcontainer"},
 };
-
-// "**/x" also matches "x" at the top (gitignore's rule): fnmatch alone needs a leading "/".
-bool glob_matches_rel(const std::string& glob, const std::string& rel) {
-  const int flags = glob.find("**") != std::string::npos ? 0 : FNM_PATHNAME;
-  if (fnmatch(glob.c_str(), rel.c_str(), flags) == 0) return true;
-  return glob.rfind("**/", 0) == 0 && fnmatch(glob.c_str() + 3, rel.c_str(), flags) == 0;
-}
 
 // A pattern whose last component is ".git" matches gitlink files only: a .git directory is
 // written by every commit, so it is never masked whole (its config, hooks and info are).
@@ -261,14 +252,17 @@ std::vector<std::string> linked_out(const LinkScan& scan) {
   return out;
 }
 
-// The walk's plan: the patterns that are globs, and how deep the walk must go for them.
-// Most patterns end in a literal name (".git/config", "**/.envrc"): an entry with another
-// name cannot match, and comparing names is far cheaper than fnmatch over "**" for every
-// entry of the workspace before every call.
+// The walk's plan: the patterns that are globs, split once, and how deep the walk must go for
+// them. They match as the policy's globs do (base/glob.h: "**" spans components, "*" never
+// crosses a '/', a leading "**/" also matches at the top), so what the sandbox masks is what
+// `moat policy explain` denies. Most patterns end in a literal name (".git/config",
+// "**/.envrc"): an entry with another name cannot match, and comparing names is far cheaper
+// than matching "**" for every entry of the workspace before every call.
 struct GlobPlan {
   struct Glob {
     const std::string* pattern;
     std::string_view last;  // the last component when it holds no wildcard, else empty
+    std::vector<std::string_view> parts;  // glob::split_path(*pattern)
   };
   std::vector<Glob> globs;
   bool any_depth = false;
@@ -278,9 +272,10 @@ struct GlobPlan {
 GlobPlan plan_globs(const std::vector<std::string>& patterns) {
   GlobPlan plan;
   for (const auto& p : patterns) {
-    if (!is_glob(p)) continue;
+    if (!glob::has_glob_chars(p)) continue;
     const std::string_view last = std::string_view(p).substr(p.rfind('/') + 1);
-    plan.globs.push_back({&p, is_glob(std::string(last)) ? std::string_view() : last});
+    plan.globs.push_back(
+        {&p, glob::has_glob_chars(last) ? std::string_view() : last, glob::split_path(p)});
     plan.any_depth |= p.find("**") != std::string::npos;
     plan.max_components = std::max<std::size_t>(
         plan.max_components, static_cast<std::size_t>(std::count(p.begin(), p.end(), '/')) + 1);
@@ -289,10 +284,12 @@ GlobPlan plan_globs(const std::vector<std::string>& patterns) {
 }
 
 bool matches_any(const GlobPlan& plan, std::string_view name, const std::string& rel, bool is_dir) {
+  std::vector<std::string_view> rel_parts;  // split once, for the first glob that needs it
   for (const GlobPlan::Glob& g : plan.globs) {
     if (!g.last.empty() && g.last != name) continue;
     if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
-    if (glob_matches_rel(*g.pattern, rel)) return true;
+    if (rel_parts.empty()) rel_parts = glob::split_path(rel);
+    if (glob::parts_match(g.parts, 0, rel_parts, 0)) return true;
   }
   return false;
 }
@@ -392,7 +389,7 @@ const HostExecutedPath* host_executed_match(std::string_view relative) {
   // "docs/.git/config" names the config row before the ".git" one.
   for (std::string prefix(relative); !prefix.empty();) {
     for (const HostExecutedPath& h : kHostExecuted)
-      if (glob_matches_rel(h.pattern, prefix)) return &h;
+      if (glob::path_matches(h.pattern, prefix)) return &h;
     const std::size_t slash = prefix.rfind('/');
     prefix.resize(slash == std::string::npos ? 0 : slash);
   }
@@ -405,7 +402,7 @@ Result<void> hide_paths(const std::string& workspace, const std::vector<std::str
   for (const auto& t : globbed.targets) MOAT_TRY(hide_one(workspace, t));
   for (const auto& t : globbed.unreadable) MOAT_TRY(hide_one(workspace, t));
   for (const std::string& p : patterns)
-    if (!is_glob(p) && p.find("..") == std::string::npos)
+    if (!glob::has_glob_chars(p) && p.find("..") == std::string::npos)
       MOAT_TRY(hide_one(workspace, workspace + "/" + p));
   return {};
 }
@@ -432,10 +429,11 @@ Result<std::string> mask_target(const std::string& workspace, const std::string&
 std::vector<std::string> creation_watched_names(const std::vector<std::string>& patterns) {
   std::vector<std::string> out;
   for (const std::string& p : patterns)
-    if (!is_glob(p) && p.find("..") == std::string::npos) out.push_back(p);
+    if (!glob::has_glob_chars(p) && p.find("..") == std::string::npos) out.push_back(p);
   for (const HostExecutedPath& h : kHostExecuted) {
     const std::string p = h.pattern;
-    if (p.rfind("**/", 0) != 0 || is_glob(p.substr(3)) || is_gitlink_pattern(p)) continue;
+    if (p.rfind("**/", 0) != 0 || glob::has_glob_chars(p.substr(3)) || is_gitlink_pattern(p))
+      continue;
     // Only git's own files: a project's .envrc or .vscode/tasks.json is work the agent may be
     // asked to do; it is named at session end and held back by `batch --apply` instead.
     if (p.rfind("**/.git/", 0) != 0) continue;
@@ -464,7 +462,7 @@ Result<void> mask_protected_paths(const std::string& workspace,
   // Read-only, so the code cannot chmod it back open and write what the walk could not see.
   for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));
   for (const std::string& p : patterns) {
-    if (is_glob(p)) continue;
+    if (glob::has_glob_chars(p)) continue;
     MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
     // A mask of a missing path would be a directory the host does not have (`test -e .env`
     // true inside, `git init` refused by an empty read-only .git).

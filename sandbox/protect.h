@@ -54,10 +54,10 @@ struct Placeholder {
 // empty directory (a mount needs a mount point; a directory blocks both a file and a directory
 // of that name) and appended to *created; without it (SessionConfig::protected_if_present, whose
 // created names moatd removes) a missing target is left alone; a symlink is covered by an empty read-only file. Glob patterns
-// (*, ?, [) are matched against the workspace's current entries (** crosses directories;
-// without it a pattern matches at its own depth only; a leading "**/" also matches at the
-// top). A glob whose last component is ".git" matches only a .git that is not a directory
-// (a gitlink file or a symlink): a .git directory is never masked whole. Every directory between
+// (*, ?, [) are matched against the workspace's current entries by the policy's engine
+// (base/glob.h: a "**" component crosses directories, none included, so a leading "**/" also
+// matches at the top; every other wildcard stays in its component). A glob whose last
+// component is ".git" matches only a .git that is not a directory (a gitlink file or a symlink): a .git directory is never masked whole. Every directory between
 // the workspace and a target is made a mount point too, so it cannot be renamed or removed (EBUSY):
 // masks cannot be carried away with a renamed parent. A glob pattern's walk visits at most
 // max_entries entries: past that the call is refused with E2BIG (fail closed) rather than run with

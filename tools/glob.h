@@ -6,8 +6,9 @@
 
 namespace moat::tools {
 
-// `*` and `?` never match '/'; `**` as a whole component ("**/x", "x/**", "a/**/b") spans
-// directories; `[a-z]`, `[!a]`/`[^a]` classes; backslash escapes the next character.
+// The one engine's glob (base/glob.h): `*` and `?` never match '/'; `**` as a whole component
+// ("**/x", "x/**", "a/**/b") spans directories; `[a-z]`, `[!a]`/`[^a]` classes; backslash
+// escapes the next character. As in git and ripgrep, "x/**" matches what lies below x, not x.
 bool glob_match(std::string_view pattern, std::string_view path);
 
 // The rule rg -g and .gitignore share: a pattern without '/' matches the last component of

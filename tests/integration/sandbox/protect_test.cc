@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "policy/policy.h"
 #include "tests/integration/sandbox/test_util.h"
 
 namespace moat::sandbox {
@@ -322,6 +323,80 @@ TEST(LinkedFiles, CachedDirectoriesKeepTheirLinkedFilesCoveredAndChangedOnesAreR
   EXPECT_EQ(store.read("a.js"), "a\n") << r->output;
   EXPECT_EQ(store.read("b.js"), "b\n") << r->output;
   EXPECT_EQ(ws.read("lib/own.js"), "own\nmine\n") << r->output;
+}
+
+// The masker and `moat policy explain --path` read one glob alike (issue 28): for each path of
+// the table, the session hides (reads) or protects (writes) it exactly when the policy denies
+// that access to it. Before, the masker ran fnmatch without FNM_PATHNAME on any pattern holding
+// "**", so "**/secrets/*.pem" hid x/secrets/deep/a.pem, which the policy allows, and
+// "**/cache/**/*.tmp" left cache/x.tmp readable, which the policy denies.
+constexpr const char* kAgreementGlobs[] = {"**/secrets/*.pem", "*.key", "conf/*/token",
+                                           "**/cache/**/*.tmp", "[ab]?.txt"};
+constexpr const char* kAgreementPaths[] = {
+    "secrets/a.pem", "x/secrets/a.pem", "x/secrets/deep/a.pem", "a.key",   "d/e/b.key",
+    "conf/a/token",  "conf/a/b/token",  "cache/x.tmp",          "a/cache/b/c/y.tmp",
+    "a1.txt",        "b22.txt",         "d/a1.txt",             "plain.txt"};
+
+// One user layer: deny `access` to every glob of the table; no built-in default.
+std::unique_ptr<policy::Policy> agreement_policy(const TempDir& ws, const TempDir& dirs,
+                                                 const char* access) {
+  std::string toml = "schema = 1\n";
+  for (std::size_t i = 0; i < std::size(kAgreementGlobs); ++i)
+    toml += "[[path]]\nid = \"t.g" + std::to_string(i) + "\"\ndecision = \"deny\"\naccess = [\"" +
+            access + "\"]\npaths = [\"" + kAgreementGlobs[i] + "\"]\n";
+  dirs.write("user.d/00-table.toml", toml);
+  policy::LoadOptions o;
+  o.system_dir = dirs.file("no-system");
+  o.user_dir = dirs.file("user.d");
+  o.trust_dir = dirs.file("trust");
+  o.workspace = ws.path();
+  o.home = "/nonexistent-moat-home";
+  o.search_path = {"/usr/bin"};
+  o.use_builtin_default = false;
+  o.headless = false;  // an ask stays an ask: only a deny is masked
+  auto p = policy::Policy::load(o);
+  EXPECT_TRUE(p.has_value()) << p.error().message();
+  return p ? std::move(*p) : nullptr;
+}
+
+void expect_masker_agrees_with_policy(const char* access) {
+  TempDir ws, dirs;
+  for (const char* f : kAgreementPaths) ws.write(f, "canary");
+  auto p = agreement_policy(ws, dirs, access);
+  ASSERT_NE(p, nullptr);
+  const bool write = std::string(access) == "write";
+  SessionConfig c;
+  c.workspace = ws.path();
+  for (const auto& g : write ? p->protected_globs() : p->unreadable_globs())
+    (g.find_first_of("*?[") == std::string::npos ? c.protected_if_present
+     : write                                     ? c.protected_paths
+                                                 : c.hidden_paths)
+        .push_back(g);
+  std::string script;
+  for (const char* f : kAgreementPaths)
+    script += (write ? std::string("if (echo x >> ") + f + ") 2>/dev/null"
+                     : std::string("if [ \"$(cat ") + f + " 2>/dev/null)\" = canary ]") +
+              "; then echo '" + f + " open'; else echo '" + f + " masked'; fi; ";
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto r = testing::sh(s, script);
+  ASSERT_TRUE(r);
+  for (const char* f : kAgreementPaths) {
+    const policy::Decision d = p->decide_path(
+        p->expand_path(f), write ? policy::Access::kWrite : policy::Access::kRead);
+    const bool denied = d.verdict == policy::Verdict::kDeny;
+    const std::string line = "\n" + std::string(f) + (denied ? " masked\n" : " open\n");
+    EXPECT_NE(("\n" + r->output).find(line), std::string::npos)
+        << access << " " << f << ": the policy says " << policy::verdict_name(d.verdict) << " ("
+        << d.deciding.id << "), the session: " << r->output;
+  }
+}
+
+TEST(MaskerAndPolicy, HideExactlyThePathsThePolicyDeniesReading) {
+  expect_masker_agrees_with_policy("read");
+}
+
+TEST(MaskerAndPolicy, ProtectExactlyThePathsThePolicyDeniesWriting) {
+  expect_masker_agrees_with_policy("write");
 }
 
 }  // namespace

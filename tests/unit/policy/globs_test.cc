@@ -1,25 +1,11 @@
-// tests/unit/policy/globs_test.cc: word globs and gitignore-style path globs.
+// tests/unit/policy/globs_test.cc: policy path patterns: expansion, anchoring and matching
+// (word globs are tested with the engine, tests/unit/base/glob_test.cc).
 #include "policy/globs.h"
 
 #include <gtest/gtest.h>
 
 namespace moat::policy {
 namespace {
-
-TEST(WordGlob, StarQuestionAndClassesMatchLikeFnmatch) {
-  EXPECT_TRUE(word_glob_matches("*", ""));
-  EXPECT_TRUE(word_glob_matches("mkfs.*", "mkfs.ext4"));
-  EXPECT_FALSE(word_glob_matches("mkfs.*", "mkfs"));
-  EXPECT_TRUE(word_glob_matches("+*", "+main"));
-  EXPECT_FALSE(word_glob_matches("+*", "main"));
-  EXPECT_TRUE(word_glob_matches("a?c", "abc"));
-  EXPECT_TRUE(word_glob_matches("[a-c]x", "bx"));
-  EXPECT_FALSE(word_glob_matches("[!a-c]x", "bx"));
-  EXPECT_TRUE(word_glob_matches("\\*", "*"));
-  EXPECT_FALSE(word_glob_matches("\\*", "a"));
-  EXPECT_TRUE(word_glob_matches("*system*", "BEGIN{system(1)}"));
-  EXPECT_TRUE(word_glob_matches("[", "["));  // unterminated class: literal
-}
 
 PathVars vars() {
   PathVars v;

@@ -10,6 +10,8 @@
 #include <regex>
 #include <sstream>
 
+#include "policy/quantity.h"
+
 namespace moat::policy {
 namespace {
 
