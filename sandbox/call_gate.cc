@@ -9,6 +9,7 @@
 
 #include "base/random.h"
 #include "base/log.h"
+#include "sandbox/audit_records.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/files_changed.h"
 #include "sandbox/refusal_hint.h"
@@ -43,6 +44,20 @@ json changed_paths(const json& changes) {
     out.push_back(std::move(item));
   }
   return out;
+}
+
+// What the call record copies from the tool's result details, when the tool set them.
+void copy_result_details(const json& details, audit::Call& rec) {
+  if (!details.is_object()) return;
+  auto take = [&details](const char* key, std::optional<json>& to) {
+    if (details.contains(key)) to = details[key];
+  };
+  take("filesMutated", rec.files_mutated);
+  take("path", rec.path);
+  take("fullOutputPath", rec.full_output_path);
+  take("timedOut", rec.timed_out);
+  take("nestedGitRemoved", rec.nested_git_removed);
+  if (rec.nested_git_removed) rec.nested_git_reason = kNestedGitReason;
 }
 
 Result<std::string> audit_unwritable(const Error& e) {
@@ -197,29 +212,22 @@ Result<std::string> CallGate::audit_decision(const policy::Decision& d, const Ga
                                              json input, std::uint64_t* pending) {
   // No id, no record: the action is refused like any other that cannot be audited.
   MOAT_ASSIGN_OR_RETURN(const std::string decision_id, random_hex(16));
-  json matched = json::array();
-  for (const auto& m : d.matched) matched.push_back(m.id);
-  json rec = {{"decision_id", decision_id},
-              {"tool", call.tool},
-              {"call_id", call.id},
-              {"input", std::move(input)},
-              {"result", policy::verdict_name(d.verdict)},
-              {"deciding_rule", rule_json(d.deciding)},
-              {"matched", matched},
-              {"decided_by", d.decided_by},
-              // Which channel decided: a person's answer only ever comes from the console.
-              {"channel", d.decided_by == "user" ? "console" : "policy"},
-              {"interactive", !session_.headless},
-              {"mode", session_.headless ? "auto" : "ask"},
-              {"policy_hash", session_.policy->policy_hash()}};
-  if (json units = d.detail(); !units.is_null()) rec["units"] = std::move(units);
+  audit::Decision rec{decision_id,        call.tool,
+                      call.id,            std::move(input),
+                      d.verdict,          rule_json(d.deciding),
+                      {},                 audit::decided_by(d),
+                      !session_.headless, session_.policy->policy_hash(),
+                      std::nullopt};
+  for (const auto& m : d.matched) rec.matched.push_back(m.id);
+  if (json units = d.detail(); !units.is_null()) rec.units = std::move(units);
   // Nothing runs without its decision on disk, whatever audit_required says: an exec record
   // must never name a decision the log lacks (`moat audit verify` fails on one).
   if (!session_.audit) return fail(std::string("audit log is not open"));
   Result<void> r{};
   if (pending == nullptr) {
-    r = session_.audit->append("decision", std::move(rec));
-  } else if (auto seq = session_.audit->append_pending("decision", std::move(rec))) {
+    r = session_.audit->append(rec, sessions::AuditLog::Sync::kNow);
+  } else if (auto seq = session_.audit->append_pending(std::string(audit::Decision::kType),
+                                                       rec.to_json())) {
     *pending = *seq;
   } else {
     r = fail(seq.error());
@@ -237,7 +245,7 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
   ctx.mutations = &mutations_;
   ctx.mutation_ticket = call.ticket;
   ctx.workspace = session_.workspace;
-  ctx.cancel = call.cancel;
+  ctx.cancel = call.cancel.get();  // the context lives within the call
   ctx.limits = session_.tool_limits;
   ctx.progress = call.progress;
   ctx.authorize = [this, &call](const std::string& path, tools::PathAccess access) {
@@ -249,42 +257,39 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
 json CallGate::record_call(const GateCall& call, const std::string& decision_id,
                            const tools::ToolResult& result, long long duration_ms, json processes,
                            const ExecGate& execs) {
-  json rec = {{"decision_id", decision_id},
-              {"call_id", call.id},
-              {"tool", call.tool},
-              {"cwd", session_.workspace},
-              {"duration_ms", duration_ms},
-              {"is_error", result.is_error},
-              {"execs", execs.execs()},
-              {"refused_execs", execs.refused()},
-              {"flagged_execs", execs.flagged()}};
-  if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
-  if (auto command = tools::command_to_judge(call.tool, call.args)) rec["command"] = *command;
+  audit::Call rec;
+  rec.decision_id = decision_id;
+  rec.call_id = call.id;
+  rec.tool = call.tool;
+  rec.cwd = session_.workspace;
+  rec.duration_ms = duration_ms;
+  rec.is_error = result.is_error;
+  rec.execs = execs.execs();
+  rec.refused_execs = execs.refused();
+  rec.flagged_execs = execs.flagged();
+  if (execs.flagged() > 0) rec.flagged = execs.flagged_json();
+  rec.command = tools::command_to_judge(call.tool, call.args);
   // The call's own process (the last one a tool ran): its exit is the call's.
   if (!processes.empty()) {
     const json& last = processes.back();
     const json exit = last.value("exit", json::object());
-    rec["exit_code"] = exit.value("code", json(nullptr));
-    rec["signal"] = exit.value("signal", json(nullptr));
-    rec["output_bytes"] = last.value("output_bytes", 0);
+    rec.exit_code = exit.value("code", json(nullptr));
+    rec.signal = exit.value("signal", json(nullptr));
+    rec.output_bytes = last.value("output_bytes", 0);
   }
-  rec["processes"] = std::move(processes);
-  for (const char* key : {"filesMutated", "path", "fullOutputPath", "timedOut"})
-    if (result.details.is_object() && result.details.contains(key)) rec[key] = result.details[key];
-  if (result.details.is_object() && result.details.contains("nestedGitRemoved")) {
-    rec["nested_git_removed"] = result.details["nestedGitRemoved"];
-    rec["nested_git_reason"] = kNestedGitReason;
-  }
-  if (session_.call_ends->was_cancelled_by_person(call.id)) rec["cancelled"] = "person";
-  rec.update(files_changed_fields(session_));  // under the index's lock: first diff wins
-  json told = {{"exit_code", rec.value("exit_code", json(nullptr))},
-               {"signal", rec.value("signal", json(nullptr))},
-               {"files_changed", changed_paths(rec.value("files_changed", json(nullptr)))}};
-  if (rec.value("files_changed_truncated", false)) told["files_changed_truncated"] = true;
+  rec.processes = std::move(processes);
+  copy_result_details(result.details, rec);
+  if (session_.call_ends->was_cancelled_by_person(call.id)) rec.cancelled = "person";
+  rec.set_files_changed(files_changed_fields(session_));  // under the index's lock: first wins
+  json told = {{"exit_code", rec.exit_code.value_or(nullptr)},
+               {"signal", rec.signal.value_or(nullptr)},
+               {"files_changed", changed_paths(rec.files_changed)}};
+  if (rec.files_changed_truncated.value_or(false)) told["files_changed_truncated"] = true;
   if (execs.flagged() > 0) told["flagged_execs"] = execs.flagged();
   // The action already ran; its record reaches the disk with the next synced one (the next
   // call's decision, or session.end), which saves an fdatasync per call.
-  (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);
+  (void)session_.record(std::string(audit::Call::kType), rec.to_json(),
+                        sessions::AuditLog::Sync::kWithNext);
   return told;
 }
 

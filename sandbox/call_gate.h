@@ -30,7 +30,9 @@ struct GateCall {
   std::string id;
   std::string tool;
   nlohmann::json args;
-  const std::atomic<bool>* cancel = nullptr;  // raised by a cancel frame or the session's end
+  // Raised by a cancel frame or the session's end (RunningCalls holds it too); held by the call,
+  // so it lives as long as the call does, on whichever thread runs it. Null: never raised.
+  std::shared_ptr<const std::atomic<bool>> cancel;
   // The call's place in the session's mutation queue, taken in arrival order (registry.h).
   std::shared_ptr<tools::MutationQueue::Ticket> ticket;
   std::function<void(std::string_view chunk)> progress;  // streamed output
@@ -60,7 +62,8 @@ class CallGate {
   // holds the connection), then run as argv, no shell, on the caller's fds (spec.stdio), every program
   // it starts through the exec watch; its "call" record names no output size (moatd never
   // sees the output). sandbox/exec_call.cc; details as exec_call.h says.
-  tools::ToolResult run_exec(const ExecMsg& m, ExecSpec spec, const std::atomic<bool>* cancel);
+  tools::ToolResult run_exec(const ExecMsg& m, ExecSpec spec,
+                             std::shared_ptr<const std::atomic<bool>> cancel);
 
   // A file tool's access to a canonical path, through the same decide, ask and audit;
   // nullopt when allowed, else the refusal the tool returns (tools::CallContext::authorize).

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/shell_words.h"
+#include "sandbox/audit_records.h"
 #include "sandbox/call_gate.h"
 #include "sandbox/exec_gate.h"
 #include "sandbox/files_changed.h"
@@ -77,7 +78,7 @@ tools::ToolResult exec_ended(const tools::ExecStatus& s) {
 }
 
 tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
-                                     const std::atomic<bool>* cancel) {
+                                     std::shared_ptr<const std::atomic<bool>> cancel) {
   const std::string cwd = m.cwd.empty() ? session_.workspace : m.cwd;
   if (!inside_workspace(cwd, session_.workspace))
     return exec_not_run("exec: the directory " + moat::quoted(cwd) +
@@ -103,7 +104,7 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   spec.env = m.env;
   spec.observer = &execs;
   spec.durable = std::move(durable);  // the decision's sync overlaps the worker's start
-  auto status = session_.session ? session_.session->exec(spec, nullptr, StopFlags(cancel))
+  auto status = session_.session ? session_.session->exec(spec, nullptr, StopFlags(cancel.get()))
                                  : Result<tools::ExecStatus>(fail("no sandbox session"));
   tools::ToolResult result = status ? exec_ended(*status) : not_started(status.error(), m.argv[0]);
   // Before the result goes out: the person's git never sees a `.git` the command left.
@@ -120,32 +121,34 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
 void CallGate::record_exec(const GateCall& call, const std::string& decision_id,
                            const std::string& cwd, const tools::ExecStatus* status,
                            const ExecGate& execs, const json& nested_git_removed) {
-  json rec = {{"decision_id", decision_id},
-              {"call_id", call.id},
-              {"tool", call.tool},
-              {"command", call.args.value("command", "")},
-              {"cwd", cwd},
-              {"execs", execs.execs()},
-              {"refused_execs", execs.refused()},
-              {"flagged_execs", execs.flagged()},
-              // The command wrote to the caller's own fds: moatd never saw its output.
-              {"output", "passed through (moat sandbox exec): not counted"},
-              {"output_bytes", nullptr}};
+  audit::Call rec;
+  rec.decision_id = decision_id;
+  rec.call_id = call.id;
+  rec.tool = call.tool;
+  rec.command = call.args.value("command", "");
+  rec.cwd = cwd;
+  rec.execs = execs.execs();
+  rec.refused_execs = execs.refused();
+  rec.flagged_execs = execs.flagged();
+  // The command wrote to the caller's own fds: moatd never saw its output.
+  rec.output = "passed through (moat sandbox exec): not counted";
+  rec.output_bytes = nullptr;
   if (status != nullptr) {
-    rec["duration_ms"] = status->duration.count();
-    rec["exit_code"] = status->signal > 0 ? json(nullptr) : json(status->exit_code);
-    rec["signal"] = status->signal > 0 ? json(status->signal) : json(nullptr);
-    rec["timedOut"] = status->timed_out;
+    rec.duration_ms = status->duration.count();
+    rec.exit_code = status->signal > 0 ? json(nullptr) : json(status->exit_code);
+    rec.signal = status->signal > 0 ? json(status->signal) : json(nullptr);
+    rec.timed_out = status->timed_out;
   }
-  if (execs.flagged() > 0) rec["flagged"] = execs.flagged_json();
-  if (session_.call_ends->was_cancelled_by_person(call.id)) rec["cancelled"] = "person";
-  rec["is_error"] = status == nullptr;
+  if (execs.flagged() > 0) rec.flagged = execs.flagged_json();
+  if (session_.call_ends->was_cancelled_by_person(call.id)) rec.cancelled = "person";
+  rec.is_error = status == nullptr;
   if (!nested_git_removed.empty()) {
-    rec["nested_git_removed"] = nested_git_removed;
-    rec["nested_git_reason"] = kNestedGitReason;
+    rec.nested_git_removed = nested_git_removed;
+    rec.nested_git_reason = kNestedGitReason;
   }
-  rec.update(files_changed_fields(session_));
-  (void)session_.record("call", std::move(rec), sessions::AuditLog::Sync::kWithNext);
+  rec.set_files_changed(files_changed_fields(session_));
+  (void)session_.record(std::string(audit::Call::kType), rec.to_json(),
+                        sessions::AuditLog::Sync::kWithNext);
 }
 
 }  // namespace moat::sandbox

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "sandbox/audit_records.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/refusal_hint.h"
 
@@ -30,7 +31,7 @@ std::string shown_line(const std::vector<std::string>& argv) {
 
 // Why the watch itself refuses an exec, whatever the policy says; empty when it does not.
 std::string watch_refusal(const ExecRequest& r) {
-  if (r.memory == "changed")
+  if (r.memory == ExecMemory::kChanged)
     return "its path or argv changed while moat was checking it (another thread rewrote them)";
   if (r.argv_truncated) return "its argv is larger than moat reads (4 MiB, 65536 words)";
   return r.refusal;
@@ -45,6 +46,10 @@ policy::ExecFacts facts_of(const std::vector<std::string>& argv, const std::stri
                        l.given == "environment" ? "in its environment"
                                                 : "the dynamic loader's option " + l.given});
   return f;
+}
+
+std::optional<std::string> non_empty(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
 policy::Decision moat_refusal(std::string reason) {
@@ -153,58 +158,53 @@ policy::Decision ExecGate::decided(const ExecRequest& r) const {
 bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, const json& answer) {
   // Observed with no rule gating it, or the call's own program: no rule to name. A flagged
   // program names the ask rule it met.
+  const policy::DecidedBy by = audit::decided_by(d);
   const bool names_no_rule =
-      (d.decided_by == "observed" && d.flagged.empty()) || d.deciding.id == "call";
-  json rec = {{"call_id", call_id_},
-              {"decision_id", decision_id_},
-              {"exec_id", call_id_ + "." + r.exec_id},
-              {"parent_exec", r.parent_exec.empty() ? json(nullptr)
-                                                    : json(call_id_ + "." + r.parent_exec)},
-              {"pid", r.pid},
-              {"argv", argv_for_audit(r.argv)},
-              {"path", r.path},
-              {"exe", r.exe},
-              {"cwd", r.cwd},
-              {"memory", r.memory},
-              {"result", policy::verdict_name(d.verdict)},
-              {"decided_by", d.decided_by},
-              {"rule", names_no_rule ? json(nullptr) : rule_json(d.deciding)}};
+      (by == policy::DecidedBy::kObserved && d.flagged.empty()) || d.deciding.id == "call";
+  audit::Exec rec;
+  rec.call_id = call_id_;
+  rec.decision_id = decision_id_;
+  rec.exec_id = call_id_ + "." + r.exec_id;
+  if (!r.parent_exec.empty()) rec.parent_exec = call_id_ + "." + r.parent_exec;
+  rec.pid = r.pid;
+  rec.argv = argv_for_audit(r.argv);
+  rec.path = r.path;
+  rec.exe = r.exe;
+  rec.cwd = r.cwd;
+  rec.memory = r.memory;
+  rec.result = d.verdict;
+  rec.decided_by = by;
+  if (!names_no_rule) rec.rule = rule_json(d.deciding);
   // Ran although a rule asks about it, because nobody could be asked ([exec] headless_ask).
-  if (!d.flagged.empty()) rec["flagged"] = d.flagged;
-  if (!r.interpreter.empty()) rec["interpreter"] = r.interpreter;
+  rec.flagged = non_empty(d.flagged);
+  rec.interpreter = non_empty(r.interpreter);
   if (!r.also.empty()) {
-    json runs = json::array();
-    for (const ExecTarget& t : r.also) runs.push_back(t.exe);
-    rec["runs"] = std::move(runs);  // interpreters, or the program the loader loads
+    rec.runs.emplace();  // interpreters, or the program the loader loads
+    for (const ExecTarget& t : r.also) rec.runs->push_back(t.exe);
   }
   if (!r.loads.empty()) {
     // What the dynamic loader is told to load: the variable, or the loader's option, by name
     // (values are in the reason when a rule judged them; an environment is not logged).
-    json loads = json::array();
+    rec.loads.emplace();
     for (const LoaderInput& l : r.loads)
-      loads.push_back(l.given == "environment" ? l.name : l.given);
-    rec["loads"] = std::move(loads);
+      rec.loads->push_back(l.given == "environment" ? l.name : l.given);
   }
-  if (r.unnamed) rec["unnamed"] = true;  // no name on disk: `exe` is not a file anyone can open
-  if (!r.sha256.empty()) rec["sha256"] = r.sha256;
-  if (!d.reason.empty()) rec["reason"] = d.reason;
-  if (!answer.is_null()) rec["user"] = answer;
+  rec.unnamed = r.unnamed;
+  rec.sha256 = non_empty(r.sha256);
+  rec.reason = non_empty(d.reason);
+  if (!answer.is_null()) rec.user = answer;
   // Written before the program runs, not synced: a storm of execs must not wait on the disk
   // for each one; the next synced record (the call's end at the latest) covers them all.
-  return static_cast<bool>(
-      session_.record("exec", std::move(rec), sessions::AuditLog::Sync::kWithNext));
+  return static_cast<bool>(session_.record(std::string(audit::Exec::kType), rec.to_json(),
+                                           sessions::AuditLog::Sync::kWithNext));
 }
 
 void ExecGate::on_end(const ExecEnd& end) {
   if (session_.programs) session_.programs->ended(call_id_ + "." + end.exec_id);
-  json exit = {{"code", end.code ? json(*end.code) : json(nullptr)},
-               {"signal", end.signal ? json(*end.signal) : json(nullptr)}};
-  json rec = {{"call_id", call_id_},
-              {"exec_id", call_id_ + "." + end.exec_id},
-              {"exit", std::move(exit)},
-              {"duration_ms", end.duration_ms}};
-  if (!end.note.empty()) rec["note"] = end.note;
-  (void)session_.record("exec.end", std::move(rec), sessions::AuditLog::Sync::kWithNext);
+  const audit::ExecEnd rec{call_id_,   call_id_ + "." + end.exec_id, end.code, end.signal,
+                           end.duration_ms, non_empty(end.note)};
+  (void)session_.record(std::string(audit::ExecEnd::kType), rec.to_json(),
+                        sessions::AuditLog::Sync::kWithNext);
 }
 
 std::string ExecGate::refusals_text() const {

@@ -423,7 +423,7 @@ void Server::record_worker_program() {
   if (req.exe.empty()) return;  // gone already, or its exec failed and it exited
   req.path = req.exe;
   req.cwd = read_link(proc + "/cwd");
-  req.memory = "exclusive";
+  req.memory = ExecMemory::kExclusive;
   req.first = true;
   req.exec_id = std::to_string(++next_id_);
   if (observer_) (void)observer_->on_exec(req);
@@ -596,15 +596,15 @@ void Server::on_exec(const seccomp_notif& n) {
   req.pid = st.tgid;
   req.memory =
       memory_exclusive(st.tgid, st, init_pid_) && pages_private_anonymous(st.tgid, read.pages)
-          ? "exclusive"
-          : "shared";
-  if (req.memory == "shared") {
+          ? ExecMemory::kExclusive
+          : ExecMemory::kShared;
+  if (req.memory == ExecMemory::kShared) {
     // A second read, after the slow part: a thread rewriting the words meanwhile is caught.
     ExecRead again = read_exec(tid, path_addr, argv_addr, envp_addr);
     budget_.charge(again.pages.size() * 4096);
     if (again.path != read.path || again.argv.words != read.argv.words ||
         again.env.words != read.env.words)
-      req.memory = "changed";
+      req.memory = ExecMemory::kChanged;
   }
   if (!still_waiting(n.id)) return;  // the caller died (or was killed) while we read
   req.exec_id = std::to_string(++next_id_);
@@ -629,7 +629,7 @@ void Server::on_exec(const seccomp_notif& n) {
 
 std::optional<PendingVerify> Server::plan_verify(pid_t tid, const ProcStatus& st, ExecRequest& req,
                                                  const Resolved& file) {
-  const bool shared = req.memory == "shared";
+  const bool shared = req.memory == ExecMemory::kShared;
   const bool swappable = could_be_swapped(st.tgid, req.path, req.cwd, file.read_only) ||
                          names_through_process_state(req.path);
   // The program the dynamic loader is asked to load is opened by the loader, after the exec,
@@ -667,7 +667,7 @@ void Server::judge_and_answer(std::uint64_t id, pid_t tid, const ProcStatus& st,
   ExecAnswer a;
   if (observer_) a = observer_->on_exec(req);
   // The watch's own refusals stand whatever the observer said (it was told why).
-  if (req.memory == "changed" || req.argv_truncated || !req.refusal.empty())
+  if (req.memory == ExecMemory::kChanged || req.argv_truncated || !req.refusal.empty())
     a = ExecAnswer{false, EPERM};
   if (!a.allow) {
     ++stats_.refused;

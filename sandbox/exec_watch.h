@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "sandbox/exec_memory.h"
 #include "sandbox/exec_resolve.h"
 
 namespace moat::sandbox {
@@ -33,10 +34,8 @@ struct ExecRequest {
   std::string exe;          // the file it names, resolved in the sandbox's view
   std::string interpreter;  // a #! script's interpreter, as its first line names it
   std::string cwd;          // the caller's working directory
-  // How far the check holds against a rewrite of the caller's memory (docs/security.md):
-  // "exclusive" (no other running thread shares it: sound), or "shared" (read twice and
-  // compared, the program checked again once it runs).
-  std::string memory;
+  // How far the check holds against a rewrite of the caller's memory (exec_memory.h).
+  ExecMemory memory = ExecMemory::kExclusive;
   bool argv_truncated = false;  // larger than moat reads: such an exec is refused
   // What makes the dynamic loader load code into it: the new environment's variables that
   // policy/code_env.h reads at exec (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH), then

@@ -19,6 +19,7 @@
 #include "policy/permissive.h"
 #include "policy/protected_paths.h"
 #include "policy/toml_load.h"
+#include "sandbox/audit_records.h"
 #include "sandbox/binds.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/own_files.h"
@@ -371,36 +372,36 @@ Result<void> HelloSteps::record_session_start() {
   const char* console = state_.headless                          ? "none"
                         : console_ == ConsoleSource::kSocketpair ? "socketpair"
                                                                  : "token";
-  json names = json::array();
-  for (const auto& t : state_.tool_specs) names.push_back(t.name);
-  json start = {{"moat_version", MOAT_VERSION},
-                {"peer", peer_json()},
-                {"host", host_name_json()},
-                {"workspace", state_.workspace},
-                {"interactive", !state_.headless},
-                {"console", console},
-                {"layers", state_.policy->layers_json()},
-                {"policy_hash", state_.policy->policy_hash()},
-                {"sandbox", json::parse(state_.session->describe_json(), nullptr, false)},
-                {"tools", names},
-                {"audit_signing", state_.audit_signing},
-                // Whose command line an exec frame carries: the person's (moatd --typed-exec,
-                // judged by decide_typed) or the agent's (judged as a bash call's line).
-                {"exec_typed_by", state_.typed_exec ? "person" : "agent"},
-                {"file_index", file_index_}};
+  audit::SessionStart start;
+  start.moat_version = MOAT_VERSION;
+  start.peer = peer_json();
+  start.host = host_name_json();
+  start.workspace = state_.workspace;
+  start.interactive = !state_.headless;
+  start.console = console;
+  start.layers = state_.policy->layers_json();
+  start.policy_hash = state_.policy->policy_hash();
+  start.sandbox = json::parse(state_.session->describe_json(), nullptr, false);
+  for (const auto& t : state_.tool_specs) start.tools.push_back(t.name);
+  start.audit_signing = state_.audit_signing;
+  // Whose command line an exec frame carries: the person's (moatd --typed-exec, judged by
+  // decide_typed) or the agent's (judged as a bash call's line).
+  start.exec_typed_by = state_.typed_exec ? "person" : "agent";
+  start.file_index = file_index_;
   if (!config_.binds.empty()) {
     json binds = json::array();
     for (const SessionBind& b : config_.binds)
       binds.push_back({{"source", b.source}, {"target", b.target}, {"writable", b.writable}});
-    start["binds"] = std::move(binds);
+    start.binds = std::move(binds);
   }
   // Whether the workspace's .moat/policy.toml was loaded, or skipped and why (unpinned, or
   // changed since it was pinned): the policy checked its hash against the pin itself.
   if (json project = state_.policy->project_json(); !project.is_null())
-    start["project_policy"] = std::move(project);
+    start.project_policy = std::move(project);
   // Not synced on its own: nothing has run yet, and nothing will before a decision record, whose
   // write-ahead fdatasync (or session.end's) takes this one to the disk with it.
-  auto r = state_.record("session.start", std::move(start), sessions::AuditLog::Sync::kWithNext);
+  auto r = state_.record(std::string(audit::SessionStart::kType), start.to_json(),
+                         sessions::AuditLog::Sync::kWithNext);
   if (!r) return fail(r.error().message() + " (the policy requires an audit log)");
   return {};
 }

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/thread_set.h"
 #include "sandbox/ask_broker.h"
+#include "sandbox/audit_records.h"
 #include "sandbox/call_gate.h"
 #include "sandbox/connection_limit.h"
 #include "sandbox/exec_stdio.h"
@@ -33,6 +34,12 @@ namespace moat::sandbox {
 namespace {
 
 using nlohmann::json;
+
+// serve_socket's tick (for base/ticks.h): moatd's stop arrives as a bare std::atomic<bool> that
+// its SIGTERM/SIGINT handler stores (sandbox/moatd_main.cc) without waking the accept loop's
+// poll, and a finished client's thread is joined at the next wake-up. Goes when the handler
+// writes an eventfd the loop polls beside the listener.
+constexpr int kAcceptLoopTickMs = 200;
 
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
 // and the first that fails is answered by Connection::refuse.
@@ -267,8 +274,8 @@ Result<void> Connection::refuse(HelloStep step, const Error& error, HelloSteps& 
   const HelloStepInfo& info = hello_step_info(step);
   send_error(info.frame_prefix + error.message(), info.code);
   if (info.audit_refusal)
-    (void)steps.state().record("session.refused",
-                               {{"reason", error.message()}, {"peer", steps.peer_json()}});
+    (void)steps.state().record(std::string(audit::SessionRefused::kType),
+                               audit::SessionRefused{error.message(), steps.peer_json()}.to_json());
   return fail(error);
 }
 
@@ -308,7 +315,7 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
   GateCall call{m.id,
                 m.tool,
                 m.arguments,
-                cancel->get(),
+                *cancel,
                 std::move(order.mutation_ticket),
                 [this, id = m.id](std::string_view chunk) {
                   send(ProgressMsg{id, std::string(chunk)}.to_json());
@@ -316,7 +323,7 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
                 [this, id = m.id](const json& decided) {
                   send(ProgressMsg{id, "", decided}.to_json());
                 }};
-  threads_.spawn([this, call = std::move(call), flag = *cancel, frame_bytes] {
+  threads_.spawn([this, call = std::move(call), frame_bytes] {
     tools::ToolResult result = gate_->run(call);
     say_if_ended(call.id, result);
     // The id is free before its result goes out: a client may reuse it as soon as it reads
@@ -361,11 +368,11 @@ void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
   }
   ++call_count_;
   session_.call_ends->start(m.id, *cancel);
-  threads_.spawn([this, m, stdio, terminal = checked->terminal, flag = *cancel, frame_bytes] {
+  threads_.spawn([this, m, stdio, terminal = checked->terminal, cancel = *cancel, frame_bytes] {
     ExecSpec spec;
     for (std::size_t i = 0; i < kExecFds; ++i) spec.stdio[i] = (*stdio)[i].get();
     spec.terminal = terminal;
-    tools::ToolResult result = gate_->run_exec(m, spec, flag.get());
+    tools::ToolResult result = gate_->run_exec(m, spec, cancel);
     say_if_ended(m.id, result);
     // Closed before the result: the client's pipe readers see EOF and its pty relay sees
     // the terminal hang up once the client lets go of its own copies.
@@ -400,14 +407,14 @@ void Connection::finish() {
   session_.session.reset();  // kills the session's init, and with it every process of the session
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
-    nlohmann::json end = {{"calls", call_count_}, {"duration_s", secs.count()}};
+    audit::SessionEnd end{call_count_, secs.count(), std::nullopt, std::nullopt};
     // After every process of the session is gone: what a process left running after its call
     // created (a `sleep 1; git init docs &`) is found here, and nothing can make another.
     if (nlohmann::json removed = remove_nested_git(session_); !removed.empty()) {
-      end["nested_git_removed"] = std::move(removed);
-      end["nested_git_reason"] = kNestedGitReason;
+      end.nested_git_removed = std::move(removed);
+      end.nested_git_reason = kNestedGitReason;
     }
-    (void)session_.record("session.end", std::move(end));
+    (void)session_.record(std::string(audit::SessionEnd::kType), end.to_json());
   }
 }
 
@@ -447,7 +454,7 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
   ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};
-    int r = ::poll(&p, 1, 200);
+    int r = ::poll(&p, 1, kAcceptLoopTickMs);
     clients.join_finished();
     if (r <= 0) continue;
     int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);

@@ -76,6 +76,11 @@ class AuditLog {
   Result<void> append(const std::string& type, nlohmann::json fields) {
     return append(type, std::move(fields), Sync::kNow);
   }
+  // One typed record (sandbox/audit_records.h: its kType and its one encoder).
+  template <typename Record>
+  Result<void> append(const Record& record, Sync sync) {
+    return append(std::string(Record::kType), record.to_json(), sync);
+  }
   // Writes a record as append(type, fields, kWithNext) does and returns the seq to pass to
   // make_durable, which must return before the action the record allows has any effect: the
   // caller prepares the action meanwhile (moatd starts the worker while the decision syncs,

@@ -34,7 +34,7 @@ class CallGateTest : public ::testing::Test {
 
   tools::ToolResult call(const std::string& tool, json args) {
     CallGate gate(session_, asks_, mutations_);
-    return gate.run(GateCall{"call-1", tool, std::move(args), &cancel_, nullptr, nullptr});
+    return gate.run(GateCall{"call-1", tool, std::move(args), cancel_, nullptr, nullptr});
   }
 
   static std::string text_of(const tools::ToolResult& r) {
@@ -45,7 +45,7 @@ class CallGateTest : public ::testing::Test {
   SessionState session_;
   AskBroker asks_;
   tools::MutationQueue mutations_;
-  std::atomic<bool> cancel_{false};
+  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<AuditRecords> audit_;
   std::shared_ptr<SandboxTouches> touches_;
 };

@@ -112,7 +112,7 @@ TEST(ExecWatch, EachExecWaitsForTheObserverAndARefusalFailsItWithEperm) {
                                                "/bin/true; /bin/false; echo \"false: $?\" >&2; "
                                                "exit 3"}));
   EXPECT_EQ(sh.path, "/bin/sh");
-  EXPECT_EQ(sh.memory, "exclusive");
+  EXPECT_EQ(sh.memory, ExecMemory::kExclusive);
   const ExecRequest* t = obs.find("true");
   ASSERT_NE(t, nullptr);
   EXPECT_FALSE(t->first);
