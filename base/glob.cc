@@ -98,8 +98,10 @@ bool word_matches(std::string_view p, std::string_view w) {
   return pi == p.size();
 }
 
-std::vector<std::string_view> split_path(std::string_view path) {
-  std::vector<std::string_view> out;
+namespace {
+
+void split_path_into(std::string_view path, std::vector<std::string_view>& out) {
+  out.clear();
   std::size_t i = 0;
   while (i < path.size()) {
     while (i < path.size() && path[i] == '/') ++i;
@@ -107,11 +109,29 @@ std::vector<std::string_view> split_path(std::string_view path) {
     while (i < path.size() && path[i] != '/') ++i;
     if (i > start) out.push_back(path.substr(start, i - start));
   }
+}
+
+}  // namespace
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> out;
+  split_path_into(path, out);
   return out;
 }
 
+// The buffers are reused per thread: the search tools and the masker match patterns against
+// every entry of a tree, and two allocations per match doubled its cost.
 bool path_matches(std::string_view pattern, std::string_view path, PathMatch how) {
-  return parts_match(split_path(pattern), 0, split_path(path), 0, how);
+  thread_local std::vector<std::string_view> pattern_parts;
+  split_path_into(pattern, pattern_parts);
+  return path_matches_parts(pattern_parts, path, how);
+}
+
+bool path_matches_parts(const std::vector<std::string_view>& pattern, std::string_view path,
+                        PathMatch how) {
+  thread_local std::vector<std::string_view> path_parts;
+  split_path_into(path, path_parts);
+  return parts_match(pattern, 0, path_parts, 0, how);
 }
 
 }  // namespace moat::glob

@@ -55,5 +55,8 @@ bool parts_match(const std::vector<Part>& pattern, std::size_t pi,
 
 // parts_match over split_path(pattern) and split_path(path), for a pattern used once.
 bool path_matches(std::string_view pattern, std::string_view path, PathMatch how = {});
+// parts_match of a pattern split once against split_path(path).
+bool path_matches_parts(const std::vector<std::string_view>& pattern, std::string_view path,
+                        PathMatch how = {});
 
 }  // namespace moat::glob

@@ -284,12 +284,10 @@ GlobPlan plan_globs(const std::vector<std::string>& patterns) {
 }
 
 bool matches_any(const GlobPlan& plan, std::string_view name, const std::string& rel, bool is_dir) {
-  std::vector<std::string_view> rel_parts;  // split once, for the first glob that needs it
   for (const GlobPlan::Glob& g : plan.globs) {
     if (!g.last.empty() && g.last != name) continue;
     if (is_dir && is_gitlink_pattern(*g.pattern)) continue;
-    if (rel_parts.empty()) rel_parts = glob::split_path(rel);
-    if (glob::parts_match(g.parts, 0, rel_parts, 0)) return true;
+    if (glob::path_matches_parts(g.parts, rel)) return true;
   }
   return false;
 }

@@ -65,6 +65,9 @@ TEST(PathGlob, AWildcardStaysInItsComponentBesideADoubleStar) {
   EXPECT_TRUE(path_matches("**/cache/**/*.tmp", "cache/x.tmp"));
   EXPECT_TRUE(path_matches("a**b/c", "axyb/c"));  // "**" inside a component is two '*'
   EXPECT_FALSE(path_matches("a**b/c", "ax/yb/c"));
+  const auto pem = split_path("**/secrets/*.pem");  // the masker splits its patterns once
+  EXPECT_TRUE(path_matches_parts(pem, "x/secrets/a.pem"));
+  EXPECT_FALSE(path_matches_parts(pem, "x/secrets/deep/a.pem"));
 }
 
 TEST(PathGlob, ATrailingDoubleStarCoversTheDirectoryOnlyInThePolicysReading) {
