@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/batch/item_result.h"
 #include "agent/batch/process.h"
 #include "agent/batch/results.h"
 #include "agent/batch/url_clone.h"
@@ -73,14 +74,13 @@ std::vector<std::string> git(const Paths& p, std::initializer_list<std::string> 
 // moat's own copy (OUT/items/ID/base.git): a bare clone of a local repository, or of a url
 // repo's bundle (url_clone.h) with no configuration of the person's. With a ref its HEAD is
 // that commit, detached. No hook runs in either (hooksPath /dev/null, no templates for a url).
-Result<void> make_base(const Item& item, const BatchEnv& env, const Paths& p, json& line) {
+Result<void> make_base(const Item& item, const BatchEnv& env, const Paths& p, ItemResult& line) {
   std::string source = item.path;
   if (!item.url.empty()) {
     MOAT_ASSIGN_OR_RETURN(UrlBundle b, fetch_url_bundle(item.url, env));
     source = b.path;
-    line["clone"] = {{"bundle", fs::relative(b.path, env.out_dir).string()},
-                     {"log", fs::relative(b.dir + "/clone.log", env.out_dir).string()},
-                     {"cached", b.cached}};
+    line.clone = CloneUsed{fs::relative(b.path, env.out_dir).string(),
+                           fs::relative(b.dir + "/clone.log", env.out_dir).string(), b.cached};
   }
   MOAT_TRY(git_output(
       p, {"git", "-c", "core.hooksPath=/dev/null", "clone", "-q", "--bare", "--", source, p.base}));
@@ -99,7 +99,7 @@ Result<void> make_base(const Item& item, const BatchEnv& env, const Paths& p, js
 // work copy is cloned from moat's bare copy with its own objects (--no-hardlinks): nothing the
 // item does reaches the original, or moat's copy.
 Result<std::string> make_work_copy(const Item& item, const BatchEnv& env, const Paths& p,
-                                   json& line) {
+                                   ItemResult& line) {
   std::error_code ec;
   fs::remove_all(p.dir, ec);
   fs::remove_all(p.work, ec);
@@ -141,12 +141,7 @@ std::vector<std::string> check_argv(const Item& item, const BatchEnv& env, const
   return a;
 }
 
-json finished_json(const Finished& f) {
-  json j = {{"exit", f.exit_code}, {"seconds", f.seconds}};
-  if (f.signal != 0) j["signal"] = f.signal;
-  if (f.timed_out) j["timedOut"] = true;
-  return j;
-}
+RunEnd run_end(const Finished& f) { return {f.exit_code, f.seconds, f.signal, f.timed_out}; }
 
 // The work copy's changes against the starting commit, new files included, as a git patch.
 Result<std::string> make_patch(const Paths& p, const std::string& start) {
@@ -168,14 +163,14 @@ Result<std::string> make_patch(const Paths& p, const std::string& start) {
 
 // The files the patch adds or changes that a program on the host runs code from (docs/
 // security.md, "Files the host runs code from": sandbox/protect.cc's table, the one the sandbox
-// masks), and any path with a `.git` component: `into["hostExecuted"]`, when there are any.
+// masks), and any path with a `.git` component: `into.host_executed`, when there are any.
 // `--apply` leaves such a patch for the person to read (runner.cc). Deletions are not listed:
 // a file that is gone runs nothing.
-Result<void> add_host_executed(const Paths& p, const std::string& start, json& into) {
+Result<void> add_host_executed(const Paths& p, const std::string& start, ItemResult& into) {
   MOAT_ASSIGN_OR_RETURN(std::string names,
                         git_output(p, git(p, {"diff", "--cached", "--name-only", "-z",
                                               "--no-renames", "--diff-filter=d", start})));
-  json listed = json::array();
+  std::vector<std::string> listed;
   for (std::size_t at = 0; at < names.size();) {
     std::size_t end = names.find('\0', at);
     if (end == std::string::npos) end = names.size();
@@ -183,7 +178,7 @@ Result<void> add_host_executed(const Paths& p, const std::string& start, json& i
     if (!path.empty() && sandbox::host_executed_match(path) != nullptr) listed.push_back(path);
     at = end + 1;
   }
-  if (!listed.empty()) into["hostExecuted"] = std::move(listed);
+  if (!listed.empty()) into.host_executed = std::move(listed);
   return {};
 }
 
@@ -198,7 +193,7 @@ std::string only_file_under(const std::string& dir, const std::string& ext) {
 }
 
 // The session's id, turns, usage and cost, from the session file the agent wrote.
-void add_session_totals(const Paths& p, json& line) {
+void add_session_totals(const Paths& p, ItemResult& line) {
   const std::string file = only_file_under(p.sessions, ".jsonl");
   if (file.empty()) return;
   auto store = sessions::SessionStore::open_read_only(file);
@@ -211,21 +206,21 @@ void add_session_totals(const Paths& p, json& line) {
     if (m.contains("cost") && m["cost"].is_object()) c.total = m["cost"].value("total", 0.0);
     totals.add(providers::Usage::from_message(m), c);
   }
-  line["session"] = (*store)->id();
-  line["sessionFile"] = file;
-  line["turns"] = totals.answers;
-  line["usage"] = totals.usage.to_json();
-  line["cost"] = totals.cost.total;
+  line.session = (*store)->id();
+  line.session_file = file;
+  line.turns = totals.answers;
+  line.usage = totals.usage.to_json();
+  line.cost = totals.cost.total;
   std::ofstream(p.dir + "/session.html")
       << sessions::session_html(**store, (*store)->path_to_leaf());
 }
 
 // The programs that ran although a rule asks about them, because nobody could be asked
-// ([exec] headless_ask = "allow"): `into["flaggedExecs"]` counts them and `into["flagged"]`
+// ([exec] headless_ask = "allow"): `into.flagged_execs` counts them and `into.flagged`
 // names the first few ({argv, rule}), from the exec records' "flagged".
-void add_flagged(const std::vector<json>& records, json& into) {
+void add_flagged(const std::vector<json>& records, AuditSide& into) {
   constexpr std::size_t kListed = 10;
-  json listed = json::array();
+  std::vector<FlaggedExec> listed;
   int count = 0;
   for (const json& r : records) {
     if (r.value("type", "") != "exec" || !r.contains("flagged") || !r["flagged"].is_string())
@@ -236,28 +231,28 @@ void add_flagged(const std::vector<json>& records, json& into) {
     if (r.contains("argv") && r["argv"].is_array())
       for (const json& w : r["argv"])
         argv += (argv.empty() ? "" : " ") + (w.is_string() ? w.get<std::string>() : w.dump());
-    listed.push_back({{"argv", argv}, {"rule", r["flagged"]}});
+    listed.push_back({argv, r["flagged"].get<std::string>()});
   }
-  into["flaggedExecs"] = count;
-  if (count > 0) into["flagged"] = std::move(listed);
+  into.flagged_execs = count;
+  into.flagged = std::move(listed);
 }
 
 // The audit timeline of the one session whose log is under `dir` (the agent's, or the
-// check's): its path in `into["auditLog"]`, its page at `page`, and its flagged programs.
-void add_audit_page(const std::string& dir, const std::string& page, json& into) {
+// check's): its path in `into.audit_log`, its page at `page`, and its flagged programs.
+void add_audit_page(const std::string& dir, const std::string& page, AuditSide& into) {
   const std::string log = only_file_under(dir, ".jsonl");
   if (log.empty()) return;
-  into["auditLog"] = log;
+  into.audit_log = log;
   auto records = sessions::load_audit_records(log);
   if (records) add_flagged(*records, into);
   auto verdict = sessions::verify_audit_file(log, /*require_end=*/false);
   if (records && verdict) std::ofstream(page) << sessions::audit_html(*records, *verdict, log);
 }
 
-json error_line(json line, const std::string& why) {
-  line["status"] = "error";
-  line["reason"] = why;
-  return line;
+json error_line(ItemResult line, const std::string& why) {
+  line.status = "error";
+  line.reason = why;
+  return to_json(line);
 }
 
 }  // namespace
@@ -273,45 +268,46 @@ std::string item_dir(const std::string& out_dir, const std::string& id) {
 nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   const auto start = Clock::now();
   const Paths p = paths_of(env, item);
-  json line = {
-      {"id", item.id}, {"repo", item.url.empty() ? item.path : item.url}, {"model", item.model}};
-  if (!item.url.empty()) line["url"] = item.url;
-  if (!item.ref.empty()) line["ref"] = item.ref;
+  ItemResult line;
+  line.id = item.id;
+  line.repo = item.url.empty() ? item.path : item.url;
+  line.model = item.model;
+  if (!item.url.empty()) line.url = item.url;
+  if (!item.ref.empty()) line.ref = item.ref;
   auto wall = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto lap = start;
   auto step = [&](const char* name) {  // each step's seconds, for the bench and the curious
     const auto now = Clock::now();
-    line["steps"][name] = std::chrono::duration<double>(now - lap).count();
+    line.steps[name] = std::chrono::duration<double>(now - lap).count();
     lap = now;
   };
   auto commit = make_work_copy(item, env, p, line);
   step("workCopy");
   if (!commit) return error_line(line, "work copy: " + commit.error().message());
-  line["startCommit"] = *commit;
+  line.start_commit = *commit;
   const double hard = item.limits.max_wall_s > 0 ? item.limits.max_wall_s + kWallGraceS : 0;
   auto agent = run_process({run_argv(item, env, p), p.run_log, "", hard, {}});
   if (!agent) return error_line(line, "moat run: " + agent.error().message());
-  line["agent"] = finished_json(*agent);
-  line["exit"] = agent->exit_code;
+  line.agent = run_end(*agent);
+  line.exit = agent->exit_code;
   step("agent");
   add_session_totals(p, line);
-  add_audit_page(p.audit, p.dir + "/audit.html", line);
+  add_audit_page(p.audit, p.dir + "/audit.html", line.audit);
   step("pages");
   bool check_ok = true;
   if (!item.check.empty()) {
     const double check_hard = static_cast<double>(item.limits.check_timeout_s) + kWallGraceS;
     auto check = run_process({check_argv(item, env, p), p.check_log, "", check_hard, {}});
     if (!check) return error_line(line, "check: " + check.error().message());
-    line["check"] = finished_json(*check);
-    line["check"]["command"] = item.check;
-    line["check"]["passed"] = check_ok = check->ok();
-    add_audit_page(p.check_audit, p.dir + "/check-audit.html", line["check"]);
+    check_ok = check->ok();
+    line.check = CheckEnd{run_end(*check), item.check, check_ok, {}};
+    add_audit_page(p.check_audit, p.dir + "/check-audit.html", line.check->audit);
   }
   step("check");
   auto patch = make_patch(p, *commit);
   if (!patch) return error_line(line, "patch: " + patch.error().message());
-  line["patch"] = fs::relative(p.patch, env.out_dir).string();
-  line["patchBytes"] = patch->size();
+  line.patch = fs::relative(p.patch, env.out_dir).string();
+  line.patch_bytes = patch->size();
   if (auto listed = add_host_executed(p, *commit, line); !listed)
     return error_line(line, "patch: " + listed.error().message());
   step("patch");
@@ -324,11 +320,11 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
       fs::remove_all(dir, ec);
     }
   }
-  line["status"] = agent->ok() && check_ok ? "passed" : "failed";
-  if (!agent->ok()) line["reason"] = "moat run exited " + std::to_string(agent->exit_code);
-  else if (!check_ok) line["reason"] = "the check failed";
-  line["wallSeconds"] = wall();
-  return line;
+  line.status = agent->ok() && check_ok ? "passed" : "failed";
+  if (!agent->ok()) line.reason = "moat run exited " + std::to_string(agent->exit_code);
+  else if (!check_ok) line.reason = "the check failed";
+  line.wall_seconds = wall();
+  return to_json(line);
 }
 
 }  // namespace moat::agent::batch
