@@ -34,6 +34,12 @@ namespace {
 
 constexpr std::size_t kMaxLine = 64 * 1024;  // a line without end is taken in pieces
 constexpr std::size_t kMaxHeldAnswers = 16;  // a script's answers, ahead of their question
+// The console's poll wakes on its fds (the loop's pipes, stdin, moatd's channel) and on its
+// signals (SIGCHLD: the loop's exit; SIGCONT: `fg` or `bg`); a question's guard ends at its
+// deadline. One tick is left, while the run is in a background job: a terminal's foreground
+// can change without a signal to this process (tcsetpgrp by another), and the run reads its
+// terminal again once it is in the foreground.
+constexpr std::chrono::milliseconds kForegroundTick{100};
 pid_t g_console_pid = -1;
 int g_signal_fd = -1;
 
@@ -145,6 +151,7 @@ class Console {
   void sync_edit_mode();
   void edit(std::string_view keys);
   void drain_loop_output();
+  int poll_timeout_ms() const;
   void interrupt_at_prompt();
   void answer(const std::optional<std::string>& line);
   void read_signals();
@@ -220,8 +227,7 @@ int Console::run() {
     const bool for_loop = rpc_ && to_loop_.valid() && !rpc_->for_loop().empty();
     const int to = for_loop ? n : -1;
     if (for_loop) fds[n++] = pollfd{to_loop_.get(), POLLOUT, 0};
-    // The timeout re-checks the loop and the foreground, which no fd signals.
-    if (::poll(fds, static_cast<nfds_t>(n), 100) <= 0) continue;
+    if (::poll(fds, static_cast<nfds_t>(n), poll_timeout_ms()) <= 0) continue;
     auto ready = [&](int i) { return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)); };
     if (ready(sig)) read_signals();
     if (ready(ch)) read_channel();
@@ -246,6 +252,22 @@ int Console::run() {
   if (view_) view_->feed("\n");  // a last event without its LF
   if (view_) view_->ended();
   return status;
+}
+
+// How long poll may sleep: until the question's guard ends or the next look at the foreground;
+// without either, until an fd or a signal wakes it.
+int Console::poll_timeout_ms() const {
+  using std::chrono::milliseconds;
+  std::optional<milliseconds> wait;
+  auto at_most = [&](milliseconds m) { wait = wait ? std::min(*wait, m) : m; };
+  if (guard_until_)
+    at_most(std::max(milliseconds(0), std::chrono::ceil<milliseconds>(
+                                          *guard_until_ - std::chrono::steady_clock::now())));
+  // No signal pipe (it could not be made): the loop's exit is found by looking.
+  const bool background = interactive_ && !rpc_ && !stdin_eof_ && ::isatty(STDIN_FILENO) == 1 &&
+                          ::tcgetpgrp(STDIN_FILENO) != ::getpgrp();
+  if (!signals_.valid() || background) at_most(kForegroundTick);
+  return wait ? static_cast<int>(wait->count()) : -1;
 }
 
 bool Console::pump(UniqueFd& from, FILE* to, std::string& carry) {
@@ -608,7 +630,9 @@ void Console::answer(const std::optional<std::string>& line) {
   struct sigaction sa {};
   sa.sa_handler = note_signal;
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::sigaction(sig, &sa, nullptr);
+  // SIGCHLD: the loop has exited; SIGCONT: the run may be in the foreground again (both only
+  // wake the poll).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGCONT}) ::sigaction(sig, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // a loop gone away is seen by waitpid, not by dying
   Console console(loop, o, in, out, err, sigpipe ? std::move(sigpipe->r) : UniqueFd());
   const int status = console.run();
