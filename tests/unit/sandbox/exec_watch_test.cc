@@ -154,7 +154,7 @@ TEST(ExecWatch, WordsOnASharedOrAFilePageAreCheckedAsShared) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     const ExecRequest* t = obs.find("true");
     ASSERT_NE(t, nullptr);
-    EXPECT_EQ(t->memory, "shared") << (file_page ? "a file page" : "a MAP_SHARED page");
+    EXPECT_EQ(t->memory, ExecMemory::kShared) << (file_page ? "a file page" : "a MAP_SHARED page");
   }
 }
 
