@@ -20,6 +20,7 @@
 #include "base/byte_strings.h"
 #include "base/host_defaults.h"
 #include "base/log.h"
+#include "base/stop_flags.h"
 #include "base/sys.h"
 #include "sandbox/protocol.h"
 
@@ -276,6 +277,14 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
                                     const json& arguments,
                                     const std::function<void(std::string_view)>& on_progress,
                                     const std::atomic<bool>* cancel) {
+  const FlagStop stop(cancel);
+  return call(id, tool, arguments, on_progress, stop.token());
+}
+
+tools::ToolResult MoatdClient::call(const std::string& id, const std::string& tool,
+                                    const json& arguments,
+                                    const std::function<void(std::string_view)>& on_progress,
+                                    std::stop_token stop) {
   // moatd closes a session whose client breaks a bound (a 200 KiB heredoc command, an
   // oversized frame): a call the model made too large is refused here, as its own error.
   const json frame = sandbox::CallMsg{id, tool, arguments}.to_json();
@@ -283,7 +292,7 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
     MOAT_TRY(sandbox::CallMsg::from_json(frame));
     return send_json(frame);
   };
-  return await_result(id, send_it, on_progress, cancel);
+  return await_result(id, send_it, on_progress, stop);
 }
 
 tools::ToolResult MoatdClient::exec(const sandbox::ExecMsg& m, const int (&stdio)[3]) {
@@ -292,12 +301,12 @@ tools::ToolResult MoatdClient::exec(const sandbox::ExecMsg& m, const int (&stdio
     MOAT_TRY(sandbox::ExecMsg::from_json(frame));
     return send_json(frame, stdio, 3);
   };
-  return await_result(m.id, send_it, nullptr, nullptr);
+  return await_result(m.id, send_it, nullptr, {});
 }
 
 tools::ToolResult MoatdClient::await_result(
     const std::string& id, const std::function<Result<void>()>& send_it,
-    const std::function<void(std::string_view)>& on_progress, const std::atomic<bool>* cancel) {
+    const std::function<void(std::string_view)>& on_progress, const std::stop_token& stop) {
   start_reader();
   auto p = std::make_shared<Pending>();
   p->on_progress = on_progress;
@@ -312,16 +321,19 @@ tools::ToolResult MoatdClient::await_result(
     pending_.erase(id);
     return tools::ToolResult::error("tool not run: " + r.error().message());
   }
+  // Before the lock: a stop already requested runs the callback here, and it takes mu_.
+  const std::stop_callback wake(stop, [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  });
   std::unique_lock<std::mutex> lock(mu_);
-  bool cancel_sent = false;
-  while (!p->done && !closed_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(50));
-    if (cancel != nullptr && cancel->load() && !cancel_sent) {
-      cancel_sent = true;
-      lock.unlock();
-      (void)send(sandbox::CancelMsg{id});
-      lock.lock();
-    }
+  for (bool cancel_sent = false;;) {
+    cv_.wait(lock, [&] { return p->done || closed_ || (!cancel_sent && stop.stop_requested()); });
+    if (p->done || closed_) break;
+    cancel_sent = true;
+    lock.unlock();
+    (void)send(sandbox::CancelMsg{id});
+    lock.lock();
   }
   pending_.erase(id);
   if (!p->done) return tools::ToolResult::error("tool result lost: " + fatal_);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,7 +74,13 @@ class MoatdClient {
   }
 
   // Runs one call and waits for its result; progress chunks go to on_progress (may be
-  // called from the reader thread). Thread-safe: calls may run concurrently.
+  // called from the reader thread). A stop sends the call's cancel at once (a stop_callback
+  // wakes the wait). Thread-safe: calls may run concurrently.
+  tools::ToolResult call(const std::string& id, const std::string& tool,
+                         const nlohmann::json& arguments,
+                         const std::function<void(std::string_view)>& on_progress,
+                         std::stop_token stop);
+  // The same, stopped by a bare flag (base/stop_flags.h's FlagStop: heard at its tick).
   tools::ToolResult call(const std::string& id, const std::string& tool,
                          const nlohmann::json& arguments,
                          const std::function<void(std::string_view)>& on_progress,
@@ -110,7 +117,7 @@ class MoatdClient {
   tools::ToolResult await_result(const std::string& id,
                                  const std::function<Result<void>()>& send_it,
                                  const std::function<void(std::string_view)>& on_progress,
-                                 const std::atomic<bool>* cancel);
+                                 const std::stop_token& stop);
   // The one loop that reads moatd's frames (on the reader thread, or on hello()'s thread
   // before that exists), until the connection ends; with until_welcome, also until hello
   // has its answer (a welcome or a refusing error frame).

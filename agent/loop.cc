@@ -2,6 +2,7 @@
 #include "agent/loop.h"
 
 #include "agent/compaction.h"
+#include "base/stop_flags.h"
 #include "sessions/context.h"
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 namespace moat::agent {
@@ -153,50 +155,46 @@ Message user_message(const std::string& text) {
 
 // --max-wall is a hard limit, not only a gate between turns: a watchdog raises the run's stop
 // flag when the budget is spent (or when the person cancels), which cancels the model request
-// and the running calls alike; the run then ends with the gate's message. Without a budget
-// the person's flag is used as it is, and no thread is started.
+// and the running calls alike; the run then ends with the gate's message. It waits for the
+// deadline, the person's cancel (a stop_callback wakes it) or the run's end (its jthread's
+// stop), whichever comes first: no tick. Without a budget the person's flag is used as it is,
+// and no thread is started.
 class WallWatch {
  public:
   WallWatch(const std::atomic<bool>* cancel, double max_wall_s, Clock::time_point started)
-      : cancel_(cancel) {
+      : cancel_(cancel), person_(max_wall_s > 0 ? cancel : nullptr) {
     if (max_wall_s <= 0) return;
     const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(max_wall_s));
-    thread_ = std::thread([this, deadline] { watch(deadline); });
-  }
-  ~WallWatch() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    thread_ = std::jthread([this, deadline](std::stop_token done) { watch(deadline, done); });
   }
   // What every model request and call of the run polls.
   const std::atomic<bool>* stop_flag() const { return thread_.joinable() ? &stop_ : cancel_; }
   bool expired() const { return expired_.load(); }
 
  private:
-  void watch(Clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    // The person's cancel is polled at the loop's own pace (the client polls every 50 ms).
-    while (!done_ && !(cancel_ != nullptr && cancel_->load())) {
-      if (Clock::now() >= deadline) {
-        expired_ = true;
-        break;
-      }
-      cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+  void watch(Clock::time_point deadline, const std::stop_token& done) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    const std::stop_token person = person_.token();
+    const std::stop_callback wake(person, [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    if (cv.wait_until(lock, done, deadline, [&] { return person.stop_requested(); })) {
+      stop_ = true;
+    } else if (!done.stop_requested()) {
+      expired_ = true;
+      stop_ = true;
     }
-    if (!done_) stop_ = true;
   }
 
   const std::atomic<bool>* cancel_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> expired_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
+  FlagStop person_;      // the person's cancel, as a stop the watch waits on
+  std::jthread thread_;  // last: it stops and is joined before the members it reads go
 };
 
 constexpr const char* kWallGate = "wall-time budget reached";

@@ -9,11 +9,14 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "base/sys.h"
+#include "base/ticks.h"
 
 namespace moat::agent {
 namespace {
@@ -98,6 +101,20 @@ void TerminalRelay::copy_size() {
     ::ioctl(master_.get(), TIOCSWINSZ, &now);
 }
 
+namespace {
+
+constexpr auto kDrain = std::chrono::seconds(2);
+constexpr int kSizeTick = static_cast<int>(ticks::kTerminalSize.count());
+
+// poll(2)'s timeout until `when` (0 once it has passed; rounded up, so it wakes after it).
+int ms_until(std::chrono::steady_clock::time_point when) {
+  const auto left = when - std::chrono::steady_clock::now();
+  return static_cast<int>(
+      std::max<std::int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
+}
+
+}  // namespace
+
 void TerminalRelay::relay() {
   char buf[16384];
   std::string shown;
@@ -111,7 +128,8 @@ void TerminalRelay::relay() {
     pollfd p[3] = {{master_.get(), POLLIN, 0},
                    {wake_[0].get(), POLLIN, 0},
                    {input_open ? STDIN_FILENO : -1, POLLIN, 0}};
-    const int n = ::poll(p, 3, stopping_ ? 50 : 200);
+    // Awake for the window's size (a tick: base/ticks.h), and after finish() for the drain's end.
+    const int n = ::poll(p, 3, stop_seen ? ms_until(quiet_since + kDrain) : kSizeTick);
     if (n < 0 && errno != EINTR) return;
     copy_size();
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -133,9 +151,8 @@ void TerminalRelay::relay() {
       char c;
       (void)::read(wake_[0].get(), &c, 1);
     }
-    // After finish(): whatever the pty still holds is relayed; past 2 s of it, give up.
-    if (stop_seen && std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(2))
-      return;
+    // After finish(): whatever the pty still holds is relayed; past kDrain of quiet, give up.
+    if (stop_seen && std::chrono::steady_clock::now() - quiet_since >= kDrain) return;
   }
 }
 

@@ -11,15 +11,19 @@ namespace moat::ticks {
 
 using std::chrono::milliseconds;
 
+// base/stop_flags.h's FlagStop: a stop that arrives as a bare std::atomic<bool>, which its
+// raiser stores without waking anyone. cli_run.cc's SIGINT handler can do nothing else; the
+// RPC abort (agent/rpc_session.cc), a Provider's and a CallTool's cancel (agent/provider.h,
+// agent/loop.h) and a call's cancel that a question waits on (sandbox/console_link.cc) still
+// pass one. Short, since it is all the latency a cancel adds (tests/bench/cancel_bench); it
+// goes at each edge whose caller hands a std::stop_token (a signal handler's: through an
+// eventfd and a thread that requests the stop).
+inline constexpr milliseconds kBareFlag{5};
+
 // agent/terminal_relay.cc: the person's window size, copied to the pty of a command run at a
 // terminal. SIGWINCH reaches moat, whose handler is the console's; the relay polls the size
 // instead of taking the signal from it.
 inline constexpr milliseconds kTerminalSize{200};
-
-// sandbox/console_link.cc: a question waiting for the person notices the call's cancel. The
-// cancel is an atomic the cancel frame raises (sandbox/running_calls.h) and nothing wakes the
-// question's wait with it; it goes when the running call's cancel becomes a std::stop_source.
-inline constexpr milliseconds kAskCancel{100};
 
 // sandbox/session_exec.cc: a running exec call checks what raises no fd at this tick: a cancel
 // that arrives as StopFlags (bare atomics; it goes when the runner hands a std::stop_token) and

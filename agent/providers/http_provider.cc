@@ -1,12 +1,15 @@
 // agent/providers/http_provider.cc: request, stream, decode, and retry transient failures.
 #include "agent/providers/http_provider.h"
 
-#include <thread>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
 
 #include "agent/providers/http_stream.h"
 #include "agent/providers/json_util.h"
 #include "agent/providers/request_body.h"
 #include "base/log.h"
+#include "base/stop_flags.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -57,7 +60,8 @@ class HttpProvider final : public Provider {
 
   Result<Message> complete(const ModelRequest& request, const StreamCallbacks& stream,
                            const std::atomic<bool>* cancel) override {
-    HttpRequest http = build(request, cancel);
+    const FlagStop stop(cancel);  // Provider's cancel is a bare flag (agent/provider.h)
+    HttpRequest http = build(request, stop.token());
     http.connections = &connections_;
     for (int attempt = 0;; ++attempt) {
       Attempt a = attempt_once(http, stream);
@@ -79,12 +83,12 @@ class HttpProvider final : public Provider {
       if (stream.on_retry) stream.on_retry(attempt + 1, delay, reason);
       MOAT_LOG_INFO("%s: retry %d in %lld ms: %s", s_.name.c_str(), attempt + 1,
                     static_cast<long long>(delay.count()), reason.c_str());
-      if (!sleep_unless_cancelled(delay, cancel)) return aborted_message();
+      if (!sleep_unless_stopped(delay, stop.token())) return aborted_message();
     }
   }
 
  private:
-  HttpRequest build(const ModelRequest& request, const std::atomic<bool>* cancel) const {
+  HttpRequest build(const ModelRequest& request, std::stop_token stop) const {
     BodyOptions opts{s_.model, s_.legacy_max_tokens, true, s_.thinking_budget};
     json body;
     switch (s_.api) {
@@ -105,7 +109,7 @@ class HttpProvider final : public Provider {
     for (const auto& h : s_.extra_headers) r.headers.push_back(h);
     r.connect_timeout = s_.connect_timeout;
     r.idle_timeout = s_.idle_timeout;
-    r.cancel = cancel;
+    r.stop = std::move(stop);
     return r;
   }
 
@@ -197,13 +201,12 @@ class HttpProvider final : public Provider {
     return Error{a.status, s_.name + " (" + s_.model + "): " + reason};
   }
 
-  static bool sleep_unless_cancelled(milliseconds delay, const std::atomic<bool>* cancel) {
-    const auto until = std::chrono::steady_clock::now() + delay;
-    while (std::chrono::steady_clock::now() < until) {
-      if (cancel && cancel->load()) return false;
-      std::this_thread::sleep_for(std::min<milliseconds>(milliseconds(20), delay));
-    }
-    return !(cancel && cancel->load());
+  // Waits out a retry's delay; false when the stop came first (it wakes the wait at once).
+  static bool sleep_unless_stopped(milliseconds delay, const std::stop_token& stop) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock<std::mutex> lock(mu);
+    return !cv.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested();
   }
 
   ProviderSettings s_;

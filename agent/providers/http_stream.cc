@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <memory>
+#include <stop_token>
 
 namespace moat::agent::providers {
 namespace {
@@ -77,9 +79,17 @@ size_t on_write(char* data, size_t size, size_t n, void* user) {
 
 bool should_abort(Transfer* t) {
   const HttpRequest& r = *t->request;
-  if (r.cancel && r.cancel->load()) t->cancelled = true;
+  if (r.stop.stop_requested()) t->cancelled = true;
   if (Clock::now() - t->last_byte > r.idle_timeout) t->idle = true;
   return t->cancelled || t->idle;
+}
+
+// The poll's timeout: the time left until the transfer has been idle too long (+1 ms, so it
+// wakes past the deadline, not just before it).
+int until_idle(const Transfer& t) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      t.last_byte + t.request->idle_timeout - Clock::now());
+  return static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, INT32_MAX));
 }
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
@@ -179,6 +189,7 @@ HttpOutcome http_post_stream(const HttpRequest& request,
   for (const auto& h : request.headers)
     headers.reset(curl_slist_append(headers.release(), h.c_str()));
   configure(easy.get(), t, headers.get());
+  const std::stop_callback wake(request.stop, [multi] { curl_multi_wakeup(multi); });
   curl_multi_add_handle(multi, easy.get());
   CURLcode result = CURLE_OK;
   for (int running = 1; running;) {
@@ -189,13 +200,13 @@ HttpOutcome http_post_stream(const HttpRequest& request,
     while (CURLMsg* msg = curl_multi_info_read(multi, &queued))
       if (msg->msg == CURLMSG_DONE) result = msg->data.result;
     if (!running) break;
-    // Wake at least every 50 ms so a cancel or an idle timeout takes effect at once, even
-    // while the server sends nothing and libcurl would not call the progress function.
+    // While the server sends nothing libcurl does not call the progress function: the poll
+    // wakes at the idle deadline (or libcurl's own timer), and at once for a stop.
     if (should_abort(&t)) {
       result = CURLE_ABORTED_BY_CALLBACK;
       break;
     }
-    curl_multi_poll(multi, nullptr, 0, 50, nullptr);
+    curl_multi_poll(multi, nullptr, 0, until_idle(t), nullptr);
   }
   curl_multi_remove_handle(multi, easy.get());
   t.outcome.status = status_of(easy.get());

@@ -8,11 +8,11 @@
 // them (issue 15: `moat sandbox exec` started in 13 ms before its main()).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +33,7 @@ struct HttpRequest {
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
   // No byte for this long aborts the transfer: a stalled stream must not hang the loop.
   std::chrono::milliseconds idle_timeout = kDefaultIdleTimeout;
-  const std::atomic<bool>* cancel = nullptr;  // checked every 50 ms and on every progress
+  std::stop_token stop;  // stops the transfer at once (it wakes the transfer's poll)
   // Where the transport keeps its open connections (and TLS sessions) between requests, held
   // by the caller (one per provider, one request at a time): the next turn's request goes out
   // on the connection the last one used instead of paying a new TCP and TLS handshake. The
@@ -47,7 +47,7 @@ enum class Transport {
   kConnectFailed,  // DNS, TLS, or the connect timeout
   kRefused,        // the host answered the connect with a refusal: nothing listens there
   kIdleTimeout,    // no byte within idle_timeout
-  kCancelled,      // *cancel became true
+  kCancelled,      // the request's stop was requested
   kStopped,        // on_body asked to stop (the decoder saw a failure)
   kBroken,         // the connection broke mid-transfer
 };
