@@ -77,7 +77,10 @@ class AuditLog {
     return append(type, std::move(fields), Sync::kNow);
   }
   // One typed record (sandbox/audit_records.h: its kType and its one encoder).
+  // (Constrained to a record: nlohmann::json converts to Sync, so a (type, fields) call would
+  // otherwise also match.)
   template <typename Record>
+    requires requires { Record::kType; }
   Result<void> append(const Record& record, Sync sync) {
     return append(std::string(Record::kType), record.to_json(), sync);
   }
