@@ -6,11 +6,10 @@
 
 #include <openssl/crypto.h>
 
-#include <stop_token>
 
 #include "base/log.h"
-#include "base/stop_flags.h"
 #include "base/random.h"
+#include "base/ticks.h"
 
 namespace moat::sandbox {
 
@@ -77,18 +76,13 @@ std::optional<ConsoleLink::Reply> ConsoleLink::ask(const AskMsg& ask,
     waiting_[ask.ask] = std::nullopt;
   }
   const bool sent = send(ask.to_json());
-  // The call's cancel is a bare flag (sandbox/running_calls.h): FlagStop hears it. Before the
-  // lock: a stop already requested runs the callback here, and it takes mu_.
-  const FlagStop stop(&cancel);
-  const std::stop_callback wake(stop.token(), [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
-  });
   std::unique_lock<std::mutex> lock(mu_);
-  // No answer (cancel, the console hung up, the session ended) is a no: nothing runs.
-  cv_.wait(lock, [&] {
-    return !sent || waiting_[ask.ask] || closed_ || stop.token().stop_requested();
-  });
+  // No answer (cancel, the console hung up, the session ended) is a no: nothing runs. The
+  // call's cancel is a bare flag (sandbox/running_calls.h) that wakes no one: the wait
+  // re-checks it at base/ticks.h's kAskCancel, with no thread per waiting ask (moatd holds at
+  // most kMaxConcurrentCalls of them: MoatdBoundsTest counts its threads).
+  while (sent && !waiting_[ask.ask] && !closed_ && !cancel.load())
+    cv_.wait_for(lock, ticks::kAskCancel);
   Reply reply{waiting_[ask.ask]};
   waiting_.erase(ask.ask);
   return reply;

@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "base/thread_set.h"
+#include "base/ticks.h"
 #include "sandbox/ask_broker.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/call_gate.h"
@@ -34,12 +35,6 @@ namespace moat::sandbox {
 namespace {
 
 using nlohmann::json;
-
-// serve_socket's tick (for base/ticks.h): moatd's stop arrives as a bare std::atomic<bool> that
-// its SIGTERM/SIGINT handler stores (sandbox/moatd_main.cc) without waking the accept loop's
-// poll, and a finished client's thread is joined at the next wake-up. Goes when the handler
-// writes an eventfd the loop polls beside the listener.
-constexpr int kAcceptLoopTickMs = 200;
 
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
 // and the first that fails is answered by Connection::refuse.
@@ -454,7 +449,7 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
   ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};
-    int r = ::poll(&p, 1, kAcceptLoopTickMs);
+    int r = ::poll(&p, 1, static_cast<int>(ticks::kAcceptLoop.count()));
     clients.join_finished();
     if (r <= 0) continue;
     int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
