@@ -4,8 +4,8 @@
 #include <set>
 
 #include "agent/batch/process.h"
+#include "agent/model_open.h"
 #include "agent/providers/config.h"
-#include "agent/run_support.h"
 #include "base/log.h"
 #include "base/moat_dirs.h"
 #include "base/shell_words.h"
@@ -17,7 +17,7 @@ std::string item_text(const Item& item) {
   return "repo \"" + item.id + "\" (manifest line " + std::to_string(item.line) + ")";
 }
 
-// What `moat run --model` checks before it starts anything (agent/run_support.h), so a model
+// What `moat run --model` checks before it starts anything (agent/model_open.h), so a model
 // that passes here is one every item's `moat run` accepts.
 Result<void> check_model(const Item& item) {
   if (auto c = check_provider(item.model); !c)

@@ -84,7 +84,7 @@ AuditFindings audit_findings(const std::string& dir) {
 }
 
 // How moat shows a question: a highlighted "moat asks", then the choices (agent/console*.cc,
-// agent/run_support.cc).
+// agent/console_question.cc).
 constexpr const char* kQuestionMarks[] = {"moat asks", "deny [n]?"};
 
 bool shows_a_question(const std::string& text) {
