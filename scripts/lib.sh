@@ -48,7 +48,23 @@ moat_build() {
   ninja -C "$MOAT_BUILD" "$@" >&2
 }
 
+# The pinned MCP reference servers the end-to-end tests run inside the sandbox (docs/mcp.md),
+# into $MOAT_BUILD/mcp-servers from tests/mcp-servers' package-lock.json: `npm ci` only when
+# missing or when the lock changed, never in a test. Without npm the tests that need them skip.
+moat_install_mcp_servers() {
+  local dest="$MOAT_BUILD/mcp-servers" lock="$MOAT_ROOT/tests/mcp-servers/package-lock.json"
+  if ! command -v npm >/dev/null; then
+    echo "moat: npm not found: the MCP reference-server tests will skip" >&2
+    return 0
+  fi
+  if cmp -s "$lock" "$dest/package-lock.json" && [ -d "$dest/node_modules" ]; then return 0; fi
+  mkdir -p "$dest"
+  cp "$MOAT_ROOT/tests/mcp-servers/package.json" "$lock" "$dest/"
+  npm ci --prefix "$dest" --ignore-scripts --no-audit --no-fund >&2
+}
+
 moat_setup() {
   moat_install_packages
   moat_build "$@"
+  moat_install_mcp_servers
 }
