@@ -28,6 +28,9 @@ struct ExecSpec {
   std::vector<std::string> argv;           // argv[0] resolved through PATH inside the sandbox
   std::string cwd;                         // sandbox path; empty = workspace
   double timeout_s = 0;                    // 0 = limits.wall_time_s; never more than it
+  // A session's service (an MCP server, sandbox/mcp_host.h): neither timeout_s nor the
+  // wall time caps it; it runs until it exits, `stop` is raised or the session ends.
+  bool for_session = false;
   std::map<std::string, std::string> env;  // extra variables for this call only
   // Judges and records every program the call starts (sandbox/exec_watch.h); null: every
   // exec is let run unrecorded (a session used without a policy).

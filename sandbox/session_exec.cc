@@ -101,7 +101,7 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
   std::unique_ptr<ExecWatch> watch;
   MOAT_ASSIGN_OR_RETURN(CallFds call, start(exec_request(spec), &watch, &spec));
   out.pid = call.host_pid;
-  const double timeout = call_timeout(spec.timeout_s, limits.wall_time_s);
+  const double timeout = spec.for_session ? 0 : call_timeout(spec.timeout_s, limits.wall_time_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(timeout > 0 ? timeout : 1e9));
   bool killed = false, out_open = !passed;

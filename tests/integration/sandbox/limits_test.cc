@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -198,6 +199,36 @@ TEST(Limits, ARequestedTimeoutAboveTheWallTimeIsCapped) {
   EXPECT_TRUE(r->outcome.timed_out);
   EXPECT_EQ(r->outcome.limit, "wall_time");
   EXPECT_EQ(r->output, "");
+}
+
+// A session's service (ExecSpec::for_session: an MCP server) is not capped by the wall time:
+// it runs until it exits, and a raised stop ends it.
+TEST(Limits, ASessionsServiceOutlivesTheWallTimeAndEndsAtItsStop) {
+  TempDir ws;
+  SessionConfig c = config_for(ws);
+  c.limits.wall_time_s = 0.3;
+  MOAT_SESSION_OR_SKIP(s, c);
+  ExecSpec spec;
+  spec.argv = {"/bin/sh", "-c", "sleep 0.8; echo served"};
+  spec.for_session = true;
+  std::string out;
+  auto r = s.exec(spec, [&](std::string_view chunk) { out.append(chunk); }, nullptr);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(r->timed_out) << r->limit;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(out, "served\n");
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  spec.argv = {"/bin/sh", "-c", "sleep 30; echo overslept"};
+  const auto t0 = Clock::now();
+  auto stopped = s.exec(spec, nullptr, StopFlags(&stop));
+  stopper.join();
+  ASSERT_TRUE(stopped) << stopped.error().message();
+  EXPECT_TRUE(stopped->cancelled);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
 }
 
 // Whether a process of this exact argv runs anywhere (the host's /proc sees every sandbox).
