@@ -22,7 +22,7 @@ bool is_name(std::string_view s, std::size_t max) {
 Result<void> check_server_name(std::string_view name) {
   if (is_name(name, kMaxServerNameBytes) && name.find(kModelSeparator) == std::string_view::npos)
     return {};
-  return fail("MCP server name " + quoted(name) +
+  return fail("MCP server name " + moat::quoted(name) +
               ": expected 1 to 32 of A-Z a-z 0-9 _ -, without \"__\"");
 }
 
@@ -31,8 +31,8 @@ Result<std::string> model_tool_name(std::string_view server, std::string_view to
   std::string name = std::string(kModelPrefix) + std::string(server) +
                      std::string(kModelSeparator) + std::string(tool);
   if (tool.empty() || !is_name(name, kMaxModelToolNameBytes))
-    return fail("MCP tool " + quoted(tool) + " of server " + quoted(server) +
-                ": not offered: its model name " + quoted(name) +
+    return fail("MCP tool " + moat::quoted(tool) + " of server " + moat::quoted(server) +
+                ": not offered: its model name " + moat::quoted(name) +
                 " must be 1 to 64 of A-Z a-z 0-9 _ -");
   return name;
 }
