@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,6 +36,7 @@
 #include "base/host_defaults.h"
 #include "base/log.h"
 #include "base/moat_dirs.h"
+#include "base/stop_flags.h"
 #include "base/workspace_path.h"
 #include "sessions/context.h"
 #include "sessions/json_util.h"
@@ -97,8 +100,8 @@ Result<std::unique_ptr<sessions::SessionStore>> open_session(const RunOptions& o
   return store;
 }
 
-std::atomic<bool> g_cancel{false};
-void on_sigint(int) { g_cancel.store(true); }
+// The person's cancel: Ctrl-C (SIGINT, through a SignalStop) and --rpc's abort.
+RunCancel g_cancel;
 
 // All of a stream, for a task on a pipe (`echo task | moat run -p`, `--task-file -`).
 Result<std::string> read_all(std::istream& in, const std::string& what) {
@@ -437,9 +440,9 @@ int run_confined(const RunOptions& o, Opened& r) {
   // steering message (with --rpc: the checked commands).
   std::unique_ptr<SteeringInput> terminal;
   if (r.mode == RunMode::kLines) terminal = std::make_unique<SteeringInput>(STDIN_FILENO, inbox);
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  ::sigaction(SIGINT, &sa, nullptr);
+  const SignalStop interrupt(SIGINT, [] { g_cancel.request(); });
+  if (!interrupt.watching())  // Ctrl-C then ends moat as by default
+    std::fprintf(stderr, "moat: SIGINT cannot be watched (eventfd: %s)\n", std::strerror(errno));
 
   RunEvents events(*r.events, o.model);
   events.session(session_fields(o, r));
@@ -454,7 +457,7 @@ int run_confined(const RunOptions& o, Opened& r) {
   c->set_on_decided([&events](const std::string& id, const json& d) { events.decided(id, d); });
   c->start_reader();  // moatd's frames are read by a thread of their own from here on
   CallTool call_tool = [c, &events](const std::string& id, const std::string& tool,
-                                    const json& args, const std::atomic<bool>* cancel) {
+                                    const json& args, std::stop_token cancel) {
     return c->call(
         id, tool, args, [&events, &id](std::string_view chunk) { events.output(id, chunk); },
         cancel);
@@ -463,7 +466,7 @@ int run_confined(const RunOptions& o, Opened& r) {
   const bool served = serves_prompts(r.mode);  // prompts come one after another on stdin
   if (!served)
     outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools, o.loop,
-                       events.loop_events(), &g_cancel, &inbox);
+                       events.loop_events(), g_cancel.token(), &inbox);
   const int rpc_code = served ? serve_rpc_confined(o, r, events, call_tool) : 0;
   r.client->bye();
   if (terminal) terminal->close();

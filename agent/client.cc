@@ -20,7 +20,6 @@
 #include "base/byte_strings.h"
 #include "base/host_defaults.h"
 #include "base/log.h"
-#include "base/stop_flags.h"
 #include "base/sys.h"
 #include "sandbox/protocol.h"
 
@@ -271,14 +270,6 @@ Result<Welcome> MoatdClient::await_welcome(WelcomeError* why) {
   if (refusal_) return fail(refused(why, refusal_->code, refusal_->message));
   if (!welcome_) return fail(refused(why, "io", fatal_));
   return *welcome_;
-}
-
-tools::ToolResult MoatdClient::call(const std::string& id, const std::string& tool,
-                                    const json& arguments,
-                                    const std::function<void(std::string_view)>& on_progress,
-                                    const std::atomic<bool>* cancel) {
-  const FlagStop stop(cancel);
-  return call(id, tool, arguments, on_progress, stop.token());
 }
 
 tools::ToolResult MoatdClient::call(const std::string& id, const std::string& tool,

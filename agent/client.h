@@ -80,11 +80,6 @@ class MoatdClient {
                          const nlohmann::json& arguments,
                          const std::function<void(std::string_view)>& on_progress,
                          std::stop_token stop);
-  // The same, stopped by a bare flag (base/stop_flags.h's FlagStop: heard at its tick).
-  tools::ToolResult call(const std::string& id, const std::string& tool,
-                         const nlohmann::json& arguments,
-                         const std::function<void(std::string_view)>& on_progress,
-                         const std::atomic<bool>* cancel);
 
   // Runs an exec frame (moat sandbox exec): `stdio` become the command's fds 0, 1 and 2,
   // sent with the frame (SCM_RIGHTS). Waits for its result (sandbox/exec_call.h's details).

@@ -291,7 +291,7 @@ Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int6
   return true;
 }
 
-Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel) {
+Summarizer summarizer_for(Provider& provider, std::stop_token cancel) {
   return [&provider, cancel](const SummaryRequest& req) -> Result<std::string> {
     ModelRequest request;
     request.system = req.system;

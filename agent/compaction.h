@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -99,8 +99,8 @@ Result<bool> compact_if_needed(sessions::SessionStore& store, int64_t used, int6
 Result<void> compact_now(sessions::SessionStore& store, const CompactionSettings& settings,
                          const Summarizer& summarize, int64_t tokens_before = 0);
 
-// A Summarizer that asks `provider` (no tools offered); `cancel` may be null.
-Summarizer summarizer_for(Provider& provider, const std::atomic<bool>* cancel);
+// A Summarizer that asks `provider` (no tools offered); a stop of `cancel` ends its request.
+Summarizer summarizer_for(Provider& provider, std::stop_token cancel);
 
 // Whether a provider error means the request did not fit the context window (HTTP 413, or
 // the providers' wordings): the loop then compacts once and retries once.

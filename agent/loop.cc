@@ -2,9 +2,9 @@
 #include "agent/loop.h"
 
 #include "agent/compaction.h"
-#include "base/stop_flags.h"
 #include "sessions/context.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -86,7 +86,7 @@ std::vector<Ran> refuse_cut_off_calls(const std::vector<ToolCall>& calls) {
 // as it ends (from the thread that ran it), so a view folds it while its siblings still run.
 std::vector<Ran> execute_batch(const std::vector<ToolCall>& calls,
                                const std::vector<tools::ToolSpec>& tools, const CallTool& call_tool,
-                               const std::atomic<bool>* cancel,
+                               std::stop_token cancel,
                                const std::function<void(const ToolCall&, const Ran&)>& ended) {
   bool sequential = false;
   for (const auto& c : calls)
@@ -153,47 +153,47 @@ Message user_message(const std::string& text) {
   return {{"role", "user"}, {"content", {{{"type", "text"}, {"text", text}}}}};
 }
 
-// --max-wall is a hard limit, not only a gate between turns: a watchdog raises the run's stop
-// flag when the budget is spent (or when the person cancels), which cancels the model request
-// and the running calls alike; the run then ends with the gate's message. It waits for the
+// --max-wall is a hard limit, not only a gate between turns: a watchdog stops the run's token
+// when the budget is spent (or when the person cancels), which cancels the model request and
+// the running calls alike; the run then ends with the gate's message. It waits for the
 // deadline, the person's cancel (a stop_callback wakes it) or the run's end (its jthread's
-// stop), whichever comes first: no tick. Without a budget the person's flag is used as it is,
-// and no thread is started.
+// stop), whichever comes first: no tick. Without a budget the person's token is used as it
+// is, and no thread is started.
 class WallWatch {
  public:
-  WallWatch(const std::atomic<bool>* cancel, double max_wall_s, Clock::time_point started)
-      : cancel_(cancel), person_(max_wall_s > 0 ? cancel : nullptr) {
+  WallWatch(std::stop_token person, double max_wall_s, Clock::time_point started)
+      : person_(std::move(person)) {
     if (max_wall_s <= 0) return;
     const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(max_wall_s));
     thread_ = std::jthread([this, deadline](std::stop_token done) { watch(deadline, done); });
   }
-  // What every model request and call of the run polls.
-  const std::atomic<bool>* stop_flag() const { return thread_.joinable() ? &stop_ : cancel_; }
+  // What every model request and call of the run waits on.
+  std::stop_token stop_token() const {
+    return thread_.joinable() ? stop_.get_token() : person_;
+  }
   bool expired() const { return expired_.load(); }
 
  private:
   void watch(Clock::time_point deadline, const std::stop_token& done) {
     std::mutex mu;
     std::condition_variable_any cv;
-    const std::stop_token person = person_.token();
-    const std::stop_callback wake(person, [&] {
+    const std::stop_callback wake(person_, [&] {
       std::lock_guard<std::mutex> lock(mu);
       cv.notify_all();
     });
     std::unique_lock<std::mutex> lock(mu);
-    if (cv.wait_until(lock, done, deadline, [&] { return person.stop_requested(); })) {
-      stop_ = true;
+    if (cv.wait_until(lock, done, deadline, [&] { return person_.stop_requested(); })) {
+      stop_.request_stop();
     } else if (!done.stop_requested()) {
       expired_ = true;
-      stop_ = true;
+      stop_.request_stop();
     }
   }
 
-  const std::atomic<bool>* cancel_;
-  std::atomic<bool> stop_{false};
+  const std::stop_token person_;  // the person's cancel
+  std::stop_source stop_;
   std::atomic<bool> expired_{false};
-  FlagStop person_;      // the person's cancel, as a stop the watch waits on
   std::jthread thread_;  // last: it stops and is joined before the members it reads go
 };
 
@@ -218,7 +218,7 @@ std::string gate_reached(const LoopConfig& config, const LoopOutcome& out,
 Result<Message> call_model(Provider& provider, sessions::SessionStore& store,
                            const std::string& system_prompt,
                            const std::vector<tools::ToolSpec>& tools, const LoopConfig& config,
-                           const LoopEvents& events, const std::atomic<bool>* cancel) {
+                           const LoopEvents& events, std::stop_token cancel) {
   StreamCallbacks stream;
   stream.on_text = events.on_text;
   stream.on_retry = events.on_retry;
@@ -281,7 +281,7 @@ std::pair<std::vector<std::string>, const char*> said_at_the_end(Inbox* inbox) {
 // Slot 5's compaction, once the turn is on disk (agent/compaction.h).
 void compact_after_turn(Provider& provider, sessions::SessionStore& store, const Message& answer,
                         const LoopConfig& config, const LoopEvents& events,
-                        const std::atomic<bool>* cancel) {
+                        std::stop_token cancel) {
   auto compacted = compact_if_needed(store, used_tokens(answer), config.context_window,
                                      compaction_settings(config), summarizer_for(provider, cancel));
   if (!events.on_note) return;
@@ -295,7 +295,7 @@ class Run {
  public:
   Run(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
       const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
-      const LoopConfig& config, const LoopEvents& events, const std::atomic<bool>* cancel,
+      const LoopConfig& config, const LoopEvents& events, std::stop_token cancel,
       Inbox* inbox)
       : provider_(provider),
         call_tool_(call_tool),
@@ -337,14 +337,14 @@ class Run {
 
   Next stop_requested() {
     if (wall_.expired()) return wall_gate();
-    if (cancel_ != nullptr && cancel_->load()) return stop(LoopStop::kCancelled, "cancelled");
+    if (cancel_.stop_requested()) return stop(LoopStop::kCancelled, "cancelled");
     return std::nullopt;
   }
 
   // Slot 1 (call_model), and slot 5 for the answer: persisted before anything it asks for runs.
   Next take_answer() {
     auto answer =
-        call_model(provider_, store_, system_prompt_, tools_, config_, events_, wall_.stop_flag());
+        call_model(provider_, store_, system_prompt_, tools_, config_, events_, wall_.stop_token());
     if (wall_.expired()) return wall_gate();  // the request was cut short by the budget
     // A provider's Error::code is the HTTP status, not an errno: its context says it all
     // (agent/provider.h), and message() would add strerror(status).
@@ -384,7 +384,7 @@ class Run {
       ran = refuse_cut_off_calls(calls);
       for (std::size_t i = 0; i < calls.size(); ++i) ended(calls[i], ran[i]);
     } else {
-      ran = execute_batch(calls, tools_, call_tool_, wall_.stop_flag(), ended);
+      ran = execute_batch(calls, tools_, call_tool_, wall_.stop_token(), ended);
     }
     auto verdict = persist_results(calls, ran, repetition_, config_, events_, store_);
     if (!verdict) return store_failed(verdict.error());
@@ -394,7 +394,7 @@ class Run {
     if (Next end = deliver(steering, "steering message")) return end;
     (void)store_.sync();  // the end of a turn: everything acknowledged is on disk
     if (config_.context_window > 0)
-      compact_after_turn(provider_, store_, answer_, config_, events_, wall_.stop_flag());
+      compact_after_turn(provider_, store_, answer_, config_, events_, wall_.stop_token());
     return after_batch(*verdict, !steering.empty());
   }
 
@@ -462,7 +462,7 @@ class Run {
   const std::vector<tools::ToolSpec>& tools_;
   const LoopConfig& config_;
   const LoopEvents& events_;
-  const std::atomic<bool>* const cancel_;
+  const std::stop_token cancel_;
   Inbox* const inbox_;
   const Clock::time_point started_ = Clock::now();
   const WallWatch wall_;  // after started_: it counts from it
@@ -505,19 +505,10 @@ std::optional<std::string> Inbox::take_follow_up() {
   return text;
 }
 
-std::optional<std::string> Inbox::take_steering_if(
-    const std::function<bool(const std::string&)>& pred) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (steering_.empty() || !pred(steering_.front())) return std::nullopt;
-  std::string text = std::move(steering_.front());
-  steering_.pop_front();
-  return text;
-}
-
 LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
                      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
                      const LoopConfig& config, const LoopEvents& events,
-                     const std::atomic<bool>* cancel, Inbox* inbox) {
+                     std::stop_token cancel, Inbox* inbox) {
   Run run(provider, call_tool, store, system_prompt, tools, config, events, cancel, inbox);
   return run.until_stopped();
 }

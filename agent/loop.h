@@ -2,13 +2,13 @@
 // decide to stop, execute through moatd, persist.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -34,10 +34,11 @@ struct LoopConfig {
   std::int64_t compaction_keep_recent = 20000;
 };
 
-// How the loop runs one tool call (moatd, via MoatdClient::call, in production).
+// How the loop runs one tool call (moatd, via MoatdClient::call, in production); a stop of
+// `cancel` (the person's, or --max-wall's) ends it.
 using CallTool = std::function<tools::ToolResult(const std::string& id, const std::string& tool,
                                                  const nlohmann::json& arguments,
-                                                 const std::atomic<bool>* cancel)>;
+                                                 std::stop_token cancel)>;
 
 // What the loop reports (agent/events.h turns each into an event); every callback may be
 // empty. Called on the loop's thread, in this order within a turn.
@@ -79,8 +80,6 @@ class Inbox {
   void follow_up(std::string text);
   std::vector<std::string> take_steering();
   std::optional<std::string> take_follow_up();
-  // The oldest steering message, if `pred` accepts it (an answer typed ahead of a question).
-  std::optional<std::string> take_steering_if(const std::function<bool(const std::string&)>& pred);
 
  private:
   std::mutex mu_;
@@ -107,11 +106,12 @@ struct LoopOutcome {
 };
 
 // Runs until a stop rule fires. The task must already be the session's last user message.
-// `inbox` (may be null) carries steering messages and follow-ups.
+// `inbox` (may be null) carries steering messages and follow-ups. A stop of `cancel` (the
+// person's) reaches the model request and the running calls at once, through their callbacks.
 LoopOutcome run_loop(Provider& provider, const CallTool& call_tool, sessions::SessionStore& store,
                      const std::string& system_prompt, const std::vector<tools::ToolSpec>& tools,
-                     const LoopConfig& config, const LoopEvents& events,
-                     const std::atomic<bool>* cancel, Inbox* inbox = nullptr);
+                     const LoopConfig& config, const LoopEvents& events, std::stop_token cancel,
+                     Inbox* inbox = nullptr);
 
 // The context for the next model call: the messages on the root-to-leaf path.
 // It refers to the store's entries (no copy): valid while the store lives.

@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +58,10 @@ class Provider {
   virtual ~Provider() = default;
   virtual std::string name() const = 0;   // "replay", "openai", "anthropic", ...
   virtual std::string model() const = 0;  // model id
-  // One model call. Returns the assistant message (see the shape above).
+  // One model call. Returns the assistant message (see the shape above). A stop of `cancel`
+  // ends it at once (a default token never stops).
   virtual Result<Message> complete(const ModelRequest& request, const StreamCallbacks& stream,
-                                   const std::atomic<bool>* cancel) = 0;
+                                   std::stop_token cancel) = 0;
 };
 
 }  // namespace moat::agent

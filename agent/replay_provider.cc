@@ -18,8 +18,8 @@ class ReplayProvider final : public Provider {
   std::string model() const override { return path_; }
 
   Result<Message> complete(const ModelRequest&, const StreamCallbacks& stream,
-                           const std::atomic<bool>* cancel) override {
-    if (cancel != nullptr && cancel->load()) return fail(std::string("replay: cancelled"));
+                           std::stop_token cancel) override {
+    if (cancel.stop_requested()) return fail(std::string("replay: cancelled"));
     if (next_ >= turns_.size())
       return fail("replay: the script " + path_ + " has no turn " + std::to_string(next_ + 1) +
                   " (it holds " + std::to_string(turns_.size()) +

@@ -55,7 +55,7 @@ class RpcServer {
     settings.reserve_tokens = p_.config.compaction_reserve;
     settings.keep_recent_tokens = p_.config.compaction_keep_recent;
     settings.instructions = c.message;
-    auto done = compact_now(*p_.store, settings, summarizer_for(*p_.provider, p_.cancel));
+    auto done = compact_now(*p_.store, settings, summarizer_for(*p_.provider, p_.cancel->token()));
     std::lock_guard<std::mutex> lock(mu_);
     running_ = false;
     json response = rpc_response(c, done ? "" : done.error().message());
@@ -75,7 +75,7 @@ class RpcServer {
       outcome.detail = "session store: " + r.error().message();
     } else {
       outcome = run_loop(*p_.provider, p_.call_tool, *p_.store, p_.system_prompt, p_.tools,
-                         p_.config, p_.events->loop_events(), p_.cancel, &inbox_);
+                         p_.config, p_.events->loop_events(), p_.cancel->token(), &inbox_);
     }
     last_code_ = p_.exit_code(outcome.stop);
     std::lock_guard<std::mutex> lock(mu_);
@@ -140,7 +140,7 @@ class RpcServer {
         return "";
       case RpcKind::kAbort:
         if (!running_) return "nothing is running";
-        p_.cancel->store(true);
+        p_.cancel->request();
         return "";
       case RpcKind::kGetState: extra["state"] = state(); return "";
       case RpcKind::kSetModel: return set_model(c.model);
@@ -162,7 +162,7 @@ class RpcServer {
                  ? "a prompt is running: compact between prompts"
                  : "a prompt is running: steer it, queue a follow_up, or abort it first";
     running_ = true;
-    p_.cancel->store(false);
+    p_.cancel->renew();
     pending_ = c;
     if (c.kind == RpcKind::kCompact) pending_->message = c.instructions;
     cv_.notify_all();

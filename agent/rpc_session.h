@@ -4,7 +4,6 @@
 // line and answers moatd's questions itself; the lines that reach the loop are commands.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include "agent/events.h"
 #include "agent/loop.h"
 #include "base/result.h"
+#include "base/stop_flags.h"
 #include "sessions/store.h"
 
 namespace moat::agent {
@@ -34,8 +34,8 @@ struct RpcSessionParts {
   LoopConfig config;
   CallTool call_tool;
   RunEvents* events = nullptr;
-  std::atomic<bool>* cancel = nullptr;  // the run's stop flag (also raised by SIGINT)
-  nlohmann::json records;               // session_file and audit_log, for each result
+  RunCancel* cancel = nullptr;  // the person's cancel (abort; also SIGINT), renewed per prompt
+  nlohmann::json records;       // session_file and audit_log, for each result
   // Opens a model for set_model (prepared before the loop lost the right to read the
   // configuration).
   std::function<Result<ModelChoice>(const std::string& spec)> open_model;

@@ -1,54 +1,117 @@
 // base/stop_flags.h: stops. A stop is a std::stop_token: a waiter registers a std::stop_callback
 // that wakes it (a condition variable, an eventfd, curl_multi_wakeup), so it hears the stop at
-// once instead of at its next tick. Two things here stand at the edges where a stop still
-// arrives as a bare flag:
-//  - FlagStop: a std::stop_source raised by a std::atomic<bool> that a caller raises without
-//    waking anyone (a signal handler can only store it). Its one tick is base/ticks.h's
-//    kBareFlag; it goes when the caller hands a std::stop_token instead.
+// once instead of at its next tick. Here:
+//  - RunCancel: a run's cancel, raised by the person and renewed for the next run.
+//  - SignalStop: a signal's edge: its handler writes an eventfd (all a handler may do), and a
+//    thread blocked reading it acts at once (no tick).
 //  - StopFlags: the flags that stop a running command, read as one by the runner's poll.
 #pragma once
 
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
-#include <condition_variable>
+#include <cerrno>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <utility>
 
-#include "base/ticks.h"
+#include "base/unique_fd.h"
 
 namespace moat {
 
-class FlagStop {
+// The person's cancel of a run (Ctrl-C through SignalStop, an RPC abort): request() stops the
+// current token, whose waiters' stop_callbacks run at once on the requesting thread. A
+// process that runs again (moat run --rpc, one run per prompt) renews it between runs.
+class RunCancel {
  public:
-  // Watches `flag` (null: never raised by it) until destroyed.
-  explicit FlagStop(const std::atomic<bool>* flag) {
-    if (flag == nullptr) return;
-    if (flag->load()) {
-      source_.request_stop();
-      return;
+  void request() {
+    std::stop_source s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = source_;
     }
-    watch_ = std::jthread([this, flag](std::stop_token done) { watch(*flag, done); });
+    s.request_stop();  // outside mu_: the callbacks it runs may take their own locks
   }
-  FlagStop(const FlagStop&) = delete;
-  FlagStop& operator=(const FlagStop&) = delete;
-
-  std::stop_token token() const { return source_.get_token(); }
-  std::stop_source& source() { return source_; }
+  // The next run starts uncancelled: a stop requested before now is forgotten.
+  void renew() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (source_.stop_requested()) source_ = std::stop_source();
+  }
+  std::stop_token token() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return source_.get_token();
+  }
 
  private:
-  void watch(const std::atomic<bool>& flag, const std::stop_token& done) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!flag.load() && !source_.stop_requested()) {
-      cv.wait_for(lock, done, ticks::kBareFlag, [] { return false; });
-      if (done.stop_requested()) return;
-    }
-    source_.request_stop();
+  mutable std::mutex mu_;
+  std::stop_source source_;
+};
+
+// Calls `on_signal` on a thread of its own each time `sig` arrives, while it lives: the
+// handler only writes an eventfd (write(2) is async-signal-safe), and the thread is blocked
+// in read(2) on it, with no timeout. One per signal number at a time. When the eventfd cannot
+// be made, the signal keeps its disposition (watching() is false).
+class SignalStop {
+ public:
+  SignalStop(int sig, std::function<void()> on_signal)
+      : sig_(sig), on_signal_(std::move(on_signal)), fd_(::eventfd(0, EFD_CLOEXEC)) {
+    if (!fd_.valid()) return;
+    fd_of(sig_).store(fd_.get() + 1);
+    thread_ = std::thread([this] { watch(); });
+    struct sigaction sa {};
+    sa.sa_handler = on_signal_caught;
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(sig_, &sa, &previous_);
+  }
+  SignalStop(const SignalStop&) = delete;
+  SignalStop& operator=(const SignalStop&) = delete;
+  ~SignalStop() {
+    if (!fd_.valid()) return;
+    ::sigaction(sig_, &previous_, nullptr);
+    fd_of(sig_).store(0);
+    closing_.store(true);
+    post(fd_.get());
+    thread_.join();
   }
 
-  std::stop_source source_;
-  std::jthread watch_;  // declared last: joined before source_ goes
+  bool watching() const { return fd_.valid(); }
+
+ private:
+  // The eventfd + 1 of the SignalStop watching `sig`, 0 when none does (the array starts zero).
+  static std::atomic<int>& fd_of(int sig) {
+    static std::atomic<int> fds[NSIG];
+    return fds[sig];
+  }
+  static void post(int fd) {
+    const std::uint64_t one = 1;
+    (void)!::write(fd, &one, sizeof one);
+  }
+  static void on_signal_caught(int sig) {
+    const int saved = errno;
+    if (const int fd = fd_of(sig).load(); fd > 0) post(fd - 1);
+    errno = saved;
+  }
+  void watch() {
+    for (;;) {
+      std::uint64_t n = 0;
+      const ssize_t got = ::read(fd_.get(), &n, sizeof n);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 || closing_.load()) return;
+      on_signal_();
+    }
+  }
+
+  const int sig_;
+  const std::function<void()> on_signal_;
+  UniqueFd fd_;
+  std::atomic<bool> closing_{false};
+  struct sigaction previous_ {};
+  std::thread thread_;
 };
 
 class StopFlags {

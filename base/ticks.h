@@ -11,18 +11,10 @@ namespace moat::ticks {
 
 using std::chrono::milliseconds;
 
-// base/stop_flags.h's FlagStop: a stop that arrives as a bare std::atomic<bool>, which its
-// raiser stores without waking anyone. cli_run.cc's SIGINT handler can do nothing else; the
-// RPC abort (agent/rpc_session.cc) and a Provider's and a CallTool's cancel (agent/provider.h,
-// agent/loop.h) still pass one. Short, since it is all the latency a cancel adds (tests/bench/cancel_bench); it
-// goes at each edge whose caller hands a std::stop_token (a signal handler's: through an
-// eventfd and a thread that requests the stop).
-inline constexpr milliseconds kBareFlag{5};
-
 // sandbox/console_link.cc: a call waiting for the person's answer to a question re-checks its
 // cancel, a bare flag raised by the connection's RunningCalls, the exec gate or the proxy (none
-// wakes the wait). Not a FlagStop: that is a thread per waiting ask, and moatd bounds its
-// threads by the calls it runs (MoatdBoundsTest.PendingAsksBeyondTheCapAreRefused...).
+// wakes the wait). Not a thread per waiting ask that turns the flag into a stop: moatd bounds
+// its threads by the calls it runs (MoatdBoundsTest.PendingAsksBeyondTheCapAreRefused...).
 inline constexpr milliseconds kAskCancel{100};
 
 // sandbox/supervisor.cc's serve_socket: moatd's stop arrives as a bare std::atomic<bool> that

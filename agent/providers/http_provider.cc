@@ -9,7 +9,6 @@
 #include "agent/providers/json_util.h"
 #include "agent/providers/request_body.h"
 #include "base/log.h"
-#include "base/stop_flags.h"
 
 namespace moat::agent::providers {
 namespace {
@@ -59,9 +58,8 @@ class HttpProvider final : public Provider {
   std::string model() const override { return s_.model; }
 
   Result<Message> complete(const ModelRequest& request, const StreamCallbacks& stream,
-                           const std::atomic<bool>* cancel) override {
-    const FlagStop stop(cancel);  // Provider's cancel is a bare flag (agent/provider.h)
-    HttpRequest http = build(request, stop.token());
+                           std::stop_token cancel) override {
+    HttpRequest http = build(request, cancel);
     http.connections = &connections_;
     for (int attempt = 0;; ++attempt) {
       Attempt a = attempt_once(http, stream);
@@ -83,7 +81,7 @@ class HttpProvider final : public Provider {
       if (stream.on_retry) stream.on_retry(attempt + 1, delay, reason);
       MOAT_LOG_INFO("%s: retry %d in %lld ms: %s", s_.name.c_str(), attempt + 1,
                     static_cast<long long>(delay.count()), reason.c_str());
-      if (!sleep_unless_stopped(delay, stop.token())) return aborted_message();
+      if (!sleep_unless_stopped(delay, cancel)) return aborted_message();
     }
   }
 

@@ -156,7 +156,7 @@ Stats run_session(Api api) {
     const auto t0 = std::chrono::steady_clock::now();
     // One turn of the host: assemble, send, stream, decode, count, audit, append.
     request.system = assemble_system_prompt(in);
-    auto answer = provider->complete(request, {}, nullptr);
+    auto answer = provider->complete(request, {}, {});
     if (!answer) {
       std::fprintf(stderr, "turn %d: %s\n", turn, answer.error().message().c_str());
       std::exit(1);
@@ -237,7 +237,7 @@ double reused_connection_ms(bool server_nodelay, int turns) {
   std::vector<double> wall;
   for (int turn = 0; turn <= turns; ++turn) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (auto answer = provider->complete(request, {}, nullptr); !answer) {
+    if (auto answer = provider->complete(request, {}, {}); !answer) {
       std::fprintf(stderr, "turn %d: %s\n", turn, answer.error().message().c_str());
       std::exit(1);
     }

@@ -213,7 +213,7 @@ class Parts {
     request.messages.push_back(
         json{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "hi"}}})}});
     return timed([&] {
-      if (!provider_->complete(request, {}, nullptr)) std::abort();
+      if (!provider_->complete(request, {}, {})) std::abort();
     });
   }
   // What start-up cannot leave out: a private moatd started and its session built (spawn,

@@ -342,7 +342,7 @@ class FakeProvider : public Provider {
   std::string name() const override { return "fake"; }
   std::string model() const override { return "fake-1"; }
   Result<Message> complete(const ModelRequest& request, const StreamCallbacks&,
-                           const std::atomic<bool>*) override {
+                           std::stop_token) override {
     last = request;
     return Message{{"role", "assistant"},
                    {"content", {{{"type", "text"}, {"text", "S"}}}},
@@ -353,7 +353,7 @@ class FakeProvider : public Provider {
 
 TEST(Compaction, SummarizerForAsksTheProviderWithoutTools) {
   FakeProvider p;
-  auto fn = summarizer_for(p, nullptr);
+  auto fn = summarizer_for(p, {});
   auto out = fn(SummaryRequest{"sys", "prompt", 1234});
   ASSERT_TRUE(out);
   EXPECT_EQ(*out, "S");

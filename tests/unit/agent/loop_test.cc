@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "agent/replay_provider.h"
@@ -47,11 +50,12 @@ class LoopTest : public ::testing::Test {
 
   std::vector<json> messages() { return context_messages(*store_).to_vector(); }
 
-  LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}, Inbox* inbox = nullptr) {
+  LoopOutcome run(Provider& p, const CallTool& tool, LoopConfig cfg = {}, Inbox* inbox = nullptr,
+                  std::stop_token cancel = {}) {
     std::vector<tools::ToolSpec> specs = {{"bash", "run", json::object(), false, false},
                                           {"read", "read", json::object(), false, false},
                                           {"one_at_a_time", "x", json::object(), false, true}};
-    return run_loop(p, tool, *store_, "system", specs, cfg, {}, nullptr, inbox);
+    return run_loop(p, tool, *store_, "system", specs, cfg, {}, std::move(cancel), inbox);
   }
 
   std::string dir_;
@@ -125,7 +129,7 @@ TEST_F(LoopTest, EachCallsEndIsReportedWhenItEndsWhileItsSiblingStillRuns) {
         }
         return ok("result of " + id);
       },
-      *store_, "system", specs, {}, events, nullptr, nullptr);
+      *store_, "system", specs, {}, events, {}, nullptr);
   EXPECT_EQ(out.stop, LoopStop::kDone);
   EXPECT_TRUE(slow_saw_it) << "the fast call's end was reported while the slow one ran";
   EXPECT_EQ(ended, (std::vector<std::string>{"b", "a"}));
@@ -248,6 +252,43 @@ TEST_F(LoopTest, EveryTurnIsOnDiskWhenTheLoopReturns) {
   EXPECT_EQ(context_messages(**reopened).size(), 4u);
 }
 
+// The person's stop reaches a running call at once: the call's stop_callback runs on the
+// thread that requested the stop, so no watcher thread polls a flag in between (it ran on
+// base/stop_flags.h's FlagStop thread, at its 5 ms tick, before), and the run ends cancelled.
+TEST_F(LoopTest, APersonsStopRunsARunningCallsCallbackOnTheStoppingThread) {
+  auto p = script({R"({"tool_calls":[{"id":"a","name":"bash","arguments":{"command":"wait"}}]})",
+                   R"({"text":"not reached"})"});
+  std::stop_source person;
+  std::promise<void> running;
+  std::future<void> started = running.get_future();
+  std::thread::id heard_on;
+  auto wait_for_stop = [&](const std::string&, const std::string&, const json&,
+                           std::stop_token cancel) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    const std::stop_callback heard(cancel, [&] {
+      heard_on = std::this_thread::get_id();
+      std::lock_guard<std::mutex> lock(mu);
+      cv.notify_all();
+    });
+    running.set_value();
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return cancel.stop_requested(); });
+    return ok(cancel.stop_requested() ? "stopped" : "the stop never came");
+  };
+  std::thread::id stopper_id;
+  std::thread stopper([&] {
+    started.wait();
+    stopper_id = std::this_thread::get_id();
+    person.request_stop();
+  });
+  auto out = run(*p, wait_for_stop, {}, nullptr, person.get_token());
+  stopper.join();
+  EXPECT_EQ(out.stop, LoopStop::kCancelled) << out.detail;
+  EXPECT_EQ(heard_on, stopper_id);
+  EXPECT_EQ(messages().back()["content"][0]["text"], "stopped");
+}
+
 // A provider that records every request it gets and can act while it "streams" (the
 // person typing while the model writes), in front of a scripted one.
 class RecordingProvider final : public Provider {
@@ -256,7 +297,7 @@ class RecordingProvider final : public Provider {
   std::string name() const override { return "recording"; }
   std::string model() const override { return "m"; }
   Result<Message> complete(const ModelRequest& r, const StreamCallbacks& cb,
-                           const std::atomic<bool>* cancel) override {
+                           std::stop_token cancel) override {
     requests.push_back(r.messages.to_vector());
     if (during_answer) during_answer(requests.size());
     return inner_->complete(r, cb, cancel);
@@ -387,7 +428,7 @@ class SignedUsageProvider final : public Provider {
   std::string name() const override { return "signed"; }
   std::string model() const override { return "m"; }
   Result<Message> complete(const ModelRequest&, const StreamCallbacks&,
-                           const std::atomic<bool>*) override {
+                           std::stop_token) override {
     ++calls;
     return Message{{"role", "assistant"},
                    {"content", json::array({{{"type", "toolCall"},
@@ -413,21 +454,6 @@ TEST_F(LoopTest, TheTokenGateCountsUsageStoredAsSignedIntegers) {
   EXPECT_EQ(out.stop, LoopStop::kGate);
   EXPECT_EQ(out.total_tokens, 640u);
   EXPECT_EQ(p.calls, 2);
-}
-
-TEST(Inbox, TakeSteeringIfTakesOnlyAnAcceptedOldestMessage) {
-  Inbox inbox;
-  EXPECT_FALSE(inbox.take_steering_if([](const std::string&) { return true; }));
-  inbox.steer("please also fix the docs");
-  inbox.steer("y");
-  auto is_answer = [](const std::string& s) { return s == "y"; };
-  EXPECT_FALSE(inbox.take_steering_if(is_answer)) << "only the oldest is considered";
-  auto all = inbox.take_steering();
-  ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0], "please also fix the docs");
-  inbox.steer("y");
-  EXPECT_EQ(inbox.take_steering_if(is_answer).value_or(""), "y");
-  EXPECT_TRUE(inbox.take_steering().empty());
 }
 
 TEST(Inbox, ConcurrentProducersLoseNoMessage) {
@@ -486,7 +512,7 @@ TEST(ReplayProvider, PlaysTurnsAsAssistantMessages) {
   std::string streamed;
   StreamCallbacks cb;
   cb.on_text = [&](std::string_view t) { streamed += t; };
-  auto m = (*p)->complete({}, cb, nullptr);
+  auto m = (*p)->complete({}, cb, {});
   ASSERT_TRUE(m);
   EXPECT_EQ(streamed, "hi");
   EXPECT_EQ((*m)["stopReason"], "toolUse");

@@ -159,7 +159,7 @@ TEST(MakeProvider, ConfiguredProviderReachesTheMockServer) {
   ASSERT_TRUE(p) << p.error().message();
   ModelRequest r;
   r.messages.push_back({{"role", "user"}, {"content", "hi"}});
-  auto answer = (*p)->complete(r, {}, nullptr);
+  auto answer = (*p)->complete(r, {}, {});
   ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ((*answer)["content"][0]["text"], "configured");
   EXPECT_EQ(nlohmann::json::parse(server.requests().at(0).body)["model"], "some-model");
@@ -185,7 +185,7 @@ TEST(MakeProvider, TheProvidersRetryPolicyAndIdleTimeoutApply) {
   cb.on_retry = [&](int, std::chrono::milliseconds, std::string_view why) {
     reasons.emplace_back(why);
   };
-  auto answer = (*p)->complete(r, cb, nullptr);
+  auto answer = (*p)->complete(r, cb, {});
   ASSERT_FALSE(answer) << "three attempts (max_retries = 2), all failed";
   EXPECT_EQ(server.request_count(), 3u);
   ASSERT_EQ(reasons.size(), 2u);

@@ -54,7 +54,7 @@ class HttpProviderTest : public ::testing::TestWithParam<Api> {
     return r;
   }
 
-  Result<Message> run(const ProviderSettings& s, const std::atomic<bool>* cancel = nullptr) {
+  Result<Message> run(const ProviderSettings& s, std::stop_token cancel = {}) {
     auto p = make_http_provider(s);
     StreamCallbacks cb;
     cb.on_text = [this](std::string_view t) { streamed_ += t; };
@@ -176,7 +176,7 @@ TEST_P(HttpProviderTest, StreamCallbacksHearAboutRetries) {
   cb.on_retry = [&](int attempt, std::chrono::milliseconds, std::string_view reason) {
     heard.push_back(std::to_string(attempt) + " " + std::string(reason));
   };
-  ASSERT_TRUE(p->complete(request(), cb, nullptr));
+  ASSERT_TRUE(p->complete(request(), cb, {}));
   ASSERT_EQ(heard.size(), 1u);
   EXPECT_EQ(heard[0].rfind("1 HTTP 500", 0), 0u) << heard[0];
 }
@@ -301,13 +301,13 @@ TEST_P(HttpProviderTest, CancelStopsAStalledRequestAtOnceAndKeepsNoToolCalls) {
   ScriptedTurn t = text_turn("some words before the stall happens here");
   t.calls = {{"c1", "read", {{"path", "x"}}}};
   server_.push_turn(t);
-  std::atomic<bool> cancel{false};
+  std::stop_source cancel;
   std::thread canceller([&] {
     std::this_thread::sleep_for(300ms);
-    cancel = true;
+    cancel.request_stop();
   });
   const auto start = std::chrono::steady_clock::now();
-  auto r = run(settings(), &cancel);
+  auto r = run(settings(), cancel.get_token());
   const auto took = std::chrono::steady_clock::now() - start;
   canceller.join();
   ASSERT_TRUE(r) << r.error().message();
@@ -340,7 +340,7 @@ TEST_P(HttpProviderTest, ASessionsRequestsShareOneConnectionUntilTheServerCloses
   for (int i = 0; i < kRequests; ++i) server_.push_turn(text_turn("answer " + std::to_string(i)));
   auto p = make_http_provider(settings());
   for (int i = 0; i < kRequests; ++i) {
-    auto r = p->complete(request(), {}, nullptr);
+    auto r = p->complete(request(), {}, {});
     ASSERT_TRUE(r) << "request " << i << ": " << r.error().message();
     EXPECT_EQ((*r)["content"][0]["text"], "answer " + std::to_string(i));
   }
@@ -370,7 +370,7 @@ TEST_P(HttpProviderTest, AReusedConnectionToAServerWithoutNodelayWaitsForNoDelay
   std::vector<double> reused_ms;
   for (int i = 0; i < 4; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = p->complete(request(), {}, nullptr);
+    auto r = p->complete(request(), {}, {});
     ASSERT_TRUE(r) << "request " << i << ": " << r.error().message();
     if (i > 0)
       reused_ms.push_back(

@@ -99,7 +99,7 @@ TEST_P(SessionCache, FiftyTurnsHitTheCacheEveryTurnAndCostMatchesHandComputation
   std::optional<CacheState> cache;
   const auto now = std::chrono::system_clock::now();
   for (int turn = 0; turn < kTurns; ++turn) {
-    auto answer = provider->complete(r, {}, nullptr);
+    auto answer = provider->complete(r, {}, {});
     ASSERT_TRUE(answer) << answer.error().message();
     const Usage u = Usage::from_message(*answer);
     EXPECT_FALSE(audit_cache(cache, "mock-model", u, pricing, now)) << "turn " << turn;
