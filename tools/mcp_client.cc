@@ -224,8 +224,8 @@ Result<json> Client::State::request(const std::string& method, json params,
     return fail(err(method + ": no answer within " +
                     std::to_string(limits.request_timeout.count()) + " ms"));
   }
+  if (bytes != nullptr) *bytes = p->bytes;  // 0 unless a response came (a result or an error)
   if (p->error) return fail(*p->error);
-  if (bytes != nullptr) *bytes = p->bytes;
   return std::move(p->result);
 }
 
@@ -233,18 +233,25 @@ Result<void> Client::State::initialize(const std::stop_token& stop) {
   json params = {{"protocolVersion", kProtocolVersions[0]},
                  {"capabilities", json::object()},  // no roots, sampling or elicitation
                  {"clientInfo", {{"name", "moat"}, {"version", "1"}}}};
-  MOAT_ASSIGN_OR_RETURN(json r, request("initialize", std::move(params), stop));
-  const std::string version = string_at(r, "protocolVersion");
+  std::size_t answered = 0;
+  auto r = request("initialize", std::move(params), stop, {}, &answered);
+  // A server that answers initialize with an error may speak only the stateless revision
+  // (2026-07-28 has no initialize): say which revisions we speak, as for an unknown version.
+  if (!r && answered > 0)
+    return fail(Error::msg(r.error().message() + "; moat speaks " + versions_we_speak() +
+                           " (a server speaking only the stateless 2026-07-28 has no initialize)"));
+  if (!r) return fail(r.error());
+  const std::string version = string_at(*r, "protocolVersion");
   if (std::find(kProtocolVersions.begin(), kProtocolVersions.end(), version) ==
       kProtocolVersions.end())
     return fail(err("answered protocol version " + moat::quoted(version) + " to our " +
                     std::string(kProtocolVersions[0]) + "; moat speaks " + versions_we_speak()));
   info.protocol_version = version;
-  const json server_info = r.value("serverInfo", json::object());
+  const json server_info = r->value("serverInfo", json::object());
   info.name = visible_text(string_at(server_info, "name"), 128);
   info.version = visible_text(string_at(server_info, "version"), 64);
-  info.instructions = visible_text(string_at(r, "instructions"), limits.max_description_bytes);
-  const json caps = r.value("capabilities", json::object());
+  info.instructions = visible_text(string_at(*r, "instructions"), limits.max_description_bytes);
+  const json caps = r->value("capabilities", json::object());
   info.tools_list_changed = caps.is_object() && caps.contains("tools") &&
                             caps["tools"].is_object() &&
                             bool_at(caps["tools"], "listChanged").value_or(false);
@@ -406,9 +413,11 @@ Result<std::unique_ptr<Client>> Client::start(std::string server, UniqueFd to_se
   return client;
 }
 
+namespace {
+
 // A tool as the server lists it, or nullopt (logged) when it has no name or its input schema
 // is not an object (the spec requires both).
-static std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& limits,
+std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& limits,
                                           const std::string& server) {
   if (!t.is_object() || string_at(t, "name").empty() || !t.contains("inputSchema") ||
       !t["inputSchema"].is_object()) {
@@ -428,6 +437,8 @@ static std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& lim
                         bool_at(a, "idempotentHint"), bool_at(a, "openWorldHint")};
   return info;
 }
+
+}  // namespace
 
 Result<std::vector<ToolInfo>> Client::list_tools(std::stop_token stop) {
   State& s = *state_;
@@ -451,7 +462,9 @@ Result<std::vector<ToolInfo>> Client::list_tools(std::stop_token stop) {
   return fail(s.err("tools/list: more than " + std::to_string(s.limits.max_tools) + " pages"));
 }
 
-static Content parse_content(const json& block) {
+namespace {
+
+Content parse_content(const json& block) {
   Content c;
   const std::string type = string_at(block, "type");
   if (type == "text") {
@@ -471,6 +484,8 @@ static Content parse_content(const json& block) {
   }
   return c;
 }
+
+}  // namespace
 
 Result<CallOutcome> Client::call_tool(const std::string& name, const json& arguments,
                                       std::stop_token stop,

@@ -113,7 +113,9 @@ struct ServerInfo {  // what initialize told us
 class Client {
  public:
   // Sends initialize, waits for the answer (request_timeout or `stop`), checks the version,
-  // sends notifications/initialized. `server` names the server in every error.
+  // sends notifications/initialized. `server` names the server in every error. A version we
+  // do not speak, or an error answer to initialize (a server speaking only 2026-07-28), fails
+  // with an error naming kProtocolVersions.
   static Result<std::unique_ptr<Client>> start(std::string server, UniqueFd to_server,
                                                UniqueFd from_server, ServerLimits limits,
                                                std::stop_token stop);

@@ -16,6 +16,8 @@
 //                     not JSON.
 //   flood             answers initialize, then sends 100000 progress notifications at once.
 //   exit-on-call      as normal, but exits (status 3) when a tools/call arrives.
+//   no-initialize     answers initialize with JSON-RPC error -32601, as a server speaking only
+//                     the stateless 2026-07-28 revision (no initialize) does.
 // Options:
 //   --version=V       answer protocolVersion V to initialize (default: the client's version
 //                     when it is one we know, else 2025-11-25).
@@ -368,6 +370,9 @@ void on_request(const json& m) {
   const json& id = m["id"];
   const json params = m.value("params", json::object());
   if (g_mode == "silent") return;
+  if (method == "initialize" && g_mode == "no-initialize")
+    return send({{"jsonrpc", "2.0"}, {"id", id},
+                 {"error", {{"code", -32601}, {"message", "Method not found"}}}});
   if (method == "initialize") return reply(id, initialize_result(params));
   if (g_mode == "garbage") return send_line("this is not json \x1b[31m{");
   if (method == "ping") return reply(id, json::object());

@@ -118,6 +118,15 @@ TEST_F(McpClientTest, AnUnknownVersionIsRefusedNamingBoth) {
   EXPECT_NE(m.find("2025-11-25"), std::string::npos) << m;
 }
 
+TEST_F(McpClientTest, AServerRefusingInitializeIsToldTheRevisionsWeSpeak) {
+  auto c = connect({"no-initialize"});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message(),
+            "mcp server testsrv: initialize failed: error -32601: 'Method not found'; moat speaks "
+            "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 (a server speaking only the stateless "
+            "2026-07-28 has no initialize)");
+}
+
 TEST_F(McpClientTest, ListsEveryToolAcrossPages) {
   auto c = connected();
   ASSERT_TRUE(c);
