@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/bench/loop_turn.h"
 #include "tests/support/mock_model_server.h"
 
 namespace {
@@ -32,17 +33,13 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using moat::agent::providers::Api;
+using moat::bench::binary;
+using moat::bench::Dirs;
 using nlohmann::json;
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "cancel_bench: %s\n", why.c_str());
   std::exit(1);
-}
-
-std::string binary(const char* env, const char* relative) {
-  if (const char* bin = std::getenv(env); bin != nullptr && *bin != '\0') return bin;
-  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path() / relative)
-      .string();
 }
 
 double ms_since(Clock::time_point t0) {
@@ -53,21 +50,6 @@ double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-struct Dirs {
-  std::string root, ws, config, state, sessions, audit;
-};
-
-Dirs make_dirs() {
-  std::string tmpl = (fs::temp_directory_path() / "moat-cancel-bench-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) die("mkdtemp");
-  Dirs d{tmpl,           tmpl + "/ws", tmpl + "/config", tmpl + "/state", tmpl + "/sessions",
-         tmpl + "/audit"};
-  for (const auto& p : {d.ws, d.config + "/moat", d.state, d.sessions, d.audit})
-    fs::create_directories(p);
-  fs::permissions(d.audit, fs::perms::owner_all);
-  return d;
 }
 
 // A `moat run` with pipes on its stdin and stdout, in a process group of its own.
@@ -202,7 +184,7 @@ void print(const char* name, const Latency& l) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 20;
   if (rounds <= 0) die("ROUNDS must be a positive number, got '" + std::string(argv[1]) + "'");
-  const Dirs d = make_dirs();
+  const Dirs d = moat::bench::make_dirs("moat-cancel-bench");
   moat::testing::MockModelServer server(Api::kOpenAiChat);
   server.set_responder([](const json&, size_t n) {
     moat::testing::ScriptedTurn t;

@@ -66,32 +66,11 @@ double median(std::vector<double> v) {
   std::exit(1);
 }
 
-std::string binary(const char* env, const char* relative) {
-  if (const char* bin = std::getenv(env); bin != nullptr && *bin != '\0') return bin;
-  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path() / relative)
-      .string();
-}
-
 moat::testing::ScriptedTurn echo_turn(size_t n) {
   moat::testing::ScriptedTurn t;
   t.text = "Turn " + std::to_string(n) + ": checking the shell.";
   t.calls = {{"call_" + std::to_string(n), "bash", {{"command", "echo hi"}}}};
   return t;
-}
-
-struct Dirs {
-  std::string root, ws, config, state, sessions, audit;
-};
-
-Dirs make_dirs() {
-  std::string tmpl = (fs::temp_directory_path() / "moat-loop-turn-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) std::abort();
-  Dirs d{tmpl,           tmpl + "/ws", tmpl + "/config", tmpl + "/state", tmpl + "/sessions",
-         tmpl + "/audit"};
-  for (const auto& p : {d.ws, d.config + "/moat", d.state, d.sessions, d.audit})
-    fs::create_directories(p);
-  fs::permissions(d.audit, fs::perms::owner_all);
-  return d;
 }
 
 // One `moat run` session against `server`: its start-up and the host time of each turn.
@@ -184,7 +163,7 @@ class Parts {
   double echo() {
     return timed([&] {
       auto r =
-          client_->call("p" + std::to_string(n_++), "bash", {{"command", "echo hi"}}, {}, nullptr);
+          client_->call("p" + std::to_string(n_++), "bash", {{"command", "echo hi"}}, {}, {});
       if (r.is_error) std::abort();
     });
   }
@@ -272,7 +251,7 @@ class Parts {
 }  // namespace
 
 int run_turn_bench(int rounds) {
-  const Dirs d = make_dirs();
+  const Dirs d = make_dirs("moat-loop-turn");
   moat::testing::MockModelServer server(Api::kOpenAiChat);
   server.set_responder([](const json&, size_t n) {
     if ((n + 1) % kSessionTurns == 0) {

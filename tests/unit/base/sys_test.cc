@@ -244,7 +244,7 @@ TEST(Sys, SendWithFdsRefusesMoreThanEightFds) {
   const int fds[] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_FALSE(sys::send_with_fds(sock->first.get(), "m", 1, fds, 9));
   EXPECT_TRUE(sys::send_with_fds(sock->first.get(), "m", 1, fds, 5))
-      << "a call with the command's own stdio sends 5 (sandbox/session.cc)";
+      << "a call with the command's own stdio sends 5 (sandbox/session_call.cc)";
 }
 
 TEST(Sys, RecvWithFdsReturnsZeroAtEndOfStream) {
