@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "agent/batch/item_result.h"
 #include "base/byte_strings.h"
 #include "base/sys.h"
 
@@ -21,20 +22,10 @@ Result<void> sync_directory(const std::string& dir) {
   return {};
 }
 
-// The fields moat reads back (resume, report, merge, apply) have the types moat wrote; a line
-// edited by hand into other types is skipped rather than trusted.
-bool is_result_line(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return false;
-  for (const char* key : {"status", "reason", "patch", "repo", "url", "ref"})
-    if (j.contains(key) && !j[key].is_string()) return false;
-  for (const char* key : {"cost", "turns", "patchBytes", "wallSeconds", "flaggedExecs"})
-    if (j.contains(key) && !j[key].is_number()) return false;
-  if (!j.contains("check")) return true;
-  const auto& c = j["check"];
-  return c.is_object() && (!c.contains("passed") || c["passed"].is_boolean()) &&
-         (!c.contains("exit") || c["exit"].is_number_integer()) &&
-         (!c.contains("timedOut") || c["timedOut"].is_boolean());
-}
+// A line is read back (resume, report, merge, apply) only when ItemResult's decoder takes it:
+// every field has the type moat writes, so a line edited by hand into other types is skipped
+// rather than trusted, and there is one reader of the line's types (item_result.h).
+bool is_result_line(const nlohmann::json& j) { return item_result_from_json(j).has_value(); }
 
 }  // namespace
 

@@ -65,5 +65,16 @@ TEST(BatchResults, ALineWhoseFieldsHaveOtherTypesThanMoatWritesIsSkipped) {
   EXPECT_EQ(result_number(lines[0], "turns"), 0);
 }
 
+TEST(BatchResults, ALineTheItemDecoderRefusesIsSkippedToo) {
+  const auto lines = parse_results(
+      "{\"id\":\"a\",\"exit\":0,\"agent\":{\"exit\":0,\"seconds\":1.5}}\n"
+      "{\"id\":\"b\",\"session\":5}\n"
+      "{\"id\":\"c\",\"agent\":\"ran\"}\n"
+      "{\"id\":\"d\",\"hostExecuted\":\"git\"}\n"
+      "{\"id\":\"e\",\"exit\":\"0\"}\n");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["id"], "a");
+}
+
 }  // namespace
 }  // namespace moat::agent::batch
