@@ -34,7 +34,7 @@ struct SessionStart {
   std::string console;  // "none" | "socketpair" | "token"
   json layers;
   std::string policy_hash;
-  json sandbox;  // the session's own description (Session::describe_json)
+  json sandbox;  // the session's own description (to_json(Session::describe()))
   std::vector<std::string> tools;
   std::string audit_signing;  // "ed25519" | "off: why"
   std::string exec_typed_by;  // "person" | "agent"

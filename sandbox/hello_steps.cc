@@ -381,7 +381,7 @@ Result<void> HelloSteps::record_session_start() {
   start.console = console;
   start.layers = state_.policy->layers_json();
   start.policy_hash = state_.policy->policy_hash();
-  start.sandbox = json::parse(state_.session->describe_json(), nullptr, false);
+  start.sandbox = to_json(state_.session->describe());
   for (const auto& t : state_.tool_specs) start.tools.push_back(t.name);
   start.audit_signing = state_.audit_signing;
   // Whose command line an exec frame carries: the person's (moatd --typed-exec, judged by

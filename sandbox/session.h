@@ -14,6 +14,7 @@
 #include "base/stop_flags.h"
 #include "base/unique_fd.h"
 #include "sandbox/session_config.h"
+#include "sandbox/session_description.h"
 #include "tools/runner.h"
 
 namespace moat::sandbox {
@@ -72,9 +73,9 @@ class Session {
   // returns it for writing from the host side (bash spills its full output there).
   virtual Result<UniqueFd> create_file(const std::string& sandbox_path) = 0;
 
-  // What was applied and what was skipped, for the audit log's session.start:
-  // {"user_ns":true,"seccomp":true,"landlock":false,...,"skipped":{"landlock":"reason"}}.
-  virtual std::string describe_json() const = 0;
+  // What was applied and what was skipped (session_description.h), for the welcome and the
+  // audit log's session.start.
+  virtual const SessionDescription& describe() const = 0;
 
   virtual pid_t init_pid() const = 0;
 

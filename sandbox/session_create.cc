@@ -42,9 +42,13 @@ Result<std::string> recv_message(int ctl, UniqueFd* fd = nullptr) {
 
 // The next control record, which must be `want`: a kError record fails with its message.
 Result<std::string> expect_message(int ctl, CtlMsg want, UniqueFd* fd = nullptr) {
-  MOAT_ASSIGN_OR_RETURN(std::string msg, recv_message(ctl, fd));
-  if (msg.empty() || msg[0] != ctl_byte(want)) return fail(Error::msg(msg.substr(1)));
-  return msg.substr(1);
+  // Checked in place, not moved out first: GCC 12 then reports the moved-from string's bytes as
+  // maybe used uninitialised (a false positive of -Wmaybe-uninitialized).
+  Result<std::string> msg = recv_message(ctl, fd);
+  if (!msg) return msg;
+  if (msg->empty() || (*msg)[0] != ctl_byte(want)) return fail(Error::msg(msg->substr(1)));
+  msg->erase(0, 1);
+  return msg;
 }
 
 // The caller's workspace fd (a copy: the session keeps it), or the path opened here once.
@@ -75,7 +79,7 @@ Result<void> check_allow_without(const std::set<std::string>& names) {
 // Inactive when cgroups are unavailable or fail and the policy allows running without. What
 // was made goes into *cgroup even on a failure: the caller holds it past the keeper's reaping,
 // so it is removed once its processes are gone.
-Result<void> session_cgroup(pid_t keeper, const SessionConfig& config, nlohmann::json& skipped,
+Result<void> session_cgroup(pid_t keeper, const SessionConfig& config, SkippedLayers& skipped,
                             ScopedCgroup* cgroup) {
   auto made = ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits);
   if (made && !made->active()) {
@@ -94,25 +98,25 @@ Result<void> session_cgroup(pid_t keeper, const SessionConfig& config, nlohmann:
   return {};
 }
 
-// What `describe()` reports: the init's own description plus what moatd set up around it.
-nlohmann::json describe_session(const std::string& init_describe, const SandboxIds& ids,
-                                const ScopedCgroup& cgroup, const nlohmann::json& skipped) {
-  auto describe = nlohmann::json::parse(init_describe, nullptr, false);
-  for (const auto& ns : kNamespaces) describe[ns.name] = true;
-  describe["rootless"] = ids.rootless;
-  describe["uid_map"] = ids.uid.line().substr(0, ids.uid.line().size() - 1);
-  describe["idmap"] = !ids.rootless && !skipped.contains("idmap");
-  describe["cgroup"] = cgroup.active() && !skipped.contains("cgroup");
-  if (cgroup.active()) describe["cgroup_dirs"] = cgroup.dirs();
-  if (!describe.contains("skipped")) describe["skipped"] = nlohmann::json::object();
-  for (const auto& [k, v] : skipped.items()) describe["skipped"][k] = v;
-  return describe;
+// What `describe()` reports: the init's own layers plus what moatd set up around it.
+SessionDescription describe_session(InitLayers layers, const SandboxIds& ids,
+                                    const ScopedCgroup& cgroup, const SkippedLayers& skipped) {
+  SessionDescription d;
+  d.layers = std::move(layers);
+  for (const auto& ns : kNamespaces) d.namespaces.push_back(ns.name);
+  d.rootless = ids.rootless;
+  d.uid_map = ids.uid.line().substr(0, ids.uid.line().size() - 1);
+  d.idmap = !ids.rootless && !skipped.count("idmap");
+  d.cgroup = cgroup.active() && !skipped.count("cgroup");
+  if (cgroup.active()) d.cgroup_dirs = cgroup.dirs();
+  for (const auto& [layer, why] : skipped) d.layers.skipped[layer] = why;
+  return d;
 }
 
 // The keeper's handshake: it unshared, moatd moves it into the cgroup and writes its id maps,
 // and the init reports kReady (with the proxy's listener when one was asked for). Any failure
 // leaves the keeper to its owner, which reaps it.
-Result<void> start_session(SessionParts& parts, const SandboxIds& ids, nlohmann::json& skipped) {
+Result<void> start_session(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped) {
   const int ctl = parts.ctl.get();
   const pid_t keeper = parts.keeper->pid();
   MOAT_TRY(expect_message(ctl, CtlMsg::kUnshared));
@@ -123,7 +127,8 @@ Result<void> start_session(SessionParts& parts, const SandboxIds& ids, nlohmann:
   (void)sys::write_all(ctl, &go, 1);
   MOAT_ASSIGN_OR_RETURN(std::string ready,
                         expect_message(ctl, CtlMsg::kReady, &parts.net_listener));
-  parts.describe = dump_lossless(describe_session(ready, ids, parts.cgroup, skipped));
+  MOAT_ASSIGN_OR_RETURN(InitLayers layers, init_layers_from_text(ready));
+  parts.describe = describe_session(std::move(layers), ids, parts.cgroup, skipped);
   parts.init = child_of(keeper);
   return {};
 }
@@ -139,10 +144,10 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   MOAT_ASSIGN_OR_RETURN(parts.workspace, open_session_workspace(in));
   config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
   const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
-  nlohmann::json skipped = nlohmann::json::object();
+  SkippedLayers skipped;
   MOAT_ASSIGN_OR_RETURN(UniqueFd tree, session_tree(parts.workspace.get(), ids, config, skipped));
   MOAT_ASSIGN_OR_RETURN(std::vector<UniqueFd> bind_fds,
-                        bind_sources(parts.workspace.get(), ids, config, !skipped.contains("idmap"),
+                        bind_sources(parts.workspace.get(), ids, config, !skipped.count("idmap"),
                                      &parts.bind_dirs));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   parts.created = SessionClock::now();

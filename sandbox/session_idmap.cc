@@ -39,7 +39,7 @@ Result<UniqueFd> make_idmapped_tree(int fd, int workspace, const SandboxIds& ids
 }  // namespace
 
 Result<UniqueFd> session_tree(int workspace, const SandboxIds& ids, const SessionConfig& config,
-                              nlohmann::json& skipped) {
+                              SkippedLayers& skipped) {
   if (ids.rootless) return UniqueFd();
   auto idmapped = make_idmapped_tree(workspace, workspace, ids, "workspace");
   if (idmapped) return std::move(*idmapped);

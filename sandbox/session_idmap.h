@@ -3,14 +3,13 @@
 // moatd is root.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/session_config.h"
+#include "sandbox/session_description.h"
 
 namespace moat::sandbox {
 
@@ -18,7 +17,7 @@ namespace moat::sandbox {
 // invalid fd when rootless: the keeper clones the workspace itself). A failure is refused
 // unless the policy allows running without "idmap", which `skipped` then records.
 Result<UniqueFd> session_tree(int workspace, const SandboxIds& ids, const SessionConfig& config,
-                              nlohmann::json& skipped);
+                              SkippedLayers& skipped);
 
 // What the keeper gets for each bind (SessionBind::fd, set here): when moatd is root, a
 // detached tree cloned from the checked fd, idmapped as the workspace is (plainly cloned when

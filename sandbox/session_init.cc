@@ -35,6 +35,7 @@
 #include "sandbox/ns_net.h"
 #include "sandbox/protect.h"
 #include "sandbox/seccomp_policy.h"
+#include "sandbox/session_description.h"
 #include "sandbox/worker.h"
 
 namespace moat::sandbox {
@@ -144,12 +145,13 @@ class Init {
   Result<void> setup();
   [[noreturn]] void serve();
   // Lossless and never throwing: an error message in it may name a path that is not UTF-8.
-  std::string describe() const { return dump_lossless(describe_); }
+  std::string describe() const { return dump_lossless(to_json(layers_)); }
   // Sent to moatd with kReady, then closed here (see SessionConfig::net_proxy_port).
   UniqueFd net_listener_;
 
  private:
-  Result<void> layer_missing(const char* layer, const Error& error);
+  Result<void> layer_missing(const char* layer, std::optional<bool> InitLayers::*applied,
+                             const Error& error);
   Result<void> setup_filter();
   Result<void> setup_exec_watch();
   Result<void> setup_landlock();
@@ -173,7 +175,7 @@ class Init {
   std::optional<BpfProgram> filter_;
   std::optional<BpfProgram> exec_watch_;
   std::optional<LandlockRuleset> landlock_;
-  nlohmann::json describe_ = nlohmann::json::object();
+  InitLayers layers_;  // what setup applied and skipped, sent with kReady
   std::map<int, Running> calls_;  // by channel fd
   LinkCache link_cache_;          // the hard-link check's per-directory cache, kept between calls
   UniqueFd sigchld_, timer_;
@@ -183,36 +185,37 @@ class Init {
 // A layer that could not be applied fails the session closed, unless the operator lets
 // sessions run without it (allow_without); then the session's description says it is off
 // and why.
-Result<void> Init::layer_missing(const char* layer, const Error& error) {
+Result<void> Init::layer_missing(const char* layer, std::optional<bool> InitLayers::*applied,
+                                 const Error& error) {
   if (!config_.allow_without.count(layer)) return fail(error.with_context(layer));
-  describe_[layer] = false;
-  describe_["skipped"][layer] = error.message();
+  layers_.*applied = false;
+  layers_.skipped[layer] = error.message();
   return {};
 }
 
 Result<void> Init::setup_filter() {
   auto program = ctx_.filter ? Result<BpfProgram>(*ctx_.filter) : compile_filter(config_.network);
-  if (!program) return layer_missing("seccomp", program.error());
+  if (!program) return layer_missing("seccomp", &InitLayers::seccomp, program.error());
   filter_ = std::move(*program);
-  describe_["seccomp"] = true;
+  layers_.seccomp = true;
   return {};
 }
 
 // Compiled here, installed by each exec worker (worker.cc kExecWatch); moatd serves it.
 Result<void> Init::setup_exec_watch() {
   auto program = compile_exec_watch_filter();
-  if (!program) return layer_missing("exec_watch", program.error());
+  if (!program) return layer_missing("exec_watch", &InitLayers::exec_watch, program.error());
   exec_watch_ = std::move(*program);
-  describe_["exec_watch"] = true;
+  layers_.exec_watch = true;
   return {};
 }
 
 Result<void> Init::setup_landlock() {
   auto rs = make_landlock_ruleset(landlock_write_paths(config_));
-  if (!rs) return layer_missing("landlock", rs.error());
-  describe_["landlock"] = true;
-  describe_["landlock_abi"] = rs->abi;
-  describe_["landlock_scoped"] = rs->scoped;
+  if (!rs) return layer_missing("landlock", &InitLayers::landlock, rs.error());
+  layers_.landlock = true;
+  layers_.landlock_abi = rs->abi;
+  layers_.landlock_scoped = rs->scoped;
   landlock_ = std::move(*rs);
   return {};
 }

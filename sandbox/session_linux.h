@@ -44,7 +44,7 @@ struct SessionParts {
   pid_t init = -1;        // the init's host pid
   UniqueFd ctl;           // moatd's end of the control socket
   UniqueFd net_listener;  // kReady's, when config.net_proxy_port is set
-  std::string describe;
+  SessionDescription describe;
   // Taken before the fork, so it is earlier than the init's own session timer: when the init
   // ends the session for its wall time, moatd's clock agrees that the time is up.
   SessionClock::time_point created;
@@ -60,7 +60,7 @@ class LinuxSession final : public Session {
                                  StopFlags stop) override;
   Result<std::string> run_handler(std::string_view request) override;
   Result<UniqueFd> create_file(const std::string& sandbox_path) override;
-  std::string describe_json() const override { return parts_.describe; }
+  const SessionDescription& describe() const override { return parts_.describe; }
   pid_t init_pid() const override { return parts_.init; }
   UniqueFd take_net_listener() override { return std::move(parts_.net_listener); }
 

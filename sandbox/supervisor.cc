@@ -281,7 +281,7 @@ void Connection::send_welcome() {
       session_.tool_specs,
       session_.workspace,
       session_.audit ? session_.audit->path() : "",
-      json::parse(session_.session->describe_json(), nullptr, false),
+      to_json(session_.session->describe()),
       "",
       {{"layers", session_.policy->layers_json()},
        {"hash", session_.policy->policy_hash()},

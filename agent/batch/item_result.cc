@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "base/json_field.h"
+
 namespace moat::agent::batch {
 namespace {
 
@@ -40,17 +42,14 @@ json check_json(const CheckEnd& c) {
 
 // --- decoding: each reader names the field it refuses ---
 
-Error bad(const std::string& field, const char* type) {
-  return Error{0, "results line: \"" + field + "\" is not " + type};
-}
+constexpr std::string_view kWhat = "results line";
+
+Error bad(const std::string& field, const char* type) { return field_error(kWhat, field, type); }
 
 template <typename T>
 Result<std::optional<T>> opt(const json& j, const char* key, bool (json::*is)() const,
                              const char* type) {
-  auto it = j.find(key);
-  if (it == j.end()) return std::optional<T>();
-  if (!((*it).*is)()) return fail(bad(key, type));
-  return std::optional<T>(it->get<T>());
+  return optional_field<T>(j, key, is, type, kWhat);
 }
 
 Result<std::optional<std::string>> opt_string(const json& j, const char* key) {

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   const double host_bash = median_ms(iterations, host_bash_true);
 
   std::printf("tools_bench: %d iterations, median, sandbox: %s\n", iterations,
-              (*session)->describe_json().c_str());
+              to_json((*session)->describe()).dump().c_str());
   report("read 10 MB, offset 50000 of 100000", tool_read, host_read);
   report("bash `true`", tool_bash, host_bash);
   std::printf("%-38s %8.3f ms/op\n", "one handler worker round trip", round_trip);

@@ -201,7 +201,7 @@ TEST(Session, ArgvCwdAndPathsThatAreNotUtf8ReachTheWorkerExactly) {
 TEST(Session, DescribeJsonNamesEveryLayer) {
   TempDir ws;
   MOAT_SESSION_OR_SKIP(s, config_for(ws));
-  auto j = nlohmann::json::parse(s.describe_json());
+  nlohmann::json j = to_json(s.describe());
   for (const char* k : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns",
                         "seccomp", "landlock"})
     EXPECT_TRUE(j.contains(k)) << k;
@@ -270,7 +270,7 @@ TEST(Session, CgroupBoundsTheSessionWhenAHierarchyIsWritable) {
   SessionConfig c = config_for(ws);
   c.limits.pids = 40;
   MOAT_SESSION_OR_SKIP(s, c);
-  auto j = nlohmann::json::parse(s.describe_json());
+  nlohmann::json j = to_json(s.describe());
   if (!j["cgroup"].get<bool>()) GTEST_SKIP() << "no cgroup: " << j["skipped"]["cgroup"];
   bool found_pids = false;
   for (const auto& dir : j["cgroup_dirs"]) {

@@ -103,11 +103,16 @@ class FakeSession final : public Session {
     touches_->touch();
     return fail(std::string("the fake sandbox creates no file"));
   }
-  std::string describe_json() const override { return R"({"fake":true})"; }
+  const SessionDescription& describe() const override { return describe_; }
   pid_t init_pid() const override { return -1; }
 
  private:
   std::shared_ptr<SandboxTouches> touches_;
+  SessionDescription describe_ = [] {
+    SessionDescription d;
+    d.uid_map = "fake";
+    return d;
+  }();
 };
 
 // A temporary directory holding a workspace, with the built-in default policy's load options

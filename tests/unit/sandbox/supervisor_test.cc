@@ -91,7 +91,7 @@ TEST_F(SupervisorTest, AHelloWithEveryStepPassingIsWelcomedAndRecorded) {
   auto starts = audit_->of_type("session.start");
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0]["audit_signing"], "off: a fake");
-  EXPECT_EQ(starts[0]["sandbox"]["fake"], true);
+  EXPECT_EQ(starts[0]["sandbox"]["uid_map"], "fake");
   EXPECT_EQ(audit_->of_type("session.end").size(), 1u);
 }
 
