@@ -54,7 +54,7 @@ json explain_json(const Decision& d, const Policy& policy, const std::string& in
               {"matched", matched},
               {"decision", verdict_name(d.verdict)},
               {"deciding_rule", ref_json(d.deciding)},
-              {"decided_by", d.decided_by},
+              {"decided_by", std::string(decided_by_name(d.decided_by))},
               {"reason", d.reason},
               {"policy_hash", policy.policy_hash()},
               {"mode", policy.headless() ? "headless" : "interactive"}};

@@ -13,7 +13,7 @@ Decision loosened(Decision d) {
   if (d.verdict == Verdict::kAllow || d.deciding.layer == "system" || d.deciding.layer == "cli")
     return d;
   d.verdict = Verdict::kAllow;
-  d.decided_by = "permissive";
+  d.decided_by = DecidedBy::kPermissive;
   d.headless_downgraded = false;
   d.reason = "allowed by --permissive (the rule " + d.deciding.id + " would have said " +
              (d.reason.empty() ? std::string("no") : d.reason) + ")";

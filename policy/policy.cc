@@ -117,7 +117,7 @@ Decision combine(std::span<const Vote> votes, bool headless) {
   d.verdict = best->verdict;
   d.deciding = *best->ref;
   d.reason = best->text();
-  d.decided_by = best->is_default ? "default" : "policy";
+  d.decided_by = best->is_default ? DecidedBy::kDefault : DecidedBy::kPolicy;
   if (!loosened.empty()) d.detail_fn = [loosened] { return json{{"loosened", loosened}}; };
   if (headless && d.verdict == Verdict::kAsk) downgrade_headless(d);
   return d;
@@ -316,7 +316,7 @@ class PolicyImpl final : public Policy {
       d = combine(trace->votes.empty() ? std::vector<Vote>{person_vote()} : trace->votes, false);
       d.verdict = Verdict::kAllow;
       d.deciding = kPersonRef;
-      d.decided_by = "user";
+      d.decided_by = DecidedBy::kUser;
       d.reason = "typed by the person";
       d.headless_downgraded = false;
     } else {
@@ -442,14 +442,14 @@ class PolicyImpl final : public Policy {
       Decision d;
       d.verdict = Verdict::kAllow;
       d.deciding = kObservedRef;
-      d.decided_by = "observed";
+      d.decided_by = DecidedBy::kObserved;
       return d;
     }
     Decision d = combine(votes, false);
     // A program the project built or holds, let run by [exec] workspace_programs: recorded
     // like any program no rule gates.
     if (d.verdict == Verdict::kAllow && same_ref(d.deciding, workspace_programs_.ref))
-      d.decided_by = "observed";
+      d.decided_by = DecidedBy::kObserved;
     if (d.verdict == Verdict::kAsk && headless_) headless_exec_ask(d);
     return d;
   }
@@ -459,7 +459,7 @@ class PolicyImpl final : public Policy {
   void headless_exec_ask(Decision& d) const {
     if (headless_ask_.verdict != Verdict::kAllow) return downgrade_headless(d);
     d.verdict = Verdict::kAllow;
-    d.decided_by = "observed";
+    d.decided_by = DecidedBy::kObserved;
     d.flagged = d.deciding.id;
     d.reason = "ran unasked (headless; [exec] headless_ask = \"allow\"): " + d.deciding.id +
                " would have asked" + (d.reason.empty() ? "" : ": " + d.reason);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/decided_by.h"
+
 namespace moat::policy {
 
 enum class Verdict { kAllow = 0, kAsk = 1, kDeny = 2 };  // ordered: higher is stricter
@@ -25,9 +27,8 @@ struct Decision {
   Verdict verdict = Verdict::kDeny;
   RuleRef deciding;
   std::vector<RuleRef> matched;      // every rule that matched, deciding one included
-  // "policy" | "default" | "constraint" | "observed" (exec time: ran with no rule gating it)
-  // | "user" (decide_typed: the person typed it) | "permissive"
-  std::string decided_by;
+  // Who decided (decided_by.h); its name is what the audit record and explain write.
+  DecidedBy decided_by = DecidedBy::kPolicy;
   std::string reason;                // the rule's reason, for the model and the person
   bool headless_downgraded = false;  // the policy said ask; headless made it deny
   // Exec time only: the id of the ask rule a program met while headless, when

@@ -24,7 +24,7 @@ policy::Decision AskBroker::ask(policy::Decision d, const std::string& call_id,
     std::lock_guard<std::mutex> lock(mu_);
     if (session_allows_.count(what) != 0) {
       d.verdict = policy::Verdict::kAllow;
-      d.decided_by = "user";
+      d.decided_by = policy::DecidedBy::kUser;
       answer = {{"answer", "allow"}, {"scope", "session"}, {"remembered", true}, {"latency_ms", 0}};
       return d;
     }
@@ -58,7 +58,7 @@ policy::Decision AskBroker::apply_reply(policy::Decision d, const ConsoleLink::R
   const std::string scope = reply.answer->for_session ? "session" : "once";
   if (allow && reply.answer->for_session) session_allows_.insert(what);
   d.verdict = allow ? policy::Verdict::kAllow : policy::Verdict::kDeny;
-  d.decided_by = "user";
+  d.decided_by = policy::DecidedBy::kUser;
   answer = {{"answer", allow ? "allow" : "deny"}, {"scope", scope}, {"channel", "console"}};
   if (!allow) d.reason = "the person declined";
   return d;

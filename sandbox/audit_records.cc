@@ -128,10 +128,4 @@ json ExecEnd::to_json() const {
   return j;
 }
 
-policy::DecidedBy decided_by(const policy::Decision& d) {
-  const std::optional<policy::DecidedBy> by = policy::decided_by_from_name(d.decided_by);
-  MOAT_CHECK(by.has_value());  // the policy names only these (policy/decided_by.h)
-  return *by;
-}
-
 }  // namespace moat::sandbox::audit

@@ -186,7 +186,4 @@ struct Net {
   json to_json() const { return fields; }
 };
 
-// Who decided, for a Decision built by the policy (policy::Decision::decided_by's name).
-policy::DecidedBy decided_by(const policy::Decision& d);
-
 }  // namespace moat::sandbox::audit

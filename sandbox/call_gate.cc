@@ -155,7 +155,7 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
   if (!answer.is_null()) input["user"] = answer;
   *decided = {{"decision", policy::verdict_name(d.verdict)},
               {"rule", rule_json(d.deciding)},
-              {"decided_by", d.decided_by}};
+              {"decided_by", std::string(policy::decided_by_name(d.decided_by))}};
   const bool allowed = d.verdict == policy::Verdict::kAllow;
   std::uint64_t pending = 0;
   auto decision_id =
@@ -215,7 +215,7 @@ Result<std::string> CallGate::audit_decision(const policy::Decision& d, const Ga
   audit::Decision rec{decision_id,        call.tool,
                       call.id,            std::move(input),
                       d.verdict,          rule_json(d.deciding),
-                      {},                 audit::decided_by(d),
+                      {},                 d.decided_by,
                       !session_.headless, session_.policy->policy_hash(),
                       std::nullopt};
   for (const auto& m : d.matched) rec.matched.push_back(m.id);

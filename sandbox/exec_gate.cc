@@ -57,7 +57,7 @@ policy::Decision moat_refusal(std::string reason) {
   policy::Decision d;
   d.verdict = policy::Verdict::kDeny;
   d.deciding = kMoat;
-  d.decided_by = "moat";
+  d.decided_by = policy::DecidedBy::kMoat;
   d.reason = std::move(reason);
   return d;
 }
@@ -69,7 +69,7 @@ policy::Decision judged_with_call() {
   policy::Decision d;
   d.verdict = policy::Verdict::kAllow;
   d.deciding = kCall;
-  d.decided_by = "call";
+  d.decided_by = policy::DecidedBy::kCall;
   return d;
 }
 
@@ -77,7 +77,7 @@ policy::Decision judged_with_call() {
 // the call was admitted: the program runs, named as decided with the call.
 policy::Decision approved_with_call(policy::Decision d) {
   d.verdict = policy::Verdict::kAllow;
-  d.decided_by = "call";
+  d.decided_by = policy::DecidedBy::kCall;
   const std::string rule = d.flagged.empty() ? d.deciding.id : d.flagged;
   d.reason = "approved with the call (its command line met rule " + rule + ")";
   d.headless_downgraded = false;
@@ -92,7 +92,7 @@ std::string refused_text(const policy::Decision& d, const std::string& name, boo
                          const std::string& user_policy_dir) {
   const std::string running = "running " + moat::quoted(name) + " was refused";
   if (!written) return running + ": the audit log could not be written";
-  if (d.decided_by == "moat")
+  if (d.decided_by == policy::DecidedBy::kMoat)
     return running + " by moat's exec watch, whatever the policy says (no rule or option allows "
                      "it): " + d.reason + ".";
   return refusal_text(d, "running " + moat::quoted(name) + " was", user_policy_dir);
@@ -158,7 +158,7 @@ policy::Decision ExecGate::decided(const ExecRequest& r) const {
 bool ExecGate::record_exec(const ExecRequest& r, const policy::Decision& d, const json& answer) {
   // Observed with no rule gating it, or the call's own program: no rule to name. A flagged
   // program names the ask rule it met.
-  const policy::DecidedBy by = audit::decided_by(d);
+  const policy::DecidedBy by = d.decided_by;
   const bool names_no_rule =
       (by == policy::DecidedBy::kObserved && d.flagged.empty()) || d.deciding.id == "call";
   audit::Exec rec;

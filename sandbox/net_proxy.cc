@@ -221,7 +221,7 @@ void note_decision(const policy::Decision& d, Outcome& out) {
 // reason, and who said no when it was an ask.
 std::string refusal(const ProxyRequest& req, const policy::Decision& d) {
   std::string s = "connection to " + req.host + ":" + std::to_string(req.port);
-  if (d.decided_by == "user")
+  if (d.decided_by == policy::DecidedBy::kUser)
     return s + " declined by the person (rule " + d.deciding.id + " asked for approval)" +
            (d.reason.empty() || d.reason == "the person declined" ? "" : ": " + d.reason);
   s += " refused by rule " + d.deciding.id + (d.reason.empty() ? "" : " (" + d.reason + ")");
@@ -258,7 +258,7 @@ std::string address_refusal(const std::string& address, HostAddresses& host, std
 bool is_address_named(const policy::Decision& named, const policy::Decision& d) {
   if (named.verdict == policy::Verdict::kAllow) return true;
   return named.verdict == policy::Verdict::kAsk && d.verdict == policy::Verdict::kAllow &&
-         d.decided_by == "user" && named.deciding.id == d.deciding.id;
+         d.decided_by == policy::DecidedBy::kUser && named.deciding.id == d.deciding.id;
 }
 
 // The policy's verdict `d` on the name, then on every address it resolves to (see

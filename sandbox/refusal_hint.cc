@@ -32,7 +32,7 @@ std::string builtin_hint(const policy::Decision& d, const std::string& user_poli
 
 std::string how_to_allow(const policy::Decision& d, const std::string& user_policy_dir,
                          const std::string& kind) {
-  if (d.decided_by == "user" || d.decided_by == "moat") return "";
+  if (d.decided_by == policy::DecidedBy::kUser || d.decided_by == policy::DecidedBy::kMoat) return "";
   const policy::RuleRef& r = d.deciding;
   if (r.layer == "system")
     return "only the owner of the organisation's system layer (" + where(r) +
@@ -49,7 +49,7 @@ std::string how_to_allow(const policy::Decision& d, const std::string& user_poli
 
 std::string refusal_text(const policy::Decision& d, std::string_view what,
                          const std::string& user_policy_dir, const std::string& kind) {
-  if (d.decided_by == "user")
+  if (d.decided_by == policy::DecidedBy::kUser)
     return std::string(what) + " declined by the person (rule " + d.deciding.id +
            " asked for approval). Do not retry it; find another way or ask the person.";
   std::string s = std::string(what) + " refused by policy (" + policy::verdict_name(d.verdict) +

@@ -54,7 +54,7 @@ TEST_F(DecideExec, ADeniedProgramIsDeniedByItsPathWhateverArgv0Says) {
   Decision d = decide({"innocent", "-s", "x.example"}, w_.bin + "/curl");
   EXPECT_EQ(d.verdict, Verdict::kDeny);
   EXPECT_EQ(d.deciding.id, "t.no-curl");
-  EXPECT_EQ(d.decided_by, "policy");
+  EXPECT_EQ(d.decided_by, DecidedBy::kPolicy);
 }
 
 TEST_F(DecideExec, ASymlinkByAnotherNameIsJudgedByTheFileItNames) {
@@ -68,7 +68,7 @@ TEST_F(DecideExec, NoMatchingRuleIsObservedNotTheCommandDefault) {
   // defaults.command is deny: it is for the model's line, not for what programs start.
   Decision d = decide({"sed", "-i", "s/a/b/", "f"}, w_.bin + "/sed");
   EXPECT_EQ(d.verdict, Verdict::kAllow);
-  EXPECT_EQ(d.decided_by, "observed");
+  EXPECT_EQ(d.decided_by, DecidedBy::kObserved);
 }
 
 TEST_F(DecideExec, ARuleOnFlagsSeesTheArgvAsExecuted) {
@@ -77,7 +77,8 @@ TEST_F(DecideExec, ARuleOnFlagsSeesTheArgvAsExecuted) {
   EXPECT_EQ(d.verdict, Verdict::kAllow);
   EXPECT_EQ(d.flagged, "t.inline");
   EXPECT_EQ(d.deciding.id, "t.inline");
-  EXPECT_EQ(decide({"python3", "-m", "pytest"}, w_.bin + "/python3").decided_by, "observed");
+  EXPECT_EQ(decide({"python3", "-m", "pytest"}, w_.bin + "/python3").decided_by,
+            DecidedBy::kObserved);
 }
 
 TEST_F(DecideExec, AnAllowRuleNamesItself) {

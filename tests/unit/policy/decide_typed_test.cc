@@ -37,7 +37,7 @@ TEST(DecideTyped, WhatThePersonTypedRunsUnderTheBuiltinDefault) {
     SCOPED_TRACE(line);
     Decision d = p->decide_typed(line, w.workspace);
     EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason;
-    EXPECT_EQ(d.decided_by, "user");
+    EXPECT_EQ(d.decided_by, DecidedBy::kUser);
     EXPECT_EQ(d.deciding.id, "person");
     EXPECT_EQ(d.deciding.layer, "user");
     EXPECT_EQ(d.reason, "typed by the person");
@@ -66,7 +66,7 @@ TEST(DecideTyped, ASystemDenyOrAskStillBindsWhatThePersonTyped) {
   EXPECT_EQ(d.verdict, Verdict::kDeny);
   EXPECT_EQ(d.deciding.id, "org.no-curl");
   EXPECT_EQ(d.deciding.layer, "system");
-  EXPECT_EQ(d.decided_by, "policy");
+  EXPECT_EQ(d.decided_by, DecidedBy::kPolicy);
   EXPECT_THAT(d.reason, HasSubstr("Use the mirror."));
   Decision ssh = p->decide_typed("ssh h", w.workspace);
   EXPECT_EQ(ssh.verdict, Verdict::kDeny);  // ask, headless
@@ -110,7 +110,7 @@ TEST(DecideTyped, APermissivePolicyForwardsIt) {
   w.options.extra_files = {w.root + "/cli.toml"};
   auto p = make_permissive(w.load());
   EXPECT_EQ(p->decide_typed("curl x", w.workspace).deciding.id, "cli.no-curl");
-  EXPECT_EQ(p->decide_typed("python3 -c x", w.workspace).decided_by, "user");
+  EXPECT_EQ(p->decide_typed("python3 -c x", w.workspace).decided_by, DecidedBy::kUser);
 }
 
 }  // namespace

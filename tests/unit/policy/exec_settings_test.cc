@@ -55,7 +55,7 @@ TEST_F(ExecSettingsTest, AProgramBuiltInTheWorkspaceRunsObservedWhenACallStartsI
   ASSERT_TRUE(p);
   Decision d = exec(*p, {"./hello"}, w_.workspace + "/hello");
   EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason;
-  EXPECT_EQ(d.decided_by, "observed");
+  EXPECT_EQ(d.decided_by, DecidedBy::kObserved);
   EXPECT_EQ(d.deciding.id, "exec.workspace_programs");
   EXPECT_TRUE(d.flagged.empty());
 }
@@ -127,7 +127,7 @@ TEST_F(ExecSettingsTest, AnOrganisationThatDeniesWorkspaceProgramsRefusesThemEve
   Decision d = exec(*p, {"./hello"}, w_.workspace + "/hello");
   EXPECT_EQ(d.verdict, Verdict::kDeny);
   EXPECT_EQ(d.deciding.id, "exec.workspace_programs");
-  EXPECT_EQ(d.decided_by, "policy");
+  EXPECT_EQ(d.decided_by, DecidedBy::kPolicy);
   // What the person typed is bound by the organisation too.
   EXPECT_EQ(p->decide_typed("./hello", w_.workspace).verdict, Verdict::kDeny);
 }
@@ -138,7 +138,7 @@ TEST_F(ExecSettingsTest, AHeadlessAskAtExecTimeRunsAndIsFlaggedByDefault) {
   ASSERT_TRUE(p);
   Decision d = exec(*p, {"python3", "-c", "import sys"}, w_.bin + "/python3");
   EXPECT_EQ(d.verdict, Verdict::kAllow) << d.reason;
-  EXPECT_EQ(d.decided_by, "observed");
+  EXPECT_EQ(d.decided_by, DecidedBy::kObserved);
   EXPECT_EQ(d.flagged, "default.inline-code");
   EXPECT_EQ(d.deciding.id, "default.inline-code");
   EXPECT_FALSE(d.headless_downgraded);

@@ -34,6 +34,17 @@ TEST(Explain, JsonHasUnitsMatchedRulesAndTheDecidingRule) {
   EXPECT_EQ(j["units"][2]["matched"][0]["decision"], "ask");
 }
 
+// Who decided is a DecidedBy in the decision; explain's JSON writes its name, as it always did.
+TEST(Explain, JsonNamesWhoDecidedAsBefore) {
+  PolicyWorld w;
+  auto p = w.load();
+  const std::string line = "git push -f origin main";
+  auto j = explain_json(p->decide_command(line, w.workspace), *p, line);
+  EXPECT_EQ(j["decided_by"], "policy");
+  auto outside = explain_json(p->decide_path("/etc/profile.d/x.sh", Access::kWrite), *p, "");
+  EXPECT_EQ(outside["decided_by"], "default");
+}
+
 TEST(Explain, TextShowsEachUnitAndTheResult) {
   PolicyWorld w;
   auto p = w.load();

@@ -42,7 +42,7 @@ TEST(Policy, DecisionsNameTheDecidingRuleWithLayerAndLine) {
   EXPECT_EQ(d.deciding.layer, "builtin");
   EXPECT_EQ(d.deciding.file, "builtin:default.toml");
   EXPECT_GT(d.deciding.line, 0);
-  EXPECT_EQ(d.decided_by, "policy");
+  EXPECT_EQ(d.decided_by, DecidedBy::kPolicy);
   bool git_seen = false;
   for (const auto& m : d.matched) git_seen = git_seen || m.id == "default.git";
   EXPECT_TRUE(git_seen);
@@ -77,7 +77,7 @@ TEST(Policy, PathsOfTheDefaultPolicy) {
   auto outside = p->decide_path("/etc/profile.d/x.sh", Access::kWrite);
   EXPECT_EQ(outside.verdict, Verdict::kAsk);
   EXPECT_EQ(outside.deciding.id, "defaults.write");
-  EXPECT_EQ(outside.decided_by, "default");
+  EXPECT_EQ(outside.decided_by, DecidedBy::kDefault);
 }
 
 TEST(Policy, ResourcesTakeTheMinimumAcrossLayers) {

@@ -20,7 +20,7 @@ policy::Decision an_ask() {
   policy::Decision d;
   d.verdict = policy::Verdict::kAsk;
   d.deciding = {"user.make", "user", "/u/10.toml", 3};
-  d.decided_by = "policy";
+  d.decided_by = policy::DecidedBy::kPolicy;
   d.reason = "builds run code";
   return d;
 }
@@ -82,7 +82,7 @@ TEST_F(AskBrokerTest, AnAllowForTheSessionIsThePersonsAndIsNotAskedAgain) {
             "code");
   EXPECT_EQ(asked["rule"], rule_json(an_ask().deciding));
   EXPECT_EQ(d.verdict, policy::Verdict::kAllow);
-  EXPECT_EQ(d.decided_by, "user");
+  EXPECT_EQ(d.decided_by, policy::DecidedBy::kUser);
   EXPECT_EQ(answer["answer"], "allow");
   EXPECT_EQ(answer["scope"], "session");
   EXPECT_EQ(answer["channel"], "console");
@@ -105,7 +105,7 @@ TEST_F(AskBrokerTest, ADenyOnceIsThePersonsAndIsAskedAgainNextTime) {
   json answer;
   policy::Decision d = broker_.ask(an_ask(), "call-1", "writing '/w/x'", cancel_, answer);
   EXPECT_EQ(d.verdict, policy::Verdict::kDeny);
-  EXPECT_EQ(d.decided_by, "user");
+  EXPECT_EQ(d.decided_by, policy::DecidedBy::kUser);
   EXPECT_EQ(d.reason, "the person declined");
   EXPECT_EQ(answer["answer"], "deny");
   EXPECT_EQ(answer["scope"], "once");
@@ -125,7 +125,7 @@ TEST_F(AskBrokerTest, AConsoleThatHangsUpIsADenyNobodyGave) {
   policy::Decision d = broker_.ask(an_ask(), "call-1", "the command 'make'", cancel_, answer);
   person.join();
   EXPECT_EQ(d.verdict, policy::Verdict::kDeny);
-  EXPECT_EQ(d.decided_by, "policy") << "nobody decided it";
+  EXPECT_EQ(d.decided_by, policy::DecidedBy::kPolicy) << "nobody decided it";
   EXPECT_EQ(d.reason, "nobody answered (the call was cancelled or the console hung up)");
   EXPECT_TRUE(answer.is_null());
 }

@@ -15,7 +15,7 @@ policy::Decision refused(policy::Verdict v, const std::string& layer, const std:
   policy::Decision d;
   d.verdict = v;
   d.deciding = {"r.id", layer, file, line};
-  d.decided_by = "policy";
+  d.decided_by = policy::DecidedBy::kPolicy;
   return d;
 }
 
@@ -60,9 +60,9 @@ TEST(RefusalHint, UserAndProjectRulesNameTheirFileAndLine) {
 
 TEST(RefusalHint, APersonsDeclineOrTheWatchsOwnRefusalHasNone) {
   policy::Decision d = refused(policy::Verdict::kDeny, "system", "/x.toml");
-  d.decided_by = "user";
+  d.decided_by = policy::DecidedBy::kUser;
   EXPECT_EQ(how_to_allow(d, "/u"), "");
-  d.decided_by = "moat";
+  d.decided_by = policy::DecidedBy::kMoat;
   EXPECT_EQ(how_to_allow(d, "/u"), "");
 }
 
