@@ -57,7 +57,7 @@ std::string fence(std::string text) {
 }
 
 bool is_cut_allowed(const Message& m) {
-  const std::string role = str_field(m, "role");
+  const std::string_view role = sessions::message_role(m);
   return role == "user" || role == "assistant";
 }
 
@@ -88,7 +88,6 @@ bool should_compact(int64_t used, int64_t window, int64_t reserve) {
 int64_t estimate_tokens(const Message& m) {
   int64_t chars = 0;
   int64_t images = 0;
-  const std::string role = str_field(m, "role");
   if (m.contains("content") && m["content"].is_string())
     chars += static_cast<int64_t>(m["content"].get_ref<const std::string&>().size());
   if (m.contains("content") && m["content"].is_array()) {
@@ -134,15 +133,15 @@ CutPoint find_cut_point(const std::vector<Message>& messages, int64_t keep_recen
   if (i == 0) return cut;
   cut.first_kept = i;
   cut.turn_start = i;
-  if (str_field(messages[i], "role") == "user") return cut;
+  if (sessions::message_role(messages[i]) == "user") return cut;
   // An assistant message opens the tail: the turn began at the last user message before it.
-  while (cut.turn_start > 0 && str_field(messages[cut.turn_start], "role") != "user")
+  while (cut.turn_start > 0 && sessions::message_role(messages[cut.turn_start]) != "user")
     --cut.turn_start;
   // No user message before the cut: the turn began before an earlier compaction, whose
   // summary already holds its start. Everything before the cut is then history that updates
   // that summary; a turn-prefix summary appended each time would grow without bound over a
   // long single-task run.
-  if (str_field(messages[cut.turn_start], "role") != "user") cut.turn_start = cut.first_kept;
+  if (sessions::message_role(messages[cut.turn_start]) != "user") cut.turn_start = cut.first_kept;
   return cut;
 }
 
@@ -155,7 +154,7 @@ FileLists collect_files(const std::vector<Message>& messages, const FileLists& p
   std::set<std::string> read(previous.read.begin(), previous.read.end());
   std::set<std::string> modified(previous.modified.begin(), previous.modified.end());
   for (const auto& m : messages) {
-    const std::string role = str_field(m, "role");
+    const std::string_view role = sessions::message_role(m);
     if (role == "toolResult") add_mutations(m, &modified);
     if (role != "assistant" || !m.contains("content") || !m["content"].is_array()) continue;
     for (const auto& b : m["content"]) {
@@ -175,7 +174,7 @@ FileLists collect_files(const std::vector<Message>& messages, const FileLists& p
 std::string serialize_conversation(const std::vector<Message>& messages) {
   std::string out;
   for (const auto& m : messages) {
-    const std::string role = str_field(m, "role");
+    const std::string_view role = sessions::message_role(m);
     if (role == "user") {
       out += "[User]: " + content_text(m, "text", "text") + "\n\n";
     } else if (role == "assistant") {
