@@ -20,6 +20,7 @@
 #include "policy/digest.h"
 #include "policy/file_limits.h"
 #include "policy/globs.h"
+#include "policy/mcp_import.h"
 #include "policy/paths.h"
 #include "policy/toml_load.h"
 
@@ -62,11 +63,12 @@ std::string absolute_file(const std::string& path) {
 }
 
 Result<PolicyFile> parse_file(const std::string& path, bool strict,
-                              std::vector<std::string>* notices) {
+                              std::vector<std::string>* notices, bool repository = false) {
   MOAT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   ParseOptions po;
   po.file = absolute_file(path);
   po.unknown_keys_are_errors = strict;
+  po.repository = repository;
   MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(text, po, notices));
   p.sha256 = sha256_hex(text);
   if (p.layer.name.empty()) p.layer.name = std::string(base_name(path));
@@ -102,6 +104,52 @@ bool trust_dir_in_workspace(const std::string& workspace, const std::string& tru
   return is_under(canonical_path(trust_dir, "/"), workspace_root(workspace));
 }
 
+// The hash a pin holds: the policy file's own SHA-256 when it is the only project file (a pin
+// written before the imports existed stays valid), else one over each present file's
+// workspace-relative name and SHA-256, so a change to any of them unpins the workspace.
+std::string project_content_hash(const std::vector<std::pair<std::string, std::string>>& files) {
+  if (files.size() == 1 && files[0].first == ".moat/policy.toml") return files[0].second;
+  std::string all;
+  for (const auto& [name, sha] : files) all += name + '\0' + sha + '\n';
+  return sha256_hex(all);
+}
+
+// The project layer as it is loaded: .moat/policy.toml (if present) with the servers of the
+// imported .mcp.json files appended. The hash of what was read must be the pinned one: a swap
+// between the trust check and these reads would otherwise load unaccepted text.
+Result<PolicyFile> read_project_files(const ProjectTrust& t, bool strict,
+                                      std::vector<std::string>* notices) {
+  PolicyFile p;
+  std::vector<std::pair<std::string, std::string>> hashes;
+  if (!t.policy_sha256.empty()) {
+    MOAT_ASSIGN_OR_RETURN(p, parse_file(t.file, strict, notices, /*repository=*/true));
+    hashes.emplace_back(".moat/policy.toml", p.sha256);
+  }
+  for (const auto& file : t.imports) {
+    MOAT_ASSIGN_OR_RETURN(std::string text, read_file(file));
+    MOAT_ASSIGN_OR_RETURN(std::vector<McpServerDecl> servers, import_mcp_json(text, file, notices));
+    hashes.emplace_back(file.substr(t.root.size() + 1), sha256_hex(text));
+    if (p.file.empty()) {
+      p.file = file;
+      p.layer.name = std::string(base_name(file));
+    }
+    p.mcp.server.insert(p.mcp.server.end(), servers.begin(), servers.end());
+  }
+  p.sha256 = project_content_hash(hashes);
+  if (p.sha256 != t.sha256) return fail(t.file + ":1:1: changed while it was being loaded");
+  if (p.mcp.server.size() > kMaxMcpServers)
+    return fail(t.file + ":1:1: the project declares more than " + std::to_string(kMaxMcpServers) +
+                " MCP servers");
+  return p;
+}
+
+// The project's files for a notice: "<ws>/.moat/policy.toml", "<ws>/.mcp.json" or both.
+std::string project_files(const ProjectTrust& t) {
+  std::string out = t.policy_sha256.empty() ? "" : t.file;
+  for (const auto& f : t.imports) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
 Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedLayer>& out,
                           std::vector<std::string>* notices, ProjectTrust* report) {
   if (o.workspace.empty()) return {};
@@ -120,15 +168,12 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
                                                 : "the workspace is not trusted";
   if (!t.skipped.empty()) {
     if (notices != nullptr)
-      notices->push_back(t.file + ": project policy not loaded: " + t.skipped + " (sha256 " +
+      notices->push_back(project_files(t) + ": project policy not loaded: " + t.skipped + " (sha256 " +
                          t.sha256 + ")");
     if (report != nullptr) *report = t;
     return {};
   }
-  MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_file(t.file, strict, notices));
-  // The hash that was accepted is the hash that is loaded: a swap between the two reads
-  // would otherwise load unaccepted text.
-  if (p.sha256 != t.sha256) return fail(t.file + ":1:1: changed while it was being loaded");
+  MOAT_ASSIGN_OR_RETURN(PolicyFile p, read_project_files(t, strict, notices));
   out.push_back({"project", std::move(p)});
   t.loaded = true;
   if (report != nullptr) *report = t;
@@ -164,11 +209,24 @@ Result<void> check_root_owned(const std::string& path) {
 
 Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir) {
   ProjectTrust t;
-  t.file = lexical_absolute(".moat/policy.toml", workspace_root(workspace));
+  t.root = workspace_root(workspace);
+  t.file = lexical_absolute(".moat/policy.toml", t.root);
+  std::vector<std::pair<std::string, std::string>> hashes;
   struct stat st;
-  if (::stat(t.file.c_str(), &st) != 0) return t;
-  MOAT_ASSIGN_OR_RETURN(std::string text, read_file(t.file));
-  t.sha256 = sha256_hex(text);
+  if (::stat(t.file.c_str(), &st) == 0) {
+    MOAT_ASSIGN_OR_RETURN(std::string text, read_file(t.file));
+    t.policy_sha256 = sha256_hex(text);
+    hashes.emplace_back(".moat/policy.toml", t.policy_sha256);
+  }
+  for (const char* name : kMcpImportFiles) {
+    const std::string file = lexical_absolute(name, t.root);
+    if (::lstat(file.c_str(), &st) != 0) continue;
+    MOAT_ASSIGN_OR_RETURN(std::string text, read_file(file));
+    t.imports.push_back(file);
+    hashes.emplace_back(name, sha256_hex(text));
+  }
+  if (hashes.empty()) return t;
+  t.sha256 = project_content_hash(hashes);
   std::ifstream pin(pin_path(workspace, trust_dir));
   std::string line;
   if (pin && std::getline(pin, line)) t.pinned = line.substr(0, line.find(' '));

@@ -25,10 +25,17 @@ struct LoadedLayer {
 enum class TrustState { kNoProjectPolicy, kTrusted, kUntrusted, kChanged };
 const char* trust_state_name(TrustState s);  // "none" | "trusted" | "untrusted" | "changed"
 
+// The project layer: the repository's .moat/policy.toml and the MCP server declarations
+// imported from its .mcp.json and .vscode/mcp.json (policy/mcp_import.h), trusted together.
 struct ProjectTrust {
-  TrustState state = TrustState::kNoProjectPolicy;
+  TrustState state = TrustState::kNoProjectPolicy;  // kNoProjectPolicy: none of those files
+  std::string root;     // the workspace root
   std::string file;     // <workspace>/.moat/policy.toml
-  std::string sha256;   // of its current bytes
+  std::string policy_sha256;         // of its current bytes; empty when it does not exist
+  std::vector<std::string> imports;  // the import files present (absolute)
+  // What a pin holds: policy_sha256 when the policy file is the only project file, else a
+  // hash over every present file's name and SHA-256 (any change unpins).
+  std::string sha256;
   std::string pinned;   // the accepted hash, if any
   bool loaded = false;  // the load used it (trusted, and read with the pinned hash)
   std::string skipped;  // why it was not loaded (empty when loaded or absent)

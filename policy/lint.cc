@@ -5,6 +5,7 @@
 
 #include "policy/ceilings.h"
 #include "policy/layer.h"
+#include "policy/toml_load.h"
 
 namespace moat::policy {
 namespace {
@@ -151,7 +152,8 @@ std::vector<RuleTestResult> run_rule_tests(const Policy& policy, const std::stri
                                                               : access == "write" ? Access::kWrite
                                                                                   : Access::kExec);
         } else {
-          d = policy.decide_tool(r.input);
+          auto call = parse_tool_test(r.input);  // the loader checked it
+          d = call ? policy.decide_tool(call->tool, call->args, {}) : policy.decide_tool(r.input);
         }
         bool hit = in_matched(d, rule);
         if (hit == r.expect_match) {

@@ -300,7 +300,66 @@ bool path_rule_matches_under(const CompiledPathRule& r, const std::string& dir) 
                       [&](const PathGlob& g) { return path_glob_covers_all_under(g, dir); });
 }
 
-bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool) {
+namespace {
+
+// RFC 6901 without exceptions: nullptr when a step is missing.
+const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& key) {
+  if (key.empty() || key[0] != '/') return doc.is_object() && doc.contains(key) ? &doc[key] : nullptr;
+  const nlohmann::json* at = &doc;
+  std::size_t i = 1;
+  while (at != nullptr && i <= key.size()) {
+    std::size_t end = std::min(key.find('/', i), key.size());
+    std::string token;
+    for (std::size_t k = i; k < end; ++k)
+      token += key[k] == '~' && k + 1 < end ? (key[++k] == '1' ? '/' : '~') : key[k];
+    if (at->is_object()) {
+      at = at->contains(token) ? &(*at)[token] : nullptr;
+    } else if (at->is_array() && !token.empty() && token.size() < 10 &&
+               std::all_of(token.begin(), token.end(), ::isdigit)) {
+      const std::size_t n = std::stoul(token);
+      at = n < at->size() ? &(*at)[n] : nullptr;
+    } else {
+      at = nullptr;
+    }
+    i = end + 1;
+  }
+  return at;
+}
+
+bool is_path_glob(const std::string& g) { return !g.empty() && g[0] == '/'; }
+
+bool has_dotdot(std::string_view path) {
+  for (auto part : glob::split_path(path))
+    if (part == "..") return true;
+  return false;
+}
+
+// One scalar's text against one glob.
+bool scalar_matches(const std::string& g, const std::string& text, bool allow) {
+  if (g == "*" || g == "**") return true;
+  if (!is_path_glob(g)) return glob::word_matches(g, text);
+  if (allow) return !has_dotdot(text) && glob::path_matches(g, text);
+  return glob::path_matches(g, text) ||
+         (!text.empty() && text[0] == '/' && glob::path_matches(g, lexical_absolute(text, "/")));
+}
+
+bool value_matches(const Strings& globs, const nlohmann::json& v, bool allow, int depth) {
+  if (std::find(globs.begin(), globs.end(), "**") != globs.end()) return true;
+  if (v.is_structured()) {
+    if (allow || depth > 64) return !allow;  // too deep to look into: a deny or ask holds
+    return std::any_of(v.begin(), v.end(), [&](const nlohmann::json& e) {
+      return value_matches(globs, e, allow, depth + 1);
+    });
+  }
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& g) { return scalar_matches(g, text, allow); });
+}
+
+}  // namespace
+
+bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool,
+                       const nlohmann::json& args) {
   const ToolRule& r = *cr.rule;
   auto hit = [&](const Strings& globs, const std::string& s) {
     return std::any_of(globs.begin(), globs.end(),
@@ -313,7 +372,11 @@ bool tool_rule_matches(const CompiledToolRule& cr, const std::string& tool) {
     std::string server = rest.substr(0, rest.find(':'));
     if (hit(r.unless.server, server)) return false;
   }
-  return true;
+  const bool allow = r.decision == Verdict::kAllow;
+  return std::all_of(r.args.begin(), r.args.end(), [&](const ToolArgCondition& c) {
+    const nlohmann::json* v = json_at(args, c.key);
+    return v != nullptr && value_matches(c.globs, *v, allow, 0);
+  });
 }
 
 }  // namespace moat::policy

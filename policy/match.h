@@ -3,6 +3,8 @@
 // value they depend on is known to fit (so an expansion never earns an allow).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -64,6 +66,13 @@ bool path_rule_matches(const CompiledPathRule& rule, const std::vector<std::stri
 // Uncertain: some path at or below `dir` (an expansion hides which).
 bool path_rule_matches_under(const CompiledPathRule& rule, const std::string& dir);
 
-bool tool_rule_matches(const CompiledToolRule& rule, const std::string& tool);
+// The tool name (globs) and, for a rule with args, every argument condition (schema.h
+// ToolArgCondition): present, and a value its globs match. A glob starting with "/" is a
+// path glob (component by component, "**" spans directories); an allow never matches a
+// path with a ".." component, a deny or ask matches its lexical form too. A number, boolean or
+// null is matched as its JSON text; an object or array only by "**" for an allow, and for a
+// deny or ask also when any value inside it matches.
+bool tool_rule_matches(const CompiledToolRule& rule, const std::string& tool,
+                       const nlohmann::json& args);
 
 }  // namespace moat::policy

@@ -24,8 +24,10 @@ class PermissivePolicy final : public Policy {
  public:
   explicit PermissivePolicy(std::unique_ptr<Policy> inner) : inner_(std::move(inner)) {}
 
-  Decision decide_tool(const std::string& tool) const override {
-    return loosened(inner_->decide_tool(tool));
+  using Policy::decide_tool;
+  Decision decide_tool(const std::string& tool, const nlohmann::json& args,
+                       const ToolHints& hints) const override {
+    return loosened(inner_->decide_tool(tool, args, hints));
   }
   Decision decide_command(const std::string& line, const std::string& cwd) const override {
     return loosened(inner_->decide_command(line, cwd));
@@ -61,6 +63,9 @@ class PermissivePolicy final : public Policy {
   bool headless() const override { return inner_->headless(); }
   bool nested_git_allowed() const override { return inner_->nested_git_allowed(); }
   const std::vector<std::string>& notices() const override { return inner_->notices(); }
+  const std::vector<McpServerConfig>& mcp_servers() const override {
+    return inner_->mcp_servers();
+  }
   nlohmann::json project_json() const override { return inner_->project_json(); }
   nlohmann::json rules_json() const override { return inner_->rules_json(); }
   std::string expand_path(const std::string& path) const override {

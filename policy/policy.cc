@@ -279,20 +279,24 @@ class PolicyImpl final : public Policy {
     }
     compile_defaults();
     index_command_rules();
+    MOAT_ASSIGN_OR_RETURN(mcp_servers_, effective_mcp_servers(layers_, &notices_));
     return {};
   }
 
-  Decision decide_tool(const std::string& tool) const override {
+  using Policy::decide_tool;
+  Decision decide_tool(const std::string& tool, const json& args,
+                       const ToolHints& hints) const override {
     std::vector<Vote> votes;
     for (const auto& r : tools_) {
-      if (r.allow_ignored || !tool_rule_matches(r, tool)) continue;
+      if (r.allow_ignored || !tool_rule_matches(r, tool, args)) continue;
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
     loosen(votes, 0);
-    if (votes.empty())
-      votes.push_back(default_vote(defaults_.at("tool"), "no [[tool]] rule matches"));
+    if (votes.empty()) votes.push_back(tool_default(hints));
     return combine(votes, headless_);
   }
+
+  const std::vector<McpServerConfig>& mcp_servers() const override { return mcp_servers_; }
 
   Decision decide_command(const std::string& line, const std::string& cwd) const override {
     auto trace = judge_line(line, cwd);
@@ -539,7 +543,9 @@ class PolicyImpl final : public Policy {
   json project_json() const override {
     if (project_.state == TrustState::kNoProjectPolicy) return nullptr;
     json j = {{"file", project_.file},
-              {"sha256", project_.sha256},
+              {"sha256", project_.policy_sha256},
+              {"pin_sha256", project_.sha256},
+              {"imports", project_.imports},
               {"pinned", project_.pinned.empty() ? json(nullptr) : json(project_.pinned)},
               {"state", trust_state_name(project_.state)},
               {"loaded", project_.loaded}};
@@ -580,9 +586,11 @@ class PolicyImpl final : public Policy {
     for (const auto& r : paths_)
       add("path", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
           {{"paths", r.rule->paths}, {"access", r.rule->access}});
-    for (const auto& r : tools_)
-      add("tool", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests,
-          {{"tool", r.rule->tool}});
+    for (const auto& r : tools_) {
+      json what = {{"tool", r.rule->tool}};
+      for (const auto& c : r.rule->args) what["args"][c.key] = c.globs;
+      add("tool", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, &r.rule->tests, what);
+    }
     for (const auto& r : network_)
       add("network", r.ref, r.rule->decision, r.allow_ignored, r.rule->reason, nullptr,
           {{"domains", r.rule->domains}, {"ports", r.rule->ports}});
@@ -755,6 +763,20 @@ class PolicyImpl final : public Policy {
 
   static Vote default_vote(const DefaultSlot& slot, std::string note) {
     return Vote{slot.verdict, &slot.ref, nullptr, std::move(note), true};
+  }
+
+  // No [[tool]] rule matched: defaults.tool, or what an MCP tool's annotations suggest. A
+  // server is untrusted, so a hint never loosens a "deny" or the organisation's (system) value.
+  Vote tool_default(const ToolHints& hints) const {
+    const DefaultSlot& tool = defaults_.at("tool");
+    const char* kNone = "no [[tool]] rule matches";
+    if (hints.destructive && tool.verdict == Verdict::kAllow)
+      return Vote{Verdict::kAsk, &tool.ref, nullptr,
+                  std::string(kNone) + "; its server marks it destructive (destructiveHint)", true};
+    if (!hints.read_only || tool.verdict == Verdict::kDeny || tool.ref.layer == "system")
+      return default_vote(tool, kNone);
+    return default_vote(defaults_.at("read"),
+                        std::string(kNone) + "; its server marks it read-only (readOnlyHint)");
   }
 
   Vote unparseable_vote(const std::vector<std::string>& problems) const {
@@ -1089,6 +1111,7 @@ class PolicyImpl final : public Policy {
   std::vector<std::size_t> any_program_;
   std::vector<CompiledPathRule> paths_;
   std::vector<CompiledToolRule> tools_;
+  std::vector<McpServerConfig> mcp_servers_;
   struct CompiledNetworkRule {
     const NetworkRule* rule;
     RuleRef ref;

@@ -12,6 +12,7 @@
 
 #include "base/result.h"
 #include "policy/load_options.h"
+#include "policy/mcp_servers.h"
 #include "policy/resources.h"
 #include "policy/verdict.h"
 
@@ -46,7 +47,14 @@ class Policy {
   virtual ~Policy() = default;
   static Result<std::unique_ptr<Policy>> load(const LoadOptions& options);
 
-  virtual Decision decide_tool(const std::string& tool) const = 0;
+  // A tool call without arguments or hints: decide_tool(tool, {}, {}).
+  Decision decide_tool(const std::string& tool) const { return decide_tool(tool, {}, {}); }
+  // A tool call ("bash", "mcp:SERVER:TOOL") with its arguments (a JSON object) for the
+  // [[tool]] rules' args conditions. `hints` (tool_hints of an MCP tool's annotations) only
+  // choose the default when no rule matches: read_only takes defaults.read, destructive at
+  // least "ask"; neither loosens a defaults.tool of "deny".
+  virtual Decision decide_tool(const std::string& tool, const nlohmann::json& args,
+                               const ToolHints& hints) const = 0;
   // A bash command line: parsed, every simple command judged; the strictest wins.
   virtual Decision decide_command(const std::string& line, const std::string& cwd) const = 0;
   // A program started under a running command, judged by the [[command]] rules (argv as
@@ -99,6 +107,8 @@ class Policy {
   // [workspace] nested_git = "allow": a `.git` a call creates below the workspace root stays.
   // Otherwise moatd removes it when the call ends (sandbox/nested_git.h).
   virtual bool nested_git_allowed() const = 0;
+  // The MCP servers a session may run (policy/mcp_servers.h effective_mcp_servers).
+  virtual const std::vector<McpServerConfig>& mcp_servers() const = 0;
   // What the load skipped or ignored (untrusted project policy, lower-layer constraints).
   virtual const std::vector<std::string>& notices() const = 0;
   // The project layer for session.start: null when the workspace has no .moat/policy.toml,

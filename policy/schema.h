@@ -99,6 +99,7 @@ struct LayerInfo {
 struct Constraints {
   Strings managed_allows_only;       // default: []. Categories ("command", "path", "network", "tool") whose allows only the system layer may grant
   Strings allowed_modes;             // default: []. Modes a session may run in; empty means any
+  bool managed_mcp_servers_only = false;  // default: false. Only the system layer's [[mcp.server]] declarations run; every other layer's (and a repository's .mcp.json) are ignored
   bool audit_required = false;       // default: false. If the audit log cannot be written, nothing runs
   std::string unknown_keys = "error";  // default: "error". "error" or "warn": how lower layers' unknown keys are treated
 };
@@ -168,15 +169,39 @@ struct ToolUnless {
   Strings server;  // default: []. The rule does not apply to tools of these MCP servers ("mcp:<server>:<tool>")
 };
 
+// One condition of [[tool]].args: an argument of the call and the globs its value must match.
+struct ToolArgCondition {
+  std::string key;   // (not a TOML key) a top-level argument name ("path") or a JSON pointer ("/options/mode")
+  Strings globs;     // (not a TOML key) "*" any scalar, "**" any value; else word globs on a string (a number or boolean as its JSON text)
+};
+
 // [[tool]]
 struct ToolRule {
   std::string id;                   // required. Unique id named in every decision
   Verdict decision = Verdict::kAsk;  // required. "allow", "ask" or "deny"
   Strings tool;                     // required. Tool name globs: "bash", "mcp:*"
+  std::vector<ToolArgCondition> args;  // default: {}. Argument conditions, all of which must hold: { path = ["/workspace/**"], "/opts/mode" = "r*" }
   ToolUnless unless;                // default: {}. Exceptions inside the rule
   std::string reason;               // default: "". Told to the model and the person
-  RuleTests tests;                  // default: {}. Tool names for `moat policy test`
+  RuleTests tests;                  // default: {}. Tool names for `moat policy test`, each optionally followed by a space and its arguments as a JSON object
   SourcePos pos;                    // (not a TOML key) where the rule starts
+};
+
+// [[mcp.server]]
+struct McpServerDecl {
+  std::string name;                 // required. [A-Za-z0-9_-]{1,32} without "__"; the model sees its tools as mcp__NAME__TOOL, rules name them mcp:NAME:TOOL
+  Strings command;                  // default: []. argv of a stdio server (absolute path or a name on the sandbox's PATH); exactly one of command and url
+  std::string url;                  // default: "". Streamable HTTP server (http:// or https://); exactly one of command and url
+  Strings env;                      // default: []. Names of the person's variables passed to the server; system and user layers only
+  Strings read;                     // default: []. Absolute host directories bound read-only into the session for this server
+  std::string start = "on-use";     // default: "on-use". "session" (at session start) or "on-use" (at its first call)
+  Resources resources;              // default: {}. The keys of [resources], narrowing the session's for this server
+  SourcePos pos;                    // (not a TOML key) where the declaration starts
+};
+
+// [mcp]
+struct McpTable {
+  std::vector<McpServerDecl> server;  // default: []. MCP servers ([[mcp.server]])
 };
 
 // [top]
@@ -192,6 +217,7 @@ struct PolicyFile {
   std::vector<PathRule> path;       // default: []. Path rules
   std::vector<NetworkRule> network;  // default: []. Network rules
   std::vector<ToolRule> tool;       // default: []. Tool rules
+  McpTable mcp;                     // default: {}. MCP servers (see [[mcp.server]])
   SourcePos defaults_pos;           // (not a TOML key) where defaults is written
   SourcePos exec_pos;               // (not a TOML key) where [exec] is written
   SourcePos workspace_pos;          // (not a TOML key) where [workspace] is written

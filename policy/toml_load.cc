@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "policy/mcp_import.h"
 #include "policy/network.h"
 #include "policy/toml_reader.h"
 
@@ -19,7 +20,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
   static const std::map<std::string, std::vector<std::string>, std::less<>> keys = {
       {"top",
        {"schema", "defaults", "resources", "layer", "exec", "workspace", "constraints", "command",
-        "path", "network", "tool"}},
+        "path", "network", "tool", "mcp"}},
       {"defaults", {"tool", "command", "read", "write", "exec", "network", "unparseable_shell"}},
       {"resources",
        {"wall_time", "cpu_time", "memory", "pids", "output", "file_size", "open_files",
@@ -27,7 +28,9 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
       {"layer", {"name", "revision"}},
       {"exec", {"workspace_programs", "headless_ask"}},
       {"workspace", {"nested_git"}},
-      {"constraints", {"managed_allows_only", "allowed_modes", "audit_required", "unknown_keys"}},
+      {"constraints",
+       {"managed_allows_only", "allowed_modes", "managed_mcp_servers_only", "audit_required",
+        "unknown_keys"}},
       {"tests", {"match", "not_match"}},
       {"command",
        {"id", "decision", "program", "program_paths", "sha256", "args", "any_flag", "all_flags",
@@ -36,8 +39,10 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& key_table() 
       {"path", {"id", "decision", "access", "paths", "unless", "reason", "tests"}},
       {"path.unless", {"paths"}},
       {"network", {"id", "decision", "domains", "ports", "reason"}},
-      {"tool", {"id", "decision", "tool", "unless", "reason", "tests"}},
+      {"tool", {"id", "decision", "tool", "args", "unless", "reason", "tests"}},
       {"tool.unless", {"tool", "server"}},
+      {"mcp", {"server"}},
+      {"mcp.server", {"name", "command", "url", "env", "read", "start", "resources"}},
   };
   return keys;
 }
@@ -117,8 +122,10 @@ Result<void> read_workspace(Reader& r, const toml::table& t, WorkspaceSettings& 
   return {};
 }
 
-Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
-  MOAT_TRY(r.check_keys(t, "resources", "resources"));
+// `key` is the table's own key: "resources", or "mcp.server[0].resources".
+Result<void> read_resources(Reader& r, const toml::table& t, Resources& res,
+                            const std::string& key_prefix = "resources") {
+  MOAT_TRY(r.check_keys(t, "resources", key_prefix));
   struct Slot {
     const char* key;
     std::optional<std::int64_t>* out;
@@ -138,7 +145,7 @@ Result<void> read_resources(Reader& r, const toml::table& t, Resources& res) {
   for (const auto& slot : slots) {
     const auto* n = t.get(slot.key);
     if (n == nullptr) continue;
-    const std::string key = std::string("resources.") + slot.key;
+    const std::string key = key_prefix + "." + slot.key;
     if (slot.kind == 2) {
       MOAT_ASSIGN_OR_RETURN(*slot.out, r.integer(*n, key, 1, 1 << 20));
     } else {
@@ -156,6 +163,10 @@ Result<void> read_constraints(Reader& r, const toml::table& t, Constraints& c) {
   }
   if (const auto* n = t.get("allowed_modes")) {
     MOAT_ASSIGN_OR_RETURN(c.allowed_modes, r.strings(*n, "constraints.allowed_modes"));
+  }
+  if (const auto* n = t.get("managed_mcp_servers_only")) {
+    MOAT_ASSIGN_OR_RETURN(c.managed_mcp_servers_only,
+                          r.boolean(*n, "constraints.managed_mcp_servers_only"));
   }
   if (const auto* n = t.get("audit_required")) {
     MOAT_ASSIGN_OR_RETURN(c.audit_required, r.boolean(*n, "constraints.audit_required"));
@@ -319,10 +330,50 @@ Result<NetworkRule> read_network(Reader& r, const toml::table& t, const std::str
   return rule;
 }
 
+// RFC 6901: "/" then reference tokens, in which "~" is only "~0" or "~1".
+bool is_json_pointer(std::string_view s) {
+  if (s.empty() || s[0] != '/') return false;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '~' && (i + 1 == s.size() || (s[i + 1] != '0' && s[i + 1] != '1'))) return false;
+  return true;
+}
+
+// [[tool]].args: { NAME = globs, "/json/pointer" = globs }. A pointer's "~" must be "~0" or
+// "~1" (RFC 6901); a name holds no "/" (it would be a pointer).
+Result<std::vector<ToolArgCondition>> read_tool_args(Reader& r, const toml::node& n,
+                                                     const std::string& key) {
+  MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(n, key));
+  std::vector<ToolArgCondition> out;
+  for (const auto& [k, v] : *t) {
+    const std::string name(k.str());
+    const std::string sub = key + "." + name;
+    if (name.empty() || (name[0] != '/' && name.find('/') != std::string::npos))
+      return r.error_at(k.source(), sub,
+                        "expected an argument name without \"/\" or a JSON pointer (\"/a/b\")");
+    if (name[0] == '/' && !is_json_pointer(name))
+      return r.error_at(k.source(), sub, "not a JSON pointer: \"~\" must be written ~0 or ~1");
+    MOAT_ASSIGN_OR_RETURN(Strings globs, r.strings(v, sub));
+    out.push_back(ToolArgCondition{name, std::move(globs)});
+  }
+  return out;
+}
+
 Result<ToolRule> read_tool(Reader& r, const toml::table& t, const std::string& key) {
   ToolRule rule;
   MOAT_TRY(read_rule_head(r, t, "tool", key, rule));
   MOAT_ASSIGN_OR_RETURN(rule.tool, r.required_strings(t, "tool", key));
+  if (const auto* n = t.get("args")) {
+    MOAT_ASSIGN_OR_RETURN(rule.args, read_tool_args(r, *n, key + ".args"));
+  }
+  if (const auto* n = t.get("tests"); n != nullptr && n->is_table()) {
+    for (const char* which : {"match", "not_match"})
+      if (const auto* m = n->as_table()->get(which)) {
+        MOAT_ASSIGN_OR_RETURN(Strings inputs, r.strings(*m, key + ".tests." + which));
+        for (const auto& input : inputs)
+          if (auto parsed = parse_tool_test(input); !parsed)
+            return r.error_at(m->source(), key + ".tests." + which, parsed.error().message());
+      }
+  }
   MOAT_TRY(read_sub_strings(r, t, "unless", "tool.unless", key,
                             {{"tool", &rule.unless.tool}, {"server", &rule.unless.server}}));
   MOAT_TRY(read_tests(r, t, key, rule.tests));
@@ -342,6 +393,87 @@ Result<void> read_rules(Reader& r, const toml::node& n, const std::string& name,
     MOAT_ASSIGN_OR_RETURN(Rule rule, read(r, *t, key));
     out.push_back(std::move(rule));
   }
+  return {};
+}
+
+SourcePos pos_of(const Reader& r, const toml::source_region& src) {
+  return SourcePos{r.options().file, static_cast<int>(src.begin.line),
+                   static_cast<int>(src.begin.column)};
+}
+
+// command or url, exactly one; an argv whose every word is non-empty, bounded.
+Result<void> read_mcp_endpoint(Reader& r, const toml::table& t, const std::string& key,
+                               McpServerDecl& s) {
+  const auto* cmd = t.get("command");
+  const auto* url = t.get("url");
+  if ((cmd == nullptr) == (url == nullptr))
+    return r.error_at(t.source(), key,
+                      cmd ? "give either command (a stdio server) or url (an HTTP server), not both"
+                          : "needs command = [\"program\", \"arg\"...] (stdio) or url = "
+                            "\"https://...\" (HTTP)");
+  if (cmd != nullptr) {
+    MOAT_ASSIGN_OR_RETURN(s.command, r.strings(*cmd, key + ".command"));
+    if (s.command.empty())
+      return r.error_at(cmd->source(), key + ".command", "expected a non-empty argv");
+    if (s.command.size() > kMaxMcpArgv)
+      return r.error_at(cmd->source(), key + ".command",
+                        "more than " + std::to_string(kMaxMcpArgv) + " words");
+    return {};
+  }
+  MOAT_ASSIGN_OR_RETURN(s.url, r.string(*url, key + ".url"));
+  if (s.url.rfind("http://", 0) != 0 && s.url.rfind("https://", 0) != 0)
+    return r.error_at(url->source(), key + ".url", "expected an http:// or https:// URL");
+  return {};
+}
+
+Result<McpServerDecl> read_mcp_server(Reader& r, const toml::table& t, const std::string& key) {
+  MOAT_TRY(r.check_keys(t, "mcp.server", key));
+  McpServerDecl s;
+  s.pos = pos_of(r, t.source());
+  MOAT_ASSIGN_OR_RETURN(const toml::node* name, r.required(t, "name", key));
+  MOAT_ASSIGN_OR_RETURN(s.name, r.string(*name, key + ".name"));
+  if (!is_mcp_server_name(s.name))
+    return r.error_at(name->source(), key + ".name",
+                      "\"" + s.name + "\": expected 1 to 32 of A-Z a-z 0-9 _ -, without \"__\"");
+  MOAT_TRY(read_mcp_endpoint(r, t, key, s));
+  MOAT_TRY(read_strings(r, t, key, {{"env", &s.env}, {"read", &s.read}}));
+  if (!s.env.empty() && r.options().repository)
+    return r.error_at(t.get("env")->source(), key + ".env",
+                      "a repository's server may not take the person's variables; declare it in "
+                      "the user or system layer");
+  for (const auto& d : s.read)
+    if (d.front() != '/')
+      return r.error_at(t.get("read")->source(), key + ".read",
+                        "expected absolute directories, got \"" + d + "\"");
+  if (const auto* n = t.get("start")) {
+    MOAT_ASSIGN_OR_RETURN(Strings v, r.one_of(*n, key + ".start", {"session", "on-use"}));
+    if (v.size() != 1) return r.error_at(n->source(), key + ".start", "expected one string");
+    s.start = v[0];
+  }
+  if (const auto* n = t.get("resources")) {
+    MOAT_ASSIGN_OR_RETURN(const toml::table* rt, r.table(*n, key + ".resources"));
+    MOAT_TRY(read_resources(r, *rt, s.resources, key + ".resources"));
+  }
+  return s;
+}
+
+// [mcp] with its [[mcp.server]] array; two servers of one file may not share a name.
+Result<void> read_mcp(Reader& r, const toml::node& n, McpTable& mcp) {
+  MOAT_ASSIGN_OR_RETURN(const toml::table* t, r.table(n, "mcp"));
+  MOAT_TRY(r.check_keys(*t, "mcp", "mcp"));
+  const auto* servers = t->get("server");
+  if (servers == nullptr) return {};
+  MOAT_TRY(read_rules(r, *servers, "mcp.server", mcp.server, read_mcp_server));
+  if (mcp.server.size() > kMaxMcpServers)
+    return r.error_at(servers->source(), "mcp.server",
+                      "more than " + std::to_string(kMaxMcpServers) + " servers");
+  for (std::size_t i = 0; i < mcp.server.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (mcp.server[i].name == mcp.server[j].name)
+        return r.error_at(
+            (*servers->as_array())[i].source(), "mcp.server[" + std::to_string(i) + "].name",
+            "\"" + mcp.server[i].name + "\" is already declared at line " +
+                std::to_string(mcp.server[j].pos.line) + "; names must be unique in a file");
   return {};
 }
 
@@ -396,6 +528,7 @@ Result<PolicyFile> read_top(Reader& r, const toml::table& top) {
   if (const auto* n = top.get("network"))
     MOAT_TRY(read_rules(r, *n, "network", p.network, read_network));
   if (const auto* n = top.get("tool")) MOAT_TRY(read_rules(r, *n, "tool", p.tool, read_tool));
+  if (const auto* n = top.get("mcp")) MOAT_TRY(read_mcp(r, *n, p.mcp));
   return p;
 }
 
@@ -415,6 +548,19 @@ Result<void> check_unique_ids(const PolicyFile& p) {
 }
 
 }  // namespace
+
+Result<ToolTestInput> parse_tool_test(std::string_view input) {
+  ToolTestInput out;
+  const std::size_t space = input.find(' ');
+  out.tool = std::string(input.substr(0, space));
+  if (space == std::string_view::npos) return out;
+  out.args = nlohmann::json::parse(input.substr(space + 1), nullptr, /*allow_exceptions=*/false);
+  if (out.args.is_discarded() || !out.args.is_object())
+    return fail("\"" + std::string(input) +
+                "\": expected a tool name, then optionally a space and the arguments as a JSON "
+                "object");
+  return out;
+}
 
 const std::vector<std::string>& known_keys(std::string_view table) {
   static const std::vector<std::string> none;

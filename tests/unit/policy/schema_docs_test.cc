@@ -31,7 +31,7 @@ std::string read(const std::string& rel) {
 std::string table_of(const std::string& comment) {
   std::smatch m;
   static const std::regex kTop(R"(^\[top\]$)"),
-      kUnless(R"(^\[\[(\w+)\]\]\.unless = \{ \.\.\. \}$)"), kArray(R"(^\[\[(\w+)\]\]$)"),
+      kUnless(R"(^\[\[(\w+)\]\]\.unless = \{ \.\.\. \}$)"), kArray(R"(^\[\[([\w.]+)\]\]$)"),
       kTable(R"(^\[(\w+)\]$)"), kTests(R"(^<rule>\.tests = \{ \.\.\. \}$)"),
       kInline(R"(^(\w+) = \{ \.\.\. \}$)");
   if (std::regex_match(comment, kTop)) return "top";
@@ -77,7 +77,7 @@ TEST(SchemaDocs, SchemaHeaderDescribesEveryTable) {
   auto tables = schema_tables();
   for (const char* t :
        {"top", "defaults", "resources", "layer", "exec", "constraints", "tests", "command",
-        "command.unless", "path", "path.unless", "network", "tool", "tool.unless"}) {
+        "command.unless", "path", "path.unless", "network", "tool", "tool.unless", "mcp", "mcp.server"}) {
     EXPECT_TRUE(tables.count(t)) << t;
     EXPECT_FALSE(tables[t].empty()) << t;
   }
@@ -169,7 +169,8 @@ TEST(SchemaDocs, ResourceDefaultsInTheCommentsAreTheConstexprValues) {
 }
 
 TEST(SchemaDocs, ShippedExamplesParse) {
-  for (const char* file : {"examples/policies/default.toml", "examples/policies/org.toml"}) {
+  for (const char* file : {"examples/policies/default.toml", "examples/policies/org.toml",
+                           "examples/policies/mcp.toml"}) {
     ParseOptions o;
     o.file = file;
     auto p = parse_policy_text(read(file), o, nullptr);
