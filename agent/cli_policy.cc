@@ -19,6 +19,7 @@
 #include "policy/lint.h"
 #include "policy/network.h"
 #include "policy/policy.h"
+#include "tools/mcp_names.h"
 
 namespace moat::agent {
 namespace {
@@ -233,9 +234,31 @@ Result<std::pair<std::string, int>> parse_host_port(const std::string& text) {
 struct ExplainArgs {
   PolicyFlags flags;
   bool json = false;
-  std::string path, access = "read", tool, cwd, network;
+  std::string path, access = "read", tool, args, cwd, network;
   std::vector<std::string> words;
 };
+
+// --tool as the policy names it: "mcp__S__T" (the model's name) becomes "mcp:S:T"; --args, a
+// JSON object, the call's arguments. The input shown is the tool, a space and the arguments.
+Result<std::pair<policy::Decision, std::string>> explain_tool(const ExplainArgs& a,
+                                                              const policy::Policy& p) {
+  std::string tool = a.tool;
+  if (auto ref = tools::mcp::parse_tool_name(tool))
+    tool = tools::mcp::policy_tool_name(ref->server, ref->tool);
+  else if (tools::mcp::is_model_tool_name(tool) || tool.starts_with(tools::mcp::kPolicyPrefix))
+    return fail("--tool: '" + tool +
+                "' is not an MCP tool name: expected mcp__SERVER__TOOL or mcp:SERVER:TOOL, "
+                "SERVER of 1 to 32 of A-Z a-z 0-9 _ - without \"__\"");
+  json args = json::object();
+  if (!a.args.empty()) {
+    args = json::parse(a.args, nullptr, /*allow_exceptions=*/false);
+    if (args.is_discarded() || !args.is_object())
+      return fail("--args: expected the call's arguments as a JSON object, e.g. "
+                  "'{\"path\": \"/workspace/a\"}'; got '" + a.args + "'");
+  }
+  const std::string input = a.args.empty() ? tool : tool + " " + args.dump();
+  return std::make_pair(p.decide_tool(tool, args, {}), input);
+}
 
 // The decision `explain` shows, and the input it names; an error for a bad --network.
 Result<std::pair<policy::Decision, std::string>> explain_decision(const ExplainArgs& a,
@@ -246,7 +269,8 @@ Result<std::pair<policy::Decision, std::string>> explain_decision(const ExplainA
                                        : policy::Access::kRead;
     return std::make_pair(p.decide_path(p.expand_path(a.path), access), a.path);
   }
-  if (!a.tool.empty()) return std::make_pair(p.decide_tool(a.tool), a.tool);
+  if (!a.tool.empty()) return explain_tool(a, p);
+  if (!a.args.empty()) return fail("--args goes with --tool");
   if (!a.network.empty()) {
     MOAT_ASSIGN_OR_RETURN(auto hp, parse_host_port(a.network));
     return std::make_pair(p.decide_network(hp.first, hp.second), a.network);
@@ -272,7 +296,11 @@ void add_explain(CLI::App* policy_cmd, int& exit_code) {
   cmd->add_option("--path", a->path, "Explain a path access instead of a shell line");
   cmd->add_option("--access", a->access, "Access for --path")
       ->check(CLI::IsMember({"read", "write", "exec"}));
-  cmd->add_option("--tool", a->tool, "Explain a tool call instead of a shell line");
+  cmd->add_option("--tool", a->tool,
+                  "Explain a tool call instead of a shell line (an MCP tool as mcp__SERVER__TOOL "
+                  "or mcp:SERVER:TOOL)");
+  cmd->add_option("--args", a->args,
+                  "The tool call's arguments, a JSON object, for [[tool]] rules' args conditions");
   cmd->add_option("--network", a->network,
                   "Explain a connection to HOST:PORT instead of a shell line (e.g. "
                   "pypi.org:443, [::1]:8080)");

@@ -83,6 +83,61 @@ TEST_F(CliPolicy, ExplainExplainsAHostAndPort) {
   }
 }
 
+// Issue 29: an MCP tool call with its arguments, named as the model names it or as rules do.
+constexpr const char* kToolRules = R"(schema = 1
+[[tool]]
+id = "user.fs-read"
+decision = "allow"
+tool = "mcp:fs:read_*"
+args = { path = "/ws/**" }
+tests.match = ["mcp:fs:read_file {\"path\": \"/ws/a\"}"]
+tests.not_match = ["mcp:fs:read_file {\"path\": \"/etc/passwd\"}"]
+[[tool]]
+id = "user.fs-etc"
+decision = "deny"
+tool = "mcp:fs:*"
+args = { path = "/etc/**" }
+)";
+
+TEST_F(CliPolicy, ExplainDecidesAnMcpToolCallWithItsArguments) {
+  user_layer(kToolRules);
+  const CliRun deny =
+      policy("explain", "--tool mcp__fs__read_file --args '{\"path\": \"/etc/passwd\"}'");
+  EXPECT_EQ(deny.rc, 1) << deny.out;
+  EXPECT_NE(deny.out.find("deciding=user.fs-etc  user  " + dir_ + "/user.d/10.toml:9"),
+            std::string::npos)
+      << deny.out;
+  EXPECT_NE(deny.out.find("mcp:fs:read_file {"), std::string::npos) << deny.out;
+  const CliRun allow = policy("explain", "--tool mcp:fs:read_file --args '{\"path\": \"/ws/a\"}'");
+  EXPECT_EQ(allow.rc, 0) << allow.out;
+  EXPECT_NE(allow.out.find("deciding=user.fs-read"), std::string::npos) << allow.out;
+  const CliRun json = policy("explain", "--json --tool mcp:fs:read_file --args '{\"path\": \"/ws/a\"}'");
+  EXPECT_NE(json.out.find("\"user.fs-read\""), std::string::npos) << json.out;
+  // No arguments: no args condition holds, the default (ask) decides.
+  EXPECT_EQ(policy("explain", "--tool mcp__fs__read_file").rc, 3);
+  for (const char* bad : {"--tool mcp__fs__read_file --args '[1]'",
+                          "--tool mcp__fs__read_file --args '{nope'", "--args '{}' -- ls"}) {
+    const CliRun r = policy("explain", bad);
+    EXPECT_EQ(r.rc, 2) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find("--args"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(policy("explain", "--tool mcp__bad").rc, 2);
+  EXPECT_NE(policy("explain", "--tool mcp__bad").out.find("mcp__SERVER__TOOL"), std::string::npos);
+}
+
+TEST_F(CliPolicy, TestRunsToolRulesTestsWithTheirArguments) {
+  user_layer(kToolRules);
+  const CliRun ok = policy("test", "");
+  EXPECT_EQ(ok.out.find("FAIL  user."), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find(" passed"), std::string::npos) << ok.out;
+  std::string wrong = kToolRules;
+  wrong.replace(wrong.find("/ws/a"), 5, "/ws/../x");
+  user_layer(wrong);
+  const CliRun failed = policy("test", "");
+  EXPECT_NE(failed.rc, 0) << failed.out;
+  EXPECT_NE(failed.out.find("FAIL  user.fs-read"), std::string::npos) << failed.out;
+}
+
 TEST_F(CliPolicy, LintHelpSaysWhatItsExitCodesMeanAndLintReturnsThem) {
   const CliRun help = moat("policy lint --help");
   EXPECT_NE(help.out.find("Exit codes: 0 no error and no warning, 1 warnings only, 2 an error"),
