@@ -45,6 +45,7 @@ struct McpArgs {
   std::string workspace, trust_dir, name;
   bool json = false;
   bool no_start = false;  // list: only what the layers declare
+  bool headless = false;  // decide as a headless run (ask becomes deny)
 };
 
 // A declared server and whether a session would run it.
@@ -67,6 +68,7 @@ void add_flags(CLI::App* cmd, McpArgs& a) {
   cmd->add_option("--workspace,-C", a.workspace, "Workspace (project layer) [default: cwd]");
   cmd->add_option("--trust-dir", a.trust_dir, "Where project trust pins live [env MOAT_TRUST_DIR]");
   cmd->add_flag("--json", a.json, "Print JSON");
+  cmd->add_flag("--headless", a.headless, "Decide as a headless run (ask becomes deny)");
 }
 
 Result<std::string> workspace_of(const McpArgs& a) {
@@ -84,6 +86,7 @@ policy::LoadOptions load_options(const McpArgs& a, const std::string& workspace)
   o.workspace = workspace;
   o.extra_files = a.moatd.policy_files;
   o.use_builtin_default = !a.moatd.no_default_policy;
+  o.headless = a.headless;
   return o;
 }
 
