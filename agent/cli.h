@@ -101,6 +101,7 @@ void add_policy_commands(CLI::App& app, int& exit_code);    // policy lint|test|
 void add_sessions_commands(CLI::App& app, int& exit_code);  // sessions ..., audit ...
 void add_provider_commands(CLI::App& app, int& exit_code);  // provider parse, prompt show
 void add_batch_command(CLI::App& app, int& exit_code);      // batch, batch merge
+void add_mcp_commands(CLI::App& app, int& exit_code);       // mcp list|test
 // completion bash|zsh: registered last, as its script lists every command registered before.
 void add_completion_command(CLI::App& app, int& exit_code);
 

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   add_sessions_commands(app, exit_code);
   add_provider_commands(app, exit_code);
   add_batch_command(app, exit_code);
+  add_mcp_commands(app, exit_code);
   add_completion_command(app, exit_code);
 
   try {
