@@ -2,6 +2,7 @@
 #include "sandbox/audit_records.h"
 
 #include "base/check.h"
+#include "sessions/digest.h"
 
 namespace moat::sandbox::audit {
 namespace {
@@ -16,6 +17,14 @@ json or_null(const std::optional<int>& v) { return v ? json(*v) : json(nullptr);
 json or_null(const std::optional<json>& v) { return v ? *v : json(nullptr); }
 
 std::string name(policy::DecidedBy d) { return std::string(policy::decided_by_name(d)); }
+
+// The first bytes of valid UTF-8 text, at most `max`, cut before a sequence it would split.
+std::string utf8_head(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
 
 }  // namespace
 
@@ -125,6 +134,36 @@ json ExecEnd::to_json() const {
             {"exit", {{"code", or_null(code)}, {"signal", or_null(signal)}}},
             {"duration_ms", duration_ms}};
   put(j, "note", note);
+  return j;
+}
+
+json McpServer::to_json() const {
+  json j = {{"server", server}, {"event", event}, {"decision_id", decision_id},
+            {"call_id", call_id}, {"argv", argv}, {"layer", layer},
+            {"source", source}, {"log", log}, {"start", start}};
+  put(j, "tools", tools);
+  put(j, "exit", exit);
+  put(j, "error", error);
+  return j;
+}
+
+void McpCall::set_args(const json& arguments) {
+  const std::string text = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+  args_bytes = text.size();
+  args = utf8_head(text, kMaxArgsBytes);
+  if (args.size() < text.size()) args_sha256 = "sha256:" + sessions::sha256_hex(text);
+}
+
+json McpCall::to_json() const {
+  json j = {{"decision_id", decision_id}, {"call_id", call_id},
+            {"tool", tool}, {"server", server},
+            {"server_tool", server_tool}, {"args", args},
+            {"args_bytes", args_bytes}, {"result_bytes", result_bytes},
+            {"result_kind", result_kind}, {"duration_ms", duration_ms},
+            {"is_error", is_error}};
+  put(j, "args_sha256", args_sha256);
+  put(j, "error", error);
+  put(j, "cancelled", cancelled);
   return j;
 }
 

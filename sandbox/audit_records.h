@@ -186,4 +186,55 @@ struct Net {
   json to_json() const { return fields; }
 };
 
+// mcp.server: an MCP server's process (sandbox/mcp_host.h) started, or ended. `start` comes
+// after the decision record (tool "mcp:SERVER", decided by its trusted declaration) that its
+// exec records name.
+struct McpServer {
+  static constexpr std::string_view kType = "mcp.server";
+  static constexpr std::string_view kFields[] = {
+      "server", "event", "decision_id", "call_id", "argv", "layer", "source",
+      "log",    "start", "tools",       "exit",    "error"};
+  std::string server;
+  std::string event;  // "start" | "exit" | "refused" (not started again: the restart bound)
+  std::string decision_id;
+  std::string call_id;  // the exec records' call_id for this process: "mcp:SERVER#N"
+  std::vector<std::string> argv;
+  std::string layer;   // the declaring policy layer
+  std::string source;  // its file:line
+  std::string log;     // the server's stderr, beside the audit log
+  int start = 0;       // 1 for the first start, 2.. for the restarts
+  std::optional<std::vector<std::string>> tools;  // at start, once listed: the model's names
+  std::optional<json> exit;                        // {code, signal} at exit
+  std::optional<std::string> error;
+  json to_json() const;
+};
+
+// mcp.call: one call of an MCP server's tool, when it ends (its decision record came first).
+struct McpCall {
+  static constexpr std::string_view kType = "mcp.call";
+  static constexpr std::string_view kFields[] = {
+      "decision_id", "call_id", "tool", "server", "server_tool", "args", "args_bytes",
+      "args_sha256", "result_bytes", "result_kind", "duration_ms", "is_error", "error",
+      "cancelled"};
+  std::string decision_id;
+  std::string call_id;
+  std::string tool;         // the model's name: mcp__SERVER__TOOL
+  std::string server;
+  std::string server_tool;  // the tool as the server names it
+  // The arguments as JSON text, cut at kMaxArgsBytes (then args_sha256 names the whole).
+  std::string args;
+  std::size_t args_bytes = 0;
+  std::optional<std::string> args_sha256;
+  std::size_t result_bytes = 0;
+  std::string result_kind;  // "text", "image", "structured", a mix ("text+image"), or "none"
+  long long duration_ms = 0;
+  bool is_error = false;
+  std::optional<std::string> error;  // the host's or protocol's error (not the tool's isError)
+  std::optional<std::string> cancelled;  // "person"
+  static constexpr std::size_t kMaxArgsBytes = 4096;
+  // Sets args, args_bytes and args_sha256 (when cut) from the call's arguments.
+  void set_args(const json& arguments);
+  json to_json() const;
+};
+
 }  // namespace moat::sandbox::audit

@@ -12,6 +12,7 @@
 #include "sandbox/audit_records.h"
 #include "sandbox/auditing_runner.h"
 #include "sandbox/files_changed.h"
+#include "sandbox/mcp_host.h"
 #include "sandbox/refusal_hint.h"
 #include "sandbox/exec_gate.h"
 #include "sandbox/session_runner.h"
@@ -60,6 +61,20 @@ void copy_result_details(const json& details, audit::Call& rec) {
   if (rec.nested_git_removed) rec.nested_git_reason = kNestedGitReason;
 }
 
+}  // namespace
+
+// The tool's own rule: an MCP server's tool is judged as mcp:SERVER:TOOL with its arguments
+// and its annotations' hints (policy/mcp_servers.h).
+policy::Decision CallGate::decide_tool(const GateCall& call) const {
+  auto ref = tools::mcp::parse_tool_name(call.tool);
+  if (!ref || !tools::mcp::is_model_tool_name(call.tool) || !session_.mcp)
+    return session_.policy->decide_tool(call.tool);
+  return session_.policy->decide_tool(tools::mcp::policy_tool_name(ref->server, ref->tool),
+                                      call.args, session_.mcp->hints(*ref));
+}
+
+namespace {
+
 Result<std::string> audit_unwritable(const Error& e) {
   return fail("refused: the audit log could not be written (" + e.message() + ")");
 }
@@ -67,6 +82,9 @@ Result<std::string> audit_unwritable(const Error& e) {
 }  // namespace
 
 tools::ToolResult CallGate::run(const GateCall& call) {
+  if (auto ref = tools::mcp::parse_tool_name(call.tool);
+      ref && tools::mcp::is_model_tool_name(call.tool))
+    return run_mcp(call, *ref);
   // The rules the call's own line met: what it runs under them was approved with it.
   std::set<std::string> approved;
   json facts = json::object();  // for the agent's events (docs/events.md, tool_call_end)
@@ -132,7 +150,7 @@ Result<std::string> CallGate::admit(const GateCall& call, std::set<std::string>*
     return fail("refused: argument " + moat::quoted(*field) +
                 " holds a NUL byte, which no path, command or pattern may");
   const policy::Policy& pol = *session_.policy;
-  policy::Decision d = pol.decide_tool(call.tool);
+  policy::Decision d = decide_tool(call);
   json input = {{"tool", call.tool}};
   std::string what = "the tool " + call.tool;
   // A tool that runs a command line is judged by it too; the strictest verdict wins.

@@ -17,6 +17,7 @@
 #include "sandbox/ask_broker.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
+#include "tools/mcp_names.h"
 #include "tools/mutation_queue.h"
 #include "tools/registry.h"
 #include "tools/tool.h"
@@ -84,7 +85,11 @@ class CallGate {
   Result<std::string> admit(const GateCall& call, std::set<std::string>* approved,
                             nlohmann::json* decided, bool* by_policy = nullptr,
                             DurableFn* durable = nullptr);
+  policy::Decision decide_tool(const GateCall& call) const;
   Result<std::string> refuse_unknown_tool(const GateCall& call);
+  // A call of an MCP server's tool (mcp__SERVER__TOOL): admitted as any tool's, made by the
+  // session's McpHost, recorded as "mcp.call" (sandbox/mcp_call.cc).
+  tools::ToolResult run_mcp(const GateCall& call, const tools::mcp::ToolRef& ref);
   // Writes the decision record before anything runs (write-ahead); its id, or the error
   // that refuses the action.
   // With `pending`, the record is written unsynced and *pending is its seq (see admit).

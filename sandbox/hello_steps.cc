@@ -21,6 +21,7 @@
 #include "policy/toml_load.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/binds.h"
+#include "sandbox/mcp_host.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/own_files.h"
 #include "sandbox/git_identity.h"
@@ -232,11 +233,13 @@ Result<void> HelloSteps::protect_own_files() {
 // and opened once (binds.h): the session binds these fds. moatd opens each source with its own
 // rights, so only its own user may ask (a shared root moatd refuses).
 Result<void> HelloSteps::check_binds() {
-  if (hello_.binds.empty()) return {};
+  // The MCP servers' `read` directories (their installs) come with the hello's (mcp_host.h).
+  const std::vector<BindMount> binds = with_mcp_reads(hello_.binds, *state_.policy);
+  if (binds.empty()) return {};
   const BindPlaces places{state_.workspace, default_read_only_paths(),
                           own_files(options_, peer_.uid), peer_.uid == ::geteuid()};
   MOAT_ASSIGN_OR_RETURN(CheckedBinds checked,
-                        sandbox::check_binds(hello_.binds, *state_.policy, places));
+                        sandbox::check_binds(binds, *state_.policy, places));
   bind_fds_ = std::move(checked.fds);
   config_.binds = std::move(checked.binds);
   return {};

@@ -26,6 +26,8 @@
 
 namespace moat::sandbox {
 
+class McpHost;
+
 struct SessionState {
   std::string id;         // 32 hex digits: the audit log's name and the console's key
   bool headless = true;   // no person to ask: ask verdicts are denies
@@ -63,6 +65,9 @@ struct SessionState {
   // The session's network proxy (null when the policy allows no connection). It writes `net`
   // records through record(): stopped before session.end is written.
   std::unique_ptr<NetProxy> net_proxy;
+  // The session's MCP servers (sandbox/mcp_host.h): null when the policy declares none. Stopped
+  // before the session (Connection::finish). Shared: its type is complete only where it is used.
+  std::shared_ptr<McpHost> mcp;
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

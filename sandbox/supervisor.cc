@@ -24,6 +24,7 @@
 #include "sandbox/exec_call.h"
 #include "sandbox/files_changed.h"
 #include "sandbox/frame_writer.h"
+#include "sandbox/mcp_host.h"
 #include "sandbox/hello_steps.h"
 #include "sandbox/protocol.h"
 #include "sandbox/read_deadline.h"
@@ -252,6 +253,7 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   session_ = std::move(steps.state());
   asks_ = std::make_unique<AskBroker>(session_.headless);
   gate_ = std::make_unique<CallGate>(session_, *asks_, mutations_);
+  session_.mcp = start_mcp_servers(session_, *asks_);  // their tools join the welcome's
   // A connection's ask goes to the person like a command's; finish() stops the proxy before
   // the broker goes.
   if (session_.net_proxy)
@@ -396,6 +398,7 @@ void Connection::finish() {
   finished_ = true;
   calls_.cancel_all();
   threads_.join_all();
+  session_.mcp.reset();  // the servers end before the session's namespaces go
   console_.close(consoles_, session_.id);
   session_.net_proxy.reset();  // its last `net` records come before session.end
   session_.runner.reset();

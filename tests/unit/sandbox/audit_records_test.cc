@@ -3,6 +3,8 @@
 // its fields, and the names of who decided and of exec memory have one spelling each.
 #include "sandbox/audit_records.h"
 
+#include "sessions/digest.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -25,7 +27,8 @@ std::map<std::string, Fields> typed_records() {
   return std::map<std::string, Fields>{declared<SessionStart>(), declared<SessionRefused>(),
                                        declared<SessionEnd>(),   declared<Decision>(),
                                        declared<Call>(),         declared<Exec>(),
-                                       declared<ExecEnd>(),      declared<Net>()};
+                                       declared<ExecEnd>(),      declared<Net>(),
+                                       declared<McpServer>(),    declared<McpCall>()};
 }
 
 // The rows of the table that follows "| type | fields |" in docs/sessions.md.
@@ -92,6 +95,14 @@ TEST(AuditRecords, EachEncoderWritesExactlyItsFieldsWhenEveryOptionalIsSet) {
   EXPECT_EQ(keys(e.to_json()), declared<Exec>().second);
   EXPECT_EQ(keys(ExecEnd{"c1", "c1.1", 0, std::nullopt, 3, "note"}.to_json()),
             declared<ExecEnd>().second);
+  McpServer ms;
+  ms.tools = std::vector<std::string>{"mcp__s__t"};
+  ms.exit = json::object();
+  ms.error = "x";
+  EXPECT_EQ(keys(ms.to_json()), declared<McpServer>().second);
+  McpCall mc;
+  mc.args_sha256 = mc.error = mc.cancelled = "x";
+  EXPECT_EQ(keys(mc.to_json()), declared<McpCall>().second);
 }
 
 // The records moatd wrote inline before they were typed, field for field: the bytes of the
@@ -139,6 +150,25 @@ TEST(ExecMemory, EachValueHasTheNameTheExecRecordWrites) {
   EXPECT_EQ(exec_memory_name(ExecMemory::kExclusive), "exclusive");
   EXPECT_EQ(exec_memory_name(ExecMemory::kShared), "shared");
   EXPECT_EQ(exec_memory_name(ExecMemory::kChanged), "changed");
+}
+
+// An MCP call's arguments: whole when short; cut on a UTF-8 boundary at kMaxArgsBytes and
+// hashed (the whole text's sha256) when longer.
+TEST(AuditRecords, AnMcpCallsLongArgumentsAreCutAndHashed) {
+  McpCall shortc;
+  shortc.set_args({{"path", "a.txt"}});
+  EXPECT_EQ(shortc.args, R"({"path":"a.txt"})");
+  EXPECT_EQ(shortc.args_bytes, shortc.args.size());
+  EXPECT_FALSE(shortc.args_sha256);
+  McpCall longc;
+  const json big = {{"text", std::string(McpCall::kMaxArgsBytes, 'x') + "\u00e9\u00e9"}};
+  const std::string whole = big.dump();
+  longc.set_args(big);
+  EXPECT_EQ(longc.args_bytes, whole.size());
+  EXPECT_LE(longc.args.size(), McpCall::kMaxArgsBytes);
+  EXPECT_EQ(whole.rfind(longc.args, 0), 0u) << "a prefix of the whole";
+  ASSERT_TRUE(longc.args_sha256);
+  EXPECT_EQ(*longc.args_sha256, "sha256:" + sessions::sha256_hex(whole));
 }
 
 }  // namespace

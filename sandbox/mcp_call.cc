@@ -1,0 +1,112 @@
+// sandbox/mcp_call.cc: a call of an MCP server's tool through the call gate (CallGate::run_mcp):
+// decided on "mcp:SERVER:TOOL" with its arguments, its decision written first, asked as any
+// tool's, then made by the session's McpHost and recorded as an "mcp.call".
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "base/ticks.h"
+#include "sandbox/audit_records.h"
+#include "sandbox/call_gate.h"
+#include "sandbox/mcp_host.h"
+
+namespace moat::sandbox {
+namespace {
+
+using nlohmann::json;
+namespace mcp = tools::mcp;
+
+// The call's cancel as a std::stop_token for the client: the cancel is a bare flag that
+// RunningCalls raises without a wake, so it is read at ticks::kExecCall, like a command's.
+class CancelBridge {
+ public:
+  explicit CancelBridge(std::shared_ptr<const std::atomic<bool>> flag)
+      : flag_(std::move(flag)), thread_([this](std::stop_token done) { watch(done); }) {}
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  void watch(std::stop_token done) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done.stop_requested()) {
+      if (flag_ && flag_->load()) {
+        source_.request_stop();
+        return;
+      }
+      cv.wait_for(lock, done, ticks::kExecCall, [] { return false; });
+    }
+  }
+  std::shared_ptr<const std::atomic<bool>> flag_;
+  std::stop_source source_;
+  std::jthread thread_;  // last: joined before the members it reads go
+};
+
+// What a result held, for the record: "text", "image", "audio", "structured", joined by "+".
+std::string result_kind(const mcp::CallOutcome& out) {
+  std::string kinds;
+  auto add = [&](const char* k) {
+    if (kinds.find(k) == std::string::npos) kinds += (kinds.empty() ? "" : "+") + std::string(k);
+  };
+  for (const mcp::Content& c : out.content)
+    add(c.kind == mcp::Content::Kind::kText ? "text"
+        : c.kind == mcp::Content::Kind::kImage ? "image" : "audio");
+  if (!out.structured.is_null()) add("structured");
+  return kinds.empty() ? "none" : kinds;
+}
+
+}  // namespace
+
+tools::ToolResult CallGate::run_mcp(const GateCall& call, const mcp::ToolRef& ref) {
+  std::set<std::string> approved;
+  json facts = json::object();
+  auto decision_id = admit(call, &approved, &facts);
+  if (!decision_id) {
+    tools::ToolResult refused = tools::ToolResult::error(decision_id.error().message());
+    refused.details = std::move(facts);
+    return refused;
+  }
+  if (call.decided) call.decided(facts);
+  audit::McpCall rec;
+  rec.decision_id = *decision_id;
+  rec.call_id = call.id;
+  rec.tool = call.tool;
+  rec.server = ref.server;
+  rec.server_tool = ref.tool;
+  rec.set_args(call.args);
+  const auto t0 = std::chrono::steady_clock::now();
+  CancelBridge cancel(call.cancel);
+  auto progress = [&call](const mcp::Progress& p) {
+    if (!call.progress) return;
+    std::string line = "progress " + std::to_string(p.progress);
+    if (p.total) line += "/" + std::to_string(*p.total);
+    call.progress(line + (p.message.empty() ? "" : " " + p.message) + "\n");
+  };
+  auto outcome = session_.mcp ? session_.mcp->call(ref, call.args, cancel.token(), progress)
+                              : Result<mcp::CallOutcome>(fail("no MCP servers in this session"));
+  rec.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  tools::ToolResult result;
+  if (outcome) {
+    result = mcp::to_tool_result(*outcome);
+    rec.result_bytes = outcome->bytes;
+    rec.result_kind = result_kind(*outcome);
+    rec.is_error = outcome->is_error;
+  } else {
+    result = tools::ToolResult::error(outcome.error().message());
+    rec.result_kind = "none";
+    rec.is_error = true;
+    rec.error = outcome.error().message();
+  }
+  if (session_.call_ends->was_cancelled_by_person(call.id)) rec.cancelled = "person";
+  (void)session_.record(std::string(audit::McpCall::kType), rec.to_json(),
+                        sessions::AuditLog::Sync::kWithNext);
+  if (!result.details.is_object()) result.details = json::object();
+  result.details.update(facts);
+  return result;
+}
+
+}  // namespace moat::sandbox

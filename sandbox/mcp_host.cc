@@ -1,0 +1,319 @@
+// sandbox/mcp_host.cc: a session's MCP servers (see mcp_host.h).
+#include "sandbox/mcp_host.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "base/random.h"
+#include "base/unique_fd.h"
+#include "sandbox/ask_broker.h"
+#include "sandbox/audit_records.h"
+#include "sandbox/exec_gate.h"
+#include "sandbox/ns_mount.h"
+#include "sandbox/session_state.h"
+
+namespace moat::sandbox {
+
+using nlohmann::json;
+namespace mcp = tools::mcp;
+
+struct McpHost::Server {
+  policy::McpServerConfig config;
+  std::string log;  // its stderr's file
+  std::mutex mu;    // the process and its client: one start or stop at a time
+  std::shared_ptr<mcp::Client> client;
+  std::thread exec;  // runs the process (Session::exec) until it ends
+  // Raised to kill the process; each start has its own, held by its exec thread too.
+  std::shared_ptr<std::atomic<bool>> kill;
+  std::mutex exit_mu;
+  std::condition_variable exited_cv;
+  bool exited = true;
+  int starts = 0;
+  std::vector<mcp::ToolInfo> tools;
+  std::stop_source stopping;  // the host's stop: ends a start's wait for the server
+};
+
+namespace {
+
+// `path` is `dir` or below it.
+bool path_within(const std::string& path, const std::string& dir) {
+  return path == dir || (path.rfind(dir + "/", 0) == 0) || dir == "/";
+}
+
+std::string source_of(const policy::McpServerConfig& c) {
+  return c.pos.file + ":" + std::to_string(c.pos.line);
+}
+
+// The file beside the audit log that a server's stderr is appended to.
+std::string log_path_for(const SessionState& session, const std::string& server) {
+  if (!session.audit) return "";
+  std::string base = session.audit->path();
+  if (auto dot = base.rfind(".jsonl"); dot != std::string::npos) base.resize(dot);
+  return base + ".mcp-" + server + ".log";
+}
+
+// The decision its exec records name: the trusted declaration decided that it runs (the
+// argv is the declaration's, never the model's; the exec watch judges each program).
+Result<std::string> record_start_decision(SessionState& session, const McpHost::Server& s,
+                                          const std::string& call_id) {
+  MOAT_ASSIGN_OR_RETURN(const std::string id, random_hex(16));
+  const policy::McpServerConfig& c = s.config;
+  audit::Decision d{id,
+                    std::string(mcp::kPolicyPrefix) + c.name,
+                    call_id,
+                    {{"tool", std::string(mcp::kPolicyPrefix) + c.name}, {"argv", c.argv}},
+                    policy::Verdict::kAllow,
+                    {{"mcp.server", c.name}, {"layer", c.layer}, {"source", source_of(c)}},
+                    {},
+                    policy::DecidedBy::kPolicy,
+                    !session.headless,
+                    session.policy->policy_hash(),
+                    std::nullopt};
+  if (!session.audit) return fail(std::string("audit log is not open"));
+  MOAT_TRY(session.audit->append(d, sessions::AuditLog::Sync::kNow));
+  return id;
+}
+
+audit::McpServer server_record(const McpHost::Server& s, const char* event) {
+  const policy::McpServerConfig& c = s.config;
+  audit::McpServer r;
+  r.server = c.name;
+  r.event = event;
+  r.call_id = "mcp:" + c.name + "#" + std::to_string(s.starts);
+  r.argv = c.argv;
+  r.layer = c.layer;
+  r.source = source_of(c);
+  r.log = s.log;
+  r.start = s.starts;
+  return r;
+}
+
+json exit_json(const Result<tools::ExecStatus>& st) {
+  if (!st) return nullptr;
+  return {{"code", st->signal > 0 ? json(nullptr) : json(st->exit_code)},
+          {"signal", st->signal > 0 ? json(st->signal) : json(nullptr)}};
+}
+
+mcp::ServerLimits limits_for(const SessionState& session) {
+  mcp::ServerLimits limits;
+  // A hung call ends at the session's wall time per call, like a command's.
+  const double wall = session.policy->resources().wall_time_s;
+  if (wall > 0)
+    limits.request_timeout = std::chrono::milliseconds(static_cast<long long>(wall * 1000));
+  return limits;
+}
+
+struct Pipes {
+  UniqueFd to_server_r, to_server_w, from_server_r, from_server_w, log;
+};
+
+Result<Pipes> open_pipes(const std::string& log) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
+  Pipes p{UniqueFd(in[0]), UniqueFd(in[1]), UniqueFd(-1), UniqueFd(-1), UniqueFd(-1)};
+  if (::pipe2(out, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
+  p.from_server_r = UniqueFd(out[0]);
+  p.from_server_w = UniqueFd(out[1]);
+  p.log = UniqueFd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                          0600));
+  if (!p.log.valid()) return fail(Error::from_errno("open " + log, errno));
+  return p;
+}
+
+}  // namespace
+
+McpHost::McpHost(SessionState& session, AskBroker& asks) : session_(session), asks_(asks) {}
+
+McpHost::~McpHost() { stop(); }
+
+void McpHost::start() {
+  for (const policy::McpServerConfig& c : session_.policy->mcp_servers()) {
+    if (c.argv.empty()) continue;  // an HTTP server: through the proxy, not yet (docs/mcp.md)
+    auto s = std::make_unique<Server>();
+    s->config = c;
+    s->log = log_path_for(session_, c.name);
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (auto up = start_server(*s); !up) {
+      MOAT_LOG_ERROR("%s", up.error().message().c_str());
+    } else if (auto listed = s->client->list_tools(s->stopping.get_token()); !listed) {
+      audit::McpServer r = server_record(*s, "list");
+      r.error = listed.error().message();
+      (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
+    } else {
+      s->tools = std::move(*listed);
+      offer_tools(*s);
+    }
+    if (c.start != "session") stop_server(*s);  // "on-use": started at its first call
+    servers_.push_back(std::move(s));
+  }
+}
+
+void McpHost::offer_tools(Server& s) {
+  std::vector<std::string> offered;
+  for (const mcp::ToolInfo& t : s.tools) {
+    auto name = mcp::model_tool_name(s.config.name, t.name);
+    if (!name) continue;  // `moat mcp list` says why
+    json annotations = json::object();
+    if (t.annotations.read_only) annotations["readOnlyHint"] = *t.annotations.read_only;
+    if (t.annotations.destructive) annotations["destructiveHint"] = *t.annotations.destructive;
+    const policy::Decision d = session_.policy->decide_tool(
+        mcp::policy_tool_name(s.config.name, t.name), json::object(),
+        policy::tool_hints(annotations));
+    if (d.verdict == policy::Verdict::kDeny) continue;
+    tools::ToolSpec spec;
+    spec.name = *name;
+    spec.description = "[MCP server " + s.config.name +
+                       "'s own description, untrusted text] " + t.description;
+    spec.parameters = t.input_schema;
+    specs_.push_back(spec);
+    offered.push_back(*name);
+  }
+  audit::McpServer r = server_record(s, "tools");
+  r.tools = std::move(offered);
+  (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
+}
+
+Result<void> McpHost::start_server(Server& s) {
+  const std::string who = "mcp server " + s.config.name + ": ";
+  if (s.starts > kMaxRestarts) {
+    return fail(who + "it ended " + std::to_string(s.starts) +
+                " times in this session; it is not started again (at most " +
+                std::to_string(kMaxRestarts) + " restarts; its log: " + s.log + ")");
+  }
+  if (s.starts > 0) std::this_thread::sleep_for(kRestartBackoff * (1 << (s.starts - 1)));
+  stop_server(s);
+  if (!session_.session) return fail(who + "no sandbox session");
+  ++s.starts;
+  audit::McpServer rec = server_record(s, "start");
+  MOAT_ASSIGN_OR_RETURN(const std::string decision_id,
+                        record_start_decision(session_, s, rec.call_id));
+  rec.decision_id = decision_id;
+  auto pipes = open_pipes(s.log);
+  if (!pipes) return fail(who + pipes.error().message());
+  MOAT_TRY(session_.record(std::string(audit::McpServer::kType), rec.to_json()));
+  s.kill = std::make_shared<std::atomic<bool>>(false);
+  {
+    std::lock_guard<std::mutex> lock(s.exit_mu);
+    s.exited = false;
+  }
+  auto fds = std::make_shared<Pipes>(std::move(*pipes));
+  s.exec = std::thread([this, &s, rec, kill = s.kill, fds]() mutable {
+    ExecGate gate(session_, asks_, rec.call_id, rec.decision_id, *kill);
+    ExecSpec spec;
+    spec.argv = s.config.argv;
+    spec.for_session = true;
+    spec.observer = &gate;
+    spec.stdio[0] = fds->to_server_r.get();
+    spec.stdio[1] = fds->from_server_w.get();
+    spec.stdio[2] = fds->log.get();
+    auto status = session_.session->exec(spec, nullptr, StopFlags(kill.get()));
+    // The client reads EOF once moatd's copies of the server's ends are closed too.
+    fds->from_server_w.reset();
+    fds->to_server_r.reset();
+    fds->log.reset();
+    rec.event = "exit";
+    rec.exit = exit_json(status);
+    if (!status) rec.error = status.error().message();
+    (void)session_.record(std::string(audit::McpServer::kType), rec.to_json());
+    std::lock_guard<std::mutex> lock(s.exit_mu);
+    s.exited = true;
+    s.exited_cv.notify_all();
+  });
+  auto client = mcp::Client::start(s.config.name, std::move(fds->to_server_w),
+                                   std::move(fds->from_server_r), limits_for(session_),
+                                   s.stopping.get_token());
+  if (!client) {
+    stop_server(s);
+    return fail(client.error());
+  }
+  s.client = std::move(*client);
+  return {};
+}
+
+void McpHost::stop_server(Server& s) {
+  if (s.client) s.client->close();  // stdin's end: the spec's shutdown
+  if (s.exec.joinable()) {
+    std::unique_lock<std::mutex> lock(s.exit_mu);
+    if (!s.exited_cv.wait_for(lock, kExitGrace, [&] { return s.exited; })) *s.kill = true;
+    lock.unlock();
+    s.exec.join();
+  }
+  s.client.reset();
+}
+
+policy::ToolHints McpHost::hints(const mcp::ToolRef& ref) const {
+  for (const auto& s : servers_) {
+    if (s->config.name != ref.server) continue;
+    for (const mcp::ToolInfo& t : s->tools) {
+      if (t.name != ref.tool) continue;
+      json annotations = json::object();
+      if (t.annotations.read_only) annotations["readOnlyHint"] = *t.annotations.read_only;
+      if (t.annotations.destructive) annotations["destructiveHint"] = *t.annotations.destructive;
+      return policy::tool_hints(annotations);
+    }
+  }
+  return {};
+}
+
+std::string McpHost::log_path(const std::string& server) const {
+  for (const auto& s : servers_)
+    if (s->config.name == server) return s->log;
+  return "";
+}
+
+Result<mcp::CallOutcome> McpHost::call(const mcp::ToolRef& ref, const json& arguments,
+                                       std::stop_token stop,
+                                       std::function<void(const mcp::Progress&)> progress) {
+  Server* found = nullptr;
+  for (const auto& s : servers_)
+    if (s->config.name == ref.server) found = s.get();
+  if (found == nullptr) return fail("mcp server " + ref.server + ": not a server of this session");
+  std::shared_ptr<mcp::Client> client;
+  {
+    std::lock_guard<std::mutex> lock(found->mu);
+    if (!found->client || found->client->ended()) MOAT_TRY(start_server(*found));
+    client = found->client;
+  }
+  return client->call_tool(ref.tool, arguments, stop, std::move(progress));
+}
+
+void McpHost::stop() {
+  for (const auto& s : servers_) {
+    s->stopping.request_stop();
+    std::lock_guard<std::mutex> lock(s->mu);
+    stop_server(*s);
+  }
+}
+
+std::vector<BindMount> with_mcp_reads(std::vector<BindMount> binds, const policy::Policy& policy) {
+  auto covered = [&binds](const std::string& dir) {
+    for (const std::string& tree : default_read_only_paths())
+      if (path_within(dir, tree)) return true;
+    for (const BindMount& b : binds)
+      if (path_within(dir, b.target)) return true;
+    return false;
+  };
+  for (const policy::McpServerConfig& c : policy.mcp_servers())
+    for (const std::string& dir : c.read)
+      if (!covered(dir)) binds.push_back(BindMount{dir, dir, false});
+  return binds;
+}
+
+std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks) {
+  if (session.policy->mcp_servers().empty()) return nullptr;
+  auto host = std::make_shared<McpHost>(session, asks);
+  host->start();
+  for (const tools::ToolSpec& spec : host->tool_specs()) {
+    session.tool_specs.push_back(spec);
+    session.granted.insert(spec.name);
+  }
+  return host;
+}
+
+}  // namespace moat::sandbox

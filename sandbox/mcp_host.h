@@ -1,0 +1,93 @@
+// sandbox/mcp_host.h: a session's MCP servers (docs/mcp.md), run by moatd inside the session's
+// sandbox: each one a long-lived exec (ExecSpec::for_session) under the session's namespaces,
+// seccomp filter, Landlock, limits and exec watch, its stdin and stdout pipes held by moatd and
+// spoken to by the protocol client (tools/mcp_client.h), its stderr appended to a log file
+// beside the session's audit log. A server that ends is started again at its next call, at most
+// kMaxRestarts times; everything is stopped when the session ends (or the host is dropped).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "policy/mcp_servers.h"
+#include "policy/policy.h"
+#include "sandbox/protocol.h"
+#include "tools/mcp_client.h"
+#include "tools/mcp_names.h"
+#include "tools/tool.h"
+
+namespace moat::sandbox {
+
+class AskBroker;
+struct SessionState;
+
+class McpHost {
+ public:
+  // A server that ended is started again at most this many times in a session, each after
+  // kRestartBackoff << (restart - 1): a server that crashes at every start costs a few seconds,
+  // not a loop.
+  static constexpr int kMaxRestarts = 3;
+  static constexpr std::chrono::milliseconds kRestartBackoff{200};
+  // What a server gets at stdin's close (the spec's stdio shutdown) before it is killed.
+  static constexpr std::chrono::milliseconds kExitGrace{1000};
+
+  // Borrowed: the hello's session (policy, audit log, sandbox session) and its ask broker.
+  McpHost(SessionState& session, AskBroker& asks);
+  ~McpHost();  // stop()
+  McpHost(const McpHost&) = delete;
+  McpHost& operator=(const McpHost&) = delete;
+
+  // Starts each of the policy's stdio servers and lists its tools (an "on-use" server is then
+  // stopped again, and started at its first call). A server that cannot start or list offers
+  // no tool: its mcp.server record and its log say why; the session goes on.
+  void start();
+
+  // The tools the model is offered: each server's tools whose decision without arguments is
+  // allow or ask, as mcp__SERVER__TOOL, its description marked as the server's text.
+  const std::vector<tools::ToolSpec>& tool_specs() const { return specs_; }
+  // The hints of a listed tool's annotations (policy::tool_hints); none for an unknown one.
+  policy::ToolHints hints(const tools::mcp::ToolRef& ref) const;
+  // The log file of a server's stderr; "" for an unknown server.
+  std::string log_path(const std::string& server) const;
+
+  // Calls the tool on its server (started again first if it ended and the bound allows).
+  // An error names the server: it ended, it hung (the client's request timeout: the session's
+  // wall time), it broke a bound, or it was stopped.
+  Result<tools::mcp::CallOutcome> call(const tools::mcp::ToolRef& ref,
+                                       const nlohmann::json& arguments, std::stop_token stop,
+                                       std::function<void(const tools::mcp::Progress&)> progress);
+
+  // Closes each server's stdin, waits kExitGrace for it to exit, kills what is left, and
+  // joins every thread. Idempotent.
+  void stop();
+
+  struct Server;  // one server's process, client and tools (mcp_host.cc)
+
+ private:
+  Result<void> start_server(Server& s);
+  void stop_server(Server& s);
+  void offer_tools(Server& s);
+
+  SessionState& session_;
+  AskBroker& asks_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::vector<tools::ToolSpec> specs_;
+};
+
+// `binds` and, read-only at the same path, each `read` directory of the policy's MCP servers
+// (only trusted layers' servers are in Policy::mcp_servers) that is not already in the view
+// (a system tree, or one bound already). check_binds then checks them as the hello's.
+std::vector<BindMount> with_mcp_reads(std::vector<BindMount> binds, const policy::Policy& policy);
+
+// The hello's step: a host for the policy's servers, started, their tools added to the
+// session's specs and granted tools; null when the policy declares no server.
+std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks);
+
+}  // namespace moat::sandbox
