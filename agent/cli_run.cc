@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "agent/cli.h"
@@ -141,37 +142,40 @@ int exit_code_for(LoopStop stop) {
   }
 }
 
-// Set when a step ends the run: the exit code, its reason already printed.
-using Exit = std::optional<int>;
-
-// What the steps of `moat run` open, in order, for the loop.
-struct Opened {
-  std::string workspace;
-  std::string task;  // empty when a resumed session goes on without a new one
-  RunMode mode = RunMode::kPrint;  // decided once, before anything runs (run_mode.h)
-  bool json = false;               // --json or --rpc: a failure to start is an event too
-  CheckedProvider checked;  // the provider, until its transport is loaded (finish_provider)
-  std::unique_ptr<Provider> provider;
-  std::unique_ptr<MoatdClient> client;
-  Welcome welcome;
-  std::unique_ptr<sessions::SessionStore> store;
-  std::string system_prompt;
-  std::unique_ptr<EventSink> events;  // text or JSON, from the start: a failure is an event too
-  std::function<Result<ModelChoice>(const std::string&)> open_model;  // --rpc's set_model
+// Why a step ends the run before the loop: the exit code and what is said (Start::exit_with).
+struct Stop {
+  int code;
+  std::string message;
 };
+// What a step of `moat run` opened for the next ones, or why the run ends there.
+template <typename T>
+using Step = std::variant<T, Stop>;
+// A step that opens nothing: why the run ends there, if it does.
+using Stopped = std::optional<Stop>;
 
-// A step's failure before the loop: said on stderr and, with --json, as the stream's events
-// (its first one carries the schema: no session header came before it).
-Exit exit_with(Opened& r, int code, const std::string& message) {
-  std::fprintf(stderr, "moat: %s\n", message.c_str());
-  if (r.json) {
-    r.events->emit(
-        {{"type", "error"}, {"schema", kEventSchema}, {"during", "start"}, {"message", message}});
-    r.events->emit(
-        {{"type", "result"}, {"stop", "error"}, {"detail", message}, {"exit_code", code}});
+// Decided before anything runs, so that a failure at any step is reported the same way.
+struct Start {
+  RunMode mode = RunMode::kPrint;  // decided once (run_mode.h)
+  bool json = false;               // --json or --rpc: a failure to start is an event too
+  std::unique_ptr<EventSink> events;  // text or JSON, from the start: a failure is an event too
+
+  // A step's failure before the loop: said on stderr and, with --json, as the stream's events
+  // (its first one carries the schema: no session header came before it).
+  int exit_with(const Stop& stop) const {
+    std::fprintf(stderr, "moat: %s\n", stop.message.c_str());
+    if (json) {
+      events->emit({{"type", "error"},
+                    {"schema", kEventSchema},
+                    {"during", "start"},
+                    {"message", stop.message}});
+      events->emit({{"type", "result"},
+                    {"stop", "error"},
+                    {"detail", stop.message},
+                    {"exit_code", stop.code}});
+    }
+    return stop.code;
   }
-  return code;
-}
+};
 
 // `--resume ID` goes on where the session ran: its own workspace, not the current directory
 // (its files, its policy pins and its later `--continue` all live there). Gone, or another
@@ -198,40 +202,44 @@ Result<std::string> resumed_workspace(const RunOptions& o) {
 
 // A workspace at or above the home (issue 27 item 13): a warning where a person watches, a
 // refusal in a headless run unless --allow-home-workspace says it is meant.
-Exit check_home_workspace(const RunOptions& o, Opened& r) {
-  const std::string risk = home_workspace_risk(r.workspace);
+Stopped check_home_workspace(const RunOptions& o, RunMode mode, const std::string& workspace) {
+  const std::string risk = home_workspace_risk(workspace);
   if (risk.empty()) return std::nullopt;
-  if (is_headless(r.mode) && !o.allow_home_workspace)
-    return exit_with(r, kExitUsage,
-                     "-C: " + risk +
-                         "; a headless run refuses it: pass --allow-home-workspace to run "
-                         "there anyway, or -C a project directory");
+  if (is_headless(mode) && !o.allow_home_workspace)
+    return Stop{kExitUsage, "-C: " + risk +
+                                "; a headless run refuses it: pass --allow-home-workspace to "
+                                "run there anyway, or -C a project directory"};
   std::fprintf(stderr, "moat: warning: %s\n", risk.c_str());
   return std::nullopt;
 }
 
+// What the run works on: where, and the task.
+struct Inputs {
+  std::string workspace;
+  std::string task;  // empty when a resumed session goes on without a new one
+};
+
 // Usage errors come first, before anything is started.
-Exit read_inputs(const RunOptions& o, Opened& r) {
+Step<Inputs> read_inputs(const RunOptions& o, RunMode mode) {
   auto workspace = o.resume.empty() ? canonical_workspace(o.workspace) : resumed_workspace(o);
   const bool named = o.resume.empty() && !o.workspace.empty();  // the option to fix is -C
-  if (!workspace)
-    return exit_with(r, kExitUsage, (named ? "-C: " : "") + workspace.error().message());
-  r.workspace = std::move(*workspace);
-  if (Exit e = check_home_workspace(o, r)) return *e;
+  if (!workspace) return Stop{kExitUsage, (named ? "-C: " : "") + workspace.error().message()};
+  Inputs in{std::move(*workspace), {}};
+  if (Stopped s = check_home_workspace(o, mode, in.workspace)) return *s;
   const bool resuming = !o.resume.empty() || !o.fork.empty() || o.continue_latest;
-  if (r.mode == RunMode::kRpc && (!o.task_words.empty() || !o.task_file.empty()))
-    return exit_with(r, kExitUsage,
-                     "--rpc takes its tasks as prompt commands on stdin, not as words or "
-                     "--task-file");
-  if (r.mode == RunMode::kRpc) return std::nullopt;
+  if (mode == RunMode::kRpc && (!o.task_words.empty() || !o.task_file.empty()))
+    return Stop{kExitUsage,
+                "--rpc takes its tasks as prompt commands on stdin, not as words or "
+                "--task-file"};
+  if (mode == RunMode::kRpc) return in;
   // At a terminal the first prompt may wait for the person, as every later one does.
-  if (r.mode == RunMode::kTerminal && o.task_words.empty() && o.task_file.empty()) return std::nullopt;
+  if (mode == RunMode::kTerminal && o.task_words.empty() && o.task_file.empty()) return in;
   if (!resuming || !o.task_words.empty() || !o.task_file.empty()) {
     auto task = read_task(o);
-    if (!task) return exit_with(r, kExitUsage, task.error().message());
-    r.task = std::move(*task);
+    if (!task) return Stop{kExitUsage, task.error().message()};
+    in.task = std::move(*task);
   }
-  return std::nullopt;
+  return in;
 }
 
 // The session file this run goes on from (--resume, --fork, --continue); "" for a new one.
@@ -271,51 +279,59 @@ Result<std::string> chosen_model(const RunOptions& o, const std::string& workspa
       dirs::config_file());
 }
 
-Exit open_model(RunOptions& o, Opened& r) {
+// The provider, until its transport is loaded (finish_provider, while moatd starts).
+Step<CheckedProvider> open_model(RunOptions& o, const std::string& workspace) {
   // config.toml is checked whichever model runs (replay too): an error in it is said now,
   // with its file:line:col, before anything starts, not at the first run that needs it.
   auto config = providers::load_config();
-  if (!config) return exit_with(r, kExitUsage, config.error().message());
-  auto model = chosen_model(o, r.workspace, *config);
-  if (!model) return exit_with(r, kExitUsage, model.error().message());
+  if (!config) return Stop{kExitUsage, config.error().message()};
+  auto model = chosen_model(o, workspace, *config);
+  if (!model) return Stop{kExitUsage, model.error().message()};
   o.model = std::move(*model);
   auto checked = check_provider(o.model);
-  if (!checked) return exit_with(r, kExitUsage, checked.error().message());
-  r.checked = std::move(*checked);
+  if (!checked) return Stop{kExitUsage, checked.error().message()};
   if (o.loop.context_window == 0) o.loop.context_window = model_context_window(o.model);
   // Each request asks for the model's own output limit (a fixed 8192 went out whatever
   // config.toml said).
   if (const std::int64_t out = model_max_output(o.model); out > 0)
     o.loop.max_output_tokens = static_cast<int>(std::min<std::int64_t>(out, 1 << 30));
-  return std::nullopt;
+  return std::move(*checked);
 }
 
 // An interactive session gets a console channel to moatd, which only the console process
 // will hold: a private moatd's second socketpair, or a shared moatd's one-time token.
 // moatd builds the session (the policy, the audit log, the namespaces and cgroups: most of
 // the start-up) while this process loads the provider's transport.
-Exit start_moatd_session(const RunOptions& o, Opened& r) {
+// A session with moatd, and the provider loaded meanwhile.
+struct Started {
+  std::unique_ptr<MoatdClient> client;
+  Welcome welcome;
+  std::unique_ptr<Provider> provider;
+};
+
+Step<Started> start_moatd_session(const RunOptions& o, RunMode mode, const std::string& workspace,
+                                  CheckedProvider checked) {
   MoatdPassThrough pass = o.moatd;
   pass.sessions_dir = o.sessions_dir;  // so moatd keeps them out of the sandbox's reach
-  auto client = start_moatd(o.connect, pass, !is_headless(r.mode));
-  if (!client) return exit_with(r, kExitSandbox, client.error().message());
-  r.client = std::move(*client);
+  auto client = start_moatd(o.connect, pass, !is_headless(mode));
+  if (!client) return Stop{kExitSandbox, client.error().message()};
+  Started s{std::move(*client), {}, nullptr};
   WelcomeError why;
-  auto sent = r.client->send_hello(r.workspace, is_headless(r.mode), &why);
-  auto provider = finish_provider(std::move(r.checked));
-  if (!provider) return exit_with(r, kExitUsage, provider.error().message());
-  r.provider = std::move(*provider);
-  auto welcome = sent ? r.client->await_welcome(&why) : Result<Welcome>(fail(sent.error()));
+  auto sent = s.client->send_hello(workspace, is_headless(mode), &why);
+  auto provider = finish_provider(std::move(checked));
+  if (!provider) return Stop{kExitUsage, provider.error().message()};
+  s.provider = std::move(*provider);
+  auto welcome = sent ? s.client->await_welcome(&why) : Result<Welcome>(fail(sent.error()));
   if (!welcome)
-    return exit_with(r, why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
-                     welcome.error().message());
-  r.welcome = std::move(*welcome);
+    return Stop{why.code == "sandbox" || why.code == "io" ? kExitSandbox : kExitUsage,
+                welcome.error().message()};
+  s.welcome = std::move(*welcome);
   // Attached now, before the loop exists: the token is spent before any model is asked.
-  if (!r.welcome.console_token.empty()) {
-    if (auto a = r.client->attach_console(r.welcome.session, r.welcome.console_token); !a)
-      return exit_with(r, kExitSandbox, a.error().message());
+  if (!s.welcome.console_token.empty()) {
+    if (auto a = s.client->attach_console(s.welcome.session, s.welcome.console_token); !a)
+      return Stop{kExitSandbox, a.error().message()};
   }
-  return std::nullopt;
+  return s;
 }
 
 json tool_names(const Welcome& w) {
@@ -325,61 +341,76 @@ json tool_names(const Welcome& w) {
 }
 
 // The session file starts with the model, the tools moatd offers and the task.
-Exit open_session_file(const RunOptions& o, Opened& r) {
-  auto store = open_session(o, sessions_dir_of(o), r.workspace);
-  if (!store) return exit_with(r, kExitUsage, store.error().message());
-  r.store = std::move(*store);
-  (void)r.store->append(
-      {{"type", "model_change"}, {"provider", r.provider->name()}, {"model", r.provider->model()}});
-  (void)r.store->append({{"type", "tools_change"},
-                         {"tools", tool_names(r.welcome)},
-                         {"moatd_session", r.welcome.session}});
-  if (!r.task.empty() && r.mode != RunMode::kTerminal)  // a terminal session's first prompt runs as every other
-    (void)r.store->append(
+Step<std::unique_ptr<sessions::SessionStore>> open_session_file(const RunOptions& o,
+                                                                RunMode mode, const Inputs& in,
+                                                                const Started& s) {
+  auto store = open_session(o, sessions_dir_of(o), in.workspace);
+  if (!store) return Stop{kExitUsage, store.error().message()};
+  sessions::SessionStore& st = **store;
+  (void)st.append(
+      {{"type", "model_change"}, {"provider", s.provider->name()}, {"model", s.provider->model()}});
+  (void)st.append({{"type", "tools_change"},
+                   {"tools", tool_names(s.welcome)},
+                   {"moatd_session", s.welcome.session}});
+  // A terminal session's first prompt runs as every other.
+  if (!in.task.empty() && mode != RunMode::kTerminal)
+    (void)st.append(
         {{"type", "message"},
-         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", r.task}}}}}}});
-  if (auto s = r.store->sync(); !s)
-    return exit_with(r, kExitUsage, "session file: " + s.error().message());
-  return std::nullopt;
+         {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", in.task}}}}}}});
+  if (auto synced = st.sync(); !synced)
+    return Stop{kExitUsage, "session file: " + synced.error().message()};
+  return std::move(*store);
 }
 
 // This process stays the console (the terminal, the person's answers); the loop goes on in a
 // child that holds neither, then drops its privileges.
-Exit split_off_the_loop(const RunOptions& o, Opened& r) {
+Stopped split_off_the_loop(const RunOptions& o, RunMode mode, const std::string& task,
+                           MoatdClient& client) {
   ConsoleOptions console;
-  console.channel = r.client->take_console();
-  console.mode = r.mode;
-  if (r.mode == RunMode::kTerminal) console.first_prompt = r.task;
-  console.moatd_pid = r.client->moatd_pid();
-  console.loop_only_fds = {r.client->fd()};
+  console.channel = client.take_console();
+  console.mode = mode;
+  if (mode == RunMode::kTerminal) console.first_prompt = task;
+  console.moatd_pid = client.moatd_pid();
+  console.loop_only_fds = {client.fd()};
   if (auto s = split_console_and_loop(std::move(console)); !s)
-    return exit_with(r, kExitSandbox, "could not start the loop process: " + s.error().message());
+    return Stop{kExitSandbox, "could not start the loop process: " + s.error().message()};
   if (auto s = drop_to_unprivileged_loop({o.uid, o.gid}); !s)
-    return exit_with(r, kExitSandbox,
-                     "could not make the loop process unprivileged: " + s.error().message());
-  if (auto s = die_with_console(); !s) return exit_with(r, kExitSandbox, s.error().message());
+    return Stop{kExitSandbox, "could not make the loop process unprivileged: " + s.error().message()};
+  if (auto s = die_with_console(); !s) return Stop{kExitSandbox, s.error().message()};
   return std::nullopt;
 }
 
+// What the loop runs with, everything opened before privileges go.
+struct LoopParts {
+  RunMode mode;
+  std::string workspace;
+  Started moatd;  // the client, its welcome, the provider
+  std::unique_ptr<sessions::SessionStore> store;
+  std::string system_prompt;
+  std::function<Result<ModelChoice>(const std::string&)> open_model;  // --rpc's set_model
+};
+
 // Where the run leaves its records: the session file (none with --ephemeral), the audit log.
-json record_paths(const RunOptions& o, const Opened& r) {
-  return {{"session_file", o.ephemeral ? json(nullptr) : json(r.store->path())},
-          {"audit_log", r.welcome.audit.empty() ? json(nullptr) : json(r.welcome.audit)}};
+json record_paths(const RunOptions& o, const LoopParts& p) {
+  const std::string& audit = p.moatd.welcome.audit;
+  return {{"session_file", o.ephemeral ? json(nullptr) : json(p.store->path())},
+          {"audit_log", audit.empty() ? json(nullptr) : json(audit)}};
 }
 
 // The session header: what runs, where, under which layers (docs/events.md).
-json session_fields(const RunOptions& o, const Opened& r) {
-  json fields = record_paths(o, r);
-  fields.update(json{{"id", r.store->id()},
-                     {"moatd_session", r.welcome.session},
-                     {"workspace", r.workspace},
+json session_fields(const RunOptions& o, const LoopParts& p) {
+  const Welcome& w = p.moatd.welcome;
+  json fields = record_paths(o, p);
+  fields.update(json{{"id", p.store->id()},
+                     {"moatd_session", w.session},
+                     {"workspace", p.workspace},
                      {"model", o.model},
-                     {"provider", r.provider->name()},
-                     {"policy_layers", r.welcome.policy.value("layers", json::array())},
-                     {"policy_hash", r.welcome.policy.value("hash", "")},
-                     {"sandbox", r.welcome.sandbox},
-                     {"tools", tool_names(r.welcome)},
-                     {"interactive", !is_headless(r.mode)},
+                     {"provider", p.moatd.provider->name()},
+                     {"policy_layers", w.policy.value("layers", json::array())},
+                     {"policy_hash", w.policy.value("hash", "")},
+                     {"sandbox", w.sandbox},
+                     {"tools", tool_names(w)},
+                     {"interactive", !is_headless(p.mode)},
                      {"ephemeral", o.ephemeral}});
   return fields;
 }
@@ -414,46 +445,48 @@ std::function<Result<ModelChoice>(const std::string&)> model_opener() {
 }
 
 // --rpc: the loop runs once per prompt command, on this one session (agent/rpc_session.h).
-int serve_rpc_confined(const RunOptions& o, Opened& r, RunEvents& events, CallTool call_tool) {
+int serve_rpc_confined(const RunOptions& o, LoopParts& parts, RunEvents& events,
+                       CallTool call_tool) {
   RpcSessionParts p;
-  p.provider = std::move(r.provider);
+  p.provider = std::move(parts.moatd.provider);
   p.model = o.model;
-  p.store = r.store.get();
-  p.system_prompt = r.system_prompt;
-  p.tools = r.welcome.tools;
+  p.store = parts.store.get();
+  p.system_prompt = parts.system_prompt;
+  p.tools = parts.moatd.welcome.tools;
   p.config = o.loop;
   p.call_tool = std::move(call_tool);
   p.events = &events;
   p.cancel = &g_cancel;
-  p.records = record_paths(o, r);
-  p.open_model = std::move(r.open_model);
+  p.records = record_paths(o, parts);
+  p.open_model = std::move(parts.open_model);
   p.exit_code = exit_code_for;
   return serve_rpc(std::move(p), STDIN_FILENO);
 }
 
 // In the loop process, unprivileged: the threads start here, so they are as confined as the
 // loop (capabilities and the seccomp filter are per thread).
-int run_confined(const RunOptions& o, Opened& r) {
+int run_confined(const RunOptions& o, LoopParts& p, EventSink& sink) {
   Inbox inbox;
   for (const auto& f : o.follow_ups) inbox.follow_up(f);
   // stdin is the console's pipe: the lines the person typed that were not answers, each a
   // steering message (with --rpc: the checked commands).
   std::unique_ptr<SteeringInput> terminal;
-  if (r.mode == RunMode::kLines) terminal = std::make_unique<SteeringInput>(STDIN_FILENO, inbox);
+  if (p.mode == RunMode::kLines) terminal = std::make_unique<SteeringInput>(STDIN_FILENO, inbox);
   const SignalStop interrupt(SIGINT, [] { g_cancel.request(); });
   if (!interrupt.watching())  // Ctrl-C then ends moat as by default
     std::fprintf(stderr, "moat: SIGINT cannot be watched (eventfd: %s)\n", std::strerror(errno));
 
-  RunEvents events(*r.events, o.model);
-  events.session(session_fields(o, r));
+  RunEvents events(sink, o.model);
+  events.session(session_fields(o, p));
+  const Welcome& welcome = p.moatd.welcome;
   // The audit log is moatd's, and written whatever the run asks: every decision is on disk
   // before its action runs (docs/security.md).
-  if (o.ephemeral && !r.welcome.audit.empty())
+  if (o.ephemeral && !welcome.audit.empty())
     std::fprintf(stderr,
                  "moat: --ephemeral: no session file is written; moatd's audit log still "
                  "records every decision and call: %s\n",
-                 r.welcome.audit.c_str());
-  MoatdClient* c = r.client.get();
+                 welcome.audit.c_str());
+  MoatdClient* c = p.moatd.client.get();
   c->set_on_decided([&events](const std::string& id, const json& d) { events.decided(id, d); });
   c->start_reader();  // moatd's frames are read by a thread of their own from here on
   CallTool call_tool = [c, &events](const std::string& id, const std::string& tool,
@@ -463,47 +496,64 @@ int run_confined(const RunOptions& o, Opened& r) {
         cancel);
   };
   std::optional<LoopOutcome> outcome;
-  const bool served = serves_prompts(r.mode);  // prompts come one after another on stdin
+  const bool served = serves_prompts(p.mode);  // prompts come one after another on stdin
   if (!served)
-    outcome = run_loop(*r.provider, call_tool, *r.store, r.system_prompt, r.welcome.tools, o.loop,
-                       events.loop_events(), g_cancel.token(), &inbox);
-  const int rpc_code = served ? serve_rpc_confined(o, r, events, call_tool) : 0;
-  r.client->bye();
+    outcome = run_loop(*p.moatd.provider, call_tool, *p.store, p.system_prompt, welcome.tools,
+                       o.loop, events.loop_events(), g_cancel.token(), &inbox);
+  const int rpc_code = served ? serve_rpc_confined(o, p, events, call_tool) : 0;
+  p.moatd.client->bye();
   if (terminal) terminal->close();
-  r.client.reset();  // after moatd closed the connection: session.end is written
+  p.moatd.client.reset();  // after moatd closed the connection: session.end is written
   if (!outcome) return rpc_code;  // --rpc: each prompt's run had its result
   const int code = exit_code_for(outcome->stop);
-  events.result(*outcome, code, record_paths(o, r));
+  events.result(*outcome, code, record_paths(o, p));
   return code;
 }
 
-int run(RunOptions& o) {
-  Opened r;
+// The mode, and how a failure to start is reported, decided before anything runs.
+Start decide_start(const RunOptions& o) {
+  Start start;
   // --rpc: the client answers moatd's questions (ask events, answer commands).
-  r.mode = decide_run_mode({.headless = o.headless,
-                            .interactive = o.interactive,
-                            .print = o.print,
-                            .json = o.json_events,
-                            .rpc = o.rpc,
-                            .stdin_tty = ::isatty(STDIN_FILENO) == 1,
-                            .stdout_tty = ::isatty(STDOUT_FILENO) == 1});
-  r.json = o.json_events || r.mode == RunMode::kRpc;
-  // Decided before anything runs: a failure at any step is reported the same way.
+  start.mode = decide_run_mode({.headless = o.headless,
+                                .interactive = o.interactive,
+                                .print = o.print,
+                                .json = o.json_events,
+                                .rpc = o.rpc,
+                                .stdin_tty = ::isatty(STDIN_FILENO) == 1,
+                                .stdout_tty = ::isatty(STDOUT_FILENO) == 1});
+  start.json = o.json_events || start.mode == RunMode::kRpc;
   // A terminal run's loop writes events too: the console draws them (agent/terminal_view.h).
-  r.events = loop_writes_json(r.mode) ? json_event_sink(stdout) : text_event_sink();
-  if (Exit e = read_inputs(o, r)) return *e;  // the workspace and the task
+  start.events = loop_writes_json(start.mode) ? json_event_sink(stdout) : text_event_sink();
+  return start;
+}
+
+// Each step takes what the steps before it opened and returns what it opens, or why the run
+// ends there (said by Start::exit_with).
+int run(RunOptions& o) {
+  const Start start = decide_start(o);
+  const RunMode mode = start.mode;
+  Step<Inputs> in = read_inputs(o, mode);  // the workspace and the task
+  if (const Stop* s = std::get_if<Stop>(&in)) return start.exit_with(*s);
+  const Inputs& inputs = std::get<Inputs>(in);
   // Everything the loop needs is opened before privileges go: the provider (its script or
   // its key), moatd, and the session file.
-  if (Exit e = open_model(o, r)) return *e;
+  Step<CheckedProvider> checked = open_model(o, inputs.workspace);
+  if (const Stop* s = std::get_if<Stop>(&checked)) return start.exit_with(*s);
   // Before moatd loads the policy; --rpc's stdin is commands, so nobody is asked there.
-  settle_project_trust(r.workspace, !is_typed(r.mode), STDIN_FILENO);
-  if (Exit e = start_moatd_session(o, r)) return *e;
-  if (Exit e = open_session_file(o, r)) return *e;
+  settle_project_trust(inputs.workspace, !is_typed(mode), STDIN_FILENO);
+  Step<Started> started = start_moatd_session(o, mode, inputs.workspace,
+                                              std::move(std::get<CheckedProvider>(checked)));
+  if (const Stop* s = std::get_if<Stop>(&started)) return start.exit_with(*s);
+  LoopParts parts{mode, inputs.workspace, std::move(std::get<Started>(started)), nullptr, {}, {}};
+  auto store = open_session_file(o, mode, inputs, parts.moatd);
+  if (const Stop* s = std::get_if<Stop>(&store)) return start.exit_with(*s);
+  parts.store = std::move(std::get<0>(store));
   // Project docs (AGENTS.md) are read while we can still read what the person can.
-  r.system_prompt = system_prompt_for(r.welcome.tools, r.workspace);
-  if (serves_prompts(r.mode)) r.open_model = model_opener();
-  if (Exit e = split_off_the_loop(o, r)) return *e;
-  return run_confined(o, r);
+  parts.system_prompt = system_prompt_for(parts.moatd.welcome.tools, inputs.workspace);
+  if (serves_prompts(mode)) parts.open_model = model_opener();
+  if (Stopped s = split_off_the_loop(o, mode, inputs.task, *parts.moatd.client))
+    return start.exit_with(*s);
+  return run_confined(o, parts, *start.events);
 }
 
 // Who answers and what each stream carries (docs/events.md).

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "agent/console_front_end.h"
 #include "agent/run_mode.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -37,6 +41,22 @@ struct ConsoleOptions {
 // the loop, and once the loop has exited and the private moatd has finished (session.end written),
 // exits with the loop's status.
 Result<void> split_console_and_loop(ConsoleOptions options);
+
+// The console's fds after the split, and the front end it serves (console_front_end.h).
+struct ConsoleWires {
+  pid_t loop = -1;
+  int input = STDIN_FILENO;  // the person's or the client's input
+  UniqueFd to_loop;          // the loop's stdin (invalid: nothing is written to it)
+  UniqueFd loop_out, loop_err;
+  UniqueFd channel;  // moatd's console channel (invalid: nobody is asked)
+  UniqueFd signals;  // the console's signals, a byte each (invalid: none are seen)
+};
+using FrontEndMaker = std::function<std::unique_ptr<ConsoleFrontEnd>(ConsoleLink&)>;
+
+// Serves the front end `make` builds until the loop has exited (its output all handed on);
+// returns the loop's wait status. split_console_and_loop serves the mode's front end
+// (agent/console_modes.h) with it.
+int serve_console(ConsoleWires wires, const FrontEndMaker& make);
 
 // The loop's half, after its privilege drop (a credential change clears the parent-death
 // signal): the loop dies with the console, so a killed console never leaves it running.
