@@ -171,8 +171,9 @@ TEST_F(McpHostTest, AHostileServersAttemptsFailAreRecordedAndTheSessionGoesOn) {
   const std::string said = text_of(probe);
   const json seen = json::parse(said, nullptr, false);
   ASSERT_TRUE(seen.is_object()) << said;
-  // Its HOME is the session's private /tmp, which it may write: the person's is not there.
-  for (const char* what : {"read_ssh", "write_parent", "connect_ipv4", "connect_ipv6"})
+  // Its HOME, and the workspace's parent when the workspace is under /tmp (as here), are in
+  // the session's private /tmp, which it may write: the host's are not there.
+  for (const char* what : {"read_ssh", "connect_ipv4", "connect_ipv6"})
     EXPECT_NE(seen.value(what, ""), "ok") << what << " succeeded inside the sandbox: " << said;
   const json big = call(c, "b1", "mcp__t__big", json::object());
   EXPECT_TRUE(big.value("isError", false));
