@@ -170,11 +170,11 @@ TEST_F(MoatdBoundsTest, TheAgentRefusesAnOversizedCallItselfAndItsSessionGoesOn)
   agent::WelcomeError refused;
   ASSERT_TRUE((*client)->hello(ws_, /*headless=*/true, &refused)) << refused.message;
   const std::string heredoc = "cat > big.txt <<'EOF'\n" + long_string(200u << 10) + "\nEOF";
-  tools::ToolResult big = (*client)->call("big", "bash", {{"command", heredoc}}, nullptr, nullptr);
+  tools::ToolResult big = (*client)->call("big", "bash", {{"command", heredoc}}, nullptr, {});
   EXPECT_TRUE(big.is_error);
   EXPECT_NE(big.to_json().dump().find("'command' is"), std::string::npos) << big.to_json().dump();
   tools::ToolResult after =
-      (*client)->call("after", "read", {{"path", ws_ + "/hello.txt"}}, nullptr, nullptr);
+      (*client)->call("after", "read", {{"path", ws_ + "/hello.txt"}}, nullptr, {});
   EXPECT_FALSE(after.is_error) << after.to_json().dump() << moatd_log();
 }
 
