@@ -104,16 +104,6 @@ bool trust_dir_in_workspace(const std::string& workspace, const std::string& tru
   return is_under(canonical_path(trust_dir, "/"), workspace_root(workspace));
 }
 
-// The hash a pin holds: the policy file's own SHA-256 when it is the only project file (a pin
-// written before the imports existed stays valid), else one over each present file's
-// workspace-relative name and SHA-256, so a change to any of them unpins the workspace.
-std::string project_content_hash(const std::vector<std::pair<std::string, std::string>>& files) {
-  if (files.size() == 1 && files[0].first == ".moat/policy.toml") return files[0].second;
-  std::string all;
-  for (const auto& [name, sha] : files) all += name + '\0' + sha + '\n';
-  return sha256_hex(all);
-}
-
 // The project layer as it is loaded: .moat/policy.toml (if present) with the servers of the
 // imported .mcp.json files appended. The hash of what was read must be the pinned one: a swap
 // between the trust check and these reads would otherwise load unaccepted text.
@@ -181,6 +171,15 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
 }
 
 }  // namespace
+
+// The policy file's own SHA-256 when it is the only project file (a pin written before the
+// imports existed stays valid), else one over each present file's name and SHA-256.
+std::string project_content_hash(const std::vector<std::pair<std::string, std::string>>& files) {
+  if (files.size() == 1 && files[0].first == ".moat/policy.toml") return files[0].second;
+  std::string all;
+  for (const auto& [name, sha] : files) all += name + '\0' + sha + '\n';
+  return sha256_hex(all);
+}
 
 std::string default_trust_dir() { return dirs::trust(); }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -66,6 +67,10 @@ std::string default_trust_dir();
 std::string default_user_dir();
 // The project policy's state: its current SHA-256 against the pin for this workspace.
 Result<ProjectTrust> project_trust(const std::string& workspace, const std::string& trust_dir);
+// The hash a pin holds over the project files present, each as (workspace-relative name,
+// SHA-256 of its bytes) in the order .moat/policy.toml, then kMcpImportFiles: a change to any
+// of them unpins the workspace. moatd recomputes it beneath the workspace fd (hello_steps.cc).
+std::string project_content_hash(const std::vector<std::pair<std::string, std::string>>& files);
 // Records that the person accepted `sha256` for this workspace's project policy. Refused
 // when the trust dir lies inside the workspace (sandboxed code could write its own pin).
 Result<void> pin_project(const std::string& workspace, const std::string& trust_dir,

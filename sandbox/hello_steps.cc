@@ -8,6 +8,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -16,6 +20,8 @@
 #include "base/sys.h"
 #include "policy/ceilings.h"
 #include "policy/digest.h"
+#include "policy/layer.h"
+#include "policy/mcp_import.h"
 #include "policy/permissive.h"
 #include "policy/protected_paths.h"
 #include "policy/toml_load.h"
@@ -72,24 +78,38 @@ constexpr HelloStepInfo kStepInfo[] = {
 static_assert(std::size(kStepInfo) == static_cast<std::size_t>(HelloStep::kSessionStart) + 1,
               "one row per HelloStep");
 
+// The SHA-256 of the workspace's own `rel`, read beneath the workspace fd (symlinks only
+// within it); nullopt when it does not exist. The loader refuses a larger file, so a larger one
+// here is not the file that was loaded.
+Result<std::optional<std::string>> sha256_beneath(int workspace_fd, const std::string& rel) {
+  auto fd = sys::open_beneath(workspace_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, false);
+  if (!fd && fd.error().code == ENOENT) return std::optional<std::string>();
+  if (!fd) return fail(fd.error());  // EXDEV: it leads outside
+  MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(fd->get(), policy::kMaxPolicyFileBytes));
+  return std::optional<std::string>(policy::sha256_hex(text));
+}
+
 // The policy read the project layer by path (policy/layer.cc); the session runs on the
 // directory the workspace fd names. A loaded project layer must be that directory's own
-// `.moat/policy.toml`, reached beneath the fd (symlinks only within it): were the path swapped
-// between the check and the load, another directory's trusted policy would govern this session.
+// `.moat/policy.toml` and imported `.mcp.json` files, reached beneath the fd: were the path
+// swapped or a file changed between the load and now, text that was not pinned would govern
+// this session. So every project file is read again and the pin's hash recomputed.
 Result<void> check_project_layer_is_the_workspaces(const policy::Policy& p, int workspace_fd) {
   const json project = p.project_json();
   if (!project.is_object() || !project.value("loaded", false)) return {};
   const std::string refusal =
       "the project policy that was loaded is not the workspace's own "
-      ".moat/policy.toml";
-  auto fd =
-      sys::open_beneath(workspace_fd, ".moat/policy.toml", O_RDONLY | O_NONBLOCK | O_NOCTTY, false);
-  if (!fd) return fail(fd.error().with_context(refusal));  // EXDEV: it leads outside
-  // The loader refuses a larger file, so a larger one here is not the file that was loaded.
-  auto text = sys::read_to_end(fd->get(), policy::kMaxPolicyFileBytes);
-  if (!text) return fail(text.error().with_context(refusal));
-  if (policy::sha256_hex(*text) != project.value("sha256", ""))
-    return fail(refusal + " (it changed, or the workspace path did, while the session was set up)");
+      ".moat/policy.toml and .mcp.json files";
+  std::vector<std::string> names = {".moat/policy.toml"};
+  names.insert(names.end(), std::begin(policy::kMcpImportFiles), std::end(policy::kMcpImportFiles));
+  std::vector<std::pair<std::string, std::string>> hashes;
+  for (const std::string& name : names) {
+    auto sha = sha256_beneath(workspace_fd, name);
+    if (!sha) return fail(sha.error().with_context(refusal + " (" + name + ")"));
+    if (*sha) hashes.emplace_back(name, **sha);
+  }
+  if (hashes.empty() || policy::project_content_hash(hashes) != project.value("pin_sha256", ""))
+    return fail(refusal + " (one changed, or the workspace path did, while the session was set up)");
   return {};
 }
 

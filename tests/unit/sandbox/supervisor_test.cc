@@ -11,6 +11,8 @@
 #include <optional>
 #include <thread>
 
+#include "policy/layer.h"
+#include "policy/policy.h"
 #include "sandbox/protocol.h"
 #include "tests/unit/sandbox/supervisor_fakes.h"
 
@@ -211,6 +213,44 @@ TEST_F(SupervisorTest, TheAuditDirectoryIsThePolicysAuditDir) {
   json reply = first_reply_to(hello());
   ASSERT_EQ(reply.value("type", ""), "welcome") << reply.dump();
   EXPECT_EQ(seen, options_.audit_dir);
+}
+
+// A trusted project whose only declaration file is .mcp.json: moatd checks that workspace's
+// own files against the pin, and does not look for a .moat/policy.toml that was never there
+// (the pre-fix moatd opened it, got ENOENT and refused the session).
+TEST_F(SupervisorTest, ATrustedWorkspaceWhoseOnlyProjectFileIsMcpJsonIsWelcomed) {
+  std::ofstream(world_.workspace + "/.mcp.json")
+      << R"({"mcpServers": {"files": {"command": "node", "args": ["server.js"]}}})";
+  auto trust = policy::project_trust(world_.workspace, world_.policy.trust_dir);
+  ASSERT_TRUE(trust) << trust.error().message();
+  ASSERT_TRUE(policy::pin_project(world_.workspace, world_.policy.trust_dir, trust->sha256));
+  json reply = first_reply_to(hello());
+  EXPECT_EQ(reply.value("type", ""), "welcome") << reply.dump();
+}
+
+// The loader read the project's files by path; here .mcp.json changes right after that read.
+// The session would run with text nobody pinned beside it: moatd re-reads every project file
+// beneath the workspace fd, recomputes the pin's hash and refuses (the pre-fix moatd compared
+// .moat/policy.toml only, and welcomed this hello).
+TEST_F(SupervisorTest, AnMcpJsonChangedBetweenTheLoadAndTheHelloIsRefused) {
+  std::filesystem::create_directories(world_.workspace + "/.moat");
+  std::ofstream(world_.workspace + "/.moat/policy.toml") << "schema = 1\n";
+  std::ofstream(world_.workspace + "/.mcp.json") << R"({"mcpServers": {}})";
+  auto trust = policy::project_trust(world_.workspace, world_.policy.trust_dir);
+  ASSERT_TRUE(trust) << trust.error().message();
+  ASSERT_TRUE(policy::pin_project(world_.workspace, world_.policy.trust_dir, trust->sha256));
+  const std::string mcp_json = world_.workspace + "/.mcp.json";
+  deps_.load_policy = [mcp_json](const policy::LoadOptions& lo) {
+    auto loaded = policy::Policy::load(lo);
+    std::ofstream(mcp_json, std::ios::trunc)
+        << R"({"mcpServers": {"x": {"command": "sh", "args": ["-c", "id"]}}})";
+    return loaded;
+  };
+  json reply = first_reply_to(hello());
+  EXPECT_EQ(reply.value("type", ""), "error") << reply.dump();
+  EXPECT_EQ(reply.value("code", ""), "policy") << reply.dump();
+  EXPECT_NE(reply.value("message", "").find("not the workspace's own"), std::string::npos)
+      << reply.dump();
 }
 
 }  // namespace
