@@ -249,10 +249,10 @@ void add_audit_page(const std::string& dir, const std::string& page, AuditSide& 
   if (records && verdict) std::ofstream(page) << sessions::audit_html(*records, *verdict, log);
 }
 
-json error_line(ItemResult line, const std::string& why) {
+ItemResult error_line(ItemResult line, const std::string& why) {
   line.status = "error";
   line.reason = why;
-  return to_json(line);
+  return line;
 }
 
 }  // namespace
@@ -265,7 +265,7 @@ std::string item_dir(const std::string& out_dir, const std::string& id) {
   return (fs::path(out_dir) / "items" / id).string();
 }
 
-nlohmann::json run_item(const Item& item, const BatchEnv& env) {
+ItemResult run_item(const Item& item, const BatchEnv& env) {
   const auto start = Clock::now();
   const Paths p = paths_of(env, item);
   ItemResult line;
@@ -324,7 +324,7 @@ nlohmann::json run_item(const Item& item, const BatchEnv& env) {
   if (!agent->ok()) line.reason = "moat run exited " + std::to_string(agent->exit_code);
   else if (!check_ok) line.reason = "the check failed";
   line.wall_seconds = wall();
-  return to_json(line);
+  return line;
 }
 
 }  // namespace moat::agent::batch

@@ -3,12 +3,11 @@
 // sandbox, the patch against the starting commit, and the item's results line.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
 #include "agent/batch/env.h"
+#include "agent/batch/item_result.h"
 #include "agent/batch/manifest.h"
 
 namespace moat::agent::batch {
@@ -18,8 +17,8 @@ namespace moat::agent::batch {
 std::string patch_path(const std::string& out_dir, const std::string& id);
 std::string item_dir(const std::string& out_dir, const std::string& id);
 
-// Runs the item and returns its results line. Never fails: a step that could not be done
-// makes the line's status "error" with the step's message in "reason".
-nlohmann::json run_item(const Item& item, const BatchEnv& env);
+// Runs the item and returns its results line (the caller appends to_json of it). Never fails: a
+// step that could not be done makes the line's status "error" with the step's message in "reason".
+ItemResult run_item(const Item& item, const BatchEnv& env);
 
 }  // namespace moat::agent::batch

@@ -142,6 +142,13 @@ json to_json(const ItemResult& r) {
   return j;
 }
 
+int flagged_count(const ItemResult& r) {
+  return r.audit.flagged_execs.value_or(0) +
+         (r.check ? r.check->audit.flagged_execs.value_or(0) : 0);
+}
+
+bool check_passed(const ItemResult& r) { return r.check && r.check->passed; }
+
 Result<ItemResult> item_result_from_json(const json& j) {
   if (!j.is_object()) return fail(Error{0, "results line: not a JSON object"});
   ItemResult r;

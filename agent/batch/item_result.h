@@ -81,6 +81,10 @@ inline constexpr const char* kItemResultFields[] = {
     "steps"};
 
 nlohmann::json to_json(const ItemResult& r);
+// Programs the item's agent and its check ran flagged (headless: a rule asks about them).
+int flagged_count(const ItemResult& r);
+// Whether the check ran and passed.
+bool check_passed(const ItemResult& r);
 // The line back; an error names the field that is missing or of another type.
 Result<ItemResult> item_result_from_json(const nlohmann::json& j);
 

@@ -34,13 +34,12 @@ Result<json> read_info(const std::string& out) {
 }
 
 // Copies an item's patch and folder (its pages and logs) so the merged report's links work.
-void copy_item_files(const std::string& out, const std::string& dest, const json& r) {
+void copy_item_files(const std::string& out, const std::string& dest, const ItemResult& r) {
   std::error_code ec;
-  const std::string id = r["id"].get<std::string>();
-  if (r.contains("patch"))
-    fs::copy(fs::path(out) / r["patch"].get<std::string>(),
-             fs::path(dest) / r["patch"].get<std::string>(), fs::copy_options::overwrite_existing,
-             ec);
+  const std::string& id = r.id;
+  if (r.patch)
+    fs::copy(fs::path(out) / *r.patch, fs::path(dest) / *r.patch,
+             fs::copy_options::overwrite_existing, ec);
   fs::create_directories(fs::path(dest) / "items" / id, ec);
   fs::copy(fs::path(out) / "items" / id, fs::path(dest) / "items" / id,
            fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
@@ -49,24 +48,24 @@ void copy_item_files(const std::string& out, const std::string& dest, const json
 // A shard's result names its files by absolute paths under the shard's OUT (the agent's and the
 // check's audit logs, the session file); merged, they name the copies under the merge's OUT,
 // relative to it like "patch" (issue 27 item 10: they named the shards' folders).
-void relocate_paths(const std::string& out, json& r) {
+void relocate_paths(const std::string& out, ItemResult& r) {
   const fs::path from = fs::absolute(out).lexically_normal();
-  auto relocate = [&](json& obj, const char* key) {
-    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return;
-    const fs::path p = fs::path(obj[key].get<std::string>()).lexically_normal();
+  auto relocate = [&](std::optional<std::string>& path) {
+    if (!path) return;
+    const fs::path p = fs::path(*path).lexically_normal();
     const fs::path rel = p.lexically_relative(from);
-    if (p.is_absolute() && !rel.empty() && *rel.begin() != "..") obj[key] = rel.string();
+    if (p.is_absolute() && !rel.empty() && *rel.begin() != "..") path = rel.string();
   };
-  relocate(r, "auditLog");
-  relocate(r, "sessionFile");
-  if (r.contains("check")) relocate(r["check"], "auditLog");
+  relocate(r.audit.audit_log);
+  relocate(r.session_file);
+  if (r.check) relocate(r.check->audit.audit_log);
 }
 
 }  // namespace
 
 int merge_outputs(const std::vector<std::string>& outs, const std::string& dest) {
   std::set<std::string> expected;
-  std::map<std::string, json> by_id;
+  std::map<std::string, ItemResult> by_id;
   std::string manifest;
   std::error_code ec;
   fs::create_directories(fs::path(dest) / "patches", ec);
@@ -79,19 +78,19 @@ int merge_outputs(const std::vector<std::string>& outs, const std::string& dest)
     for (const auto& id : (*info)["items"]) expected.insert(id.get<std::string>());
     manifest = info->value("manifest", manifest);
     auto results = read_results((fs::path(out) / kResultsFile).string());
-    for (const auto& r : results ? *results : std::vector<json>{}) {
-      json& kept = by_id[r["id"].get<std::string>()] = r;
+    for (const auto& r : results ? *results : std::vector<ItemResult>{}) {
+      ItemResult& kept = by_id[r.id] = r;
       if (fs::absolute(out) != fs::absolute(dest)) copy_item_files(out, dest, r);
       relocate_paths(out, kept);
     }
   }
-  std::vector<json> merged;
+  std::vector<ItemResult> merged;
   std::string lines;
   std::vector<std::string> not_passed;
   for (const auto& [id, r] : by_id) {
     merged.push_back(r);
-    lines += dump_lossless(r) + "\n";
-    if (r.value("status", "") != "passed") not_passed.push_back(id + " " + r.value("status", "?"));
+    lines += dump_lossless(to_json(r)) + "\n";
+    if (r.status != "passed") not_passed.push_back(id + " " + r.status.value_or("?"));
   }
   std::vector<std::string> missing;
   for (const auto& id : expected)

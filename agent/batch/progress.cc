@@ -3,7 +3,6 @@
 
 #include <cstdio>
 
-#include "agent/batch/results.h"
 #include "agent/visible.h"
 #include "base/byte_strings.h"
 
@@ -61,24 +60,22 @@ void Progress::started(const std::string& id) {
   if (json_) emit({{"event", "start"}, {"id", id}});
 }
 
-void Progress::finished(const json& r) {
+void Progress::finished(const ItemResult& r) {
   std::lock_guard<std::mutex> lock(mu_);
   --running_;
   ++done_;
   ++ran_;
-  if (r.value("status", "") != "passed") ++failed_;
-  cost_ += result_number(r, "cost");
-  std::string reason = r.contains("reason") ? " (" + r.value("reason", "") + ")" : "";
+  if (r.status != "passed") ++failed_;
+  cost_ += r.cost.value_or(0);
+  std::string reason = r.reason ? " (" + *r.reason + ")" : "";
   // Programs that ran although a rule asks about them (headless): said with the item.
-  int flagged = static_cast<int>(result_number(r, "flaggedExecs"));
-  if (r.contains("check") && r["check"].is_object())
-    flagged += static_cast<int>(result_number(r["check"], "flaggedExecs"));
-  if (flagged > 0) reason += " [" + std::to_string(flagged) + " flagged programs]";
+  if (const int flagged = flagged_count(r); flagged > 0)
+    reason += " [" + std::to_string(flagged) + " flagged programs]";
   std::fprintf(stderr, "%smoat batch: %s %s%s  %s\n", terminal_ ? "\r\033[K" : "",
-               printable(r["id"].get<std::string>()).c_str(), r.value("status", "?").c_str(),
-               printable(reason).c_str(), counts().c_str());
+               printable(r.id).c_str(), r.status.value_or("?").c_str(), printable(reason).c_str(),
+               counts().c_str());
   show_status();
-  if (json_) emit({{"event", "finish"}, {"result", r}});
+  if (json_) emit({{"event", "finish"}, {"result", to_json(r)}});
 }
 
 double Progress::cost() {

@@ -3,12 +3,12 @@
 // so far, ETA), and with --json one event per item start and finish on stdout.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <string>
+
+#include "agent/batch/item_result.h"
 
 namespace moat::agent::batch {
 
@@ -17,7 +17,7 @@ class Progress {
   // `already`: items of the shard done by earlier runs; `cost`: what they spent.
   Progress(std::size_t total, std::size_t already, double cost, bool json_events, bool terminal);
   void started(const std::string& id);
-  void finished(const nlohmann::json& result);
+  void finished(const ItemResult& result);
   double cost();
   void close();  // ends the status line
 

@@ -15,7 +15,6 @@ namespace moat::agent::batch {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using sessions::html_escape;
 
 // Failing items first: the order a reader acts in.
@@ -26,48 +25,35 @@ int rank(const std::string& status) {
   return 3;
 }
 
-std::string check_text(const json& r) {
-  if (!r.contains("check")) return "none";
-  const json& c = r["check"];
-  if (c.value("timedOut", false)) return "timed out";
-  return c.value("passed", false) ? "passed"
-                                  : "failed (exit " + std::to_string(c.value("exit", -1)) + ")";
+std::string check_text(const ItemResult& r) {
+  if (!r.check) return "none";
+  if (r.check->run.timed_out) return "timed out";
+  return r.check->passed ? "passed" : "failed (exit " + std::to_string(r.check->run.exit) + ")";
 }
 
 // Programs the item's agent and check ran although a rule asks about them (headless,
 // [exec] headless_ask = "allow"): the count, and a tooltip naming the first few and their rules.
-int flagged_count(const json& r) {
-  int n = static_cast<int>(result_number(r, "flaggedExecs"));
-  if (r.contains("check") && r["check"].is_object())
-    n += static_cast<int>(result_number(r["check"], "flaggedExecs"));
-  return n;
-}
-
-std::string flagged_html(const json& r) {
+std::string flagged_html(const ItemResult& r) {
   const int n = flagged_count(r);
   if (n == 0) return "0";
   std::string title;
-  for (const json* side : {&r, r.contains("check") ? &r["check"] : nullptr}) {
-    if (side == nullptr || !side->is_object() || !side->contains("flagged")) continue;
-    const json& list = (*side)["flagged"];
-    if (!list.is_array()) continue;
-    for (const json& f : list)
-      if (f.is_object()) title += f.value("argv", "") + " (rule " + f.value("rule", "") + ")\n";
-  }
+  for (const AuditSide* side : {&r.audit, r.check ? &r.check->audit : nullptr})
+    for (const FlaggedExec& f : side ? side->flagged : std::vector<FlaggedExec>{})
+      title += f.argv + " (rule " + f.rule + ")\n";
   return "<span title=\"" + html_escape(title) + "\">" + std::to_string(n) + "</span>";
 }
 
 // The files the item's patch adds or changes that a host program runs code from (results line
 // "hostExecuted"; --apply leaves such a patch for the person): named in the cell itself.
-std::size_t host_executed_count(const json& r) {
-  return r.contains("hostExecuted") && r["hostExecuted"].is_array() ? r["hostExecuted"].size() : 0;
+std::size_t host_executed_count(const ItemResult& r) {
+  return r.host_executed ? r.host_executed->size() : 0;
 }
 
-std::string host_executed_html(const json& r) {
+std::string host_executed_html(const ItemResult& r) {
   if (host_executed_count(r) == 0) return "";
   std::string names;
-  for (const json& f : r["hostExecuted"])
-    if (f.is_string()) names += (names.empty() ? "" : ", ") + html_escape(f.get<std::string>());
+  for (const std::string& f : *r.host_executed)
+    names += (names.empty() ? "" : ", ") + html_escape(f);
   return "<b class=\"host\">" + names + "</b>";
 }
 
@@ -97,26 +83,30 @@ std::string cell(const std::string& sort_key, const std::string& html, const cha
          html + "</td>";
 }
 
-std::string row(const json& r) {
-  const std::string id = r.value("id", ""), status = r.value("status", "?");
-  const std::string dir = "items/" + id;
-  std::string links;
-  if (r.contains("patch")) links += link(r.value("patch", ""), "patch") + " ";
-  if (r.contains("session")) links += link(dir + "/session.html", "session") + " ";
-  if (r.contains("auditLog")) links += link(dir + "/audit.html", "audit") + " ";
-  if (r.contains("check") && r["check"].is_object() && r["check"].contains("auditLog"))
-    links += link(dir + "/check-audit.html", "check audit") + " ";
+std::string links(const ItemResult& r) {
+  const std::string dir = "items/" + r.id;
+  std::string out;
+  if (r.patch) out += link(*r.patch, "patch") + " ";
+  if (r.session) out += link(dir + "/session.html", "session") + " ";
+  if (r.audit.audit_log) out += link(dir + "/audit.html", "audit") + " ";
+  if (r.check && r.check->audit.audit_log)
+    out += link(dir + "/check-audit.html", "check audit") + " ";
   // What the agent and the check printed: where a failure's cause is.
-  if (r.contains("agent")) links += link(dir + "/run.log", "run.log") + " ";
-  if (r.contains("check")) links += link(dir + "/check.log", "check.log") + " ";
-  const double cost = result_number(r, "cost");
-  const auto bytes = static_cast<std::uint64_t>(result_number(r, "patchBytes"));
-  const int turns = static_cast<int>(result_number(r, "turns"));
+  if (r.agent) out += link(dir + "/run.log", "run.log") + " ";
+  if (r.check) out += link(dir + "/check.log", "check.log") + " ";
+  return out;
+}
+
+std::string row(const ItemResult& r) {
+  const std::string& id = r.id;
+  const std::string status = r.status.value_or("?"), reason = r.reason.value_or("");
+  const double cost = r.cost.value_or(0);
+  const std::uint64_t bytes = r.patch_bytes.value_or(0);
+  const int turns = r.turns.value_or(0);
   std::string out = "<tr class=\"" + html_escape(status) + "\">";
   out += cell(id, html_escape(id), "id");
   // Where the item came from: its local repository or the url it was cloned from (and ref).
-  const std::string source =
-      r.value("repo", "") + (r.contains("ref") ? " @ " + r.value("ref", "") : "");
+  const std::string source = r.repo + (r.ref ? " @ " + *r.ref : "");
   out += cell(source, html_escape(source), "source");
   out += cell(std::to_string(rank(status)), html_escape(status), "status");
   out += cell(check_text(r), html_escape(check_text(r)), "check");
@@ -125,8 +115,8 @@ std::string row(const json& r) {
   out += cell(std::to_string(bytes), size_text(bytes), "diff");
   out += cell(std::to_string(flagged_count(r)), flagged_html(r), "flagged");
   out += cell(std::to_string(host_executed_count(r)), host_executed_html(r), "hostfiles");
-  out += cell(r.value("reason", ""), html_escape(r.value("reason", "")), "reason");
-  out += "<td class=\"links\">" + links + "</td></tr>\n";
+  out += cell(reason, html_escape(reason), "reason");
+  out += "<td class=\"links\">" + links(r) + "</td></tr>\n";
   return out;
 }
 
@@ -165,18 +155,18 @@ if (wanted) {
 </script>
 )";
 
-std::string totals(const std::vector<json>& rows) {
+std::string totals(const std::vector<ItemResult>& rows) {
   std::size_t passed = 0, failed = 0, missing = 0;
   double cost = 0;
   int flagged = 0;
   std::size_t host = 0;
   for (const auto& r : rows) {
     if (host_executed_count(r) > 0) ++host;
-    const std::string s = r.value("status", "");
+    const std::string s = r.status.value_or("");
     if (s == "passed") ++passed;
     else if (s == "missing") ++missing;
     else ++failed;
-    cost += result_number(r, "cost");
+    cost += r.cost.value_or(0);
     flagged += flagged_count(r);
   }
   std::string flags;
@@ -195,11 +185,16 @@ std::string totals(const std::vector<json>& rows) {
 
 }  // namespace
 
-std::string report_html(const std::vector<json>& results, const std::vector<std::string>& missing) {
-  std::vector<json> rows = results;
-  for (const auto& id : missing) rows.push_back({{"id", id}, {"status", "missing"}});
-  std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
-    return rank(a.value("status", "")) < rank(b.value("status", ""));
+std::string report_html(const std::vector<ItemResult>& results,
+                        const std::vector<std::string>& missing) {
+  std::vector<ItemResult> rows = results;
+  for (const auto& id : missing) {
+    ItemResult& row = rows.emplace_back();
+    row.id = id;
+    row.status = "missing";
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ItemResult& a, const ItemResult& b) {
+    return rank(a.status.value_or("")) < rank(b.status.value_or(""));
   });
   std::string html = kHead;
   html += "<h1>moat batch report</h1>\n" + totals(rows);
@@ -215,7 +210,7 @@ std::string report_html(const std::vector<json>& results, const std::vector<std:
   return html;
 }
 
-void write_report(const std::string& out_dir, const std::vector<json>& results,
+void write_report(const std::string& out_dir, const std::vector<ItemResult>& results,
                   const std::vector<std::string>& missing) {
   const std::string path = (fs::path(out_dir) / "report.html").string();
   if (auto w = write_file_durably(path, report_html(results, missing)); !w)

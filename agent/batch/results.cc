@@ -22,39 +22,46 @@ Result<void> sync_directory(const std::string& dir) {
   return {};
 }
 
-// A line is read back (resume, report, merge, apply) only when ItemResult's decoder takes it:
-// every field has the type moat writes, so a line edited by hand into other types is skipped
-// rather than trusted, and there is one reader of the line's types (item_result.h).
-bool is_result_line(const nlohmann::json& j) { return item_result_from_json(j).has_value(); }
+// Each whole line, parsed; what follows the last newline is a line the writer never finished.
+template <typename Take>
+void each_line(std::string_view text, Take take) {
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string_view::npos; start = nl + 1)
+    take(nlohmann::json::parse(text.substr(start, nl - start), nullptr, false));
+}
 
 }  // namespace
 
+// A line is read back only when ItemResult's decoder takes it: every field has the type moat
+// writes, so a line edited by hand into other types is skipped rather than trusted, and there
+// is one reader of the line's types (item_result.h).
+std::vector<ItemResult> parse_item_results(std::string_view text) {
+  std::vector<ItemResult> out;
+  each_line(text, [&out](const nlohmann::json& j) {
+    if (auto r = item_result_from_json(j)) out.push_back(std::move(*r));
+  });
+  return out;
+}
+
 std::vector<nlohmann::json> parse_results(std::string_view text) {
   std::vector<nlohmann::json> out;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string_view::npos; start = nl + 1) {
-    auto j = nlohmann::json::parse(text.substr(start, nl - start), nullptr, false);
-    if (is_result_line(j)) out.push_back(std::move(j));
-  }
-  return out;  // what follows the last newline is a line the writer never finished
+  each_line(text, [&out](nlohmann::json j) {
+    if (item_result_from_json(j)) out.push_back(std::move(j));
+  });
+  return out;
 }
 
-Result<std::vector<nlohmann::json>> read_results(const std::string& path) {
+Result<std::vector<ItemResult>> read_results(const std::string& path) {
   auto fd = sys::open_path(path, O_RDONLY);
-  if (!fd && fd.error().code == ENOENT) return std::vector<nlohmann::json>{};
+  if (!fd && fd.error().code == ENOENT) return std::vector<ItemResult>{};
   if (!fd) return fail(fd.error());
   MOAT_ASSIGN_OR_RETURN(std::string text, sys::read_to_end(fd->get()));
-  return parse_results(text);
+  return parse_item_results(text);
 }
 
-double result_number(const nlohmann::json& line, const char* key) {
-  const auto it = line.find(key);
-  return it != line.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-std::set<std::string> finished_ids(const std::vector<nlohmann::json>& results) {
+std::set<std::string> finished_ids(const std::vector<ItemResult>& results) {
   std::set<std::string> ids;
-  for (const auto& r : results) ids.insert(r["id"].get<std::string>());
+  for (const auto& r : results) ids.insert(r.id);
   return ids;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/batch/item_result.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
 
@@ -18,18 +19,18 @@ namespace moat::agent::batch {
 
 inline constexpr const char* kResultsFile = "results.jsonl";
 
-// The whole lines of a results file, in order. A torn last line (the batch was killed while
-// writing it) and lines that are not results (no string "id", or a field moat reads back with
-// another type than moat writes) are skipped.
+// The whole lines of a results file, in order, as ItemResult's decoder reads them: every
+// reader (resume, report, merge, apply) reads typed fields. A torn last line (the batch was
+// killed while writing it) and lines that are not results (no string "id", or a field moat
+// reads back with another type than moat writes) are skipped.
+std::vector<ItemResult> parse_item_results(std::string_view text);
+// The same lines as JSON (the batch e2e tests and bench read them by key).
 std::vector<nlohmann::json> parse_results(std::string_view text);
 // The file's lines; an empty list when it does not exist.
-Result<std::vector<nlohmann::json>> read_results(const std::string& path);
-
-// A results line's number at `key`; 0 when it is absent or not a number (a hand-edited file).
-double result_number(const nlohmann::json& line, const char* key);
+Result<std::vector<ItemResult>> read_results(const std::string& path);
 
 // The ids of `results` (the items a --resume skips).
-std::set<std::string> finished_ids(const std::vector<nlohmann::json>& results);
+std::set<std::string> finished_ids(const std::vector<ItemResult>& results);
 
 // Appends to OUT/results.jsonl. Opening it cuts a torn last line off first, so the next line
 // starts on a line of its own.

@@ -81,7 +81,7 @@ struct Plan {
   Manifest manifest;
   std::vector<const Item*> shard;
   std::vector<const Item*> todo;
-  std::vector<json> earlier;
+  std::vector<ItemResult> earlier;
   double earlier_cost = 0;  // what earlier runs spent, retried items' runs included
   std::int64_t url_checkout_bytes = 0;
 };
@@ -127,16 +127,15 @@ Result<void> open_out(const BatchOptions& o, Plan& plan) {
 
 // --retry-failed: an item that failed or could not run is run again; its new line replaces the
 // old one (a line per item, as every reader of results.jsonl expects).
-bool is_retried(const json& r) {
-  const std::string status = r.value("status", "");
-  return status == "failed" || status == "error";
+bool is_retried(const ItemResult& r) {
+  return r.status == "failed" || r.status == "error";
 }
 
 // results.jsonl rewritten whole (a temporary file renamed over it): a kill leaves the old file
 // or the new one, and an item missing from it only runs again.
-Result<void> write_results(const std::string& out_dir, const std::vector<json>& lines) {
+Result<void> write_results(const std::string& out_dir, const std::vector<ItemResult>& lines) {
   std::string text;
-  for (const auto& r : lines) text += dump_lossless(r) + "\n";
+  for (const auto& r : lines) text += dump_lossless(to_json(r)) + "\n";
   return write_file_durably((fs::path(out_dir) / kResultsFile).string(), text);
 }
 
@@ -159,7 +158,7 @@ Result<Plan> plan_batch(const BatchOptions& o) {
   MOAT_ASSIGN_OR_RETURN(
       plan.url_checkout_bytes,
       check_urls_allowed(plan.shard, plan.manifest.policy_files, fs::absolute(scratch)));
-  for (const auto& r : plan.earlier) plan.earlier_cost += result_number(r, "cost");
+  for (const auto& r : plan.earlier) plan.earlier_cost += r.cost.value_or(0);
   if (o.retry_failed) std::erase_if(plan.earlier, is_retried);
   const auto done = finished_ids(plan.earlier);
   for (const auto* item : plan.shard)
@@ -184,8 +183,8 @@ std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, Resu
       }
       const Item& item = *plan.todo[i];
       progress.started(item.id);
-      json line = run_item(item, env);
-      if (auto a = log.append(line); !a)
+      const ItemResult line = run_item(item, env);
+      if (auto a = log.append(to_json(line)); !a)
         std::fprintf(stderr, "moat batch: %s: %s\n", kResultsFile, a.error().message().c_str());
       progress.finished(line);
     }
@@ -202,17 +201,16 @@ std::size_t run_items(const Plan& plan, const BatchEnv& env, unsigned jobs, Resu
 }
 
 // The files of a results line's patch that a host program runs code from, "a, b".
-std::string host_executed_list(const json& r) {
+std::string host_executed_list(const ItemResult& r) {
   std::string names;
-  if (!r.contains("hostExecuted") || !r["hostExecuted"].is_array()) return names;
-  for (const json& f : r["hostExecuted"])
-    if (f.is_string()) names += (names.empty() ? "" : ", ") + f.get<std::string>();
+  for (const std::string& f : r.host_executed.value_or(std::vector<std::string>{}))
+    names += (names.empty() ? "" : ", ") + f;
   return names;
 }
 
 // One patch into its repository, if it applies; the message names what happened.
-Result<void> apply_one(const json& r, const std::string& patch, bool host_executed_allowed) {
-  const std::string repo = r.value("repo", ""), host = host_executed_list(r);
+Result<void> apply_one(const ItemResult& r, const std::string& patch, bool host_executed_allowed) {
+  const std::string &repo = r.repo, host = host_executed_list(r);
   // Such a file runs code as the person when the folder is opened, cd'd into or `git status`ed
   // (docs/security.md): it goes in only when they say so, after reading it.
   if (!host.empty() && !host_executed_allowed)
@@ -228,24 +226,22 @@ Result<void> apply_one(const json& r, const std::string& patch, bool host_execut
 // and (unless allowed) writes no file a host program runs code from. A url repo has no local
 // repository to apply to: it is named and left for the person. Returns how many did not apply
 // (each named with the reason, or git's message).
-std::size_t apply_patches(const std::vector<json>& results, const BatchOptions& o) {
+std::size_t apply_patches(const std::vector<ItemResult>& results, const BatchOptions& o) {
   std::size_t not_applied = 0;
   for (const auto& r : results) {
-    const bool check_passed = r.contains("check") && r["check"].value("passed", false);
-    if (!check_passed || !r.contains("patch")) continue;
-    const std::string patch = (fs::path(o.out_dir) / r["patch"]).string();
-    if (r.contains("url")) {
+    if (!check_passed(r) || !r.patch) continue;
+    const std::string patch = (fs::path(o.out_dir) / *r.patch).string();
+    if (r.url) {
       std::fprintf(stderr,
                    "moat batch: apply %s: not applied: the item was cloned from %s, not a local "
                    "repository; apply it in a clone of that (git apply %s)\n",
-                   r["patch"].get<std::string>().c_str(), r.value("repo", "").c_str(),
-                   patch.c_str());
+                   r.patch->c_str(), r.repo.c_str(), patch.c_str());
       continue;
     }
     auto ok = apply_one(r, patch, o.apply_host_executed);
     if (!ok) ++not_applied;
-    std::fprintf(stderr, "moat batch: apply %s (%s) to %s: %s\n", r.value("id", "").c_str(),
-                 patch.c_str(), r.value("repo", "").c_str(),
+    std::fprintf(stderr, "moat batch: apply %s (%s) to %s: %s\n", r.id.c_str(), patch.c_str(),
+                 r.repo.c_str(),
                  ok ? "applied" : ("NOT applied: " + ok.error().message()).c_str());
   }
   return not_applied;
@@ -253,7 +249,7 @@ std::size_t apply_patches(const std::vector<json>& results, const BatchOptions& 
 
 // The last lines: each item whose patch writes files a host program runs code from (so
 // they are read whether or not --apply was given), the shard's totals and where the report is.
-void print_summary(const std::vector<json>& results, std::size_t not_started,
+void print_summary(const std::vector<ItemResult>& results, std::size_t not_started,
                    const std::string& out_dir) {
   std::size_t passed = 0, failed = 0, errors = 0;
   double cost = 0;
@@ -262,13 +258,12 @@ void print_summary(const std::vector<json>& results, std::size_t not_started,
       std::fprintf(stderr,
                    "moat batch: %s: its patch adds or changes files that programs on your host "
                    "run code from: %s\n",
-                   r.value("id", "").c_str(), host.c_str());
+                   r.id.c_str(), host.c_str());
   for (const auto& r : results) {
-    const std::string status = r.value("status", "");
-    if (status == "passed") ++passed;
-    else if (status == "failed") ++failed;
+    if (r.status == "passed") ++passed;
+    else if (r.status == "failed") ++failed;
     else ++errors;
-    cost += result_number(r, "cost");
+    cost += r.cost.value_or(0);
   }
   std::fprintf(stderr,
                "moat batch: %zu items: %zu passed, %zu failed, %zu errors, %zu not started; "
@@ -320,7 +315,7 @@ int run_batch(const BatchOptions& options) {
   const std::size_t not_applied = o.apply ? apply_patches(*results, o) : 0;
   print_summary(*results, not_started, o.out_dir);
   bool all_passed = not_started == 0 && not_applied == 0;
-  for (const auto& r : *results) all_passed = all_passed && r.value("status", "") == "passed";
+  for (const auto& r : *results) all_passed = all_passed && r.status == "passed";
   return all_passed ? kExitDone : kExitTaskFailed;
 }
 

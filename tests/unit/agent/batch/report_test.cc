@@ -16,8 +16,8 @@ using nlohmann::json;
 using sessions::testing::chromium_dom;
 using sessions::testing::TempDir;
 
-std::vector<json> sample_results() {
-  return {
+std::vector<ItemResult> sample_results() {
+  const std::vector<json> lines = {
       {{"id", "svc-a"},
        {"status", "passed"},
        {"cost", 0.25},
@@ -37,6 +37,9 @@ std::vector<json> sample_results() {
        {"check", {{"passed", false}, {"exit", 3}}}},
       {{"id", "<svc-c>"}, {"status", "error"}, {"reason", "work copy: git clone failed"}},
   };
+  std::vector<ItemResult> out;
+  for (const json& line : lines) out.push_back(item_result_from_json(line).value());
+  return out;
 }
 
 // The rows' classes and first cells, in the order the DOM has them.

@@ -61,8 +61,13 @@ TEST(BatchResults, ALineWhoseFieldsHaveOtherTypesThanMoatWritesIsSkipped) {
       "{\"id\":7}\n");
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["id"], "a");
-  EXPECT_EQ(result_number(lines[0], "cost"), 0.5);
-  EXPECT_EQ(result_number(lines[0], "turns"), 0);
+  const auto typed = parse_item_results(
+      "{\"id\":\"a\",\"cost\":0.5,\"check\":{\"passed\":true,\"exit\":0}}\n"
+      "{\"id\":\"b\",\"cost\":\"lots\"}\n");
+  ASSERT_EQ(typed.size(), 1u);
+  EXPECT_EQ(typed[0].cost, 0.5);
+  EXPECT_FALSE(typed[0].turns);
+  EXPECT_TRUE(check_passed(typed[0]));
 }
 
 TEST(BatchResults, ALineTheItemDecoderRefusesIsSkippedToo) {
