@@ -55,15 +55,17 @@ void settle_project_trust(const std::string& workspace, bool headless, int in_fd
     std::fprintf(stderr,
                  "moat: warning: project policy %s is skipped: %s, and headless runs never trust "
                  "implicitly (sha256 %s). To trust it: moat policy trust --workspace %s\n",
-                 t->file.c_str(), why_asked(*t).c_str(), t->sha256.c_str(), workspace.c_str());
+                 policy::project_files(*t).c_str(), why_asked(*t).c_str(), t->sha256.c_str(), workspace.c_str());
     return;
   }
+  const bool one = t->imports.size() + (t->policy_sha256.empty() ? 0 : 1) == 1;
   std::fprintf(stderr,
                "moat: this workspace has a project policy, and %s:\n"
-               "  file    %s\n  sha256  %s\n"
-               "Its rules join this session's policy (its denies and asks apply; its allows can "
-               "loosen what the default asks about). Trust this file? [y/N] ",
-               why_asked(*t).c_str(), t->file.c_str(), t->sha256.c_str());
+               "  %s  %s\n  sha256  %s\n"
+               "Its rules and MCP servers join this session's policy (its denies and asks apply; "
+               "its allows can loosen what the default asks about). Trust %s? [y/N] ",
+               why_asked(*t).c_str(), one ? "file " : "files", policy::project_files(*t).c_str(),
+               t->sha256.c_str(), one ? "this file" : "these files");
   std::fflush(stderr);
   std::string answer;
   if (!read_answer(in_fd, answer) || !is_yes(answer)) {

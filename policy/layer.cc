@@ -133,13 +133,6 @@ Result<PolicyFile> read_project_files(const ProjectTrust& t, bool strict,
   return p;
 }
 
-// The project's files for a notice: "<ws>/.moat/policy.toml", "<ws>/.mcp.json" or both.
-std::string project_files(const ProjectTrust& t) {
-  std::string out = t.policy_sha256.empty() ? "" : t.file;
-  for (const auto& f : t.imports) out += (out.empty() ? "" : ", ") + f;
-  return out;
-}
-
 Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedLayer>& out,
                           std::vector<std::string>* notices, ProjectTrust* report) {
   if (o.workspace.empty()) return {};
@@ -179,6 +172,12 @@ std::string project_content_hash(const std::vector<std::pair<std::string, std::s
   std::string all;
   for (const auto& [name, sha] : files) all += name + '\0' + sha + '\n';
   return sha256_hex(all);
+}
+
+std::string project_files(const ProjectTrust& t) {
+  std::string out = t.policy_sha256.empty() ? "" : t.file;
+  for (const auto& f : t.imports) out += (out.empty() ? "" : ", ") + f;
+  return out;
 }
 
 std::string default_trust_dir() { return dirs::trust(); }

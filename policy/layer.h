@@ -42,6 +42,10 @@ struct ProjectTrust {
   std::string skipped;  // why it was not loaded (empty when loaded or absent)
 };
 
+// The files a pin covers, for a notice or a question: "<ws>/.moat/policy.toml", "<ws>/.mcp.json"
+// or both, comma-separated.
+std::string project_files(const ProjectTrust& t);
+
 // Every layer in precedence order (builtin or system first, cli last). Parse errors in
 // any layer fail the load; so does a system directory or file that is not root-owned or
 // is group/world-writable. `notices` gets what was skipped and why; `project`, if given,
