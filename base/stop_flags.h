@@ -4,7 +4,10 @@
 //  - RunCancel: a run's cancel, raised by the person and renewed for the next run.
 //  - SignalStop: a signal's edge: its handler writes an eventfd (all a handler may do), and a
 //    thread blocked reading it acts at once (no tick).
-//  - StopFlags: the flags that stop a running command, read as one by the runner's poll.
+//  - CallCancel: one call's cancel: a flag, an eventfd a poll loop includes and a stop_token,
+//    all raised at once by raise().
+//  - StopFlags: the flags that stop a running command, read as one by the runner's poll, and
+//    the eventfd that wakes that poll when they are raised.
 #pragma once
 
 #include <signal.h>
@@ -114,20 +117,45 @@ class SignalStop {
   std::thread thread_;
 };
 
+// One call's cancel (moatd's RunningCalls makes one per call). It is the flag itself, so what
+// reads a bare flag reads it as before; raise() also writes its eventfd, which a poll loop
+// includes to wake at once (sandbox/session_exec.cc), and stops its token, whose waiters'
+// stop_callbacks run at once (an MCP call). Whoever only store()s true is heard by the flag
+// alone, at the poll's tick. When the eventfd cannot be made, wake_fd() is -1.
+class CallCancel : public std::atomic<bool> {
+ public:
+  CallCancel() : std::atomic<bool>(false), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  void raise() {
+    store(true);
+    const std::uint64_t one = 1;
+    if (wake_.valid()) (void)!::write(wake_.get(), &one, sizeof one);
+    source_.request_stop();
+  }
+  int wake_fd() const { return wake_.get(); }
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  UniqueFd wake_;
+  std::stop_source source_;
+};
+
 class StopFlags {
  public:
   // Implicit from one flag (or nullptr: never raised), so a single flag reads as before.
+  // `wake_fd`: an eventfd made readable when a flag is raised (CallCancel::wake_fd), -1: none.
   StopFlags(const std::atomic<bool>* first = nullptr,  // NOLINT(google-explicit-constructor)
-            const std::atomic<bool>* second = nullptr)
-      : first_(first), second_(second) {}
+            const std::atomic<bool>* second = nullptr, int wake_fd = -1)
+      : first_(first), second_(second), wake_fd_(wake_fd) {}
 
   bool raised() const {
     return (first_ != nullptr && first_->load()) || (second_ != nullptr && second_->load());
   }
+  int wake_fd() const { return wake_fd_; }
 
  private:
   const std::atomic<bool>* first_;
   const std::atomic<bool>* second_;
+  int wake_fd_;
 };
 
 }  // namespace moat

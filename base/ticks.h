@@ -28,10 +28,10 @@ inline constexpr milliseconds kAcceptLoop{200};
 // instead of taking the signal from it.
 inline constexpr milliseconds kTerminalSize{200};
 
-// sandbox/session_exec.cc: a running exec call checks what raises no fd at this tick: a cancel
-// that arrives as StopFlags (bare atomics; it goes when the runner hands a std::stop_token) and
-// the exec watch's CPU budget (ExecWatch::over_budget, set by the watch's thread without a
-// wake). The call's exit, its output and its deadline wake the loop at once.
+// sandbox/session_exec.cc: a running exec call checks what raises no fd at this tick: the exec
+// watch's CPU budget (ExecWatch::over_budget, set by the watch's thread without a wake) and a
+// StopFlags flag given without its wake fd (a bare atomic a test or mcp_host.cc stores). A
+// call's cancel (CallCancel::raise), its exit, its output and its deadline wake the loop at once.
 inline constexpr milliseconds kExecCall{50};
 
 // sandbox/cgroup.cc: a session's cgroup directory is removed once the kernel has released the

@@ -3,7 +3,7 @@
 
 namespace moat::sandbox {
 
-void CallEnds::start(const std::string& id, std::shared_ptr<std::atomic<bool>> flag) {
+void CallEnds::start(const std::string& id, std::shared_ptr<CallCancel> flag) {
   std::lock_guard<std::mutex> lock(mu_);
   running_[id] = Running{std::move(flag), {}};
 }
@@ -13,7 +13,7 @@ bool CallEnds::end(const std::string& id, const std::string& why) {
   auto it = running_.find(id);
   if (it == running_.end() || !it->second.why.empty()) return false;
   it->second.why = why;
-  it->second.flag->store(true);
+  it->second.flag->raise();
   return true;
 }
 

@@ -9,13 +9,15 @@
 #include <mutex>
 #include <string>
 
+#include "base/stop_flags.h"
+
 namespace moat::sandbox {
 
 // Thread-safe; one per session, shared with the proxy's threads.
 class CallEnds {
  public:
   // Call `id` runs until finish(id); raising `flag` (its cancel flag, RunningCalls) ends it.
-  void start(const std::string& id, std::shared_ptr<std::atomic<bool>> flag);
+  void start(const std::string& id, std::shared_ptr<CallCancel> flag);
   // Ends call `id`, saying `why`. False when no call `id` runs or it is already being ended.
   bool end(const std::string& id, const std::string& why);
   // Call `id` is over: why it was ended, "" when it was not.
@@ -28,7 +30,7 @@ class CallEnds {
 
  private:
   struct Running {
-    std::shared_ptr<std::atomic<bool>> flag;
+    std::shared_ptr<CallCancel> flag;
     std::string why;
     bool by_person = false;
   };

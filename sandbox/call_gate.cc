@@ -98,7 +98,8 @@ tools::ToolResult CallGate::run(const GateCall& call) {
   if (call.decided) call.decided(facts);
   static const std::atomic<bool> kNeverCancelled{false};
   ExecGate execs(session_, asks_, call.id, *decision_id,
-                 call.cancel ? *call.cancel : kNeverCancelled, std::move(approved));
+                 call.cancel ? static_cast<const std::atomic<bool>&>(*call.cancel) : kNeverCancelled,
+                 std::move(approved));
   // Every program the call starts goes through `execs`; a session-less runner (the unit
   // tests' fake) has no programs to watch.
   std::optional<SessionRunner> watched;
@@ -264,6 +265,7 @@ tools::CallContext CallGate::context_for(const GateCall& call, tools::SandboxRun
   ctx.mutation_ticket = call.ticket;
   ctx.workspace = session_.workspace;
   ctx.cancel = call.cancel.get();  // the context lives within the call
+  ctx.cancel_wake = call.cancel ? call.cancel->wake_fd() : -1;
   ctx.limits = session_.tool_limits;
   ctx.progress = call.progress;
   ctx.authorize = [this, &call](const std::string& path, tools::PathAccess access) {

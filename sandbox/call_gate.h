@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/stop_flags.h"
 #include "sandbox/ask_broker.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
@@ -33,7 +34,7 @@ struct GateCall {
   nlohmann::json args;
   // Raised by a cancel frame or the session's end (RunningCalls holds it too); held by the call,
   // so it lives as long as the call does, on whichever thread runs it. Null: never raised.
-  std::shared_ptr<const std::atomic<bool>> cancel;
+  std::shared_ptr<const CallCancel> cancel;
   // The call's place in the session's mutation queue, taken in arrival order (registry.h).
   std::shared_ptr<tools::MutationQueue::Ticket> ticket;
   std::function<void(std::string_view chunk)> progress;  // streamed output
@@ -64,7 +65,7 @@ class CallGate {
   // it starts through the exec watch; its "call" record names no output size (moatd never
   // sees the output). sandbox/exec_call.cc; details as exec_call.h says.
   tools::ToolResult run_exec(const ExecMsg& m, ExecSpec spec,
-                             std::shared_ptr<const std::atomic<bool>> cancel);
+                             std::shared_ptr<const CallCancel> cancel);
 
   // A file tool's access to a canonical path, through the same decide, ask and audit;
   // nullopt when allowed, else the refusal the tool returns (tools::CallContext::authorize).

@@ -78,7 +78,7 @@ tools::ToolResult exec_ended(const tools::ExecStatus& s) {
 }
 
 tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
-                                     std::shared_ptr<const std::atomic<bool>> cancel) {
+                                     std::shared_ptr<const CallCancel> cancel) {
   const std::string cwd = m.cwd.empty() ? session_.workspace : m.cwd;
   if (!inside_workspace(cwd, session_.workspace))
     return exec_not_run("exec: the directory " + moat::quoted(cwd) +
@@ -104,7 +104,8 @@ tools::ToolResult CallGate::run_exec(const ExecMsg& m, ExecSpec spec,
   spec.env = m.env;
   spec.observer = &execs;
   spec.durable = std::move(durable);  // the decision's sync overlaps the worker's start
-  auto status = session_.session ? session_.session->exec(spec, nullptr, StopFlags(cancel.get()))
+  const StopFlags stop(cancel.get(), nullptr, cancel->wake_fd());  // a cancel wakes the loop
+  auto status = session_.session ? session_.session->exec(spec, nullptr, stop)
                                  : Result<tools::ExecStatus>(fail("no sandbox session"));
   tools::ToolResult result = status ? exec_ended(*status) : not_started(status.error(), m.argv[0]);
   // Before the result goes out: the person's git never sees a `.git` the command left.

@@ -2,12 +2,8 @@
 // decided on "mcp:SERVER:TOOL" with its arguments, its decision written first, asked as any
 // tool's, then made by the session's McpHost and recorded as an "mcp.call".
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <stop_token>
-#include <thread>
 
-#include "base/ticks.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/call_gate.h"
 #include "sandbox/mcp_host.h"
@@ -17,32 +13,6 @@ namespace {
 
 using nlohmann::json;
 namespace mcp = tools::mcp;
-
-// The call's cancel as a std::stop_token for the client: the cancel is a bare flag that
-// RunningCalls raises without a wake, so it is read at ticks::kExecCall, like a command's.
-class CancelBridge {
- public:
-  explicit CancelBridge(std::shared_ptr<const std::atomic<bool>> flag)
-      : flag_(std::move(flag)), thread_([this](std::stop_token done) { watch(done); }) {}
-  std::stop_token token() const { return source_.get_token(); }
-
- private:
-  void watch(std::stop_token done) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done.stop_requested()) {
-      if (flag_ && flag_->load()) {
-        source_.request_stop();
-        return;
-      }
-      cv.wait_for(lock, done, ticks::kExecCall, [] { return false; });
-    }
-  }
-  std::shared_ptr<const std::atomic<bool>> flag_;
-  std::stop_source source_;
-  std::jthread thread_;  // last: joined before the members it reads go
-};
 
 // What a result held, for the record: "text", "image", "audio", "structured", joined by "+".
 std::string result_kind(const mcp::CallOutcome& out) {
@@ -77,14 +47,15 @@ tools::ToolResult CallGate::run_mcp(const GateCall& call, const mcp::ToolRef& re
   rec.server_tool = ref.tool;
   rec.set_args(call.args);
   const auto t0 = std::chrono::steady_clock::now();
-  CancelBridge cancel(call.cancel);
+  // RunningCalls raises the call's cancel (CallCancel::raise), which stops this token at once.
+  const std::stop_token cancel = call.cancel ? call.cancel->token() : std::stop_token();
   auto progress = [&call](const mcp::Progress& p) {
     if (!call.progress) return;
     std::string line = "progress " + std::to_string(p.progress);
     if (p.total) line += "/" + std::to_string(*p.total);
     call.progress(line + (p.message.empty() ? "" : " " + p.message) + "\n");
   };
-  auto outcome = session_.mcp ? session_.mcp->call(ref, call.args, cancel.token(), progress)
+  auto outcome = session_.mcp ? session_.mcp->call(ref, call.args, cancel, progress)
                               : Result<mcp::CallOutcome>(fail("no MCP servers in this session"));
   rec.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - t0)

@@ -6,8 +6,8 @@
 
 namespace moat::sandbox {
 
-Result<std::shared_ptr<std::atomic<bool>>> RunningCalls::start(const std::string& id,
-                                                               std::size_t frame_bytes) {
+Result<std::shared_ptr<CallCancel>> RunningCalls::start(const std::string& id,
+                                                        std::size_t frame_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (running_.count(id) != 0) return fail("call id " + moat::quoted(id) + " is already running");
   if (running_.size() >= kMaxConcurrentCalls)
@@ -18,7 +18,7 @@ Result<std::shared_ptr<std::atomic<bool>>> RunningCalls::start(const std::string
     return fail("refused: the running calls' arguments already hold " + std::to_string(bytes_) +
                 " bytes (the limit is " + std::to_string(kMaxRunningCallBytes) +
                 "); wait for one to finish");
-  auto flag = std::make_shared<std::atomic<bool>>(false);
+  auto flag = std::make_shared<CallCancel>();
   running_[id] = flag;
   bytes_ += frame_bytes;
   return flag;
@@ -32,12 +32,12 @@ void RunningCalls::end(const std::string& id, std::size_t frame_bytes) {
 
 void RunningCalls::cancel(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = running_.find(id); it != running_.end()) it->second->store(true);
+  if (auto it = running_.find(id); it != running_.end()) it->second->raise();
 }
 
 void RunningCalls::cancel_all() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, flag] : running_) flag->store(true);
+  for (auto& [id, flag] : running_) flag->raise();
 }
 
 }  // namespace moat::sandbox

@@ -1,6 +1,7 @@
 // sandbox/session_exec.cc: a session's exec call on moatd's side (see session_linux.h): the
 // loop that forwards the command's output and ends the call at its exit, its deadline, a
-// cancel, the output ceiling or the exec watch's CPU budget.
+// cancel (at once when its StopFlags carry a wake fd), the output ceiling or the exec watch's
+// CPU budget.
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -114,8 +115,11 @@ Result<tools::ExecStatus> LinuxSession::exec(const ExecSpec& spec,
   int wait_status = -1;
   char buf[65536];
   while (wait_status < 0) {
-    pollfd fds[2] = {{call.channel.get(), POLLIN, 0}, {out_open ? call.io.get() : -1, POLLIN, 0}};
-    int rc = poll(fds, 2, poll_timeout(deadline, killed));
+    // The stop's wake is left out once the call is killed: it stays readable.
+    pollfd fds[3] = {{call.channel.get(), POLLIN, 0},
+                     {out_open ? call.io.get() : -1, POLLIN, 0},
+                     {killed ? -1 : stop.wake_fd(), POLLIN, 0}};
+    int rc = poll(fds, 3, poll_timeout(deadline, killed));
     if (rc < 0 && errno != EINTR) return fail(Error::from_errno("poll", errno));
     if (fds[1].revents) {
       ssize_t n = ::read(call.io.get(), buf, sizeof buf);

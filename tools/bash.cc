@@ -81,7 +81,7 @@ ToolResult run_bash(const nlohmann::json& args, CallContext& ctx) {
   BashOutput out(std::move(options), &kill);  // sets `kill` when the output ceiling is hit
   auto status = ctx.runner->exec(
       {"bash", "--noprofile", "--norc", "-c", command}, ctx.workspace, timeout_s,
-      [&out](std::string_view c) { out.add(c); }, StopFlags(&kill, ctx.cancel));
+      [&out](std::string_view c) { out.add(c); }, StopFlags(&kill, ctx.cancel, ctx.cancel_wake));
   out.finish();
   if (!status) return ToolResult::error("could not run bash: " + status.error().message());
   const std::string reason = failure_reason(*status, out, timeout_s);

@@ -25,6 +25,7 @@ struct CallContext {
   std::function<std::optional<std::string>(const std::string& path, PathAccess access)> authorize;
   std::function<void(std::string_view chunk)> progress;  // streamed output (bash)
   const std::atomic<bool>* cancel = nullptr;
+  int cancel_wake = -1;  // an eventfd made readable when *cancel is raised (CallCancel), -1: none
   ToolLimits limits;  // from the policy's resources, as the specs state them
   // edit/write are serialised per canonical path through this queue (one per moatd;
   // nullptr = MutationQueue::process_default()).

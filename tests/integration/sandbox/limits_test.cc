@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/sandbox/test_util.h"
 
@@ -229,6 +231,34 @@ TEST(Limits, ASessionsServiceOutlivesTheWallTimeAndEndsAtItsStop) {
   ASSERT_TRUE(stopped) << stopped.error().message();
   EXPECT_TRUE(stopped->cancelled);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+}
+
+// A call's cancel (CallCancel::raise, as RunningCalls raises it on a cancel frame) wakes the
+// exec loop at once through its eventfd: the median of five cancels of a running `sleep` ends
+// well under the 50 ms tick the loop read the flag at before (median ~25 ms + the kill then).
+TEST(Limits, ACancelledCallEndsAtOnceNotAtTheLoopsTick) {
+  TempDir ws;
+  MOAT_SESSION_OR_SKIP(s, config_for(ws));
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    CallCancel cancel;
+    ExecSpec spec;
+    spec.argv = {"/bin/sleep", "30"};
+    Clock::time_point raised;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + 7 * i));
+      raised = Clock::now();
+      cancel.raise();
+    });
+    auto r = s.exec(spec, nullptr, StopFlags(&cancel, nullptr, cancel.wake_fd()));
+    const auto ended = Clock::now();
+    canceller.join();
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_TRUE(r->cancelled);
+    ms.push_back(std::chrono::duration<double, std::milli>(ended - raised).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  EXPECT_LT(ms[2], 15.0) << "median ms from the cancel to the call's end; slowest " << ms[4];
 }
 
 // Whether a process of this exact argv runs anywhere (the host's /proc sees every sandbox).

@@ -45,7 +45,7 @@ class CallGateTest : public ::testing::Test {
   SessionState session_;
   AskBroker asks_;
   tools::MutationQueue mutations_;
-  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<CallCancel> cancel_ = std::make_shared<CallCancel>();
   std::shared_ptr<AuditRecords> audit_;
   std::shared_ptr<SandboxTouches> touches_;
 };
