@@ -20,6 +20,7 @@
 #include "agent/console_modes.h"
 #include "agent/visible.h"
 #include "base/sys.h"
+#include "base/ticks.h"
 #include "sandbox/protocol.h"
 
 namespace moat::agent {
@@ -189,7 +190,7 @@ void Console::drain_after_exit() {
 // made) until the next look for the loop's exit; else until an fd or a signal wakes it.
 int Console::poll_timeout_ms() const {
   std::optional<std::chrono::milliseconds> wait = front_->wake_in();
-  if (!signals_.valid()) wait = wait ? std::min(*wait, kForegroundTick) : kForegroundTick;
+  if (!signals_.valid()) wait = wait ? std::min(*wait, ticks::kForeground) : ticks::kForeground;
   return wait ? static_cast<int>(wait->count()) : -1;
 }
 

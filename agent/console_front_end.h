@@ -15,12 +15,6 @@
 
 namespace moat::agent {
 
-// The console's poll sleeps until an fd or a signal wakes it. One tick is left, while the run
-// is in a background job (or the signal pipe could not be made): a terminal's foreground can
-// change without a signal to this process (tcsetpgrp by another), and the run reads its
-// terminal again once it is in the foreground.
-inline constexpr std::chrono::milliseconds kForegroundTick{100};
-
 // What the console does for its front end.
 class ConsoleLink {
  public:

@@ -9,6 +9,7 @@
 #include "agent/console_question.h"
 #include "agent/visible.h"
 #include "base/lf_lines.h"
+#include "base/ticks.h"
 
 namespace moat::agent {
 namespace {
@@ -51,7 +52,7 @@ std::optional<std::chrono::milliseconds> TerminalFrontEnd::wake_in() const {
     wait = std::max(milliseconds(0), std::chrono::ceil<milliseconds>(
                                          *guard_until_ - std::chrono::steady_clock::now()));
   const bool background = !stdin_eof_ && ::isatty(STDIN_FILENO) == 1 && !in_foreground();
-  if (background) wait = wait ? std::min(*wait, kForegroundTick) : kForegroundTick;
+  if (background) wait = wait ? std::min(*wait, ticks::kForeground) : ticks::kForeground;
   return wait;
 }
 

@@ -34,6 +34,12 @@ inline constexpr milliseconds kTerminalSize{200};
 // call's cancel (CallCancel::raise), its exit, its output and its deadline wake the loop at once.
 inline constexpr milliseconds kExecCall{50};
 
+// agent/console.cc and console_terminal.cc: the console's poll sleeps until an fd or a signal
+// wakes it, except while the run is in a background job (or the signal pipe could not be
+// made): a terminal's foreground can change without a signal to this process (tcsetpgrp by
+// another), and the run reads its terminal again once it is in the foreground.
+inline constexpr milliseconds kForeground{100};
+
 // sandbox/cgroup.cc: a session's cgroup directory is removed once the kernel has released the
 // pid namespace's processes, a moment after the init is reaped (rmdir fails with EBUSY until
 // then; nothing moat reads announces it on cgroup v1). Retried at this tick, 50 times at most.

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,18 +98,29 @@ TEST_F(McpRunTest, AToolOfEachReferenceServerRunsInTheSandboxAndItsResultReaches
   EXPECT_EQ(requests[3].body.find("unbound host bytes"), std::string::npos)
       << "server-filesystem read a host file the sandbox does not show";
   EXPECT_NE(requests[4].body.find("entities"), std::string::npos);
-  // Each call: a decision on mcp:SERVER:TOOL before it, and a record of the call after.
-  int decisions = 0, calls = 0;
+  // Each call: its mcp.call record names the server, the tool and the decision before it,
+  // and a decision record with that id comes first.
+  std::map<std::string, json> calls;  // call_id -> mcp.call
+  std::set<std::string> decisions;    // decision ids seen before
   for (const auto& rec : audit_records()) {
-    const std::string text = rec.dump();
-    if (text.find("mcp:everything:echo") == std::string::npos &&
-        text.find("mcp__everything__echo") == std::string::npos)
-      continue;
-    decisions += rec.value("type", "") == "decision";
-    calls += rec.value("type", "") != "decision";
+    const std::string type = rec.value("type", "");
+    if (type == "decision") decisions.insert(rec.value("decision_id", ""));
+    if (type != "mcp.call") continue;
+    EXPECT_TRUE(decisions.count(rec.value("decision_id", ""))) << rec.dump();
+    calls[rec.value("call_id", "")] = rec;
   }
-  EXPECT_EQ(decisions, 1);
-  EXPECT_GE(calls, 1);
+  const std::map<std::string, std::pair<std::string, std::string>> want = {
+      {"c1", {"everything", "echo"}},
+      {"c2", {"files", "read_text_file"}},
+      {"c3", {"files", "read_text_file"}},
+      {"c4", {"memory", "read_graph"}}};
+  for (const auto& [id, st] : want) {
+    ASSERT_TRUE(calls.count(id)) << "no mcp.call record for " << id;
+    EXPECT_EQ(calls[id].value("server", ""), st.first) << calls[id].dump();
+    EXPECT_EQ(calls[id].value("server_tool", ""), st.second) << calls[id].dump();
+    EXPECT_EQ(calls[id].value("tool", ""), "mcp__" + st.first + "__" + st.second);
+  }
+  EXPECT_GT(calls["c1"].value("result_bytes", 0), 0) << calls["c1"].dump();
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ const Allowed kAllowed[] = {
     {"sandbox/call_gate.cc", "write", "a path access recorded in the audit's decision input"},
     {"sandbox/session_init.cc", "write", "the write(2) syscall named in Error::from_errno"},
     {"agent/cli_completion.cc", "bash", "the shell a completion script is written for"},
+    {"agent/cli_mcp.cc", "read", "the read key of an [[mcp.server]] in moat mcp list --json"},
 };
 
 bool is_allowed(const std::string& file, const std::string& literal) {
