@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/json_depth.h"
 #include "base/workspace_path.h"
 
 namespace moat::sandbox {
@@ -82,27 +83,6 @@ Result<void> require_at_most(const json& m, const std::string& what, const char*
     return fail(what + " field '" + field + "' is " + std::to_string(n) +
                 " bytes long; the limit is " + std::to_string(max));
   return {};
-}
-
-// Checked on the raw payload before parsing: deeper nesting than kMaxJsonDepth is refused
-// without building anything. Brackets inside strings do not count.
-bool nests_too_deep(std::string_view payload) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : payload) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -218,7 +198,7 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   pos_ += 4 + n;
   ++frames_;
   last_payload_ = n;
-  if (nests_too_deep(payload)) {
+  if (json_nests_deeper_than(payload, static_cast<std::size_t>(kMaxJsonDepth))) {
     error_ = Error::msg("frame nests arrays and objects deeper than " +
                         std::to_string(kMaxJsonDepth) + " levels");
     return fail(*error_);

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/json_depth.h"
 #include "base/lf_lines.h"
 #include "base/log.h"
 #include "base/sys.h"
@@ -37,27 +38,6 @@ using Clock = std::chrono::steady_clock;
 // JSON-RPC 2.0's "method not found": the answer to a server's request for a feature we do
 // not offer (sampling, roots, elicitation), so the server is not left waiting.
 constexpr int kMethodNotFound = -32601;
-
-// True when `line` nests arrays/objects deeper than `max`, counted on the raw bytes (brackets
-// inside strings skipped) so a hostile depth never reaches nlohmann's recursive parser.
-bool nests_deeper_than(std::string_view line, std::size_t max) {
-  std::size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : line) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max) return true;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // C0 controls (but LF and TAB), DEL and the C1 controls (U+0080..U+009F, which some terminals
 // take as CSI and friends) move a terminal's cursor or recolour it: text from a server that a
@@ -296,7 +276,7 @@ std::optional<Error> Client::State::check_bounds(std::string_view line) {
   if (++window_messages > limits.max_messages_per_second)
     return err("sent more than " + std::to_string(limits.max_messages_per_second) +
                " messages in a second (max_messages_per_second)");
-  if (nests_deeper_than(line, limits.max_depth))
+  if (json_nests_deeper_than(line, limits.max_depth))
     return err("sent JSON nested deeper than " + std::to_string(limits.max_depth) +
                " levels (max_depth)");
   return std::nullopt;
