@@ -39,13 +39,17 @@ moat_install_packages() {
 # libstdc++'s `"literal" + std::string&&` at -O3 in a dozen files, and -O3 bought nothing
 # measurable here; warnings stay errors. The tests keep debugoptimized in build/.
 moat_build() {
+  moat_configure
+  ninja -C "$MOAT_BUILD" "$@" >&2
+}
+
+moat_configure() {
   local buildtype="${MOAT_BUILDTYPE:-debugoptimized}"
   local options=(--buildtype="$buildtype" -Dwerror=true)
   if [ "$buildtype" = release ]; then options+=(-Doptimization=2); fi
   if [ ! -f "$MOAT_BUILD/build.ninja" ]; then
     meson setup "$MOAT_BUILD" "$MOAT_ROOT" "${options[@]}" >&2
   fi
-  ninja -C "$MOAT_BUILD" "$@" >&2
 }
 
 # The pinned MCP reference servers the end-to-end tests run inside the sandbox (docs/mcp.md),
@@ -63,8 +67,15 @@ moat_install_mcp_servers() {
   npm ci --prefix "$dest" --ignore-scripts --no-audit --no-fund >&2
 }
 
+# The servers' `npm ci` (network and disk, about 2 minutes in CI) runs beside the build, once
+# the build directory is configured; a failed install fails the setup like a failed build.
 moat_setup() {
   moat_install_packages
-  moat_build "$@"
-  moat_install_mcp_servers
+  moat_configure
+  moat_install_mcp_servers &
+  local npm_pid=$!
+  local rc=0
+  moat_build "$@" || rc=$?
+  wait "$npm_pid" || rc=$((rc ? rc : $?))
+  return "$rc"
 }
