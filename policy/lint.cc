@@ -5,7 +5,9 @@
 
 #include "policy/ceilings.h"
 #include "policy/layer.h"
+#include "policy/paths.h"
 #include "policy/toml_load.h"
+#include "policy/writable_roots.h"
 
 namespace moat::policy {
 namespace {
@@ -94,6 +96,17 @@ std::string missing_program(const Decision& d) {
   return {};
 }
 
+// The writable root (writable_roots.h) the person's home lies under when a test input names
+// the home (~ or $HOME), else "". The sandbox's /tmp is its own, so there a rule that lets it
+// write /tmp also matches "~/.bashrc" and the test says nothing about the person's home.
+std::string home_root_of(const Policy& policy, const std::string& input) {
+  if (input != "~" && input.rfind("~/", 0) != 0 && input.rfind("$HOME", 0) != 0) return "";
+  const std::string home = policy.expand_path("~");
+  for (std::string_view root : kSystemWritableRoots)
+    if (is_under(home, root)) return std::string(root);
+  return "";
+}
+
 }  // namespace
 
 std::vector<Finding> lint_policy(const LoadOptions& options) {
@@ -161,9 +174,15 @@ std::vector<RuleTestResult> run_rule_tests(const Policy& policy, const std::stri
           continue;
         }
         std::string missing = kind == "command" ? missing_program(d) : "";
+        std::string home_root = kind == "path" ? home_root_of(policy, r.input) : "";
         if (r.expect_match && !missing.empty() && rule["decision"] == "allow") {
           r.outcome = "skip";
           r.detail = "the program of '" + missing + "' is not installed on the sandbox PATH";
+        } else if (!home_root.empty()) {
+          r.outcome = "skip";
+          r.detail = "~ is " + policy.expand_path("~") + ", under " + home_root +
+                     ", which the sandbox writes as its own: run it with a home outside " +
+                     home_root;
         } else {
           r.outcome = "fail";
           r.detail = std::string(r.expect_match ? "did not match" : "matched") + "; decision " +

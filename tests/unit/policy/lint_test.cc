@@ -68,6 +68,28 @@ TEST(RuleTests, MissingProgramsAreSkippedNotPassed) {
   }
 }
 
+// A home under /tmp (uid 65534's in CI) puts ~/.bashrc under the default policy's `/tmp/**`
+// write allow: a test about the person's home then says nothing (the sandbox's /tmp is its
+// own) and is skipped naming the home, where it failed before; other tests still run.
+TEST(RuleTests, ATestAboutTheHomeIsSkippedWhenTheHomeIsUnderAWritableRoot) {
+  PolicyWorld w;
+  add_default_policy_programs(w);
+  w.options.home = "/tmp/moat-policy-test-home";
+  auto p = w.load();
+  ASSERT_TRUE(p);
+  int skipped = 0, passed = 0;
+  for (const auto& r : run_rule_tests(*p, w.workspace)) {
+    EXPECT_NE(r.outcome, "fail") << r.rule << " " << r.input << ": " << r.detail;
+    passed += r.outcome == "pass";
+    if (r.rule != "default.workspace-write" || r.input != "~/.bashrc") continue;
+    EXPECT_EQ(r.outcome, "skip");
+    EXPECT_THAT(r.detail, HasSubstr("~ is /tmp/moat-policy-test-home, under /tmp"));
+    ++skipped;
+  }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_GT(passed, 100);
+}
+
 TEST(Lint, TheDefaultPolicyHasNoFindings) {
   PolicyWorld w;
   for (const auto& f : lint_policy(w.options))
