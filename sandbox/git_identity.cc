@@ -17,8 +17,9 @@ namespace {
 
 constexpr int kWaitMs = 5000;
 
-// One `git config --global --get KEY`'s value without its newline; "" on any failure.
-std::string global_value(const std::string& home, const char* key) {
+// `git config --global -z --get-regexp ^user\.(name|email)$`'s output (each entry "key\nvalue\0"):
+// one spawn for both keys, a hello's largest single cost after the sandbox. "" on any failure.
+std::string global_identity(const std::string& home) {
   auto out = sys::make_pipe();
   if (!out) return "";
   posix_spawn_file_actions_t actions;
@@ -27,9 +28,10 @@ std::string global_value(const std::string& home, const char* key) {
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addchdir_np(&actions, "/");  // no repository's config is read
   const std::string home_env = "HOME=" + home;
-  char* argv[] = {const_cast<char*>("git"), const_cast<char*>("config"),
-                  const_cast<char*>("--global"), const_cast<char*>("--get"),
-                  const_cast<char*>(key), nullptr};
+  char* argv[] = {const_cast<char*>("git"),          const_cast<char*>("config"),
+                  const_cast<char*>("--global"),     const_cast<char*>("-z"),
+                  const_cast<char*>("--get-regexp"), const_cast<char*>("^user\\.(name|email)$"),
+                  nullptr};
   char* envp[] = {const_cast<char*>(home_env.c_str()),
                   const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin"), nullptr};
   pid_t pid = -1;
@@ -40,16 +42,28 @@ std::string global_value(const std::string& home, const char* key) {
   pollfd p{out->first.get(), POLLIN, 0};
   const bool answered = ::poll(&p, 1, kWaitMs) > 0;
   if (!answered) ::kill(pid, SIGKILL);
-  auto text = answered ? sys::read_to_end(out->first.get(), 4096) : Result<std::string>("");
+  auto text = answered ? sys::read_to_end(out->first.get(), 8192) : Result<std::string>("");
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!text || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
-  std::string v = *text;
-  if (!v.empty() && v.back() == '\n') v.pop_back();
-  for (unsigned char c : v)
+  return *text;
+}
+
+// The value of `key` in that output: its last entry, as `git config --get` gives it; "" when
+// unset or when it holds a control character.
+std::string value_of(const std::string& entries, const std::string& key) {
+  std::string value;
+  for (std::size_t at = 0; at < entries.size();) {
+    std::size_t end = entries.find('\0', at);
+    if (end == std::string::npos) end = entries.size();
+    const std::string entry = entries.substr(at, end - at);
+    if (entry.rfind(key + "\n", 0) == 0) value = entry.substr(key.size() + 1);
+    at = end + 1;
+  }
+  for (unsigned char c : value)
     if (c < 0x20 || c == 0x7f) return "";
-  return v;
+  return value;
 }
 
 // git-config(1): a value in double quotes, with `"` and `\` escaped.
@@ -66,7 +80,8 @@ std::string quoted_value(const std::string& v) {
 
 GitIdentity read_git_identity(const std::string& home) {
   if (home.empty() || home[0] != '/') return {};
-  return {global_value(home, "user.name"), global_value(home, "user.email")};
+  const std::string entries = global_identity(home);
+  return {value_of(entries, "user.name"), value_of(entries, "user.email")};
 }
 
 std::string gitconfig_text(const GitIdentity& identity) {

@@ -12,10 +12,11 @@ struct GitIdentity {
   std::string email;  // user.email, "" when unset
 };
 
-// Runs `git config --global --get user.name` (and user.email) with the working directory "/" and
-// an environment of only HOME (and PATH), so no repository's config and nothing but the person's
-// global files (~/.gitconfig, ~/.config/git/config) are read. Nothing else of them is taken. A
-// value that git cannot give in 5 s, or holds a control character, is left out.
+// Runs one `git config --global -z --get-regexp` for user.name and user.email with the working
+// directory "/" and an environment of only HOME (and PATH), so no repository's config and
+// nothing but the person's global files (~/.gitconfig, ~/.config/git/config) are read. Nothing
+// else of them is taken. A value that git cannot give in 5 s, or holds a control character, is
+// left out.
 GitIdentity read_git_identity(const std::string& home);
 
 // The sandbox's $HOME/.gitconfig for it: a [user] section with what is set, each value quoted as
