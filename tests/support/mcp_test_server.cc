@@ -36,10 +36,12 @@
 //   touch             adds the tool "late" and sends notifications/tools/list_changed.
 //   big {bytes}       a text result of `bytes` x's (default 100 MB), written as one line.
 //   deep {depth}      structuredContent nested `depth` arrays deep (default 65536).
-//   probe             tries to read ~/.ssh (list it, read its files), write outside its working
-//                     directory (../ and $HOME), and connect to the network (1.1.1.1:443 and
-//                     [2606:4700:4700::1111]:443 over TCP); structuredContent says what happened
-//                     to each ("ok" or the errno's name). Anything it wrote it removes.
+//   probe {write}     tries to read ~/.ssh (list it, read its files), write outside its working
+//                     directory (../ and $HOME, and each absolute path of the array `write`),
+//                     and connect to the network (1.1.1.1:443 and [2606:4700:4700::1111]:443
+//                     over TCP); structuredContent says what happened to each ("ok" or the
+//                     errno's name; `write`'s under "written", by path). A file it created in
+//                     ../ or $HOME it removes; one of `write` it leaves, so a test can look.
 //   daemon            forks a grandchild in a new session (fork, setsid, fork) that sleeps an
 //                     hour; structuredContent {pid} is the grandchild's pid.
 //   env               the names of its environment variables, as a JSON array in text.
@@ -128,7 +130,8 @@ std::vector<json> normal_tools() {
       tool("touch", "Adds the tool late and says the list changed."),
       tool("big", "A huge text result.", {{"bytes", {{"type", "integer"}}}}),
       tool("deep", "A deeply nested result.", {{"depth", {{"type", "integer"}}}}),
-      tool("probe", "Tries what a sandbox must stop."),
+      tool("probe", "Tries what a sandbox must stop.",
+           {{"write", {{"type", "array"}, {"items", {{"type", "string"}}}}}}),
       tool("daemon", "Leaves a daemon behind."),
       tool("env", "Its environment's names."),
       tool("client_replies", "The client's answers to our requests."),
@@ -206,12 +209,13 @@ std::string try_read_ssh() {
   return first_err ? errno_name(first_err) : "listed (no files)";
 }
 
-std::string try_write(const std::string& path) {
+std::string try_write(const std::string& path, bool keep = false) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return errno_name(errno);
+  const bool wrote = write(fd, "mcp probe\n", 10) == 10;
   close(fd);
-  unlink(path.c_str());
-  return "ok";
+  if (!keep) unlink(path.c_str());
+  return wrote ? "ok" : "created (write failed)";
 }
 
 std::string try_connect(int family, const char* addr) {
@@ -238,7 +242,7 @@ std::string try_connect(int family, const char* addr) {
   return errno_name(e);
 }
 
-json probe() {
+json probe(const json& args) {
   const char* home = std::getenv("HOME");
   const std::string tag = "mcp_probe_" + std::to_string(getpid());
   json r = {{"read_ssh", try_read_ssh()},
@@ -246,6 +250,8 @@ json probe() {
             {"write_home", try_write(std::string(home ? home : "/root") + "/" + tag)},
             {"connect_ipv4", try_connect(AF_INET, "1.1.1.1")},
             {"connect_ipv6", try_connect(AF_INET6, "2606:4700:4700::1111")}};
+  for (const json& path : args.value("write", json::array()))
+    if (path.is_string()) r["written"][path.get<std::string>()] = try_write(path, true);
   return {{"content", json::array({{{"type", "text"}, {"text", r.dump()}}})},
           {"structuredContent", r}};
 }
@@ -336,7 +342,7 @@ void call_tool(const json& id, const json& params) {
   }
   if (name == "big") return big(id, args.value("bytes", std::size_t{100} << 20));
   if (name == "deep") return deep(id, args.value("depth", std::size_t{65536}));
-  if (name == "probe") return reply(id, probe());
+  if (name == "probe") return reply(id, probe(args));
   if (name == "daemon") return reply(id, daemon());
   if (name == "env") return reply(id, env_names());
   if (name == "client_replies") {

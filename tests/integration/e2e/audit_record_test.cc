@@ -27,13 +27,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::vector<json> records_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
-
 class AuditRecordTest : public MoatdProcess {
  protected:
   void SetUp() override {

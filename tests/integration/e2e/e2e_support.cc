@@ -38,6 +38,22 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::vector<nlohmann::json> records_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line, nullptr, false));
+  return out;
+}
+
+std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& records,
+                                    const std::string& type) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& r : records)
+    if (r.is_object() && r.value("type", "") == type) out.push_back(r);
+  return out;
+}
+
 TempDir::TempDir() {
   std::string tmpl = env_or("TMPDIR", "/tmp") + "/moat-e2e-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) std::abort();

@@ -23,6 +23,12 @@ std::string moatd_bin();
 std::string source_root();
 // The whole file ("" when it cannot be read).
 std::string read_file(const std::string& path);
+// Every line of the audit log at `path`, parsed; a line that is not JSON is a discarded value,
+// so a test can assert that each is an object.
+std::vector<nlohmann::json> records_of(const std::string& path);
+// The records of `records` whose type is `type`, in order.
+std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& records,
+                                    const std::string& type);
 
 // A fresh directory under /tmp, removed by the destructor.
 class TempDir {

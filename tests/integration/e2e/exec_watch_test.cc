@@ -29,13 +29,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 
-std::vector<json> records_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
-
 std::string base_of(const std::string& path) { return fs::path(path).filename().string(); }
 
 void expect_each_in(const std::string& text, std::initializer_list<const char*> parts) {

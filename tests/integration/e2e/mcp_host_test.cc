@@ -20,20 +20,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::vector<json> records_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
-
-std::vector<json> of_type(const std::vector<json>& records, const std::string& type) {
-  std::vector<json> out;
-  for (const json& r : records)
-    if (r.value("type", "") == type) out.push_back(r);
-  return out;
-}
-
 // The test server as meson builds it (tests/unit/tools/meson.build), beside moatd's build tree.
 std::string built_server() {
   return (fs::path(moatd_bin()).parent_path().parent_path() / "tests/unit/tools/mcp_test_server")
@@ -189,6 +175,77 @@ TEST_F(McpHostTest, AHostileServersAttemptsFailAreRecordedAndTheSessionGoesOn) {
   EXPECT_TRUE(calls[1]["is_error"].get<bool>());
   EXPECT_TRUE(calls[1].contains("error")) << calls[1].dump();
   EXPECT_TRUE(calls[2]["is_error"].get<bool>());
+}
+
+// The hostile server writes outside the workspace: the host's /var/tmp and /etc, the person's
+// home, its own install (bound read-only) and the workspace's parent. Each write fails, or
+// (under /tmp) lands in the session's private /tmp: no host file appears. The call is
+// recorded with the paths it was given, after its decision, and the session goes on.
+TEST_F(McpHostTest, AHostileServersWritesOutsideTheWorkspaceLeaveTheHostUntouched) {
+  const std::string tag = "moat-mcp-probe-" + std::to_string(::getpid());
+  const std::string var_tmp = "/var/tmp/" + tag;  // a host directory the sandbox does not show
+  std::error_code ec;
+  fs::create_directory(var_tmp, ec);
+  fs::permissions(var_tmp, fs::perms::all, fs::perm_options::add, ec);
+  std::vector<std::string> outside = {var_tmp + "/w", "/etc/" + tag, srv_dir_ + "/w"};
+  const std::string home = env_or("HOME", "");
+  if (!home.empty() && home.rfind("/tmp/", 0) != 0) outside.push_back(home + "/" + tag);
+  const std::string parent = dir_.path() + "/w";  // under /tmp: the session's private /tmp
+  start_with_server("normal");
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  json paths = outside;
+  paths.push_back(parent);
+  const json probe = call(c, "w1", "mcp__t__probe", {{"write", paths}});
+  ASSERT_FALSE(probe.value("isError", true)) << probe.dump();
+  const json seen = json::parse(text_of(probe), nullptr, false);
+  ASSERT_TRUE(seen.is_object() && seen.contains("written")) << text_of(probe);
+  for (const std::string& p : outside) {
+    EXPECT_NE(seen["written"].value(p, "ok"), "ok") << p << " was written inside the sandbox";
+    EXPECT_FALSE(fs::exists(p)) << p << " appeared on the host";
+  }
+  EXPECT_FALSE(fs::exists(parent)) << "the workspace's parent on the host was written";
+  const json after = call(c, "w2", "mcp__t__echo", {{"text", "still here"}});
+  EXPECT_FALSE(after.value("isError", true)) << after.dump();
+  bye(c);
+  for (const std::string& p : outside) fs::remove(p, ec);
+  fs::remove_all(var_tmp, ec);
+  const auto log = records_of(welcome["audit"].get<std::string>());
+  const auto calls = of_type(log, "mcp.call");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["server_tool"], "probe");
+  EXPECT_NE(calls[0]["args"].get<std::string>().find(var_tmp), std::string::npos)
+      << calls[0].dump();
+  bool decided = false;
+  for (const json& d : of_type(log, "decision"))
+    decided = decided || (d["decision_id"] == calls[0]["decision_id"] && d["seq"] < calls[0]["seq"]);
+  EXPECT_TRUE(decided) << "the probe's decision precedes its record";
+}
+
+// A tool whose title and 100 KB description are full of terminal escapes (OSC title, clear
+// screen, colours, the C1 CSI U+009B) reaches the welcome bounded and with no control byte:
+// shown as text, it cannot act on a terminal. Its mcp.server record names it.
+TEST_F(McpHostTest, AnEscapeLadenDescriptionReachesTheWelcomeBoundedAndInert) {
+  start_with_server("escapes");
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  const json* esc = tool_named(welcome, "mcp__t__esc");
+  ASSERT_NE(esc, nullptr) << welcome["tools"].dump();
+  const std::string text = (*esc)["description"].get<std::string>();
+  EXPECT_LE(text.size(), 4096u + 100u) << "bounded near ServerLimits::max_description_bytes";
+  for (const std::string bad : {"\x1b", "\x07", "\xc2\x9b"})
+    EXPECT_EQ(text.find(bad), std::string::npos)
+        << "a raw control byte reached the welcome: " << json(text.substr(0, 200)).dump();
+  EXPECT_NE(text.find("RED"), std::string::npos) << "the text itself is kept";
+  const json after = call(c, "e1", "mcp__t__esc", json::object());
+  EXPECT_TRUE(after.value("isError", false)) << "the server has no such tool to call";
+  bye(c);
+  bool named = false;
+  for (const json& r : of_type(records_of(welcome["audit"].get<std::string>()), "mcp.server"))
+    named = named || r.dump().find("esc") != std::string::npos;
+  EXPECT_TRUE(named) << "the server's tools are recorded";
 }
 
 // A server that dies at every call is started again at most McpHost::kMaxRestarts times; each

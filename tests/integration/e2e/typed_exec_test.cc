@@ -30,13 +30,6 @@ std::string policy_dir(const std::string& name) {
   return source_root() + "/tests/integration/e2e/" + name;
 }
 
-std::vector<json> records_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
-
 // The one audit log under `dir` ("" when there is none).
 std::string only_log_under(const std::string& dir) {
   std::error_code ec;
