@@ -36,6 +36,9 @@ enum class CtlMsg : char {
   // moatd -> child, with the call's channel and status fds and the command's stdin, stdout
   // and stderr (ExecSpec::stdio) attached.
   kCallStdio = 's',
+  // moatd -> a pooled keeper, + the session's config (session_pool_config.h), with the
+  // workspace, its tree (or not) and each bind's fd attached: the hello it now serves.
+  kFinish = 'F',
 };
 inline constexpr char ctl_byte(CtlMsg m) { return static_cast<char>(m); }
 

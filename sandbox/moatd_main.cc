@@ -20,6 +20,7 @@
 #include "sessions/audit.h"
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
+#include "sandbox/session_pool.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/supervisor_options.h"
 
@@ -55,6 +56,7 @@ struct Flags {
   bool permissive = false;
   double client_stall_timeout_s = moat::sandbox::SupervisorOptions{}.client_stall_timeout_s;
   bool typed_exec = false;
+  std::size_t pool = moat::sandbox::kDefaultPoolSize;  // sessions built ahead (--socket only)
 };
 
 void add_serving_options(CLI::App& app, Flags& f) {
@@ -125,6 +127,10 @@ void add_sandbox_options(CLI::App& app, Flags& f) {
             return {};
           },
           "NAME=ADDRESS"));
+  app.add_option("--pool", f.pool,
+                 "Sessions kept built ahead of their hello, up to where the workspace is known "
+                 "(0: none); each serves one hello and is destroyed with it. Not with --fd")
+      ->capture_default_str();
   app.add_option("--allow-without", f.allow_without,
                  "Let sessions run without this sandbox layer (seccomp, landlock, idmap, "
                  "cgroup; never a namespace); recorded in every session.start")
@@ -228,6 +234,11 @@ int main(int argc, char** argv) {
   // Nor an audit log at a file size limit: its append fails (EFBIG) and refuses the call.
   // (Workers reset every signal before exec: sandboxed code still gets SIGXFSZ.)
   ::signal(SIGXFSZ, SIG_IGN);
-  moat::sandbox::Supervisor supervisor(options_from(flags));
+  // Sessions built ahead only in a moatd serving a socket: a private moatd serves one session,
+  // which a pool would build twice. Declared first, so it outlives every session it served.
+  moat::sandbox::SessionPool pool(flags.fd >= 0 ? 0 : flags.pool);
+  moat::sandbox::SupervisorDeps deps;
+  deps.create_session = [&pool](const moat::sandbox::SessionConfig& c) { return pool.create(c); };
+  moat::sandbox::Supervisor supervisor(options_from(flags), std::move(deps));
   return flags.fd >= 0 ? serve_private(supervisor, flags) : serve_shared(supervisor, flags);
 }

@@ -8,7 +8,9 @@
 // the kernel kills every process of a pid namespace whose init dies.
 #include "sandbox/session.h"
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,8 @@
 #include "sandbox/ns_user.h"
 #include "sandbox/session_idmap.h"
 #include "sandbox/session_linux.h"
+#include "sandbox/session_pool_config.h"
+#include "sandbox/session_prebuilt.h"
 #include "sandbox/workspace.h"
 
 namespace moat::sandbox {
@@ -113,57 +117,146 @@ SessionDescription describe_session(InitLayers layers, const SandboxIds& ids,
   return d;
 }
 
-// The keeper's handshake: it unshared, moatd moves it into the cgroup and writes its id maps,
-// and the init reports kReady (with the proxy's listener when one was asked for). Any failure
-// leaves the keeper to its owner, which reaps it.
-Result<void> start_session(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped) {
-  const int ctl = parts.ctl.get();
-  const pid_t keeper = parts.keeper->pid();
+// The keeper's first half: it unshared, moatd moves it into the cgroup and writes its id maps,
+// and lets it become root inside. Any failure leaves the keeper to its owner, which reaps it.
+Result<void> map_keeper(int ctl, pid_t keeper, const SessionConfig& config, const SandboxIds& ids,
+                        SkippedLayers& skipped, ScopedCgroup* cgroup) {
   MOAT_TRY(expect_message(ctl, CtlMsg::kUnshared));
-  MOAT_TRY(session_cgroup(keeper, parts.config, skipped, &parts.cgroup));
+  MOAT_TRY(session_cgroup(keeper, config, skipped, cgroup));
   if (auto maps = write_id_maps_in_parent(keeper, ids.uid, ids.gid); !maps)
     return fail(maps.error().with_context("user_ns"));
   const char go = ctl_byte(CtlMsg::kMapsWritten);
   (void)sys::write_all(ctl, &go, 1);
+  return {};
+}
+
+// The second half: the init reports kReady (with the proxy's listener when one was asked for).
+Result<void> await_ready(SessionParts& parts, const SandboxIds& ids, const SkippedLayers& skipped) {
   MOAT_ASSIGN_OR_RETURN(std::string ready,
-                        expect_message(ctl, CtlMsg::kReady, &parts.net_listener));
+                        expect_message(parts.ctl.get(), CtlMsg::kReady, &parts.net_listener));
   MOAT_ASSIGN_OR_RETURN(InitLayers layers, init_layers_from_text(ready));
   parts.describe = describe_session(std::move(layers), ids, parts.cgroup, skipped);
-  parts.init = child_of(keeper);
+  parts.init = child_of(parts.keeper->pid());
   return {};
+}
+
+Result<void> start_session(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped) {
+  MOAT_TRY(map_keeper(parts.ctl.get(), parts.keeper->pid(), parts.config, ids, skipped,
+                      &parts.cgroup));
+  return await_ready(parts, ids, skipped);
+}
+
+// What the hello's session binds, prepared as Session::create does: the workspace held by fd,
+// its tree (moatd as root) and the binds' sources.
+struct BoundTrees {
+  UniqueFd tree;
+  std::vector<UniqueFd> bind_fds;
+};
+
+Result<BoundTrees> bound_trees(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped) {
+  SessionConfig& config = parts.config;
+  MOAT_TRY(check_allow_without(config.allow_without));
+  // Resolved once: from here on the session uses only this fd, never the path again.
+  MOAT_ASSIGN_OR_RETURN(parts.workspace, open_session_workspace(config));
+  config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
+  BoundTrees out;
+  MOAT_ASSIGN_OR_RETURN(out.tree, session_tree(parts.workspace.get(), ids, config, skipped));
+  MOAT_ASSIGN_OR_RETURN(out.bind_fds, bind_sources(parts.workspace.get(), ids, config,
+                                                   !skipped.count("idmap"), &parts.bind_dirs));
+  return out;
+}
+
+// kFinish: the config, with the workspace, its tree (when moatd made one) and the binds' fds.
+Result<void> send_finish(int ctl, const SessionParts& parts, const BoundTrees& trees) {
+  const std::string text = session_config_text(parts.config);
+  if (text.empty()) return fail("pool: a path of the session is not UTF-8");
+  std::string msg = std::string(1, ctl_byte(CtlMsg::kFinish)) + (trees.tree.valid() ? '1' : '0');
+  msg += text;
+  std::vector<int> fds = {parts.workspace.get()};
+  if (trees.tree.valid()) fds.push_back(trees.tree.get());
+  for (const UniqueFd& fd : trees.bind_fds) fds.push_back(fd.get());
+  if (msg.size() > kMaxFinishBytes || fds.size() > kMaxFinishFds)
+    return fail("pool: the session's config is too large to send");
+  return sys::send_with_fds(ctl, msg.data(), msg.size(), fds.data(), fds.size());
 }
 
 }  // namespace
 
+Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape) {
+  auto pre = std::make_unique<PrebuiltSession>();
+  pre->shape = shape;
+  pre->shape.binds.clear();
+  MOAT_TRY(check_allow_without(shape.allow_without));
+  const SandboxIds ids = choose_sandbox_ids(shape.unprivileged_uid, shape.unprivileged_gid);
+  MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
+  const KeeperStart start{&pre->shape, ctl.second.get(),        -1, -1, getpid(),
+                          precompiled_filter(false), true,  precompiled_filter(true)};
+  MOAT_ASSIGN_OR_RETURN(pre->keeper, Keeper::start(start));
+  ctl.second.reset();
+  pre->ctl = std::move(ctl.first);
+  MOAT_TRY(map_keeper(pre->ctl.get(), pre->keeper->pid(), pre->shape, ids, pre->skipped,
+                      &pre->cgroup));
+  return pre;
+}
+
+bool is_waiting(const PrebuiltSession& pre) {
+  pollfd p{pre.ctl.get(), POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) return false;  // an error record, or the keeper's end closed
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pre.keeper->pid()), &info,
+                  WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == 0;
+}
+
+bool fits_shape(const SessionConfig& config, const SessionConfig& shape) {
+  return config.unprivileged_uid == shape.unprivileged_uid &&
+         config.unprivileged_gid == shape.unprivileged_gid &&
+         config.allow_without == shape.allow_without && config.handler == shape.handler &&
+         config.limits.memory_bytes == shape.limits.memory_bytes &&
+         config.limits.pids == shape.limits.pids;
+}
+
+Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession> pre,
+                                                const SessionConfig& in) {
+  if (!fits_shape(in, pre->shape)) return fail("pool: the session does not fit the pooled one");
+  SessionParts parts;
+  parts.config = in;
+  const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);
+  SkippedLayers skipped = pre->skipped;
+  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped));
+  parts.cgroup = std::move(pre->cgroup);
+  parts.keeper = std::move(pre->keeper);
+  parts.ctl = std::move(pre->ctl);
+  parts.created = SessionClock::now();
+  MOAT_TRY(send_finish(parts.ctl.get(), parts, trees));
+  trees = BoundTrees();
+  MOAT_TRY(await_ready(parts, ids, skipped));
+  parts.describe.pooled = true;
+  return std::unique_ptr<Session>(std::make_unique<LinuxSession>(std::move(parts)));
+}
+
 Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   SessionParts parts;
   parts.config = in;
-  SessionConfig& config = parts.config;
-  MOAT_TRY(check_allow_without(config.allow_without));
-  // Resolved once: from here on the session uses only this fd, never the path again.
-  MOAT_ASSIGN_OR_RETURN(parts.workspace, open_session_workspace(in));
-  config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
-  const SandboxIds ids = choose_sandbox_ids(config.unprivileged_uid, config.unprivileged_gid);
+  const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);
   SkippedLayers skipped;
-  MOAT_ASSIGN_OR_RETURN(UniqueFd tree, session_tree(parts.workspace.get(), ids, config, skipped));
-  MOAT_ASSIGN_OR_RETURN(std::vector<UniqueFd> bind_fds,
-                        bind_sources(parts.workspace.get(), ids, config, !skipped.count("idmap"),
-                                     &parts.bind_dirs));
+  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   parts.created = SessionClock::now();
   // The filter is ready by now when moatd started compiling it (precompile_filter); waited for
   // before the fork, since the compiling thread does not exist in the child. The child keeps
   // only its end of ctl (keep_only_session_fds).
-  const KeeperStart start{&config,
+  const KeeperStart start{&parts.config,
                           ctl.second.get(),
-                          tree.valid() ? tree.get() : -1,
+                          trees.tree.valid() ? trees.tree.get() : -1,
                           parts.workspace.get(),
                           getpid(),
-                          precompiled_filter(config.network)};
+                          precompiled_filter(parts.config.network),
+                          false,
+                          nullptr};
   MOAT_ASSIGN_OR_RETURN(parts.keeper, Keeper::start(start));
   ctl.second.reset();
-  tree.reset();
-  bind_fds.clear();
+  trees = BoundTrees();
   parts.ctl = std::move(ctl.first);
   MOAT_TRY(start_session(parts, ids, skipped));
   return std::unique_ptr<Session>(std::make_unique<LinuxSession>(std::move(parts)));

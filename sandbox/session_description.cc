@@ -60,6 +60,7 @@ json to_json(const SessionDescription& d) {
   j["cgroup"] = d.cgroup;
   put(j, "cgroup_dirs", d.cgroup_dirs);
   j["skipped"] = d.layers.skipped;  // always there, {} when nothing was skipped
+  if (d.pooled) j["pooled"] = true;
   return j;
 }
 

@@ -37,6 +37,8 @@ struct SessionDescription {
   bool idmap = false;   // the workspace is idmapped to the sandbox's ids
   bool cgroup = false;  // the session is bounded by its own cgroup
   std::optional<std::vector<std::string>> cgroup_dirs;  // when moatd made one
+  // Built ahead of its hello by moatd's pool (session_pool.h); the key is there only when true.
+  bool pooled = false;
 };
 
 // One encoder each. The session's is the one object moatd shows and records:

@@ -21,6 +21,7 @@
 #include "sandbox/init_contract.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/session_init.h"
+#include "sandbox/session_pool_config.h"
 #include "sandbox/sys.h"
 
 namespace moat::sandbox {
@@ -78,21 +79,24 @@ void keep_only_session_fds(int& ctl, int& tree, std::vector<SessionBind>& binds)
 // and checked, never of whatever its path names by then.
 Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD, ".", true); }
 
-[[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, int workspace,
-                                      pid_t moatd, std::shared_ptr<const BpfProgram> filter) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != moatd) _exit(1);  // moatd died before the line above
-  if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
-    fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
-  keep_only_session_fds(ctl, tree, config.binds);
-  clearenv();  // nothing of moatd's environment is consulted inside the session
+// The namespaces a keeper unshares before moatd writes its id maps: all of them, but a pooled
+// keeper leaves the mount namespace until its workspace is known (it becomes its cwd first).
+void unshare_namespaces(int ctl, bool but_mount) {
+  for (const auto& ns : kNamespaces) {
+    if (but_mount && ns.flag == CLONE_NEWNS) continue;
+    if (unshare(ns.flag) != 0)
+      fail_in_child(ctl, std::string(ns.name) + ": unshare: " + std::strerror(errno));
+  }
+}
+
+// The ids: the keeper becomes its user namespace's owner, unshares, and once moatd wrote the
+// maps becomes root inside with the namespace's counters lowered.
+void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, bool but_mount) {
   if (int err = become_namespace_owner_in_child(config.unprivileged_uid, config.unprivileged_gid))
     fail_in_child(ctl, std::string("user_ns: owner ids: ") + std::strerror(err));
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of credentials cleared it
   if (getppid() != moatd) _exit(1);
-  for (const auto& ns : kNamespaces)
-    if (unshare(ns.flag) != 0)
-      fail_in_child(ctl, std::string(ns.name) + ": unshare: " + std::strerror(errno));
+  unshare_namespaces(ctl, but_mount);
   char c = ctl_byte(CtlMsg::kUnshared);
   if (!sys::send_with_fds(ctl, &c, 1, nullptr, 0)) _exit(1);
   if (::read(ctl, &c, 1) != 1 || c != ctl_byte(CtlMsg::kMapsWritten)) _exit(1);
@@ -101,6 +105,11 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   const char* counter = "";
   if (int err = lower_user_counters_in_child(&counter))
     fail_in_child(ctl, std::string("user_ns: ") + counter + ": " + std::strerror(err));
+}
+
+// Forks the init (pid 1 of the new pid namespace) with the session's tree, and waits for it.
+[[noreturn]] void fork_init_in_child(SessionConfig config, int ctl, int tree,
+                                     std::shared_ptr<const BpfProgram> filter) {
   UniqueFd cloned;
   if (tree < 0) {
     auto made = clone_workspace_from_cwd();
@@ -108,7 +117,7 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
     cloned = std::move(*made);
     tree = cloned.get();
   }
-  pid_t init = fork();  // pid 1 of the new pid namespace
+  pid_t init = fork();
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -121,6 +130,68 @@ Result<UniqueFd> clone_workspace_from_cwd() { return sys::clone_tree_at(AT_FDCWD
   int status = 0;
   while (waitpid(init, &status, 0) < 0 && errno == EINTR) {}
   _exit(0);
+}
+
+[[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, int workspace,
+                                      pid_t moatd, std::shared_ptr<const BpfProgram> filter) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != moatd) _exit(1);  // moatd died before the line above
+  if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
+    fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
+  keep_only_session_fds(ctl, tree, config.binds);
+  clearenv();  // nothing of moatd's environment is consulted inside the session
+  become_root_in_child(config, ctl, moatd, false);
+  fork_init_in_child(std::move(config), ctl, tree, std::move(filter));
+}
+
+// kFinish: the session's config and its fds (workspace, tree or not, the binds' in order).
+// Each fd is checked against what the config says it carries; anything else ends the keeper.
+void receive_finish_in_child(int ctl, SessionConfig& config, UniqueFd& workspace, UniqueFd& tree) {
+  std::string buf(kMaxFinishBytes, '\0');
+  UniqueFd fds[kMaxFinishFds];
+  std::size_t nfds = 0;
+  auto n = sys::recv_with_fds(ctl, buf.data(), buf.size(), fds, kMaxFinishFds, &nfds);
+  // kFinish, then '1' when a tree follows the workspace among the fds ('0': the keeper clones).
+  if (!n || *n < 2 || buf[0] != ctl_byte(CtlMsg::kFinish) || nfds < 1) _exit(1);
+  const std::size_t first_bind = buf[1] == '1' ? 2 : 1;
+  auto decoded = session_config_from_text(std::string_view(buf).substr(2, *n - 2));
+  if (!decoded) fail_in_child(ctl, "pool: " + decoded.error().message());
+  const WorkerHandler handler = config.handler;  // the pool's: a pointer is not sent
+  config = std::move(*decoded);
+  config.handler = handler;
+  if (nfds != first_bind + config.binds.size())
+    fail_in_child(ctl, "pool: kFinish: the fds do not match the config's binds");
+  workspace = std::move(fds[0]);
+  if (first_bind == 2) tree = std::move(fds[1]);
+  for (std::size_t i = 0; i < config.binds.size(); ++i)
+    config.binds[i].fd = fds[first_bind + i].release();
+}
+
+// A pooled keeper: everything but the mount namespace now, the rest once kFinish names the
+// workspace (its cwd before unshare(CLONE_NEWNS), as for any keeper).
+[[noreturn]] void run_pooled_keeper_in_child(SessionConfig config, int ctl, pid_t moatd,
+                                             std::shared_ptr<const BpfProgram> filter,
+                                             std::shared_ptr<const BpfProgram> filter_network) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != moatd) _exit(1);
+  int no_tree = -1;
+  keep_only_session_fds(ctl, no_tree, config.binds);  // nothing of moatd's: its clients' sockets
+  clearenv();
+  become_root_in_child(config, ctl, moatd, true);
+  UniqueFd workspace, tree;
+  receive_finish_in_child(ctl, config, workspace, tree);
+  // Only a keeper without moatd's tree clones the workspace from its cwd (rootless: the keeper
+  // is the workspace's owner). With a tree (moatd as root) the keeper, by now the sandbox's
+  // unprivileged uid, may not even search the workspace; the init binds the tree.
+  if (!tree.valid() && fchdir(workspace.get()) != 0)
+    fail_in_child(ctl, std::string("mount_ns: fchdir(workspace): ") + std::strerror(errno));
+  workspace.reset();
+  int tree_fd = tree.valid() ? tree.release() : -1;
+  keep_only_session_fds(ctl, tree_fd, config.binds);
+  if (unshare(CLONE_NEWNS) != 0)
+    fail_in_child(ctl, std::string("mount_ns: unshare: ") + std::strerror(errno));
+  if (config.network) filter = std::move(filter_network);
+  fork_init_in_child(std::move(config), ctl, tree_fd, std::move(filter));
 }
 
 }  // namespace
@@ -143,6 +214,9 @@ Result<std::unique_ptr<Keeper>> Keeper::start(const KeeperStart& start) {
 // thread's end. `start` is read only before forked_ is set (Keeper::start waits for that).
 void Keeper::forking_thread(std::stop_token stop, const KeeperStart& start) {
   pid_t pid = fork();
+  if (pid == 0 && start.pooled)
+    run_pooled_keeper_in_child(*start.config, start.ctl, start.moatd, start.filter,
+                               start.filter_network);
   if (pid == 0)
     run_keeper_in_child(*start.config, start.ctl, start.tree, start.workspace, start.moatd,
                         start.filter);

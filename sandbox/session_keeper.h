@@ -36,6 +36,14 @@ struct KeeperStart {
   int workspace = -1;  // the workspace moatd checked; the keeper's cwd
   pid_t moatd = -1;
   std::shared_ptr<const BpfProgram> filter;
+  // A pooled keeper (session_prebuilt.h): started before the workspace is known, it unshares
+  // every namespace but the mount namespace, becomes root in its user namespace and waits for
+  // kFinish (the config as session_pool_config.h encodes it, with the workspace, its tree and
+  // the binds' fds attached); then goes on as any keeper. `config` holds only the ids and
+  // allow_without until then; `workspace` and `tree` are -1. `filter_network` is the filter
+  // for a session with the network (the init takes the one its config asks for).
+  bool pooled = false;
+  std::shared_ptr<const BpfProgram> filter_network;
 };
 
 // The keeper and the thread it was forked from, held by the session. PR_SET_PDEATHSIG fires

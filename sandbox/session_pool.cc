@@ -1,0 +1,116 @@
+// sandbox/session_pool.cc: moatd's pool of sessions built ahead of need (see session_pool.h).
+#include "sandbox/session_pool.h"
+
+#include <chrono>
+#include <iterator>
+#include <utility>
+
+#include "base/log.h"
+
+namespace moat::sandbox {
+namespace {
+
+// What a pooled session is built with: the hello's config without what only the hello knows
+// (its workspace, binds, env, ...), which the pooled keeper gets with kFinish.
+SessionConfig shape_of(const SessionConfig& config) {
+  SessionConfig shape;
+  shape.unprivileged_uid = config.unprivileged_uid;
+  shape.unprivileged_gid = config.unprivileged_gid;
+  shape.allow_without = config.allow_without;
+  shape.handler = config.handler;
+  shape.limits = config.limits;
+  return shape;
+}
+
+}  // namespace
+
+SessionPool::SessionPool(std::size_t size) : size_(size) {
+  if (size_ == 0) return;
+  precompile_filter(true);  // the filter of a session with the network, for pooled keepers
+  refill_ = std::jthread([this](std::stop_token stop) { refill(stop); });
+}
+
+SessionPool::~SessionPool() {
+  if (refill_.joinable()) {
+    refill_.request_stop();
+    refill_.join();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.clear();  // each keeper killed and reaped, then its cgroup removed
+}
+
+std::unique_ptr<PrebuiltSession> SessionPool::take(
+    const SessionConfig& config, std::deque<std::unique_ptr<PrebuiltSession>>& dead) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!shape_ || !fits_shape(config, *shape_)) {
+    shape_ = shape_of(config);  // the next ones are built as this hello needs
+    counts_.discarded += ready_.size();
+    std::move(ready_.begin(), ready_.end(), std::back_inserter(dead));
+    ready_.clear();
+    return nullptr;
+  }
+  while (!ready_.empty()) {
+    std::unique_ptr<PrebuiltSession> pre = std::move(ready_.front());
+    ready_.pop_front();
+    if (is_waiting(*pre)) return pre;
+    ++counts_.discarded;
+    dead.push_back(std::move(pre));
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<Session>> SessionPool::create(const SessionConfig& config) {
+  if (size_ == 0) return Session::create(config);
+  std::deque<std::unique_ptr<PrebuiltSession>> dead;  // destroyed outside the lock
+  std::unique_ptr<PrebuiltSession> pre = take(config, dead);
+  dead.clear();
+  const bool pooled = pre != nullptr;
+  Result<std::unique_ptr<Session>> session =
+      pooled ? finish_session(std::move(pre), config) : Session::create(config);
+  // A pooled session that could not be finished is gone; the hello is built fresh, so what it
+  // is refused for (a workspace that is no longer there) is said as without a pool.
+  if (!session && pooled) {
+    MOAT_LOG_WARN("pool: %s", session.error().message().c_str());
+    session = Session::create(config);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (session && (*session)->describe().pooled) ++counts_.served;
+  refill_now_ = true;  // after the hello's session is up: the refill does not slow it
+  cv_.notify_all();
+  return session;
+}
+
+void SessionPool::refill(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, stop, [this] { return refill_now_ && shape_ && ready_.size() < size_; });
+    if (stop.stop_requested()) return;
+    const SessionConfig shape = *shape_;
+    lock.unlock();
+    auto built = prebuild_session(shape);
+    lock.lock();
+    if (!built) {
+      // Not retried until the next hello: a host that cannot build one now would spin here.
+      MOAT_LOG_WARN("pool: %s", built.error().message().c_str());
+      refill_now_ = false;
+      continue;
+    }
+    ++counts_.built;
+    if (shape_ && fits_shape(shape, *shape_)) ready_.push_back(std::move(*built));
+    cv_.notify_all();
+  }
+}
+
+SessionPool::Counts SessionPool::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Counts c = counts_;
+  c.ready = ready_.size();
+  return c;
+}
+
+bool SessionPool::wait_ready(std::size_t ready, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return ready_.size() >= ready; });
+}
+
+}  // namespace moat::sandbox

@@ -1,0 +1,67 @@
+// sandbox/session_pool.h: sessions built ahead of need in a moatd serving a socket (resident
+// or system): a hello takes a pre-built session (session_prebuilt.h) that fits it and finishes
+// it; one thread refills the pool once that hello's session is up. Each pooled session is used
+// by one hello and destroyed with it: nothing of one session reaches the next.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "base/result.h"
+#include "sandbox/session.h"
+#include "sandbox/session_config.h"
+#include "sandbox/session_prebuilt.h"
+
+namespace moat::sandbox {
+
+// moatd --pool's default: two sessions ready, so two commands started together both find one.
+inline constexpr std::size_t kDefaultPoolSize = 2;
+
+class SessionPool {
+ public:
+  // Keeps `size` sessions ready (0: none; create() then builds each session fresh). Nothing is
+  // built before the first create(): its config says what the next sessions are built with
+  // (the ids, allow_without, the cgroup's limits), and a later config that differs replaces it.
+  explicit SessionPool(std::size_t size);
+  ~SessionPool();  // stops the refill, then kills and reaps every pooled keeper, removes cgroups
+  SessionPool(const SessionPool&) = delete;
+  SessionPool& operator=(const SessionPool&) = delete;
+
+  // A pooled session that fits `config`, finished for it; else one built fresh, as
+  // Session::create builds it. A pooled keeper that died or reported an error is discarded.
+  Result<std::unique_ptr<Session>> create(const SessionConfig& config);
+
+  struct Counts {
+    std::uint64_t built = 0;      // pre-built sessions made
+    std::uint64_t served = 0;     // hellos served by one
+    std::uint64_t discarded = 0;  // found dead (or of an older shape) and destroyed
+    std::size_t ready = 0;        // waiting now
+  };
+  Counts counts() const;
+  // Tests: returns once `ready` sessions wait (or `timeout` passed): false on the timeout.
+  bool wait_ready(std::size_t ready, std::chrono::milliseconds timeout) const;
+
+ private:
+  // The pre-built sessions that fit, first one still waiting; the others are handed to `dead`.
+  std::unique_ptr<PrebuiltSession> take(const SessionConfig& config,
+                                        std::deque<std::unique_ptr<PrebuiltSession>>& dead);
+  void refill(std::stop_token stop);
+
+  const std::size_t size_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable_any cv_;
+  std::optional<SessionConfig> shape_;  // under mu_: what the pool builds; none before a hello
+  std::deque<std::unique_ptr<PrebuiltSession>> ready_;  // under mu_
+  bool refill_now_ = false;  // under mu_: a hello's session is up; the refill may run
+  Counts counts_;            // under mu_
+  std::jthread refill_;      // declared last: it uses the members above
+};
+
+}  // namespace moat::sandbox

@@ -1,0 +1,44 @@
+// sandbox/session_prebuilt.h: a session built ahead of its hello, up to where the workspace is
+// known (the pool's, session_pool.h): its keeper forked with every namespace but the mount
+// namespace unshared, its id maps written and its cgroup made; finished into a Session once a
+// hello's config arrives (the keeper then builds the view and forks the init).
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/session.h"
+#include "sandbox/session_config.h"
+#include "sandbox/session_description.h"
+#include "sandbox/session_keeper.h"
+
+namespace moat::sandbox {
+
+struct PrebuiltSession {
+  // What it was built with: the ids, allow_without, the cgroup's limits (memory_bytes, pids)
+  // and the handler. A hello's config that differs in any of them is built fresh.
+  SessionConfig shape;
+  ScopedCgroup cgroup;  // declared before the keeper: removed once the keeper is reaped
+  std::unique_ptr<Keeper> keeper;
+  UniqueFd ctl;  // moatd's end of the control socket
+  SkippedLayers skipped;
+};
+
+// Forks the keeper and takes it as far as it can go without a workspace.
+Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape);
+
+// Whether the keeper still waits for its kFinish: false once it died or sent anything (an
+// error), so the pool discards it rather than hand it out.
+bool is_waiting(const PrebuiltSession& pre);
+
+// Whether a hello's config can be served by a session built with `shape`.
+bool fits_shape(const SessionConfig& config, const SessionConfig& shape);
+
+// Finishes `pre` for `config`, as Session::create builds a session from the start. `pre` is
+// used once, whatever the outcome: a failure destroys it.
+Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession> pre,
+                                                const SessionConfig& config);
+
+}  // namespace moat::sandbox

@@ -1,0 +1,182 @@
+// tests/integration/sandbox/session_pool_test.cc: moatd's pool of sessions built ahead of their
+// hello (sandbox/session_pool.h): a hello is served by a pre-built session, the pool refills,
+// nothing of one pooled session reaches the next, a pooled keeper that died is discarded, and
+// the pool's end leaves no process or cgroup behind.
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/session_pool.h"
+#include "tests/integration/sandbox/test_util.h"
+
+namespace moat::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+SessionConfig config_for(const TempDir& ws) {
+  SessionConfig c;
+  c.workspace = ws.path();
+  return c;
+}
+
+// The pool's first create() tells it what to build (and is built fresh); then `ready` wait.
+#define MOAT_PRIMED_POOL_OR_SKIP(pool, ws, first)                                         \
+  auto first##_made = pool.create(config_for(ws));                                        \
+  if (!first##_made && first##_made.error().context.find("user_ns") != std::string::npos) \
+    GTEST_SKIP() << "no user namespaces here: " << first##_made.error().message();        \
+  ASSERT_TRUE(first##_made) << first##_made.error().message();                            \
+  auto first = std::move(*first##_made);                                                  \
+  ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions"
+
+// This process's children: the session keepers (moatd's, here the test's).
+std::set<pid_t> own_children() {
+  std::set<pid_t> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t pid; in >> pid;) out.insert(pid);
+  }
+  return out;
+}
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  pid_t ppid = -1;
+  std::istringstream(line.substr(line.rfind(')') + 2)) >> std::skipws >> line >> ppid;
+  return ppid;
+}
+
+// The pooled keepers: this process's children but the keepers of the sessions in `live`.
+std::set<pid_t> pooled_keepers(const std::vector<const Session*>& live) {
+  std::set<pid_t> kids = own_children();
+  for (const Session* s : live) kids.erase(parent_of(s->init_pid()));
+  return kids;
+}
+
+// The cgroup directories a process is in (v2's one line, or v1's pids and memory).
+std::vector<std::string> cgroup_dirs_of(pid_t pid) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const std::string path = line.substr(line.find(':', line.find(':') + 1) + 1);
+    if (path.find("/moat-") == std::string::npos) continue;
+    const std::string ctrl = line.substr(line.find(':') + 1, line.rfind(':') - line.find(':') - 1);
+    out.push_back("/sys/fs/cgroup" + (ctrl.empty() ? "" : "/" + ctrl) + path);
+  }
+  return out;
+}
+
+std::string ns_ids(Session& s) {
+  auto r = testing::sh(s, "for n in user mnt pid net ipc uts cgroup; do readlink /proc/self/ns/$n; done");
+  return r ? r->output : r.error().message();
+}
+
+TEST(SessionPool, AHelloIsServedByAPrebuiltSessionAndThePoolRefills) {
+  TempDir ws0, ws;
+  ws.write("in.txt", "pooled\n");
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  EXPECT_FALSE(first->describe().pooled) << "the first hello is built fresh: the pool was empty";
+  auto made = pool.create(config_for(ws));
+  ASSERT_TRUE(made) << made.error().message();
+  Session& s = **made;
+  EXPECT_TRUE(s.describe().pooled);
+  EXPECT_TRUE(to_json(s.describe()).value("pooled", false));
+  EXPECT_EQ(pool.counts().served, 1u);
+  // Finished for this hello: its workspace, its view and its layers.
+  auto r = testing::sh(s, "cat in.txt && pwd && echo x > out.txt && id -u");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "pooled\n" + ws.path() + "\n0\n");
+  EXPECT_EQ(ws.read("out.txt"), "x\n");
+  EXPECT_TRUE(s.describe().layers.seccomp.value_or(false));
+  ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not refill";
+  EXPECT_GE(pool.counts().built, 3u);
+}
+
+TEST(SessionPool, APooledSessionSharesNothingWithTheNext) {
+  TempDir ws0, ws1, ws2;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  SessionConfig c1 = config_for(ws1);
+  c1.env["FIRST_SESSIONS_SECRET"] = "s1";
+  auto one = pool.create(c1);
+  ASSERT_TRUE(one) << one.error().message();
+  ASSERT_TRUE((*one)->describe().pooled);
+  // The first leaves a file in its /tmp and keeps a process running while the next looks.
+  std::thread running([&] {
+    (void)testing::sh(**one, "echo left > /tmp/left-behind; touch started; exec sleep 1");
+  });
+  for (int i = 0; i < 500 && !std::filesystem::exists(ws1.file("started")); ++i)
+    std::this_thread::sleep_for(10ms);
+  auto two = pool.create(config_for(ws2));
+  ASSERT_TRUE(two) << two.error().message();
+  EXPECT_TRUE((*two)->describe().pooled);
+  auto seen = testing::sh(**two, "ls -A /tmp; cat /proc/[0-9]*/comm; env");
+  running.join();
+  ASSERT_TRUE(seen) << seen.error().message();
+  EXPECT_EQ(seen->output.find("left-behind"), std::string::npos) << seen->output;
+  EXPECT_EQ(seen->output.find("sleep"), std::string::npos) << seen->output;
+  EXPECT_EQ(seen->output.find("FIRST_SESSIONS_SECRET"), std::string::npos) << seen->output;
+  // Seven namespaces each, none shared.
+  std::istringstream a(ns_ids(**one)), b(ns_ids(**two));
+  std::set<std::string> ids;
+  int lines = 0;
+  for (std::string l; std::getline(a, l); ++lines) ids.insert(l);
+  for (std::string l; std::getline(b, l); ++lines) ids.insert(l);
+  EXPECT_EQ(lines, 14);
+  EXPECT_EQ(ids.size(), 14u) << ns_ids(**one) << ns_ids(**two);
+  EXPECT_NE(parent_of((*one)->init_pid()), parent_of((*two)->init_pid()));
+}
+
+TEST(SessionPool, AKeeperThatDiedIsDiscardedNotHandedOut) {
+  TempDir ws0, ws;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  const std::set<pid_t> pooled = pooled_keepers({first.get()});
+  ASSERT_EQ(pooled.size(), 2u);
+  for (pid_t pid : pooled) ASSERT_EQ(kill(pid, SIGKILL), 0);
+  std::this_thread::sleep_for(20ms);  // the kill is delivered; nobody has reaped them yet
+  auto made = pool.create(config_for(ws));
+  ASSERT_TRUE(made) << made.error().message();
+  EXPECT_FALSE((*made)->describe().pooled) << "a dead keeper's session was handed out";
+  EXPECT_EQ(pool.counts().discarded, 2u);
+  auto r = testing::sh(**made, "echo alive");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "alive\n");
+}
+
+TEST(SessionPool, ItsEndKillsThePooledKeepersAndRemovesTheirCgroups) {
+  TempDir ws0;
+  auto pool = std::make_unique<SessionPool>(2);
+  std::set<pid_t> pooled;
+  std::vector<std::string> dirs;
+  {
+    MOAT_PRIMED_POOL_OR_SKIP((*pool), ws0, first);
+    pooled = pooled_keepers({first.get()});
+  }
+  ASSERT_EQ(pooled.size(), 2u);
+  for (pid_t pid : pooled)
+    for (std::string& d : cgroup_dirs_of(pid)) dirs.push_back(std::move(d));
+  for (const std::string& d : dirs) ASSERT_TRUE(std::filesystem::exists(d)) << d;
+  pool.reset();
+  for (pid_t pid : pooled) EXPECT_EQ(own_children().count(pid), 0u) << "keeper " << pid << " left";
+  for (pid_t pid : pooled) EXPECT_TRUE(kill(pid, 0) != 0 && errno == ESRCH) << pid;
+  for (const std::string& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+  if (dirs.empty()) std::printf("no cgroup here: only the keepers' end was checked\n");
+}
+
+}  // namespace
+}  // namespace moat::sandbox
