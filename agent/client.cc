@@ -13,8 +13,10 @@
 #include <boost/process/env.hpp>
 #include <boost/process/exe.hpp>
 #include <boost/process/extend.hpp>
+#include <boost/process/io.hpp>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/byte_strings.h"
@@ -102,6 +104,28 @@ Result<std::unique_ptr<MoatdClient>> MoatdClient::spawn_private(
   auto client = std::unique_ptr<MoatdClient>(new MoatdClient(std::move(agent.first), pid));
   client->console_ = std::move(person.first);
   return client;
+}
+
+Result<void> MoatdClient::start_detached(const std::vector<std::string>& moatd_args,
+                                         const std::string& log_path) {
+  const std::string exe = find_moatd();
+  std::unique_ptr<FILE, int (*)(FILE*)> log(std::fopen(log_path.c_str(), "ae"), std::fclose);
+  if (!log) return fail(Error::from_errno("fopen", errno, log_path));
+  try {
+    // setsid, then fork once more and let the middle child exit: moatd is nobody's child here
+    // (no zombie while this process runs) and has no controlling terminal. Only fds 0-2 reach
+    // it: every other fd of ours is close-on-exec (base/sys.h).
+    bp::child child(bp::exe = exe, bp::args = moatd_args, scrubbed_environment(),
+                    bp::std_in < bp::null, bp::std_out > log.get(), bp::std_err > log.get(),
+                    bp::extend::on_exec_setup = [](auto&) {
+                      (void)::setsid();
+                      if (::fork() != 0) ::_exit(0);
+                    });
+    child.wait();
+  } catch (const std::exception& e) {
+    return fail("starting moatd (" + exe + "): " + e.what());
+  }
+  return {};
 }
 
 Result<std::unique_ptr<MoatdClient>> MoatdClient::connect(const std::string& socket_path) {
@@ -256,8 +280,13 @@ Result<void> MoatdClient::send_hello(const std::string& workspace, bool headless
                         "workspace '" + hex_escape_non_utf8(workspace) + "'" +
                             " is not UTF-8: moatd's protocol cannot name it exactly, so "
                             "no session is started (use a path whose names are UTF-8)"));
-  const sandbox::HelloMsg hello{sandbox::kProtocolVersion,           workspace, headless,
-                                std::string("moat/") + MOAT_VERSION, network,   std::move(binds)};
+  sandbox::HelloMsg hello;
+  hello.workspace = workspace;
+  hello.headless = headless;
+  hello.client = std::string("moat/") + MOAT_VERSION;
+  hello.network = network;
+  hello.binds = std::move(binds);
+  hello.typed_exec = ask_typed_exec_;
   if (auto r = send(hello); !r) return fail(refused(why, "io", r.error().message()));
   return {};
 }

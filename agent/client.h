@@ -46,6 +46,12 @@ class MoatdClient {
       const std::vector<std::string>& moatd_args, bool console = false);
   // Connects to a running moatd's socket.
   static Result<std::unique_ptr<MoatdClient>> connect(const std::string& socket_path);
+  // Starts moatd with `moatd_args` detached from this process (a new session, reparented to
+  // init, stdin /dev/null, stdout and stderr appended to `log_path`, the same scrubbed
+  // environment as a private one's); returns once the intermediate child has exited. A
+  // resident moatd (agent/resident.h) is started so.
+  static Result<void> start_detached(const std::vector<std::string>& moatd_args,
+                                     const std::string& log_path);
   ~MoatdClient();
 
   // Sends hello and waits for welcome. On failure *why says which layer refused. Before the
@@ -92,6 +98,9 @@ class MoatdClient {
   UniqueFd take_console() { return std::move(console_); }
 
   void bye();
+  // The hello asks that exec frames be judged as typed (sandbox::HelloMsg::typed_exec):
+  // moat sandbox exec's connection to a resident moatd, never moat run's.
+  void ask_typed_exec() { ask_typed_exec_ = true; }
   pid_t moatd_pid() const { return child_pid_; }
   int fd() const { return fd_.get(); }
 
@@ -145,6 +154,7 @@ class MoatdClient {
   std::once_flag reader_once_;
   sandbox::FrameReader frames_;  // hello() and then the reader thread, never both at once
   std::function<void(const std::string& id, const nlohmann::json& decided)> on_decided_;
+  bool ask_typed_exec_ = false;
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

@@ -1,7 +1,11 @@
 // agent/moatd_start.cc: starting a private moatd or connecting to a shared one (moatd_start.h).
 #include "agent/moatd_start.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "agent/cli.h"
+#include "agent/resident.h"
 #include "base/workspace_path.h"
 
 namespace moat::agent {
@@ -24,6 +28,10 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
   cmd.add_option("--allow-without", o.allow_without,
                  "Let the private moatd run sessions without this sandbox layer (repeatable)")
       ->allow_extra_args(false);
+  cmd.add_flag("--private", o.private_moatd,
+               "Start a moatd of this command's own, not the resident one under "
+               "$XDG_RUNTIME_DIR/moat (options that only a private moatd takes, such as --policy, "
+               "--audit-dir or --permissive, choose one too)");
 }
 
 namespace {
@@ -38,19 +46,41 @@ const char* private_policy_option(const MoatdPassThrough& o) {
   return nullptr;
 }
 
-}  // namespace
+// The environment variables that set a moatd's directories: a resident moatd keeps the ones it
+// was started with, so a command that sets one gets its own moatd.
+constexpr const char* kPrivateOnlyVariables[] = {"MOAT_POLICY_DIR", "MOAT_USER_POLICY_DIR",
+                                                 "MOAT_AUDIT_DIR", "MOAT_SESSIONS_DIR",
+                                                 "MOAT_TRUST_DIR"};
 
-Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
-                                                 const MoatdPassThrough& o, bool console) {
-  if (!socket_path.empty()) {
-    // A shared moatd's policy is its operator's: a client's options (and its MOAT_POLICY_DIR
-    // and MOAT_USER_POLICY_DIR, which only a private moatd inherits) cannot change it.
-    if (const char* option = private_policy_option(o))
-      return fail(std::string(option) +
-                  " sets the policy of a private moatd; a shared moatd's (--connect) is its "
-                  "operator's");
-    return MoatdClient::connect(socket_path);
+Result<std::unique_ptr<MoatdClient>> connect_to(const std::string& socket_path,
+                                                const MoatdPassThrough& o) {
+  // A shared moatd's policy is its operator's: a client's options (and its MOAT_POLICY_DIR
+  // and MOAT_USER_POLICY_DIR, which only a private moatd inherits) cannot change it.
+  if (const char* option = private_policy_option(o))
+    return fail(std::string(option) +
+                " sets the policy of a private moatd; a shared moatd's (--connect) is its "
+                "operator's");
+  return MoatdClient::connect(socket_path);
+}
+
+// The resident moatd, or null with a notice on stderr saying why a private one is used.
+std::unique_ptr<MoatdClient> reach_resident(const std::string& runtime_dir,
+                                            const MoatdPassThrough& o) {
+  auto dir = resident_dir(runtime_dir);
+  auto client = dir ? connect_resident(*dir) : Result<std::unique_ptr<MoatdClient>>(
+                                                   fail(dir.error()));
+  if (!client) {
+    std::fprintf(stderr, "moat: %s; using a private moatd\n", client.error().message().c_str());
+    return nullptr;
   }
+  // Its exec frames are what the person typed only if the resident moatd's own check of
+  // this process agrees (sandbox/resident_peer.h).
+  if (o.typed_exec) (*client)->ask_typed_exec();
+  return std::move(*client);
+}
+
+// A private moatd of this command's own, on a socketpair, with the options handed through.
+Result<std::unique_ptr<MoatdClient>> start_private(const MoatdPassThrough& o, bool console) {
   std::vector<std::string> args;
   if (!o.audit_dir.empty()) args.insert(args.end(), {"--audit-dir", o.audit_dir});
   if (!o.sessions_dir.empty()) {
@@ -69,6 +99,32 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
     args.insert(args.end(), {"--policy", abs ? *abs : f});
   }
   return MoatdClient::spawn_private(args, console);
+}
+
+}  // namespace
+
+const char* private_only_option(const MoatdPassThrough& o) {
+  if (const char* option = private_policy_option(o)) return option;
+  if (!o.audit_dir.empty()) return "--audit-dir";
+  if (!o.sessions_dir.empty()) return "--sessions-dir";
+  if (!o.allow_without.empty()) return "--allow-without";
+  for (const char* v : kPrivateOnlyVariables)
+    if (std::getenv(v) != nullptr) return v;
+  return nullptr;
+}
+
+Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
+                                                 const MoatdPassThrough& o, bool console) {
+  if (o.private_moatd && !socket_path.empty())
+    return fail(std::string("--private and --connect each name the moatd to use; give one"));
+  const MoatdChoice choice =
+      choose_moatd(o.private_moatd, socket_path, private_only_option(o) != nullptr);
+  if (choice.way == MoatdWay::kConnect || choice.way == MoatdWay::kSystem)
+    return connect_to(choice.socket, o);
+  if (choice.way == MoatdWay::kResident) {
+    if (auto client = reach_resident(choice.socket, o)) return client;
+  }
+  return start_private(o, console);
 }
 
 }  // namespace moat::agent

@@ -72,6 +72,17 @@ Result<UniqueFd> pidfd_open(pid_t pid) {
   return UniqueFd(fd);
 }
 
+Result<UniqueFd> peer_pidfd(int sock) {
+#ifndef SO_PEERPIDFD
+  constexpr int SO_PEERPIDFD = 77;  // <asm-generic/socket.h>, Linux 6.5; glibc 2.36 lacks it
+#endif
+  int fd = -1;
+  socklen_t len = sizeof fd;
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) != 0)
+    return fail(Error::from_errno("getsockopt", errno, "SO_PEERPIDFD"));
+  return UniqueFd(fd);  // the kernel makes it O_CLOEXEC
+}
+
 Result<UniqueFd> pidfd_getfd(int pidfd, int target) {
   int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, target, 0));
   if (fd < 0) return fail(Error::from_errno("pidfd_getfd", errno, std::to_string(target)));

@@ -33,6 +33,9 @@ Result<UniqueFd> open_no_symlinks(const std::string& path, int flags);
 // A second fd for the same open file (F_DUPFD_CLOEXEC).
 Result<UniqueFd> duplicate(int fd);
 Result<UniqueFd> pidfd_open(pid_t pid);
+// The pidfd of the process that connected the Unix socket `sock` (SO_PEERPIDFD, Linux 6.5):
+// unlike SO_PEERCRED's pid it cannot name another process once that pid is reused.
+Result<UniqueFd> peer_pidfd(int sock);
 // A copy of the process's fd `target` (pidfd_getfd(2); needs ptrace access to it).
 Result<UniqueFd> pidfd_getfd(int pidfd, int target);
 Result<UniqueFd> memfd(const char* name);

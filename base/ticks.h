@@ -40,9 +40,21 @@ inline constexpr milliseconds kExecCall{50};
 // another), and the run reads its terminal again once it is in the foreground.
 inline constexpr milliseconds kForeground{100};
 
+// agent/terminal_view.cc: the running calls' block (spinner, time, last output) is redrawn at
+// most this often: output arrives as fast as a command or an MCP server's progress comes (a
+// server may send 2000 messages a second), and a person reads no faster.
+inline constexpr milliseconds kViewRedraw{100};
+
 // sandbox/cgroup.cc: a session's cgroup directory is removed once the kernel has released the
 // pid namespace's processes, a moment after the init is reaped (rmdir fails with EBUSY until
 // then; nothing moat reads announces it on cgroup v1). Retried at this tick, 50 times at most.
 inline constexpr milliseconds kCgroupRelease{10};
+
+// agent/resident.cc: a resident moatd just started is connected to at this tick until it
+// accepts: it is nobody's child (a double fork detaches it), so no pipe or exit announces its
+// listen(2), and an inotify watch would see the bind, not the listen that follows it.
+inline constexpr milliseconds kResidentStart{2};
+// Not a tick, the bound of that wait: moatd starts in tens of milliseconds.
+inline constexpr milliseconds kResidentStartTimeout{5000};
 
 }  // namespace moat::ticks

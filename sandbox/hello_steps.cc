@@ -191,7 +191,8 @@ Result<void> HelloSteps::load_policy() {
   for (const BindMount& b : hello_.binds)
     if (b.writable) lo.extra_writable_roots.push_back(b.target);
   MOAT_ASSIGN_OR_RETURN(state_.policy, deps_.load_policy(lo));
-  state_.typed_exec = options_.typed_exec;
+  // A resident moatd's typed exec needs the hello's word too (HelloMsg::typed_exec).
+  state_.typed_exec = options_.typed_exec && (!options_.typed_exec_by_peer || hello_.typed_exec);
   state_.user_policy_dir = lo.user_dir.empty() ? dirs::user_policy() : lo.user_dir;
   state_.wall_time = wall_time_source(lo);
   if (options_.permissive) state_.policy = policy::make_permissive(std::move(state_.policy));

@@ -56,8 +56,28 @@ struct Flags {
   bool permissive = false;
   double client_stall_timeout_s = moat::sandbox::SupervisorOptions{}.client_stall_timeout_s;
   bool typed_exec = false;
+  bool owner_only = false;  // a resident moatd (docs/moatd.md)
+  double idle_exit_s = 0;   // a resident moatd (docs/moatd.md)
   std::size_t pool = moat::sandbox::kDefaultPoolSize;  // sessions built ahead (--socket only)
 };
+
+// A resident moatd: one user's, started by moat on demand (agent/resident.h).
+void add_resident_options(CLI::App& app, Flags& f) {
+  auto* owner = app.add_flag("--owner-only", f.owner_only,
+                             "Serve only clients of moatd's own uid (root's too are refused): a "
+                             "user's resident moatd");
+  auto* idle = app.add_option("--idle-exit", f.idle_exit_s,
+                              "Exit once no client has been connected for this many seconds "
+                              "(the socket path goes first)")
+                   ->check(CLI::PositiveNumber);
+  for (auto* o : {owner, idle}) o->excludes("--fd");
+  app.parse_complete_callback([&f] {
+    if (f.typed_exec && f.fd < 0 && !f.owner_only)
+      throw CLI::ValidationError("--typed-exec",
+                                 "needs --fd (a private moatd) or --owner-only (a resident one): "
+                                 "a shared moatd's clients may be other users' agents");
+  });
+}
 
 void add_serving_options(CLI::App& app, Flags& f) {
   auto* sock_opt =
@@ -73,17 +93,21 @@ void add_serving_options(CLI::App& app, Flags& f) {
                  "(its calls are cancelled)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  // Only with --fd: a shared moatd's clients include agent loops, which send exec frames too.
+  // With --fd, or a resident moatd's --owner-only: a shared moatd's clients include other
+  // users' agent loops, which send exec frames too.
   app.add_flag("--typed-exec", f.typed_exec,
                "With --fd: the client is the person's own CLI (moat sandbox exec), so an exec "
                "frame's command line is the person's decision; only the system layer's and a "
-               "--policy file's denies and asks bind it (what it starts is judged as usual)")
-      ->needs("--fd");
+               "--policy file's denies and asks bind it (what it starts is judged as usual). "
+               "With --owner-only: so for a client whose hello asks it and whose process has "
+               "neither no_new_privs nor a seccomp filter (an agent loop has both)");
+  add_resident_options(app, f);
 }
 
 void add_file_options(CLI::App& app, Flags& f) {
   app.add_option("--audit-dir", f.audit_dir,
-                 "Directory of the audit logs (default /var/log/moat with --socket as root, "
+                 "Directory of the audit logs (default /var/log/moat with --socket as root but "
+                 "not --owner-only, "
                  "else $XDG_STATE_HOME/moat/audit)");
   app.add_option("--sessions-dir", f.sessions_dir,
                  "moat's session files, read-only in any sandbox whose workspace holds them "
@@ -140,7 +164,8 @@ void add_sandbox_options(CLI::App& app, Flags& f) {
 
 moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   moat::sandbox::SupervisorOptions options;
-  options.system_daemon = !f.socket_path.empty() && ::geteuid() == 0;
+  // A resident moatd (--owner-only) is one user's, root's too: its logs are that user's.
+  options.system_daemon = !f.socket_path.empty() && ::geteuid() == 0 && !f.owner_only;
   // Absolute, so the policy's $AUDIT_DIR (the supervisor passes it) and the sandbox's
   // protected paths name this one.
   options.audit_dir = std::filesystem::absolute(
@@ -154,6 +179,9 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   options.permissive = f.permissive;
   options.unprivileged_uid = f.uid;
   options.typed_exec = f.typed_exec;
+  options.typed_exec_by_peer = f.typed_exec && f.fd < 0;  // per connection (resident_peer.h)
+  options.owner_only = f.owner_only;
+  options.idle_exit_s = f.idle_exit_s;
   options.unprivileged_gid = f.gid;
   options.allow_without.insert(f.allow_without.begin(), f.allow_without.end());
   options.client_stall_timeout_s = f.client_stall_timeout_s;

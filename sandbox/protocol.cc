@@ -311,6 +311,7 @@ json HelloMsg::to_json() const {
       {"type", kType}, {"version", version}, {"workspace", workspace}, {"headless", headless}};
   if (!client.empty()) m["client"] = client;
   if (network != NetworkRequest::kAsPolicyGrants) m["network"] = network == NetworkRequest::kOn;
+  if (typed_exec) m["typed_exec"] = true;
   if (!binds.empty()) {
     json list = json::array();
     for (const BindMount& b : binds)
@@ -367,7 +368,8 @@ Result<std::vector<BindMount>> hello_binds(const json& m) {
 
 Result<HelloMsg> HelloMsg::from_json(const json& m) {
   MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"workspace", kStr}}));
-  MOAT_TRY(optional_fields(m, kType, {{"network", kBool}, {"binds", kArr}}));
+  MOAT_TRY(optional_fields(m, kType,
+                           {{"network", kBool}, {"binds", kArr}, {"typed_exec", kBool}}));
   MOAT_TRY(require_at_most(m, frame_what(kType), "workspace", kMaxPathBytes));
   MOAT_TRY(require_at_most(m, frame_what(kType), "client", kMaxToolNameBytes));
   HelloMsg h;
@@ -382,6 +384,7 @@ Result<HelloMsg> HelloMsg::from_json(const json& m) {
   if (auto it = m.find("network"); it != m.end())
     h.network = it->get<bool>() ? NetworkRequest::kOn : NetworkRequest::kOff;
   MOAT_ASSIGN_OR_RETURN(h.binds, hello_binds(m));
+  h.typed_exec = m.value("typed_exec", false);
   return h;
 }
 

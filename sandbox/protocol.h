@@ -159,6 +159,11 @@ struct HelloMsg {
   // grants none.
   NetworkRequest network = NetworkRequest::kAsPolicyGrants;
   std::vector<BindMount> binds;  // optional: at most kMaxBinds
+  // Optional: the client is the person's own CLI (moat sandbox exec) and asks that its exec
+  // frames be judged as typed. It can only narrow: a resident moatd grants it when its own
+  // check of the peer agrees (sandbox/resident_peer.h); moat run never asks, since its
+  // connection passes to the agent loop.
+  bool typed_exec = false;
   nlohmann::json to_json() const;
   static Result<HelloMsg> from_json(const nlohmann::json& m);
 };

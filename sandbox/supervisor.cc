@@ -26,9 +26,11 @@
 #include "sandbox/frame_writer.h"
 #include "sandbox/mcp_host.h"
 #include "sandbox/hello_steps.h"
+#include "sandbox/idle_exit.h"
 #include "sandbox/protocol.h"
 #include "sandbox/read_deadline.h"
 #include "sandbox/reply_frame.h"
+#include "sandbox/resident_peer.h"
 #include "sandbox/running_calls.h"
 #include "tools/registry.h"
 
@@ -431,8 +433,16 @@ void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* console
     MOAT_LOG_ERROR("%s", peer.error().message().c_str());
     return;
   }
+  // A resident moatd's own checks of this peer (owner only, typed exec): sandbox/resident_peer.h.
+  auto options = options_for_peer(options_, conn.get(), *peer);
+  if (!options) {
+    const std::string frame =
+        encode_frame(ErrorMsg{options.error().message(), "protocol", ""}.to_json());
+    (void)::send(conn.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    return;
+  }
   try {
-    Connection c(options_, deps_, std::move(conn), *peer, std::move(console), consoles,
+    Connection c(*options, deps_, std::move(conn), *peer, std::move(console), consoles,
                  unauthenticated);
     c.run();
     peak = c.peak_frame_buffer();
@@ -450,10 +460,12 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
   const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
   ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
+  IdleExit idle(options_.idle_exit_s, socket.path());
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(ticks::kAcceptLoop.count()));
     clients.join_finished();
+    if (r <= 0 && idle.is_over(clients.size())) break;  // a resident moatd's end (idle_exit.h)
     if (r <= 0) continue;
     int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;

@@ -34,9 +34,22 @@ struct SupervisorOptions {
   // is judged by Policy::decide_typed. Only the one who starts moatd can say so: a client field
   // would let a compromised agent loop, which also sends exec frames, claim it.
   bool typed_exec = false;
+  // moatd --socket --owner-only --typed-exec (a resident moatd): typed_exec holds per connection
+  // only when its hello asks (HelloMsg::typed_exec) and sandbox/typed_peer.h says the peer is
+  // the person's own CLI; every other connection's exec frames are an agent's.
+  bool typed_exec_by_peer = false;
+  // moatd --owner-only (a resident moatd): a peer whose uid is not moatd's own is refused,
+  // root's too (a root client has its own moatd).
+  bool owner_only = false;
+  // moatd --idle-exit: a --socket moatd ends once no client has been connected this long
+  // (sandbox/idle_exit.h); 0 = never.
+  double idle_exit_s = 0;
   // A client that takes no byte of its frames for this long is disconnected and its calls
   // are cancelled (sandbox/frame_writer.h); its calls' deadlines hold meanwhile.
   double client_stall_timeout_s = 60;
+  // Test only (moatd --test-mcp-restart-backoff MS): the MCP host's first restart wait
+  // (McpHostOptions::restart_backoff); 0 = its default.
+  int mcp_restart_backoff_ms = 0;
   // Test only (moatd --test-resolve NAME=ADDRESS): names the network proxy resolves to these
   // addresses. Set by whoever starts moatd, never by a client or a sandbox.
   std::map<std::string, std::string> net_resolve_overrides;

@@ -1,0 +1,99 @@
+// agent/resident.cc: choosing a moatd, and the person's resident one (resident.h).
+#include "agent/resident.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "base/sys.h"
+#include "base/ticks.h"
+
+namespace moat::agent {
+namespace {
+
+std::string octal_mode(mode_t m) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
+  return buf;
+}
+
+// Why `st` is not a resident moatd's directory; "" when it is one.
+std::string refusal(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "is a symlink";
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not " +
+           std::to_string(::geteuid());
+  if ((st.st_mode & 077) != 0) return "has mode " + octal_mode(st.st_mode) + ", not 0700";
+  return {};
+}
+
+// Tries the socket once: connected, or the connect's error (ENOENT, ECONNREFUSED: none answers).
+Result<std::unique_ptr<MoatdClient>> try_connect(const std::string& dir) {
+  return MoatdClient::connect(dir + "/moatd.sock");
+}
+
+// The moatd just started accepts within kResidentStart; until then its socket is missing or
+// refuses (ENOENT, ECONNREFUSED).
+Result<std::unique_ptr<MoatdClient>> await_started(const std::string& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + ticks::kResidentStartTimeout;
+  for (;;) {
+    auto c = try_connect(dir);
+    if (c || std::chrono::steady_clock::now() >= deadline) return c;
+    std::this_thread::sleep_for(ticks::kResidentStart);
+  }
+}
+
+}  // namespace
+
+std::string configured_system_moatd() { return {}; }
+
+MoatdChoice choose_moatd(bool private_flag, const std::string& connect, bool private_only) {
+  if (private_flag) return {MoatdWay::kPrivate, {}};
+  if (!connect.empty()) return {MoatdWay::kConnect, connect};
+  if (private_only) return {MoatdWay::kPrivate, {}};
+  if (std::string system = configured_system_moatd(); !system.empty())
+    return {MoatdWay::kSystem, system};
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && runtime[0] == '/') return {MoatdWay::kResident, runtime};
+  return {MoatdWay::kPrivate, {}};
+}
+
+Result<std::string> resident_dir(const std::string& runtime_dir) {
+  const std::string dir = runtime_dir + "/moat";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return fail(Error::from_errno("mkdir", errno, dir));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, dir));
+  if (std::string why = refusal(st); !why.empty())
+    return fail(Error{EPERM, "resident moatd directory " + dir + " " + why +
+                                 " (accepted: a directory of this uid with mode 0700)"});
+  return dir;
+}
+
+Result<std::unique_ptr<MoatdClient>> connect_resident(const std::string& dir) {
+  if (auto c = try_connect(dir)) return c;
+  const std::string lock_path = dir + "/moatd.lock";
+  MOAT_ASSIGN_OR_RETURN(UniqueFd lock,
+                        sys::open_path(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600));
+  // Held until this function returns: a second `moat` waits here, then finds this one's moatd.
+  if (::flock(lock.get(), LOCK_EX) != 0) return fail(Error::from_errno("flock", errno, lock_path));
+  if (auto c = try_connect(dir)) return c;
+  const std::string socket = dir + "/moatd.sock";
+  MOAT_TRY(MoatdClient::start_detached({"--socket", socket, "--owner-only", "--typed-exec",
+                                        "--idle-exit", std::to_string(kResidentIdleExitS)},
+                                       dir + "/moatd.log"));
+  auto c = await_started(dir);
+  if (!c)
+    return fail("the resident moatd started at " + socket + " did not answer (" +
+                c.error().message() + "); its log: " + dir + "/moatd.log");
+  return c;
+}
+
+}  // namespace moat::agent
