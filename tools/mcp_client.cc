@@ -1,14 +1,16 @@
-// tools/mcp_client.cc: the MCP stdio client (contract and bounds in mcp_client.h).
+// tools/mcp_client.cc: the MCP client and its stdio transport (contract and bounds in
+// mcp_client.h).
 //
 // One reader thread per client:
-//  1. reads the server's stdout, a LF-ended line at a time (stdio transport: one JSON-RPC
-//     message per line, no embedded newline);
-//  2. checks each line against the bounds before parsing: size, rate, nesting depth;
+//  1. takes each message its transport received (stdio: the server's stdout, a LF-ended line
+//     at a time, one JSON-RPC message per line, no embedded newline);
+//  2. checks each message against the bounds before parsing: size, rate, nesting depth;
 //  3. hands a response to the caller waiting on its id; a progress notification to that
 //     caller's callback; notes tools/list_changed; answers the server's requests (ping with
 //     an empty result, anything else with "method not found": we declare no client feature);
 //  4. on EOF or a broken bound ends the connection: every waiting call fails with that error.
-// Callers write under write_mu with a deadline (a server that stops reading cannot hang us).
+// Callers send with a deadline (a server that stops reading cannot hang us); the stdio
+// transport writes under its write_mu.
 #include "tools/mcp_client.h"
 
 #include <fcntl.h>
@@ -122,18 +124,97 @@ struct Pending {
   std::function<void(const Progress&)> on_progress;
 };
 
+// Newline-delimited JSON-RPC on a server's stdin and stdout (the spec's stdio transport).
+class StdioTransport final : public Transport {
+ public:
+  StdioTransport(std::string server, UniqueFd to_server, UniqueFd from_server, UniqueFd wake_read,
+                 UniqueFd wake_write, std::size_t max_frame_bytes)
+      : server_(std::move(server)), to_server_(std::move(to_server)),
+        from_server_(std::move(from_server)), wake_read_(std::move(wake_read)),
+        wake_write_(std::move(wake_write)), max_frame_bytes_(max_frame_bytes) {}
+
+  Result<void> send(std::string_view message, Clock::time_point deadline) override {
+    const std::string line = std::string(message) + "\n";
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (!to_server_.valid()) return fail(err("connection closed"));
+    if (auto w = write_until(to_server_.get(), line, deadline); !w)
+      return fail(w.error().with_context("mcp server " + server_));
+    return {};
+  }
+  std::optional<Error> receive(const Deliver& deliver) override;
+  void close() override {
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      to_server_.reset();  // the server reads EOF on its stdin: the spec's stdio shutdown
+    }
+    const char byte = 1;
+    (void)sys::write_all(wake_write_.get(), &byte, 1);
+  }
+
+ private:
+  Error err(const std::string& what) const {
+    return Error::msg("mcp server " + server_ + ": " + what);
+  }
+
+  std::string server_;
+  std::mutex write_mu_;  // one message at a time on the server's stdin
+  UniqueFd to_server_, from_server_, wake_read_, wake_write_;
+  std::size_t max_frame_bytes_;
+};
+
+std::optional<Error> StdioTransport::receive(const Deliver& deliver) {
+  std::string partial;
+  char buf[64 * 1024];
+  for (;;) {
+    pollfd fds[2] = {{from_server_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno("poll", errno).with_context("mcp server " + server_);
+    }
+    if (fds[1].revents != 0) return std::nullopt;  // close()
+    const ssize_t n = ::read(from_server_.get(), buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0)
+      return Error::from_errno("read", errno, "its stdout").with_context("mcp server " + server_);
+    if (n == 0) return err("closed its stdout (the server ended)");
+    std::optional<Error> broken;
+    take_lf_lines(partial, std::string_view(buf, static_cast<std::size_t>(n)),
+                  [&](std::string_view line) {
+                    if (line.ends_with('\r')) line.remove_suffix(1);
+                    if (!broken && !line.empty()) broken = deliver(line);
+                  });
+    if (!broken && partial.size() > max_frame_bytes_)
+      broken = err("sent a message over " + std::to_string(max_frame_bytes_) +
+                   " bytes (max_frame_bytes)");
+    if (broken) return broken;
+  }
+}
+
 }  // namespace
+
+Result<std::unique_ptr<Transport>> stdio_transport(const std::string& server, UniqueFd to_server,
+                                                   UniqueFd from_server,
+                                                   const ServerLimits& limits) {
+  // Non-blocking, so a write waits in poll() with a deadline (write_until).
+  const int flags = ::fcntl(to_server.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(to_server.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+    return fail(
+        Error::from_errno("fcntl", errno, "O_NONBLOCK").with_context("mcp server " + server));
+  MOAT_ASSIGN_OR_RETURN(auto wake, sys::make_pipe());
+  return std::unique_ptr<Transport>(
+      new StdioTransport(server, std::move(to_server), std::move(from_server),
+                         std::move(wake.first), std::move(wake.second), limits.max_frame_bytes));
+}
 
 struct Client::State {
   std::string server;
   ServerLimits limits;
   ServerInfo info;
-  UniqueFd to_server, from_server, wake_read, wake_write;
+  std::unique_ptr<Transport> transport;
   std::thread reader;
   std::atomic<bool> tools_changed{false};
   bool closed = false;
 
-  std::mutex write_mu;  // one message at a time on the server's stdin
   std::mutex mu;        // guards what follows
   std::condition_variable_any cv;
   std::map<std::int64_t, std::shared_ptr<Pending>> pending;
@@ -161,13 +242,9 @@ struct Client::State {
 };
 
 Result<void> Client::State::send(const json& message) {
-  // dump escapes every control byte in strings, so the line holds no LF but its last byte.
-  std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  std::lock_guard<std::mutex> lock(write_mu);
-  if (!to_server.valid()) return fail(err("connection closed"));
-  if (auto w = write_until(to_server.get(), line, Clock::now() + limits.request_timeout); !w)
-    return fail(w.error().with_context("mcp server " + server));
-  return {};
+  // dump escapes every control byte in strings, so the text holds no LF (stdio's framing).
+  return transport->send(message.dump(-1, ' ', false, json::error_handler_t::replace),
+                         Clock::now() + limits.request_timeout);
 }
 
 Result<json> Client::State::request(const std::string& method, json params,
@@ -235,33 +312,12 @@ Result<void> Client::State::initialize(const std::stop_token& stop) {
   info.tools_list_changed = caps.is_object() && caps.contains("tools") &&
                             caps["tools"].is_object() &&
                             bool_at(caps["tools"], "listChanged").value_or(false);
+  transport->negotiated(version);
   return send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
 }
 
 void Client::State::read_loop() {
-  std::string partial;
-  char buf[64 * 1024];
-  for (;;) {
-    pollfd fds[2] = {{from_server.get(), POLLIN, 0}, {wake_read.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return end(Error::from_errno("poll", errno).with_context("mcp server " + server));
-    }
-    if (fds[1].revents != 0) return;  // close(): it ends the connection itself
-    const ssize_t n = ::read(from_server.get(), buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) return end(Error::from_errno("read", errno, "its stdout").with_context("mcp server " + server));
-    if (n == 0) return end(err("closed its stdout (the server ended)"));
-    std::optional<Error> broken;
-    take_lf_lines(partial, std::string_view(buf, static_cast<std::size_t>(n)),
-                  [&](std::string_view line) {
-                    if (!broken) broken = on_line(line);
-                  });
-    if (!broken && partial.size() > limits.max_frame_bytes)
-      broken = err("sent a message over " + std::to_string(limits.max_frame_bytes) +
-                   " bytes (max_frame_bytes)");
-    if (broken) return end(*broken);
-  }
+  if (auto why = transport->receive([this](std::string_view m) { return on_line(m); })) end(*why);
 }
 
 std::optional<Error> Client::State::check_bounds(std::string_view line) {
@@ -283,8 +339,6 @@ std::optional<Error> Client::State::check_bounds(std::string_view line) {
 }
 
 std::optional<Error> Client::State::on_line(std::string_view line) {
-  if (line.ends_with('\r')) line.remove_suffix(1);
-  if (line.empty()) return std::nullopt;
   if (auto broken = check_bounds(line)) return broken;
   json message = json::parse(line, nullptr, false);
   if (message.is_discarded() || !message.is_object())
@@ -374,18 +428,18 @@ Client::~Client() { close(); }
 Result<std::unique_ptr<Client>> Client::start(std::string server, UniqueFd to_server,
                                               UniqueFd from_server, ServerLimits limits,
                                               std::stop_token stop) {
+  MOAT_ASSIGN_OR_RETURN(auto transport, stdio_transport(server, std::move(to_server),
+                                                        std::move(from_server), limits));
+  return start(std::move(server), std::move(transport), limits, std::move(stop));
+}
+
+Result<std::unique_ptr<Client>> Client::start(std::string server,
+                                              std::unique_ptr<Transport> transport,
+                                              ServerLimits limits, std::stop_token stop) {
   auto st = std::make_unique<State>();
   st->server = std::move(server);
   st->limits = limits;
-  st->to_server = std::move(to_server);
-  st->from_server = std::move(from_server);
-  // Non-blocking, so a write waits in poll() with a deadline (write_until).
-  const int flags = ::fcntl(st->to_server.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(st->to_server.get(), F_SETFL, flags | O_NONBLOCK) < 0)
-    return fail(Error::from_errno("fcntl", errno, "O_NONBLOCK").with_context("mcp server " + st->server));
-  MOAT_ASSIGN_OR_RETURN(auto wake, sys::make_pipe());
-  st->wake_read = std::move(wake.first);
-  st->wake_write = std::move(wake.second);
+  st->transport = std::move(transport);
   State* raw = st.get();
   st->reader = std::thread([raw] { raw->read_loop(); });
   std::unique_ptr<Client> client(new Client(std::move(st)));
@@ -506,12 +560,7 @@ void Client::close() {
   State& s = *state_;
   if (s.closed) return;
   s.closed = true;
-  {
-    std::lock_guard<std::mutex> lock(s.write_mu);
-    s.to_server.reset();  // the server reads EOF on its stdin: the spec's stdio shutdown
-  }
-  const char byte = 1;
-  (void)sys::write_all(s.wake_write.get(), &byte, 1);
+  s.transport->close();  // stdio: the server reads EOF on its stdin, the spec's shutdown
   if (s.reader.joinable()) s.reader.join();
   s.end(s.err("connection closed"));
 }

@@ -1,8 +1,9 @@
-// tools/mcp_client.h: a Model Context Protocol client over a stdio pair of fds (JSON-RPC 2.0,
-// one message per line): the lifecycle, tools/list and tools/call, progress, cancellation,
-// ping, timeouts, and the bounds that keep a hostile server (untrusted code) from costing us
-// more than they allow. It starts and ends no process: the caller (moatd's host, a test)
-// owns the server's process and hands its pipes.
+// tools/mcp_client.h: a Model Context Protocol client over a message transport: a stdio pair
+// of fds (JSON-RPC 2.0, one message per line; stdio_transport below) or HTTP (tools/mcp_http.h,
+// Streamable HTTP and the older HTTP+SSE). The lifecycle, tools/list and tools/call, progress,
+// cancellation, ping, timeouts, and the bounds that keep a hostile server (untrusted code) from
+// costing us more than they allow. It starts and ends no process: the caller (moatd's host, a test)
+// owns the server's process and hands its pipes (or the HTTP transport its connection).
 //
 // Protocol revisions: the session-based lifecycle (initialize, initialized) of
 // 2025-11-25, negotiated down to 2025-06-18, 2025-03-26 and 2024-11-05 (kProtocolVersions).
@@ -107,6 +108,34 @@ struct ServerInfo {  // what initialize told us
   bool tools_list_changed = false;  // capabilities.tools.listChanged
 };
 
+// How messages travel between the client and one server: one JSON-RPC message (its JSON text,
+// no newline) at a time each way. The client checks every received message against its
+// ServerLimits (size, rate, depth) before parsing; a transport bounds what it buffers before it
+// has a whole message (max_frame_bytes) and names the server in each error it returns.
+class Transport {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Takes one received message; an error ends the connection with it.
+  using Deliver = std::function<std::optional<Error>(std::string_view message)>;
+  virtual ~Transport() = default;
+  // Sends one message before `deadline`. Thread-safe, and callable from the reader thread
+  // (the client answers a server's ping there) without waiting for that thread.
+  virtual Result<void> send(std::string_view message, Clock::time_point deadline) = 0;
+  // The client's one reader thread: delivers each message in order until close() (returns
+  // nullopt) or the connection ends (returns why: EOF, a bound, a lost session).
+  virtual std::optional<Error> receive(const Deliver& deliver) = 0;
+  // After initialize: the negotiated revision (HTTP sends it in MCP-Protocol-Version).
+  virtual void negotiated(const std::string& /*protocol_version*/) {}
+  // Ends the connection (stdio: closes the server's stdin, the spec's shutdown; HTTP: DELETE
+  // of its session) and makes receive() return. Idempotent; the client then joins its reader.
+  virtual void close() = 0;
+};
+
+// The stdio transport: newline-delimited messages on the server's stdin and stdout.
+Result<std::unique_ptr<Transport>> stdio_transport(const std::string& server, UniqueFd to_server,
+                                                   UniqueFd from_server,
+                                                   const ServerLimits& limits);
+
 // One connection. One reader thread per client reads the server's lines, answers its
 // requests and hands each response to its waiting caller; requests may be made from several
 // threads at once. Every error's text starts with "mcp server NAME: ".
@@ -119,6 +148,10 @@ class Client {
   static Result<std::unique_ptr<Client>> start(std::string server, UniqueFd to_server,
                                                UniqueFd from_server, ServerLimits limits,
                                                std::stop_token stop);
+  // The same over any transport (tools/mcp_http.h's, a stdio_transport).
+  static Result<std::unique_ptr<Client>> start(std::string server,
+                                               std::unique_ptr<Transport> transport,
+                                               ServerLimits limits, std::stop_token stop);
   ~Client();  // close()
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -142,8 +175,9 @@ class Client {
   const ServerInfo& info() const;
   const std::string& server() const;
 
-  // Closes our end of the server's stdin (the spec's stdio shutdown starts there) and joins
-  // the reader. Pending requests fail. Idempotent. Ending the process is the caller's.
+  // Closes the transport (stdio: our end of the server's stdin, where the spec's shutdown
+  // starts; HTTP: DELETE of the session) and joins the reader. Pending requests fail.
+  // Idempotent. Ending the process is the caller's.
   void close();
 
   struct State;  // the reader's and the callers' shared state (mcp_client.cc)

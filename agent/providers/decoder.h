@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/provider.h"
-#include "agent/providers/sse.h"
+#include "base/sse.h"
 #include "base/result.h"
 
 namespace moat::agent::providers {

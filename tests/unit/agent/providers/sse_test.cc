@@ -1,6 +1,6 @@
 // tests/unit/agent/providers/sse_test.cc: WHATWG event-stream framing, for every split of the
 // input.
-#include "agent/providers/sse.h"
+#include "base/sse.h"
 
 #include <gtest/gtest.h>
 

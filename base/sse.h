@@ -1,5 +1,5 @@
-// agent/providers/sse.h: a WHATWG server-sent-events parser that is indifferent to how the
-// bytes are split.
+// base/sse.h: a WHATWG server-sent-events parser that is indifferent to how the bytes are
+// split: model providers' streams (agent/providers) and MCP's HTTP transports (tools/mcp_http).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace moat::agent::providers {
+namespace moat {
 
 // One dispatched event (https://html.spec.whatwg.org/multipage/server-sent-events.html).
 struct SseEvent {
@@ -54,4 +54,4 @@ class SseParser {
 // Replaces invalid UTF-8 with U+FFFD, as the spec's UTF-8 decode step does.
 std::string sanitize_utf8(std::string_view bytes);
 
-}  // namespace moat::agent::providers
+}  // namespace moat

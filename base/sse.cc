@@ -1,9 +1,9 @@
-// agent/providers/sse.cc: WHATWG event-stream framing (lines, fields, dispatch).
-#include "agent/providers/sse.h"
+// base/sse.cc: WHATWG event-stream framing (lines, fields, dispatch).
+#include "base/sse.h"
 
 #include <cstdint>
 
-namespace moat::agent::providers {
+namespace moat {
 
 namespace {
 
@@ -143,4 +143,4 @@ void SseParser::dispatch() {
   sink_(ev);
 }
 
-}  // namespace moat::agent::providers
+}  // namespace moat
