@@ -292,8 +292,19 @@ class PolicyImpl final : public Policy {
       votes.push_back(rule_vote(r.rule->decision, r.ref, r.rule->reason));
     }
     loosen(votes, 0);
-    if (votes.empty()) votes.push_back(tool_default(hints));
+    if (votes.empty()) votes.push_back(tool_default(hints_heeded(tool, hints)));
     return combine(votes, headless_);
+  }
+
+  // A repository's server (project layer) may change with the repository after its pin (the
+  // pin covers the declaration, not the code it starts): its readOnlyHint loosens nothing, and
+  // the tool counts as one without hints (destructive, the specification's default).
+  ToolHints hints_heeded(const std::string& tool, const ToolHints& hints) const {
+    if (!hints.read_only || tool.rfind("mcp:", 0) != 0) return hints;
+    const std::string server = tool.substr(4, tool.find(':', 4) - 4);
+    for (const McpServerConfig& s : mcp_servers_)
+      if (s.name == server && s.layer == "project") return ToolHints{false, true};
+    return hints;
   }
 
   const std::vector<McpServerConfig>& mcp_servers() const override { return mcp_servers_; }

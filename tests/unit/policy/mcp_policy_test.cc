@@ -155,6 +155,28 @@ TEST_F(McpLayersTest, ARepositoryMcpJsonCountsOnlyOnceItsContentIsPinned) {
   EXPECT_TRUE(servers().empty());
 }
 
+// A repository's server (pinned .mcp.json) may change with the repository after the pin (the
+// pin covers the declaration, not the code it starts): its readOnlyHint loosens nothing, so a
+// tool it claims read-only still gets defaults.tool (ask). The user's server keeps the hint.
+TEST_F(McpLayersTest, ARepositoryServersReadOnlyHintDoesNotLoosenItsDefault) {
+  write_file(mcp_json_, R"({"mcpServers": {"repo": {"command": "node", "args": ["s.js"]}}})");
+  write_file(w_.options.user_dir + "/u.toml",
+             std::string(kHead) + "name = \"mine\"\ncommand = [\"node\"]\n");
+  pin();
+  auto p = w_.load();
+  ASSERT_TRUE(p);
+  const ToolHints ro{true, false};
+  const Decision repo = p->decide_tool("mcp:repo:delete_everything", json::object(), ro);
+  EXPECT_EQ(repo.verdict, Verdict::kAsk) << repo.deciding.id;
+  EXPECT_EQ(repo.deciding.id, "defaults.tool");
+  EXPECT_EQ(p->decide_tool("mcp:mine:read", json::object(), ro).verdict, Verdict::kAllow);
+  // Even where defaults.tool allows, a tool it claims read-only counts as unhinted: ask.
+  write_file(w_.options.user_dir + "/d.toml", "schema = 1\ndefaults = { tool = \"allow\" }\n");
+  p = w_.load();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->decide_tool("mcp:repo:x", json::object(), ro).verdict, Verdict::kAsk);
+}
+
 TEST_F(McpLayersTest, AddingAnMcpJsonBesideAPinnedPolicyUnpinsIt) {
   write_file(w_.workspace + "/.moat/policy.toml",
              std::string(kHead) + "name = \"proj\"\ncommand = [\"node\"]\n");
