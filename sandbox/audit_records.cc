@@ -141,6 +141,7 @@ json McpServer::to_json() const {
   json j = {{"server", server}, {"event", event}, {"decision_id", decision_id},
             {"call_id", call_id}, {"argv", argv}, {"layer", layer},
             {"source", source}, {"log", log}, {"start", start}};
+  put(j, "env", env);
   put(j, "tools", tools);
   put(j, "exit", exit);
   put(j, "error", error);

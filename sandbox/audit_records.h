@@ -193,7 +193,7 @@ struct McpServer {
   static constexpr std::string_view kType = "mcp.server";
   static constexpr std::string_view kFields[] = {
       "server", "event", "decision_id", "call_id", "argv", "layer", "source",
-      "log",    "start", "tools",       "exit",    "error"};
+      "log",    "start", "env",         "tools",   "exit",  "error"};
   std::string server;
   std::string event;  // "start" | "exit" | "refused" (not started again: the restart bound)
   std::string decision_id;
@@ -203,6 +203,8 @@ struct McpServer {
   std::string source;  // its file:line
   std::string log;     // the server's stderr, beside the audit log
   int start = 0;       // 1 for the first start, 2.. for the restarts
+  // At start: the NAMES of the person's variables it was given (never their values).
+  std::optional<std::vector<std::string>> env;
   std::optional<std::vector<std::string>> tools;  // at start, once listed: the model's names
   std::optional<json> exit;                        // {code, signal} at exit
   std::optional<std::string> error;

@@ -147,6 +147,7 @@ HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& d
                        const PeerCred& peer, const HelloMsg& hello, ConsoleSource console)
     : options_(options), deps_(deps), peer_(peer), hello_(hello), console_(console) {
   state_.headless = hello.headless;
+  state_.mcp_env = hello.env;  // for the MCP servers only (McpHost)
   // Interactive needs a channel to the person that the agent cannot forge. A private moatd
   // started without a console socketpair has none, whatever the agent claims.
   if (console_ == ConsoleSource::kNone) state_.headless = true;

@@ -2,15 +2,20 @@
 #include "sandbox/mcp_host.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "base/log.h"
 #include "base/random.h"
+#include "base/stop_flags.h"
+#include "base/ticks.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 #include "sandbox/ask_broker.h"
 #include "sandbox/audit_records.h"
@@ -29,8 +34,13 @@ struct McpHost::Server {
   std::mutex mu;    // the process and its client: one start or stop at a time
   std::shared_ptr<mcp::Client> client;
   std::thread exec;  // runs the process (Session::exec) until it ends
-  // Raised to kill the process; each start has its own, held by its exec thread too.
-  std::shared_ptr<std::atomic<bool>> kill;
+  // Raised to kill the process (it wakes the exec loop at once); each start has its own,
+  // held by its exec thread too.
+  std::shared_ptr<CallCancel> kill;
+  std::thread log_pump;  // copies its stderr into `log` (pump_stderr)
+  // Ends log_pump once the process is gone (a daemon it started may hold its stderr).
+  std::unique_ptr<CallCancel> log_stop;
+  std::uint64_t log_kept = 0;  // bytes of stderr the log holds, over all its starts
   std::mutex exit_mu;
   std::condition_variable exited_cv;
   bool exited = true;
@@ -100,6 +110,17 @@ json exit_json(const Result<tools::ExecStatus>& st) {
           {"signal", st->signal > 0 ? json(st->signal) : json(nullptr)}};
 }
 
+// The person's variables a server is given: those its declaration names that the client sent,
+// when a system or user layer declared it; a repository's or --policy's server gets none.
+std::map<std::string, std::string> env_for(const SessionState& session,
+                                           const policy::McpServerConfig& c) {
+  std::map<std::string, std::string> env;
+  if (c.layer != "system" && c.layer != "user") return env;
+  for (const std::string& name : c.env)
+    if (auto it = session.mcp_env.find(name); it != session.mcp_env.end()) env[name] = it->second;
+  return env;
+}
+
 mcp::ServerLimits limits_for(const SessionState& session) {
   mcp::ServerLimits limits;
   // A hung call ends at the session's wall time per call, like a command's.
@@ -110,25 +131,56 @@ mcp::ServerLimits limits_for(const SessionState& session) {
 }
 
 struct Pipes {
-  UniqueFd to_server_r, to_server_w, from_server_r, from_server_w, log;
+  sys::FdPair to_server, from_server, stderr_pipe;
+  UniqueFd log;
 };
 
 Result<Pipes> open_pipes(const std::string& log) {
-  int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
-  Pipes p{UniqueFd(in[0]), UniqueFd(in[1]), UniqueFd(-1), UniqueFd(-1), UniqueFd(-1)};
-  if (::pipe2(out, O_CLOEXEC) != 0) return fail(Error::from_errno("pipe2", errno));
-  p.from_server_r = UniqueFd(out[0]);
-  p.from_server_w = UniqueFd(out[1]);
-  p.log = UniqueFd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                          0600));
-  if (!p.log.valid()) return fail(Error::from_errno("open " + log, errno));
+  Pipes p;
+  MOAT_ASSIGN_OR_RETURN(p.to_server, sys::make_pipe());
+  MOAT_ASSIGN_OR_RETURN(p.from_server, sys::make_pipe());
+  MOAT_ASSIGN_OR_RETURN(p.stderr_pipe, sys::make_pipe());
+  MOAT_ASSIGN_OR_RETURN(p.log, sys::open_path(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW,
+                                              0600));
   return p;
+}
+
+// Appends what a server writes to stderr to its log: while `kept` (over all its starts) is
+// under McpHost::kMaxLogBytes, then it only counts; when the pipe ends, or `stop` is raised
+// and what the pipe holds is read, one line says how many bytes this start's log dropped.
+void pump_stderr(int from, int log, std::uint64_t& kept, const CallCancel& stop) {
+  std::uint64_t dropped = 0;
+  char buf[65536];
+  for (int left_after_stop = 16; left_after_stop > 0;) {
+    const bool stopping = stop.load();
+    pollfd fds[2] = {{from, POLLIN, 0}, {stopping ? -1 : stop.wake_fd(), POLLIN, 0}};
+    // Without a wake fd the flag is read at the exec loop's tick (ticks::kExecCall).
+    const int wait = stopping ? 0 : stop.wake_fd() >= 0 ? -1 : int(ticks::kExecCall.count());
+    const int rc = ::poll(fds, 2, wait);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0 || (rc == 0 && stopping)) break;
+    left_after_stop -= stopping;
+    if (!(fds[0].revents & (POLLIN | POLLHUP))) continue;
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const std::uint64_t room = McpHost::kMaxLogBytes - std::min(kept, McpHost::kMaxLogBytes);
+    const std::uint64_t take = std::min<std::uint64_t>(room, static_cast<std::uint64_t>(n));
+    if (take > 0) (void)sys::write_all(log, buf, take);
+    kept += take;
+    dropped += static_cast<std::uint64_t>(n) - take;
+  }
+  if (dropped == 0) return;
+  const std::string line = "\n[moat: " + std::to_string(dropped) +
+                           " bytes of this server's stderr dropped: its log keeps the first " +
+                           std::to_string(McpHost::kMaxLogBytes) + " bytes of a session]\n";
+  (void)sys::write_all(log, line.data(), line.size());
 }
 
 }  // namespace
 
-McpHost::McpHost(SessionState& session, AskBroker& asks) : session_(session), asks_(asks) {}
+McpHost::McpHost(SessionState& session, AskBroker& asks, McpHostOptions options)
+    : session_(session), asks_(asks), options_(options) {}
 
 McpHost::~McpHost() { stop(); }
 
@@ -186,38 +238,48 @@ Result<void> McpHost::start_server(Server& s) {
                 " times in this session; it is not started again (at most " +
                 std::to_string(kMaxRestarts) + " restarts; its log: " + s.log + ")");
   }
-  if (s.starts > 0) std::this_thread::sleep_for(kRestartBackoff * (1 << (s.starts - 1)));
+  if (s.starts > 0 && !backoff(s)) return fail(who + "the session is ending");
   stop_server(s);
   if (!session_.session) return fail(who + "no sandbox session");
   ++s.starts;
   audit::McpServer rec = server_record(s, "start");
+  const std::map<std::string, std::string> env = env_for(session_, s.config);
+  rec.env.emplace();
+  for (const auto& [name, value] : env) rec.env->push_back(name);
   MOAT_ASSIGN_OR_RETURN(const std::string decision_id,
                         record_start_decision(session_, s, rec.call_id));
   rec.decision_id = decision_id;
   auto pipes = open_pipes(s.log);
   if (!pipes) return fail(who + pipes.error().message());
   MOAT_TRY(session_.record(std::string(audit::McpServer::kType), rec.to_json()));
-  s.kill = std::make_shared<std::atomic<bool>>(false);
+  s.kill = std::make_shared<CallCancel>();
   {
     std::lock_guard<std::mutex> lock(s.exit_mu);
     s.exited = false;
   }
   auto fds = std::make_shared<Pipes>(std::move(*pipes));
-  s.exec = std::thread([this, &s, rec, kill = s.kill, fds]() mutable {
+  s.log_stop = std::make_unique<CallCancel>();
+  s.log_pump = std::thread([&s, fds, stop = s.log_stop.get()] {
+    pump_stderr(fds->stderr_pipe.first.get(), fds->log.get(), s.log_kept, *stop);
+  });
+  s.exec = std::thread([this, &s, rec, env, kill = s.kill, fds]() mutable {
     ExecGate gate(session_, asks_, rec.call_id, rec.decision_id, *kill);
     ExecSpec spec;
     spec.argv = s.config.argv;
+    spec.env = env;
     spec.for_session = true;
     spec.observer = &gate;
-    spec.stdio[0] = fds->to_server_r.get();
-    spec.stdio[1] = fds->from_server_w.get();
-    spec.stdio[2] = fds->log.get();
-    auto status = session_.session->exec(spec, nullptr, StopFlags(kill.get()));
+    spec.stdio[0] = fds->to_server.first.get();
+    spec.stdio[1] = fds->from_server.second.get();
+    spec.stdio[2] = fds->stderr_pipe.second.get();
+    auto status = session_.session->exec(spec, nullptr, StopFlags(kill.get(), nullptr,
+                                                                  kill->wake_fd()));
     // The client reads EOF once moatd's copies of the server's ends are closed too.
-    fds->from_server_w.reset();
-    fds->to_server_r.reset();
-    fds->log.reset();
+    fds->from_server.second.reset();
+    fds->to_server.first.reset();
+    fds->stderr_pipe.second.reset();
     rec.event = "exit";
+    rec.env.reset();
     rec.exit = exit_json(status);
     if (!status) rec.error = status.error().message();
     (void)session_.record(std::string(audit::McpServer::kType), rec.to_json());
@@ -225,8 +287,8 @@ Result<void> McpHost::start_server(Server& s) {
     s.exited = true;
     s.exited_cv.notify_all();
   });
-  auto client = mcp::Client::start(s.config.name, std::move(fds->to_server_w),
-                                   std::move(fds->from_server_r), limits_for(session_),
+  auto client = mcp::Client::start(s.config.name, std::move(fds->to_server.second),
+                                   std::move(fds->from_server.first), limits_for(session_),
                                    s.stopping.get_token());
   if (!client) {
     stop_server(s);
@@ -240,11 +302,23 @@ void McpHost::stop_server(Server& s) {
   if (s.client) s.client->close();  // stdin's end: the spec's shutdown
   if (s.exec.joinable()) {
     std::unique_lock<std::mutex> lock(s.exit_mu);
-    if (!s.exited_cv.wait_for(lock, kExitGrace, [&] { return s.exited; })) *s.kill = true;
+    if (!s.exited_cv.wait_for(lock, kExitGrace, [&] { return s.exited; })) s.kill->raise();
     lock.unlock();
     s.exec.join();
   }
+  if (s.log_pump.joinable()) {
+    s.log_stop->raise();  // the pump reads what the pipe holds, then ends
+    s.log_pump.join();
+  }
   s.client.reset();
+}
+
+bool McpHost::backoff(Server& s) {
+  std::mutex mu;
+  std::unique_lock<std::mutex> lock(mu);
+  std::condition_variable_any wake;
+  const auto wait = options_.restart_backoff * (1 << (s.starts - 1));
+  return !wake.wait_for(lock, s.stopping.get_token(), wait, [] { return false; });
 }
 
 policy::ToolHints McpHost::hints(const mcp::ToolRef& ref) const {
@@ -305,9 +379,10 @@ std::vector<BindMount> with_mcp_reads(std::vector<BindMount> binds, const policy
   return binds;
 }
 
-std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks) {
+std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks,
+                                           McpHostOptions options) {
   if (session.policy->mcp_servers().empty()) return nullptr;
-  auto host = std::make_shared<McpHost>(session, asks);
+  auto host = std::make_shared<McpHost>(session, asks, options);
   host->start();
   for (const tools::ToolSpec& spec : host->tool_specs()) {
     session.tool_specs.push_back(spec);

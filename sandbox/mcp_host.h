@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stop_token>
@@ -28,18 +29,26 @@ namespace moat::sandbox {
 class AskBroker;
 struct SessionState;
 
+struct McpHostOptions {
+  // The first restart's wait; each further one doubles it (200, 400, 800 ms). Tests pass a
+  // short one.
+  std::chrono::milliseconds restart_backoff{200};
+};
+
 class McpHost {
  public:
   // A server that ended is started again at most this many times in a session, each after
-  // kRestartBackoff << (restart - 1): a server that crashes at every start costs a few seconds,
-  // not a loop.
+  // McpHostOptions::restart_backoff << (restart - 1): a server that crashes at every start
+  // costs a few seconds, not a loop.
   static constexpr int kMaxRestarts = 3;
-  static constexpr std::chrono::milliseconds kRestartBackoff{200};
   // What a server gets at stdin's close (the spec's stdio shutdown) before it is killed.
   static constexpr std::chrono::milliseconds kExitGrace{1000};
+  // What a server's log keeps of its stderr in a session, over all its starts: the first
+  // bytes; past them a line says how many were dropped (docs/mcp.md "Audit").
+  static constexpr std::uint64_t kMaxLogBytes = 4u << 20;
 
   // Borrowed: the hello's session (policy, audit log, sandbox session) and its ask broker.
-  McpHost(SessionState& session, AskBroker& asks);
+  McpHost(SessionState& session, AskBroker& asks, McpHostOptions options = {});
   ~McpHost();  // stop()
   McpHost(const McpHost&) = delete;
   McpHost& operator=(const McpHost&) = delete;
@@ -74,9 +83,12 @@ class McpHost {
   Result<void> start_server(Server& s);
   void stop_server(Server& s);
   void offer_tools(Server& s);
+  // Waits the restart's backoff; false when the host's stop ended the wait.
+  bool backoff(Server& s);
 
   SessionState& session_;
   AskBroker& asks_;
+  const McpHostOptions options_;
   std::vector<std::unique_ptr<Server>> servers_;
   std::vector<tools::ToolSpec> specs_;
 };
@@ -88,6 +100,7 @@ std::vector<BindMount> with_mcp_reads(std::vector<BindMount> binds, const policy
 
 // The hello's step: a host for the policy's servers, started, their tools added to the
 // session's specs and granted tools; null when the policy declares no server.
-std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks);
+std::shared_ptr<McpHost> start_mcp_servers(SessionState& session, AskBroker& asks,
+                                           McpHostOptions options = {});
 
 }  // namespace moat::sandbox

@@ -56,6 +56,7 @@ struct Flags {
   bool permissive = false;
   double client_stall_timeout_s = moat::sandbox::SupervisorOptions{}.client_stall_timeout_s;
   bool typed_exec = false;
+  int mcp_restart_backoff_ms = 0;
   bool owner_only = false;  // a resident moatd (docs/moatd.md)
   double idle_exit_s = 0;   // a resident moatd (docs/moatd.md)
   std::size_t pool = moat::sandbox::kDefaultPoolSize;  // sessions built ahead (--socket only)
@@ -155,6 +156,10 @@ void add_sandbox_options(CLI::App& app, Flags& f) {
                  "Sessions kept built ahead of their hello, up to where the workspace is known "
                  "(0: none); each serves one hello and is destroyed with it. Not with --fd")
       ->capture_default_str();
+  app.add_option("--test-mcp-restart-backoff", f.mcp_restart_backoff_ms,
+                 "Tests only: the first wait, in ms, before an MCP server that ended is started "
+                 "again (each further one doubles it; default 200)")
+      ->check(CLI::Range(1, 10000));
   app.add_option("--allow-without", f.allow_without,
                  "Let sessions run without this sandbox layer (seccomp, landlock, idmap, "
                  "cgroup; never a namespace); recorded in every session.start")
@@ -179,6 +184,7 @@ moat::sandbox::SupervisorOptions options_from(const Flags& f) {
   options.permissive = f.permissive;
   options.unprivileged_uid = f.uid;
   options.typed_exec = f.typed_exec;
+  options.mcp_restart_backoff_ms = f.mcp_restart_backoff_ms;
   options.typed_exec_by_peer = f.typed_exec && f.fd < 0;  // per connection (resident_peer.h)
   options.owner_only = f.owner_only;
   options.idle_exit_s = f.idle_exit_s;

@@ -318,6 +318,7 @@ json HelloMsg::to_json() const {
       list.push_back({{"source", b.source}, {"target", b.target}, {"writable", b.writable}});
     m["binds"] = std::move(list);
   }
+  if (!env.empty()) m["env"] = env;
   return m;
 }
 
@@ -364,6 +365,34 @@ Result<std::vector<BindMount>> hello_binds(const json& m) {
   return binds;
 }
 
+// hello.env: an object of at most kMaxExecEnv variable names to strings without a NUL byte,
+// names and values together at most kMaxHelloEnvBytes.
+Result<std::map<std::string, std::string>> hello_env(const json& m) {
+  std::map<std::string, std::string> env;
+  auto it = m.find("env");
+  if (it == m.end()) return env;
+  const std::string what = "'hello' frame field 'env'";
+  if (!it->is_object() || it->size() > kMaxExecEnv)
+    return fail(what + " must be an object of at most " + std::to_string(kMaxExecEnv) +
+                " variables");
+  std::size_t bytes = 0;
+  for (const auto& [name, value] : it->items()) {
+    if (!is_env_name(name) || name.size() > kMaxToolNameBytes)
+      return fail(what + ": \"" + name.substr(0, 64) +
+                  "\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)");
+    if (!value.is_string()) return fail(what + ": the value of " + name + " must be a string");
+    const std::string& v = value.get_ref<const std::string&>();
+    if (v.find('\0') != std::string::npos)
+      return fail(what + ": the value of " + name + " holds a NUL byte");
+    bytes += name.size() + v.size();
+    if (bytes > kMaxHelloEnvBytes)
+      return fail(what + ": names and values come to more than " +
+                  std::to_string(kMaxHelloEnvBytes) + " bytes");
+    env[name] = v;
+  }
+  return env;
+}
+
 }  // namespace
 
 Result<HelloMsg> HelloMsg::from_json(const json& m) {
@@ -381,6 +410,7 @@ Result<HelloMsg> HelloMsg::from_json(const json& m) {
   h.version = m.at("version").get<std::int64_t>();
   if (auto it = m.find("headless"); it != m.end() && it->is_boolean()) h.headless = it->get<bool>();
   h.client = string_or(m, "client");
+  MOAT_ASSIGN_OR_RETURN(h.env, hello_env(m));
   if (auto it = m.find("network"); it != m.end())
     h.network = it->get<bool>() ? NetworkRequest::kOn : NetworkRequest::kOff;
   MOAT_ASSIGN_OR_RETURN(h.binds, hello_binds(m));

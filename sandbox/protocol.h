@@ -65,12 +65,17 @@ inline constexpr std::size_t kExecFds = 3;
 // hello.binds: the bind mounts one session may ask for (moat sandbox exec --ro-bind, --bind);
 // moatd opens and holds each source until the session exists.
 inline constexpr std::size_t kMaxBinds = 32;
+// hello.env: the person's variables that the policy's system and user layers' MCP servers
+// name (docs/mcp.md "env"): at most kMaxExecEnv names, names and values together at most
+// kMaxHelloEnvBytes.
+inline constexpr std::size_t kMaxHelloEnvBytes = 32u << 10;
 // A frame before hello (the hello itself, or a console frame): the largest hello the bounds
-// above allow, every path (the workspace, two per bind) of kMaxPathBytes with each byte as a
-// six-byte JSON escape, plus 64 KiB for the other fields. An unauthenticated connection holds
-// no more (a partial 16 MiB frame each grew moatd by 41 MB: issue 26 item 11).
+// above allow, every path (the workspace, two per bind) of kMaxPathBytes and hello.env's bytes
+// with each byte as a six-byte JSON escape, plus 64 KiB for the other fields. An
+// unauthenticated connection holds no more (a partial 16 MiB frame each grew moatd by 41 MB:
+// issue 26 item 11).
 inline constexpr std::size_t kMaxHelloFrameBytes =
-    (1 + 2 * kMaxBinds) * kMaxPathBytes * 6 + (64u << 10);
+    ((1 + 2 * kMaxBinds) * kMaxPathBytes + kMaxHelloEnvBytes) * 6 + (64u << 10);
 static_assert(kMaxHelloFrameBytes <= kMaxFrameBytes / 8, "far below the frame limit");
 // What all connections that have not said hello yet may hold at once, and one local user's
 // share of it: one user cannot take the budget from the others, nor grow moatd past it.
@@ -164,6 +169,10 @@ struct HelloMsg {
   // check of the peer agrees (sandbox/resident_peer.h); moat run never asks, since its
   // connection passes to the agent loop.
   bool typed_exec = false;
+  // Optional: NAME -> value of the person's variables (the moat process's) that the loaded
+  // system and user layers' MCP servers declare in `env`. moatd passes each server only what
+  // a trusted declaration of it names; never to a call. Bounds: kMaxExecEnv, kMaxHelloEnvBytes.
+  std::map<std::string, std::string> env{};
   nlohmann::json to_json() const;
   static Result<HelloMsg> from_json(const nlohmann::json& m);
 };

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -68,6 +69,9 @@ struct SessionState {
   // The session's MCP servers (sandbox/mcp_host.h): null when the policy declares none. Stopped
   // before the session (Connection::finish). Shared: its type is complete only where it is used.
   std::shared_ptr<McpHost> mcp;
+  // hello.env: the person's variables the client sent for its MCP servers. Only McpHost reads
+  // it, passing each server what a system or user layer's declaration of it names.
+  std::map<std::string, std::string> mcp_env;
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
   // and fails the caller only when the policy requires an audit log; with no log open at

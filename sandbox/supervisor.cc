@@ -255,7 +255,10 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   session_ = std::move(steps.state());
   asks_ = std::make_unique<AskBroker>(session_.headless);
   gate_ = std::make_unique<CallGate>(session_, *asks_, mutations_);
-  session_.mcp = start_mcp_servers(session_, *asks_);  // their tools join the welcome's
+  McpHostOptions mcp_options;
+  if (options_.mcp_restart_backoff_ms > 0)
+    mcp_options.restart_backoff = std::chrono::milliseconds(options_.mcp_restart_backoff_ms);
+  session_.mcp = start_mcp_servers(session_, *asks_, mcp_options);  // their tools join the welcome's
   // A connection's ask goes to the person like a command's; finish() stops the proxy before
   // the broker goes.
   if (session_.net_proxy)

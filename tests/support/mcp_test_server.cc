@@ -16,6 +16,8 @@
 //                     not JSON.
 //   flood             answers initialize, then sends 100000 progress notifications at once.
 //   exit-on-call      as normal, but exits (status 3) when a tools/call arrives.
+//   stderr-flood      as normal, but first writes 8 MiB of 'e' lines to stderr (the host's log
+//                     bound, sandbox/mcp_host.h kMaxLogBytes).
 //   no-initialize     answers initialize with JSON-RPC error -32601, as a server speaking only
 //                     the stateless 2026-07-28 revision (no initialize) does.
 // Options:
@@ -413,6 +415,11 @@ int main(int argc, char** argv) {
     if (a.rfind("--version=", 0) == 0) g_version = a.substr(10);
     else if (a == "--ask-client") g_ask_client = true;
     else g_mode = a;
+  }
+  if (g_mode == "stderr-flood") {
+    const std::string line(1023, 'e');
+    for (int i = 0; i < 8192; ++i) std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
   }
   std::string line;
   while (std::getline(std::cin, line)) {

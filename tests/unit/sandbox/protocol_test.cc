@@ -138,6 +138,37 @@ TEST(HelloMsg, RefusesBindsThatAreNotNormalisedAbsolutePathsOrTooMany) {
       "'hello' frame field 'network' must be a boolean");
 }
 
+// hello.env (the person's variables for the MCP servers): round-trips, and each broken entry
+// is refused naming the field and the variable.
+TEST(HelloMsg, EnvRoundTripsAndIsRefusedNamingTheBrokenVariable) {
+  HelloMsg m{1, "/w", true, "moat/1.0", NetworkRequest::kAsPolicyGrants, {}};
+  m.env = {{"GITHUB_TOKEN", "ghp_x"}, {"EMPTY", ""}};
+  EXPECT_EQ(client_round_trip(m).env, m.env);
+  EXPECT_FALSE(HelloMsg{}.to_json().contains("env"));  // absent when empty
+  auto hello_with = [](json env) {
+    return json{{"type", "hello"}, {"version", 1}, {"workspace", "/w"}, {"env", env}};
+  };
+  EXPECT_EQ(client_refusal(hello_with(json::array())),
+            "'hello' frame field 'env' must be an object of at most 64 variables");
+  json many = json::object();
+  for (std::size_t i = 0; i <= kMaxExecEnv; ++i) many["V" + std::to_string(i)] = "x";
+  EXPECT_EQ(client_refusal(hello_with(many)),
+            "'hello' frame field 'env' must be an object of at most 64 variables");
+  EXPECT_EQ(client_refusal(hello_with({{"1BAD", "x"}})),
+            "'hello' frame field 'env': \"1BAD\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*, "
+            "at most 128 bytes)");
+  EXPECT_NE(client_refusal(hello_with({{"A=B", "x"}})).find("\"A=B\" is not a variable name"),
+            std::string::npos);
+  EXPECT_EQ(client_refusal(hello_with({{"TOKEN", 3}})),
+            "'hello' frame field 'env': the value of TOKEN must be a string");
+  EXPECT_EQ(client_refusal(hello_with({{"TOKEN", std::string("a\0b", 3)}})),
+            "'hello' frame field 'env': the value of TOKEN holds a NUL byte");
+  EXPECT_EQ(client_refusal(hello_with({{"BIG", std::string(kMaxHelloEnvBytes, 'x')}})),
+            "'hello' frame field 'env': names and values come to more than 32768 bytes");
+  // The largest env the bounds allow fits in the hello frame bound, escaped.
+  EXPECT_GE(kMaxHelloFrameBytes, kMaxHelloEnvBytes * 6);
+}
+
 TEST(HelloMsg, RefusesEachBrokenField) {
   EXPECT_EQ(client_refusal({{"type", "hello"}, {"workspace", "/"}}),
             "'hello' frame is missing the field 'version' (an integer)");
