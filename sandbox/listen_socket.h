@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -19,6 +20,13 @@ class ListeningSocket {
   // from the first and leave it unreachable), and with EEXIST when the path is not a socket.
   // A socket file nobody listens on (left by a moatd that crashed) is replaced.
   static Result<ListeningSocket> claim(const std::string& path, int backlog);
+  // The socket systemd passed by socket activation (sd_listen_fds(3), done here: three
+  // variables): LISTEN_PID is this process, LISTEN_FDS is 1, and fd 3 is a listening AF_UNIX
+  // stream socket, made close-on-exec. nullopt when neither variable is set; otherwise an error
+  // naming the variable or the fd and what is accepted. LISTEN_PID, LISTEN_FDS and
+  // LISTEN_FDNAMES are removed from the environment either way, so no child sees them. The
+  // path stays at exit: systemd owns it.
+  static Result<std::optional<ListeningSocket>> from_systemd();
 
   ListeningSocket(ListeningSocket&& other) noexcept;
   ListeningSocket& operator=(ListeningSocket&&) = delete;
@@ -38,6 +46,7 @@ class ListeningSocket {
   UniqueFd fd_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  bool owns_path_ = true;  // false for systemd's socket: the unit, not moatd, owns the path
 };
 
 // The identity of the peer, from SO_PEERCRED: the kernel's word, not the client's.

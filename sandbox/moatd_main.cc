@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "base/moat_dirs.h"
 #include "policy/network.h"
 #include "sessions/audit.h"
+#include "sandbox/listen_socket.h"
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "sandbox/session_pool.h"
@@ -210,24 +212,41 @@ int serve_private(moat::sandbox::Supervisor& supervisor, const Flags& f) {
   return 0;
 }
 
-int serve_shared(moat::sandbox::Supervisor& supervisor, const Flags& f) {
+int serve_shared(moat::sandbox::Supervisor& supervisor, const moat::sandbox::ListeningSocket& sock) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  // A second moatd on a live socket is refused here, before it could take the path over.
-  auto listening = moat::sandbox::ListeningSocket::claim(f.socket_path, 64);
-  if (!listening) {
-    std::fprintf(stderr, "moatd: %s\n", listening.error().message().c_str());
-    return 3;
-  }
-  std::fprintf(stderr, "moatd: listening on %s\n", f.socket_path.c_str());
+  std::fprintf(stderr, "moatd: listening on %s\n", sock.path().c_str());
   std::fflush(stderr);
-  auto r = supervisor.serve_socket(*listening, g_stop);
+  auto r = supervisor.serve_socket(sock, g_stop);
   if (!r) {
     std::fprintf(stderr, "moatd: %s\n", r.error().message().c_str());
     return 3;
   }
+  return 0;
+}
+
+// The socket to serve on: systemd's (socket activation, which takes neither --socket nor
+// --fd), or --socket's path, claimed here: a second moatd on a live socket is refused before
+// it could take the path over. The exit code on failure, else 0.
+int listening_socket(std::optional<moat::sandbox::ListeningSocket>& activated, Flags& f) {
+  if (activated) {
+    if (!f.socket_path.empty() || f.fd >= 0) {
+      std::fprintf(stderr, "moatd: a socket from systemd (LISTEN_FDS) takes neither --socket "
+                           "nor --fd; the unit's ListenStream= names the path\n");
+      return 2;
+    }
+    f.socket_path = activated->path();  // a root moatd on it is a system moatd
+    return 0;
+  }
+  if (f.fd >= 0) return 0;
+  auto claimed = moat::sandbox::ListeningSocket::claim(f.socket_path, 64);
+  if (!claimed) {
+    std::fprintf(stderr, "moatd: %s\n", claimed.error().message().c_str());
+    return 3;
+  }
+  activated.emplace(std::move(*claimed));
   return 0;
 }
 
@@ -239,6 +258,13 @@ int main(int argc, char** argv) {
   // the first such free, and then large frames were carved from per-thread heaps that kept the
   // memory: 20 partial frames left moatd 490 MB larger after they closed (issue 26 item 11).
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  // First, while fd 3 is still the one systemd passed and before any thread could read the
+  // environment: the LISTEN_* variables are removed here, so no child ever sees them.
+  auto activated = moat::sandbox::ListeningSocket::from_systemd();
+  if (!activated) {
+    std::fprintf(stderr, "moatd: socket activation: %s\n", activated.error().message().c_str());
+    return 2;
+  }
   // The sessions' seccomp filter compiles on the other core while the command line is parsed,
   // the policy loaded and the audit log opened (seccomp_policy.h). SessionConfig::network is
   // false for every session moatd creates.
@@ -259,10 +285,12 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (flags.socket_path.empty() && flags.fd < 0) {
-    std::fprintf(stderr, "moatd: one of --socket PATH or --fd N is required\n");
+  if (flags.socket_path.empty() && flags.fd < 0 && !*activated) {
+    std::fprintf(stderr, "moatd: one of --socket PATH or --fd N (or a socket from systemd) is "
+                         "required\n");
     return 2;
   }
+  if (int rc = listening_socket(*activated, flags); rc != 0) return rc;
   // A client that hangs up mid-frame must not kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
   // Nor an audit log at a file size limit: its append fails (EFBIG) and refuses the call.
@@ -274,5 +302,5 @@ int main(int argc, char** argv) {
   moat::sandbox::SupervisorDeps deps;
   deps.create_session = [&pool](const moat::sandbox::SessionConfig& c) { return pool.create(c); };
   moat::sandbox::Supervisor supervisor(options_from(flags), std::move(deps));
-  return flags.fd >= 0 ? serve_private(supervisor, flags) : serve_shared(supervisor, flags);
+  return flags.fd >= 0 ? serve_private(supervisor, flags) : serve_shared(supervisor, **activated);
 }
