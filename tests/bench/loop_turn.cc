@@ -18,6 +18,7 @@
 #include "tests/bench/loop_turn.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -76,19 +77,28 @@ moat::testing::ScriptedTurn echo_turn(size_t n) {
 // One `moat run` session against `server`: its start-up and the host time of each turn.
 struct SessionTimes {
   double startup_ms = 0;
+  double wall_ms = 0;  // launch to exit: the whole 10-request session
   double cpu_ms = 0;  // moat's and what it reaped (the loop, moatd): wait4's count
   std::vector<double> turn_ms;
 };
 
+// The environment of the bench's `moat run`s, and of the resident moatd it starts.
+std::vector<std::string> session_env(const Dirs& d) {
+  return {"PATH=/usr/bin:/bin", "HOME=" + d.root, "XDG_CONFIG_HOME=" + d.config,
+          "XDG_STATE_HOME=" + d.state, "MOATD_BIN=" + binary("MOATD_BIN", "sandbox/moatd")};
+}
+
+// `resident`: the socket of a running moatd (moat run --connect), else "" for a private one.
 bool run_session(const std::string& moat, const Dirs& d, moat::testing::MockModelServer& server,
-                 SessionTimes* out) {
+                 SessionTimes* out, const std::string& resident = "") {
   const size_t first = server.request_count();
-  std::vector<std::string> args = {moat,        "run",         "--headless", "--model",
-                                   "mock/mock", "-C",          d.ws,         "--sessions-dir",
-                                   d.sessions,  "--audit-dir", d.audit,      "say hi"};
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + d.root,
-                                  "XDG_CONFIG_HOME=" + d.config, "XDG_STATE_HOME=" + d.state,
-                                  "MOATD_BIN=" + binary("MOATD_BIN", "sandbox/moatd")};
+  std::vector<std::string> args = {moat, "run", "--headless", "--model", "mock/mock", "-C", d.ws};
+  if (resident.empty())
+    args.insert(args.end(), {"--sessions-dir", d.sessions, "--audit-dir", d.audit});
+  else
+    args.insert(args.end(), {"--connect", resident});
+  args.push_back("say hi");
+  std::vector<std::string> env = session_env(d);
   // LOOP_BENCH_WRAP="strace -f -tt -T -o FILE" (or perf record ...) runs moat under a profiler.
   if (const char* wrap = std::getenv("LOOP_BENCH_WRAP"); wrap != nullptr) {
     std::vector<std::string> prefix;
@@ -115,6 +125,7 @@ bool run_session(const std::string& moat, const Dirs& d, moat::testing::MockMode
   int status = 0;
   rusage ru{};
   wait4(pid, &status, 0, &ru);
+  out->wall_ms = ms_between(launched, Clock::now());
   out->cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
                 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
   const auto timings = server.timings();
@@ -248,6 +259,28 @@ class Parts {
   int n_ = 0;
 };
 
+// Medians over the rounds of one way of running the sessions.
+struct Series {
+  std::vector<double> startup, turn, wall, cpu;
+};
+
+// Issue 30's targets for `moat run` on a resident moatd, against the private rounds of the
+// same run: start-up <= 20 ms; the session and its turns no slower than the private path's.
+// The resident moatd's CPU is not the session's child, so wait4 does not count it.
+void print_resident(const Series& r, const Series& p) {
+  std::printf(
+      "resident moatd (moat run --connect, interleaved): start-up %.2f ms (target <= 20 ms: %s); "
+      "private %.2f ms\n"
+      "  turn p50 %.2f ms against private %.2f ms: %.2fx (target <= 1x: %s)\n"
+      "  the 10-request session, launch to exit, %.2f ms against private %.2f ms: %.2fx "
+      "(target <= 1x: %s)\n  CPU of moat and the loop %.1f ms (moatd's is not its child)\n",
+      median(r.startup), median(r.startup) <= 20 ? "met" : "not met", median(p.startup),
+      median(r.turn), median(p.turn), median(r.turn) / median(p.turn),
+      median(r.turn) <= median(p.turn) ? "met" : "not met", median(r.wall), median(p.wall),
+      median(r.wall) / median(p.wall), median(r.wall) <= median(p.wall) ? "met" : "not met",
+      median(r.cpu));
+}
+
 }  // namespace
 
 int run_turn_bench(int rounds) {
@@ -267,9 +300,17 @@ int run_turn_bench(int rounds) {
   // LOOP_BENCH_BEFORE=path/to/another/moat: its sessions interleaved with this one's (A/B).
   const char* before_env = std::getenv("LOOP_BENCH_BEFORE");
   const std::string before = before_env != nullptr ? before_env : "";
-  std::vector<double> startup_before, turn_before, cpu, cpu_before;
+  std::vector<double> startup_before, turn_before, cpu, cpu_before, wall;
+  // Issue 30: the same sessions on a resident moatd started here (moat run --connect).
+  const std::string socket = d.root + "/resident.sock";
+  const pid_t resident =
+      start_resident_moatd(binary("MOATD_BIN", "sandbox/moatd"), {"--audit-dir", d.audit},
+                           socket, d.root + "/resident-moatd.log", session_env(d));
+  if (resident < 0) std::printf("no resident moatd: moatd --socket did not answer\n");
+  std::vector<double> startup_res, turn_res, cpu_res, wall_res;
+  std::printf("\nload average at start %s\n", load_average().c_str());
   std::printf(
-      "\nturn of `moat run` against the mock (%d rounds; a round: one %d-request session, then "
+      "turn of `moat run` against the mock (%d rounds; a round: one %d-request session, then "
       "each part %d times, hello once), ms\n%6s %9s %8s %9s %8s %8s %8s %8s %10s\n",
       rounds, kSessionTurns, kSessionTurns, "round", "start-up", "hello", "turn p50", "echo",
       "append", "http", "record", "turn/parts");
@@ -283,6 +324,15 @@ int run_turn_bench(int rounds) {
       turn_before.push_back(median(b.turn_ms));
       cpu_before.push_back(b.cpu_ms);
     }
+    if (resident > 0) {
+      SessionTimes rs;
+      if (!run_session(binary("MOAT_BIN", "agent/moat"), d, server, &rs, socket)) return 1;
+      startup_res.push_back(rs.startup_ms);
+      turn_res.push_back(median(rs.turn_ms));
+      cpu_res.push_back(rs.cpu_ms);
+      wall_res.push_back(rs.wall_ms);
+    }
+    wall.push_back(s.wall_ms);
     std::vector<double> e, a, h, rec;
     for (int i = 0; i < kSessionTurns; ++i) {
       e.push_back(parts.echo());
@@ -321,6 +371,12 @@ int run_turn_bench(int rounds) {
       median(exec), median(hello), median(http), floor, median(startup) / floor, floor / 30.0);
   std::printf("CPU of a session (moat, the loop, moatd: what wait4 counts): %.1f ms\n",
               median(cpu));
+  std::printf("load average at the end %s\n", load_average().c_str());
+  if (resident > 0) {
+    print_resident({startup_res, turn_res, wall_res, cpu_res}, {startup, turn, wall, cpu});
+    kill(resident, SIGTERM);
+    waitpid(resident, nullptr, 0);
+  }
   if (!before.empty())
     std::printf(
         "%s (interleaved): start-up %.2f ms, turn %.2f ms, CPU %.1f ms; this moat / it: "
