@@ -412,6 +412,10 @@ json session_fields(const RunOptions& o, const LoopParts& p) {
                      {"tools", tool_names(w)},
                      {"interactive", !is_headless(p.mode)},
                      {"ephemeral", o.ephemeral}});
+  if (!w.mcp_servers.empty()) {
+    fields["mcp_servers"] = json::array();
+    for (const auto& s : w.mcp_servers) fields["mcp_servers"].push_back(s.to_json());
+  }
   return fields;
 }
 

@@ -28,6 +28,7 @@ constexpr EventField kFields[] = {
     {"session", "ephemeral", B, kAlways},
     {"session", "session_file", S | Z, kAlways},
     {"session", "audit_log", S | Z, kAlways},
+    {"session", "mcp_servers", A, kOptional},
     {"turn_start", "turn", I, kAlways},
     {"text_delta", "text", S, kAlways},
     {"answer", "turn", I, kAlways},

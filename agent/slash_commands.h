@@ -10,7 +10,8 @@
 
 namespace moat::agent {
 
-enum class Slash { kTree, kFork, kCompact, kCost, kDiff, kPolicy, kModel, kHelp, kExit, kQuit };
+enum class Slash {
+  kTree, kFork, kCompact, kCost, kDiff, kPolicy, kModel, kMcp, kHelp, kExit, kQuit };
 
 enum class SlashOwner {
   kLoop,     // an RPC command for the loop (agent/rpc_session.h)
@@ -44,6 +45,8 @@ inline constexpr SlashCommand kSlashCommands[] = {
     {"diff", Slash::kDiff, SlashOwner::kView, false, "", ""},
     {"policy", Slash::kPolicy, SlashOwner::kView, false, "", ""},
     {"model", Slash::kModel, SlashOwner::kView, false, "", ""},
+    {"mcp", Slash::kMcp, SlashOwner::kView, false, "/mcp",
+     "the session's MCP servers: state, log, and each tool with its decision"},
     {"help", Slash::kHelp, SlashOwner::kConsole, true, "/help", "this list"},
     {"exit", Slash::kExit, SlashOwner::kConsole, false, "/exit, /quit, Ctrl-D",
      "end the session (Ctrl-C: cancel the turn; at the prompt, twice)"},

@@ -13,7 +13,9 @@
 #include "agent/slash_commands.h"
 #include "agent/text_events.h"
 #include "agent/visible.h"
+#include "base/ticks.h"
 #include "tools/diff.h"
+#include "tools/mcp_names.h"
 #include "tools/registry.h"
 
 namespace moat::agent {
@@ -204,13 +206,19 @@ void TerminalView::call_started(const json& e) {
   draw();
 }
 
+// An MCP call streams nothing but its server's progress, a line per notification
+// (sandbox/mcp_call.cc): its latest line replaces the one shown. A running call is redrawn at
+// most every ticks::kViewRedraw, however fast its output comes; tick() draws what came since.
 void TerminalView::call_output(const json& e) {
   for (auto& r : running_)
     if (r.id == str(e, "id")) {
+      if (tools::mcp::is_model_tool_name(r.tool)) r.tail.clear();
       r.tail += str(e, "chunk");
       if (r.tail.size() > kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
     }
-  if (live_) {
+  const auto now = std::chrono::steady_clock::now();
+  if (live_ && now - last_tick_ >= ticks::kViewRedraw) {
+    last_tick_ = now;
     erase();
     draw();
   }
@@ -301,7 +309,7 @@ void TerminalView::answered(const json& e) {
 
 void TerminalView::tick() {
   const auto now = std::chrono::steady_clock::now();
-  if (!live_ || running_.empty() || now - last_tick_ < std::chrono::milliseconds(100)) return;
+  if (!live_ || running_.empty() || now - last_tick_ < ticks::kViewRedraw) return;
   last_tick_ = now;
   ++frame_;
   take_block_off();
@@ -366,11 +374,33 @@ std::string TerminalView::answer(Slash command) const {
         out += "\n  " + str(l, "layer") + " " + str(l, "name") + " (" + str(l, "file") + ")";
       return out;
     }
+    case Slash::kMcp: return mcp_text();
     case Slash::kModel:
       return "moat: model " + str(session_, "model") + " (provider " + str(session_, "provider") +
              ")";
     default: return "";
   }
+}
+
+// /mcp: the servers moatd ran for the session (welcome, through the session event), each with
+// its state, its log and its tools' decisions. line() shows the servers' text escaped.
+std::string TerminalView::mcp_text() const {
+  const json servers = session_.value("mcp_servers", json::array());
+  if (!servers.is_array() || servers.empty())
+    return "moat: no MCP server in this session (docs/mcp.md: [[mcp.server]])";
+  std::string out = "moat: MCP servers:";
+  for (const json& s : servers) {
+    if (!s.is_object()) continue;
+    const json tools = s.value("tools", json::array());
+    out += "\n  " + str(s, "name") + " · " + str(s, "state") + " · " +
+           std::to_string(tools.is_array() ? tools.size() : 0) + " tools · log " + str(s, "log");
+    if (!str(s, "error").empty()) out += "\n    error: " + str(s, "error");
+    for (const json& t : tools.is_array() ? tools : json::array())
+      if (t.is_object())
+        out += "\n    " + str(t, "name") + " · " + str(t, "decision") +
+               (str(t, "decision") == "deny" ? " (not offered)" : "");
+  }
+  return out;
 }
 
 std::string TerminalView::cost_text() const {

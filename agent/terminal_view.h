@@ -37,7 +37,7 @@ class TerminalView {
   void erase();
   void draw();
   // A line the person typed: a command of the view's (agent/slash_commands.h: /cost, /diff,
-  // /policy or /model, alone on the line) is answered from the events seen so far and returns
+  // /policy, /model or /mcp, alone on the line) is answered from the events seen so far and returns
   // true; any other line is not the view's. /diff
   // shows each changed file with the unified diff its edit (or a write creating it) made;
   // for a file a command changed, or a write replaced, it says the contents are not tracked.
@@ -80,6 +80,7 @@ class TerminalView {
   void note_changes(const nlohmann::json& e, const nlohmann::json& arguments);
   std::string diff_text() const;
   std::string cost_text() const;
+  std::string mcp_text() const;
   std::string answer(Slash command) const;
   void answered(const nlohmann::json& e);
   void responded(const nlohmann::json& e);

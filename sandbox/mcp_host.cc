@@ -46,6 +46,8 @@ struct McpHost::Server {
   bool exited = true;
   int starts = 0;
   std::vector<mcp::ToolInfo> tools;
+  std::vector<McpServerStatus::Tool> decided;  // each offerable tool's decision, no args
+  std::string error;  // why it did not start or list its tools at the session's start
   std::stop_source stopping;  // the host's stop: ends a start's wait for the server
 };
 
@@ -193,7 +195,9 @@ void McpHost::start() {
     std::lock_guard<std::mutex> lock(s->mu);
     if (auto up = start_server(*s); !up) {
       MOAT_LOG_ERROR("%s", up.error().message().c_str());
+      s->error = up.error().message();
     } else if (auto listed = s->client->list_tools(s->stopping.get_token()); !listed) {
+      s->error = listed.error().message();
       audit::McpServer r = server_record(*s, "list");
       r.error = listed.error().message();
       (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
@@ -217,6 +221,7 @@ void McpHost::offer_tools(Server& s) {
     const policy::Decision d = session_.policy->decide_tool(
         mcp::policy_tool_name(s.config.name, t.name), json::object(),
         policy::tool_hints(annotations));
+    s.decided.push_back({*name, policy::verdict_name(d.verdict)});
     if (d.verdict == policy::Verdict::kDeny) continue;
     tools::ToolSpec spec;
     spec.name = *name;
@@ -339,6 +344,17 @@ std::string McpHost::log_path(const std::string& server) const {
   for (const auto& s : servers_)
     if (s->config.name == server) return s->log;
   return "";
+}
+
+std::vector<McpServerStatus> McpHost::status() const {
+  std::vector<McpServerStatus> out;
+  for (const auto& s : servers_) {
+    const char* state = !s->error.empty()              ? "failed"
+                        : s->config.start == "session" ? "started"
+                                                       : "not started";
+    out.push_back({s->config.name, state, s->error, s->log, s->decided});
+  }
+  return out;
 }
 
 Result<mcp::CallOutcome> McpHost::call(const mcp::ToolRef& ref, const json& arguments,

@@ -65,6 +65,8 @@ class McpHost {
   policy::ToolHints hints(const tools::mcp::ToolRef& ref) const;
   // The log file of a server's stderr; "" for an unknown server.
   std::string log_path(const std::string& server) const;
+  // Each stdio server as start() left it, for the welcome (protocol.h McpServerStatus).
+  std::vector<McpServerStatus> status() const;
 
   // Calls the tool on its server (started again first if it ended and the bound allows).
   // An error names the server: it ended, it hung (the client's request timeout: the session's

@@ -567,6 +567,41 @@ Result<ConsoleMsg> ConsoleMsg::from_json(const json& m) {
 
 // moatd -> client.
 
+json McpServerStatus::to_json() const {
+  json list = json::array();
+  for (const Tool& t : tools) list.push_back({{"name", t.name}, {"decision", t.decision}});
+  return {{"name", name},
+          {"state", state},
+          {"error", cut_utf8(error, kMaxErrorMessageBytes - 3)},  // with its "..."
+          {"log", log},
+          {"tools", list}};
+}
+
+Result<McpServerStatus> McpServerStatus::from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) return fail(where + " must be an object");
+  MOAT_TRY(require_fields(j, where, {{"name", kStr}, {"state", kStr}}));
+  MOAT_TRY(optional_fields(j, where, {{"error", kStr}, {"log", kStr}, {"tools", kArr}}));
+  MOAT_TRY(require_at_most(j, where, "name", kMaxToolNameBytes));
+  MOAT_TRY(require_at_most(j, where, "state", kMaxToolNameBytes));
+  MOAT_TRY(require_at_most(j, where, "error", kMaxErrorMessageBytes));
+  MOAT_TRY(require_at_most(j, where, "log", kMaxPathBytes));
+  McpServerStatus s{j.at("name").get<std::string>(), j.at("state").get<std::string>(),
+                    string_or(j, "error"), string_or(j, "log"), {}};
+  const json tools = j.value("tools", json::array());
+  if (tools.size() > kMaxMcpStatusTools)
+    return fail(where + " field 'tools' holds " + std::to_string(tools.size()) +
+                " entries; the limit is " + std::to_string(kMaxMcpStatusTools));
+  for (const json& t : tools) {
+    const std::string at = where + ".tools[" + std::to_string(s.tools.size()) + "]";
+    if (!t.is_object()) return fail(at + " must be an object");
+    MOAT_TRY(require_fields(t, at, {{"name", kStr}, {"decision", kStr}}));
+    MOAT_TRY(require_at_most(t, at, "name", kMaxToolNameBytes));
+    MOAT_TRY(require_at_most(t, at, "decision", kMaxToolNameBytes));
+    s.tools.push_back({t.at("name").get<std::string>(), t.at("decision").get<std::string>()});
+  }
+  return s;
+}
+
 json WelcomeMsg::to_json() const {
   json specs = json::array();
   for (const tools::ToolSpec& t : tools) specs.push_back(t.to_json());
@@ -574,13 +609,40 @@ json WelcomeMsg::to_json() const {
             {"tools", specs},     {"workspace", workspace}, {"audit", audit},
             {"sandbox", sandbox}, {"policy", policy}};
   if (!console_token.empty()) m["console_token"] = console_token;
+  if (!mcp_servers.empty()) {
+    m["mcp_servers"] = json::array();
+    for (const McpServerStatus& s : mcp_servers) m["mcp_servers"].push_back(s.to_json());
+  }
   return m;
 }
 
+namespace {
+
+// welcome.mcp_servers, each entry checked (McpServerStatus::from_json).
+Result<std::vector<McpServerStatus>> welcome_mcp_servers(const json& m) {
+  std::vector<McpServerStatus> out;
+  const json list = m.value("mcp_servers", json::array());
+  if (list.size() > kMaxMcpStatusServers)
+    return fail("'welcome' frame field 'mcp_servers' holds " + std::to_string(list.size()) +
+                " entries; the limit is " + std::to_string(kMaxMcpStatusServers));
+  for (const json& j : list) {
+    MOAT_ASSIGN_OR_RETURN(McpServerStatus s,
+                          McpServerStatus::from_json(
+                              j, "welcome.mcp_servers[" + std::to_string(out.size()) + "]"));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
   MOAT_TRY(require_fields(m, kType, {{"version", kInt}, {"session", kStr}, {"tools", kArr}}));
-  MOAT_TRY(
-      optional_fields(m, kType, {{"workspace", kStr}, {"audit", kStr}, {"console_token", kStr}}));
+  MOAT_TRY(optional_fields(m, kType,
+                           {{"workspace", kStr},
+                            {"audit", kStr},
+                            {"console_token", kStr},
+                            {"mcp_servers", kArr}}));
   WelcomeMsg w;
   w.version = m.at("version").get<std::int64_t>();
   w.session = m.at("session").get<std::string>();
@@ -591,6 +653,7 @@ Result<WelcomeMsg> WelcomeMsg::from_json(const json& m) {
   if (auto it = m.find("sandbox"); it != m.end()) w.sandbox = *it;
   if (auto it = m.find("policy"); it != m.end() && it->is_object()) w.policy = *it;
   w.console_token = string_or(m, "console_token");
+  MOAT_ASSIGN_OR_RETURN(w.mcp_servers, welcome_mcp_servers(m));
   return w;
 }
 

@@ -43,6 +43,9 @@ inline constexpr std::size_t kMaxCommandBytes = 128u << 10;
 inline constexpr std::size_t kMaxAnswerBytes = 4096;
 // What an error frame's message quotes; longer messages are cut.
 inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
+// welcome.mcp_servers: the policy's bound on servers, the MCP client's on one server's tools.
+inline constexpr std::size_t kMaxMcpStatusServers = 32;
+inline constexpr std::size_t kMaxMcpStatusTools = 256;
 // Calls running at once on one connection (each holds a thread and its arguments), and
 // the bytes of those calls' frames together.
 inline constexpr std::size_t kMaxConcurrentCalls = 64;
@@ -235,6 +238,27 @@ struct ConsoleMsg {  // first frame of a console connection to a shared moatd
 };
 
 // moatd -> client. The client trusts none of it: each decoder checks what its reader uses.
+
+// One of the session's MCP servers as the hello left it (welcome.mcp_servers: the terminal's
+// /mcp shows them). `error` is the server's text in part: a client shows it escaped.
+struct McpServerStatus {
+  struct Tool {
+    std::string name;      // as the model calls it: mcp__SERVER__TOOL
+    std::string decision;  // without arguments: "allow", "ask" (both offered) or "deny"
+    bool operator==(const Tool&) const = default;
+  };
+  std::string name;
+  // "started"; "not started" (start = "on-use": listed, then stopped until its first call);
+  // "failed" (it did not start or list its tools: `error` says why, its log says more).
+  std::string state;
+  std::string error;  // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
+  std::string log;    // its stderr's file, at most kMaxPathBytes
+  std::vector<Tool> tools;  // every tool it listed that has a model name, at most 256
+  bool operator==(const McpServerStatus&) const = default;
+  nlohmann::json to_json() const;
+  static Result<McpServerStatus> from_json(const nlohmann::json& j, const std::string& where);
+};
+
 struct WelcomeMsg {
   static constexpr const char* kType = "welcome";
   std::int64_t version = kProtocolVersion;
@@ -247,6 +271,7 @@ struct WelcomeMsg {
   nlohmann::json sandbox = nlohmann::json::object();  // what was applied (free-form)
   std::string console_token;                          // interactive sessions on a shared moatd only
   nlohmann::json policy = nlohmann::json::object();   // its layers and hash (free-form)
+  std::vector<McpServerStatus> mcp_servers;  // optional: at most 32 (policy's bound)
   nlohmann::json to_json() const;
   static Result<WelcomeMsg> from_json(const nlohmann::json& m);
 };

@@ -292,7 +292,8 @@ void Connection::send_welcome() {
       "",
       {{"layers", session_.policy->layers_json()},
        {"hash", session_.policy->policy_hash()},
-       {"wallTime", session_.wall_time}}};
+       {"wallTime", session_.wall_time}},
+      session_.mcp ? session_.mcp->status() : std::vector<McpServerStatus>{}};
   if (!session_.headless) {
     auto token = console_.open(std::move(console_fd_), consoles_, session_.id, peer_.uid);
     if (token) welcome.console_token = *token;

@@ -25,11 +25,14 @@
 #include <mutex>
 #include <thread>
 
+#include "base/base64.h"
 #include "base/json_depth.h"
 #include "base/lf_lines.h"
 #include "base/log.h"
 #include "base/sys.h"
 #include "base/utf8.h"
+#include "tools/image.h"
+#include "tools/truncate.h"
 
 namespace moat::tools::mcp {
 namespace {
@@ -565,13 +568,36 @@ void Client::close() {
   s.end(s.err("connection closed"));
 }
 
+namespace {
+
+// A server's image as the model may get it: its base64 canonical (a provider refuses the
+// whole request over a bad one, which would wedge the session), its bytes a format every
+// provider takes (sniffed from the bytes, never the server's word) and at most
+// kMaxImageBytes, like the read tool's. Otherwise a text line saying what came and why not.
+ContentBlock image_block(const Content& c) {
+  const std::string bytes = base64_decode(c.data);
+  const std::string what = "[image " + visible_text(c.mime_type, 64) + ", " +
+                           std::to_string(bytes.size()) + " bytes, not shown: ";
+  if (base64_encode(bytes) != c.data)
+    return {{"type", "text"}, {"text", what + "not valid base64]"}};
+  if (bytes.size() > kMaxImageBytes)
+    return {{"type", "text"},
+            {"text", what + "over the " + format_size(kMaxImageBytes) + " limit of one image]"}};
+  const std::optional<std::string> mime = sniff_image_mime(std::string_view(bytes).substr(0, 16));
+  if (!mime) return {{"type", "text"}, {"text", what + "not PNG, JPEG, GIF or WebP]"}};
+  return {{"type", "image"}, {"mimeType", *mime}, {"data", c.data}};
+}
+
+}  // namespace
+
 ToolResult to_tool_result(const CallOutcome& outcome) {
   ToolResult r;
   r.is_error = outcome.is_error;
   bool has_text = false;
   for (const auto& c : outcome.content) {
     if (c.kind == Content::Kind::kImage) {
-      r.content.push_back({{"type", "image"}, {"mimeType", c.mime_type}, {"data", c.data}});
+      r.content.push_back(image_block(c));
+      has_text |= r.content.back()["type"] == "text";
       continue;
     }
     const std::string text = c.kind == Content::Kind::kAudio

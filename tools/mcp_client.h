@@ -91,7 +91,10 @@ struct CallOutcome {
 };
 
 // tools/call's content in the shape every tool result has (tool.h): text and image blocks;
-// audio as a text line naming it; structured content as a text block when no text came.
+// audio as a text line naming it; structured content as a text block when no text came. An
+// image is passed only when its base64 is canonical, its bytes PNG, JPEG, GIF or WebP (the
+// type sniffed from them, not the server's) and at most kMaxImageBytes (tools/truncate.h);
+// otherwise a text line names its type, size and why it is not shown.
 ToolResult to_tool_result(const CallOutcome& outcome);
 
 struct Progress {  // notifications/progress for a request

@@ -19,6 +19,22 @@ std::string joined_text(std::optional<JsonElement> content) {
   return out;
 }
 
+std::string tool_result_text(std::optional<JsonElement> content) {
+  std::string out = joined_text(content);
+  const auto blocks = sessions::as_array(content);
+  if (!blocks) return out;
+  for (JsonElement b : *blocks) {
+    if (string_member(b, "type") != "image") continue;
+    const std::string_view data = string_member(b, "data");
+    const std::size_t pad = data.ends_with("==") ? 2 : data.ends_with("=") ? 1 : 0;
+    const std::size_t bytes = data.size() / 4 * 3 - pad;
+    out += std::string(out.empty() ? "" : "\n") + "[image " +
+           std::string(string_member(b, "mimeType")) + ", " + std::to_string(bytes) +
+           " bytes, returned by the tool: this API takes no image in a tool result]";
+  }
+  return out;
+}
+
 nlohmann::json streaming_body(const BodyOptions& options) {
   return {{"model", options.model}, {"stream", true}};
 }
@@ -30,7 +46,7 @@ void for_each_message(const ModelRequest& request, const RoleWriters& write) {
     if (role == "user") write.user(m);
     else if (role == "assistant") write.assistant(m);
     else if (role == "toolResult")
-      write.tool_result(json_member(m, "toolCallId"), joined_text(member(m, "content")));
+      write.tool_result(json_member(m, "toolCallId"), member(m, "content"));
   });
 }
 
@@ -94,8 +110,9 @@ json openai_chat_body(const ModelRequest& request, const BodyOptions& options) {
     json a = assistant_message(m);
     if (!a["content"].is_null() || a.contains("tool_calls")) messages.push_back(a);
   };
-  write.tool_result = [&](const json& id, std::string text) {
-    messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(text)}});
+  write.tool_result = [&](const json& id, std::optional<JsonElement> content) {
+    messages.push_back(
+        {{"role", "tool"}, {"tool_call_id", id}, {"content", tool_result_text(content)}});
   };
   for_each_message(request, write);
   json body = streaming_body(options);

@@ -64,11 +64,17 @@ nlohmann::json wire_blocks(std::optional<JsonElement> content, const char* text_
   return out;
 }
 
+// A tool result's content as text, for an API whose tool results take no image (Chat
+// Completions): its text blocks joined with "\n", each image block as a line naming its type
+// and size, so the model knows one came.
+std::string tool_result_text(std::optional<JsonElement> content);
+
 // What an API does with each of moat's message roles ("user", "assistant", "toolResult"); a
-// message of another role is not sent. A tool result comes as its call's id and its text.
+// message of another role is not sent. A tool result comes as its call's id and its content.
 struct RoleWriters {
   std::function<void(JsonElement message)> user, assistant;
-  std::function<void(const nlohmann::json& call_id, std::string text)> tool_result;
+  std::function<void(const nlohmann::json& call_id, std::optional<JsonElement> content)>
+      tool_result;
 };
 void for_each_message(const ModelRequest& request, const RoleWriters& write);
 

@@ -1,4 +1,6 @@
 // agent/providers/responses_request.cc: the Responses API request body.
+#include <algorithm>
+
 #include "agent/providers/json_util.h"
 #include "agent/providers/request_body.h"
 
@@ -50,9 +52,15 @@ json responses_body(const ModelRequest& request, const BodyOptions& options) {
     input.push_back({{"role", "user"}, {"content", user_parts(member(m, "content"))}});
   };
   write.assistant = [&](JsonElement m) { append_assistant(m, input); };
-  write.tool_result = [&](const json& id, std::string text) {
-    input.push_back(
-        {{"type", "function_call_output"}, {"call_id", id}, {"output", std::move(text)}});
+  // An output with an image is a list of input_text and input_image parts (the API takes
+  // either a string or such a list); text alone stays a string.
+  write.tool_result = [&](const json& id, std::optional<JsonElement> content) {
+    json parts = user_parts(content);
+    const bool image = std::any_of(parts.begin(), parts.end(),
+                                   [](const json& p) { return p["type"] == "input_image"; });
+    input.push_back({{"type", "function_call_output"},
+                     {"call_id", id},
+                     {"output", image ? std::move(parts) : json(joined_text(content))}});
   };
   for_each_message(request, write);
   json body = streaming_body(options);

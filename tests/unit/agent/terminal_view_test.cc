@@ -11,6 +11,9 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
+
+#include "base/ticks.h"
 
 namespace moat::agent {
 namespace {
@@ -95,17 +98,42 @@ TEST(TerminalView, ARunningCallIsRedrawnInPlaceWithItsLastLines) {
   for (int i = 1; i <= 6; ++i)
     s.view.event(
         {{"type", "tool_output"}, {"id", "c1"}, {"chunk", "tick" + std::to_string(i) + "\n"}});
+  std::this_thread::sleep_for(ticks::kViewRedraw);  // a burst is drawn at the next tick
+  s.view.tick();
   const std::string err = s.err();
   // The last drawing: the call's line with its time, then its last four lines.
-  const std::size_t last = err.rfind("\x1b[5A\x1b[J");
+  const std::size_t last = err.rfind("\x1b[J");
   ASSERT_NE(last, std::string::npos) << err;
-  const std::string shown = err.substr(last + 7);
+  const std::string shown = err.substr(last + 3);
   EXPECT_NE(shown.find(" bash 0."), std::string::npos) << shown;
   EXPECT_NE(
       shown.find("s: for i in 1 2 3 4 5 6\n    | tick3\n    | tick4\n    | tick5\n    | tick6\n"),
       std::string::npos)
       << shown;
   EXPECT_EQ(shown.find("tick2"), std::string::npos) << shown;
+}
+
+// An MCP server's progress (a line per notification, sandbox/mcp_call.cc) is one line under
+// its call, replaced by the next; a burst of them is drawn once, then at the next tick.
+TEST(TerminalView, AnMcpCallsProgressIsOneLineRedrawnAtMostEveryTick) {
+  Screen s(true);
+  s.view.event({{"type", "tool_call_start"}, {"id", "c1"}, {"tool", "mcp__t__slow"},
+                {"summary", "{}"}});
+  const std::size_t before = s.err().size();
+  for (int i = 1; i <= 200; ++i)
+    s.view.event({{"type", "tool_output"}, {"id", "c1"},
+                  {"chunk", "progress " + std::to_string(i) + "/200 step\x1b[2J\n"}});
+  const std::string burst = s.err().substr(before);
+  std::size_t draws = 0;
+  for (std::size_t at = 0; (at = burst.find("mcp__t__slow", at)) != std::string::npos; ++at)
+    ++draws;
+  EXPECT_LE(draws, 1u) << "200 notifications at once redrew the call " << draws << " times";
+  std::this_thread::sleep_for(ticks::kViewRedraw);
+  s.view.tick();
+  const std::string err = s.err();
+  const std::string shown = err.substr(err.rfind("mcp__t__slow"));
+  EXPECT_NE(shown.find("\n    | progress 200/200 step^[[2J\n"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("progress 199/200"), std::string::npos) << shown;
 }
 
 TEST(TerminalView, AStatusLineFollowsEachAnswer) {

@@ -337,6 +337,38 @@ TEST(WelcomeMsg, RoundTripsEveryField) {
   EXPECT_FALSE(WelcomeMsg{}.to_json().contains("console_token")) << "headless: no token";
 }
 
+// welcome.mcp_servers (the terminal's /mcp): round-trips, and a broken entry is refused naming
+// where it is and what is accepted; an error longer than kMaxErrorMessageBytes is cut.
+TEST(WelcomeMsg, McpServersRoundTripAndABrokenEntryIsRefusedNamingIt) {
+  WelcomeMsg w;
+  w.session = "s1";
+  w.mcp_servers = {{"t", "started", "", "/a/s1.mcp-t.log",
+                    {{"mcp__t__echo", "allow"}, {"mcp__t__fail", "deny"}}},
+                   {"bad", "failed", std::string(kMaxErrorMessageBytes + 10, 'e'), "/a/b.log", {}}};
+  const WelcomeMsg got = server_round_trip(w);
+  ASSERT_EQ(got.mcp_servers.size(), 2u);
+  EXPECT_EQ(got.mcp_servers[0], w.mcp_servers[0]);
+  EXPECT_EQ(got.mcp_servers[1].error.size(), kMaxErrorMessageBytes);
+  EXPECT_FALSE(WelcomeMsg{}.to_json().contains("mcp_servers")) << "no servers: no field";
+  json m = w.to_json();
+  m["mcp_servers"][0]["tools"][1].erase("decision");
+  EXPECT_NE(server_refusal(m).find(
+                "'welcome.mcp_servers[0].tools[1]' frame is missing the field 'decision'"),
+            std::string::npos)
+      << server_refusal(m);
+  m = w.to_json();
+  m["mcp_servers"][1]["state"] = 3;
+  EXPECT_NE(server_refusal(m).find("'welcome.mcp_servers[1]' frame field 'state' must be a string"),
+            std::string::npos)
+      << server_refusal(m);
+  m = w.to_json();
+  m["mcp_servers"] = json::array();
+  for (int i = 0; i < 33; ++i) m["mcp_servers"].push_back(w.mcp_servers[0].to_json());
+  EXPECT_NE(server_refusal(m).find("'mcp_servers' holds 33 entries; the limit is 32"),
+            std::string::npos)
+      << server_refusal(m);
+}
+
 TEST(WelcomeMsg, SkipsToolsWithoutANameAndKeepsDefaultsForOddFields) {
   const WelcomeMsg w = decoded<WelcomeMsg>(decode_server_frame(
       {{"type", "welcome"},

@@ -15,8 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/base64.h"
 #include "base/sys.h"
 #include "base/utf8.h"
+#include "tools/truncate.h"
 
 extern char** environ;
 
@@ -178,6 +180,34 @@ TEST_F(McpClientTest, CallReturnsAnImage) {
   const ToolResult tr = to_tool_result(*r);
   EXPECT_EQ(tr.content[0]["type"], "image");
   EXPECT_EQ(tr.content[0]["mimeType"], "image/png");
+}
+
+// A server's image reaches the model only as a provider takes it: canonical base64, PNG, JPEG,
+// GIF or WebP bytes (typed by their signature, not by the server's mimeType), at most
+// kMaxImageBytes; anything else becomes a text line naming it.
+TEST(McpToToolResult, AnImageIsTypedByItsBytesAndABadOrHugeOneBecomesALine) {
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + std::string(24, '\0');
+  auto image = [](std::string mime, std::string data) {
+    return Content{Content::Kind::kImage, "", std::move(mime), std::move(data)};
+  };
+  CallOutcome out;
+  out.content = {image("image/jpeg", base64_encode(png)),                  // lies about its type
+                 image("image/png", base64_encode(png).substr(0, 42)),     // not canonical
+                 image("image/png", base64_encode("<svg/>")),              // not a format we pass
+                 image("image/png", base64_encode(png + std::string(kMaxImageBytes, 'x'))),
+                 image("image/\x1b[2J", "!!")};
+  const ToolResult r = to_tool_result(out);
+  ASSERT_EQ(r.content.size(), 5u);
+  EXPECT_EQ(r.content[0], json({{"type", "image"}, {"mimeType", "image/png"},
+                                {"data", base64_encode(png)}}));
+  EXPECT_EQ(r.content[1]["text"], "[image image/png, 31 bytes, not shown: not valid base64]");
+  EXPECT_EQ(r.content[2]["text"],
+            "[image image/png, 6 bytes, not shown: not PNG, JPEG, GIF or WebP]");
+  EXPECT_EQ(r.content[3]["text"],
+            "[image image/png, " + std::to_string(png.size() + kMaxImageBytes) +
+                " bytes, not shown: over the " + format_size(kMaxImageBytes) +
+                " limit of one image]");
+  EXPECT_EQ(r.content[4]["text"], "[image image/\\x1b[2J, 0 bytes, not shown: not valid base64]");
 }
 
 TEST_F(McpClientTest, CallReturnsStructuredContent) {

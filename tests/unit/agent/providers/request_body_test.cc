@@ -121,6 +121,37 @@ TEST(RequestBody, ResponsesSendsCallsAndOutputsByCallId) {
             json({{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "data"}}));
 }
 
+// A tool result with an image (the read tool's, an MCP server's): the Responses API takes it
+// as an input_image part of the call's output, Anthropic as an image block of the tool_result;
+// Chat Completions' tool message takes text only, so the model reads a line naming the image.
+TEST(RequestBody, AToolResultsImageReachesEachApiThatTakesOneAndIsNamedWhereNot) {
+  const json image = {{"type", "image"}, {"mimeType", "image/png"}, {"data", "iVBORw0KGgo="}};
+  ModelRequest r;
+  r.messages = {{{"role", "assistant"},
+                 {"content", json::array({{{"type", "toolCall"},
+                                           {"id", "call_1"},
+                                           {"name", "mcp__t__image"},
+                                           {"arguments", json::object()}}})}},
+                {{"role", "toolResult"},
+                 {"toolCallId", "call_1"},
+                 {"content", json::array({{{"type", "text"}, {"text", "a chart"}}, image})},
+                 {"isError", false}}};
+  const json responses = responses_body(r, {"m", false, true});
+  EXPECT_EQ(responses["input"][1]["output"],
+            json::array({{{"type", "input_text"}, {"text", "a chart"}},
+                         {{"type", "input_image"},
+                          {"image_url", "data:image/png;base64,iVBORw0KGgo="}}}));
+  const json anthropic = anthropic_body(r, {"m", false, false});
+  EXPECT_EQ(anthropic["messages"][1]["content"][0]["content"][1],
+            json({{"type", "image"},
+                  {"source",
+                   {{"type", "base64"}, {"media_type", "image/png"}, {"data", "iVBORw0KGgo="}}}}));
+  const json chat = openai_chat_body(r, {"m", false, true});
+  EXPECT_EQ(chat["messages"][1]["content"],
+            "a chart\n[image image/png, 8 bytes, returned by the tool: this API takes no image "
+            "in a tool result]");
+}
+
 TEST(RequestBody, AnthropicThinkingBudgetEnablesThinkingOnTopOfTheOutputAllowance) {
   ModelRequest r;
   r.max_output_tokens = 4096;
