@@ -25,8 +25,8 @@
 // time (what wait4 reports: the process and the children it reaped; the session's init and
 // workers are not among them, since the init is reparented when moatd kills its keeper, so
 // `perf stat` gives the whole tree's); and, interleaved with them, the same command from a new
-// moat on a resident moatd started before the runs (issue 30: `--connect`, as moat reaches the
-// user's resident moatd). Issue 30's targets, printed as ratios to bwrap of the same run:
+// moat on the user's resident moatd, as moat chooses it (issue 30; started by the first,
+// unmeasured run). Issue 30's targets, printed as ratios to bwrap of the same run:
 // resident median <= 1.5x and p99 <= 3x, private median <= 4x.
 //
 // Usage: sandbox_bench [rounds [cold_runs]]   (default 300 and 100; rounds 0: the cold start
@@ -503,18 +503,41 @@ void floor_of_cold_start(int runs, const std::string& moat, const std::string& a
   print_floor(parts, bwrap_ms);
 }
 
-// What a resident moatd started by moat would have of this environment: HOME (the git
-// identity it reads at hello, as a private moatd does) and PATH.
-std::vector<std::string> resident_env() {
-  const char* home = std::getenv("HOME");
-  return {"PATH=/usr/local/bin:/usr/bin:/bin", std::string("HOME=") + (home ? home : "/")};
+// The user's resident moatd as moat chooses it (issue 30): XDG_RUNTIME_DIR set to a fresh
+// 0700 directory, so the first run starts it there and the others find it; its user policy
+// layer (XDG_CONFIG_HOME) empty and its audit log (XDG_STATE_HOME) in `audit`, like the private
+// path's (its system layer is this host's /etc/moat/policy.d, which the private path leaves
+// out). Set for the bench process: the private path's options choose a private moatd anyway.
+void choose_resident(const std::string& runtime, const std::string& policy,
+                     const std::string& audit) {
+  chmod(runtime.c_str(), 0700);
+  setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
+  setenv("XDG_CONFIG_HOME", policy.c_str(), 1);
+  setenv("XDG_STATE_HOME", audit.c_str(), 1);
+}
+
+// Stops the resident moatd moat started (not this process's child): the pid its socket's peer
+// credentials give, SIGTERM, then waits until it is gone.
+void stop_resident(const std::string& runtime) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  (runtime + "/moat/moatd.sock").copy(addr.sun_path, sizeof addr.sun_path - 1);
+  moat::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+    return;
+  fd.reset();
+  kill(cred.pid, SIGTERM);
+  for (int i = 0; i < 500 && kill(cred.pid, 0) == 0; ++i) usleep(10000);
 }
 
 // The cold start of `moat sandbox exec` against bwrap's (see the top of the file). moat gets an
 // empty policy directory (the built-in default policy) and an audit directory of its own, like
 // the warm paths below: the numbers do not depend on this machine's policies, and the runs do
-// not fill the user's audit log. The resident path is a new moat each run on a moatd that is
-// already running (`--connect`, what moat does once it found the user's resident moatd).
+// not fill the user's audit log. The resident path is a new moat each run that finds the
+// user's resident moatd (started by the first, unmeasured, run).
 bool cold_start(int runs, const fs::path& tmp) {
   const std::string ws = make_temp_dir(tmp, "moat-bench-cold-ws");
   const std::string audit = make_temp_dir(tmp, "moat-bench-cold-audit");
@@ -536,21 +559,14 @@ bool cold_start(int runs, const fs::path& tmp) {
           "--proc", "/proc", "--tmpfs", "/tmp", "--bind", ws, ws, "--", "/bin/true"},
          {},
          {}});
-  const std::string socket = audit + "/resident.sock";
-  const pid_t resident =
-      bwrap.empty() ? -1
-                    : moat::bench::start_resident_moatd(
-                          moatd_binary(),
-                          {"--audit-dir", audit, "--system-policy-dir", policy,
-                           "--user-policy-dir", policy},
-                          socket, audit + "/resident-moatd.log", resident_env());
-  if (resident > 0)
+  const std::string runtime = make_temp_dir(tmp, "moat-bench-cold-run");
+  if (!bwrap.empty() && !runtime.empty()) {
+    choose_resident(runtime, policy, audit);
     paths.push_back({"resident moat sandbox exec",
-                     {moat, "sandbox", "exec", "--connect", socket, "-C", ws, "--", "/bin/true"},
+                     {moat, "sandbox", "exec", "-C", ws, "--", "/bin/true"},
                      {},
                      {}});
-  else if (!bwrap.empty())
-    std::printf("  no resident path: moatd --socket did not answer\n");
+  }
   bool ok = true;
   for (int round = -3; ok && round < runs; ++round) {  // 3 unmeasured: the page cache
     for (std::size_t k = 0; ok && k < paths.size(); ++k) {
@@ -563,15 +579,13 @@ bool cold_start(int runs, const fs::path& tmp) {
       p.cpu_ms.push_back(cpu);
     }
   }
-  if (resident > 0) {
-    kill(resident, SIGTERM);
-    waitpid(resident, nullptr, 0);
-  }
+  if (!runtime.empty()) stop_resident(runtime);
   if (ok) print_cold(paths, runs);
   if (ok)
     floor_of_cold_start(runs, moat, audit,
                         paths.size() > 1 ? percentile(paths[1].wall_ms, 50) : 0);
-  for (const auto& d : {ws, audit, policy}) fs::remove_all(d);
+  for (const auto& d : {ws, audit, policy, runtime})
+    if (!d.empty()) fs::remove_all(d);
   return ok;
 }
 
