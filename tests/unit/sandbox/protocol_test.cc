@@ -192,6 +192,18 @@ TEST(HelloMsg, RefusesEachBrokenField) {
       "'hello' frame field 'workspace' holds a NUL byte");
 }
 
+TEST(HelloMsg, TypedExecRoundTripsDefaultsToFalseAndMustBeABoolean) {
+  HelloMsg m;
+  m.workspace = "/w";
+  EXPECT_FALSE(client_round_trip(m).typed_exec);
+  EXPECT_FALSE(m.to_json().contains("typed_exec"));  // only sent when asked
+  m.typed_exec = true;
+  EXPECT_TRUE(client_round_trip(m).typed_exec);
+  EXPECT_EQ(client_refusal(
+                {{"type", "hello"}, {"version", 1}, {"workspace", "/"}, {"typed_exec", 1}}),
+            "'hello' frame field 'typed_exec' must be a boolean");
+}
+
 TEST(CallMsg, RoundTripsEveryField) {
   const CallMsg c = client_round_trip(CallMsg{"c9", "read", {{"path", "a.txt"}, {"limit", 3}}});
   EXPECT_EQ(c.id, "c9");
