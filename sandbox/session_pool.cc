@@ -76,6 +76,7 @@ Result<std::unique_ptr<Session>> SessionPool::create(const SessionConfig& config
   std::lock_guard<std::mutex> lock(mu_);
   if (session && (*session)->describe().pooled) ++counts_.served;
   refill_now_ = true;  // after the hello's session is up: the refill does not slow it
+  refill_at_ = std::chrono::steady_clock::now() + kRefillDelay;
   cv_.notify_all();
   return session;
 }
@@ -84,6 +85,9 @@ void SessionPool::refill(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, stop, [this] { return refill_now_ && shape_ && ready_.size() < size_; });
+    // A later hello moves refill_at_ on: each one's command runs first.
+    while (!stop.stop_requested() && std::chrono::steady_clock::now() < refill_at_)
+      cv_.wait_until(lock, stop, refill_at_, [] { return false; });
     if (stop.stop_requested()) return;
     const SessionConfig shape = *shape_;
     lock.unlock();

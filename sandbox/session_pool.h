@@ -23,6 +23,10 @@ namespace moat::sandbox {
 
 // moatd --pool's default: two sessions ready, so two commands started together both find one.
 inline constexpr std::size_t kDefaultPoolSize = 2;
+// How long after a hello's session is up the refill waits, so that the command the hello was
+// for (a script's `moat sandbox exec`: about 10 ms of moatd's work) does not share the CPU with
+// building the next session. A deadline, not a tick: nothing is polled.
+inline constexpr std::chrono::milliseconds kRefillDelay{50};
 
 class SessionPool {
  public:
@@ -60,6 +64,7 @@ class SessionPool {
   std::optional<SessionConfig> shape_;  // under mu_: what the pool builds; none before a hello
   std::deque<std::unique_ptr<PrebuiltSession>> ready_;  // under mu_
   bool refill_now_ = false;  // under mu_: a hello's session is up; the refill may run
+  std::chrono::steady_clock::time_point refill_at_;  // under mu_: not before (kRefillDelay)
   Counts counts_;            // under mu_
   std::jthread refill_;      // declared last: it uses the members above
 };
