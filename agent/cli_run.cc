@@ -39,6 +39,8 @@
 #include "base/moat_dirs.h"
 #include "base/stop_flags.h"
 #include "base/workspace_path.h"
+#include "policy/layer.h"
+#include "policy/mcp_servers.h"
 #include "sessions/context.h"
 #include "sessions/json_util.h"
 #include "sessions/store.h"
@@ -309,6 +311,26 @@ struct Started {
   std::unique_ptr<Provider> provider;
 };
 
+// hello.env: the values in this process's environment of the names that the system and user
+// layers' MCP servers declare in `env` (docs/mcp.md). moatd gives each server only what its own
+// trusted declaration names. When those layers do not load, none: moatd's load says why.
+std::map<std::string, std::string> mcp_env_for_hello(const MoatdPassThrough& m) {
+  policy::LoadOptions lo;
+  lo.system_dir = dirs::or_default(m.system_policy_dir, dirs::system_policy());
+  lo.user_dir = dirs::or_default(m.user_policy_dir, dirs::user_policy());
+  lo.use_builtin_default = false;
+  std::map<std::string, std::string> env;
+  auto layers = policy::load_layers(lo, nullptr);
+  auto servers = layers ? policy::effective_mcp_servers(*layers, nullptr)
+                        : Result<std::vector<policy::McpServerConfig>>(fail(layers.error()));
+  if (!servers) return env;
+  for (const policy::McpServerConfig& c : *servers)
+    for (const std::string& name : c.env)
+      if (const char* v = std::getenv(name.c_str()); v != nullptr && policy::takes_person_env(c))
+        env[name] = v;
+  return env;
+}
+
 Step<Started> start_moatd_session(const RunOptions& o, RunMode mode, const std::string& workspace,
                                   CheckedProvider checked) {
   MoatdPassThrough pass = o.moatd;
@@ -316,6 +338,7 @@ Step<Started> start_moatd_session(const RunOptions& o, RunMode mode, const std::
   auto client = start_moatd(o.connect, pass, !is_headless(mode));
   if (!client) return Stop{kExitSandbox, client.error().message()};
   Started s{std::move(*client), {}, nullptr};
+  s.client->set_hello_env(mcp_env_for_hello(o.moatd));
   WelcomeError why;
   auto sent = s.client->send_hello(workspace, is_headless(mode), &why);
   auto provider = finish_provider(std::move(checked));

@@ -287,6 +287,7 @@ Result<void> MoatdClient::send_hello(const std::string& workspace, bool headless
   hello.network = network;
   hello.binds = std::move(binds);
   hello.typed_exec = ask_typed_exec_;
+  hello.env = hello_env_;
   if (auto r = send(hello); !r) return fail(refused(why, "io", r.error().message()));
   return {};
 }

@@ -101,6 +101,9 @@ class MoatdClient {
   // The hello asks that exec frames be judged as typed (sandbox::HelloMsg::typed_exec):
   // moat sandbox exec's connection to a resident moatd, never moat run's.
   void ask_typed_exec() { ask_typed_exec_ = true; }
+  // The hello carries these of the person's variables, for the MCP servers whose trusted
+  // declarations name them (sandbox::HelloMsg::env).
+  void set_hello_env(std::map<std::string, std::string> env) { hello_env_ = std::move(env); }
   pid_t moatd_pid() const { return child_pid_; }
   int fd() const { return fd_.get(); }
 
@@ -155,6 +158,7 @@ class MoatdClient {
   sandbox::FrameReader frames_;  // hello() and then the reader thread, never both at once
   std::function<void(const std::string& id, const nlohmann::json& decided)> on_decided_;
   bool ask_typed_exec_ = false;
+  std::map<std::string, std::string> hello_env_;
 };
 
 // Where moatd is: $MOATD_BIN, else next to this executable, else ../sandbox/moatd (build tree).

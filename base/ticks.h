@@ -30,7 +30,7 @@ inline constexpr milliseconds kTerminalSize{200};
 
 // sandbox/session_exec.cc: a running exec call checks what raises no fd at this tick: the exec
 // watch's CPU budget (ExecWatch::over_budget, set by the watch's thread without a wake) and a
-// StopFlags flag given without its wake fd (a bare atomic a test or mcp_host.cc stores). A
+// StopFlags flag given without its wake fd (a bare atomic a test stores). A
 // call's cancel (CallCancel::raise), its exit, its output and its deadline wake the loop at once.
 inline constexpr milliseconds kExecCall{50};
 

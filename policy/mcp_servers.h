@@ -44,4 +44,10 @@ struct ToolHints {
 };
 ToolHints tool_hints(const nlohmann::json& annotations);
 
+// A server that may be given the person's variables its `env` names (docs/mcp.md "env"): one a
+// system or user layer declared; a repository's or a --policy file's gets none.
+inline bool takes_person_env(const McpServerConfig& c) {
+  return c.layer == "system" || c.layer == "user";
+}
+
 }  // namespace moat::policy

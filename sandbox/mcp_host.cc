@@ -117,7 +117,7 @@ json exit_json(const Result<tools::ExecStatus>& st) {
 std::map<std::string, std::string> env_for(const SessionState& session,
                                            const policy::McpServerConfig& c) {
   std::map<std::string, std::string> env;
-  if (c.layer != "system" && c.layer != "user") return env;
+  if (!policy::takes_person_env(c)) return env;
   for (const std::string& name : c.env)
     if (auto it = session.mcp_env.find(name); it != session.mcp_env.end()) env[name] = it->second;
   return env;

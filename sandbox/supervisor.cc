@@ -258,7 +258,8 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   McpHostOptions mcp_options;
   if (options_.mcp_restart_backoff_ms > 0)
     mcp_options.restart_backoff = std::chrono::milliseconds(options_.mcp_restart_backoff_ms);
-  session_.mcp = start_mcp_servers(session_, *asks_, mcp_options);  // their tools join the welcome's
+  // Their tools join the welcome's.
+  session_.mcp = start_mcp_servers(session_, *asks_, mcp_options);
   // A connection's ask goes to the person like a command's; finish() stops the proxy before
   // the broker goes.
   if (session_.net_proxy)

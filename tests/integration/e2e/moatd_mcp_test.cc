@@ -13,6 +13,7 @@
 
 #include "e2e_support.h"
 #include "moatd_fixture.h"
+#include "mocked_run.h"
 
 namespace moat::e2e {
 namespace {
@@ -179,6 +180,45 @@ TEST_F(McpHostHardening, RestartsWaitTheHostsBackoff) {
   for (const json& s : log_records(welcome["audit"].get<std::string>(), "mcp.server"))
     starts += s["event"] == "start";
   EXPECT_EQ(starts, 4) << "the first start and 3 restarts";
+}
+
+// moat run sends the person's variables its user layer's servers name: the model's call of
+// the server's env tool sees the declared one and not another of moat's variables; the audit
+// log holds no value.
+class McpRunEnv : public MockedRun {};
+
+TEST_F(McpRunEnv, MoatRunSendsTheVariablesItsUserLayersServersName) {
+  start(agent::providers::Api::kOpenAiChat);
+  if (IsSkipped()) return;
+  if (!fs::exists(test_server())) GTEST_SKIP() << "no test server at " << test_server();
+  const std::string srv = dir_.path() + "/srv";
+  fs::create_directories(srv);
+  fs::copy_file(test_server(), srv + "/mcp_test_server");
+  fs::permissions(dir_.path(), fs::perms::all, fs::perm_options::add);
+  fs::permissions(srv, fs::perms::all, fs::perm_options::add);
+  fs::create_directories(dir_.path() + "/config/moat/policy.d");
+  std::ofstream(dir_.path() + "/config/moat/policy.d/mcp.toml")
+      << "schema = 1\n" << server_toml("t", srv, "normal", "env = [\"MOAT_T_PASSED\"]\n");
+  testing::ScriptedTurn turn;
+  turn.calls.push_back({"e1", "mcp__t__env", json::object()});
+  server_->push_turn(turn);
+  server_->push_turn(text_turn("Done."));
+  std::vector<std::string> vars = env();
+  vars.push_back("MOAT_T_PASSED=value-p-3b1d");
+  vars.push_back("MOAT_T_OTHER=value-o-8e27");
+  std::vector<std::string> argv = run_argv({"--headless"});
+  argv.push_back("do the task");
+  const SplitRun r = run_split(argv, vars, 120, "", false);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto requests = server_->requests();
+  ASSERT_EQ(requests.size(), 2u) << r.err;
+  EXPECT_NE(requests[1].body.find("MOAT_T_PASSED"), std::string::npos) << requests[1].body;
+  EXPECT_EQ(requests[1].body.find("MOAT_T_OTHER"), std::string::npos) << requests[1].body;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit")) {
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read_file(e.path().string()).find("value-p-3b1d"), std::string::npos) << e.path();
+    }
+  }
 }
 
 }  // namespace
