@@ -20,6 +20,7 @@
 #include "sandbox/ask_broker.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/exec_gate.h"
+#include "sandbox/mcp_url.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/session_state.h"
 
@@ -79,7 +80,9 @@ Result<std::string> record_start_decision(SessionState& session, const McpHost::
   audit::Decision d{id,
                     std::string(mcp::kPolicyPrefix) + c.name,
                     call_id,
-                    {{"tool", std::string(mcp::kPolicyPrefix) + c.name}, {"argv", c.argv}},
+                    c.url.empty()
+                        ? json{{"tool", std::string(mcp::kPolicyPrefix) + c.name}, {"argv", c.argv}}
+                        : json{{"tool", std::string(mcp::kPolicyPrefix) + c.name}, {"url", c.url}},
                     policy::Verdict::kAllow,
                     {{"mcp.server", c.name}, {"layer", c.layer}, {"source", source_of(c)}},
                     {},
@@ -188,7 +191,6 @@ McpHost::~McpHost() { stop(); }
 
 void McpHost::start() {
   for (const policy::McpServerConfig& c : session_.policy->mcp_servers()) {
-    if (c.argv.empty()) continue;  // an HTTP server: through the proxy, not yet (docs/mcp.md)
     auto s = std::make_unique<Server>();
     s->config = c;
     s->log = log_path_for(session_, c.name);
@@ -236,7 +238,37 @@ void McpHost::offer_tools(Server& s) {
   (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
 }
 
+namespace {
+
+// A url server (mcp_url.h): no process, a client over HTTP through the session's proxy. Its
+// start and its end are mcp.server records like a process's; connecting again after the
+// connection ended counts as a restart.
+Result<void> connect_url(SessionState& session, McpHost::Server& s) {
+  if (s.starts > McpHost::kMaxRestarts)
+    return fail("mcp server " + s.config.name + ": its connection ended " +
+                std::to_string(s.starts) + " times in this session; it is not connected again");
+  if (s.client) s.client->close();
+  s.client.reset();
+  ++s.starts;
+  audit::McpServer rec = server_record(s, "start");
+  MOAT_ASSIGN_OR_RETURN(rec.decision_id, record_start_decision(session, s, rec.call_id));
+  MOAT_TRY(session.record(std::string(audit::McpServer::kType), rec.to_json()));
+  auto client = connect_url_server(session.net_proxy.get(), s.config, rec.call_id,
+                                   limits_for(session), s.stopping.get_token());
+  if (!client) {
+    rec.event = "exit";
+    rec.error = client.error().message();
+    (void)session.record(std::string(audit::McpServer::kType), rec.to_json());
+    return fail(client.error());
+  }
+  s.client = std::move(*client);
+  return {};
+}
+
+}  // namespace
+
 Result<void> McpHost::start_server(Server& s) {
+  if (!s.config.url.empty()) return connect_url(session_, s);
   const std::string who = "mcp server " + s.config.name + ": ";
   if (s.starts > kMaxRestarts) {
     return fail(who + "it ended " + std::to_string(s.starts) +

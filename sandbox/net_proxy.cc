@@ -361,6 +361,40 @@ Result<ProxyRequest> read_request(int fd, int stop_fd, std::int64_t idle_s, std:
   return parse_proxy_request(head);
 }
 
+// A TCP socket bound to the host's 127.0.0.1, port chosen by the kernel.
+Result<UniqueFd> loopback_socket() {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::make_socket(AF_INET, SOCK_STREAM));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    return fail(Error::from_errno("bind", errno, "127.0.0.1"));
+  return fd;
+}
+
+sockaddr_in local_address(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return a;
+}
+
+// The connection from 127.0.0.1:`port` (the socket open_local bound: no other can hold that
+// port), within kConnectTimeoutMs; anything else that connects meanwhile is closed.
+UniqueFd accept_from(int listener, int port, int stop_fd) {
+  const auto until = Clock::now() + std::chrono::milliseconds(kConnectTimeoutMs);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0 || !wait_for(listener, POLLIN, stop_fd, static_cast<int>(left))) return {};
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    UniqueFd c(::accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC));
+    if (c.valid() && peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && ntohs(peer.sin_port) == port)
+      return c;
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> proxy_environment(const policy::Policy& policy) {
@@ -406,6 +440,10 @@ NetProxy::~NetProxy() {
   (void)::write(stop_.get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
   connections_.join_all();
+  {
+    std::lock_guard<std::mutex> lock(local_mu_);
+    local_.join_all();
+  }
   refuse_backlog();
 }
 
@@ -513,10 +551,35 @@ policy::Decision NetProxy::decide(const std::string& host, int port, const json&
   return ask(std::move(d), call, what, stopping_, answer);
 }
 
-void NetProxy::serve(UniqueFd client) {
+Result<NetProxy::LocalEntry> NetProxy::open_local(json who,
+                                                  std::shared_ptr<LocalRefusal> refused) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd listener, loopback_socket());
+  if (::listen(listener.get(), 1) != 0)
+    return fail(Error::from_errno("listen", errno, "net proxy"));
+  LocalEntry entry;
+  MOAT_ASSIGN_OR_RETURN(entry.socket, loopback_socket());
+  entry.address = local_address(listener.get());
+  const int port = ntohs(local_address(entry.socket.get()).sin_port);
+  std::lock_guard<std::mutex> lock(local_mu_);
+  if (stopping_) return fail("the session's proxy is stopping");
+  if (open_.load() >= options_.max_connections)
+    return fail("the session's network_connections limit (" +
+                std::to_string(options_.max_connections) + ") is reached");
+  ++open_;
+  auto l = std::make_shared<UniqueFd>(std::move(listener));
+  local_.spawn([this, l, port, who = std::move(who), refused] {
+    if (UniqueFd client = accept_from(l->get(), port, stop_.get()); client.valid())
+      serve(std::move(client), who, refused);
+    --open_;
+  });
+  return entry;
+}
+
+void NetProxy::serve(UniqueFd client, std::optional<json> who,
+                     std::shared_ptr<LocalRefusal> refused) {
   const auto started = Clock::now();
   Outcome out;
-  out.record = attributed(client.get());
+  out.record = who ? std::move(*who) : attributed(client.get());
   std::string rest;
   SocksReply socks_refusal = SocksReply::kGeneralFailure;
   bool socks = false;
@@ -535,6 +598,10 @@ void NetProxy::serve(UniqueFd client) {
     if (!answer.is_null()) out.record["user"] = answer;
     connect_and_relay(client.get(), *req, rest, stop_.get(), d, policy_, options_, host_addresses_,
                       bytes_, out);
+  }
+  if (out.status != 0 && refused) {
+    std::lock_guard<std::mutex> lock(refused->mu);
+    refused->why = out.error;
   }
   if (out.status != 0 && socks)
     send_text(client.get(),

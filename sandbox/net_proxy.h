@@ -6,6 +6,8 @@
 // a second counted into one record: net_records.h).
 #pragma once
 
+#include <netinet/in.h>
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -71,6 +74,12 @@ struct NetProxyOptions {
   NetEndCall end_call;       // null: a connection past the rate is refused, no call is ended
 };
 
+// Why the proxy refused a connection of moatd's own (NetProxy::open_local).
+struct LocalRefusal {
+  std::mutex mu;
+  std::string why;  // the refusal's text, naming the rule ("" while none)
+};
+
 class NetProxy {
  public:
   // Serves `listener` from a thread of its own (one more per connection) until destroyed.
@@ -82,6 +91,17 @@ class NetProxy {
   // From now on an `ask` verdict goes to `ask` (set once the session's ask broker exists;
   // until then, and without one, an ask is refused naming its rule).
   void set_ask(NetAsk ask);
+  // moatd's own entry (an MCP server declared with a url, sandbox/mcp_url.h): a socket bound
+  // to the host's 127.0.0.1 and the address of a listener there, on which the proxy accepts
+  // that one socket's connection (any other is closed) within kConnectTimeoutMs and serves it
+  // as a sandboxed program's (the [[network]] rules, the session's limits, a `net` record),
+  // the record naming `who` (e.g. {call_id, mcp.server}) instead of a program. When the proxy
+  // refuses it, `refused` (optional) gets the refusal before its answer is sent. Thread-safe.
+  struct LocalEntry {
+    UniqueFd socket;
+    sockaddr_in address{};
+  };
+  Result<LocalEntry> open_local(nlohmann::json who, std::shared_ptr<LocalRefusal> refused = {});
 
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
@@ -95,7 +115,8 @@ class NetProxy {
   void refuse_backlog();  // after the accept thread ended: what it never took
   bool admit_at_rate();  // the accept thread's token bucket
   void refuse_over_rate(UniqueFd client);
-  void serve(UniqueFd client);
+  void serve(UniqueFd client, std::optional<nlohmann::json> who = std::nullopt,
+             std::shared_ptr<LocalRefusal> refused = {});
   nlohmann::json attributed(int client) const;
   // The policy's verdict on a request, put to the person when it is an ask.
   policy::Decision decide(const std::string& host, int port, const nlohmann::json& record,
@@ -115,6 +136,8 @@ class NetProxy {
   std::chrono::steady_clock::time_point rate_last_;
   NetRecords records_;     // destroyed after the threads below end: their records are in
   ThreadSet connections_;  // only the accept thread spawns; joined after it ends
+  std::mutex local_mu_;    // open_local's callers spawn into local_
+  ThreadSet local_;
   std::thread acceptor_;
 };
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -26,8 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How curl names the proxy: never connected to, the socket comes from proxy_socket (the
-// discard port, so a libcurl that connected anyway would reach nothing).
+// How curl names the proxy: never connected to, open_socket_cb gives the socket and the
+// address it connects to (the discard port, so a libcurl that connected there would reach
+// nothing).
 constexpr const char* kProxyName = "http://127.0.0.1:9";
 // What a non-2xx answer's body may add to its error.
 constexpr std::size_t kErrorBodyBytes = 512;
@@ -117,7 +119,7 @@ class HttpTransport final : public Transport {
   void on_head(Exchange& e);
   bool on_body(Exchange& e, std::string_view bytes);
   void on_event(Exchange& e, const SseEvent& ev);
-  curl_socket_t open_socket();
+  curl_socket_t open_socket(curl_sockaddr& address);
 
  private:
   Error err(const std::string& what) const {
@@ -147,7 +149,7 @@ class HttpTransport final : public Transport {
   bool stream_opened_ = false;  // the GET stream was asked for (once)
   bool closing_ = false;
   bool receiving_ = false;
-  std::string proxy_error_;     // why proxy_socket gave no socket
+  std::string proxy_error_;     // why proxy_entry gave no socket
   std::optional<Error> broken_;  // what ended the connection
   std::thread::id reader_;
   // The reader's alone.
@@ -179,11 +181,9 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
   return e.transport->on_body(e, std::string_view(data, size * n)) ? size * n : 0;
 }
 
-curl_socket_t open_socket_cb(void* user, curlsocktype, curl_sockaddr*) {
-  return static_cast<HttpTransport*>(user)->open_socket();
+curl_socket_t open_socket_cb(void* user, curlsocktype, curl_sockaddr* address) {
+  return static_cast<HttpTransport*>(user)->open_socket(*address);
 }
-
-int sockopt_cb(void*, curl_socket_t, curlsocktype) { return CURL_SOCKOPT_ALREADY_CONNECTED; }
 
 size_t discard_cb(char*, size_t size, size_t n, void*) { return size * n; }
 
@@ -225,26 +225,37 @@ std::shared_ptr<Exchange> HttpTransport::prepare(Exchange::Role role, const std:
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  if (o_.proxy_socket) {
+  if (o_.proxy_entry) {
     curl_easy_setopt(c, CURLOPT_PROXY, kProxyName);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "");  // no host goes around it, whatever no_proxy says
     curl_easy_setopt(c, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 0L);  // the socket may be a unix one
     curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket_cb);
     curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, this);
-    curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
+    // The session's proxy rewrites only the first request of a plain-http connection for its
+    // server (and asks it to close): each http request gets a connection (and a record) of
+    // its own. An https tunnel is the server's own connection and is kept.
+    if (lower(url.substr(0, 7)) == "http://") curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
   } else {
     curl_easy_setopt(c, CURLOPT_PROXY, "");  // not the environment's proxy either
   }
   return e;
 }
 
-curl_socket_t HttpTransport::open_socket() {
-  auto fd = o_.proxy_socket();
-  if (fd) return fd->release();
-  std::lock_guard<std::mutex> lock(mu_);
-  proxy_error_ = fd.error().message();
-  return CURL_SOCKET_BAD;
+// libcurl's socket for a connection: the proxy's entry, its address where libcurl connects
+// (an IPv4 address fits the curl_sockaddr libcurl gives, whatever family it resolved).
+curl_socket_t HttpTransport::open_socket(curl_sockaddr& address) {
+  auto entry = o_.proxy_entry();
+  if (!entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    proxy_error_ = entry.error().message();
+    return CURL_SOCKET_BAD;
+  }
+  address.family = AF_INET;
+  address.socktype = SOCK_STREAM;
+  address.protocol = IPPROTO_TCP;
+  address.addrlen = sizeof entry->address;
+  std::memcpy(&address.addr, &entry->address, sizeof entry->address);
+  return entry->socket.release();
 }
 
 void HttpTransport::queue(std::shared_ptr<Exchange> e) {
@@ -320,8 +331,9 @@ Result<void> HttpTransport::post(std::string_view message, Clock::time_point dea
   queue(e);
   if (std::this_thread::get_id() == reader_) return {};  // the reader cannot wait for itself
   std::unique_lock<std::mutex> lock(mu_);
+  // A refusal's body (the session's proxy names its rule there) is read before it is told.
   const bool answered = cv_.wait_until(lock, deadline, [&] {
-    return e->head_done || e->finished || broken_ || closing_;
+    return (e->head_done && is_success(e->status)) || e->finished || broken_ || closing_;
   });
   if (e->head_done && is_success(e->status)) return {};
   if (e->head_done || e->finished) return fail(answer_error(*e));

@@ -14,13 +14,15 @@
 // (initialize) with 400, 404 or 405, falls back to HTTP+SSE at the same url, as the spec's
 // "Backwards Compatibility" section says a client should.
 //
-// Every connection goes to the proxy that HttpOptions::proxy_socket hands a socket to (moatd:
-// the session's proxy, which judges the host and port by the [[network]] rules and records
+// Every connection goes to the proxy that HttpOptions::proxy_entry names (moatd: the session's
+// proxy, which judges the host and port by the [[network]] rules and records
 // the connection); without one (tests only) the url's host is connected to directly. Bounds:
 // a message (a JSON body, an event's data) over ServerLimits::max_frame_bytes ends the
 // connection; a 404 to a request carrying the session id ends it too (the server forgot the
 // session: a new client must initialize again).
 #pragma once
+
+#include <netinet/in.h>
 
 #include <chrono>
 #include <functional>
@@ -42,13 +44,21 @@ enum class HttpKind {
 // A connection's wait for its TCP (and TLS) handshake, proxy included.
 inline constexpr std::chrono::milliseconds kHttpConnectTimeout{10000};
 
+// A socket (not yet connected) and the address libcurl connects it to, where an HTTP proxy
+// listens (CURLOPT_OPENSOCKETFUNCTION; libcurl 7.88 ignores CURL_SOCKOPT_ALREADY_CONNECTED, so
+// an already connected socket cannot be handed over).
+struct ProxyEntry {
+  UniqueFd socket;
+  sockaddr_in address{};
+};
+
 struct HttpOptions {
   std::string url;  // http:// or https:// (anything else is refused)
   HttpKind kind = HttpKind::kAuto;
   std::chrono::milliseconds connect_timeout = kHttpConnectTimeout;
-  // A socket already connected to an HTTP proxy (it gets CONNECT for https, an absolute-URI
-  // request for http). Called once per connection libcurl opens. Null: direct connections.
-  std::function<Result<UniqueFd>()> proxy_socket;
+  // Where each connection libcurl opens goes instead of the url's host: an HTTP proxy (it gets
+  // CONNECT for https, an absolute-URI request for http). Null: direct connections.
+  std::function<Result<ProxyEntry>()> proxy_entry;
 };
 
 // The transport; nothing is sent before the client's first message. `server` names the
