@@ -20,6 +20,7 @@
 #include "policy/network.h"
 #include "sessions/audit.h"
 #include "sandbox/listen_socket.h"
+#include "sandbox/moatd_config.h"
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "sandbox/session_pool.h"
@@ -212,7 +213,8 @@ int serve_private(moat::sandbox::Supervisor& supervisor, const Flags& f) {
   return 0;
 }
 
-int serve_shared(moat::sandbox::Supervisor& supervisor, const moat::sandbox::ListeningSocket& sock) {
+int serve_shared(moat::sandbox::Supervisor& supervisor,
+                 const moat::sandbox::ListeningSocket& sock) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -247,6 +249,19 @@ int listening_socket(std::optional<moat::sandbox::ListeningSocket>& activated, F
     return 3;
   }
   activated.emplace(std::move(*claimed));
+  return 0;
+}
+
+// moatd.toml's quotas bind a moatd serving a socket (a private one serves its own user once).
+// A file that does not parse stops moatd: a typo must not leave a quota unset. Exit code or 0.
+int read_moatd_config(const Flags& f, moat::sandbox::SupervisorOptions& options) {
+  if (f.fd >= 0) return 0;
+  auto config = moat::sandbox::load_moatd_config(moat::sandbox::moatd_config_path());
+  if (!config) {
+    std::fprintf(stderr, "moatd: %s\n", config.error().message().c_str());
+    return 2;
+  }
+  options.moatd_config = std::move(*config);
   return 0;
 }
 
@@ -301,6 +316,8 @@ int main(int argc, char** argv) {
   moat::sandbox::SessionPool pool(flags.fd >= 0 ? 0 : flags.pool);
   moat::sandbox::SupervisorDeps deps;
   deps.create_session = [&pool](const moat::sandbox::SessionConfig& c) { return pool.create(c); };
-  moat::sandbox::Supervisor supervisor(options_from(flags), std::move(deps));
+  moat::sandbox::SupervisorOptions options = options_from(flags);
+  if (int rc = read_moatd_config(flags, options); rc != 0) return rc;
+  moat::sandbox::Supervisor supervisor(std::move(options), std::move(deps));
   return flags.fd >= 0 ? serve_private(supervisor, flags) : serve_shared(supervisor, **activated);
 }

@@ -464,7 +464,8 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
                                       const std::atomic<bool>& stop) {
   const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
-  ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
+  ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections,
+                        options_.moatd_config.quota.sessions, options_.moatd_config.file);
   IdleExit idle(options_.idle_exit_s, socket.path());
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};

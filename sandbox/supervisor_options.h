@@ -10,6 +10,7 @@
 
 #include "base/host_defaults.h"
 #include "policy/policy.h"
+#include "sandbox/moatd_config.h"
 
 namespace moat::sandbox {
 
@@ -23,6 +24,9 @@ struct SupervisorOptions {
   // of moat's inside a workspace (sandbox/own_files.h); empty: the default.
   std::string sessions_dir;
   bool system_daemon = false;  // serving other users over a socket path
+  // moatd.toml, read by a moatd serving a socket: each user's quotas, and the file they came
+  // from (its refusals name it).
+  MoatdConfig moatd_config;
   uid_t unprivileged_uid = kUnprivilegedUid;
   gid_t unprivileged_gid = kUnprivilegedGid;
   std::set<std::string> allow_without;  // sandbox layers the operator lets sessions lack

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,8 @@ TEST_F(SystemMoatdTest, ServesTheSocketSystemdPassesAndLeavesItsPath) {
   ASSERT_TRUE(listening.valid());
   pid_ = start_activated(listening.get(), Activation{}, default_policy_flags());
   // The socket listens before moatd runs (systemd's point): a client may connect at once.
-  const e2e::Run r = run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", ws_, "--", "sh",
-                     "-c", "echo served"});
+  const e2e::Run r =
+      run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", ws_, "--", "echo", "served"});
   EXPECT_EQ(r.exit_code, 0) << r.out << moatd_log();
   EXPECT_NE(r.out.find("served"), std::string::npos) << r.out;
   EXPECT_NE(moatd_log().find("listening on " + socket_), std::string::npos) << moatd_log();
@@ -130,6 +131,46 @@ TEST_F(SystemMoatdTest, RefusesAnFd3ThatIsNotAListeningUnixStreamSocket) {
   UniqueFd file(::open((dir_.path() + "/file").c_str(), O_RDONLY | O_CLOEXEC));
   EXPECT_EQ(refused(file.get(), Activation{}, &log), 2);
   EXPECT_NE(log.find("fd 3 from systemd, SO_DOMAIN"), std::string::npos) << log;
+}
+
+// moatd.toml's [quota] sessions: a user's third connection (each holds at most one session)
+// over a quota of 2 is refused with an error frame naming the quota and its file; one ending
+// frees its place.
+TEST_F(SystemMoatdTest, AThirdSessionOverAQuotaOfTwoIsRefusedNamingTheQuota) {
+  const std::string config = dir_.path() + "/moatd.toml";
+  std::ofstream(config) << "[quota]\nsessions = 2\n";
+  start_moatd(default_policy_flags(), {"MOAT_MOATD_CONFIG=" + config});
+  ASSERT_TRUE(eventually([&] { return fs::exists(socket_); })) << moatd_log();
+  auto first = std::make_unique<RawClient>(socket_);
+  RawClient second(socket_);
+  ASSERT_TRUE(first->connected() && second.connected()) << moatd_log();
+  RawClient third(socket_);
+  const nlohmann::json refusal = third.read_frame();
+  EXPECT_EQ(refusal.value("type", ""), "error") << refusal.dump();
+  EXPECT_NE(refusal.value("message", "").find("quota.sessions = 2 in " + config + ": uid " +
+                                              std::to_string(::getuid()) + " has 2 sessions open"),
+            std::string::npos)
+      << refusal.dump();
+  EXPECT_TRUE(third.closed_by_peer());
+  first.reset();  // its place is free once moatd has seen it go
+  std::string why;
+  if (!sandbox_available(&why)) return;
+  make_workspace();
+  EXPECT_TRUE(eventually([&] {
+    return run({moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", ws_, "--", "true"})
+               .exit_code == 0;
+  })) << moatd_log();
+}
+
+// A moatd.toml that does not parse stops moatd at start, naming file:line:col and the key: a
+// typo must not leave a quota unset.
+TEST_F(SystemMoatdTest, AMisspelledQuotaStopsMoatdNamingTheFileLineAndKey) {
+  const std::string config = dir_.path() + "/moatd.toml";
+  std::ofstream(config) << "[quota]\nsessoins = 2\n";
+  start_moatd(default_policy_flags(), {"MOAT_MOATD_CONFIG=" + config});
+  EXPECT_EQ(wait_exit(pid_, 20), 2);
+  pid_ = -1;
+  EXPECT_NE(moatd_log().find(config + ":2:1: quota.sessoins"), std::string::npos) << moatd_log();
 }
 
 // The shipped units, as systemd reads them: unknown keys, a missing Listen setting or a
