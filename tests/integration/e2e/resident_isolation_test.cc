@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -119,6 +120,7 @@ class MoatdModesTest : public MoatdProcess, public ::testing::WithParamInterface
     socket_ = dir_.path() + "/system.sock";
     const int fd = listen_at(socket_);
     ASSERT_GE(fd, 0) << socket_;
+    chmod(socket_.c_str(), 0666);  // systemd's SocketMode default: every user may connect
     std::vector<std::string> argv = {moatd_bin()};
     for (const auto& f : default_policy_flags()) argv.push_back(f);
     pid_ = start_with_fds(argv, {fd}, {"LISTEN_FDS=1", "LISTEN_FDNAMES=moatd.socket"}, true,
@@ -291,6 +293,33 @@ TEST_P(MoatdModesTest, AClientBreakingTheProtocolDisturbsNoOtherSession) {
   const json r = result_of(*good.client, "r");
   ASSERT_EQ(r.value("type", ""), "result") << moatd_log();
   EXPECT_NE(text_of(r).find("hello from the workspace"), std::string::npos) << r.dump();
+}
+
+// The system moatd serves every user: a session of another user (uid 65534, through moat
+// sandbox exec) sees neither this session's /tmp nor its processes.
+TEST_P(MoatdModesTest, AnotherUsersSessionSeesNothingOfThisOne) {
+  if (GetParam() != Mode::kSystem) GTEST_SKIP() << "only the system moatd serves other users";
+  OpenSession a = open_session();
+  ASSERT_EQ(a.welcome.value("type", ""), "welcome") << a.welcome.dump() << moatd_log();
+  call(*a.client, "c1", "bash",
+       {{"command", "echo a-secret > /tmp/mine && touch " + ws_ + "/a-started && exec sleep 37"}});
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ws_ + "/a-started"); }))
+      << moatd_log();
+  const std::string home = dir_.path() + "/nobody";
+  std::filesystem::create_directories(home + "/ws");
+  ASSERT_EQ(chown(home.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chown((home + "/ws").c_str(), 65534, 65534), 0);
+  const e2e::Run b = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          moat_bin(), "sandbox", "exec", "--connect", socket_, "-C", home + "/ws",
+                          "--", "sh", "-c",
+                          "cat /tmp/mine 2>/dev/null || echo no-file; "
+                          "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"},
+                         {"HOME=" + home});
+  EXPECT_EQ(b.exit_code, 0) << b.out << moatd_log();
+  EXPECT_NE(b.out.find("no-file"), std::string::npos) << b.out;
+  EXPECT_EQ(b.out.find("sleep 37"), std::string::npos) << "another user's process\n" << b.out;
+  a.client->send_json({{"type", "cancel"}, {"id", "c1"}});
+  EXPECT_TRUE(result_of(*a.client, "c1").value("isError", false));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWayMoatdRuns, MoatdModesTest,
