@@ -10,6 +10,8 @@
 //   escapes           one tool "esc" whose title and 100 KB description are full of terminal
 //                     escapes (OSC title, clear screen, colours, C1 CSI U+009B).
 //   many-tools        5000 tools on one page.
+//   huge-schema       the normal tools and "wide", whose inputSchema holds 7 MiB (a property
+//                     description: one line, under the client's 8 MiB frame bound).
 //   endless-pages     every tools/list page is empty and names a next cursor.
 //   silent            reads its input and never answers anything.
 //   garbage           answers initialize, then answers every request with lines that are
@@ -154,6 +156,12 @@ std::string escapes_text() {
 }
 
 json list_tools(const json& params) {
+  if (g_mode == "huge-schema") {
+    std::vector<json> t = normal_tools();
+    t.push_back(tool("wide", "A tool with a huge input schema.",
+                     {{"x", {{"type", "string"}, {"description", std::string(7u << 20, 'w')}}}}));
+    return {{"tools", t}};
+  }
   if (g_mode == "escapes") {
     json t = tool("esc", escapes_text());
     t["title"] = escapes_text();

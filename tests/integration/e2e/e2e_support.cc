@@ -169,6 +169,19 @@ pid_t start(const std::vector<std::string>& argv, const std::string& log_path,
   return pid;
 }
 
+std::string mcp_test_server_bin() {
+  return (fs::path(moatd_bin()).parent_path().parent_path() / "tests/unit/tools/mcp_test_server")
+      .string();
+}
+
+std::string copy_mcp_test_server(const std::string& dir) {
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all, fs::perm_options::add);
+  fs::copy_file(mcp_test_server_bin(), dir + "/mcp_test_server",
+                fs::copy_options::overwrite_existing);
+  return dir + "/mcp_test_server";
+}
+
 bool sandbox_available(std::string* why) {
   if (geteuid() == 0) return true;
   std::ifstream f("/proc/sys/user/max_user_namespaces");

@@ -66,6 +66,13 @@ pid_t start_with_stdio(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, int in_fd, int out_fd,
                        int err_fd);
 
+// The MCP test server (tests/support/mcp_test_server.cc) as meson builds it, beside moatd's
+// build tree.
+std::string mcp_test_server_bin();
+// Copies it into `dir` (made if missing) and makes `dir` readable and searchable by every uid
+// (a root moatd's sandbox runs as another); the copy's path.
+std::string copy_mcp_test_server(const std::string& dir);
+
 // Whether this host can build a session sandbox (root, or unprivileged user namespaces).
 bool sandbox_available(std::string* why);
 

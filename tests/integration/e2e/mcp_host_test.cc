@@ -20,26 +20,19 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// The test server as meson builds it (tests/unit/tools/meson.build), beside moatd's build tree.
-std::string built_server() {
-  return (fs::path(moatd_bin()).parent_path().parent_path() / "tests/unit/tools/mcp_test_server")
-      .string();
-}
-
 class McpHostTest : public MoatdProcess {
  protected:
   void SetUp() override {
     std::string why;
     if (!sandbox_available(&why)) GTEST_SKIP() << why;
-    if (!fs::exists(built_server())) GTEST_SKIP() << "no test server at " << built_server();
+    if (!fs::exists(mcp_test_server_bin()))
+      GTEST_SKIP() << "no test server at " << mcp_test_server_bin();
     make_workspace();
     // A copy of its own: its directory is the server's `read` bind, and no other test's
     // process has its path.
     srv_dir_ = dir_.path() + "/srv";
-    fs::create_directories(srv_dir_);
-    fs::copy_file(built_server(), srv_dir_ + "/mcp_test_server");
+    copy_mcp_test_server(srv_dir_);
     fs::permissions(dir_.path(), fs::perms::all, fs::perm_options::add);
-    fs::permissions(srv_dir_, fs::perms::all, fs::perm_options::add);
   }
   // A user layer declaring the server "t" (`mode` its argument) and allowing its tools but
   // `image`, which a rule denies.

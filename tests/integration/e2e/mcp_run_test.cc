@@ -127,28 +127,16 @@ TEST_F(McpRunTest, AToolOfEachReferenceServerRunsInTheSandboxAndItsResultReaches
   EXPECT_GT(calls["c1"].value("result_bytes", 0), 0) << calls["c1"].dump();
 }
 
-// The test server as meson builds it (tests/unit/tools/meson.build), beside moatd's build tree.
-std::string built_server() {
-  return (fs::path(moatd_bin()).parent_path().parent_path() / "tests/unit/tools/mcp_test_server")
-      .string();
-}
-
 // `moat run` with the test server: a copy in `dir` (which the sandbox's uid may read).
 class McpPolicyRunTest : public MockedRun {
  protected:
   void SetUp() override {
-    if (!fs::exists(built_server())) GTEST_SKIP() << "no test server at " << built_server();
+    if (!fs::exists(mcp_test_server_bin()))
+      GTEST_SKIP() << "no test server at " << mcp_test_server_bin();
     start(Api::kOpenAiChat);
     if (IsSkipped()) return;
     fs::permissions(dir_.path(), fs::perms::all, fs::perm_options::add);
     fs::create_directories(dir_.path() + "/config/moat/policy.d");
-  }
-  // The test server copied into `dir`, readable and runnable by the sandbox's uid.
-  static std::string copy_server(const std::string& dir) {
-    fs::create_directories(dir);
-    fs::permissions(dir, fs::perms::all, fs::perm_options::add);
-    fs::copy_file(built_server(), dir + "/mcp_test_server", fs::copy_options::overwrite_existing);
-    return dir + "/mcp_test_server";
   }
   // A user layer: `toml` after the schema line.
   void user_layer(const std::string& toml) {
@@ -157,7 +145,7 @@ class McpPolicyRunTest : public MockedRun {
   // The server "t" declared by the user, whose echo a rule asks for.
   void ask_for_echo() {
     const std::string srv = dir_.path() + "/srv";
-    const std::string bin = copy_server(srv);
+    const std::string bin = copy_mcp_test_server(srv);
     user_layer("\n[[mcp.server]]\nname = \"t\"\ncommand = [\"" + bin + "\"]\nread = [\"" + srv +
                "\"]\n\n[[tool]]\nid = \"user.ask-echo\"\ndecision = \"ask\"\n"
                "tool = [\"mcp:t:echo\"]\n");
@@ -245,7 +233,7 @@ TEST_F(McpPolicyRunTest, AToolThePolicyAsksForIsAskedAtATerminalNoRefusesYesRuns
 // pinned, its tool is not offered and a call of it is refused; after `moat policy trust` the
 // next run offers it and the call runs in the sandbox.
 TEST_F(McpPolicyRunTest, ARepositorysMcpJsonServesNoToolUntilItIsPinned) {
-  const std::string bin = copy_server(ws_ + "/tools");
+  const std::string bin = copy_mcp_test_server(ws_ + "/tools");
   std::ofstream(ws_ + "/.mcp.json")
       << json{{"mcpServers", {{"repo", {{"command", bin}, {"args", json::array()}}}}}}.dump(2);
   user_layer("\n[[tool]]\nid = \"user.repo\"\ndecision = \"allow\"\ntool = [\"mcp:repo:echo\"]\n");
