@@ -3,19 +3,16 @@
 // and binaries a bench that runs the real moat uses (loop_turn.cc, cancel_bench.cc): one home.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <vector>
 
 namespace moat::bench {
 
@@ -63,47 +60,22 @@ inline std::string load_average() {
   return one + " (1 min), " + five + " (5 min)";
 }
 
-// A resident moatd (issue 30) for a bench's runs: `moatd --socket SOCKET FLAGS...`, with
-// `--idle-exit 600` where this moatd has R1's flag, `env` (NAME=VALUE) its whole environment,
-// its output in `log`. Its pid once the socket answers, else -1 (it is stopped).
-inline pid_t start_resident_moatd(const std::string& moatd, const std::vector<std::string>& flags,
-                                  const std::string& socket, const std::string& log,
-                                  const std::vector<std::string>& env) {
-  std::string help;
-  if (FILE* p = popen((moatd + " --help").c_str(), "r")) {
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) help.append(buf, n);
-    pclose(p);
-  }
-  std::vector<std::string> argv = {moatd, "--socket", socket};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  if (help.find("--idle-exit") != std::string::npos) argv.insert(argv.end(), {"--idle-exit", "600"});
-  std::vector<std::string> vars = env;
-  std::vector<char*> args, envp;
-  for (auto& a : argv) args.push_back(a.data());
-  for (auto& e : vars) envp.push_back(e.data());
-  args.push_back(nullptr);
-  envp.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(out, 1);
-    dup2(out, 2);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
+// Stops the resident moatd (issue 30) that moat started under `runtime_dir` (XDG_RUNTIME_DIR;
+// not the bench's child): the pid its socket's peer credentials give, SIGTERM, then waits until
+// it is gone.
+inline void stop_resident_moatd(const std::string& runtime_dir) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
-  for (int i = 0; i < 200; ++i, usleep(10000)) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    close(fd);
-    if (up) return pid;
-  }
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
-  return -1;
+  (runtime_dir + "/moat/moatd.sock").copy(addr.sun_path, sizeof addr.sun_path - 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  const bool found = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0;
+  close(fd);
+  if (!found) return;
+  kill(cred.pid, SIGTERM);
+  for (int i = 0; i < 500 && kill(cred.pid, 0) == 0; ++i) usleep(10000);
 }
 
 }  // namespace moat::bench

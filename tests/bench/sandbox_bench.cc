@@ -516,23 +516,6 @@ void choose_resident(const std::string& runtime, const std::string& policy,
   setenv("XDG_STATE_HOME", audit.c_str(), 1);
 }
 
-// Stops the resident moatd moat started (not this process's child): the pid its socket's peer
-// credentials give, SIGTERM, then waits until it is gone.
-void stop_resident(const std::string& runtime) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  (runtime + "/moat/moatd.sock").copy(addr.sun_path, sizeof addr.sun_path - 1);
-  moat::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
-    return;
-  fd.reset();
-  kill(cred.pid, SIGTERM);
-  for (int i = 0; i < 500 && kill(cred.pid, 0) == 0; ++i) usleep(10000);
-}
-
 // The cold start of `moat sandbox exec` against bwrap's (see the top of the file). moat gets an
 // empty policy directory (the built-in default policy) and an audit directory of its own, like
 // the warm paths below: the numbers do not depend on this machine's policies, and the runs do
@@ -579,7 +562,7 @@ bool cold_start(int runs, const fs::path& tmp) {
       p.cpu_ms.push_back(cpu);
     }
   }
-  if (!runtime.empty()) stop_resident(runtime);
+  if (!runtime.empty()) moat::bench::stop_resident_moatd(runtime);
   if (ok) print_cold(paths, runs);
   if (ok)
     floor_of_cold_start(runs, moat, audit,
