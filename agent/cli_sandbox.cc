@@ -300,8 +300,9 @@ int run_exec(const ExecOptions& o) {
   auto binds = bind_mounts(o);
   if (!binds) return moat_failed(kExecMoatFailed, binds.error().message());
   // The person typed this command: their own moatd judges the line as theirs (only the
-  // organisation's and a --policy file's rules bind it). A shared moatd (--connect) judges it
-  // as any client's line: its connections may be agents'.
+  // organisation's and a --policy file's rules bind it): a private one, or the resident one
+  // once it has checked this process is not an agent loop (sandbox/resident_peer.h). A shared
+  // moatd (--connect) judges it as any client's line: its connections may be agents'.
   MoatdPassThrough moatd = o.moatd;
   moatd.typed_exec = o.connect.empty();
   auto client = start_moatd(o.connect, moatd);
