@@ -214,6 +214,7 @@ void McpHost::start() {
 
 void McpHost::offer_tools(Server& s) {
   std::vector<std::string> offered;
+  std::string too_big;
   for (const mcp::ToolInfo& t : s.tools) {
     auto name = mcp::model_tool_name(s.config.name, t.name);
     if (!name) continue;  // `moat mcp list` says why
@@ -225,6 +226,12 @@ void McpHost::offer_tools(Server& s) {
         policy::tool_hints(annotations));
     s.decided.push_back({*name, policy::verdict_name(d.verdict)});
     if (d.verdict == policy::Verdict::kDeny) continue;
+    const std::size_t schema = t.input_schema.dump().size();
+    if (schema > kMaxToolSchemaBytes || schema_bytes_ + schema > kMaxSchemaBytes) {
+      too_big += (too_big.empty() ? "" : ", ") + *name + " (" + std::to_string(schema) + ")";
+      continue;
+    }
+    schema_bytes_ += schema;
     tools::ToolSpec spec;
     spec.name = *name;
     spec.description = "[MCP server " + s.config.name +
@@ -235,6 +242,9 @@ void McpHost::offer_tools(Server& s) {
   }
   audit::McpServer r = server_record(s, "tools");
   r.tools = std::move(offered);
+  if (!too_big.empty())
+    r.error = "not offered, their inputSchema's bytes over " + std::to_string(kMaxToolSchemaBytes) +
+              " a tool or " + std::to_string(kMaxSchemaBytes) + " a session: " + too_big;
   (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
 }
 

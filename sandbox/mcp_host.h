@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,6 +47,11 @@ class McpHost {
   // What a server's log keeps of its stderr in a session, over all its starts: the first
   // bytes; past them a line says how many were dropped (docs/mcp.md "Audit").
   static constexpr std::uint64_t kMaxLogBytes = 4u << 20;
+  // A tool's inputSchema goes to the model with every request: one over kMaxToolSchemaBytes,
+  // or one that would take a session's MCP schemas past kMaxSchemaBytes, is not offered (its
+  // server's "tools" record says why).
+  static constexpr std::size_t kMaxToolSchemaBytes = 64u << 10;
+  static constexpr std::size_t kMaxSchemaBytes = 1u << 20;
 
   // Borrowed: the hello's session (policy, audit log, sandbox session) and its ask broker.
   McpHost(SessionState& session, AskBroker& asks, McpHostOptions options = {});
@@ -93,6 +99,7 @@ class McpHost {
   const McpHostOptions options_;
   std::vector<std::unique_ptr<Server>> servers_;
   std::vector<tools::ToolSpec> specs_;
+  std::size_t schema_bytes_ = 0;  // of the offered tools' inputSchemas
 };
 
 // `binds` and, read-only at the same path, each `read` directory of the policy's MCP servers

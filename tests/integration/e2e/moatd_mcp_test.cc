@@ -117,6 +117,29 @@ TEST_F(McpHostHardening, AServersStderrLogKeepsItsFirstBytesAndSaysHowManyWereDr
       << text.substr(text.size() > 300 ? text.size() - 300 : 0);
 }
 
+// A tool whose inputSchema is 7 MiB (it would go to the model with every request) is not
+// offered, and its server's "tools" record says why; the server's other tools are.
+TEST_F(McpHostHardening, AToolWhoseSchemaIsHugeIsNotOffered) {
+  start_with(server_toml("t", srv_dir_, "huge-schema"));
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump().substr(0, 300) << moatd_log();
+  bool wide = false, echo = false;
+  for (const json& t : welcome["tools"]) {
+    wide = wide || t.value("name", "") == "mcp__t__wide";
+    echo = echo || t.value("name", "") == "mcp__t__echo";
+  }
+  EXPECT_FALSE(wide) << "a 7 MiB schema was offered";
+  EXPECT_TRUE(echo);
+  EXPECT_LT(welcome.dump().size(), 2u << 20);
+  bye(c);
+  bool said = false;
+  for (const json& s : log_records(welcome["audit"].get<std::string>(), "mcp.server"))
+    said = said || (s["event"] == "tools" &&
+                    s.value("error", "").find("mcp__t__wide") != std::string::npos);
+  EXPECT_TRUE(said) << "the tools record names the tool left out";
+}
+
 // env = [NAMES] in the user layer: the hello's value of a declared name reaches that server;
 // a name the hello sends but no declaration names, and a name only a --policy file's server
 // declares (not a system or user layer), reach no server; no value reaches the audit log,
