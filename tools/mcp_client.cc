@@ -462,6 +462,13 @@ std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& limits,
                   server.c_str());
     return std::nullopt;
   }
+  if (const std::size_t bytes = t["inputSchema"].dump().size(); bytes > limits.max_schema_bytes) {
+    MOAT_LOG_WARN("mcp server %s: tool %s is skipped: its inputSchema is %zu bytes "
+                  "(max_schema_bytes %zu)",
+                  server.c_str(), visible_text(string_at(t, "name"), 64).c_str(), bytes,
+                  limits.max_schema_bytes);
+    return std::nullopt;
+  }
   ToolInfo info;
   info.name = string_at(t, "name");
   info.title = visible_text(string_at(t, "title"), limits.max_description_bytes);

@@ -48,6 +48,9 @@ struct ServerLimits {
   std::size_t max_tools = 256;
   // A tool's description (and title), cut at a UTF-8 boundary: untrusted text the model reads.
   std::size_t max_description_bytes = 4096;
+  // A tool's inputSchema as JSON text: it goes to the model with every request. A tool over
+  // it is dropped (logged), as one without a name is.
+  std::size_t max_schema_bytes = 64u << 10;
   // JSON nesting depth, checked on the raw bytes before parsing (nlohmann parses recursively,
   // so a 64k-deep array would exhaust the stack).
   std::size_t max_depth = 64;

@@ -241,6 +241,21 @@ TEST_F(McpHostTest, AnEscapeLadenDescriptionReachesTheWelcomeBoundedAndInert) {
   EXPECT_TRUE(named) << "the server's tools are recorded";
 }
 
+// A tool whose input schema holds 7 MiB (under the 8 MiB frame bound) would go to the model
+// with every request: it is not offered (ServerLimits::max_schema_bytes), the server's other
+// tools are, and the session goes on.
+TEST_F(McpHostTest, AToolWithAHugeInputSchemaIsNotOffered) {
+  start_with_server("huge-schema");
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump().substr(0, 500) << moatd_log();
+  EXPECT_EQ(tool_named(welcome, "mcp__t__wide"), nullptr) << "the 7 MiB schema was offered";
+  EXPECT_LT(welcome.dump().size(), 1u << 20);
+  const json r = call(c, "e1", "mcp__t__echo", {{"text", "still here"}});
+  EXPECT_FALSE(r.value("isError", true)) << r.dump();
+  bye(c);
+}
+
 // A server that dies at every call is started again at most McpHost::kMaxRestarts times; each
 // call gets an error naming it, and then one saying it is not started again.
 TEST_F(McpHostTest, AServerThatCrashesIsRestartedABoundedNumberOfTimes) {
