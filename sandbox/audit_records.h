@@ -181,7 +181,7 @@ struct Net {
       "host",        "port",     "method",   "address",    "decision", "rule",
       "layer",       "bytes_up", "bytes_down", "duration_ms", "error", "call_id",
       "exec_id",     "pid",      "program_error", "user",   "call_ended", "count",
-      "first_ts",    "last_ts",  "errors",   "headless_downgraded"};
+      "first_ts",    "last_ts",  "errors",   "headless_downgraded", "mcp_server"};
   json fields;
   json to_json() const { return fields; }
 };

@@ -27,7 +27,7 @@ Result<std::unique_ptr<mcp::Client>> connect_url_server(NetProxy* proxy,
   o.url = config.url;
   o.proxy_entry = [proxy, refused, call_id, name = config.name]() -> Result<mcp::ProxyEntry> {
     MOAT_ASSIGN_OR_RETURN(auto local,
-                          proxy->open_local({{"call_id", call_id}, {"mcp.server", name}}, refused));
+                          proxy->open_local({{"call_id", call_id}, {"mcp_server", name}}, refused));
     return mcp::ProxyEntry{std::move(local.socket), local.address};
   };
   MOAT_ASSIGN_OR_RETURN(auto transport, mcp::http_transport(config.name, std::move(o), limits));

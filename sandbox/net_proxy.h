@@ -95,7 +95,7 @@ class NetProxy {
   // to the host's 127.0.0.1 and the address of a listener there, on which the proxy accepts
   // that one socket's connection (any other is closed) within kConnectTimeoutMs and serves it
   // as a sandboxed program's (the [[network]] rules, the session's limits, a `net` record),
-  // the record naming `who` (e.g. {call_id, mcp.server}) instead of a program. When the proxy
+  // the record naming `who` (e.g. {call_id, mcp_server}) instead of a program. When the proxy
   // refuses it, `refused` (optional) gets the refusal before its answer is sent. Thread-safe.
   struct LocalEntry {
     UniqueFd socket;

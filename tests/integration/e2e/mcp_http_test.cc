@@ -128,7 +128,7 @@ class McpHttpTest : public MoatdProcess {
     const auto nets = of_type(log, "net");
     ASSERT_FALSE(nets.empty()) << "the server's connections went through the session's proxy";
     for (const json& n : nets) {
-      EXPECT_EQ(n.value("mcp.server", ""), "web") << n.dump();
+      EXPECT_EQ(n.value("mcp_server", ""), "web") << n.dump();
       EXPECT_EQ(n.value("host", ""), "127.0.0.1") << n.dump();
       EXPECT_EQ(n.value("port", 0), port_) << n.dump();
       EXPECT_EQ(n.value("decision", ""), "allow") << n.dump();
@@ -176,7 +176,7 @@ TEST_F(McpHttpTest, AUrlTheRulesDenyIsRefusedNamingTheServerAndTheRule) {
   const auto nets = of_type(log, "net");
   ASSERT_FALSE(nets.empty());
   EXPECT_EQ(nets[0].value("decision", ""), "deny") << nets[0].dump();
-  EXPECT_EQ(nets[0].value("mcp.server", ""), "web") << nets[0].dump();
+  EXPECT_EQ(nets[0].value("mcp_server", ""), "web") << nets[0].dump();
 }
 
 // No [[network]] rule at all: the session has no proxy, and the server is refused naming the
