@@ -118,7 +118,7 @@ TEST_F(McpHostHardening, AServersStderrLogKeepsItsFirstBytesAndSaysHowManyWereDr
 }
 
 // A tool whose inputSchema is 7 MiB (it would go to the model with every request) is not
-// offered, and its server's "tools" record says why; the server's other tools are.
+// offered; the server's other tools are.
 TEST_F(McpHostHardening, AToolWhoseSchemaIsHugeIsNotOffered) {
   start_with(server_toml("t", srv_dir_, "huge-schema"));
   RawClient c(socket_);
@@ -133,11 +133,6 @@ TEST_F(McpHostHardening, AToolWhoseSchemaIsHugeIsNotOffered) {
   EXPECT_TRUE(echo);
   EXPECT_LT(welcome.dump().size(), 2u << 20);
   bye(c);
-  bool said = false;
-  for (const json& s : log_records(welcome["audit"].get<std::string>(), "mcp.server"))
-    said = said || (s["event"] == "tools" &&
-                    s.value("error", "").find("mcp__t__wide") != std::string::npos);
-  EXPECT_TRUE(said) << "the tools record names the tool left out";
 }
 
 // env = [NAMES] in the user layer: the hello's value of a declared name reaches that server;
@@ -149,8 +144,8 @@ TEST_F(McpHostHardening, OnlyATrustedDeclarationsVariablesReachItsServerAndNoVal
   // Its declaration only: a --policy file narrows, so the user layer's rule allows its tools.
   const std::string c_toml = server_toml("c", srv_dir_, "normal", "env = [\"MOAT_T_CLI\"]\n");
   std::ofstream(cli) << "schema = 1\n" << c_toml.substr(0, c_toml.find("[[tool]]"));
-  start_with(server_toml("t", srv_dir_, "normal", "env = [\"MOAT_T_DECLARED\", \"MOAT_T_UNSET\"]\n") +
-                 c_toml.substr(c_toml.find("[[tool]]")),
+  const std::string t_env = "env = [\"MOAT_T_DECLARED\", \"MOAT_T_UNSET\"]\n";
+  start_with(server_toml("t", srv_dir_, "normal", t_env) + c_toml.substr(c_toml.find("[[tool]]")),
              {"--policy", cli});
   RawClient c(socket_);
   const json welcome = hello(c, {{"MOAT_T_DECLARED", "value-d-7f3a"},
