@@ -117,10 +117,18 @@ Result<std::unique_ptr<MoatdClient>> start_moatd(const std::string& socket_path,
                                                  const MoatdPassThrough& o, bool console) {
   if (o.private_moatd && !socket_path.empty())
     return fail(std::string("--private and --connect each name the moatd to use; give one"));
-  const MoatdChoice choice =
-      choose_moatd(o.private_moatd, socket_path, private_only_option(o) != nullptr);
-  if (choice.way == MoatdWay::kConnect || choice.way == MoatdWay::kSystem)
-    return connect_to(choice.socket, o);
+  MOAT_ASSIGN_OR_RETURN(
+      const MoatdChoice choice,
+      choose_moatd(o.private_moatd, socket_path, private_only_option(o) != nullptr));
+  if (choice.way == MoatdWay::kConnect) return connect_to(choice.socket, o);
+  if (choice.way == MoatdWay::kSystem) {
+    // The operator's moatd; one that does not answer (stopped, not yet activated) leaves the
+    // person a private one, which loads the same system policy layer.
+    auto client = connect_to(choice.socket, o);
+    if (client) return client;
+    std::fprintf(stderr, "moat: the system moatd (%s) does not answer: %s; using a private moatd\n",
+                 choice.socket.c_str(), client.error().message().c_str());
+  }
   if (choice.way == MoatdWay::kResident) {
     if (auto client = reach_resident(choice.socket, o)) return client;
   }

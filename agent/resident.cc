@@ -13,6 +13,7 @@
 
 #include "base/sys.h"
 #include "base/ticks.h"
+#include "sandbox/moatd_config.h"
 
 namespace moat::agent {
 namespace {
@@ -52,17 +53,16 @@ Result<std::unique_ptr<MoatdClient>> await_started(const std::string& dir) {
 
 }  // namespace
 
-std::string configured_system_moatd() { return {}; }
-
-MoatdChoice choose_moatd(bool private_flag, const std::string& connect, bool private_only) {
-  if (private_flag) return {MoatdWay::kPrivate, {}};
-  if (!connect.empty()) return {MoatdWay::kConnect, connect};
-  if (private_only) return {MoatdWay::kPrivate, {}};
-  if (std::string system = configured_system_moatd(); !system.empty())
-    return {MoatdWay::kSystem, system};
+Result<MoatdChoice> choose_moatd(bool private_flag, const std::string& connect,
+                                 bool private_only) {
+  if (private_flag) return MoatdChoice{MoatdWay::kPrivate, {}};
+  if (!connect.empty()) return MoatdChoice{MoatdWay::kConnect, connect};
+  if (private_only) return MoatdChoice{MoatdWay::kPrivate, {}};
+  MOAT_ASSIGN_OR_RETURN(std::string system, sandbox::configured_system_socket());
+  if (!system.empty()) return MoatdChoice{MoatdWay::kSystem, system};
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime != nullptr && runtime[0] == '/') return {MoatdWay::kResident, runtime};
-  return {MoatdWay::kPrivate, {}};
+  if (runtime != nullptr && runtime[0] == '/') return MoatdChoice{MoatdWay::kResident, runtime};
+  return MoatdChoice{MoatdWay::kPrivate, {}};
 }
 
 Result<std::string> resident_dir(const std::string& runtime_dir) {

@@ -18,14 +18,12 @@ struct MoatdChoice {
   std::string socket;  // kConnect, kSystem: the socket; kResident: $XDG_RUNTIME_DIR/moat
 };
 
-// The socket of the system moatd the operator configured; "" when none is. The one hook for
-// the system moatd (issue 30, R2): it reads the system layer's setting.
-std::string configured_system_moatd();
-
 // --private -> private; --connect P -> P; `private_only` (an option or variable only a private
-// moatd takes, named) -> private; a configured system moatd -> system; $XDG_RUNTIME_DIR set
-// (absolute) -> resident; else private.
-MoatdChoice choose_moatd(bool private_flag, const std::string& connect, bool private_only);
+// moatd takes, named) -> private; a system moatd the operator configured ([system] socket of
+// moatd.toml, sandbox/moatd_config.h) -> system; $XDG_RUNTIME_DIR set (absolute) -> resident;
+// else private. An operator's moatd.toml that cannot be read or parsed fails the choice, naming
+// the file: a broken setting must not quietly send the person elsewhere.
+Result<MoatdChoice> choose_moatd(bool private_flag, const std::string& connect, bool private_only);
 
 // $XDG_RUNTIME_DIR/moat, created 0700 when missing. Fails, naming the path and what is
 // accepted, when it is a symlink, not a directory, not owned by this uid, or group or other

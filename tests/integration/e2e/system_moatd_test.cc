@@ -173,6 +173,34 @@ TEST_F(SystemMoatdTest, AMisspelledQuotaStopsMoatdNamingTheFileLineAndKey) {
   EXPECT_NE(moatd_log().find(config + ":2:1: quota.sessoins"), std::string::npos) << moatd_log();
 }
 
+// moatd.toml's [system] socket: moat uses the operator's moatd without --connect (its session
+// lands in that moatd's audit folder); a file that does not parse stops moat naming it; a
+// configured moatd that does not answer leaves the person a private one, with a notice.
+TEST_F(SystemMoatdTest, MoatUsesTheSystemMoatdTheOperatorConfigured) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << "a session needs a sandbox: " << why;
+  make_workspace();
+  start_moatd(default_policy_flags());
+  ASSERT_TRUE(eventually([&] { return fs::exists(socket_); })) << moatd_log();
+  const std::string config = dir_.path() + "/moatd.toml";
+  std::ofstream(config) << "[system]\nsocket = \"" << socket_ << "\"\n";
+  const std::vector<std::string> env = {"MOAT_MOATD_CONFIG=" + config};
+  const std::vector<std::string> exec = {moat_bin(), "sandbox", "exec", "-C", ws_, "--", "true"};
+  e2e::Run r = run(exec, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << moatd_log();
+  EXPECT_TRUE(fs::exists(dir_.path() + "/audit") && !fs::is_empty(dir_.path() + "/audit"))
+      << "the session is not in the system moatd's audit folder: " << r.out;
+  stop_moatd();
+  r = run(exec, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("the system moatd (" + socket_ + ") does not answer"), std::string::npos)
+      << r.out;
+  std::ofstream(config) << "[system]\nsockte = \"/x\"\n";
+  r = run(exec, env);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(config + ":2:1"), std::string::npos) << r.out;
+}
+
 // The shipped units, as systemd reads them: unknown keys, a missing Listen setting or a
 // command that is not there all fail the check. The unit names the installed moatd; the copy
 // checked here names the built one (verify requires the command to exist).
