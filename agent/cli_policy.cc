@@ -363,7 +363,10 @@ void add_trust(CLI::App* parent, int& exit_code) {
     }
     auto t = policy::project_trust(ws, dir);
     if (t && t->state == policy::TrustState::kNoProjectPolicy) {
-      std::fprintf(stderr, "moat policy trust: %s has no .moat/policy.toml\n", ws.c_str());
+      std::fprintf(stderr,
+                   "moat policy trust: %s has no .moat/policy.toml, .mcp.json or "
+                   ".vscode/mcp.json\n",
+                   ws.c_str());
       exit_code = kExitUsage;
       return;
     }
@@ -374,8 +377,8 @@ void add_trust(CLI::App* parent, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    std::printf("trusted: %s\n  sha256 %s\n  pinned in %s\n", t->file.c_str(), t->sha256.c_str(),
-                dir.c_str());
+    std::printf("trusted: %s\n  sha256 %s\n  pinned in %s\n", policy::project_files(*t).c_str(),
+                t->sha256.c_str(), dir.c_str());
   });
 }
 

@@ -143,6 +143,24 @@ TEST_F(TrustTest, APinnedProjectPolicyAppliesUntilTheFileChangesAndARevokeUndoes
 
 // MOAT_TRUST_DIR moves the pins: `moat policy trust` writes there, and the private moatd that
 // `moat run` starts (whose environment is otherwise scrubbed) reads them from there too.
+// `moat policy trust` names the files it pinned: a workspace whose only project file is a
+// .mcp.json pins that file, and no .moat/policy.toml that does not exist is named.
+TEST_F(TrustTest, TrustNamesTheFilesItPinnedAnMcpJsonAlone) {
+  fs::remove_all(ws_ + "/.moat");
+  std::ofstream(ws_ + "/.mcp.json") << R"({"mcpServers": {"t": {"command": "/bin/true"}}})";
+  auto t = policy_trust();
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("trusted: " + ws_ + "/.mcp.json\n"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find(".moat/policy.toml"), std::string::npos) << t.out;
+  std::ofstream(ws_ + "/.mcp.json", std::ios::trunc) << "{}";
+  fs::remove(ws_ + "/.mcp.json");
+  t = policy_trust();
+  EXPECT_NE(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("has no .moat/policy.toml, .mcp.json or .vscode/mcp.json"),
+            std::string::npos)
+      << t.out;
+}
+
 TEST_F(TrustTest, PinsInMoatTrustDirReachThePrivateMoatd) {
   trust_dir_ = dir_.path() + "/elsewhere/trust";
   auto t = policy_trust();
