@@ -45,6 +45,11 @@ inline constexpr milliseconds kForeground{100};
 // server may send 2000 messages a second), and a person reads no faster.
 inline constexpr milliseconds kViewRedraw{100};
 
+// sandbox/mcp_call.cc: an MCP server's progress notifications for a running call are forwarded
+// to the agent at most this often (and the last, which says the work is done): a server may send
+// 2000 a second, and the terminal view redraws no faster than kViewRedraw anyway.
+inline constexpr milliseconds kProgressForward{100};
+
 // sandbox/cgroup.cc: a session's cgroup directory is removed once the kernel has released the
 // pid namespace's processes, a moment after the init is reaped (rmdir fails with EBUSY until
 // then; nothing moat reads announces it on cgroup v1). Retried at this tick, 50 times at most.

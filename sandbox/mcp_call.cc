@@ -2,8 +2,10 @@
 // decided on "mcp:SERVER:TOOL" with its arguments, its decision written first, asked as any
 // tool's, then made by the session's McpHost and recorded as an "mcp.call".
 #include <chrono>
+#include <cstdio>
 #include <stop_token>
 
+#include "base/ticks.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/call_gate.h"
 #include "sandbox/mcp_host.h"
@@ -21,11 +23,44 @@ std::string result_kind(const mcp::CallOutcome& out) {
     if (kinds.find(k) == std::string::npos) kinds += (kinds.empty() ? "" : "+") + std::string(k);
   };
   for (const mcp::Content& c : out.content)
-    add(c.kind == mcp::Content::Kind::kText ? "text"
-        : c.kind == mcp::Content::Kind::kImage ? "image" : "audio");
+    add(c.kind == mcp::Content::Kind::kText    ? "text"
+        : c.kind == mcp::Content::Kind::kImage ? "image"
+                                               : "audio");
   if (!out.structured.is_null()) add("structured");
   return kinds.empty() ? "none" : kinds;
 }
+
+// "progress 3/10 message": the numbers in their shortest form (a server sends JSON numbers;
+// std::to_string wrote 3.000000).
+std::string progress_line(const mcp::Progress& p) {
+  char n[64];
+  std::snprintf(n, sizeof n, "%.15g", p.progress);
+  std::string line = std::string("progress ") + n;
+  if (p.total) {
+    std::snprintf(n, sizeof n, "%.15g", *p.total);
+    line += std::string("/") + n;
+  }
+  return line + (p.message.empty() ? "" : " " + p.message) + "\n";
+}
+
+// A server may send thousands of progress notifications a second (the client's bound is 2000
+// messages/s): moatd forwards at most one per ticks::kProgressForward, and the one that says
+// the work is done, so a flood costs the agent's connection and the model's view nothing.
+class ProgressForward {
+ public:
+  bool take(const mcp::Progress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool done = p.total && p.progress >= *p.total;
+    if (!done && forwarded_ && now - last_ < ticks::kProgressForward) return false;
+    forwarded_ = true;
+    last_ = now;
+    return true;
+  }
+
+ private:
+  bool forwarded_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
 
 }  // namespace
 
@@ -49,17 +84,15 @@ tools::ToolResult CallGate::run_mcp(const GateCall& call, const mcp::ToolRef& re
   const auto t0 = std::chrono::steady_clock::now();
   // RunningCalls raises the call's cancel (CallCancel::raise), which stops this token at once.
   const std::stop_token cancel = call.cancel ? call.cancel->token() : std::stop_token();
-  auto progress = [&call](const mcp::Progress& p) {
-    if (!call.progress) return;
-    std::string line = "progress " + std::to_string(p.progress);
-    if (p.total) line += "/" + std::to_string(*p.total);
-    call.progress(line + (p.message.empty() ? "" : " " + p.message) + "\n");
+  ProgressForward forward;  // the client's reader thread calls `progress`, one at a time
+  auto progress = [&call, &forward](const mcp::Progress& p) {
+    if (call.progress && forward.take(p)) call.progress(progress_line(p));
   };
   auto outcome = session_.mcp ? session_.mcp->call(ref, call.args, cancel, progress)
                               : Result<mcp::CallOutcome>(fail("no MCP servers in this session"));
-  rec.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+  rec.duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   tools::ToolResult result;
   if (outcome) {
     result = mcp::to_tool_result(*outcome);

@@ -41,8 +41,8 @@ std::string test_server() {
 std::string server_toml(const std::string& name, const std::string& dir, const std::string& mode,
                         const std::string& extra = "") {
   return "\n[[mcp.server]]\nname = \"" + name + "\"\ncommand = [\"" + dir +
-         "/mcp_test_server\", \"" + mode + "\"]\nread = [\"" + dir +
-         "\"]\nstart = \"session\"\n" + extra + "\n[[tool]]\nid = \"" + name +
+         "/mcp_test_server\", \"" + mode + "\"]\nread = [\"" + dir + "\"]\nstart = \"session\"\n" +
+         extra + "\n[[tool]]\nid = \"" + name +
          "-tools\"\ndecision = \"allow\"\ntool = [\"mcp:" + name + ":*\"]\n";
 }
 
@@ -64,9 +64,9 @@ class McpHostHardening : public MoatdProcess {
   // moatd with `user_toml` as the user layer, and `flags` after.
   void start_with(const std::string& user_toml, std::vector<std::string> flags = {}) {
     std::ofstream(dir_.path() + "/user/mcp.toml") << "schema = 1\n" << user_toml;
-    std::vector<std::string> all = {"--audit-dir", dir_.path() + "/audit", "--system-policy-dir",
-                                    dir_.path() + "/system", "--user-policy-dir",
-                                    dir_.path() + "/user"};
+    std::vector<std::string> all = {"--audit-dir",         dir_.path() + "/audit",
+                                    "--system-policy-dir", dir_.path() + "/system",
+                                    "--user-policy-dir",   dir_.path() + "/user"};
     all.insert(all.end(), flags.begin(), flags.end());
     start_moatd(all);
     ASSERT_TRUE(eventually([&] { return RawClient(socket_).connected(); })) << moatd_log();
@@ -115,6 +115,35 @@ TEST_F(McpHostHardening, AServersStderrLogKeepsItsFirstBytesAndSaysHowManyWereDr
                       " bytes of this server's stderr dropped"),
             std::string::npos)
       << text.substr(text.size() > 300 ? text.size() - 300 : 0);
+}
+
+// A call whose server sends a progress notification every 20 ms: moatd forwards at most one per
+// ticks::kProgressForward (100 ms) and the last, which says the work is done, each as
+// "progress N/TOTAL message" with the numbers in their shortest form.
+TEST_F(McpHostHardening, ProgressIsForwardedAtMostOncePerTickWithItsNumbersShort) {
+  start_with(server_toml("t", srv_dir_, "normal"));
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  const auto t0 = std::chrono::steady_clock::now();
+  c.send_json(
+      {{"type", "call"}, {"id", "p1"}, {"tool", "mcp__t__slow"}, {"arguments", {{"steps", 60}}}});
+  std::vector<std::string> chunks;
+  json frame;
+  for (;;) {
+    frame = c.read_frame(60000);
+    if (frame.value("type", "") != "progress") break;
+    if (!frame.value("chunk", "").empty()) chunks.push_back(frame.value("chunk", ""));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(frame.value("type", ""), "result") << frame.dump();
+  ASSERT_FALSE(chunks.empty());
+  EXPECT_LE(chunks.size(), static_cast<std::size_t>(seconds * 10) + 2)
+      << "60 notifications in " << seconds << " s, forwarded " << chunks.size();
+  EXPECT_EQ(chunks.back(), "progress 60/60 step 60\n");
+  for (const auto& ch : chunks) EXPECT_EQ(ch.find(".000000"), std::string::npos) << ch;
+  bye(c);
 }
 
 // A tool whose inputSchema is 7 MiB (it would go to the model with every request) is not
@@ -188,9 +217,9 @@ TEST_F(McpHostHardening, RestartsWaitTheHostsBackoff) {
     const json r = call(c, "x" + std::to_string(i), "mcp__t__echo", {{"text", "x"}});
     EXPECT_TRUE(r.value("isError", false)) << r.dump();
   }
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_GE(ms, 140);
   EXPECT_LT(ms, 1400) << "the product's backoff was waited";
   bye(c);
@@ -216,7 +245,8 @@ TEST_F(McpRunEnv, MoatRunSendsTheVariablesItsUserLayersServersName) {
   fs::permissions(srv, fs::perms::all, fs::perm_options::add);
   fs::create_directories(dir_.path() + "/config/moat/policy.d");
   std::ofstream(dir_.path() + "/config/moat/policy.d/mcp.toml")
-      << "schema = 1\n" << server_toml("t", srv, "normal", "env = [\"MOAT_T_PASSED\"]\n");
+      << "schema = 1\n"
+      << server_toml("t", srv, "normal", "env = [\"MOAT_T_PASSED\"]\n");
   testing::ScriptedTurn turn;
   turn.calls.push_back({"e1", "mcp__t__env", json::object()});
   server_->push_turn(turn);
