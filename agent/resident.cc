@@ -35,6 +35,17 @@ std::string refusal(const struct stat& st) {
   return {};
 }
 
+// Fails, naming `what` and `path` and what is accepted, unless `path` is a directory (not a
+// symlink) of this uid with mode 0700.
+Result<void> check_own_dir(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, path));
+  if (std::string why = refusal(st); !why.empty())
+    return fail(Error{EPERM, what + " " + path + " " + why +
+                                 " (accepted: a directory of this uid with mode 0700)"});
+  return {};
+}
+
 // Tries the socket once: connected, or the connect's error (ENOENT, ECONNREFUSED: none answers).
 Result<std::unique_ptr<MoatdClient>> try_connect(const std::string& dir) {
   return MoatdClient::connect(dir + "/moatd.sock");
@@ -66,14 +77,13 @@ Result<MoatdChoice> choose_moatd(bool private_flag, const std::string& connect,
 }
 
 Result<std::string> resident_dir(const std::string& runtime_dir) {
+  // The runtime directory first: one another uid may write lets them swap `moat` for a
+  // symlink to a directory of theirs after it was checked (`su` keeps the caller's).
+  MOAT_TRY(check_own_dir(runtime_dir, "$XDG_RUNTIME_DIR"));
   const std::string dir = runtime_dir + "/moat";
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return fail(Error::from_errno("mkdir", errno, dir));
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return fail(Error::from_errno("lstat", errno, dir));
-  if (std::string why = refusal(st); !why.empty())
-    return fail(Error{EPERM, "resident moatd directory " + dir + " " + why +
-                                 " (accepted: a directory of this uid with mode 0700)"});
+  MOAT_TRY(check_own_dir(dir, "resident moatd directory"));
   return dir;
 }
 

@@ -26,8 +26,9 @@ struct MoatdChoice {
 Result<MoatdChoice> choose_moatd(bool private_flag, const std::string& connect, bool private_only);
 
 // $XDG_RUNTIME_DIR/moat, created 0700 when missing. Fails, naming the path and what is
-// accepted, when it is a symlink, not a directory, not owned by this uid, or group or other
-// may enter it: another user who can reach the socket or its lock could answer as moatd.
+// accepted, when it or $XDG_RUNTIME_DIR itself is a symlink, not a directory, not owned by this
+// uid, or group or other may enter it: another user who can reach the socket or its lock, or
+// swap the directory, could answer as moatd.
 Result<std::string> resident_dir(const std::string& runtime_dir);
 
 // Connects to the resident moatd at `dir`/moatd.sock. When none answers: takes an exclusive

@@ -1,14 +1,12 @@
 // sandbox/idle_exit.cc: a resident moatd's idle end (idle_exit.h).
 #include "sandbox/idle_exit.h"
 
-#include <unistd.h>
-
 #include "base/ticks.h"
 
 namespace moat::sandbox {
 
-IdleExit::IdleExit(double seconds, std::string socket_path)
-    : idle_(seconds), socket_path_(std::move(socket_path)) {}
+IdleExit::IdleExit(double seconds, const ListeningSocket& socket)
+    : idle_(seconds), socket_(&socket) {}
 
 bool IdleExit::is_over(std::size_t live_connections) {
   if (idle_.count() <= 0) return false;
@@ -19,7 +17,7 @@ bool IdleExit::is_over(std::size_t live_connections) {
   }
   if (!withdrawn_) {
     if (now - idle_since_ < idle_) return false;
-    ::unlink(socket_path_.c_str());
+    socket_->remove_path();
     withdrawn_ = true;
     idle_since_ = now;
     return false;

@@ -166,7 +166,7 @@ ListeningSocket::ListeningSocket(ListeningSocket&& other) noexcept
   other.path_.clear();
 }
 
-ListeningSocket::~ListeningSocket() {
+void ListeningSocket::remove_path() const {
   if (path_.empty() || !owns_path_) return;
   struct stat st {};
   if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)

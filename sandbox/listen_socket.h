@@ -31,9 +31,10 @@ class ListeningSocket {
   ListeningSocket(ListeningSocket&& other) noexcept;
   ListeningSocket& operator=(ListeningSocket&&) = delete;
   ListeningSocket(const ListeningSocket&) = delete;
-  // Removes the path if it is still this socket (same device and inode): a path someone
-  // else has since bound, or replaced, stays.
-  ~ListeningSocket();
+  // Removes the path if it is still this socket (same device and inode) and moatd bound it: a
+  // path someone else has since bound, or replaced, stays, and so does systemd's.
+  void remove_path() const;
+  ~ListeningSocket() { remove_path(); }
 
   int fd() const { return fd_.get(); }
   const std::string& path() const { return path_; }

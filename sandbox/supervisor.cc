@@ -466,7 +466,7 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
   ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections,
                         options_.moatd_config.quota.sessions, options_.moatd_config.file);
-  IdleExit idle(options_.idle_exit_s, socket.path());
+  IdleExit idle(options_.idle_exit_s, socket);
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(ticks::kAcceptLoop.count()));

@@ -1,0 +1,173 @@
+// tests/integration/e2e/resident_attack_test.cc: attacks on how `moat` finds and starts the
+// person's resident moatd (agent/resident.h, docs/moatd.md), through the real moat and moatd.
+// Each test's XDG_RUNTIME_DIR is a fresh directory of the test's; a moatd it starts is killed.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "e2e_support.h"
+
+namespace moat::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Kills the moatd listening on `socket`, if one does (its SO_PEERCRED pid).
+void kill_listener(const std::string& socket) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
+    ::kill(cred.pid, SIGKILL);
+  ::close(fd);
+}
+
+class ResidentAttackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << why;
+    runtime_ = dir_.path() + "/run";
+    ws_ = dir_.path() + "/ws";
+    fs::create_directories(ws_);
+    fs::create_directories(runtime_);
+  }
+  void TearDown() override {
+    kill_listener(runtime_ + "/moat/moatd.sock");
+    for (pid_t pid : started_) {
+      ::kill(pid, SIGKILL);
+      wait_exit(pid, 5);
+    }
+  }
+  SplitRun exec_true() const {
+    return run_split({moat_bin(), "sandbox", "exec", "-C", ws_, "--", "/bin/true"},
+                     {"XDG_RUNTIME_DIR=" + runtime_, "HOME=" + dir_.path(),
+                      "XDG_STATE_HOME=" + dir_.path() + "/state",
+                      "XDG_CONFIG_HOME=" + dir_.path() + "/config", "MOATD_BIN=" + moatd_bin()},
+                     60);
+  }
+
+  std::vector<std::string> env() const {
+    return {"HOME=" + dir_.path(), "XDG_STATE_HOME=" + dir_.path() + "/state"};
+  }
+  // moatd serving `socket` with `flags`, its log at dir_/<name>.log.
+  pid_t start_moatd(const std::string& socket, const std::string& name,
+                    const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {moatd_bin(), "--socket", socket, "--audit-dir",
+                                     dir_.path() + "/audit", "--pool", "0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const pid_t pid = start(argv, dir_.path() + "/" + name + ".log", env());
+    started_.push_back(pid);
+    return pid;
+  }
+
+  TempDir dir_;
+  std::string runtime_, ws_;
+  std::vector<pid_t> started_;
+};
+
+// A runtime directory another user may write (here: mode 0777, no sticky bit) lets that user
+// swap $XDG_RUNTIME_DIR/moat for a symlink to a directory of theirs after moat checked it:
+// moat would then connect to their socket and append moatd's log through their symlink. moat
+// names the directory and why, and runs a private moatd, leaving the directory untouched.
+TEST_F(ResidentAttackTest, ARuntimeDirOthersMayWriteIsRefusedNamingItAndAPrivateMoatdRuns) {
+  ASSERT_EQ(chmod(runtime_.c_str(), 0777), 0);
+  const SplitRun r = exec_true();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(runtime_), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("0777"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(runtime_ + "/moat")) << r.err;
+}
+
+// `su` keeps the caller's XDG_RUNTIME_DIR: root's moat must not make its resident moatd's
+// directory inside a directory another uid owns (that uid can rename and replace it).
+TEST_F(ResidentAttackTest, AnotherUsersRuntimeDirIsRefusedNamingItsOwner) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the runtime directory to uid 65534";
+  ASSERT_EQ(chmod(runtime_.c_str(), 0700), 0);
+  ASSERT_EQ(chown(runtime_.c_str(), 65534, 65534), 0);
+  const SplitRun r = exec_true();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(runtime_), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(runtime_ + "/moat")) << r.err;
+}
+
+// A resident moatd's idle end removes its socket path only while the path is still its own
+// socket: after the path went (the person's runtime directory removed at logout and made
+// anew, a `rm`), a newer moatd listening there keeps it, instead of being orphaned by the old
+// one's exit (and a third started beside it).
+TEST_F(ResidentAttackTest, AnIdleMoatdLeavesAPathThatIsNoLongerItsSocket) {
+  const std::string socket = runtime_ + "/moatd.sock";
+  const pid_t old_moatd = start_moatd(socket, "old", {"--idle-exit", "1"});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); }))
+      << read_file(dir_.path() + "/old.log");
+  ASSERT_EQ(::unlink(socket.c_str()), 0);
+  start_moatd(socket, "new", {});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); }))
+      << read_file(dir_.path() + "/new.log");
+  EXPECT_EQ(wait_exit(old_moatd, 10), 0) << read_file(dir_.path() + "/old.log");
+  started_.erase(started_.begin());  // reaped
+  EXPECT_TRUE(RawClient(socket).connected()) << "the old moatd removed the new one's path";
+}
+
+// moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
+// `flags`, as the system moatd's unit runs it; its output in `log`.
+pid_t start_activated(const std::string& socket, const std::string& log,
+                      const std::vector<std::string>& flags) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0)
+    return -1;
+  std::vector<std::string> argv = {moatd_bin()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int held = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::dup2(held, 3);  // not close-on-exec, as systemd passes it
+    ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+    ::setenv("LISTEN_FDS", "1", 1);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// A system moatd may end when idle (systemd starts it again at the next connection), but the
+// socket's path is systemd's: moatd's idle end leaves it, or the system moatd is unreachable
+// until the socket unit is restarted.
+TEST_F(ResidentAttackTest, AnIdleSystemMoatdLeavesSystemdsSocketPath) {
+  const std::string socket = runtime_ + "/system.sock";
+  const std::string log = dir_.path() + "/system.log";
+  const pid_t pid = start_activated(
+      socket, log, {"--audit-dir", dir_.path() + "/audit", "--pool", "0", "--idle-exit", "1"});
+  ASSERT_GT(pid, 0);
+  started_.push_back(pid);
+  EXPECT_EQ(wait_exit(pid, 10), 0) << read_file(log);
+  started_.pop_back();  // reaped
+  EXPECT_TRUE(fs::exists(socket)) << read_file(log);
+}
+
+}  // namespace
+}  // namespace moat::e2e
