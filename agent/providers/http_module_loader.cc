@@ -1,32 +1,13 @@
 // agent/providers/http_module_loader.cc: http_post_stream for the `moat` binary: the libcurl
 // transport is a module loaded on first use (see http_stream.h).
-#include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "agent/providers/http_module.h"
+#include "base/module_loader.h"
 
 namespace moat::agent::providers {
 namespace {
-
-// Next to the binary (the build tree, or an install that keeps both in one directory), then the
-// install's library directory. Never a path from the environment: the module runs in the
-// process that holds the API key.
-std::vector<std::string> module_paths() {
-  std::vector<std::string> out;
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    const std::string exe(self, static_cast<std::size_t>(n));
-    out.push_back(exe.substr(0, exe.rfind('/') + 1) + kHttpModuleFile);
-  }
-  out.push_back(std::string(MOAT_HTTP_MODULE_DIR) + "/" + kHttpModuleFile);
-  return out;
-}
 
 bool is_this_builds(const HttpModule* m) {
   return m != nullptr && std::strcmp(m->version, MOAT_VERSION) == 0 &&
@@ -34,22 +15,10 @@ bool is_this_builds(const HttpModule* m) {
 }
 
 Result<const HttpModule*> open_module() {
-  std::string tried;
-  for (const std::string& path : module_paths()) {
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = ::dlerror();
-      tried += "\n  " + (why != nullptr ? std::string(why) : path + ": cannot be loaded");
-      continue;
-    }
-    auto entry = reinterpret_cast<HttpModuleEntry>(::dlsym(handle, kHttpModuleSymbol));
-    const HttpModule* module = entry != nullptr ? entry() : nullptr;
-    if (is_this_builds(module)) return module;
-    tried += "\n  " + path + ": not this build's module (another version or layout)";
-    ::dlclose(handle);
-  }
-  return fail("the HTTP transport module (" + std::string(kHttpModuleFile) +
-              ", needed by HTTP model providers) could not be loaded:" + tried);
+  return modules::open_module<HttpModule>(kHttpModuleFile, MOAT_HTTP_MODULE_DIR, kHttpModuleSymbol,
+                                          is_this_builds,
+                                          std::string("HTTP transport module (") + kHttpModuleFile +
+                                              ", needed by HTTP model providers)");
 }
 
 const Result<const HttpModule*>& loaded_module() {
