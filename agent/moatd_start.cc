@@ -30,8 +30,8 @@ void add_moatd_pass_through(CLI::App& cmd, MoatdPassThrough& o) {
       ->allow_extra_args(false);
   cmd.add_flag("--private", o.private_moatd,
                "Start a moatd of this command's own, not the resident one under "
-               "$XDG_RUNTIME_DIR/moat (options that only a private moatd takes, such as --policy, "
-               "--audit-dir or --permissive, choose one too)");
+               "$XDG_RUNTIME_DIR/moat (an option only a private moatd takes, such as --policy or "
+               "--audit-dir, chooses one too)");
 }
 
 namespace {
