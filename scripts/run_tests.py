@@ -46,9 +46,15 @@ def count_xml(path, label, counts, failures):
         return
     for case in root.iter("testcase"):
         name = f"{label}: {case.get('classname')}.{case.get('name')}"
-        if case.find("failure") is not None or case.find("error") is not None:
+        failed = case.find("failure")
+        if failed is None:
+            failed = case.find("error")
+        if failed is not None:
             counts["failed"] += 1
             failures.append(name)
+            # The binary's output is cut to its tail below; the failure's own text is kept here.
+            text = failed.get("message") or failed.text or ""
+            print(f"--- {name} failed:\n{text[:4000]}", flush=True)
         elif case.get("result") == "skipped" or case.find("skipped") is not None:
             counts["skipped"] += 1
         elif case.get("status") == "notrun" or case.get("result") == "suppressed":
