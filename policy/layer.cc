@@ -21,6 +21,7 @@
 #include "policy/file_limits.h"
 #include "policy/globs.h"
 #include "policy/mcp_import.h"
+#include "policy/parse_cache.h"
 #include "policy/paths.h"
 #include "policy/toml_load.h"
 
@@ -29,10 +30,7 @@ namespace {
 
 Result<std::string> read_file(const std::string& path) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDONLY | O_NOCTTY | O_NOFOLLOW));
-  auto text = sys::read_to_end(fd.get(), kMaxPolicyFileBytes);
-  if (!text && text.error().code == EFBIG) return fail(path + ":1:1: file is larger than 1 MiB");
-  if (!text) return fail(Error::from_errno("read", text.error().code, path));
-  return text;
+  return read_policy_text(fd.get(), path);
 }
 
 // *.toml in `dir`, sorted by name (00-org.toml before 10-team.toml); a missing dir is empty.
@@ -62,17 +60,40 @@ std::string absolute_file(const std::string& path) {
   return lexical_absolute(path, ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "/");
 }
 
+// Read and parsed again only when the file changed since its last parse (parse_cache.h).
 Result<PolicyFile> parse_file(const std::string& path, bool strict,
                               std::vector<std::string>* notices, bool repository = false) {
-  MOAT_ASSIGN_OR_RETURN(std::string text, read_file(path));
   ParseOptions po;
   po.file = absolute_file(path);
   po.unknown_keys_are_errors = strict;
   po.repository = repository;
-  MOAT_ASSIGN_OR_RETURN(PolicyFile p, parse_policy_text(text, po, notices));
-  p.sha256 = sha256_hex(text);
-  if (p.layer.name.empty()) p.layer.name = std::string(base_name(path));
-  return p;
+  auto parse = [&po, &path](std::string_view text) -> Result<ParsedFile> {
+    ParsedFile out;
+    MOAT_ASSIGN_OR_RETURN(out.file, parse_policy_text(text, po, &out.notices));
+    out.file.sha256 = sha256_hex(text);
+    if (out.file.layer.name.empty()) out.file.layer.name = std::string(base_name(path));
+    return out;
+  };
+  const std::string key = std::string(strict ? "strict" : "lenient") +
+                          (repository ? ",repository" : "");
+  MOAT_ASSIGN_OR_RETURN(ParsedFile parsed, parse_file_cached(po.file, key, parse));
+  if (notices != nullptr)
+    notices->insert(notices->end(), parsed.notices.begin(), parsed.notices.end());
+  return std::move(parsed.file);
+}
+
+// The built-in default's parse: its text is compiled in, so it is parsed once per process.
+Result<PolicyFile> builtin_default_file() {
+  static const Result<PolicyFile> parsed = [] {
+    ParseOptions po;
+    po.file = kBuiltinDefaultFile;
+    auto p = parse_policy_text(builtin_default_policy_text(), po, nullptr);
+    if (!p) return p;
+    p->sha256 = sha256_hex(builtin_default_policy_text());
+    p->layer.name = p->layer.name.empty() ? "default" : p->layer.name;
+    return p;
+  }();
+  return parsed;
 }
 
 Result<void> load_dir(const std::string& dir, const std::string& kind, bool strict,
@@ -271,12 +292,7 @@ Result<std::vector<LoadedLayer>> load_layers(const LoadOptions& o,
   // The built-in default is the policy of a person's own machine; an organisation's
   // system layer replaces it (otherwise its asks could never be loosened by anyone).
   if (o.use_builtin_default && layers.empty()) {
-    ParseOptions po;
-    po.file = kBuiltinDefaultFile;
-    MOAT_ASSIGN_OR_RETURN(PolicyFile p,
-                          parse_policy_text(builtin_default_policy_text(), po, notices));
-    p.sha256 = sha256_hex(builtin_default_policy_text());
-    p.layer.name = p.layer.name.empty() ? "default" : p.layer.name;
+    MOAT_ASSIGN_OR_RETURN(PolicyFile p, builtin_default_file());
     layers.insert(layers.begin(), LoadedLayer{"builtin", std::move(p)});
   }
   bool strict = true;
