@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -147,9 +148,42 @@ struct Flow {
   std::int64_t total = 0;
 };
 
+// Plain HTTP's answer: each response head (the 1xx ones, then the final one) reaches the
+// program as closing_response_head made it, so the program sends no second request on a
+// connection judged for one host (net_request.h). Past the final head, bytes pass untouched.
+struct ResponseHeads {
+  bool active = false;
+  std::string held;  // the start of a head whose empty line has not come yet
+};
+
+// Takes the flow's bytes just read through `h`: complete heads rewritten, an incomplete one
+// held (the flow then has nothing to send until more comes); at the end of the stream what is
+// held goes as it is. False when a head outgrows kMaxRequestHead.
+bool pass_heads(ResponseHeads& h, Flow& f, std::string& why) {
+  h.held.append(f.buf.data() + f.off, f.len);
+  std::string out;
+  for (std::size_t end; h.active && (end = h.held.find("\r\n\r\n")) != std::string::npos;) {
+    const std::string head = h.held.substr(0, end + 4);
+    h.held.erase(0, end + 4);
+    h.active = is_interim_response(head);
+    out += closing_response_head(head);
+  }
+  if (h.active && !f.eof && h.held.size() > kMaxRequestHead) {
+    why = "the server's response head exceeds " + std::to_string(kMaxRequestHead) + " bytes";
+    return false;
+  }
+  if (!h.active || f.eof) out += std::exchange(h.held, {});
+  if (out.size() > f.buf.size()) f.buf.resize(out.size());
+  std::copy(out.begin(), out.end(), f.buf.begin());
+  f.off = 0;
+  f.len = out.size();
+  return true;
+}
+
 // Moves what is ready on one flow; false when the connection must end (error in `why`).
+// `heads`: the server's flow of a plain HTTP request (pass_heads).
 bool step(Flow& f, short from_ev, short to_ev, std::atomic<std::int64_t>& session_bytes,
-          std::int64_t max_bytes, std::string& why) {
+          std::int64_t max_bytes, std::string& why, ResponseHeads* heads = nullptr) {
   if (f.len == 0 && !f.eof && (from_ev & (POLLIN | POLLHUP | POLLERR))) {
     const ssize_t n = ::read(f.from, f.buf.data(), f.buf.size());
     if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
@@ -162,6 +196,7 @@ bool step(Flow& f, short from_ev, short to_ev, std::atomic<std::int64_t>& sessio
       f.off = 0;
       f.len = static_cast<std::size_t>(n);
     }
+    if (n >= 0 && heads != nullptr && heads->active && !pass_heads(*heads, f, why)) return false;
   }
   if (f.len > 0 && (to_ev & (POLLOUT | POLLERR | POLLHUP))) {
     const ssize_t n = ::send(f.to, f.buf.data() + f.off, f.len, MSG_NOSIGNAL);
@@ -181,10 +216,11 @@ bool step(Flow& f, short from_ev, short to_ev, std::atomic<std::int64_t>& sessio
 
 // Relays until both directions ended, the idle timeout, the byte limit or the stop event.
 // `first` is sent to the server before anything else (the rewritten head, what followed it).
-void relay(int client, int upstream, const std::string& first, int stop_fd,
+void relay(int client, int upstream, const std::string& first, bool plain_http, int stop_fd,
            const NetProxyOptions& o, std::atomic<std::int64_t>& session_bytes, Outcome& out) {
   set_nonblocking(client);
   Flow up{client, upstream}, down{upstream, client};
+  ResponseHeads heads{plain_http, {}};
   if (first.size() > up.buf.size()) up.buf.resize(first.size());
   std::copy(first.begin(), first.end(), up.buf.begin());
   up.len = first.size();
@@ -203,7 +239,7 @@ void relay(int client, int upstream, const std::string& first, int stop_fd,
     if (n == 0) out.error = "idle for " + std::to_string(o.idle_s) + " s (resources.network_idle)";
     if (n <= 0 || p[2].revents) break;
     if (!step(up, p[0].revents, p[1].revents, session_bytes, o.max_bytes, out.error) ||
-        !step(down, p[1].revents, p[0].revents, session_bytes, o.max_bytes, out.error))
+        !step(down, p[1].revents, p[0].revents, session_bytes, o.max_bytes, out.error, &heads))
       break;
   }
   out.record["bytes_up"] = up.total;
@@ -326,8 +362,8 @@ void connect_and_relay(int client, const ProxyRequest& req, const std::string& r
   }
   if (req.socks5) send_text(client, socks5_reply(SocksReply::kSucceeded));
   else if (req.tunnel) send_text(client, "HTTP/1.1 200 Connection established\r\n\r\n");
-  relay(client, upstream->get(), req.tunnel ? rest : req.upstream_head + rest, stop_fd, o,
-        session_bytes, out);
+  relay(client, upstream->get(), req.tunnel ? rest : req.upstream_head + rest, !req.tunnel,
+        stop_fd, o, session_bytes, out);
 }
 
 // Exactly n bytes from the program within the timeout.

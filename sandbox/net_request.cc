@@ -135,6 +135,23 @@ Result<void> read_forward(std::string_view target, std::string_view version,
 
 }  // namespace
 
+std::string closing_response_head(std::string_view head) {
+  const std::vector<std::string_view> lines = split_lines(head);
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string name = lower(lines[i].substr(0, lines[i].find(':')));
+    if (i > 0 && (name == "connection" || name == "keep-alive" || name == "proxy-connection"))
+      continue;
+    out.append(lines[i]).append("\r\n");
+  }
+  return out + "Connection: close\r\n\r\n";
+}
+
+bool is_interim_response(std::string_view head) {
+  const auto sp = head.find(' ');
+  return sp != std::string_view::npos && sp + 1 < head.size() && head[sp + 1] == '1';
+}
+
 Result<ProxyRequest> parse_proxy_request(std::string_view head) {
   const std::vector<std::string_view> lines = split_lines(head);
   if (lines.empty()) return fail("empty request");

@@ -24,6 +24,16 @@ struct ProxyRequest {
   std::string upstream_head;
 };
 
+// A response head from the server of a plain HTTP request (status line to the empty line),
+// as the program gets it: the server's Connection, Keep-Alive and Proxy-Connection headers
+// dropped and "Connection: close" added. The proxy judged the connection for one host, and the
+// server was asked to close after one request; one that keeps the connection open anyway must
+// not lead the program to send its next request, maybe for another host, on this connection
+// (RFC 9112 9.6: no request after a close): it opens a new one, judged on its own.
+std::string closing_response_head(std::string_view head);
+// Whether a response head is an interim one (1xx): the final head follows it.
+bool is_interim_response(std::string_view head);
+
 // Parses a head ending in an empty line. CONNECT takes "host:port"; other methods an
 // absolute "http://host[:port]/path" (its Host header, if any, must name the same host) or
 // an origin-form path with a Host header. Errors name what was wrong and what is accepted.

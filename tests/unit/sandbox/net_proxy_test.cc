@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -165,6 +166,83 @@ TEST_F(NetProxyLimits, AnIdleConnectionIsClosedWithARecord) {
   EXPECT_EQ(read_all(c.get()).rfind("HTTP/1.1 400", 0), 0u);
   json r = wait_record(1);
   EXPECT_NE(r.value("error", "").find("no request head in time"), std::string::npos) << r.dump();
+}
+
+// An HTTP server on the host's loopback that keeps every connection open whatever the request
+// says (Connection: close included) and answers each request on it with `body`.
+class KeepAliveServer {
+ public:
+  explicit KeepAliveServer(std::string body) : body_(std::move(body)) {
+    fd_ = testing::listen_on_free_port(&port_);
+    thread_ = std::thread([this] {
+      std::vector<std::thread> served;
+      for (;;) {
+        UniqueFd c(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c.valid()) break;
+        served.emplace_back([this, c = std::move(c)] { serve(c.get()); });
+      }
+      for (std::thread& t : served) t.join();
+    });
+  }
+  ~KeepAliveServer() {
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  void serve(int c) {
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: " +
+                               std::to_string(body_.size()) +
+                               "\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n" + body_;
+    std::string in;
+    char buf[4096];
+    pollfd p{c, POLLIN, 0};
+    while (poll(&p, 1, 5000) > 0) {
+      const ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0) return;
+      in.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
+        in.erase(0, end + 4);
+        (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+    }
+  }
+  std::string body_;
+  UniqueFd fd_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// curl's stdout for `args` (its proxy variables unset), "" when it did not run.
+std::string curl_output(const std::string& args) {
+  const std::string cmd = "env -u http_proxy -u HTTP_PROXY -u no_proxy -u NO_PROXY -u all_proxy "
+                          "-u ALL_PROXY curl -s --max-time 20 " + args + " 2>&1";
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    ::pclose(f);
+  }
+  return out;
+}
+
+// Two plain HTTP requests for two hosts, which curl would send on one proxy connection when the
+// first server keeps it open: each reaches its own host, judged and recorded on its own. Before,
+// the second went, unjudged, to the first host (its answer came from A).
+TEST_F(NetProxyLimits, EachPlainHttpRequestOfAKeepAliveClientIsJudgedForItsOwnHost) {
+  if (::system("curl --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed";
+  KeepAliveServer a("from A"), b("from B");
+  start({});
+  const std::string out = curl_output(
+      "-x http://127.0.0.1:" + std::to_string(proxy_port_) + " http://local.test:" +
+      std::to_string(a.port()) + "/x http://127.0.0.1:" + std::to_string(b.port()) + "/y");
+  EXPECT_EQ(out, "from Afrom B");
+  const json first = wait_record(1), second = wait_record(2);
+  std::vector<std::string> hosts = {first.value("host", ""), second.value("host", "")};
+  std::sort(hosts.begin(), hosts.end());
+  EXPECT_EQ(hosts, (std::vector<std::string>{"127.0.0.1", "local.test"}))
+      << first.dump() << "\n" << second.dump();
 }
 
 // A server on 0.0.0.0 (every address of the host), as a host service often is: it counts the
