@@ -27,6 +27,7 @@
 #include "policy/mcp_servers.h"
 #include "policy/policy.h"
 #include "policy/toml_load.h"
+#include "sessions/jsonl.h"
 #include "sandbox/protocol.h"
 #include "tools/mcp_client.h"
 #include "tools/mcp_names.h"
@@ -46,6 +47,8 @@ struct McpArgs {
   bool json = false;
   bool no_start = false;  // list: only what the layers declare
   bool headless = false;  // decide as a headless run (ask becomes deny)
+  std::string call;       // test --call: a tool to call once listed (its name or mcp__S__T)
+  std::string call_args = "{}";
 };
 
 // A declared server and whether a session would run it.
@@ -59,8 +62,18 @@ struct Listed {
 struct Probe {
   bool started = false;
   std::string error;
-  mcp::ServerInfo info;
-  std::vector<mcp::ToolInfo> tools;
+  mcp::ServerInfo info;              // a stdio server's initialize answer
+  std::vector<mcp::ToolInfo> tools;  // a stdio server's tools/list
+  json hosted_tools;                 // a url server's, as moatd's welcome reports them
+  json proxy;                        // a url server's: the proxy's decision on its connection
+  json call;                         // --call's result, or why it was refused
+};
+
+// What the policy and the session's proxy take: the --call tool and its arguments.
+struct CallRequest {
+  const policy::Policy& policy;
+  std::string tool;  // as the server names it
+  json args;
 };
 
 void add_flags(CLI::App* cmd, McpArgs& a) {
@@ -128,14 +141,12 @@ std::vector<Listed> untrusted_servers(const policy::ProjectTrust& t, std::vector
   return out;
 }
 
-// The person's values of the variables a server may have (its env names; unset ones are left
-// out): nothing else of this environment reaches the sandbox.
-std::map<std::string, std::string> server_env(const policy::McpServerConfig& s) {
-  std::map<std::string, std::string> env;
-  for (const auto& name : s.env)
-    if (const char* v = std::getenv(name.c_str())) env[name] = v;
-  return env;
-}
+
+struct Loaded {
+  std::string workspace;
+  std::unique_ptr<policy::Policy> policy;
+  std::vector<Listed> servers;
+};
 
 // Each `read` directory bound read-only at its own path (what moatd's host does for it).
 Result<std::vector<sandbox::BindMount>> read_binds(const policy::McpServerConfig& s) {
@@ -150,9 +161,41 @@ Result<std::vector<sandbox::BindMount>> read_binds(const policy::McpServerConfig
   return out;
 }
 
-// Talks MCP to the server on `to`/`from` while moatd runs it: initialize, tools/list, close.
-// `ended` stops the waits when the server's exec has ended (refused, crashed) before answering.
-void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::stop_token ended) {
+json tool_annotations(const mcp::ToolInfo& t) {
+  json annotations = json::object();
+  if (t.annotations.read_only) annotations["readOnlyHint"] = *t.annotations.read_only;
+  if (t.annotations.destructive) annotations["destructiveHint"] = *t.annotations.destructive;
+  return annotations;
+}
+
+// --call on a stdio server: only a tool the policy allows with these arguments (an ask is
+// refused too: moat mcp test asks nobody), called on the client; its result as the model's.
+json call_listed(mcp::Client& client, const Probe& p, const std::string& server,
+                 const CallRequest& c, std::stop_token ended) {
+  const std::string tool = mcp::policy_tool_name(server, c.tool);
+  const mcp::ToolInfo* found = nullptr;
+  for (const auto& t : p.tools)
+    if (t.name == c.tool) found = &t;
+  if (found == nullptr) return {{"tool", tool}, {"refused", "the server lists no such tool"}};
+  const policy::Decision d =
+      c.policy.decide_tool(tool, c.args, policy::tool_hints(tool_annotations(*found)));
+  if (d.verdict != policy::Verdict::kAllow)
+    return {{"tool", tool},
+            {"refused", "the policy's decision is " + std::string(policy::verdict_name(d.verdict)) +
+                            " (rule " + d.deciding.id + ")"}};
+  json out = {{"tool", tool}};
+  auto r = client.call_tool(c.tool, c.args, ended);
+  const tools::ToolResult result =
+      r ? mcp::to_tool_result(*r) : tools::ToolResult::error(r.error().message());
+  out["result"] = result.to_json();
+  return out;
+}
+
+// Talks MCP to the server on `to`/`from` while moatd runs it: initialize, tools/list, the
+// --call if any, close. `ended` stops the waits when the server's exec has ended (refused,
+// crashed) before answering.
+void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::stop_token ended,
+           const CallRequest* call) {
   mcp::ServerLimits limits;
   limits.request_timeout = std::chrono::milliseconds(static_cast<int>(kProbeTimeoutS * 1000));
   auto client = mcp::Client::start(name, std::move(to), std::move(from), limits, ended);
@@ -165,6 +208,7 @@ void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::s
   if (tools) p.tools = std::move(*tools);
   else p.error = tools.error().message();
   p.started = static_cast<bool>(tools);
+  if (p.started && call != nullptr) p.call = call_listed(**client, p, name, *call, ended);
   (*client)->close();  // its stdin closes: the server ends, and so does the exec
 }
 
@@ -175,57 +219,126 @@ std::string result_text(const tools::ToolResult& r) {
   return out;
 }
 
-// A private moatd's session for `s`: its `read` directories bound, no network.
-Result<std::unique_ptr<MoatdClient>> session_for(const McpArgs& a, const std::string& workspace,
-                                                 const policy::McpServerConfig& s) {
+struct Session {
+  std::unique_ptr<MoatdClient> client;
+  Welcome welcome;
+};
+
+// A private moatd's headless session for `s`: its `read` directories bound; the network as
+// `network` asks; the person's variables the trusted servers name, as `moat run` sends them.
+Result<Session> session_for(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
+                            sandbox::NetworkRequest network) {
   MOAT_ASSIGN_OR_RETURN(auto binds, read_binds(s));
   MoatdPassThrough moatd = a.moatd;
   moatd.typed_exec = true;  // a trusted layer's declaration, as a person's typed command
-  MOAT_ASSIGN_OR_RETURN(auto client, start_moatd("", moatd));
+  Session out;
+  MOAT_ASSIGN_OR_RETURN(out.client, start_moatd("", moatd));
+  out.client->set_hello_env(policy::person_env(l.policy->mcp_servers()));
   WelcomeError why;
-  MOAT_TRY(client->hello(workspace, /*headless=*/true, &why, sandbox::NetworkRequest::kOff,
-                         std::move(binds)));
-  return client;
+  MOAT_ASSIGN_OR_RETURN(out.welcome, out.client->hello(l.workspace, /*headless=*/true, &why,
+                                                       network, std::move(binds)));
+  return out;
 }
 
-// Starts `s` in a fresh session of a private moatd: its argv as an exec frame whose stdin and
-// stdout are pipes this side speaks MCP on (its stderr is ours).
-Probe probe(const McpArgs& a, const std::string& workspace, const policy::McpServerConfig& s) {
+// A stdio server started in a fresh session of a private moatd without network: its argv as
+// an exec frame whose stdin and stdout are pipes this side speaks MCP on (its stderr is ours),
+// with the person's variables only a system or user layer's declaration names.
+Probe probe_stdio(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
+                  const CallRequest* call) {
   Probe p;
-  if (s.argv.empty()) {
-    p.error = "an HTTP server (url) is not started by moat yet";
-    return p;
-  }
-  auto client = session_for(a, workspace, s);
+  auto session = session_for(a, l, s, sandbox::NetworkRequest::kOff);
   auto in = sys::make_pipe();
   auto out = sys::make_pipe();
-  if (!client || !in || !out) {
-    p.error = (!client ? client.error() : !in ? in.error() : out.error()).message();
+  if (!session || !in || !out) {
+    p.error = (!session ? session.error() : !in ? in.error() : out.error()).message();
     return p;
   }
-  sandbox::ExecMsg m{"mcp-" + s.name, s.argv, "", server_env(s), kProbeTimeoutS};
+  sandbox::ExecMsg m{"mcp-" + s.name, s.argv, "", policy::person_env({s}), kProbeTimeoutS};
   const int stdio[3] = {in->first.get(), out->second.get(), STDERR_FILENO};
   tools::ToolResult result;
   std::stop_source ended;
   std::thread exec([&] {
-    result = (*client)->exec(m, stdio);
+    result = session->client->exec(m, stdio);
     ended.request_stop();
   });
-  speak(p, s.name, std::move(in->second), std::move(out->first), ended.get_token());
+  speak(p, s.name, std::move(in->second), std::move(out->first), ended.get_token(), call);
   exec.join();
-  client->reset();  // bye: the private moatd writes session.end and exits
+  session->client.reset();  // bye: the private moatd writes session.end and exits
   if (!p.started && result.is_error) p.error += "; the exec: " + result_text(result);
   return p;
+}
+
+// The proxy's decision on a url server's connections: its first `net` record in the session's
+// audit log (each names the server), read once the session ended.
+json proxy_decision(const std::string& audit, const std::string& server) {
+  auto data =
+      audit.empty() ? Result<std::string>(fail("no audit log")) : sessions::read_file(audit);
+  if (!data) return nullptr;
+  for (const sessions::Line& line : sessions::whole_lines(*data)) {
+    const json r = json::parse(line.text, nullptr, false);
+    if (r.is_object() && r.value("type", "") == "net" && r.value("mcp_server", "") == server)
+      return {{"host", r.value("host", "")}, {"port", r.value("port", 0)},
+              {"decision", r.value("decision", "")}, {"rule", r.value("rule", "")}};
+  }
+  return nullptr;
+}
+
+// A url server's status and tools as moatd's session reports them (welcome.mcp_servers, the
+// tools' descriptions from welcome.tools).
+void take_status(Probe& p, const Welcome& w, const std::string& server) {
+  const sandbox::McpServerStatus* st = nullptr;
+  for (const auto& s : w.mcp_servers)
+    if (s.name == server) st = &s;
+  if (st == nullptr) return void(p.error = "mcp server " + server + ": not in moatd's session");
+  p.started = st->state != "failed";
+  p.error = st->error;
+  p.hosted_tools = json::array();
+  for (const auto& t : st->tools) {
+    auto ref = mcp::parse_tool_name(t.name);
+    json row = {{"name", ref ? ref->tool : t.name},
+                {"model_name", t.name},
+                {"decision", t.decision}};
+    for (const auto& spec : w.tools)
+      if (spec.name == t.name) row["description"] = spec.description;
+    p.hosted_tools.push_back(std::move(row));
+  }
+}
+
+// --call on a url server: a call frame to moatd's session, which decides it (headless: an ask
+// is refused) and calls the server.
+json call_hosted(MoatdClient& client, const std::string& server, const CallRequest& c) {
+  auto model = mcp::model_tool_name(server, c.tool);
+  const std::string tool = mcp::policy_tool_name(server, c.tool);
+  if (!model) return {{"tool", tool}, {"refused", model.error().message()}};
+  const tools::ToolResult r = client.call("mcp-test-call", *model, c.args, nullptr, {});
+  return {{"tool", tool}, {"result", r.to_json()}};
+}
+
+// A url server started by moatd's own host in a headless session of a private moatd with the
+// network the policy's [[network]] rules grant (the connection goes through the session's
+// proxy), read from the welcome's status; then the proxy's decision from the audit log.
+Probe probe_url(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
+                const CallRequest* call) {
+  Probe p;
+  auto session = session_for(a, l, s, sandbox::NetworkRequest::kAsPolicyGrants);
+  if (!session) return p.error = session.error().message(), p;
+  take_status(p, session->welcome, s.name);
+  if (p.started && call != nullptr) p.call = call_hosted(*session->client, s.name, *call);
+  session->client.reset();  // bye: the private moatd writes session.end and exits
+  p.proxy = proxy_decision(session->welcome.audit, s.name);
+  return p;
+}
+
+Probe probe(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
+            const CallRequest* call = nullptr) {
+  return s.url.empty() ? probe_stdio(a, l, s, call) : probe_url(a, l, s, call);
 }
 
 // One tool as listed: the name the model would call, or why it is not offered, and its decision.
 json tool_json(const policy::Policy& policy, const std::string& server, const mcp::ToolInfo& t) {
   const std::string rule_name = mcp::policy_tool_name(server, t.name);
-  json annotations = json::object();
-  if (t.annotations.read_only) annotations["readOnlyHint"] = *t.annotations.read_only;
-  if (t.annotations.destructive) annotations["destructiveHint"] = *t.annotations.destructive;
   const policy::Decision d = policy.decide_tool(rule_name, json::object(),
-                                                policy::tool_hints(annotations));
+                                                policy::tool_hints(tool_annotations(t)));
   json out = {{"name", t.name}, {"policy_name", rule_name}, {"decision", policy::verdict_name(d.verdict)},
               {"rule", d.deciding.id}, {"description", t.description}};
   auto model = mcp::model_tool_name(server, t.name);
@@ -247,7 +360,10 @@ json server_json(const Listed& l) {
 void add_probe(json& j, const policy::Policy& policy, const Probe& p, const std::string& name) {
   j["started"] = p.started;
   if (!p.error.empty()) j["error"] = p.error;
+  if (!p.proxy.is_null()) j["proxy"] = p.proxy;
+  if (!p.call.is_null()) j["call"] = p.call;
   if (!p.started) return;
+  if (!p.hosted_tools.is_null()) return void(j["tools"] = p.hosted_tools);
   j["server_info"] = {{"name", p.info.name}, {"version", p.info.version},
                       {"protocol_version", p.info.protocol_version}};
   j["tools"] = json::array();
@@ -266,6 +382,21 @@ void print_tools(const json& tools) {
   }
 }
 
+void print_proxy(const json& p) {
+  std::printf("    proxy: %s %s:%d (rule %s)\n", text_of(p, "decision").c_str(),
+              text_of(p, "host").c_str(), p.value("port", 0), text_of(p, "rule").c_str());
+}
+
+// --call's result, its text blocks as the model would read them, escaped.
+void print_call(const json& c) {
+  if (c.contains("refused"))
+    return void(std::printf("    call %s refused: %s\n", text_of(c, "tool").c_str(),
+                            text_of(c, "refused").c_str()));
+  const tools::ToolResult r = tools::ToolResult::from_json(c.value("result", json::object()));
+  std::printf("    call %s%s: %s\n", text_of(c, "tool").c_str(), r.is_error ? " (error)" : "",
+              visible(result_text(r)).c_str());
+}
+
 // One server a paragraph: name, layer, trust, source; its command; why it does not run or did
 // not start; its tools with their decisions. Server text is untrusted: visible() shows it.
 void print_text(const json& servers) {
@@ -277,8 +408,10 @@ void print_text(const json& servers) {
                 s["trusted"].get<bool>() ? "trusted" : "untrusted", text_of(s, "source").c_str(),
                 visible(what).c_str());
     if (s.contains("skipped")) std::printf("    not run: %s\n", text_of(s, "skipped").c_str());
+    if (s.contains("proxy")) print_proxy(s["proxy"]);
     if (s.contains("error")) std::printf("    did not start: %s\n", text_of(s, "error").c_str());
     print_tools(s.value("tools", json::array()));
+    if (s.contains("call")) print_call(s["call"]);
   }
 }
 
@@ -294,12 +427,6 @@ std::vector<Listed> declared(const policy::Policy& p, const policy::LoadOptions&
     for (auto& l : untrusted_servers(*trust, notes)) out.push_back(std::move(l));
   return out;
 }
-
-struct Loaded {
-  std::string workspace;
-  std::unique_ptr<policy::Policy> policy;
-  std::vector<Listed> servers;
-};
 
 Result<Loaded> load(const McpArgs& a) {
   Loaded l;
@@ -338,7 +465,7 @@ void add_list(CLI::App* group, int& exit_code) {
     for (const auto& s : l->servers) {
       servers.push_back(server_json(s));
       if (s.trusted && !a->no_start)
-        add_probe(servers.back(), *l->policy, probe(*a, l->workspace, s.config), s.config.name);
+        add_probe(servers.back(), *l->policy, probe(*a, *l, s.config), s.config.name);
     }
     print(*a, servers);
   });
@@ -350,10 +477,15 @@ void add_test(CLI::App* group, int& exit_code) {
       "test", "Start one MCP server in a sandbox through moatd, initialize it, list its tools "
               "with the decision each would get, and end it");
   cmd->footer(
-      "Exit codes: 0 the server started and listed its tools, 1 it did not (the reason is "
-      "printed), 2 usage or configuration error (no such server, or it would not run).");
+      "Exit codes: 0 the server started and listed its tools (and --call's tool ran without "
+      "error), 1 it did not (the reason is printed),"
+      " 2 usage or configuration error (no such server, or it would not run).");
   add_flags(cmd, *a);
   cmd->add_option("name", a->name, "The server's name ([[mcp.server]] name)")->required();
+  cmd->add_option("--call", a->call,
+                  "Then call this tool (as the server names it) once, if the policy allows it "
+                  "with --args (an ask is refused: nobody is asked), and print its result");
+  cmd->add_option("--args", a->call_args, "--call's arguments, a JSON object [default: {}]");
   cmd->callback([a, &exit_code] {
     auto l = load(*a);
     const Listed* found = nullptr;
@@ -371,10 +503,20 @@ void add_test(CLI::App* group, int& exit_code) {
       return;
     }
     json server = server_json(*found);
-    const Probe p = probe(*a, l->workspace, found->config);
+    const json args = json::parse(a->call_args, nullptr, false);
+    if (!args.is_object()) {
+      std::fprintf(stderr, "moat mcp test: --args %s: expected a JSON object of the tool's "
+                           "arguments\n", visible(a->call_args).c_str());
+      exit_code = kExitUsage;
+      return;
+    }
+    const CallRequest call{*l->policy, a->call, args};
+    const Probe p = probe(*a, *l, found->config, a->call.empty() ? nullptr : &call);
     add_probe(server, *l->policy, p, found->config.name);
     print(*a, json::array({server}));
-    exit_code = p.started ? kExitDone : kExitTaskFailed;
+    const bool call_failed = !p.call.is_null() && (p.call.contains("refused") ||
+                                                   p.call["result"].value("isError", true));
+    exit_code = p.started && !call_failed ? kExitDone : kExitTaskFailed;
   });
 }
 

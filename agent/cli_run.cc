@@ -319,16 +319,10 @@ std::map<std::string, std::string> mcp_env_for_hello(const MoatdPassThrough& m) 
   lo.system_dir = dirs::or_default(m.system_policy_dir, dirs::system_policy());
   lo.user_dir = dirs::or_default(m.user_policy_dir, dirs::user_policy());
   lo.use_builtin_default = false;
-  std::map<std::string, std::string> env;
   auto layers = policy::load_layers(lo, nullptr);
   auto servers = layers ? policy::effective_mcp_servers(*layers, nullptr)
                         : Result<std::vector<policy::McpServerConfig>>(fail(layers.error()));
-  if (!servers) return env;
-  for (const policy::McpServerConfig& c : *servers)
-    for (const std::string& name : c.env)
-      if (const char* v = std::getenv(name.c_str()); v != nullptr && policy::takes_person_env(c))
-        env[name] = v;
-  return env;
+  return servers ? policy::person_env(*servers) : std::map<std::string, std::string>{};
 }
 
 Step<Started> start_moatd_session(const RunOptions& o, RunMode mode, const std::string& workspace,

@@ -1,6 +1,7 @@
 // policy/mcp_servers.cc: the effective MCP server list and the annotation hints.
 #include "policy/mcp_servers.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "policy/mcp_import.h"
@@ -72,6 +73,15 @@ ToolHints tool_hints(const nlohmann::json& annotations) {
   h.read_only = flag("readOnlyHint", false);
   h.destructive = !h.read_only && flag("destructiveHint", true);
   return h;
+}
+
+std::map<std::string, std::string> person_env(const std::vector<McpServerConfig>& servers) {
+  std::map<std::string, std::string> env;
+  for (const McpServerConfig& c : servers)
+    for (const std::string& name : c.env)
+      if (const char* v = std::getenv(name.c_str()); v != nullptr && takes_person_env(c))
+        env[name] = v;
+  return env;
 }
 
 }  // namespace moat::policy

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,10 @@ ToolHints tool_hints(const nlohmann::json& annotations);
 inline bool takes_person_env(const McpServerConfig& c) {
   return c.layer == "system" || c.layer == "user";
 }
+
+// The values in this process's environment of the names the servers that take the person's
+// variables (takes_person_env) list in `env`; unset names are left out. What `moat run` and
+// `moat mcp test` send in the hello (sandbox::HelloMsg::env): nothing else of it.
+std::map<std::string, std::string> person_env(const std::vector<McpServerConfig>& servers);
 
 }  // namespace moat::policy

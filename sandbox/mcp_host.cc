@@ -263,8 +263,8 @@ Result<void> connect_url(SessionState& session, McpHost::Server& s) {
   audit::McpServer rec = server_record(s, "start");
   MOAT_ASSIGN_OR_RETURN(rec.decision_id, record_start_decision(session, s, rec.call_id));
   MOAT_TRY(session.record(std::string(audit::McpServer::kType), rec.to_json()));
-  auto client = connect_url_server(session.net_proxy.get(), s.config, rec.call_id,
-                                   limits_for(session), s.stopping.get_token());
+  auto client = connect_url_server(session.net_proxy.get(), *session.policy, s.config,
+                                   rec.call_id, limits_for(session), s.stopping.get_token());
   if (!client) {
     rec.event = "exit";
     rec.error = client.error().message();

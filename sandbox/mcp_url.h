@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "policy/mcp_servers.h"
+#include "policy/policy.h"
 #include "tools/mcp_client.h"
 
 namespace moat::sandbox {
@@ -18,10 +19,12 @@ namespace moat::sandbox {
 class NetProxy;
 
 // Connects and initializes. `proxy` null (the session has no network) refuses the server with
-// an error naming the network layer; a connection the proxy refuses fails naming its rule.
-// `call_id` names the server's connections in their `net` records ("mcp:SERVER#N").
+// an error naming the network layer and the rule `policy` decides its host and port by (a
+// headless session's ask is a deny, so it leaves no proxy); a connection the proxy refuses
+// fails naming its rule. `call_id` names the server's connections in their `net` records
+// ("mcp:SERVER#N").
 Result<std::unique_ptr<tools::mcp::Client>> connect_url_server(
-    NetProxy* proxy, const policy::McpServerConfig& config, const std::string& call_id,
-    const tools::mcp::ServerLimits& limits, std::stop_token stop);
+    NetProxy* proxy, const policy::Policy& policy, const policy::McpServerConfig& config,
+    const std::string& call_id, const tools::mcp::ServerLimits& limits, std::stop_token stop);
 
 }  // namespace moat::sandbox

@@ -66,6 +66,11 @@ pid_t start_with_stdio(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, int in_fd, int out_fd,
                        int err_fd);
 
+// A 127.0.0.1 port nothing listens on now (the kernel's pick for a socket then closed), and
+// whether something accepts connections on one: for a test's own server on the host.
+int free_loopback_port();
+bool listening_on_loopback(int port);
+
 // The MCP test server (tests/support/mcp_test_server.cc) as meson builds it, beside moatd's
 // build tree.
 std::string mcp_test_server_bin();

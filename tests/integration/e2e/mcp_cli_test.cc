@@ -1,8 +1,10 @@
 // tests/integration/e2e/mcp_cli_test.cc: `moat mcp list` and `moat mcp test NAME` (issue 29
 // item 6) with the pinned reference servers: every layer's declarations with their source, a
 // repository's shown but not run until trusted, and a server started in a sandbox through moatd
-// with its tools and the decision each would get.
+// with its tools and the decision each would get; a url server reached through the session's
+// proxy under the [[network]] rules; the person's variables only for a trusted layer's server.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -48,14 +50,17 @@ class McpCliTest : public WorkspaceTest {
                         << (with_read ? "read = [\"" + servers_root() + "\"]\n" : "") << rules;
     return file;
   }
-  SplitRun mcp(const std::vector<std::string>& words) {
+  SplitRun mcp(const std::vector<std::string>& words,
+               const std::vector<std::string>& more_env = {}) {
     std::vector<std::string> argv = {moat_bin(), "mcp"};
     argv.insert(argv.end(), words.begin(), words.end());
     const std::vector<std::string> flags = {
         "--system-policy-dir", dir_.path() + "/system", "--user-policy-dir", dir_.path() + "/user",
         "--audit-dir",         dir_.path() + "/audit",  "-C",                ws_};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    return run_split(argv, env(), 120);
+    std::vector<std::string> e = env();
+    e.insert(e.end(), more_env.begin(), more_env.end());
+    return run_split(argv, e, 120);
   }
   static json server_named(const json& out, const std::string& name) {
     for (const auto& s : out.value("servers", json::array()))
@@ -118,6 +123,123 @@ TEST_F(McpCliTest, TestOfAServerThatCannotStartExitsOneNamingTheServer) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("no layer declares a server named 'nosuch'"), std::string::npos)
       << none.err;
+}
+
+// --call: the test server's env tool lists its environment's names. The person's variable
+// reaches the server a user layer declares with `env`; a --policy file's server naming the
+// same variable, and a pinned repository's .mcp.json server setting it, get none of it
+// (policy::takes_person_env).
+TEST_F(McpCliTest, TestPassesAUserLayersServerItsVariablesAndOtherLayersServersNone) {
+  const std::string bin = copy_mcp_test_server(ws_ + "/tools");
+  const std::string declare =
+      "[[mcp.server]]\ncommand = [\"" + bin + "\"]\nenv = [\"MOAT_T_SECRET\"]\n";
+  std::ofstream(dir_.path() + "/user/mcp.toml")
+      << "schema = 1\n\n" << declare << "name = \"mine\"\n\n[[tool]]\nid = \"user.env\"\n"
+      << "decision = \"allow\"\ntool = [\"mcp:mine:env\", \"mcp:cli:env\", \"mcp:repo:env\"]\n";
+  const std::string cli_file = dir_.path() + "/cli.toml";
+  std::ofstream(cli_file) << "schema = 1\n\n" << declare << "name = \"cli\"\n";
+  std::ofstream(ws_ + "/.mcp.json") << json{{"mcpServers",
+                                              {{"repo",
+                                                {{"command", bin},
+                                                 {"args", json::array()},
+                                                 {"env", {{"MOAT_T_SECRET", "from-repo"}}}}}}}}
+                                           .dump();
+  const e2e::Run pinned = run({moat_bin(), "policy", "trust", "--workspace", ws_}, env(), 30);
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.out;
+  auto env_names = [&](const std::string& server) {
+    const SplitRun r = mcp({"test", server, "--call", "env", "--json", "--policy", cli_file},
+                           {"MOAT_T_SECRET=s3cret"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json s = server_named(json::parse(r.out, nullptr, false), server);
+    const json call = s.is_object() ? s.value("call", json::object()) : json::object();
+    EXPECT_FALSE(call.value("/result/isError"_json_pointer, true)) << r.out << r.err;
+    return call.value("/result/content/0/text"_json_pointer, std::string());
+  };
+  EXPECT_NE(env_names("mine").find("\"MOAT_T_SECRET\""), std::string::npos);
+  for (const std::string other : {"cli", "repo"}) {
+    const std::string names = env_names(other);
+    EXPECT_NE(names.find("\"HOME\""), std::string::npos) << other << ": " << names;
+    EXPECT_EQ(names.find("MOAT_T_SECRET"), std::string::npos) << other << " got it: " << names;
+  }
+}
+
+// A url server (issue 29 point 1): server-everything in its Streamable HTTP mode on the host's
+// 127.0.0.1; `moat mcp test|list` reach it as a session does, through the private moatd's
+// session proxy under the user layer's [[network]] rules.
+class McpCliUrlTest : public McpCliTest {
+ protected:
+  void SetUp() override {
+    McpCliTest::SetUp();
+    if (IsSkipped()) return;
+    skip_without_servers();
+    if (IsSkipped()) return;
+    port_ = free_loopback_port();
+    server_ = start({"/usr/bin/node", everything_js(), "streamableHttp"},
+                    dir_.path() + "/server.log", {"PORT=" + std::to_string(port_)});
+    ASSERT_TRUE(eventually([&] { return listening_on_loopback(port_); }))
+        << read_file(dir_.path() + "/server.log");
+  }
+  void TearDown() override {
+    if (server_ > 0) {
+      ::kill(server_, SIGKILL);
+      wait_exit(server_, 10);
+    }
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
+  // The user layer: the server "web" at url(), its echo allowed, and a [[network]] rule
+  // "web-net" deciding `network` for 127.0.0.1 at its port.
+  void user_layer_with(const std::string& network) {
+    std::ofstream(dir_.path() + "/user/mcp.toml")
+        << "schema = 1\n\n[[mcp.server]]\nname = \"web\"\nurl = \"" << url()
+        << "\"\n\n[[tool]]\nid = \"user.echo\"\ndecision = \"allow\"\ntool = \"mcp:web:echo\"\n\n"
+        << "[[network]]\nid = \"web-net\"\ndecision = \"" << network
+        << "\"\ndomains = [\"127.0.0.1\"]\nports = [" << port_ << "]\n";
+  }
+  pid_t server_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(McpCliUrlTest, TestAndListReachAUrlServerThroughTheProxyNamingItsDecisionAndTheTools) {
+  user_layer_with("allow");
+  const SplitRun r =
+      mcp({"test", "web", "--json", "--call", "echo", "--args", R"({"message": "via proxy"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json s = server_named(json::parse(r.out, nullptr, false), "web");
+  EXPECT_EQ(s.value("url", ""), url()) << r.out;
+  EXPECT_TRUE(s.value("started", false)) << r.out;
+  const json proxy = {{"host", "127.0.0.1"}, {"port", port_}, {"decision", "allow"},
+                      {"rule", "web-net"}};
+  EXPECT_EQ(s.value("proxy", json()), proxy) << r.out;
+  json echo;
+  for (const auto& t : s.value("tools", json::array()))
+    if (t.value("name", "") == "echo") echo = t;
+  EXPECT_EQ(echo.value("model_name", ""), "mcp__web__echo") << r.out;
+  EXPECT_EQ(echo.value("decision", ""), "allow") << r.out;
+  EXPECT_NE(s.value("/call/result/content/0/text"_json_pointer, std::string()).find("via proxy"),
+            std::string::npos)
+      << r.out;
+
+  const SplitRun text = mcp({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find(url()), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("proxy: allow 127.0.0.1:" + std::to_string(port_) + " (rule web-net)"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("allow mcp__web__echo"), std::string::npos) << text.out;
+}
+
+// An `ask` [[network]] rule for the server's host: `moat mcp test` asks nobody (its session is
+// headless), so the proxy refuses the connection and the server does not start; the error names
+// the server and the rule.
+TEST_F(McpCliUrlTest, AnAskNetworkRuleRefusesAUrlServerHeadlessNamingTheServerAndTheRule) {
+  user_layer_with("ask");
+  const SplitRun r = mcp({"test", "web", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json s = server_named(json::parse(r.out, nullptr, false), "web");
+  EXPECT_FALSE(s.value("started", true)) << r.out;
+  const std::string error = s.value("error", "");
+  EXPECT_NE(error.find("mcp server web"), std::string::npos) << r.out;
+  EXPECT_NE(error.find("web-net"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -4,9 +4,7 @@
 // it); the real moatd reaches it through the session's proxy, only when a [[network]] rule
 // names 127.0.0.1 and its port, and each connection is a `net` record naming the server.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -26,30 +24,6 @@ namespace fs = std::filesystem;
 std::string everything_js() {
   return env_or("MOAT_BUILD_ROOT", "build") +
          "/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-}
-
-// A port nothing listens on now (the kernel's pick for a socket then closed).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool listening(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return up;
 }
 
 class McpHttpTest : public MoatdProcess {
@@ -72,10 +46,10 @@ class McpHttpTest : public MoatdProcess {
   }
   // server-everything in `mode` (streamableHttp or sse) on 127.0.0.1, its port from PORT.
   void start_server(const std::string& mode) {
-    port_ = free_port();
+    port_ = free_loopback_port();
     server_ = start({"/usr/bin/node", everything_js(), mode}, dir_.path() + "/server.log",
                     {"PORT=" + std::to_string(port_)});
-    ASSERT_TRUE(eventually([&] { return listening(port_); }))
+    ASSERT_TRUE(eventually([&] { return listening_on_loopback(port_); }))
         << read_file(dir_.path() + "/server.log");
   }
   // A user layer declaring the server "web" at `path` on the server's port, allowing its
