@@ -509,6 +509,9 @@ int run_confined(const RunOptions& o, LoopParts& p, EventSink& sink) {
                  welcome.audit.c_str());
   MoatdClient* c = p.moatd.client.get();
   c->set_on_decided([&events](const std::string& id, const json& d) { events.decided(id, d); });
+  c->set_on_mcp_status([&events](const sandbox::McpServerStatus& s) {
+    events.emit({{"type", "mcp_status"}, {"server", s.to_json()}});
+  });
   c->start_reader();  // moatd's frames are read by a thread of their own from here on
   CallTool call_tool = [c, &events](const std::string& id, const std::string& tool,
                                     const json& args, std::stop_token cancel) {

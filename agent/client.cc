@@ -237,6 +237,11 @@ bool MoatdClient::dispatch(sandbox::ServerFrame frame, std::string* why) {
     lock.unlock();  // the callback prints; results and other calls must not wait for it
     cb(progress->chunk);
     return true;
+  } else if (auto* status = std::get_if<sandbox::McpStatusMsg>(&frame)) {
+    if (!on_mcp_status_) return true;
+    lock.unlock();
+    on_mcp_status_(status->server);
+    return true;
   } else if (auto* result = std::get_if<sandbox::ResultMsg>(&frame)) {
     auto it = pending_.find(result->id);
     if (it == pending_.end()) return true;

@@ -79,6 +79,12 @@ class MoatdClient {
     on_decided_ = std::move(f);
   }
 
+  // Each MCP server's state change moatd reports after the welcome (sandbox::McpStatusMsg),
+  // from the reader thread; set before start_reader.
+  void set_on_mcp_status(std::function<void(const sandbox::McpServerStatus&)> f) {
+    on_mcp_status_ = std::move(f);
+  }
+
   // Runs one call and waits for its result; progress chunks go to on_progress (may be
   // called from the reader thread). A stop sends the call's cancel at once (a stop_callback
   // wakes the wait). Thread-safe: calls may run concurrently.
@@ -157,6 +163,7 @@ class MoatdClient {
   std::once_flag reader_once_;
   sandbox::FrameReader frames_;  // hello() and then the reader thread, never both at once
   std::function<void(const std::string& id, const nlohmann::json& decided)> on_decided_;
+  std::function<void(const sandbox::McpServerStatus&)> on_mcp_status_;
   bool ask_typed_exec_ = false;
   std::map<std::string, std::string> hello_env_;
 };

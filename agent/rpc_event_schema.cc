@@ -29,6 +29,7 @@ constexpr EventField kFields[] = {
     {"session", "session_file", S | Z, kAlways},
     {"session", "audit_log", S | Z, kAlways},
     {"session", "mcp_servers", A, kOptional},
+    {"mcp_status", "server", O, kAlways},
     {"turn_start", "turn", I, kAlways},
     {"text_delta", "text", S, kAlways},
     {"answer", "turn", I, kAlways},

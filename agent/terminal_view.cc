@@ -159,6 +159,7 @@ void TerminalView::event(const json& e) {
   if (type == "tool_output") return call_output(e);
   if (type == "tool_call_decision") return call_decided(e);
   if (type == "tool_call_end") return call_ended(e);
+  if (type == "mcp_status") return mcp_changed(e);
   const std::string shown = event_status_lines(e, said_);
   if (type == "error") said_ = str(e, "message");
   // A note or an error: long lines wrap at the terminal's width, at spaces.
@@ -382,8 +383,37 @@ std::string TerminalView::answer(Slash command) const {
   }
 }
 
-// /mcp: the servers moatd ran for the session (welcome, through the session event), each with
-// its state, its log and its tools' decisions. line() shows the servers' text escaped.
+// A server's state changed (moatd's mcp_status frame): its entry of the session event's
+// mcp_servers is replaced, so /mcp shows the latest.
+void TerminalView::mcp_changed(const json& e) {
+  const json server = e.value("server", json::object());
+  if (!server.is_object() || str(server, "name").empty()) return;
+  json& servers = session_["mcp_servers"];
+  if (!servers.is_array()) servers = json::array();
+  for (json& s : servers)
+    if (s.is_object() && str(s, "name") == str(server, "name")) {
+      s = server;
+      return;
+    }
+  servers.push_back(server);
+}
+
+namespace {
+
+// "started", "restarting (restart 2 of 3)", "started (restarted 1 of 3 times)".
+std::string mcp_state_text(const json& s) {
+  const std::string n = std::to_string(num(s, "restarts"));
+  const std::string of = std::to_string(num(s, "max_restarts"));
+  if (str(s, "state") == "restarting") return "restarting (restart " + n + " of " + of + ")";
+  if (num(s, "restarts") > 0) return str(s, "state") + " (restarted " + n + " of " + of + " times)";
+  return str(s, "state");
+}
+
+}  // namespace
+
+// /mcp: the servers moatd ran for the session (welcome, through the session event, then each
+// mcp_status event), each with its state, its log and its tools' decisions. line() shows the
+// servers' text escaped.
 std::string TerminalView::mcp_text() const {
   const json servers = session_.value("mcp_servers", json::array());
   if (!servers.is_array() || servers.empty())
@@ -392,9 +422,11 @@ std::string TerminalView::mcp_text() const {
   for (const json& s : servers) {
     if (!s.is_object()) continue;
     const json tools = s.value("tools", json::array());
-    out += "\n  " + str(s, "name") + " · " + str(s, "state") + " · " +
+    out += "\n  " + str(s, "name") + " · " + mcp_state_text(s) + " · " +
            std::to_string(tools.is_array() ? tools.size() : 0) + " tools · log " + str(s, "log");
     if (!str(s, "error").empty()) out += "\n    error: " + str(s, "error");
+    if (s.contains("tools_changed") && s["tools_changed"] == true)
+      out += "\n    it says its tools changed: this session keeps those it listed at its start";
     for (const json& t : tools.is_array() ? tools : json::array())
       if (t.is_object())
         out += "\n    " + str(t, "name") + " · " + str(t, "decision") +

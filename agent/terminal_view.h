@@ -81,6 +81,7 @@ class TerminalView {
   std::string diff_text() const;
   std::string cost_text() const;
   std::string mcp_text() const;
+  void mcp_changed(const nlohmann::json& e);
   std::string answer(Slash command) const;
   void answered(const nlohmann::json& e);
   void responded(const nlohmann::json& e);

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -48,8 +49,10 @@ struct McpHost::Server {
   int starts = 0;
   std::vector<mcp::ToolInfo> tools;
   std::vector<McpServerStatus::Tool> decided;  // each offerable tool's decision, no args
-  std::string error;  // why it did not start or list its tools at the session's start
   std::stop_source stopping;  // the host's stop: ends a start's wait for the server
+  // Raised by stop_server before it ends the process: that exit is not the server's own.
+  std::atomic<bool> stopped_by_host{false};
+  McpServerStatus shown;  // its state as /mcp shows it, under McpHost::status_mu_
 };
 
 namespace {
@@ -107,6 +110,20 @@ audit::McpServer server_record(const McpHost::Server& s, const char* event) {
   r.log = s.log;
   r.start = s.starts;
   return r;
+}
+
+// How a server's process ended, for its "ended" state.
+std::string ended_how(const Result<tools::ExecStatus>& st) {
+  if (!st) return st.error().message();
+  return st->signal > 0 ? "killed by signal " + std::to_string(st->signal)
+                        : "exited with code " + std::to_string(st->exit_code);
+}
+
+// Why a server is not started again: it ended more often than McpHost::kMaxRestarts allows.
+std::string ended_too_often(const McpHost::Server& s) {
+  return "mcp server " + s.config.name + ": it ended " + std::to_string(s.starts) +
+         " times in this session; it is not started again (at most " +
+         std::to_string(McpHost::kMaxRestarts) + " restarts; its log: " + s.log + ")";
 }
 
 json exit_json(const Result<tools::ExecStatus>& st) {
@@ -194,12 +211,14 @@ void McpHost::start() {
     auto s = std::make_unique<Server>();
     s->config = c;
     s->log = log_path_for(session_, c.name);
+    s->shown = {c.name, "not started", "", s->log, {}, 0, kMaxRestarts};
     std::lock_guard<std::mutex> lock(s->mu);
+    std::string error;  // why it did not start or list its tools
     if (auto up = start_server(*s); !up) {
       MOAT_LOG_ERROR("%s", up.error().message().c_str());
-      s->error = up.error().message();
+      error = up.error().message();
     } else if (auto listed = s->client->list_tools(s->stopping.get_token()); !listed) {
-      s->error = listed.error().message();
+      error = listed.error().message();
       audit::McpServer r = server_record(*s, "list");
       r.error = listed.error().message();
       (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
@@ -208,6 +227,10 @@ void McpHost::start() {
       offer_tools(*s);
     }
     if (c.start != "session") stop_server(*s);  // "on-use": started at its first call
+    report(*s, [&](McpServerStatus& st) { st.tools = s->decided; });
+    // Unless its process already ended on its own (its exec thread said so).
+    if (!error.empty()) set_state(*s, "failed", error);
+    else if (status_of(*s).state == "not started" && c.start == "session") set_state(*s, "started");
     servers_.push_back(std::move(s));
   }
 }
@@ -280,11 +303,7 @@ Result<void> connect_url(SessionState& session, McpHost::Server& s) {
 Result<void> McpHost::start_server(Server& s) {
   if (!s.config.url.empty()) return connect_url(session_, s);
   const std::string who = "mcp server " + s.config.name + ": ";
-  if (s.starts > kMaxRestarts) {
-    return fail(who + "it ended " + std::to_string(s.starts) +
-                " times in this session; it is not started again (at most " +
-                std::to_string(kMaxRestarts) + " restarts; its log: " + s.log + ")");
-  }
+  if (s.starts > kMaxRestarts) return fail(ended_too_often(s));
   if (s.starts > 0 && !backoff(s)) return fail(who + "the session is ending");
   stop_server(s);
   if (!session_.session) return fail(who + "no sandbox session");
@@ -300,6 +319,7 @@ Result<void> McpHost::start_server(Server& s) {
   if (!pipes) return fail(who + pipes.error().message());
   MOAT_TRY(session_.record(std::string(audit::McpServer::kType), rec.to_json()));
   s.kill = std::make_shared<CallCancel>();
+  s.stopped_by_host = false;
   {
     std::lock_guard<std::mutex> lock(s.exit_mu);
     s.exited = false;
@@ -330,6 +350,12 @@ Result<void> McpHost::start_server(Server& s) {
     rec.exit = exit_json(status);
     if (!status) rec.error = status.error().message();
     (void)session_.record(std::string(audit::McpServer::kType), rec.to_json());
+    if (!s.stopped_by_host) {  // it ended on its own: /mcp says so at once
+      if (s.starts > kMaxRestarts)
+        set_state(s, "failed", ended_too_often(s) + ", the last " + ended_how(status));
+      else
+        set_state(s, "ended", ended_how(status) + "; started again at its next call");
+    }
     std::lock_guard<std::mutex> lock(s.exit_mu);
     s.exited = true;
     s.exited_cv.notify_all();
@@ -346,6 +372,7 @@ Result<void> McpHost::start_server(Server& s) {
 }
 
 void McpHost::stop_server(Server& s) {
+  s.stopped_by_host = true;
   if (s.client) s.client->close();  // stdin's end: the spec's shutdown
   if (s.exec.joinable()) {
     std::unique_lock<std::mutex> lock(s.exit_mu);
@@ -389,14 +416,51 @@ std::string McpHost::log_path(const std::string& server) const {
 }
 
 std::vector<McpServerStatus> McpHost::status() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
   std::vector<McpServerStatus> out;
-  for (const auto& s : servers_) {
-    const char* state = !s->error.empty()              ? "failed"
-                        : s->config.start == "session" ? "started"
-                                                       : "not started";
-    out.push_back({s->config.name, state, s->error, s->log, s->decided});
-  }
+  for (const auto& s : servers_) out.push_back(s->shown);
   return out;
+}
+
+void McpHost::set_on_status(std::function<void(const McpServerStatus&)> send) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  on_status_ = std::move(send);
+}
+
+void McpHost::report(Server& s, const std::function<void(McpServerStatus&)>& change) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  McpServerStatus now = s.shown;
+  change(now);
+  if (now == s.shown) return;  // only a change is sent
+  s.shown = now;
+  if (on_status_) on_status_(now);  // under the lock: frames leave in the order of the changes
+}
+
+void McpHost::set_state(Server& s, const char* state, std::string error) {
+  report(s, [&](McpServerStatus& st) {
+    st.state = state;
+    st.error = std::move(error);
+    st.restarts = std::clamp(s.starts - 1, 0, kMaxRestarts);
+  });
+}
+
+Result<void> McpHost::start_for_call(Server& s) {
+  const bool ran = status_of(s).state != "not started";  // it ran (or failed) before
+  if (ran && s.starts <= kMaxRestarts)
+    report(s, [&](McpServerStatus& st) {
+      st.state = "restarting";
+      st.error.clear();
+      st.restarts = s.starts;  // the restart under way
+    });
+  auto up = start_server(s);
+  if (up) set_state(s, "started");
+  else set_state(s, "failed", up.error().message());
+  return up;
+}
+
+McpServerStatus McpHost::status_of(const Server& s) const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return s.shown;
 }
 
 Result<mcp::CallOutcome> McpHost::call(const mcp::ToolRef& ref, const json& arguments,
@@ -409,13 +473,18 @@ Result<mcp::CallOutcome> McpHost::call(const mcp::ToolRef& ref, const json& argu
   std::shared_ptr<mcp::Client> client;
   {
     std::lock_guard<std::mutex> lock(found->mu);
-    if (!found->client || found->client->ended()) MOAT_TRY(start_server(*found));
+    if (!found->client || found->client->ended()) MOAT_TRY(start_for_call(*found));
     client = found->client;
   }
-  return client->call_tool(ref.tool, arguments, stop, std::move(progress));
+  auto outcome = client->call_tool(ref.tool, arguments, stop, std::move(progress));
+  // The session keeps the tools it listed at its start; /mcp says the server's changed.
+  if (client->tools_changed())
+    report(*found, [](McpServerStatus& st) { st.tools_changed = true; });
+  return outcome;
 }
 
 void McpHost::stop() {
+  set_on_status(nullptr);  // the session is ending: its connection takes no more status
   for (const auto& s : servers_) {
     s->stopping.request_stop();
     std::lock_guard<std::mutex> lock(s->mu);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -71,8 +72,12 @@ class McpHost {
   policy::ToolHints hints(const tools::mcp::ToolRef& ref) const;
   // The log file of a server's stderr; "" for an unknown server.
   std::string log_path(const std::string& server) const;
-  // Each stdio server as start() left it, for the welcome (protocol.h McpServerStatus).
+  // Each server's state now, for the welcome (protocol.h McpServerStatus).
   std::vector<McpServerStatus> status() const;
+  // From now on each change of a server's state (started, ended, restarting, failed, said its
+  // tools changed) is passed to `send`, only when it differs from the last state (McpStatusMsg).
+  // Called once the welcome is out; stop() drops it first.
+  void set_on_status(std::function<void(const McpServerStatus&)> send);
 
   // Calls the tool on its server (started again first if it ended and the bound allows).
   // An error names the server: it ended, it hung (the client's request timeout: the session's
@@ -89,6 +94,14 @@ class McpHost {
 
  private:
   Result<void> start_server(Server& s);
+  // start_server for a call, its state reported before (restarting) and after (started, failed).
+  Result<void> start_for_call(Server& s);
+  // Applies `change` to a server's shown state; sends the result when it differs and a sender
+  // is set.
+  void report(Server& s, const std::function<void(McpServerStatus&)>& change);
+  // Its state and error, its restarts used so far.
+  void set_state(Server& s, const char* state, std::string error = "");
+  McpServerStatus status_of(const Server& s) const;
   void stop_server(Server& s);
   void offer_tools(Server& s);
   // Waits the restart's backoff; false when the host's stop ended the wait.
@@ -100,6 +113,8 @@ class McpHost {
   std::vector<std::unique_ptr<Server>> servers_;
   std::vector<tools::ToolSpec> specs_;
   std::size_t schema_bytes_ = 0;  // of the offered tools' inputSchemas
+  mutable std::mutex status_mu_;  // each server's state fields and on_status_; in send order
+  std::function<void(const McpServerStatus&)> on_status_;
 };
 
 // `binds` and, read-only at the same path, each `read` directory of the policy's MCP servers

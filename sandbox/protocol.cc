@@ -297,7 +297,7 @@ static_assert(std::variant_size_v<ClientFrame> == std::size_t(ClientMessage::kEx
 static_assert(
     std::is_same_v<std::variant_alternative_t<std::size_t(ClientMessage::kAnswer), ClientFrame>,
                    AnswerMsg>);
-static_assert(std::variant_size_v<ServerFrame> == std::size_t(ServerMessage::kAttached) + 1);
+static_assert(std::variant_size_v<ServerFrame> == std::size_t(ServerMessage::kMcpStatus) + 1);
 static_assert(
     std::is_same_v<std::variant_alternative_t<std::size_t(ServerMessage::kError), ServerFrame>,
                    ErrorMsg>);
@@ -574,8 +574,40 @@ json McpServerStatus::to_json() const {
           {"state", state},
           {"error", cut_utf8(error, kMaxErrorMessageBytes - 3)},  // with its "..."
           {"log", log},
-          {"tools", list}};
+          {"tools", list},
+          {"restarts", restarts},
+          {"max_restarts", max_restarts},
+          {"tools_changed", tools_changed}};
 }
+
+namespace {
+
+// McpServerStatus's state and restart counts: one of kMcpStates, 0 <= restarts <=
+// max_restarts <= kMaxMcpRestartsShown.
+Result<void> check_mcp_state(const json& j, const std::string& where, McpServerStatus& s) {
+  MOAT_TRY(optional_fields(j, where, {{"restarts", kInt}, {"max_restarts", kInt},
+                                      {"tools_changed", kBool}}));
+  if (std::find(std::begin(kMcpStates), std::end(kMcpStates), s.state) == std::end(kMcpStates))
+    return fail("'" + where +
+                "' frame field 'state' must be one of \"started\", \"not started\", \"ended\", "
+                "\"restarting\", \"failed\"");
+  const auto count = [&](const char* field, int& out) -> Result<void> {
+    const std::int64_t n = j.value(field, std::int64_t{0});
+    if (n < 0 || n > kMaxMcpRestartsShown)
+      return fail("'" + where + "' frame field '" + field + "' must be 0 to " +
+                  std::to_string(kMaxMcpRestartsShown));
+    out = static_cast<int>(n);
+    return {};
+  };
+  MOAT_TRY(count("restarts", s.restarts));
+  MOAT_TRY(count("max_restarts", s.max_restarts));
+  if (s.restarts > s.max_restarts)
+    return fail("'" + where + "' frame field 'restarts' must be at most its 'max_restarts'");
+  s.tools_changed = j.value("tools_changed", false);
+  return {};
+}
+
+}  // namespace
 
 Result<McpServerStatus> McpServerStatus::from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return fail(where + " must be an object");
@@ -587,6 +619,7 @@ Result<McpServerStatus> McpServerStatus::from_json(const json& j, const std::str
   MOAT_TRY(require_at_most(j, where, "log", kMaxPathBytes));
   McpServerStatus s{j.at("name").get<std::string>(), j.at("state").get<std::string>(),
                     string_or(j, "error"), string_or(j, "log"), {}};
+  MOAT_TRY(check_mcp_state(j, where, s));
   const json tools = j.value("tools", json::array());
   if (tools.size() > kMaxMcpStatusTools)
     return fail(where + " field 'tools' holds " + std::to_string(tools.size()) +
@@ -600,6 +633,15 @@ Result<McpServerStatus> McpServerStatus::from_json(const json& j, const std::str
     s.tools.push_back({t.at("name").get<std::string>(), t.at("decision").get<std::string>()});
   }
   return s;
+}
+
+json McpStatusMsg::to_json() const { return {{"type", kType}, {"server", server.to_json()}}; }
+
+Result<McpStatusMsg> McpStatusMsg::from_json(const json& m) {
+  MOAT_TRY(require_fields(m, kType, {{"server", kObj}}));
+  MOAT_ASSIGN_OR_RETURN(McpServerStatus s,
+                        McpServerStatus::from_json(m.at("server"), "mcp_status.server"));
+  return McpStatusMsg{std::move(s)};
 }
 
 json WelcomeMsg::to_json() const {

@@ -46,6 +46,8 @@ inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
 // welcome.mcp_servers: the policy's bound on servers, the MCP client's on one server's tools.
 inline constexpr std::size_t kMaxMcpStatusServers = 32;
 inline constexpr std::size_t kMaxMcpStatusTools = 256;
+// A status's restart counts: McpHost::kMaxRestarts is 3; a client takes up to this many.
+inline constexpr int kMaxMcpRestartsShown = 64;
 // Calls running at once on one connection (each holds a thread and its arguments), and
 // the bytes of those calls' frames together.
 inline constexpr std::size_t kMaxConcurrentCalls = 64;
@@ -248,15 +250,39 @@ struct McpServerStatus {
     bool operator==(const Tool&) const = default;
   };
   std::string name;
-  // "started"; "not started" (start = "on-use": listed, then stopped until its first call);
-  // "failed" (it did not start or list its tools: `error` says why, its log says more).
+  // One of kMcpStates: "started"; "not started" (start = "on-use": listed, then stopped until
+  // its first call); "ended" (it exited or its connection ended: `error` says how; started
+  // again at its next call); "restarting" (restart `restarts` of `max_restarts` under way);
+  // "failed" (it did not start or list its tools, or ended too often: `error` says why, its
+  // log says more).
   std::string state;
   std::string error;  // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
   std::string log;    // its stderr's file, at most kMaxPathBytes
   std::vector<Tool> tools;  // every tool it listed that has a model name, at most 256
+  // Restarts used so far in the session, of at most `max_restarts` (both 0 to
+  // kMaxMcpRestartsShown; optional, default 0).
+  int restarts = 0;
+  int max_restarts = 0;
+  // The server said its tools changed (notifications/tools/list_changed) after they were
+  // listed: the session keeps offering those it listed at its start. Optional, default false.
+  bool tools_changed = false;
   bool operator==(const McpServerStatus&) const = default;
   nlohmann::json to_json() const;
   static Result<McpServerStatus> from_json(const nlohmann::json& j, const std::string& where);
+};
+
+// McpServerStatus::state's words (the decoder refuses any other).
+inline constexpr const char* kMcpStates[] = {"started", "not started", "ended", "restarting",
+                                             "failed"};
+
+// Unasked, after the welcome: one MCP server's state changed (it started, ended, is restarting,
+// failed, or said its tools changed). Sent only on a change, so at most a few per server start
+// (McpHost::kMaxRestarts bounds the starts): the terminal's /mcp shows the latest.
+struct McpStatusMsg {
+  static constexpr const char* kType = "mcp_status";
+  McpServerStatus server;
+  nlohmann::json to_json() const;
+  static Result<McpStatusMsg> from_json(const nlohmann::json& m);
 };
 
 struct WelcomeMsg {
@@ -308,7 +334,7 @@ struct AskMsg {  // on the console channel only
 struct ErrorMsg {
   static constexpr const char* kType = "error";
   std::string message;            // encoded cut to kMaxErrorMessageBytes at a UTF-8 boundary
-  std::string code = "protocol";  // protocol, workspace, policy, sandbox, audit, console
+  std::string code = "protocol";  // protocol, workspace, policy, sandbox, audit, console, quota
   std::string id;                 // optional: the call it is about (cut to kMaxCallIdBytes)
   nlohmann::json to_json() const;
   static Result<ErrorMsg> from_json(const nlohmann::json& m);
@@ -325,7 +351,8 @@ struct AttachedMsg {  // moatd's reply to an accepted console frame
 using ClientFrame =
     std::variant<HelloMsg, CallMsg, CancelMsg, AnswerMsg, ByeMsg, ConsoleMsg, ExecMsg>;
 using ServerFrame =
-    std::variant<WelcomeMsg, ResultMsg, ProgressMsg, AskMsg, ErrorMsg, ByeMsg, AttachedMsg>;
+    std::variant<WelcomeMsg, ResultMsg, ProgressMsg, AskMsg, ErrorMsg, ByeMsg, AttachedMsg,
+                 McpStatusMsg>;
 
 // Decodes a frame a client sent: a known type, every required field with the right JSON
 // type, and every field moatd echoes (workspace, tool, id, ask, arguments.path,
@@ -339,7 +366,8 @@ Result<ServerFrame> decode_server_frame(const nlohmann::json& m);
 // kConsole opens a console connection (the person's channel: docs/protocol.md); kAttached
 // is moatd's reply to it.
 enum class ClientMessage { kHello, kCall, kCancel, kAnswer, kBye, kConsole, kExec };
-enum class ServerMessage { kWelcome, kResult, kProgress, kAsk, kError, kBye, kAttached };
+enum class ServerMessage {
+  kWelcome, kResult, kProgress, kAsk, kError, kBye, kAttached, kMcpStatus };
 
 // decode_client_frame / decode_server_frame, keeping only the type.
 Result<ClientMessage> validate_client_message(const nlohmann::json& m,

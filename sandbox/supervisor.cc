@@ -270,6 +270,10 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
         });
   greeted_ = true;
   send_welcome();
+  // A server's state changes after the welcome reach the client as they happen (/mcp).
+  if (session_.mcp)
+    session_.mcp->set_on_status(
+        [this](const McpServerStatus& s) { send(McpStatusMsg{s}.to_json()); });
   return {};
 }
 

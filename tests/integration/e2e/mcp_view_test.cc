@@ -41,7 +41,7 @@ class McpViewTest : public MockedRun {
  protected:
   // The mock for `api`; the server "t" in the user layer, its tools allowed but `fail`, which
   // a rule denies.
-  void start_with_server(Api api) {
+  void start_with_server(Api api, const std::string& mode = "") {
     if (!fs::exists(built_server())) GTEST_SKIP() << "no test server at " << built_server();
     start(api);
     if (IsSkipped()) return;
@@ -53,7 +53,8 @@ class McpViewTest : public MockedRun {
     fs::create_directories(dir_.path() + "/config/moat/policy.d");
     std::ofstream(dir_.path() + "/config/moat/policy.d/mcp.toml")
         << "schema = 1\n\n[[mcp.server]]\nname = \"t\"\ncommand = [\"" << srv
-        << "/mcp_test_server\"]\nread = [\"" << srv << "\"]\nstart = \"session\"\n\n"
+        << "/mcp_test_server\"" << (mode.empty() ? "" : ", \"" + mode + "\"") << "]\nread = [\""
+        << srv << "\"]\nstart = \"session\"\n\n"
         << "[[tool]]\nid = \"t-tools\"\ndecision = \"allow\"\ntool = [\"mcp:t:*\"]\n"
         << "unless = { tool = [\"mcp:t:fail\"] }\n\n"
         << "[[tool]]\nid = \"no-fail\"\ndecision = \"deny\"\ntool = [\"mcp:t:fail\"]\n";
@@ -146,6 +147,92 @@ TEST_F(McpViewTest, SlashMcpListsTheServerAndAProgressIsOneUpdatedLine) {
     return !now.empty() && now != progress_line(first);
   })) << "the progress line was not updated:\n" << t->pane();
   ASSERT_TRUE(t->shows("Done.", 60)) << t->pane();
+  t->keys("/exit Enter");
+  EXPECT_TRUE(t->shows("EXIT=0", 60)) << t->pane();
+}
+
+// The mcp_status events of a --json run's stdout, each its server object.
+std::vector<json> mcp_statuses(const std::string& out) {
+  std::vector<json> got;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const json e = json::parse(out.substr(at, nl - at), nullptr, false);
+    if (e.is_object() && e.value("type", "") == "mcp_status") got.push_back(e["server"]);
+  }
+  return got;
+}
+
+// A server that exits at every call (the test server's exit-on-call mode): each end reaches the
+// event stream as it happens (moatd's mcp_status frame), each restart is announced before it
+// runs, and the fourth end leaves it failed; nothing is sent twice for one state.
+TEST_F(McpViewTest, AServerThatEndsAtEachCallIsReportedEndedRestartingThenFailed) {
+  start_with_server(Api::kOpenAiChat, "exit-on-call");
+  if (IsSkipped()) return;
+  for (int i = 1; i <= 4; ++i)
+    server_->push_turn(mcp_turn("c" + std::to_string(i), "mcp__t__echo", {{"text", "x"}}));
+  server_->push_turn(text_turn("Done."));
+  const SplitRun r = moat({"--headless", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> seen;
+  for (const json& s : mcp_statuses(r.out))
+    seen.push_back(s.value("state", "") + " " + std::to_string(s.value("restarts", -1)) + "/" +
+                   std::to_string(s.value("max_restarts", -1)));
+  const std::vector<std::string> want = {
+      "ended 0/3",      "restarting 1/3", "started 1/3", "ended 1/3", "restarting 2/3",
+      "started 2/3",    "ended 2/3",      "restarting 3/3", "started 3/3", "failed 3/3"};
+  EXPECT_EQ(seen, want) << r.out;
+  const std::vector<json> all = mcp_statuses(r.out);
+  ASSERT_FALSE(all.empty());
+  EXPECT_NE(all[0].value("error", "").find("exited with code 3"), std::string::npos) << all[0];
+  EXPECT_NE(all.back().value("error", "").find("it ended 4 times in this session"),
+            std::string::npos)
+      << all.back();
+}
+
+// A server that says its tools changed: the status says so once (the session keeps the tools
+// it listed at its start).
+TEST_F(McpViewTest, AServerWhoseToolsChangedIsReportedOnce) {
+  start_with_server(Api::kOpenAiChat);
+  if (IsSkipped()) return;
+  server_->push_turn(mcp_turn("c1", "mcp__t__touch", json::object()));
+  server_->push_turn(mcp_turn("c2", "mcp__t__echo", {{"text", "x"}}));
+  server_->push_turn(text_turn("Done."));
+  const SplitRun r = moat({"--headless", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<json> got = mcp_statuses(r.out);
+  ASSERT_EQ(got.size(), 1u) << r.out;
+  EXPECT_EQ(got[0]["state"], "started");
+  EXPECT_EQ(got[0]["tools_changed"], true);
+}
+
+// At a real terminal /mcp shows what happened since the start: after one call the server has
+// ended (how, and that its next call starts it again); after three more it has failed, its
+// three restarts used, the error naming why.
+TEST_F(McpViewTest, SlashMcpShowsAServerThatEndedThenFailedAfterTheStart) {
+  if (!Tmux::installed()) GTEST_SKIP() << "tmux is not installed (it stands in for a person)";
+  start_with_server(Api::kOpenAiChat, "exit-on-call");
+  if (IsSkipped()) return;
+  server_->push_turn(mcp_turn("c1", "mcp__t__echo", {{"text", "x"}}));
+  server_->push_turn(text_turn("First done."));
+  for (int i = 2; i <= 4; ++i)
+    server_->push_turn(mcp_turn("c" + std::to_string(i), "mcp__t__echo", {{"text", "x"}}));
+  server_->push_turn(text_turn("Second done."));
+  auto t = start_moat();
+  ASSERT_TRUE(t->shows("type a prompt", 60)) << t->pane();
+  t->keys("/mcp Enter");
+  ASSERT_TRUE(t->shows("  t · started · ")) << t->pane();
+  t->keys("'call it once' Enter");
+  ASSERT_TRUE(t->shows("First done.", 60)) << t->pane();
+  t->keys("/mcp Enter");
+  ASSERT_TRUE(t->shows("  t · ended · ")) << t->pane();
+  EXPECT_NE(t->pane().find("exited with code 3; started again at its next call"),
+            std::string::npos)
+      << t->pane();
+  t->keys("'call it thrice' Enter");
+  ASSERT_TRUE(t->shows("Second done.", 60)) << t->pane();
+  t->keys("/mcp Enter");
+  ASSERT_TRUE(t->shows("  t · failed (restarted 3 of 3 times) · ")) << t->pane();
+  EXPECT_NE(t->pane().find("it ended 4 times in this session"), std::string::npos) << t->pane();
   t->keys("/exit Enter");
   EXPECT_TRUE(t->shows("EXIT=0", 60)) << t->pane();
 }

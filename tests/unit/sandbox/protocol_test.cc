@@ -381,6 +381,45 @@ TEST(WelcomeMsg, McpServersRoundTripAndABrokenEntryIsRefusedNamingIt) {
       << server_refusal(m);
 }
 
+// A server's state change after the welcome (/mcp's live state): it round-trips whole, and a
+// frame with a state outside kMcpStates, a restart count out of bounds or no server is
+// refused naming the field.
+TEST(McpStatusMsg, RoundTripsAndABrokenOneIsRefusedNamingTheField) {
+  McpStatusMsg m{{"t", "restarting", "", "/a/s1.mcp-t.log", {{"mcp__t__echo", "allow"}}, 2, 3,
+                  true}};
+  ASSERT_EQ(*validate_server_message(m.to_json()), ServerMessage::kMcpStatus);
+  const McpStatusMsg got = server_round_trip(m);
+  EXPECT_EQ(got.server, m.server);
+  const auto refused = [](json f, const char* field, json value) {
+    f["server"][field] = value;
+    return server_refusal(f);
+  };
+  EXPECT_NE(refused(m.to_json(), "state", "crashed")
+                .find("'mcp_status.server' frame field 'state' must be one of \"started\""),
+            std::string::npos)
+      << refused(m.to_json(), "state", "crashed");
+  EXPECT_NE(refused(m.to_json(), "restarts", 65)
+                .find("'mcp_status.server' frame field 'restarts' must be 0 to 64"),
+            std::string::npos);
+  EXPECT_NE(refused(m.to_json(), "restarts", 4)
+                .find("'mcp_status.server' frame field 'restarts' must be at most its "
+                      "'max_restarts'"),
+            std::string::npos);
+  EXPECT_NE(refused(m.to_json(), "max_restarts", "3")
+                .find("'mcp_status.server' frame field 'max_restarts' must be an integer"),
+            std::string::npos)
+      << refused(m.to_json(), "max_restarts", "3");
+  EXPECT_NE(refused(m.to_json(), "tools_changed", 1)
+                .find("'mcp_status.server' frame field 'tools_changed' must be a boolean"),
+            std::string::npos)
+      << refused(m.to_json(), "tools_changed", 1);
+  json f = m.to_json();
+  f.erase("server");
+  EXPECT_NE(server_refusal(f).find("'mcp_status' frame is missing the field 'server'"),
+            std::string::npos)
+      << server_refusal(f);
+}
+
 TEST(WelcomeMsg, SkipsToolsWithoutANameAndKeepsDefaultsForOddFields) {
   const WelcomeMsg w = decoded<WelcomeMsg>(decode_server_frame(
       {{"type", "welcome"},
