@@ -17,7 +17,9 @@
 #include "agent/visible.h"
 #include "base/log.h"
 #include "base/timestamps.h"
+#include "sandbox/moatd_config.h"
 #include "sessions/audit.h"
+#include "sessions/audit_access.h"
 #include "sessions/audit_key.h"
 #include "sessions/audit_verify.h"
 #include "sessions/render_audit.h"
@@ -346,6 +348,22 @@ Result<std::vector<std::string>> audit_files(const std::vector<std::string>& pat
   return out;
 }
 
+// The folders `moat audit show` reads without a path: this user's audit folder, and their
+// folder on the system moatd the operator configured (moatd.toml [system]: audit_dir's
+// users/UID, sessions/audit_access.h), those that exist; the first when neither does (its
+// error names it). A moatd.toml that does not parse is an error naming it.
+Result<std::vector<std::string>> default_audit_dirs() {
+  std::vector<std::string> found = {sessions::default_audit_dir(false)};
+  MOAT_ASSIGN_OR_RETURN(const sandbox::MoatdConfig config,
+                        sandbox::load_moatd_config(sandbox::moatd_config_path()));
+  if (!config.socket.empty())
+    found.push_back(sessions::user_audit_dir(
+        dirs::or_default(config.audit_dir, dirs::kSystemAudit), ::getuid()));
+  std::vector<std::string> present = found;
+  std::erase_if(present, [](const std::string& d) { return !std::filesystem::is_directory(d); });
+  return present.empty() ? std::vector<std::string>{found.front()} : present;
+}
+
 // The moatd sessions (the audit logs' ids) a moat session ran under: one per run of it,
 // named by its tools_change entries. Empty when `id` names no moat session.
 std::vector<std::string> audit_ids_of_session(const std::string& sessions_dir,
@@ -366,8 +384,9 @@ std::string audit_file_session(const ReadAudit& a) {
 // one instant keep their file order.
 int run_audit_show(const AuditOptions& given) {
   AuditOptions o = given;
-  auto files = audit_files(
-      o.files.empty() ? std::vector<std::string>{sessions::default_audit_dir(false)} : o.files);
+  auto paths = o.files.empty() ? default_audit_dirs() : Result<std::vector<std::string>>(o.files);
+  if (!paths) return report(paths.error());
+  auto files = audit_files(*paths);
   if (!files) return report(files.error());
   o.files = std::move(*files);
   // --session may name a moat session (its id, short form or prefix): its runs' audit logs.
@@ -490,7 +509,8 @@ void add_audit_group(CLI::App& app, int& exit_code) {
       "show", "Print a readable timeline (warns and exits 1 if a file does not verify)");
   show->add_option("files", opts->files,
                    "Audit files or directories (default: the audit directory, "
-                   "$XDG_STATE_HOME/moat/audit)")
+                   "$XDG_STATE_HOME/moat/audit, and your folder on the system moatd when "
+                   "/etc/moat/moatd.toml configures one)")
       ->check(CLI::ExistingPath);
   show->add_option("--session", opts->show.filter.session,
                    "Only this session: a moat session's id, short form or prefix (`moat "

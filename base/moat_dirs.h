@@ -67,10 +67,13 @@ inline std::string sessions() {
   return or_default(nonempty_env("MOAT_SESSIONS_DIR"), state() + "/sessions");
 }
 
+// A system moatd's audit folder unless moatd.toml names another (systemd's LogsDirectory=moat).
+inline constexpr const char* kSystemAudit = "/var/log/moat";
+
 // /var/log/moat for a system moatd (serving other users on a socket, as root).
 inline std::string audit(bool system_daemon) {
   return or_default(nonempty_env("MOAT_AUDIT_DIR"),
-                    system_daemon ? "/var/log/moat" : state() + "/audit");
+                    system_daemon ? kSystemAudit : state() + "/audit");
 }
 
 }  // namespace moat::dirs

@@ -213,7 +213,7 @@ Result<void> HelloSteps::check_mode() {
 // A log that cannot be opened ends the hello only when the policy requires one.
 Result<void> HelloSteps::open_audit_log() {
   MOAT_ASSIGN_OR_RETURN(state_.id, random_hex(16));  // the log's name
-  auto opened = deps_.open_audit(options_, state_.id, state_.policy->policy_hash());
+  auto opened = deps_.open_audit(options_, state_.id, state_.policy->policy_hash(), peer_.uid);
   if (opened) {
     state_.audit = std::move(opened->log);
     state_.audit_signing = std::move(opened->signing);

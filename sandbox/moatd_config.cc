@@ -17,15 +17,21 @@ using policy::TomlReader;
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
 
-Result<void> read_system(TomlReader& r, const toml::table& t, MoatdConfig& c) {
-  MOAT_TRY(r.check_keys(t, {"socket"}, "system"));
-  if (const toml::node* n = t.get("socket")) {
-    MOAT_ASSIGN_OR_RETURN(c.socket, r.string(*n, "system.socket"));
-    if (c.socket.empty() || c.socket.front() != '/')
-      return r.error_at(n->source(), "system.socket",
-                        "expected an absolute path, got \"" + c.socket + "\"");
-  }
+// [system] `key`, when present: an absolute path.
+Result<void> read_absolute(TomlReader& r, const toml::table& t, const char* key, std::string& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return {};
+  const std::string name = std::string("system.") + key;
+  MOAT_ASSIGN_OR_RETURN(out, r.string(*n, name));
+  if (out.empty() || out.front() != '/')
+    return r.error_at(n->source(), name, "expected an absolute path, got \"" + out + "\"");
   return {};
+}
+
+Result<void> read_system(TomlReader& r, const toml::table& t, MoatdConfig& c) {
+  MOAT_TRY(r.check_keys(t, {"socket", "audit_dir"}, "system"));
+  MOAT_TRY(read_absolute(r, t, "socket", c.socket));
+  return read_absolute(r, t, "audit_dir", c.audit_dir);
 }
 
 Result<void> read_quota(TomlReader& r, const toml::table& t, UserQuota& q) {

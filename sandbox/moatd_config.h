@@ -28,6 +28,9 @@ struct UserQuota {
 struct MoatdConfig {
   // [system] socket: the system moatd's socket, which moat uses when it answers; empty: none.
   std::string socket;
+  // [system] audit_dir: where the system moatd writes audit logs, one folder per user
+  // (sessions/audit_access.h), and where `moat audit show` finds the user's; empty: /var/log/moat.
+  std::string audit_dir;
   UserQuota quota;
   std::string file;  // where it was read from, named by the quota's refusals; empty: defaults
 };

@@ -19,6 +19,7 @@
 #include "base/moat_dirs.h"
 #include "policy/network.h"
 #include "sessions/audit.h"
+#include "sessions/audit_access.h"
 #include "sandbox/listen_socket.h"
 #include "sandbox/moatd_config.h"
 #include "sandbox/seccomp_policy.h"
@@ -265,6 +266,22 @@ int read_moatd_config(const Flags& f, moat::sandbox::SupervisorOptions& options)
   return 0;
 }
 
+// A system moatd's audit folder: --audit-dir, else MOAT_AUDIT_DIR, else moatd.toml's [system]
+// audit_dir, else /var/log/moat; in it one folder per user, readable by that user and root
+// (sessions/audit_access.h). One it cannot prepare (a filesystem without ACLs) stops moatd:
+// its users could not read their logs. Exit code or 0.
+int prepare_system_audit(const Flags& f, moat::sandbox::SupervisorOptions& options) {
+  if (!options.system_daemon) return 0;
+  if (f.audit_dir.empty() && moat::dirs::nonempty_env("MOAT_AUDIT_DIR").empty() &&
+      !options.moatd_config.audit_dir.empty())
+    options.audit_dir = options.moatd_config.audit_dir;
+  if (auto r = moat::sessions::prepare_system_audit_dir(options.audit_dir); !r) {
+    std::fprintf(stderr, "moatd: audit folder: %s\n", r.error().message().c_str());
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -318,6 +335,7 @@ int main(int argc, char** argv) {
   deps.create_session = [&pool](const moat::sandbox::SessionConfig& c) { return pool.create(c); };
   moat::sandbox::SupervisorOptions options = options_from(flags);
   if (int rc = read_moatd_config(flags, options); rc != 0) return rc;
+  if (int rc = prepare_system_audit(flags, options); rc != 0) return rc;
   moat::sandbox::Supervisor supervisor(std::move(options), std::move(deps));
   return flags.fd >= 0 ? serve_private(supervisor, flags) : serve_shared(supervisor, **activated);
 }

@@ -2,6 +2,8 @@
 // (hello_steps.h's kAuditLog step, through SupervisorDeps::open_audit).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 
@@ -18,8 +20,10 @@ struct OpenedAudit {
 };
 
 // Opens <audit_dir>'s log for `session`, signed with the audit key (loaded or created once per
-// path for the life of moatd); without the key the log is still written, unsigned.
+// path for the life of moatd); without the key the log is still written, unsigned. A system
+// moatd's goes in the peer's folder, readable by `peer_uid` and root only
+// (sessions/audit_access.h); a failure to grant that fails the open.
 Result<OpenedAudit> open_session_audit(const SupervisorOptions& options, const std::string& session,
-                                       const std::string& policy_hash);
+                                       const std::string& policy_hash, uid_t peer_uid);
 
 }  // namespace moat::sandbox

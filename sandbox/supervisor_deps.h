@@ -20,7 +20,7 @@ struct SupervisorDeps {
   std::function<Result<std::unique_ptr<policy::Policy>>(const policy::LoadOptions&)> load_policy =
       &policy::Policy::load;
   std::function<Result<OpenedAudit>(const SupervisorOptions&, const std::string& session,
-                                    const std::string& policy_hash)>
+                                    const std::string& policy_hash, uid_t peer_uid)>
       open_audit = &open_session_audit;
   std::function<Result<std::unique_ptr<Session>>(const SessionConfig&)> create_session =
       &Session::create;

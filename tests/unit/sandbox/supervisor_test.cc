@@ -34,8 +34,8 @@ class SupervisorTest : public ::testing::Test {
     options_.policy = world_.policy;
     options_.audit_dir = world_.root + "/audit";
     options_.sessions_dir = world_.root + "/sessions";
-    deps_.open_audit = [this](const SupervisorOptions&, const std::string&,
-                              const std::string&) -> Result<OpenedAudit> {
+    deps_.open_audit = [this](const SupervisorOptions&, const std::string&, const std::string&,
+                              uid_t) -> Result<OpenedAudit> {
       return OpenedAudit{std::make_unique<FakeAuditLog>(audit_), "off: a fake"};
     };
     deps_.create_session = [this](const SessionConfig&) -> Result<std::unique_ptr<Session>> {
@@ -141,8 +141,8 @@ TEST_F(SupervisorTest, ASandboxThatCannotBeBuiltNamesTheSandboxStepAndIsRecorded
 TEST_F(SupervisorTest, AnAuditLogThatCannotRecordTheStartNamesTheAuditStep) {
   // The policy does not require an audit log, so the hello goes on past the open; but no
   // session starts without its session.start on record.
-  deps_.open_audit = [](const SupervisorOptions&, const std::string&,
-                        const std::string&) -> Result<OpenedAudit> {
+  deps_.open_audit = [](const SupervisorOptions&, const std::string&, const std::string&,
+                        uid_t) -> Result<OpenedAudit> {
     return fail(Error::from_errno("open", EACCES, "/var/log/moat"));
   };
   json reply = first_reply_to(hello());
