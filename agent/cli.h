@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace moat::agent {
@@ -104,5 +105,9 @@ void add_batch_command(CLI::App& app, int& exit_code);      // batch, batch merg
 void add_mcp_commands(CLI::App& app, int& exit_code);       // mcp list|test
 // completion bash|zsh: registered last, as its script lists every command registered before.
 void add_completion_command(CLI::App& app, int& exit_code);
+// The command groups a command line whose first word is `first_word` needs: that word's group
+// alone (`moat sandbox exec` builds no other command's options: a third of moat's start), or
+// every group and completion when the word names none of them (--help, completion, a typo).
+void add_commands(CLI::App& app, int& exit_code, std::string_view first_word);
 
 }  // namespace moat::agent

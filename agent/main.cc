@@ -40,14 +40,7 @@ int main(int argc, char** argv) {
   version->callback([] { std::printf("moat %s\n", MOAT_VERSION); });
   app.set_version_flag("--version", std::string("moat ") + MOAT_VERSION);  // as `moat version`
 
-  add_run_command(app, exit_code);
-  add_sandbox_commands(app, exit_code);
-  add_policy_commands(app, exit_code);
-  add_sessions_commands(app, exit_code);
-  add_provider_commands(app, exit_code);
-  add_batch_command(app, exit_code);
-  add_mcp_commands(app, exit_code);
-  add_completion_command(app, exit_code);
+  add_commands(app, exit_code, argc > 1 ? argv[1] : "");
 
   try {
     app.parse(argc, argv);

@@ -1,13 +1,15 @@
 // tests/unit/agent/cli_test.cc: agent/cli.h: every exit code has one text, and the README's
-// table says the same words.
+// table says the same words; a command built for its first word alone is the whole tree's.
 #include "agent/cli.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace moat::agent {
 namespace {
@@ -37,6 +39,56 @@ TEST(Cli, TheHelpTextListsEveryCodeInOrder) {
             "0=done;1=the task failed or a gate stopped it;2=usage or configuration error;"
             "3=the sandbox could not be set up;4=the model provider failed;"
             "5=the session could not be saved (the session store failed);");
+}
+
+std::vector<const CLI::App*> subcommands(const CLI::App& app) {
+  return app.get_subcommands(std::function<bool(const CLI::App*)>{});  // {}: every one
+}
+
+// A command's help and its subcommands', all the way down: what its options are.
+std::string help_tree(const CLI::App& app) {
+  std::string out = app.help();
+  for (const CLI::App* sub : subcommands(app)) out += help_tree(*sub);
+  return out;
+}
+
+std::vector<std::string> top_words(const CLI::App& app) {
+  std::vector<std::string> words;
+  for (const CLI::App* sub : subcommands(app)) words.push_back(sub->get_name());
+  return words;
+}
+
+// main.cc builds only the group its first word names (a third of `moat sandbox exec`'s start):
+// each command so built must be the command of the whole tree, options and help alike.
+TEST(Cli, ACommandBuiltForItsFirstWordAloneIsTheWholeTreesCommand) {
+  CLI::App all;
+  int code = 0;
+  add_commands(all, code, "--help");
+  const std::vector<std::string> words = top_words(all);
+  ASSERT_GE(words.size(), 11u);  // run, sandbox, doctor, ..., completion
+  for (const std::string& word : words) {
+    if (word == "completion") continue;
+    CLI::App alone;
+    add_commands(alone, code, word);
+    EXPECT_LE(top_words(alone).size(), 2u) << word << " built other groups too";
+    const CLI::App* same = nullptr;
+    for (const CLI::App* sub : subcommands(alone))
+      if (sub->get_name() == word) same = sub;
+    ASSERT_NE(same, nullptr) << word << " is not registered when it is the first word";
+    EXPECT_EQ(help_tree(*same), help_tree(*all.get_subcommand(word))) << word;
+  }
+}
+
+TEST(Cli, AFirstWordNamingNoGroupBuildsEveryCommand) {
+  int code = 0;
+  CLI::App all;
+  add_commands(all, code, "");
+  for (const char* word : {"completion", "--version", "sandbx", "-h"}) {
+    CLI::App app;
+    add_commands(app, code, word);
+    EXPECT_EQ(top_words(app), top_words(all)) << word;
+  }
+  EXPECT_EQ(top_words(all).back(), "completion");  // last: its script lists the others
 }
 
 }  // namespace
