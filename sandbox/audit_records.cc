@@ -142,6 +142,7 @@ json McpServer::to_json() const {
             {"call_id", call_id}, {"argv", argv}, {"layer", layer},
             {"source", source}, {"log", log}, {"start", start}};
   put(j, "env", env);
+  put(j, "limits", limits);
   put(j, "tools", tools);
   put(j, "exit", exit);
   put(j, "error", error);

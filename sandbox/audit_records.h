@@ -193,7 +193,7 @@ struct McpServer {
   static constexpr std::string_view kType = "mcp.server";
   static constexpr std::string_view kFields[] = {
       "server", "event", "decision_id", "call_id", "argv", "layer", "source",
-      "log",    "start", "env",         "tools",   "exit",  "error"};
+      "log",    "start", "env",         "limits",  "tools", "exit",  "error"};
   std::string server;
   std::string event;  // "start" | "exit" | "refused" (not started again: the restart bound)
   std::string decision_id;
@@ -205,6 +205,8 @@ struct McpServer {
   int start = 0;       // 1 for the first start, 2.. for the restarts
   // At start: the NAMES of the person's variables it was given (never their values).
   std::optional<std::vector<std::string>> env;
+  // At start: the rlimits and child cgroup its `resources` gave it (sandbox/mcp_resources.h).
+  std::optional<json> limits;
   std::optional<std::vector<std::string>> tools;  // at start, once listed: the model's names
   std::optional<json> exit;                        // {code, signal} at exit
   std::optional<std::string> error;

@@ -251,7 +251,8 @@ Verdict verify_one(PendingVerify& v, Clock::time_point now, bool final, std::str
 class Server {
  public:
   Server(int listener, int wake, int gate, ExecObserver* observer, ExecWatchStats& stats,
-         std::atomic<bool>& stopping, double cpu_budget_s, ExecWatch::OverBudget& over)
+         std::atomic<bool>& stopping, double cpu_budget_s, ExecWatch::OverBudget& over,
+         const ExecWatch::BeforeProgram& before_program)
       : listener_(listener),
         wake_(wake),
         gate_(gate),
@@ -260,6 +261,7 @@ class Server {
         stopping_(stopping),
         budget_(cpu_budget_s),
         over_(over),
+        before_program_(before_program),
         worker_execd_(gate < 0) {}
 
   void run();
@@ -269,6 +271,9 @@ class Server {
   // True while the worker has not exec'd yet (its gate is open); records its program once
   // the gate has closed.
   bool before_worker_exec(pid_t caller);
+  // Whether the worker's own exec may go on: ExecWatch's before_program, run at its first
+  // attempt; its answer stands for every later one.
+  bool placed(pid_t worker);
   void record_worker_program();
   void on_exec(const seccomp_notif& n);
   void judge_and_answer(std::uint64_t id, pid_t tid, const ProcStatus& st, ExecRequest& req,
@@ -309,6 +314,8 @@ class Server {
   std::atomic<bool>& stopping_;
   ExecBudget budget_;
   ExecWatch::OverBudget& over_;
+  const ExecWatch::BeforeProgram& before_program_;
+  std::optional<bool> placed_;  // before_program's answer, once it ran
   std::unordered_map<pid_t, Program> running_;  // by thread group id
   std::vector<PendingVerify> verify_;
   // Directories that are, with every directory above them, on read-only mounts: nothing in
@@ -373,7 +380,8 @@ void Server::on_notification() {
   std::memset(&n, 0, sizeof n);  // RECV refuses a buffer that is not zeroed
   if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &n) != 0) return;  // ENOENT: the caller died
   ++stats_.notifications;
-  if (before_worker_exec(static_cast<pid_t>(n.pid))) return (void)answer(n.id, true, 0);
+  if (before_worker_exec(static_cast<pid_t>(n.pid)))
+    return (void)answer(n.id, placed(static_cast<pid_t>(n.pid)), EPERM);
   if (n.data.nr == __NR_exit_group) return on_exit_group(n);
   if (n.data.nr == __NR_exit) return on_thread_exit(n);
   // Over its budget the call is being ended: its execs are refused unread, which costs moatd
@@ -402,6 +410,12 @@ bool Server::before_worker_exec(pid_t caller) {
   worker_execd_ = true;
   record_worker_program();
   return false;
+}
+
+bool Server::placed(pid_t worker) {
+  if (!before_program_) return true;
+  if (!placed_) placed_ = static_cast<bool>(before_program_(worker));
+  return *placed_;
 }
 
 // The worker's program, read once it runs (its memory and /proc entries are its own now).
@@ -808,10 +822,11 @@ ExecWatch::ExecWatch(UniqueFd listener, ExecObserver* observer, UniqueFd gate)
   attach(std::move(listener), std::move(gate));
 }
 
-ExecWatch::ExecWatch(ExecObserver* observer, double cpu_budget_s)
+ExecWatch::ExecWatch(ExecObserver* observer, double cpu_budget_s, BeforeProgram before_program)
     : wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       observer_(observer),
-      cpu_budget_s_(cpu_budget_s) {
+      cpu_budget_s_(cpu_budget_s),
+      before_program_(std::move(before_program)) {
   thread_ = std::thread([this] { serve(); });
 }
 
@@ -837,7 +852,7 @@ void ExecWatch::serve() {
   }
   if (attached) {  // listener_ and gate_ are not written again once attached
     Server server(listener_.get(), wake_.get(), gate_.get(), observer_, stats_, stopping_,
-                  cpu_budget_s_, over_);
+                  cpu_budget_s_, over_, before_program_);
     server.run();
   }
   {

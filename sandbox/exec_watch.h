@@ -11,12 +11,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/result.h"
 #include "base/unique_fd.h"
 #include "sandbox/exec_memory.h"
 #include "sandbox/exec_resolve.h"
@@ -93,7 +95,13 @@ class ExecWatch {
   // does not also wait for a thread to be created.
   // `cpu_budget_s`: the moatd CPU time its thread may spend on this call (the call's own
   // cpu_time, exec_budget.h); 0: none.
-  explicit ExecWatch(ExecObserver* observer, double cpu_budget_s = 0);
+  // `before_program` (ExecSpec::before_program): called once, on the watch's thread, with the
+  // worker's host pid at its own first exec attempt, which waits meanwhile: the worker has
+  // forked nothing and its program has not run. An error refuses that exec and every later
+  // attempt of the worker's (EPERM), so the call fails before anything of it ran.
+  using BeforeProgram = std::function<Result<void>(pid_t)>;
+  explicit ExecWatch(ExecObserver* observer, double cpu_budget_s = 0,
+                     BeforeProgram before_program = nullptr);
   ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
@@ -125,6 +133,7 @@ class ExecWatch {
   UniqueFd wake_;  // eventfd: finish() was called
   ExecObserver* observer_;
   double cpu_budget_s_ = 0;
+  BeforeProgram before_program_;
   OverBudget over_;
   std::atomic<bool> stopping_{false};
   // Guards attached_ and done_; finish() waits on it rather than polling, since a call's

@@ -78,6 +78,45 @@ Result<bool> decode_terminal(const json& m) {
   return it->get<bool>();
 }
 
+// The keys of "limits", each with its field of CallLimits.
+struct LimitKey {
+  const char* name;
+  std::uint64_t CallLimits::* field;
+};
+constexpr LimitKey kLimitKeys[] = {{"cpu_time_s", &CallLimits::cpu_time_s},
+                                   {"memory_bytes", &CallLimits::memory_bytes},
+                                   {"pids", &CallLimits::pids},
+                                   {"file_size", &CallLimits::file_size},
+                                   {"open_files", &CallLimits::open_files}};
+
+json encode_limits(const CallLimits& l) {
+  json m = json::object();
+  for (const LimitKey& k : kLimitKeys)
+    if (l.*k.field) m[k.name] = l.*k.field;
+  return m;
+}
+
+Result<CallLimits> decode_limits(const json& m) {
+  CallLimits l;
+  auto it = m.find("limits");
+  if (it == m.end()) return l;
+  if (!it->is_object()) return fail(field_error("limits", "an object of positive integers"));
+  for (const auto& [name, value] : it->items()) {
+    const LimitKey* key = nullptr;
+    for (const LimitKey& k : kLimitKeys)
+      if (name == k.name) key = &k;
+    if (key == nullptr)
+      return fail(Error::msg("call request field 'limits' has the key '" + name +
+                             "'; accepted: cpu_time_s, memory_bytes, pids, file_size, "
+                             "open_files"));
+    if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0)
+      return fail(Error::msg("call request field 'limits." + name +
+                             "' must be a positive integer"));
+    l.*key->field = value.get<std::uint64_t>();
+  }
+  return l;
+}
+
 }  // namespace
 
 std::string placeholder_message(const Placeholder& p) {
@@ -102,6 +141,7 @@ std::string CallRequest::encode() const {
     m["cwd"] = cwd;
     m["env"] = env;
     if (terminal) m["terminal"] = true;
+    if (limits != CallLimits{}) m["limits"] = encode_limits(limits);
   }
   if (kind == WorkerKind::kCreateFile) m["path"] = path;
   if (!skip.empty()) m["skip"] = skip;
@@ -120,6 +160,7 @@ Result<CallRequest> CallRequest::decode(std::string_view text) {
   MOAT_ASSIGN_OR_RETURN(r.cwd, optional_string(m, "cwd"));
   MOAT_ASSIGN_OR_RETURN(r.env, decode_env(m));
   MOAT_ASSIGN_OR_RETURN(r.terminal, decode_terminal(m));
+  MOAT_ASSIGN_OR_RETURN(r.limits, decode_limits(m));
   MOAT_ASSIGN_OR_RETURN(r.path, optional_string(m, "path"));
   MOAT_ASSIGN_OR_RETURN(r.skip, optional_string(m, "skip"));
   return r;

@@ -55,8 +55,20 @@ std::optional<Placeholder> parse_placeholder_message(std::string_view msg);
 // What a call runs in its worker.
 enum class WorkerKind { kExec, kHandler, kCreateFile };
 
+// A call's own ceilings below the session's (an MCP server's `resources`, docs/mcp.md), each
+// 0 for the session's. They only narrow: the init takes the smaller of each and the session's
+// Limits (rlimits.h narrowed), so a request cannot widen what the session allows.
+struct CallLimits {
+  std::uint64_t cpu_time_s = 0;    // RLIMIT_CPU
+  std::uint64_t memory_bytes = 0;  // RLIMIT_AS
+  std::uint64_t pids = 0;          // RLIMIT_NPROC
+  std::uint64_t file_size = 0;     // RLIMIT_FSIZE
+  std::uint64_t open_files = 0;    // RLIMIT_NOFILE
+  bool operator==(const CallLimits&) const = default;
+};
+
 // moatd -> init on the call's channel, once: a 4-byte length (native order), then the
-// request as JSON ("kind", "argv", "cwd", "env", "terminal", "path", "skip"), lossless
+// request as JSON ("kind", "argv", "cwd", "env", "terminal", "limits", "path", "skip"), lossless
 // (base/byte_strings.h): argv and paths that are not UTF-8 arrive with their exact bytes.
 struct CallRequest {
   WorkerKind kind = WorkerKind::kExec;     // "kind": "exec", "handler" or "create"
@@ -64,6 +76,8 @@ struct CallRequest {
   std::string cwd;                         // exec: sandbox path; empty = the workspace
   std::map<std::string, std::string> env;  // exec: set over the session's environment
   bool terminal = false;  // exec with stdio: the first tty among fds 0-2 becomes the ctty
+  // exec: "limits" {"cpu_time_s": N, ...}, only the keys that are set, each a positive integer
+  CallLimits limits;
   std::string path;       // create: the sandbox path of the file to create
   std::string skip;       // tests only: a worker step left out (worker.h step_name)
 

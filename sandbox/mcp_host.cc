@@ -21,6 +21,7 @@
 #include "sandbox/ask_broker.h"
 #include "sandbox/audit_records.h"
 #include "sandbox/exec_gate.h"
+#include "sandbox/mcp_resources.h"
 #include "sandbox/mcp_url.h"
 #include "sandbox/ns_mount.h"
 #include "sandbox/session_state.h"
@@ -143,10 +144,13 @@ std::map<std::string, std::string> env_for(const SessionState& session,
   return env;
 }
 
-mcp::ServerLimits limits_for(const SessionState& session) {
+mcp::ServerLimits limits_for(const SessionState& session, const policy::McpServerConfig& c) {
   mcp::ServerLimits limits;
-  // A hung call ends at the session's wall time per call, like a command's.
-  const double wall = session.policy->resources().wall_time_s;
+  // A hung call ends at the session's wall time per call, like a command's, or at the
+  // server's own resources.wall_time when that is shorter.
+  double wall = static_cast<double>(session.policy->resources().wall_time_s);
+  if (c.resources.wall_time && (wall <= 0 || *c.resources.wall_time < wall))
+    wall = static_cast<double>(*c.resources.wall_time);
   if (wall > 0)
     limits.request_timeout = std::chrono::milliseconds(static_cast<long long>(wall * 1000));
   return limits;
@@ -287,7 +291,8 @@ Result<void> connect_url(SessionState& session, McpHost::Server& s) {
   MOAT_ASSIGN_OR_RETURN(rec.decision_id, record_start_decision(session, s, rec.call_id));
   MOAT_TRY(session.record(std::string(audit::McpServer::kType), rec.to_json()));
   auto client = connect_url_server(session.net_proxy.get(), *session.policy, s.config,
-                                   rec.call_id, limits_for(session), s.stopping.get_token());
+                                   rec.call_id, limits_for(session, s.config),
+                                   s.stopping.get_token());
   if (!client) {
     rec.event = "exit";
     rec.error = client.error().message();
@@ -312,6 +317,11 @@ Result<void> McpHost::start_server(Server& s) {
   const std::map<std::string, std::string> env = env_for(session_, s.config);
   rec.env.emplace();
   for (const auto& [name, value] : env) rec.env->push_back(name);
+  // Its own resources: rlimits below the session's, and its memory and pids in a child cgroup
+  // (removed when its exec thread ends, after its processes).
+  auto res = std::make_shared<McpServerResources>(mcp_server_resources(
+      session_.policy->resources(), session_.session->describe(), s.config));
+  rec.limits = res->record;
   MOAT_ASSIGN_OR_RETURN(const std::string decision_id,
                         record_start_decision(session_, s, rec.call_id));
   rec.decision_id = decision_id;
@@ -329,7 +339,7 @@ Result<void> McpHost::start_server(Server& s) {
   s.log_pump = std::thread([&s, fds, stop = s.log_stop.get()] {
     pump_stderr(fds->stderr_pipe.first.get(), fds->log.get(), s.log_kept, *stop);
   });
-  s.exec = std::thread([this, &s, rec, env, kill = s.kill, fds]() mutable {
+  s.exec = std::thread([this, &s, rec, env, kill = s.kill, fds, res]() mutable {
     ExecGate gate(session_, asks_, rec.call_id, rec.decision_id, *kill);
     ExecSpec spec;
     spec.argv = s.config.argv;
@@ -339,6 +349,9 @@ Result<void> McpHost::start_server(Server& s) {
     spec.stdio[0] = fds->to_server.first.get();
     spec.stdio[1] = fds->from_server.second.get();
     spec.stdio[2] = fds->stderr_pipe.second.get();
+    spec.limits = res->rlimits;
+    if (res->cgroup.active())
+      spec.before_program = [cgroup = &res->cgroup](pid_t pid) { return cgroup->attach(pid); };
     auto status = session_.session->exec(spec, nullptr, StopFlags(kill.get(), nullptr,
                                                                   kill->wake_fd()));
     // The client reads EOF once moatd's copies of the server's ends are closed too.
@@ -347,6 +360,8 @@ Result<void> McpHost::start_server(Server& s) {
     fds->stderr_pipe.second.reset();
     rec.event = "exit";
     rec.env.reset();
+    rec.limits.reset();
+    res.reset();  // its child cgroup: its processes are gone
     rec.exit = exit_json(status);
     if (!status) rec.error = status.error().message();
     (void)session_.record(std::string(audit::McpServer::kType), rec.to_json());
@@ -361,7 +376,8 @@ Result<void> McpHost::start_server(Server& s) {
     s.exited_cv.notify_all();
   });
   auto client = mcp::Client::start(s.config.name, std::move(fds->to_server.second),
-                                   std::move(fds->from_server.first), limits_for(session_),
+                                   std::move(fds->from_server.first),
+                                   limits_for(session_, s.config),
                                    s.stopping.get_token());
   if (!client) {
     stop_server(s);

@@ -4,7 +4,6 @@
 #include <cerrno>
 
 #include "base/sanitizers.h"
-#include "sandbox/session_config.h"
 
 namespace moat::sandbox {
 namespace {
@@ -16,7 +15,22 @@ void add(RlimitPlan& plan, int resource, rlim_t value) {
   plan.entries[static_cast<std::size_t>(plan.count++)] = {resource, value};
 }
 
+// 0 is "not set" on both sides.
+std::uint64_t smaller(std::uint64_t session, std::uint64_t call) {
+  if (call == 0) return session;
+  return session == 0 || call < session ? call : session;
+}
+
 }  // namespace
+
+Limits narrowed(Limits session, const CallLimits& call) {
+  session.cpu_time_s = smaller(session.cpu_time_s, call.cpu_time_s);
+  session.memory_bytes = smaller(session.memory_bytes, call.memory_bytes);
+  session.pids = smaller(session.pids, call.pids);
+  session.file_size = smaller(session.file_size, call.file_size);
+  session.open_files = smaller(session.open_files, call.open_files);
+  return session;
+}
 
 RlimitPlan plan_rlimits(const Limits& limits) {
   RlimitPlan plan;

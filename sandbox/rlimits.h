@@ -5,9 +5,10 @@
 
 #include <array>
 
-namespace moat::sandbox {
+#include "sandbox/init_contract.h"
+#include "sandbox/session_config.h"
 
-struct Limits;
+namespace moat::sandbox {
 
 struct RlimitPlan {
   struct Entry {
@@ -17,6 +18,10 @@ struct RlimitPlan {
   std::array<Entry, 10> entries{};
   int count = 0;
 };
+
+// The session's limits with a call's own below them (CallLimits): each the smaller of the two
+// that are set; never wider than the session's.
+Limits narrowed(Limits session, const CallLimits& call);
 
 // Built before the fork (it reads the session's limits); 0 in Limits = leave unset.
 RlimitPlan plan_rlimits(const Limits& limits);

@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "base/stop_flags.h"
 #include "base/unique_fd.h"
+#include "sandbox/init_contract.h"
 #include "sandbox/session_config.h"
 #include "sandbox/session_description.h"
 #include "tools/runner.h"
@@ -47,6 +48,14 @@ struct ExecSpec {
   // own exec waits for moatd's answer, which the watch gives only once this has returned.
   // Without the exec watch it runs before the worker is asked for. Empty: nothing to wait for.
   DurableFn durable;
+  // Its own ceilings below the session's (an MCP server's resources): rlimits the worker
+  // sets before its exec, each the smaller of this and the session's (init_contract.h).
+  CallLimits limits;
+  // Called with the worker's host pid before its program runs, while it is alone (it has
+  // forked nothing): an MCP server's child cgroup is joined here. Needs the exec watch, which
+  // holds the worker's exec meanwhile (ExecWatch's before_program); without it the call
+  // fails. An error fails the call and nothing of argv runs. Empty: nothing to do.
+  std::function<Result<void>(pid_t)> before_program;
 };
 
 // Failure of setting up a worker names the step: "worker step seccomp: Invalid argument".

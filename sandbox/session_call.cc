@@ -111,6 +111,10 @@ Result<CallFds> LinuxSession::start(CallRequest request, std::unique_ptr<ExecWat
   const bool durable = spec != nullptr && spec->durable;
   const bool held = durable && exec_waits_for_the_watch();
   if (durable && !held) MOAT_TRY(spec->durable());
+  const bool hook = spec != nullptr && spec->before_program;
+  if (hook && !exec_waits_for_the_watch())
+    return fail("the call needs the exec watch to run a step before its program "
+                "(ExecSpec::before_program), and this session runs without it");
   MOAT_ASSIGN_OR_RETURN(sys::FdPair channel, sys::make_socketpair(SOCK_STREAM));
   // Set before the init can send: the kStarted record's credentials carry the worker's pid.
   const int on = 1;
@@ -122,8 +126,10 @@ Result<CallFds> LinuxSession::start(CallRequest request, std::unique_ptr<ExecWat
   request.skip = parts_.config.test_skip_step;
   // Its thread starts while the init prepares the worker, whose own exec waits on it.
   if (watch != nullptr && exec_kind)
-    *watch = std::make_unique<ExecWatch>(spec != nullptr ? spec->observer : nullptr,
-                                         static_cast<double>(parts_.config.limits.cpu_time_s));
+    *watch = std::make_unique<ExecWatch>(
+        spec != nullptr ? spec->observer : nullptr,
+        static_cast<double>(parts_.config.limits.cpu_time_s),
+        hook ? spec->before_program : ExecWatch::BeforeProgram());
   MOAT_TRY(send_request(channel, status, io, stdio, request));
   // The worker gets ready meanwhile and its exec waits on the watch, which is not served
   // yet. A failure returns here: the status socket closes with the listener unread in it,

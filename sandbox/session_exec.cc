@@ -37,6 +37,7 @@ CallRequest exec_request(const ExecSpec& spec) {
   r.cwd = spec.cwd;
   r.env = spec.env;
   r.terminal = spec.stdio[0] >= 0 && spec.terminal;
+  r.limits = spec.limits;
   return r;
 }
 

@@ -78,6 +78,7 @@ struct PreparedCall {
   std::string cwd, path_env, create_path;
   Step skip = Step::kNone;
   bool terminal = false;  // the worker takes its first tty among fds 0-2 as controlling tty
+  CallLimits limits;      // its own, below the session's (rlimits.h narrowed)
 };
 
 struct Running {
@@ -127,6 +128,7 @@ PreparedCall prepare(const SessionConfig& config, CallRequest req) {
   call.cwd = req.cwd.empty() ? config.workspace : std::move(req.cwd);
   call.create_path = std::move(req.path);
   call.terminal = req.terminal;
+  call.limits = req.limits;
   if (call.kind == WorkerKind::kExec) {
     call.args = std::move(req.argv);
     call.env = build_env(config, req.env, call.path_env);
@@ -309,7 +311,7 @@ WorkerPlan Init::plan_for(const PreparedCall& call, int io, int status,
   plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
   plan.filter = filter_ ? &*filter_ : nullptr;
   plan.exec_watch = exec_watch_ ? &*exec_watch_ : nullptr;
-  plan.rlimits = plan_rlimits(config_.limits);
+  plan.rlimits = plan_rlimits(narrowed(config_.limits, call.limits));
   plan.skip = call.skip;
   return plan;
 }

@@ -20,6 +20,7 @@
 //   exit-on-call      as normal, but exits (status 3) when a tools/call arrives.
 //   stderr-flood      as normal, but first writes 8 MiB of 'e' lines to stderr (the host's log
 //                     bound, sandbox/mcp_host.h kMaxLogBytes).
+//   spawn             as normal, plus the tool "spawn" (a server's resources: pids, memory).
 //   no-initialize     answers initialize with JSON-RPC error -32601, as a server speaking only
 //                     the stateless 2026-07-28 revision (no initialize) does.
 // Options:
@@ -50,11 +51,20 @@
 //                     hour; structuredContent {pid} is the grandchild's pid.
 //   env               the names of its environment variables, as a JSON array in text.
 //   client_replies    the client's answers to --ask-client's requests, as a JSON array in text.
+//   spawn {children, bytes}  (mode spawn) forks `children` (default 8) children that each
+//                     write `bytes` (default 0) of fresh memory, say so on a pipe and wait;
+//                     after all said so, or 10 s, kills them. structuredContent {forked,
+//                     fork_error (the first fork's errno name, or "ok"), touched (how many
+//                     wrote all their memory)}.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +117,7 @@ const char* errno_name(int e) {
     case EPERM: return "EPERM";
     case ENOENT: return "ENOENT";
     case EROFS: return "EROFS";
+    case EAGAIN: return "EAGAIN";
     case ENETUNREACH: return "ENETUNREACH";
     case EHOSTUNREACH: return "EHOSTUNREACH";
     case ECONNREFUSED: return "ECONNREFUSED";
@@ -145,6 +156,9 @@ std::vector<json> normal_tools() {
   t[10]["annotations"] = {{"destructiveHint", true}, {"openWorldHint", false}};
   std::lock_guard<std::mutex> lock(g_state_mu);
   if (g_late_tool) t.push_back(tool("late", "Added by touch."));
+  if (g_mode == "spawn")
+    t.push_back(tool("spawn", "Forks children that each write fresh memory.",
+                     {{"children", {{"type", "integer"}}}, {"bytes", {{"type", "integer"}}}}));
   return t;
 }
 
@@ -289,6 +303,60 @@ json daemon() {
           {"structuredContent", {{"pid", grandchild}}}};
 }
 
+// A child of spawn: writes `bytes` of fresh memory, says so, waits to be killed.
+[[noreturn]] void spawned_child(int done_fd, std::size_t bytes) {
+  if (bytes > 0) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) _exit(1);
+    for (std::size_t i = 0; i < bytes; i += 4096) static_cast<char*>(p)[i] = 1;
+  }
+  (void)!write(done_fd, "d", 1);
+  for (;;) pause();
+}
+
+// Reads one byte per child that wrote all its memory, until each child did or died (the OOM
+// killer), or 10 s passed.
+int count_done(int fd, const std::vector<pid_t>& pids) {
+  int done = 0, dead = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (done + dead < static_cast<int>(pids.size()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) > 0) {
+      char c;
+      if (read(fd, &c, 1) == 1) ++done;
+    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) ++dead;
+  }
+  return done;
+}
+
+json spawn(const json& args) {
+  const int children = args.value("children", 8);
+  const std::size_t bytes = args.value("bytes", std::size_t{0});
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return text_result("pipe failed", true);
+  std::vector<pid_t> pids;
+  std::string fork_error = "ok";
+  for (int i = 0; i < children; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) spawned_child(fds[1], bytes);
+    if (pid < 0) {
+      fork_error = errno_name(errno);
+      break;
+    }
+    pids.push_back(pid);
+  }
+  close(fds[1]);
+  const int touched = count_done(fds[0], pids);
+  close(fds[0]);
+  for (pid_t pid : pids) kill(pid, SIGKILL);
+  for (pid_t pid : pids) waitpid(pid, nullptr, 0);  // the dead are reaped already: ECHILD
+  json r = {{"forked", pids.size()}, {"fork_error", fork_error}, {"touched", touched}};
+  return {{"content", json::array({{{"type", "text"}, {"text", r.dump()}}})},
+          {"structuredContent", r}};
+}
+
 void big(const json& id, std::size_t bytes) {
   std::string head = json{{"jsonrpc", "2.0"}, {"id", id}}.dump();
   head.pop_back();
@@ -354,6 +422,7 @@ void call_tool(const json& id, const json& params) {
   if (name == "deep") return deep(id, args.value("depth", std::size_t{65536}));
   if (name == "probe") return reply(id, probe(args));
   if (name == "daemon") return reply(id, daemon());
+  if (name == "spawn") return reply(id, spawn(args));
   if (name == "env") return reply(id, env_names());
   if (name == "client_replies") {
     std::lock_guard<std::mutex> lock(g_state_mu);

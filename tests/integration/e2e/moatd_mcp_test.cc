@@ -229,6 +229,69 @@ TEST_F(McpHostHardening, RestartsWaitTheHostsBackoff) {
   EXPECT_EQ(starts, 4) << "the first start and 3 restarts";
 }
 
+// The start record's "limits" of server `name` (sandbox/mcp_resources.h).
+json start_limits(const std::string& audit, const std::string& name) {
+  for (const json& s : log_records(audit, "mcp.server"))
+    if (s["server"] == name && s["event"] == "start") return s.value("limits", json());
+  return json();
+}
+
+bool memory_cgroup_writable() { return access("/sys/fs/cgroup/memory", W_OK) == 0; }
+
+// resources = { pids = 4 } on a server: its processes cannot fork past it (RLIMIT_NPROC; as
+// root also pids.max of its own child cgroup), while a bash call of the same session forks
+// eight under the session's 512. Its start record says what applied, and its child cgroup is
+// gone with the session.
+TEST_F(McpHostHardening, AServersPidsLimitStopsItsForksButNotTheSessionsBashCall) {
+  start_with(server_toml("t", srv_dir_, "spawn", "resources = { pids = 4 }\n"));
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  const json r = call(c, "s1", "mcp__t__spawn", {{"children", 8}});
+  const json got = r.value("details", json::object()).value("structuredContent", json::object());
+  EXPECT_LT(got.value("forked", 99), 8) << r.dump();
+  EXPECT_EQ(got.value("fork_error", ""), "EAGAIN") << r.dump();
+  const json b = call(c, "b1", "bash",
+                      {{"command", "for i in 1 2 3 4 5 6 7 8; do sleep 0.3 & done; wait; "
+                                   "echo forked-eight"}});
+  EXPECT_FALSE(b.value("isError", true)) << b.dump();
+  EXPECT_NE(text_of(b).find("forked-eight"), std::string::npos) << b.dump();
+  bye(c);
+  const std::string audit = welcome["audit"].get<std::string>();
+  const json limits = start_limits(audit, "t");
+  EXPECT_EQ(limits["rlimits"].value("pids", 0), 4) << limits.dump();
+  EXPECT_EQ(limits["rlimits"].value("open_files", 0), 1024) << "the session's, unnarrowed";
+  const json start = log_records(audit, "session.start").at(0);
+  const json dirs = start["sandbox"].value("cgroup_dirs", json::array());
+  if (dirs.empty()) {
+    EXPECT_TRUE(limits.contains("cgroup_error")) << limits.dump();
+  } else {
+    EXPECT_EQ(limits["cgroup"].value("pids", 0), 4) << limits.dump();
+    for (const json& d : dirs)
+      EXPECT_FALSE(fs::exists(d.get<std::string>() + "/mcp-t")) << d << " is left";
+  }
+}
+
+// resources = { memory = "200MiB" } as root (a session cgroup): the server's own child cgroup
+// bounds the sum of its processes, so four children writing 64 MiB each do not all get there,
+// though each is far below the 200 MiB address-space rlimit a process also gets.
+TEST_F(McpHostHardening, AServersMemoryLimitBoundsTheSumOfItsProcessesInItsOwnCgroup) {
+  if (!memory_cgroup_writable())
+    GTEST_SKIP() << "no writable cgroup v1 memory hierarchy (needs root): rlimits only";
+  start_with(server_toml("t", srv_dir_, "spawn", "resources = { memory = \"200MiB\" }\n"));
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  const json r = call(c, "m1", "mcp__t__spawn", {{"children", 4}, {"bytes", 64u << 20}});
+  const json got = r.value("details", json::object()).value("structuredContent", json::object());
+  EXPECT_EQ(got.value("forked", 0), 4) << r.dump();
+  EXPECT_LT(got.value("touched", 99), 4) << r.dump();
+  bye(c);
+  const json limits = start_limits(welcome["audit"].get<std::string>(), "t");
+  EXPECT_EQ(limits["cgroup"].value("memory", 0), 200u << 20) << limits.dump();
+  EXPECT_EQ(limits["rlimits"].value("memory", 0), 200u << 20) << limits.dump();
+}
+
 // moat run sends the person's variables its user layer's servers name: the model's call of
 // the server's env tool sees the declared one and not another of moat's variables; the audit
 // log holds no value.

@@ -98,6 +98,7 @@ TEST(AuditRecords, EachEncoderWritesExactlyItsFieldsWhenEveryOptionalIsSet) {
   McpServer ms;
   ms.tools = std::vector<std::string>{"mcp__s__t"};
   ms.env = std::vector<std::string>{"GITHUB_TOKEN"};
+  ms.limits = json::object();
   ms.exit = json::object();
   ms.error = "x";
   EXPECT_EQ(keys(ms.to_json()), declared<McpServer>().second);

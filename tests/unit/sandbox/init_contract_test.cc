@@ -11,6 +11,7 @@
 
 #include "base/sys.h"
 #include "policy/writable_roots.h"
+#include "sandbox/rlimits.h"
 #include "sandbox/session_init.h"
 
 namespace moat::sandbox {
@@ -32,6 +33,7 @@ void expect_same(const CallRequest& a, const CallRequest& b) {
   EXPECT_EQ(a.cwd, b.cwd);
   EXPECT_EQ(a.env, b.env);
   EXPECT_EQ(a.terminal, b.terminal);
+  EXPECT_EQ(a.limits, b.limits);
   EXPECT_EQ(a.path, b.path);
   EXPECT_EQ(a.skip, b.skip);
 }
@@ -80,6 +82,46 @@ TEST(InitContract, ABadRequestIsRefusedNamingTheFieldAndWhatIsAccepted) {
     EXPECT_NE(got.error().message().find(c.says), std::string::npos)
         << c.text << " -> " << got.error().message();
   }
+}
+
+// A call's own limits (an MCP server's resources) cross to the init; a bad one is refused
+// naming the field, and what the init applies is never wider than the session's.
+TEST(InitContract, ACallsOwnLimitsRoundTripAreRefusedNamingTheFieldAndOnlyNarrow) {
+  CallRequest sent = an_exec();
+  sent.limits = {.cpu_time_s = 5, .memory_bytes = 1u << 30, .pids = 4};
+  auto got = CallRequest::decode(sent.encode());
+  ASSERT_TRUE(got) << got.error().message();
+  EXPECT_EQ(got->limits, sent.limits);
+  EXPECT_EQ(sent.encode().find("file_size"), std::string::npos) << "unset keys are not sent";
+  const struct {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {R"({"kind":"exec","argv":["ls"],"limits":4})", "field 'limits' must be an object"},
+      {R"({"kind":"exec","argv":["ls"],"limits":{"pids":0}})",
+       "field 'limits.pids' must be a positive integer"},
+      {R"({"kind":"exec","argv":["ls"],"limits":{"pids":-3}})",
+       "field 'limits.pids' must be a positive integer"},
+      {R"({"kind":"exec","argv":["ls"],"limits":{"memory_bytes":"1GiB"}})",
+       "field 'limits.memory_bytes' must be a positive integer"},
+      {R"({"kind":"exec","argv":["ls"],"limits":{"wall_time":3}})",
+       "has the key 'wall_time'; accepted: cpu_time_s, memory_bytes, pids, file_size, open_files"},
+  };
+  for (const auto& c : cases) {
+    auto bad = CallRequest::decode(c.text);
+    ASSERT_FALSE(bad) << c.text;
+    EXPECT_NE(bad.error().message().find(c.says), std::string::npos)
+        << c.text << " -> " << bad.error().message();
+  }
+  Limits session;
+  session.pids = 512;
+  session.open_files = 0;  // not set: the call's own applies
+  const Limits l = narrowed(session, {.cpu_time_s = session.cpu_time_s + 100, .pids = 4,
+                                      .open_files = 64});
+  EXPECT_EQ(l.pids, 4u);
+  EXPECT_EQ(l.cpu_time_s, session.cpu_time_s) << "a wider value is the session's";
+  EXPECT_EQ(l.memory_bytes, session.memory_bytes) << "an unset one is the session's";
+  EXPECT_EQ(l.open_files, 64u);
 }
 
 TEST(InitContract, ARequestCrossesAChannelWholeAndAnOversizedOneIsRefused) {
