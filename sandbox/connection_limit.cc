@@ -14,10 +14,6 @@ namespace moat::sandbox {
 Result<std::shared_ptr<void>> ConnectionLimit::take(uid_t uid) {
   std::lock_guard lock(mu_);
   std::size_t& mine = open_[uid];
-  if (quota_ != 0 && mine >= quota_)
-    return fail(Error{EDQUOT, "quota.sessions = " + std::to_string(quota_) + " in " + quota_file_ +
-                                  ": uid " + std::to_string(uid) + " has " + std::to_string(mine) +
-                                  " sessions open on this moatd; end one first"});
   if (mine >= per_user_)
     return fail(Error{EAGAIN, "uid " + std::to_string(uid) + " has " + std::to_string(mine) +
                                   " connections open (the limit is " + std::to_string(per_user_) +

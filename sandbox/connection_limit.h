@@ -10,8 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
-#include <utility>
 
 #include "base/result.h"
 
@@ -19,11 +17,9 @@ namespace moat::sandbox {
 
 class ConnectionLimit {
  public:
-  // `quota`: the operator's [quota] sessions from moatd.toml (0: none; `quota_file` names the
-  // file in its refusal). A connection holds at most one session, so it counts from accept.
-  ConnectionLimit(std::size_t per_user, std::size_t total, std::size_t quota = 0,
-                  std::string quota_file = {})
-      : per_user_(per_user), total_(total), quota_(quota), quota_file_(std::move(quota_file)) {}
+  // Counted from accept, whatever the connection becomes (a session, a console): moatd.toml's
+  // [quota] sessions counts sessions at their hello (sandbox/user_quota.h).
+  ConnectionLimit(std::size_t per_user, std::size_t total) : per_user_(per_user), total_(total) {}
 
   // A slot for one connection of `uid`, given back when the last copy of it is dropped; or an
   // error naming the bound a new connection would break.
@@ -34,8 +30,6 @@ class ConnectionLimit {
 
   std::size_t per_user_;
   std::size_t total_;
-  std::size_t quota_;
-  std::string quota_file_;
   std::mutex mu_;
   std::map<uid_t, std::size_t> open_;
   std::size_t open_total_ = 0;

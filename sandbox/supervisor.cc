@@ -59,11 +59,11 @@ class Connection {
  public:
   // `console`: the person's channel attached at spawn; `consoles`: where a shared moatd's
   // sessions wait for a console to attach with their token (null for a private moatd).
-  // `unauthenticated`: what all of a shared moatd's connections may hold before their hello
-  // (null for a private moatd's one connection).
+  // `unauthenticated`: what all of a shared moatd's connections may hold before their hello;
+  // `sessions`: the quota its hello takes a place of (both null for a private moatd).
   Connection(const SupervisorOptions& options, const SupervisorDeps& deps, UniqueFd fd,
              PeerCred peer, UniqueFd console, ConsoleRegistry* consoles,
-             UnauthenticatedBytes* unauthenticated)
+             UnauthenticatedBytes* unauthenticated, SessionQuota* sessions)
       : options_(options),
         deps_(deps),
         fd_(std::move(fd)),
@@ -72,6 +72,7 @@ class Connection {
                                static_cast<long long>(options.client_stall_timeout_s * 1000))),
         console_fd_(std::move(console)),
         consoles_(consoles),
+        sessions_(sessions),
         before_hello_(unauthenticated, peer.uid) {}
   ~Connection() { finish(); }
 
@@ -91,6 +92,8 @@ class Connection {
   // more than its share of the unauthenticated budget (its error frame is sent).
   bool feed(std::string_view bytes);
   Result<void> on_hello(const HelloMsg& hello);
+  // A place in the user's session quota, before anything of the session is built.
+  Result<void> take_session_place();
   // The one place a failed hello step is answered: its error frame, and the session.refused
   // record for the steps that write one.
   Result<void> refuse(HelloStep step, const Error& error, HelloSteps& steps);
@@ -123,6 +126,8 @@ class Connection {
   ThreadSet threads_;
   UniqueFd console_fd_;
   ConsoleRegistry* consoles_;
+  SessionQuota* sessions_;
+  std::shared_ptr<void> session_place_;  // this session's place in sessions_, from its hello
   SessionConsole console_;  // the person's channel, when the session has one
   // The fds that came with the client's last exec frame, until it is decoded: at most one
   // set waits, and at most one exec runs (exec_running_), so a client makes moatd hold at
@@ -249,6 +254,7 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   const ConsoleSource console = console_fd_.valid()    ? ConsoleSource::kSocketpair
                                 : consoles_ != nullptr ? ConsoleSource::kToken
                                                        : ConsoleSource::kNone;
+  MOAT_TRY(take_session_place());
   HelloSteps steps(options_, deps_, peer_, hello, console);
   for (const auto& [step, run] : kHelloChecklist)
     if (auto r = (steps.*run)(); !r) return refuse(step, r.error(), steps);
@@ -274,6 +280,17 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   if (session_.mcp)
     session_.mcp->set_on_status(
         [this](const McpServerStatus& s) { send(McpStatusMsg{s}.to_json()); });
+  return {};
+}
+
+Result<void> Connection::take_session_place() {
+  if (sessions_ == nullptr) return {};
+  auto place = sessions_->take(peer_.uid);
+  if (!place) {
+    send_error(place.error().message(), "quota");
+    return fail(place.error());
+  }
+  session_place_ = std::move(*place);
   return {};
 }
 
@@ -425,6 +442,7 @@ void Connection::finish() {
     }
     (void)session_.record(std::string(audit::SessionEnd::kType), end.to_json());
   }
+  session_place_.reset();  // the session is gone: its place in the user's quota is free
 }
 
 }  // namespace
@@ -452,7 +470,7 @@ void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* console
   }
   try {
     Connection c(*options, deps_, std::move(conn), *peer, std::move(console), consoles,
-                 unauthenticated);
+                 unauthenticated, consoles != nullptr ? &sessions_ : nullptr);
     c.run();
     peak = c.peak_frame_buffer();
   } catch (const std::exception& e) {
@@ -468,8 +486,7 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
                                       const std::atomic<bool>& stop) {
   const int lfd = socket.fd();
   ThreadSet clients;  // a system moatd serves session after session: join each when it ends
-  ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections,
-                        options_.moatd_config.quota.sessions, options_.moatd_config.file);
+  ConnectionLimit limit(kMaxConnectionsPerUser, kMaxConnections);
   IdleExit idle(options_.idle_exit_s, socket);
   while (!stop.load()) {
     pollfd p{lfd, POLLIN, 0};

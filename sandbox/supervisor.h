@@ -18,6 +18,7 @@
 #include "sandbox/listen_socket.h"
 #include "sandbox/protocol.h"
 #include "sandbox/supervisor_deps.h"
+#include "sandbox/user_quota.h"
 
 namespace moat::sandbox {
 
@@ -44,6 +45,8 @@ class Supervisor {
   ConsoleRegistry consoles_;  // serve_socket's sessions waiting for their console
   // What serve_socket's connections may hold before their hello, per user and in all.
   UnauthenticatedBytes unauthenticated_{kMaxUnauthenticatedBytesPerUser, kMaxUnauthenticatedBytes};
+  // moatd.toml's [quota] sessions over serve_socket's sessions, each counted from its hello.
+  SessionQuota sessions_{options_.moatd_config.quota.sessions, options_.moatd_config.file};
 };
 
 }  // namespace moat::sandbox

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -65,11 +66,14 @@ class ResidentAttackTest : public ::testing::Test {
   }
   // moatd serving `socket` with `flags`, its log at dir_/<name>.log.
   pid_t start_moatd(const std::string& socket, const std::string& name,
-                    const std::vector<std::string>& flags) {
+                    const std::vector<std::string>& flags,
+                    const std::vector<std::string>& more_env = {}) {
     std::vector<std::string> argv = {moatd_bin(), "--socket", socket, "--audit-dir",
                                      dir_.path() + "/audit", "--pool", "0"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    const pid_t pid = start(argv, dir_.path() + "/" + name + ".log", env());
+    std::vector<std::string> e = env();
+    e.insert(e.end(), more_env.begin(), more_env.end());
+    const pid_t pid = start(argv, dir_.path() + "/" + name + ".log", e);
     started_.push_back(pid);
     return pid;
   }
@@ -121,6 +125,27 @@ TEST_F(ResidentAttackTest, AnIdleMoatdLeavesAPathThatIsNoLongerItsSocket) {
   EXPECT_EQ(wait_exit(old_moatd, 10), 0) << read_file(dir_.path() + "/old.log");
   started_.erase(started_.begin());  // reaped
   EXPECT_TRUE(RawClient(socket).connected()) << "the old moatd removed the new one's path";
+}
+
+// quota.sessions bounds a user's sessions: the console connection of an interactive session
+// (docs/security.md, the console channel) is not a second one. With a quota of 1 a user's only
+// session must still get its console, or every ask of it is refused as headless.
+TEST_F(ResidentAttackTest, AnInteractiveSessionsConsoleIsNotASecondSessionUnderTheQuota) {
+  const std::string config = dir_.path() + "/moatd.toml";
+  std::ofstream(config) << "[quota]\nsessions = 1\n";
+  const std::string socket = runtime_ + "/moatd.sock";
+  start_moatd(socket, "quota", {}, {"MOAT_MOATD_CONFIG=" + config});
+  RawClient agent(socket);
+  ASSERT_TRUE(agent.connected()) << read_file(dir_.path() + "/quota.log");
+  agent.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", false}});
+  const nlohmann::json welcome = agent.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
+  RawClient console(socket);
+  console.send_json({{"type", "console"},
+                     {"session", welcome["session"]},
+                     {"token", welcome.value("console_token", "")}});
+  const nlohmann::json attached = console.read_frame();
+  EXPECT_EQ(attached.value("type", ""), "attached") << attached.dump();
 }
 
 // moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
