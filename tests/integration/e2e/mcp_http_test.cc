@@ -173,5 +173,27 @@ TEST_F(McpHttpTest, WithoutTheSessionsNetworkAUrlServerIsRefused) {
   EXPECT_TRUE(of_type(log, "net").empty());
 }
 
+// An `ask` [[network]] rule for the server's host in a terminal session: moatd connects the
+// server while it builds the session, before any console is attached, so nobody can be asked:
+// the proxy refuses the connection naming the rule (docs/mcp.md), the hello is not held up, and
+// the welcome's status names the server and the rule.
+TEST_F(McpHttpTest, AnAskRuleForAUrlServerInATerminalSessionRefusesItNamingTheRule) {
+  start_server("streamableHttp");
+  start_moatd_with("/mcp", "[[network]]\nid = \"web-ask\"\ndecision = \"ask\"\ndomains = "
+                           "[\"127.0.0.1\"]\nports = [" + std::to_string(port_) + "]\n");
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", false}});
+  const json welcome = c.read_frame(60000);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  json web;
+  for (const json& s : welcome.value("mcp_servers", json::array()))
+    if (s.value("name", "") == "web") web = s;
+  EXPECT_EQ(web.value("state", ""), "failed") << welcome.dump();
+  const std::string error = web.value("error", "");
+  EXPECT_NE(error.find("mcp server web"), std::string::npos) << error;
+  EXPECT_NE(error.find("web-ask"), std::string::npos) << error;
+  for (const json& t : welcome["tools"]) EXPECT_NE(t.value("name", ""), "mcp__web__echo");
+}
+
 }  // namespace
 }  // namespace moat::e2e
