@@ -285,7 +285,8 @@ nlohmann::json RawClient::read_frame(int timeout_ms) {
 
 nlohmann::json RawClient::read_result(int timeout_ms) {
   nlohmann::json r = read_frame(timeout_ms);
-  while (r.is_object() && r.value("type", "") == "progress") r = read_frame(timeout_ms);
+  while (r.is_object() && (r.value("type", "") == "progress" || r.value("type", "") == "mcp_status"))
+    r = read_frame(timeout_ms);
   return r;
 }
 

@@ -96,7 +96,8 @@ class RawClient {
   // The next frame, or a JSON null when the connection closed (or timeout).
   nlohmann::json read_frame(int timeout_ms = 20000);
   // The next frame that is not a call's progress (output chunks, the 'decided' frame moatd
-  // sends before a call runs): a call's result, or null as read_frame.
+  // sends before a call runs) nor an MCP server's unasked mcp_status: a call's result (or
+  // bye's answer), or null as read_frame.
   nlohmann::json read_result(int timeout_ms = 20000);
   bool closed_by_peer(int timeout_ms = 5000);
 

@@ -70,7 +70,7 @@ class McpHostTest : public MoatdProcess {
   }
   void bye(RawClient& c) {
     c.send_json({{"type", "bye"}});
-    EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+    EXPECT_EQ(c.read_result().value("type", ""), "bye");
   }
 
   std::string srv_dir_;

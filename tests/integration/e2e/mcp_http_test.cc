@@ -96,7 +96,7 @@ class McpHttpTest : public MoatdProcess {
     EXPECT_FALSE(r.value("isError", true)) << r.dump();
     EXPECT_NE(text_of(r).find("over http"), std::string::npos) << r.dump();
     c.send_json({{"type", "bye"}});
-    EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+    EXPECT_EQ(c.read_result().value("type", ""), "bye");
     const std::vector<json> log = records_of(welcome["audit"].get<std::string>());
     ASSERT_EQ(of_type(log, "mcp.call").size(), 1u);
     const auto nets = of_type(log, "net");
@@ -138,7 +138,7 @@ TEST_F(McpHttpTest, AUrlTheRulesDenyIsRefusedNamingTheServerAndTheRule) {
   ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
   for (const json& t : welcome["tools"]) EXPECT_NE(t.value("name", ""), "mcp__web__echo");
   c.send_json({{"type", "bye"}});
-  EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+  EXPECT_EQ(c.read_result().value("type", ""), "bye");
   const std::vector<json> log = records_of(welcome["audit"].get<std::string>());
   std::string error;
   for (const json& s : of_type(log, "mcp.server")) error += s.value("error", "");
@@ -162,7 +162,7 @@ TEST_F(McpHttpTest, WithoutTheSessionsNetworkAUrlServerIsRefused) {
   const json welcome = hello(c);
   ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
   c.send_json({{"type", "bye"}});
-  EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+  EXPECT_EQ(c.read_result().value("type", ""), "bye");
   const std::vector<json> log = records_of(welcome["audit"].get<std::string>());
   std::string error;
   for (const json& s : of_type(log, "mcp.server")) error += s.value("error", "");

@@ -88,7 +88,7 @@ class McpHostHardening : public MoatdProcess {
   }
   void bye(RawClient& c) {
     c.send_json({{"type", "bye"}});
-    EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+    EXPECT_EQ(c.read_result().value("type", ""), "bye");
   }
 
   std::string srv_dir_;
