@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <stop_token>
 #include <string>

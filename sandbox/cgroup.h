@@ -1,12 +1,16 @@
 // sandbox/cgroup.h: a per-session cgroup, when a writable hierarchy exists (v1 pids and
 // memory controllers, or v2 with those controllers delegated): pids.max bounds a fork bomb
-// across the whole session, the memory limit bounds its sum.
+// across the whole session, the memory limit bounds its sum. With moatd.toml's [quota] memory
+// or pids, the session's cgroup goes below its user's parent (<root>/moatd-<pid>/user-<uid>),
+// which bounds the sum over all of that user's sessions on this moatd; the tighter wins. On
+// v1 the roots are the hierarchies' (/sys/fs/cgroup/pids, memory); on v2, moatd's own cgroup.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -14,12 +18,15 @@
 namespace moat::sandbox {
 
 struct Limits;
+struct UserCgroup;
 
 class ScopedCgroup {
  public:
   // Directories of the session's cgroups; empty when no hierarchy is writable (the reason
   // then says why).
-  static Result<ScopedCgroup> create(const std::string& name, const Limits& limits);
+  // `user`: the quota of the user the session is for (none: directly in the root).
+  static Result<ScopedCgroup> create(const std::string& name, const Limits& limits,
+                                     const UserCgroup& user);
   // A child `name` of each of the session's cgroups (`session_dirs`: describe().cgroup_dirs)
   // with its own limits (0: the session's), for one of its processes (an MCP server's
   // resources, docs/mcp.md): pids.max and memory.limit_in_bytes below the session's on cgroup
@@ -29,11 +36,17 @@ class ScopedCgroup {
                                            const std::string& name, std::uint64_t memory_bytes,
                                            std::uint64_t pids);
   ScopedCgroup() = default;
-  ScopedCgroup(ScopedCgroup&& o) noexcept : dirs_(std::move(o.dirs_)) { o.dirs_.clear(); }
+  ScopedCgroup(ScopedCgroup&& o) noexcept
+      : dirs_(std::move(o.dirs_)), parents_(std::move(o.parents_)) {
+    o.dirs_.clear();
+    o.parents_.clear();
+  }
   ScopedCgroup& operator=(ScopedCgroup&& o) noexcept;
   ScopedCgroup(const ScopedCgroup&) = delete;
   ScopedCgroup& operator=(const ScopedCgroup&) = delete;
-  ~ScopedCgroup();  // removes the directories (their processes are gone by then)
+  // Removes the directories (their processes are gone by then), and the user's parent when
+  // this was the last session in it.
+  ~ScopedCgroup();
 
   bool active() const { return !dirs_.empty(); }
   const std::vector<std::string>& dirs() const { return dirs_; }
@@ -45,7 +58,15 @@ class ScopedCgroup {
   static std::string unavailable_reason();
 
  private:
+  Result<void> add_dir(const std::string& root, const std::string& name, const Limits& limits,
+                       const UserCgroup& user, const char* pids_file, const char* memory_file);
+
   std::vector<std::string> dirs_;
+  std::vector<std::string> parents_;  // the user's parent in each hierarchy, with a quota
 };
+
+// moatd's own cgroup v2 path ("/system.slice/moatd.service") from /proc/self/cgroup's text:
+// its "0::" line; empty when there is none (cgroup v1 only).
+std::string v2_cgroup_of(std::string_view proc_self_cgroup);
 
 }  // namespace moat::sandbox

@@ -39,6 +39,18 @@ struct Limits {
   std::uint64_t output_bytes = policy::kDefaultResources.output_bytes;
 };
 
+// moatd.toml's [quota] memory and pids (moatd_config.h) for the user a session is for (the
+// peer's uid): the session's cgroup goes under that user's parent cgroup, which holds these
+// limits over all of the user's sessions on this moatd (cgroup.h). 0: no such limit.
+struct UserCgroup {
+  uid_t uid = 0;
+  std::uint64_t memory_bytes = 0;
+  std::uint64_t pids = 0;
+  std::string file;  // where the quota was read from, named when it cannot be enforced
+  bool any() const { return memory_bytes != 0 || pids != 0; }
+  bool operator==(const UserCgroup&) const = default;
+};
+
 // What runs inside a worker that does not exec: a pure function from a request (JSON text)
 // to a response (JSON text), executed after every restriction of the worker is in place.
 // It is a plain function pointer because the session init is a fork of moatd: the pointer
@@ -98,6 +110,7 @@ struct SessionConfig {
   // the socket to moatd (take_net_listener), which serves the network proxy on it.
   int net_proxy_port = 0;
   Limits limits;
+  UserCgroup user_cgroup;  // none (any() false) but on a moatd with [quota] memory or pids
   std::map<std::string, std::string> env;  // policy-set variables, added to the allowlist
   // Written to the sandbox's $HOME/.gitconfig (/tmp/.gitconfig) once the view is built: the
   // person's user.name and user.email (git_identity.h), nothing else of their git config.

@@ -78,16 +78,29 @@ Result<void> check_allow_without(const std::set<std::string>& names) {
   return {};
 }
 
+Error quota_unenforced(const UserCgroup& user, const std::string& why) {
+  return Error::msg("cgroup: [quota] memory and pids in " + user.file + " cannot be held for uid " +
+                    std::to_string(user.uid) + ": " + why +
+                    "; a system moatd runs as root (dist/systemd), or remove them from the file, "
+                    "or start moatd with --allow-without cgroup");
+}
+
 // The keeper joins the session's cgroup before it forks the init: every process of the
 // session inherits it, and none can leave (cgroup.procs of the parent is not writable).
 // Inactive when cgroups are unavailable or fail and the policy allows running without. What
 // was made goes into *cgroup even on a failure: the caller holds it past the keeper's reaping,
 // so it is removed once its processes are gone.
+// A user's quota (moatd.toml) no cgroup can hold refuses the session, unless moatd was told
+// it may run without cgroup (--allow-without cgroup): a quota must not silently bound nothing.
 Result<void> session_cgroup(pid_t keeper, const SessionConfig& config, SkippedLayers& skipped,
                             ScopedCgroup* cgroup) {
-  auto made = ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits);
+  auto made =
+      ScopedCgroup::create("moat-" + std::to_string(keeper), config.limits, config.user_cgroup);
   if (made && !made->active()) {
-    skipped["cgroup"] = ScopedCgroup::unavailable_reason();
+    const std::string why = ScopedCgroup::unavailable_reason();
+    if (config.user_cgroup.any() && !config.allow_without.count("cgroup"))
+      return fail(quota_unenforced(config.user_cgroup, why));
+    skipped["cgroup"] = why;
     return {};
   }
   Error err = made ? Error() : made.error();
@@ -213,7 +226,7 @@ bool fits_shape(const SessionConfig& config, const SessionConfig& shape) {
          config.unprivileged_gid == shape.unprivileged_gid &&
          config.allow_without == shape.allow_without && config.handler == shape.handler &&
          config.limits.memory_bytes == shape.limits.memory_bytes &&
-         config.limits.pids == shape.limits.pids;
+         config.limits.pids == shape.limits.pids && config.user_cgroup == shape.user_cgroup;
 }
 
 Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession> pre,

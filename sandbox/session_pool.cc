@@ -19,6 +19,7 @@ SessionConfig shape_of(const SessionConfig& config) {
   shape.allow_without = config.allow_without;
   shape.handler = config.handler;
   shape.limits = config.limits;
+  shape.user_cgroup = config.user_cgroup;  // a user's pooled session counts in their quota
   return shape;
 }
 
