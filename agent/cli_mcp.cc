@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <stop_token>
 #include <string>

@@ -35,10 +35,15 @@ Result<void> read_system(TomlReader& r, const toml::table& t, MoatdConfig& c) {
 }
 
 Result<void> read_quota(TomlReader& r, const toml::table& t, UserQuota& q) {
-  MOAT_TRY(r.check_keys(t, {"sessions", "memory", "pids"}, "quota"));
+  MOAT_TRY(r.check_keys(t, {"sessions", "memory", "pids", "audit_bytes_per_day"}, "quota"));
   if (const toml::node* n = t.get("sessions")) {
     MOAT_ASSIGN_OR_RETURN(std::int64_t v, r.integer(*n, "quota.sessions", 1, kMaxInt));
     q.sessions = static_cast<std::uint64_t>(v);
+  }
+  if (const toml::node* n = t.get("audit_bytes_per_day")) {
+    MOAT_ASSIGN_OR_RETURN(std::int64_t v,
+                          r.quantity(*n, "quota.audit_bytes_per_day", /*duration=*/false));
+    q.audit_bytes_per_day = static_cast<std::uint64_t>(v);
   }
   if (const toml::node* n = t.get("memory")) {
     MOAT_ASSIGN_OR_RETURN(std::int64_t v, r.quantity(*n, "quota.memory", /*duration=*/false));

@@ -22,7 +22,10 @@ inline std::string moatd_config_path() {
 // [quota]: per local user (the peer's uid from SO_PEERCRED), over all of that user's sessions
 // on this moatd at once. 0: no quota.
 struct UserQuota {
-  std::uint64_t sessions = 0;  // connections (each holds at most one session) open at once
+  std::uint64_t sessions = 0;  // sessions open at once, each counted from its hello
+  // audit_bytes_per_day: a size ("1G"): the bytes of audit records all of the user's sessions
+  // append in one UTC day (sandbox/user_quota.h AuditBytesQuota).
+  std::uint64_t audit_bytes_per_day = 0;
   // The sum over the user's sessions, in a parent cgroup of theirs (sandbox/cgroup.h); each
   // session's own [resources] ceilings still hold (the tighter wins).
   std::uint64_t memory_bytes = 0;  // memory: a size ("8G", "512MiB", bytes)

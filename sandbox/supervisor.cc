@@ -60,10 +60,11 @@ class Connection {
   // `console`: the person's channel attached at spawn; `consoles`: where a shared moatd's
   // sessions wait for a console to attach with their token (null for a private moatd).
   // `unauthenticated`: what all of a shared moatd's connections may hold before their hello;
-  // `sessions`: the quota its hello takes a place of (both null for a private moatd).
+  // `quotas`: the user's quotas its hello and audit log count against (both null for a private
+  // moatd).
   Connection(const SupervisorOptions& options, const SupervisorDeps& deps, UniqueFd fd,
              PeerCred peer, UniqueFd console, ConsoleRegistry* consoles,
-             UnauthenticatedBytes* unauthenticated, SessionQuota* sessions)
+             UnauthenticatedBytes* unauthenticated, UserQuotas* quotas)
       : options_(options),
         deps_(deps),
         fd_(std::move(fd)),
@@ -72,7 +73,7 @@ class Connection {
                                static_cast<long long>(options.client_stall_timeout_s * 1000))),
         console_fd_(std::move(console)),
         consoles_(consoles),
-        sessions_(sessions),
+        quotas_(quotas),
         before_hello_(unauthenticated, peer.uid) {}
   ~Connection() { finish(); }
 
@@ -92,8 +93,11 @@ class Connection {
   // more than its share of the unauthenticated budget (its error frame is sent).
   bool feed(std::string_view bytes);
   Result<void> on_hello(const HelloMsg& hello);
-  // A place in the user's session quota, before anything of the session is built.
-  Result<void> take_session_place();
+  // The user's quotas allow a session (its place in sessions, audit bytes left today), checked
+  // before anything of the session is built.
+  Result<void> check_quotas();
+  // The session's audit log counts its bytes against the user's of the day from now on.
+  void count_audit_bytes();
   // The one place a failed hello step is answered: its error frame, and the session.refused
   // record for the steps that write one.
   Result<void> refuse(HelloStep step, const Error& error, HelloSteps& steps);
@@ -126,8 +130,8 @@ class Connection {
   ThreadSet threads_;
   UniqueFd console_fd_;
   ConsoleRegistry* consoles_;
-  SessionQuota* sessions_;
-  std::shared_ptr<void> session_place_;  // this session's place in sessions_, from its hello
+  UserQuotas* quotas_;
+  std::shared_ptr<void> session_place_;  // this session's place in quotas_, from its hello
   SessionConsole console_;  // the person's channel, when the session has one
   // The fds that came with the client's last exec frame, until it is decoded: at most one
   // set waits, and at most one exec runs (exec_running_), so a client makes moatd hold at
@@ -254,11 +258,12 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   const ConsoleSource console = console_fd_.valid()    ? ConsoleSource::kSocketpair
                                 : consoles_ != nullptr ? ConsoleSource::kToken
                                                        : ConsoleSource::kNone;
-  MOAT_TRY(take_session_place());
+  MOAT_TRY(check_quotas());
   HelloSteps steps(options_, deps_, peer_, hello, console);
   for (const auto& [step, run] : kHelloChecklist)
     if (auto r = (steps.*run)(); !r) return refuse(step, r.error(), steps);
   session_ = std::move(steps.state());
+  count_audit_bytes();  // session.start's bytes too, before any call can be decided
   asks_ = std::make_unique<AskBroker>(session_.headless);
   gate_ = std::make_unique<CallGate>(session_, *asks_, mutations_);
   McpHostOptions mcp_options;
@@ -283,15 +288,25 @@ Result<void> Connection::on_hello(const HelloMsg& hello) {
   return {};
 }
 
-Result<void> Connection::take_session_place() {
-  if (sessions_ == nullptr) return {};
-  auto place = sessions_->take(peer_.uid);
-  if (!place) {
-    send_error(place.error().message(), "quota");
-    return fail(place.error());
+Result<void> Connection::check_quotas() {
+  if (quotas_ == nullptr) return {};
+  auto place = quotas_->sessions.take(peer_.uid);
+  Result<void> audit_left =
+      place ? quotas_->audit_bytes.check(peer_.uid) : Result<void>(fail(place.error()));
+  if (!audit_left) {
+    send_error(audit_left.error().message(), "quota");
+    return audit_left;
   }
   session_place_ = std::move(*place);
   return {};
+}
+
+void Connection::count_audit_bytes() {
+  if (quotas_ == nullptr || !session_.audit) return;
+  session_.audit->set_admit([quotas = quotas_, uid = peer_.uid](std::string_view type,
+                                                                std::size_t bytes) {
+    return quotas->audit_bytes.admit(uid, type, bytes);
+  });
 }
 
 Result<void> Connection::refuse(HelloStep step, const Error& error, HelloSteps& steps) {
@@ -470,7 +485,7 @@ void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* console
   }
   try {
     Connection c(*options, deps_, std::move(conn), *peer, std::move(console), consoles,
-                 unauthenticated, consoles != nullptr ? &sessions_ : nullptr);
+                 unauthenticated, consoles != nullptr ? &quotas_ : nullptr);
     c.run();
     peak = c.peak_frame_buffer();
   } catch (const std::exception& e) {

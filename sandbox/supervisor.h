@@ -45,8 +45,12 @@ class Supervisor {
   ConsoleRegistry consoles_;  // serve_socket's sessions waiting for their console
   // What serve_socket's connections may hold before their hello, per user and in all.
   UnauthenticatedBytes unauthenticated_{kMaxUnauthenticatedBytesPerUser, kMaxUnauthenticatedBytes};
-  // moatd.toml's [quota] sessions over serve_socket's sessions, each counted from its hello.
-  SessionQuota sessions_{options_.moatd_config.quota.sessions, options_.moatd_config.file};
+  // moatd.toml's [quota] over serve_socket's sessions: sessions counted from their hello, and
+  // audit bytes per day, whose counters are kept in <audit_dir>/quota.
+  UserQuotas quotas_{
+      {options_.moatd_config.quota.sessions, options_.moatd_config.file},
+      {options_.moatd_config.quota.audit_bytes_per_day, options_.moatd_config.file,
+       options_.audit_dir + "/quota"}};
 };
 
 }  // namespace moat::sandbox

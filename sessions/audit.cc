@@ -89,6 +89,11 @@ class JsonlAuditLog final : public AuditLog {
   void sync_dir_with_first_record(std::string dir) { dir_to_sync_ = std::move(dir); }
   using AuditLog::append;
   Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) override;
+  void set_admit(Admit admit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)admit({}, written_);
+    admit_ = std::move(admit);
+  }
   std::string path() const override { return path_; }
   uint64_t last_seq() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -124,6 +129,8 @@ class JsonlAuditLog final : public AuditLog {
   uint64_t seq_ = 0;
   std::string head_;
   off_t size_ = 0;
+  std::uint64_t written_ = 0;  // bytes this log appended (resume_chain's are not counted)
+  Admit admit_;                // asked before each line (set_admit)
   bool broken_ = false;
   // Group commit: records up to synced_seq_ are on disk; one thread at a time syncs (syncing_),
   // outside mu_, and every record written before its fdatasync began is covered by it, so
@@ -192,6 +199,7 @@ Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json
   record["hash"] = hash;
   MOAT_ASSIGN_OR_RETURN(std::string line, canonical_json(record));
   line += '\n';
+  if (admit_) MOAT_TRY(admit_(type, line.size()));
   if (auto w = append_line(fd_.get(), line, size_); !w) {
     // append_line undid a short write unless its ftruncate failed: then the file ends in a
     // torn record and nothing more may be chained after it.
@@ -199,6 +207,7 @@ Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json
     return fail(w.error().with_context("audit " + path_));
   }
   size_ += static_cast<off_t>(line.size());
+  written_ += line.size();
   ++seq_;
   head_ = std::move(hash);
   return {};

@@ -17,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,6 +94,13 @@ class AuditLog {
   // Returns once every record up to `seq` is on disk (syncs shared as for kNow appends); a
   // failed sync breaks the log, as for append.
   virtual Result<void> make_durable(uint64_t seq) = 0;
+  // Asked before each line is written, with its record's type and its size in bytes (a shared
+  // moatd's audit bytes per user and day, sandbox/user_quota.h): an error refuses that record
+  // as a failed write would, and the log stays usable. The lines this log wrote before it is
+  // set are passed at once, as one call with an empty type (their refusal is ignored: they are
+  // written). Thread-safe; none by default.
+  using Admit = std::function<Result<void>(std::string_view type, std::size_t bytes)>;
+  virtual void set_admit(Admit admit) = 0;
   virtual std::string path() const = 0;
   virtual uint64_t last_seq() const = 0;  // 0 before the first record
   virtual std::string head() const = 0;   // the last record's hash (the genesis before one)

@@ -528,7 +528,7 @@ TEST(AttachedMsg, RoundTripsAndRefusesAMissingSession) {
 TEST(DecodeServerFrame, RefusesWhatAClientSendsAndNamesWhatAServerMay) {
   EXPECT_EQ(server_refusal({{"type", "hello"}}),
             "unknown frame type 'hello' (a server may send welcome, result, progress, ask, "
-            "error, bye, attached)");
+            "error, bye, attached, mcp_status)");
 }
 
 // --- The shared reader -----------------------------------------------------------------

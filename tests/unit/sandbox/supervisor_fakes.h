@@ -48,6 +48,7 @@ class FakeAuditLog final : public sessions::AuditLog {
     records_->records.emplace_back(type, std::move(fields));
     return {};
   }
+  void set_admit(Admit) override {}  // the fake writes no bytes to count
   Result<uint64_t> append_pending(const std::string& type, nlohmann::json fields) override {
     MOAT_TRY(append(type, std::move(fields), Sync::kWithNext));
     return last_seq();
