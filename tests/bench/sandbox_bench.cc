@@ -27,7 +27,10 @@
 // `perf stat` gives the whole tree's); and, interleaved with them, the same command from a new
 // moat on the user's resident moatd, as moat chooses it (issue 30; started by the first,
 // unmeasured run). Issue 30's targets, printed as ratios to bwrap of the same run:
-// resident median <= 1.5x and p99 <= 3x, private median <= 4x.
+// resident median <= 1.5x and p99 <= 3x, private median <= 4x. Then the floor: the parts a
+// cold start cannot leave out, each on its own and as a ratio to bwrap, with moat's own start
+// (`moat version`, and `moat sandbox exec` refusing a missing command: the exec path's start
+// before any moatd), so a resident run's ratio splits into moat's share and moatd's.
 //
 // Usage: sandbox_bench [rounds [cold_runs]]   (default 300 and 100; rounds 0: the cold start
 //        only). Needs moatd and moat: $MOATD_BIN and $MOAT_BIN, else the build tree's
@@ -432,6 +435,14 @@ double process_start(const std::string& moat) {
   return wall;
 }
 
+// moat's own start on the exec path: `moat sandbox exec` with no command builds its command
+// line, refuses it (exit 125) and exits before it reaches any moatd.
+double exec_path_start(const std::string& moat) {
+  double wall = 0, cpu = 0;
+  (void)timed_run({moat, "sandbox", "exec"}, &wall, &cpu);
+  return wall;
+}
+
 double seccomp_compile() {
   const auto t0 = Clock::now();
   (void)moat::sandbox::compile_filter(false);
@@ -441,13 +452,29 @@ double seccomp_compile() {
 }  // namespace floor_parts
 
 struct FloorPart {
+  enum Sum { kInSum, kOverlapped, kMoatsOwn };
   const char* name;
-  bool in_sum;  // false: moatd does it while it waits on something else
+  Sum sum;  // kOverlapped: moatd does it while it waits; kMoatsOwn: inside the process starts
   std::function<double()> once;
   std::vector<double> ms;
 };
 
-void print_floor(std::vector<FloorPart>& parts, double bwrap_ms) {
+const char* sum_note(FloorPart::Sum sum) {
+  if (sum == FloorPart::kOverlapped) return "  (overlapped: not in the sum)";
+  if (sum == FloorPart::kMoatsOwn) return "  (moat's own start: in the process starts)";
+  return "";
+}
+
+// What of a resident run is moat's own (its start on the exec path, parts[2]) and what moatd's.
+void print_split(const std::vector<FloorPart>& parts, double bwrap_ms, double resident_ms) {
+  const double moat_ms = percentile(parts[2].ms, 50);
+  std::printf("  resident run %.2f ms = %.2fx bwrap: moat's start %.2f ms (%.2fx bwrap), the rest "
+              "%.2f ms (%.2fx bwrap: moatd's hello, exec and bye, the round trips, moat's exit)\n",
+              resident_ms, resident_ms / bwrap_ms, moat_ms, moat_ms / bwrap_ms,
+              resident_ms - moat_ms, (resident_ms - moat_ms) / bwrap_ms);
+}
+
+void print_floor(std::vector<FloorPart>& parts, double bwrap_ms, double resident_ms) {
   std::printf("the floor (each part on its own, medians):\n");
   double sum = 0;
   for (auto& p : parts) {
@@ -456,9 +483,10 @@ void print_floor(std::vector<FloorPart>& parts, double bwrap_ms) {
       continue;
     }
     const double m = percentile(p.ms, 50);
-    if (p.in_sum) sum += m;
-    std::printf("  %-52s %7.2f ms%s\n", p.name, m,
-                p.in_sum ? "" : "  (overlapped: not in the sum)");
+    if (p.sum == FloorPart::kInSum) sum += m;
+    std::printf("  %-52s %7.2f ms", p.name, m);
+    if (bwrap_ms > 0) std::printf(" = %5.2fx bwrap", m / bwrap_ms);
+    std::printf("%s\n", sum_note(p.sum));
   }
   std::printf("  %-52s %7.2f ms", "sum: what a cold start cannot go below", sum);
   if (bwrap_ms > 0) std::printf(" = %.2fx bwrap's median", sum / bwrap_ms);
@@ -468,39 +496,49 @@ void print_floor(std::vector<FloorPart>& parts, double bwrap_ms) {
               resident);
   if (bwrap_ms > 0) std::printf(" = %.2fx bwrap's median", resident / bwrap_ms);
   std::printf("\n");
+  if (bwrap_ms > 0 && resident_ms > 0) print_split(parts, bwrap_ms, resident_ms);
 }
 
 // Times the floor's parts, `runs` each, interleaved.
 void floor_of_cold_start(int runs, const std::string& moat, const std::string& audit_dir,
-                         double bwrap_ms) {
+                         double bwrap_ms, double resident_ms) {
   std::vector<FloorPart> parts;
   parts.push_back({"2 process starts (moat and moatd; `moat version` x2)",
-                   true,
+                   FloorPart::kInSum,
                    [&] { return floor_parts::process_start(moat) * 2; },
                    {}});
-  parts.push_back(
-      {"7 namespaces made and torn down (fork+unshare)", true, floor_parts::namespaces, {}});
+  parts.push_back({"moat's own start (`moat version`)",
+                   FloorPart::kMoatsOwn,
+                   [&] { return floor_parts::process_start(moat); },
+                   {}});
+  parts.push_back({"moat's start, exec path (`moat sandbox exec`, no cmd)",
+                   FloorPart::kMoatsOwn,
+                   [&] { return floor_parts::exec_path_start(moat); },
+                   {}});
+  parts.push_back({"7 namespaces made and torn down (fork+unshare)", FloorPart::kInSum,
+                   floor_parts::namespaces, {}});
   parts.push_back({"the command: fork+exec /bin/true",
-                   true,
+                   FloorPart::kInSum,
                    [] {
                      const auto t0 = Clock::now();
                      (void)fork_exec({"/bin/true", nullptr});
                      return ms_since(t0);
                    },
                    {}});
-  parts.push_back(
-      {"cgroup v1 pids+memory: mkdir and attach", true, floor_parts::cgroup_attach, {}});
+  parts.push_back({"cgroup v1 pids+memory: mkdir and attach", FloorPart::kInSum,
+                   floor_parts::cgroup_attach, {}});
   parts.push_back({"audit: 2 x (append 1.2 KB + fdatasync)",
-                   true,
+                   FloorPart::kInSum,
                    [&] { return floor_parts::audit_syncs(audit_dir); },
                    {}});
-  parts.push_back({"seccomp filter compile (libseccomp)", false, floor_parts::seccomp_compile, {}});
+  parts.push_back({"seccomp filter compile (libseccomp)", FloorPart::kOverlapped,
+                   floor_parts::seccomp_compile, {}});
   for (int round = 0; round < runs; ++round)
     for (std::size_t k = 0; k < parts.size(); ++k) {
       FloorPart& p = parts[(k + static_cast<std::size_t>(round)) % parts.size()];
       p.ms.push_back(p.once());
     }
-  print_floor(parts, bwrap_ms);
+  print_floor(parts, bwrap_ms, resident_ms);
 }
 
 // The user's resident moatd as moat chooses it (issue 30): XDG_RUNTIME_DIR set to a fresh
@@ -565,8 +603,8 @@ bool cold_start(int runs, const fs::path& tmp) {
   if (!runtime.empty()) moat::bench::stop_resident_moatd(runtime);
   if (ok) print_cold(paths, runs);
   if (ok)
-    floor_of_cold_start(runs, moat, audit,
-                        paths.size() > 1 ? percentile(paths[1].wall_ms, 50) : 0);
+    floor_of_cold_start(runs, moat, audit, paths.size() > 1 ? percentile(paths[1].wall_ms, 50) : 0,
+                        paths.size() > 2 ? percentile(paths[2].wall_ms, 50) : 0);
   for (const auto& d : {ws, audit, policy, runtime})
     if (!d.empty()) fs::remove_all(d);
   return ok;
