@@ -1,6 +1,7 @@
 // sandbox/session_pool.cc: moatd's pool of sessions built ahead of need (see session_pool.h).
 #include "sandbox/session_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <utility>
@@ -37,27 +38,46 @@ SessionPool::~SessionPool() {
     refill_.join();
   }
   std::lock_guard<std::mutex> lock(mu_);
-  ready_.clear();  // each keeper killed and reaped, then its cgroup removed
+  shapes_.clear();  // each keeper killed and reaped, then its cgroup removed
 }
 
 std::unique_ptr<PrebuiltSession> SessionPool::take(
     const SessionConfig& config, std::deque<std::unique_ptr<PrebuiltSession>>& dead) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!shape_ || !fits_shape(config, *shape_)) {
-    shape_ = shape_of(config);  // the next ones are built as this hello needs
-    counts_.discarded += ready_.size();
-    std::move(ready_.begin(), ready_.end(), std::back_inserter(dead));
-    ready_.clear();
+  auto it = std::find_if(shapes_.begin(), shapes_.end(),
+                         [&](const Shaped& s) { return fits_shape(config, s.shape); });
+  if (it == shapes_.end()) {
+    shapes_.push_front(Shaped{shape_of(config), {}});  // the next ones are built as it needs
+    if (shapes_.size() > kPoolShapes) {  // the least recently used goes, with its sessions
+      auto& gone = shapes_.back().ready;
+      counts_.discarded += gone.size();
+      std::move(gone.begin(), gone.end(), std::back_inserter(dead));
+      shapes_.pop_back();
+    }
     return nullptr;
   }
-  while (!ready_.empty()) {
-    std::unique_ptr<PrebuiltSession> pre = std::move(ready_.front());
-    ready_.pop_front();
+  shapes_.splice(shapes_.begin(), shapes_, it);  // most recently used first
+  auto& ready = shapes_.front().ready;
+  while (!ready.empty()) {
+    std::unique_ptr<PrebuiltSession> pre = std::move(ready.front());
+    ready.pop_front();
     if (is_waiting(*pre)) return pre;
     ++counts_.discarded;
     dead.push_back(std::move(pre));
   }
   return nullptr;
+}
+
+SessionPool::Shaped* SessionPool::wanting() {
+  for (Shaped& s : shapes_)
+    if (s.ready.size() < size_) return &s;
+  return nullptr;
+}
+
+std::size_t SessionPool::ready_count() const {
+  std::size_t n = 0;
+  for (const Shaped& s : shapes_) n += s.ready.size();
+  return n;
 }
 
 Result<std::unique_ptr<Session>> SessionPool::create(const SessionConfig& config) {
@@ -85,12 +105,14 @@ Result<std::unique_ptr<Session>> SessionPool::create(const SessionConfig& config
 void SessionPool::refill(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, stop, [this] { return refill_now_ && shape_ && ready_.size() < size_; });
+    cv_.wait(lock, stop, [this] { return refill_now_ && wanting() != nullptr; });
     // A later hello moves refill_at_ on: each one's command runs first.
     while (!stop.stop_requested() && std::chrono::steady_clock::now() < refill_at_)
       cv_.wait_until(lock, stop, refill_at_, [] { return false; });
     if (stop.stop_requested()) return;
-    const SessionConfig shape = *shape_;
+    const Shaped* want = wanting();
+    if (want == nullptr) continue;  // a hello took the shape away meanwhile
+    const SessionConfig shape = want->shape;
     lock.unlock();
     auto built = prebuild_session(shape);
     lock.lock();
@@ -101,7 +123,12 @@ void SessionPool::refill(std::stop_token stop) {
       continue;
     }
     ++counts_.built;
-    if (shape_ && fits_shape(shape, *shape_)) ready_.push_back(std::move(*built));
+    // Its shape may have been dropped meanwhile: then the session is destroyed here.
+    for (Shaped& s : shapes_)
+      if (fits_shape(shape, s.shape) && s.ready.size() < size_) {
+        s.ready.push_back(std::move(*built));
+        break;
+      }
     cv_.notify_all();
   }
 }
@@ -109,13 +136,13 @@ void SessionPool::refill(std::stop_token stop) {
 SessionPool::Counts SessionPool::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   Counts c = counts_;
-  c.ready = ready_.size();
+  c.ready = ready_count();
   return c;
 }
 
 bool SessionPool::wait_ready(std::size_t ready, std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return ready_.size() >= ready; });
+  return cv_.wait_for(lock, timeout, [&] { return ready_count() >= ready; });
 }
 
 }  // namespace moat::sandbox

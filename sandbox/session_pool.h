@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "base/result.h"
@@ -27,12 +27,18 @@ inline constexpr std::size_t kDefaultPoolSize = 2;
 // for (a script's `moat sandbox exec`: about 10 ms of moatd's work) does not share the CPU with
 // building the next session. A deadline, not a tick: nothing is polled.
 inline constexpr std::chrono::milliseconds kRefillDelay{50};
+// Shapes the pool keeps sessions for at once: the most recent hellos' (least recently used
+// dropped first). Hellos of two users (or two policies' limits) that alternate each find theirs
+// instead of re-shaping the pool at every hello, and a client cycling through shapes makes moatd
+// hold at most kPoolShapes x size pre-built sessions.
+inline constexpr std::size_t kPoolShapes = 4;
 
 class SessionPool {
  public:
-  // Keeps `size` sessions ready (0: none; create() then builds each session fresh). Nothing is
-  // built before the first create(): its config says what the next sessions are built with
-  // (the ids, allow_without, the cgroup's limits), and a later config that differs replaces it.
+  // Keeps `size` sessions ready per shape (0: none; create() then builds each session fresh).
+  // Nothing is built before the first create(): its config says what the next sessions are
+  // built with (the ids, allow_without, the cgroup's limits); a later config that differs adds
+  // its shape, the least recently used past kPoolShapes is dropped with its sessions.
   explicit SessionPool(std::size_t size);
   ~SessionPool();  // stops the refill, then kills and reaps every pooled keeper, removes cgroups
   SessionPool(const SessionPool&) = delete;
@@ -46,7 +52,7 @@ class SessionPool {
     std::uint64_t built = 0;      // pre-built sessions made
     std::uint64_t served = 0;     // hellos served by one
     std::uint64_t discarded = 0;  // found dead (or of an older shape) and destroyed
-    std::size_t ready = 0;        // waiting now
+    std::size_t ready = 0;        // waiting now, over every shape
   };
   Counts counts() const;
   // Tests: returns once `ready` sessions wait (or `timeout` passed): false on the timeout.
@@ -61,8 +67,15 @@ class SessionPool {
   const std::size_t size_;
   mutable std::mutex mu_;
   mutable std::condition_variable_any cv_;
-  std::optional<SessionConfig> shape_;  // under mu_: what the pool builds; none before a hello
-  std::deque<std::unique_ptr<PrebuiltSession>> ready_;  // under mu_
+  // A shape and its sessions ready for a hello of that shape.
+  struct Shaped {
+    SessionConfig shape;
+    std::deque<std::unique_ptr<PrebuiltSession>> ready;
+  };
+  // The first shape short of `size_` sessions, most recent first; nullptr when none. Under mu_.
+  Shaped* wanting();
+  std::size_t ready_count() const;  // under mu_
+  std::list<Shaped> shapes_;  // under mu_: the most recent hello's first, at most kPoolShapes
   bool refill_now_ = false;  // under mu_: a hello's session is up; the refill may run
   std::chrono::steady_clock::time_point refill_at_;  // under mu_: not before (kRefillDelay)
   Counts counts_;            // under mu_

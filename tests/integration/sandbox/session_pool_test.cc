@@ -6,7 +6,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -176,6 +178,73 @@ TEST(SessionPool, ItsEndKillsThePooledKeepersAndRemovesTheirCgroups) {
   for (pid_t pid : pooled) EXPECT_TRUE(kill(pid, 0) != 0 && errno == ESRCH) << pid;
   for (const std::string& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
   if (dirs.empty()) std::printf("no cgroup here: only the keepers' end was checked\n");
+}
+
+// Another shape than config_for's: the cgroup layer left out (so rootless runs build it too),
+// the pids ceiling `pids`; as a second user's hellos, or another policy's limits, would differ.
+SessionConfig other_shape(const TempDir& ws, std::uint64_t pids) {
+  SessionConfig c = config_for(ws);
+  c.allow_without = {"cgroup"};
+  c.limits.pids = pids;
+  return c;
+}
+
+double median_ms(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Two shapes whose hellos alternate (two users on a system moatd) each find theirs: the pool
+// used to keep one shape and drop its sessions at every hello of the other, so neither was
+// ever served from it and each hello built its session fresh.
+TEST(SessionPool, HellosOfTwoShapesThatAlternateAreEachServedFromThePool) {
+  TempDir ws0, ws;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  first.reset();
+  const SessionConfig shapes[] = {config_for(ws), other_shape(ws, 512)};
+  std::vector<double> took;
+  for (int i = 0; i < 12; ++i) {
+    (void)pool.wait_ready(4, 300ms);  // an idle moment between two hellos: the refill runs
+    const auto began = std::chrono::steady_clock::now();
+    auto made = pool.create(shapes[i % 2]);
+    took.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             began).count());
+    ASSERT_TRUE(made) << made.error().message();
+    EXPECT_EQ((*made)->describe().pooled, i != 1) << "hello " << i << " (1: its shape is new)";
+  }
+  std::printf("alternating shapes: a hello's session in %.2f ms (median of %zu)\n",
+              median_ms(std::vector<double>(took.begin() + 2, took.end())), took.size() - 2);
+  EXPECT_EQ(pool.counts().served, 11u);
+}
+
+// A client cycling through more shapes than the pool keeps cannot make moatd hold more than
+// kPoolShapes x size sessions (nor keepers); the most recent shapes are the ones kept.
+TEST(SessionPool, AClientCyclingShapesCannotMakeItHoldMoreThanItsBound) {
+  TempDir ws;
+  SessionPool pool(2);
+  constexpr std::size_t kBound = 2 * kPoolShapes;
+  constexpr std::uint64_t kShapes = kPoolShapes + 6;
+  for (std::uint64_t i = 0; i < kShapes; ++i) {
+    auto made = pool.create(other_shape(ws, 100 + i));
+    if (!made && made.error().context.find("user_ns") != std::string::npos)
+      GTEST_SKIP() << "no user namespaces here: " << made.error().message();
+    ASSERT_TRUE(made) << made.error().message();
+    made->reset();
+    (void)pool.wait_ready(kBound, 200ms);
+    EXPECT_LE(pool.counts().ready, kBound) << "after shape " << i;
+    EXPECT_LE(pooled_keepers({}).size(), kBound) << "after shape " << i;
+  }
+  ASSERT_TRUE(pool.wait_ready(kBound, 10s)) << "the pool did not fill its shapes";
+  EXPECT_EQ(pooled_keepers({}).size(), kBound);
+  for (std::uint64_t i = kShapes - kPoolShapes; i < kShapes; ++i) {
+    auto made = pool.create(other_shape(ws, 100 + i));
+    ASSERT_TRUE(made) << made.error().message();
+    EXPECT_TRUE((*made)->describe().pooled) << "a recent shape (" << i << ") was dropped";
+  }
+  auto old = pool.create(other_shape(ws, 100));
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_FALSE((*old)->describe().pooled) << "the least recently used shape was kept";
 }
 
 }  // namespace
