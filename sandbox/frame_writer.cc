@@ -73,11 +73,21 @@ void FrameWriter::loop() {
       writing_ = true;
     }
     const bool written = write_frame(frame);
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    queued_bytes_ -= std::min(queued_bytes_, frame.size());
-    if (!written) disconnect_locked("it read nothing for the stall timeout, or hung up");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      queued_bytes_ -= std::min(queued_bytes_, frame.size());
+      if (!written) disconnect_locked("it read nothing for the stall timeout, or hung up");
+    }
+    cv_.notify_all();  // close() waits for the queue to empty
   }
+}
+
+void FrameWriter::close() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return (queue_.empty() && !writing_) || disconnected_; });
+  disconnected_ = true;  // push() drops what comes after
+  ::shutdown(fd_, SHUT_RDWR);
 }
 
 // Non-blocking sends, each preceded by a poll whose timeout restarts whenever the client

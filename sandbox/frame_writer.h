@@ -30,6 +30,11 @@ class FrameWriter {
   // (protocol.h) disconnects the client; after a disconnect, frames are dropped.
   void push(std::string frame);
 
+  // Waits until every queued frame is written (each bounded by the stall timeout), then shuts
+  // the socket down: the client reads them all, then EOF, while the caller still holds what it
+  // frees after (a session's state after its bye's answer). Nothing is sent after it.
+  void close();
+
   // Whether the client was disconnected for not reading (or went away).
   bool disconnected() const;
 

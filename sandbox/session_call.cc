@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +69,11 @@ LinuxSession::LinuxSession(SessionParts parts) : parts_(std::move(parts)) {
 }
 
 LinuxSession::~LinuxSession() {
-  parts_.keeper->end();  // the init follows through its parent-death signal
+  // The init is killed with its keeper, not one hop later by the keeper's parent-death signal:
+  // a bye is answered once every process of the session is gone (supervisor.cc).
+  if (init_pidfd_.valid())
+    (void)::syscall(SYS_pidfd_send_signal, init_pidfd_.get(), SIGKILL, nullptr, 0);
+  parts_.keeper->end();  // the init follows through its parent-death signal, if not yet gone
   // Once the init is gone, so is every process of the session: nothing inside can still
   // report a placeholder, or write into one, while they are removed.
   if (init_pidfd_.valid()) {

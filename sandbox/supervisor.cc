@@ -241,8 +241,11 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
       // them neither decides anything nor makes moatd hold or write anything.
       return true;
     case ClientMessage::kBye:
-      finish();
+      finish();  // every process of the session is gone and session.end is on disk
       send(ByeMsg{}.to_json());
+      // The client has its answer, and its EOF, before the session's state (audit log, file
+      // index, policy, threads) is freed with this connection.
+      writer_.close();
       return false;
     case ClientMessage::kConsole:
       send_error("'console' opens a console connection; it cannot follow 'hello'", "protocol");

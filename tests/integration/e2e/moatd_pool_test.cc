@@ -88,6 +88,39 @@ TEST(MoatdPoolTest, ASecondHelloIsServedByAPooledSessionAndMoatdsEndLeavesNoKeep
   for (const std::string& d : cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << d;
 }
 
+// The bye's answer and EOF come before the session's state is freed (supervisor.cc), yet after
+// every process of the session: a command that left a process running finds it gone, its keeper
+// reaped, its cgroups removed and session.end on disk when the client has its EOF.
+TEST(MoatdPoolTest, AByeIsAnsweredOnlyOnceNothingOfTheSessionIsLeft) {
+  std::string why;
+  if (!sandbox_available(&why)) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string socket = dir.path() + "/moatd.sock", ws = dir.path() + "/ws";
+  std::filesystem::create_directories(ws);
+  const pid_t moatd =
+      start({moatd_bin(), "--socket", socket, "--audit-dir", dir.path() + "/audit", "--pool", "0"},
+            dir.path() + "/moatd.log");
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(socket); }));
+  RawClient c(socket);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
+  const json welcome = c.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
+  c.send_json({{"type", "call"}, {"id", "c1"}, {"tool", "bash"},
+               {"arguments", {{"command", "setsid sleep 600 >/dev/null 2>&1 & echo started"}}}});
+  ASSERT_FALSE(c.read_result(60000).value("isError", true));
+  const std::set<pid_t> keepers = children_of(moatd);
+  ASSERT_EQ(keepers.size(), 1u);
+  const std::vector<std::string> cgroups = session_cgroups_of(*keepers.begin());
+  c.send_json({{"type", "bye"}});
+  EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+  EXPECT_TRUE(c.closed_by_peer(10000));
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(*keepers.begin())));
+  for (const std::string& d : cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+  EXPECT_EQ(of_type(records_of(welcome.value("audit", "")), "session.end").size(), 1u);
+  kill(moatd, SIGTERM);
+  EXPECT_EQ(wait_exit(moatd, 10), 0) << read_file(dir.path() + "/moatd.log");
+}
+
 TEST(MoatdPoolTest, PoolZeroBuildsEverySessionFresh) {
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
