@@ -272,6 +272,12 @@ void McpHost::offer_tools(Server& s) {
   if (!too_big.empty())
     r.error = "not offered, their inputSchema's bytes over " + std::to_string(kMaxToolSchemaBytes) +
               " a tool or " + std::to_string(kMaxSchemaBytes) + " a session: " + too_big;
+  // The client's own bounds drop a tool before the host sees it (mcp_client.h ServerLimits).
+  std::string skipped;
+  for (const std::string& why : s.client ? s.client->skipped_tools() : std::vector<std::string>{})
+    skipped += (skipped.empty() ? "" : ", ") + why;
+  if (!skipped.empty())
+    r.error = (r.error ? *r.error + "; " : std::string()) + "dropped as listed: " + skipped;
   (void)session_.record(std::string(audit::McpServer::kType), r.to_json());
 }
 

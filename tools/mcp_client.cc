@@ -216,6 +216,7 @@ struct Client::State {
   std::unique_ptr<Transport> transport;
   std::thread reader;
   std::atomic<bool> tools_changed{false};
+  std::vector<std::string> skipped;  // by the last list_tools (its caller's thread only)
   bool closed = false;
 
   std::mutex mu;        // guards what follows
@@ -454,19 +455,25 @@ namespace {
 
 // A tool as the server lists it, or nullopt (logged) when it has no name or its input schema
 // is not an object (the spec requires both).
+// `skipped` gets the tool's name and why.
 std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& limits,
-                                          const std::string& server) {
+                                   const std::string& server, std::vector<std::string>& skipped) {
+  const std::string name = visible_text(t.is_object() ? string_at(t, "name") : "", 64);
   if (!t.is_object() || string_at(t, "name").empty() || !t.contains("inputSchema") ||
       !t["inputSchema"].is_object()) {
     MOAT_LOG_WARN("mcp server %s: a tool without a name or an object inputSchema is skipped",
                   server.c_str());
+    skipped.push_back((name.empty() ? "a tool without a name" : name) +
+                      " (no name or no object inputSchema)");
     return std::nullopt;
   }
   if (const std::size_t bytes = t["inputSchema"].dump().size(); bytes > limits.max_schema_bytes) {
     MOAT_LOG_WARN("mcp server %s: tool %s is skipped: its inputSchema is %zu bytes "
                   "(max_schema_bytes %zu)",
-                  server.c_str(), visible_text(string_at(t, "name"), 64).c_str(), bytes,
-                  limits.max_schema_bytes);
+                  server.c_str(), name.c_str(), bytes, limits.max_schema_bytes);
+    skipped.push_back(name + " (its inputSchema is " + std::to_string(bytes) +
+                      " bytes, over max_schema_bytes " + std::to_string(limits.max_schema_bytes) +
+                      ")");
     return std::nullopt;
   }
   ToolInfo info;
@@ -487,6 +494,7 @@ std::optional<ToolInfo> parse_tool(const json& t, const ServerLimits& limits,
 Result<std::vector<ToolInfo>> Client::list_tools(std::stop_token stop) {
   State& s = *state_;
   s.tools_changed = false;
+  s.skipped.clear();
   std::vector<ToolInfo> tools;
   json params = json::object();
   // Pages are bounded like tools: a server handing out cursors forever must not loop us.
@@ -497,7 +505,8 @@ Result<std::vector<ToolInfo>> Client::list_tools(std::stop_token stop) {
       if (tools.size() == s.limits.max_tools)
         return fail(s.err("offers more than " + std::to_string(s.limits.max_tools) +
                           " tools (max_tools)"));
-      if (auto info = parse_tool(t, s.limits, s.server)) tools.push_back(std::move(*info));
+      if (auto info = parse_tool(t, s.limits, s.server, s.skipped))
+        tools.push_back(std::move(*info));
     }
     const std::string cursor = string_at(r, "nextCursor");
     if (cursor.empty()) return tools;
@@ -557,6 +566,8 @@ Result<void> Client::ping(std::stop_token stop) {
 }
 
 bool Client::tools_changed() const { return state_->tools_changed; }
+
+const std::vector<std::string>& Client::skipped_tools() const { return state_->skipped; }
 
 std::optional<Error> Client::ended() const {
   std::lock_guard<std::mutex> lock(state_->mu);

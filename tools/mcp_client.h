@@ -163,9 +163,12 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Every tool, following nextCursor through the pages; clears tools_changed() first. A
-  // tool with no name or a schema that is not an object is dropped (logged); more than
-  // max_tools fails the call.
+  // tool with no name or a schema that is not an object, or one whose inputSchema is over
+  // max_schema_bytes, is dropped (logged, and named in skipped_tools()); more than max_tools
+  // fails the call.
   Result<std::vector<ToolInfo>> list_tools(std::stop_token stop);
+  // What the last list_tools dropped, one entry per tool: its name (escaped, cut) and why.
+  const std::vector<std::string>& skipped_tools() const;
   // tools/call. on_progress (optional) is called on the reader thread for each
   // notifications/progress of this call: keep it short. A stop sends notifications/cancelled
   // and returns an error at once; so does a timeout.

@@ -254,6 +254,13 @@ TEST_F(McpHostTest, AToolWithAHugeInputSchemaIsNotOffered) {
   const json r = call(c, "e1", "mcp__t__echo", {{"text", "still here"}});
   EXPECT_FALSE(r.value("isError", true)) << r.dump();
   bye(c);
+  // The client's bound dropped it before the host's list: the server's tools record says so
+  // (before, only moatd's diagnostic log did).
+  std::string why;
+  for (const json& s : of_type(records_of(welcome["audit"].get<std::string>()), "mcp.server"))
+    if (s["event"] == "tools") why = s.value("error", "");
+  EXPECT_NE(why.find("dropped as listed: wide (its inputSchema is "), std::string::npos) << why;
+  EXPECT_NE(why.find("over max_schema_bytes 65536)"), std::string::npos) << why;
 }
 
 // A server that dies at every call is started again at most McpHost::kMaxRestarts times; each
