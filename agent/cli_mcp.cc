@@ -67,9 +67,8 @@ struct Probe {
   json call;                         // --call's result, or why it was refused
 };
 
-// What the policy and the session's proxy take: the --call tool and its arguments.
+// What moatd's session takes: the --call tool and its arguments.
 struct CallRequest {
-  const policy::Policy& policy;
   std::string tool;  // as the server names it
   json args;
 };
@@ -166,34 +165,9 @@ json tool_annotations(const mcp::ToolInfo& t) {
   return annotations;
 }
 
-// --call on a stdio server: only a tool the policy allows with these arguments (an ask is
-// refused too: moat mcp test asks nobody), called on the client; its result as the model's.
-json call_listed(mcp::Client& client, const Probe& p, const std::string& server,
-                 const CallRequest& c, std::stop_token ended) {
-  const std::string tool = mcp::policy_tool_name(server, c.tool);
-  const mcp::ToolInfo* found = nullptr;
-  for (const auto& t : p.tools)
-    if (t.name == c.tool) found = &t;
-  if (found == nullptr) return {{"tool", tool}, {"refused", "the server lists no such tool"}};
-  const policy::Decision d =
-      c.policy.decide_tool(tool, c.args, policy::tool_hints(tool_annotations(*found)));
-  if (d.verdict != policy::Verdict::kAllow)
-    return {{"tool", tool},
-            {"refused", "the policy's decision is " + std::string(policy::verdict_name(d.verdict)) +
-                            " (rule " + d.deciding.id + ")"}};
-  json out = {{"tool", tool}};
-  auto r = client.call_tool(c.tool, c.args, ended);
-  const tools::ToolResult result =
-      r ? mcp::to_tool_result(*r) : tools::ToolResult::error(r.error().message());
-  out["result"] = result.to_json();
-  return out;
-}
-
-// Talks MCP to the server on `to`/`from` while moatd runs it: initialize, tools/list, the
-// --call if any, close. `ended` stops the waits when the server's exec has ended (refused,
+// Talks MCP to the server on `to`/`from` while moatd runs it: initialize, tools/list, close. `ended` stops the waits when the server's exec has ended (refused,
 // crashed) before answering.
-void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::stop_token ended,
-           const CallRequest* call) {
+void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::stop_token ended) {
   mcp::ServerLimits limits;
   limits.request_timeout = std::chrono::milliseconds(static_cast<int>(kProbeTimeoutS * 1000));
   auto client = mcp::Client::start(name, std::move(to), std::move(from), limits, ended);
@@ -206,7 +180,6 @@ void speak(Probe& p, const std::string& name, UniqueFd to, UniqueFd from, std::s
   if (tools) p.tools = std::move(*tools);
   else p.error = tools.error().message();
   p.started = static_cast<bool>(tools);
-  if (p.started && call != nullptr) p.call = call_listed(**client, p, name, *call, ended);
   (*client)->close();  // its stdin closes: the server ends, and so does the exec
 }
 
@@ -241,8 +214,7 @@ Result<Session> session_for(const McpArgs& a, const Loaded& l, const policy::Mcp
 // A stdio server started in a fresh session of a private moatd without network: its argv as
 // an exec frame whose stdin and stdout are pipes this side speaks MCP on (its stderr is ours),
 // with the person's variables only a system or user layer's declaration names.
-Probe probe_stdio(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
-                  const CallRequest* call) {
+Probe probe_stdio(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s) {
   Probe p;
   auto session = session_for(a, l, s, sandbox::NetworkRequest::kOff);
   auto in = sys::make_pipe();
@@ -259,7 +231,7 @@ Probe probe_stdio(const McpArgs& a, const Loaded& l, const policy::McpServerConf
     result = session->client->exec(m, stdio);
     ended.request_stop();
   });
-  speak(p, s.name, std::move(in->second), std::move(out->first), ended.get_token(), call);
+  speak(p, s.name, std::move(in->second), std::move(out->first), ended.get_token());
   exec.join();
   session->client.reset();  // bye: the private moatd writes session.end and exits
   if (!p.started && result.is_error) p.error += "; the exec: " + result_text(result);
@@ -302,34 +274,46 @@ void take_status(Probe& p, const Welcome& w, const std::string& server) {
   }
 }
 
-// --call on a url server: a call frame to moatd's session, which decides it (headless: an ask
-// is refused) and calls the server.
-json call_hosted(MoatdClient& client, const std::string& server, const CallRequest& c) {
+// --call: a call frame to moatd's session, which decides it (headless: an ask is refused),
+// records it and calls the server.
+json call_hosted(MoatdClient& client, const Probe& p, const std::string& server,
+                 const CallRequest& c) {
   auto model = mcp::model_tool_name(server, c.tool);
   const std::string tool = mcp::policy_tool_name(server, c.tool);
   if (!model) return {{"tool", tool}, {"refused", model.error().message()}};
+  for (const json& t : p.hosted_tools)
+    if (t.value("model_name", "") == *model && t.value("decision", "") == "deny")
+      return {{"tool", tool}, {"refused", "the policy's decision is deny: the session does not "
+                                          "offer it (moat mcp test NAME shows its rule)"}};
   const tools::ToolResult r = client.call("mcp-test-call", *model, c.args, nullptr, {});
   return {{"tool", tool}, {"result", r.to_json()}};
 }
 
-// A url server started by moatd's own host in a headless session of a private moatd with the
-// network the policy's [[network]] rules grant (the connection goes through the session's
-// proxy), read from the welcome's status; then the proxy's decision from the audit log.
-Probe probe_url(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
-                const CallRequest* call) {
+// A server started by moatd's own host in a headless session of a private moatd, read from the
+// welcome's status. A url server gets the network the policy's [[network]] rules grant (the
+// connection goes through the session's proxy; its decision is read from the audit log after),
+// a stdio server none.
+Probe probe_hosted(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
+                   const CallRequest* call) {
   Probe p;
-  auto session = session_for(a, l, s, sandbox::NetworkRequest::kAsPolicyGrants);
+  auto session = session_for(a, l, s,
+                             s.url.empty() ? sandbox::NetworkRequest::kOff
+                                           : sandbox::NetworkRequest::kAsPolicyGrants);
   if (!session) return p.error = session.error().message(), p;
   take_status(p, session->welcome, s.name);
-  if (p.started && call != nullptr) p.call = call_hosted(*session->client, s.name, *call);
+  if (p.started && call != nullptr) p.call = call_hosted(*session->client, p, s.name, *call);
   session->client.reset();  // bye: the private moatd writes session.end and exits
-  p.proxy = proxy_decision(session->welcome.audit, s.name);
+  if (!s.url.empty()) p.proxy = proxy_decision(session->welcome.audit, s.name);
   return p;
 }
 
+// A --call goes through moatd's host whatever the transport: moatd decides it and its audit log
+// holds the decision and the mcp.call record, as for a model's call (A1's A-1: decided here and
+// called on a client of our own, a stdio server's call left no record of either).
 Probe probe(const McpArgs& a, const Loaded& l, const policy::McpServerConfig& s,
             const CallRequest* call = nullptr) {
-  return s.url.empty() ? probe_stdio(a, l, s, call) : probe_url(a, l, s, call);
+  return s.url.empty() && call == nullptr ? probe_stdio(a, l, s)
+                                          : probe_hosted(a, l, s, call);
 }
 
 // One tool as listed: the name the model would call, or why it is not offered, and its decision.
@@ -508,7 +492,7 @@ void add_test(CLI::App* group, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    const CallRequest call{*l->policy, a->call, args};
+    const CallRequest call{a->call, args};
     const Probe p = probe(*a, *l, found->config, a->call.empty() ? nullptr : &call);
     add_probe(server, *l->policy, p, found->config.name);
     print(*a, json::array({server}));

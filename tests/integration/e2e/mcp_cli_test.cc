@@ -163,6 +163,31 @@ TEST_F(McpCliTest, TestPassesAUserLayersServerItsVariablesAndOtherLayersServersN
   }
 }
 
+// A1: --call on a stdio server runs one of its tools in the session: like a url server's
+// (and a model's call in moat run), moatd decides it and its audit log holds the decision and
+// an mcp.call record; a tool the policy denies is refused there and never reaches the server.
+TEST_F(McpCliTest, ACallOnAStdioServerIsDecidedAndRecordedInTheSessionsAuditLog) {
+  const std::string bin = copy_mcp_test_server(ws_ + "/tools");
+  std::ofstream(dir_.path() + "/user/mcp.toml")
+      << "schema = 1\n\n[[mcp.server]]\nname = \"mine\"\ncommand = [\"" << bin << "\"]\n\n"
+      << "[[tool]]\nid = \"user.env\"\ndecision = \"allow\"\ntool = \"mcp:mine:env\"\n";
+  const SplitRun r = mcp({"test", "mine", "--call", "env", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<json> records;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/audit"))
+    if (e.path().extension() == ".jsonl")
+      for (json& j : records_of(e.path().string())) records.push_back(std::move(j));
+  const auto calls = of_type(records, "mcp.call");
+  ASSERT_EQ(calls.size(), 1u) << r.out << r.err;
+  EXPECT_EQ(calls[0].value("tool", ""), "mcp__mine__env");
+  EXPECT_EQ(calls[0].value("server", ""), "mine");
+  bool decided = false;
+  for (const json& d : of_type(records, "decision"))
+    decided |= d.value("decision_id", "") == calls[0].value("decision_id", "x") &&
+               d.value("result", "") == "allow";
+  EXPECT_TRUE(decided) << "no allow decision record before the mcp.call";
+}
+
 // A url server (issue 29 point 1): server-everything in its Streamable HTTP mode on the host's
 // 127.0.0.1; `moat mcp test|list` reach it as a session does, through the private moatd's
 // session proxy under the user layer's [[network]] rules.
