@@ -285,8 +285,10 @@ Result<void> HelloSteps::create_session() {
   config_.unprivileged_uid = options_.unprivileged_uid;
   config_.unprivileged_gid = options_.unprivileged_gid;
   config_.allow_without = options_.allow_without;
-  const UserQuota& quota = options_.moatd_config.quota;  // the peer's share of this moatd
-  config_.user_cgroup = {peer_.uid, quota.memory_bytes, quota.pids, options_.moatd_config.file};
+  // The peer's share of this moatd; none without a quota, so a pooled session serves any user.
+  const UserQuota& quota = options_.moatd_config.quota;
+  if (quota.memory_bytes != 0 || quota.pids != 0)
+    config_.user_cgroup = {peer_.uid, quota.memory_bytes, quota.pids, options_.moatd_config.file};
   config_.handler = &tools::handle_in_sandbox;
   // The person's git identity, so a commit inside has an author. Only a moatd of their own
   // reads it (with its HOME): a shared root moatd would run git over another user's files.

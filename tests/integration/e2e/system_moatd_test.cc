@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -318,6 +320,31 @@ TEST_F(UserQuotaTest, MemoryBoundsTheSumOfAUsersSessions) {
   EXPECT_TRUE(eventually([&] {
     return run(exec(ws_, "perl fill.pl")).out.find("filled") != std::string::npos;
   })) << "the user's share did not come back when their first session ended";
+}
+
+// Without a memory or pids quota a pooled session is no user's: the one built after root's
+// hello serves another user's (session.start's sandbox says pooled). With one, each user's
+// pooled sessions are in their parent cgroup, so only that user's hello takes them.
+TEST_F(UserQuotaTest, WithoutAQuotaAPooledSessionServesAnotherUser) {
+  if (::getuid() != 0) GTEST_SKIP() << "a second user's hello needs root";
+  start_with_quota("sessions = 8\n");
+  // Whether a session.start of `uid` says its session was a pooled one.
+  const auto pooled_for = [&](uid_t uid) {
+    bool pooled = false;
+    for (const auto& entry : fs::recursive_directory_iterator(dir_.path() + "/audit"))
+      if (entry.is_regular_file() && entry.path().extension() == ".jsonl")
+        for (const auto& start : of_type(records_of(entry.path().string()), "session.start"))
+          pooled = pooled || (start["peer"].value("uid", -1) == static_cast<int>(uid) &&
+                              start["sandbox"].value("pooled", false));
+    return pooled;
+  };
+  // Root's hellos until one is served by the pool: it is built for root's sessions now.
+  ASSERT_TRUE(eventually([&] {
+    return run(exec(ws_, "true")).exit_code == 0 && pooled_for(0);
+  })) << moatd_log();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the refill: 50 ms after a hello
+  ASSERT_EQ(run_as_other("true").exit_code, 0) << moatd_log();
+  EXPECT_TRUE(pooled_for(kOther)) << "uid " << kOther << "'s one hello was built fresh";
 }
 
 // A moatd that cannot make cgroups (rootless: uid 65534 in CI) refuses a session under a
