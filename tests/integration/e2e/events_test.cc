@@ -50,6 +50,32 @@ class EventsTest : public MockedRun, public ::testing::WithParamInterface<Api> {
     return out;
   }
 
+  // The test server (tests/support/mcp_test_server.cc) in exit-on-call mode as the user
+  // layer's server "t", its tools allowed; false when it is not built.
+  bool declare_exiting_mcp_server() {
+    const fs::path built =
+        fs::path(moatd_bin()).parent_path().parent_path() / "tests/unit/tools/mcp_test_server";
+    if (!fs::exists(built)) return false;
+    const std::string srv = dir_.path() + "/srv";
+    fs::create_directories(srv);
+    fs::copy_file(built, srv + "/mcp_test_server", fs::copy_options::overwrite_existing);
+    fs::permissions(dir_.path(), fs::perms::all, fs::perm_options::add);
+    fs::permissions(srv, fs::perms::all, fs::perm_options::add);
+    fs::create_directories(dir_.path() + "/config/moat/policy.d");
+    std::ofstream(dir_.path() + "/config/moat/policy.d/mcp.toml")
+        << "schema = 1\n\n[[mcp.server]]\nname = \"t\"\ncommand = [\"" << srv
+        << "/mcp_test_server\", \"exit-on-call\"]\nread = [\"" << srv
+        << "\"]\nstart = \"session\"\n\n[[tool]]\nid = \"t-tools\"\ndecision = \"allow\"\n"
+        << "tool = [\"mcp:t:*\"]\n";
+    return true;
+  }
+  static ScriptedTurn mcp_call_turn(const std::string& id, const std::string& tool) {
+    ScriptedTurn t;
+    t.text = "Calling " + tool + ".";
+    t.calls.push_back({id, tool, {{"text", "x"}}});
+    return t;
+  }
+
   Schema schema_ = read_schema("event stream");
   std::set<std::string> seen_;
 };
@@ -104,6 +130,15 @@ TEST_P(EventsTest, EveryEventOfEveryKindOfRunIsAsDocsEventsMdSays) {
   server_->push_turn(call_turn("call_3", "echo compact me"));
   events_of(moat({"--json", "--context-window", "1500", "--compaction-reserve", "100",
                   "--keep-recent", "10"}));
+
+  // An MCP server (the test server, in the user layer) that exits at its first call: its end
+  // reaches the stream as an mcp_status event.
+  if (declare_exiting_mcp_server()) {
+    server_->set_responder(nullptr);
+    server_->push_turn(mcp_call_turn("call_4", "mcp__t__echo"));
+    server_->push_turn(text_turn("It ended."));
+    events_of(moat({"--json"}));
+  }
 
   for (const auto& [type, fields] : schema_.events)
     EXPECT_TRUE(seen_.count(type)) << "no run produced a " << type << " event";
