@@ -43,8 +43,8 @@ class SessionQuota {
 
 // [quota] audit_bytes_per_day: the bytes of audit records all of a user's sessions append in
 // one UTC day. The count outlives moatd: <dir>/audit-bytes-<uid> holds "<YYYY-MM-DD> <bytes>\n",
-// replaced whole by a rename after each record (not synced: a crash can lose the last records'
-// count). Once the quota is reached, a hello is refused and so is a `decision` record, the one
+// replaced whole by a rename when a log ends or checkpoints, when the quota is reached, and at
+// least every 64 KiB (not synced: a moatd killed or a crash can lose the last records' count). Once the quota is reached, a hello is refused and so is a `decision` record, the one
 // that lets a call, a path or a server's start go ahead: a call that cannot be audited does not
 // run. Every other record is still written and counted (what a running call did, the
 // session's end), so a day may end past the quota by what the calls running then write.
@@ -64,6 +64,7 @@ class AuditBytesQuota {
   struct Day {
     std::string date;
     std::uint64_t bytes = 0;
+    std::uint64_t persisted = 0;  // the count the file holds
   };
   // `uid`'s count today: from its file the first time, 0 when the file is of another day.
   Result<Day*> today_locked(uid_t uid);

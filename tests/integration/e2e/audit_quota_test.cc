@@ -113,6 +113,8 @@ TEST_F(AuditQuotaTest, TheCountOutlivesMoatdAndANewUtcDayStartsAtZero) {
   RawClient next(socket_);
   ASSERT_EQ(hello(next).value("type", ""), "welcome") << moatd_log();
   EXPECT_FALSE(bash(next, "a").value("isError", true)) << moatd_log();
+  next.send_json({{"type", "bye"}});  // the count is written when the log ends
+  ASSERT_EQ(next.read_frame().value("type", ""), "bye") << moatd_log();
   EXPECT_EQ(read_file(counter_).rfind(utc_today() + " ", 0), 0u) << read_file(counter_);
 }
 

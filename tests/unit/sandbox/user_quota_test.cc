@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <string>
 
 #include "tests/unit/sessions/temp_dir.h"
@@ -51,7 +52,17 @@ TEST_F(AuditBytesQuotaTest, ANewUtcDayStartsAtZeroWithoutARestart) {
   day_ = "2026-12-07";
   EXPECT_TRUE(quota_.check(1000));
   EXPECT_TRUE(quota_.admit(1000, "decision", 5));
-  EXPECT_EQ(slurp(dir_.path() + "/quota/audit-bytes-1000"), "2026-12-07 5\n");
+  EXPECT_TRUE(quota_.admit(1000, "session.end", 7));
+  EXPECT_EQ(slurp(dir_.path() + "/quota/audit-bytes-1000"), "2026-12-07 12\n");
+}
+
+// The file is written when a log ends or checkpoints, or the quota is reached, not at each line.
+TEST_F(AuditBytesQuotaTest, TheCountIsWrittenAtALogsEndNotAtEachLine) {
+  ASSERT_TRUE(quota_.admit(1000, "session.start", 10));
+  ASSERT_TRUE(quota_.admit(1000, "decision", 10));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/quota/audit-bytes-1000"));
+  ASSERT_TRUE(quota_.admit(1000, "checkpoint", 10));
+  EXPECT_EQ(slurp(dir_.path() + "/quota/audit-bytes-1000"), "2026-12-06 30\n");
 }
 
 }  // namespace
