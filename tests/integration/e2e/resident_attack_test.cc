@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "moatd_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -192,6 +193,50 @@ TEST_F(ResidentAttackTest, AnIdleSystemMoatdLeavesSystemdsSocketPath) {
   EXPECT_EQ(wait_exit(pid, 10), 0) << read_file(log);
   started_.pop_back();  // reaped
   EXPECT_TRUE(fs::exists(socket)) << read_file(log);
+}
+
+}  // namespace
+}  // namespace moat::e2e
+
+namespace moat::e2e {
+namespace {
+
+// A1, [quota] audit_bytes_per_day: a call let run while the day was under the quota can
+// go on writing records without bound: each program it starts is an `exec` record, never
+// refused. One call that starts `true` 400 times, from a session at a quota of 8192 bytes, must
+// leave the day's log within the quota and a bounded overshoot (64 KiB here), not the 400
+// records' ~450 KiB (1500 of them wrote 1.7 MB). HELD for R4 (sandbox/user_quota.cc admit, the
+// exec watch's record): DISABLED_ until the fix lands; it fails against HEAD (A-2 in
+// /tmp/tasks36/findings.md).
+class AuditQuotaAttackTest : public MoatdProcess {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!sandbox_available(&why)) GTEST_SKIP() << "a session needs a sandbox: " << why;
+    make_workspace();
+  }
+};
+
+TEST_F(AuditQuotaAttackTest, DISABLED_OneCallsProgramsCannotWriteTheLogFarPastTheDaysQuota) {
+  const std::string config = dir_.path() + "/moatd.toml";
+  std::ofstream(config) << "[quota]\naudit_bytes_per_day = 8192\n";
+  start_moatd(default_policy_flags(), {"MOAT_MOATD_CONFIG=" + config});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket_).connected(); })) << moatd_log();
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+  const nlohmann::json welcome = c.read_frame();
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  c.send_json({{"type", "call"}, {"id", "loop"}, {"tool", "bash"},
+               {"arguments", {{"command", "seq 400 | xargs -n 1 true"}}}});
+  const nlohmann::json result = c.read_result();
+  ASSERT_FALSE(result.value("isError", true)) << result.dump().substr(0, 800);
+  c.send_json({{"type", "bye"}});
+  (void)c.read_frame();
+  const std::string log = welcome.value("audit", "");
+  std::size_t execs = 0;
+  for (const nlohmann::json& r : records_of(log)) execs += r.value("type", "") == "exec";
+  EXPECT_LE(fs::file_size(log), 8192u + 65536u)
+      << execs << " exec records past a quota of 8192 bytes";
 }
 
 }  // namespace
