@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <map>
 #include <memory>
 #include <set>
@@ -74,7 +75,8 @@ struct SessionState {
   std::map<std::string, std::string> mcp_env;
 
   // Appends a record that is not a decision (session.*, exec). A failed append is logged,
-  // and fails the caller only when the policy requires an audit log; with no log open at
+  // and fails the caller only when the policy requires an audit log or a quota refused it
+  // (EDQUOT: moatd.toml's audit_bytes_per_day); with no log open at
   // all it always fails.
   Result<void> record(const std::string& type, nlohmann::json fields,
                       sessions::AuditLog::Sync sync = sessions::AuditLog::Sync::kNow) {
@@ -82,7 +84,9 @@ struct SessionState {
     auto r = audit->append(type, std::move(fields), sync);
     if (!r) {
       MOAT_LOG_ERROR("audit append %s: %s", type.c_str(), r.error().message().c_str());
-      if (policy && policy->audit_required()) return r;
+      // A quota's refusal (moatd.toml's audit_bytes_per_day, EDQUOT) stands whatever the
+      // policy says: the operator's bound is not the repository's or the person's to waive.
+      if (r.error().code == EDQUOT || (policy && policy->audit_required())) return r;
     }
     return {};
   }

@@ -84,8 +84,11 @@ Result<void> AuditBytesQuota::check(uid_t uid) {
 
 Result<void> AuditBytesQuota::admit(uid_t uid, std::string_view type, std::size_t bytes) {
   if (quota_ == 0) return {};
-  // Only the record that lets something run is ever refused; what already ran is written.
-  const bool lets_run = type == audit::Decision::kType;
+  // Only a record that lets something run is ever refused; what already ran is written. A
+  // call's decision, and each program it starts (an exec record is written before the program
+  // runs, and a program whose record cannot be written is refused): else one call admitted
+  // under the quota could write the log without bound, one exec record per program.
+  const bool lets_run = type == audit::Decision::kType || type == audit::Exec::kType;
   std::lock_guard lock(mu_);
   auto day = today_locked(uid);
   if (!day) return lets_run ? Result<void>(fail(day.error())) : Result<void>{};
