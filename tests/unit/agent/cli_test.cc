@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -45,9 +47,27 @@ std::vector<const CLI::App*> subcommands(const CLI::App& app) {
   return app.get_subcommands(std::function<bool(const CLI::App*)>{});  // {}: every one
 }
 
+// CLI11 keeps an option's excludes in a set ordered by address, so "Excludes: --a --b" lists
+// them in an order that changes with the heap: each such list is sorted.
+std::string sorted_excludes(const std::string& help) {
+  std::istringstream in(help);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (const std::size_t at = line.find(" Excludes: "); at != std::string::npos) {
+      std::istringstream words(line.substr(at + 11));
+      std::vector<std::string> names{std::istream_iterator<std::string>(words), {}};
+      std::sort(names.begin(), names.end());
+      line.resize(at + 10);
+      for (const std::string& n : names) line += " " + n;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 // A command's help and its subcommands', all the way down: what its options are.
 std::string help_tree(const CLI::App& app) {
-  std::string out = app.help();
+  std::string out = sorted_excludes(app.help());
   for (const CLI::App* sub : subcommands(app)) out += help_tree(*sub);
   return out;
 }
