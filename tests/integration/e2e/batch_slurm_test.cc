@@ -2,9 +2,7 @@
 // slurmctld and slurmd on localhost with a generated slurm.conf, a 4-task job array over a
 // manifest of 8 generated repositories (replay files), then `moat batch merge` and the 8
 // patches applied. Skips, naming the check that failed, only where the daemons cannot start.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -25,19 +23,6 @@ constexpr int kShards = 4;
 
 bool have(const char* program) {
   return run({"sh", "-c", std::string("command -v ") + program}).exit_code == 0;
-}
-
-// A port nobody listens on now (the kernel's pick for port 0).
-int free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
 }
 
 std::string short_hostname() {
@@ -100,7 +85,8 @@ class BatchSlurmTest : public ::testing::Test {
     fs::create_directories(d + "/spool");
     testing::write_text(
         conf_, "ClusterName=moattest\nSlurmctldHost=" + host + "(127.0.0.1)\nSlurmctldPort=" +
-                   std::to_string(free_port()) + "\nSlurmdPort=" + std::to_string(free_port()) +
+                   std::to_string(free_loopback_port()) +
+                   "\nSlurmdPort=" + std::to_string(free_loopback_port()) +
                    "\nAuthType=auth/munge\nAuthInfo=socket=" + d +
                    "/munge/sock\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\n"
                    "StateSaveLocation=" +
