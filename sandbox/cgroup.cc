@@ -151,7 +151,27 @@ void remove_stale(const std::string& root) {
   }
 }
 
+// The cgroup.procs of moatd's own cgroup in the v1 pids hierarchy ("N:pids:/path" in
+// /proc/self/cgroup); empty when it has none.
+std::string own_v1_procs_file() {
+  const std::string text = read_text("/proc/self/cgroup");
+  const auto at = text.find(":pids:/");
+  if (at == std::string::npos) return "";
+  std::string path = text.substr(at + 6, text.find('\n', at) - (at + 6));
+  if (path == "/") path.clear();
+  return std::string(kV1[0].root) + path + "/cgroup.procs";
+}
+
 }  // namespace
+
+bool warm_cgroup_attach() {
+  const std::string procs = own_v1_procs_file();
+  return !procs.empty() && write_file(procs, std::to_string(::getpid())).has_value();
+}
+
+void start_attach_warmup() {
+  std::thread([] { (void)warm_cgroup_attach(); }).detach();
+}
 
 std::string v2_cgroup_of(std::string_view text) {
   for (std::size_t at = 0; at < text.size();) {

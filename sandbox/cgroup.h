@@ -65,6 +65,19 @@ class ScopedCgroup {
   std::vector<std::string> parents_;  // the user's parent in each hierarchy, with a quota
 };
 
+// A write to cgroup.procs when none was made for a while waits an RCU grace period (the
+// kernel's cgroup_threadgroup_rwsem, taken for writing: 5-15 ms on an idle host); one made
+// within about 10 ms after another does not. warm_cgroup_attach() moves moatd into the v1 pids
+// cgroup it is already in (a move of nothing) and returns once the kernel did: false when there
+// is no such cgroup or the write was refused (a rootless moatd), which changes nothing. cgroup
+// v1 only: on v2 moatd may be moving itself into its leaf (v2_base_once), and a write of its old
+// cgroup then would move it back.
+bool warm_cgroup_attach();
+// warm_cgroup_attach() on a thread of its own, as moatd starts; returns at once. The keeper's
+// attach, once the hello came, then waits at most what is left of that grace period. The keeper
+// still joins its cgroup before it forks the init: nothing of a session runs outside it.
+void start_attach_warmup();
+
 // moatd's own cgroup v2 path ("/system.slice/moatd.service") from /proc/self/cgroup's text:
 // its "0::" line; empty when there is none (cgroup v1 only).
 std::string v2_cgroup_of(std::string_view proc_self_cgroup);

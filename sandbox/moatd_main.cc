@@ -20,6 +20,7 @@
 #include "policy/network.h"
 #include "sessions/audit.h"
 #include "sessions/audit_access.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/listen_socket.h"
 #include "sandbox/moatd_config.h"
 #include "sandbox/seccomp_policy.h"
@@ -297,6 +298,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "moatd: socket activation: %s\n", activated.error().message().c_str());
     return 2;
   }
+  // First of all the work a session waits for: a cgroup attach's grace period (cgroup.h) runs
+  // out while moatd starts and reads its hello, not once the keeper joins its cgroup.
+  moat::sandbox::start_attach_warmup();
   // The sessions' seccomp filter compiles on the other core while the command line is parsed,
   // the policy loaded and the audit log opened (seccomp_policy.h). SessionConfig::network is
   // false for every session moatd creates.
