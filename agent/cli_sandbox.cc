@@ -236,19 +236,35 @@ std::string open_closed_stdio() {
   return note.empty() ? "" : note + " closed: the command gets /dev/null instead";
 }
 
-// The caller's fds 0-2 go to the command as they are; a terminal among them through a pty
-// this process relays (terminal_relay.h).
-tools::ToolResult run_with_stdio(MoatdClient& client, const sandbox::ExecMsg& m) {
-  auto relay = TerminalRelay::open_if_terminal();
-  if (!relay) return sandbox::exec_not_run(relay.error().message(), sandbox::kExecFailedSandbox);
-  int stdio[3] = {0, 1, 2};
-  if (*relay) {
-    (*relay)->stdio(stdio);
-    if (auto started = (*relay)->start(); !started)
+// The hello, and the exec frame with `stdio` right behind it, not waiting for the welcome (one
+// round trip less: docs/protocol.md). A refused hello is what is reported, never the exec's
+// failure: moatd closes the exec's fds with the connection. Without --network the session has
+// no network whatever the policy grants.
+Result<Welcome> hello_then_exec(MoatdClient& client, const ExecOptions& o,
+                                const std::string& workspace,
+                                std::vector<sandbox::BindMount> binds, const sandbox::ExecMsg& m,
+                                const int (&stdio)[3]) {
+  WelcomeError why;
+  MOAT_TRY(client.send_hello(workspace, /*headless=*/true, &why,
+                             o.network ? sandbox::NetworkRequest::kOn
+                                       : sandbox::NetworkRequest::kOff,
+                             std::move(binds)));
+  auto sent = client.send_exec(m, stdio);
+  MOAT_ASSIGN_OR_RETURN(Welcome welcome, client.await_welcome(&why));
+  if (!sent) return fail(sent.error().with_context("sending the exec frame"));
+  return welcome;
+}
+
+// The command's result, a terminal among fds 0-2 relayed meanwhile (terminal_relay.h). The
+// relay starts only now, after the welcome: moat's own lines before it reach a terminal that is
+// not yet raw, and the command's first output waits in the pty.
+tools::ToolResult await_relaying(MoatdClient& client, TerminalRelay* relay, const std::string& id) {
+  if (relay != nullptr) {
+    if (auto started = relay->start(); !started)  // moat's bye then ends the command
       return sandbox::exec_not_run(started.error().message(), sandbox::kExecFailedSandbox);
   }
-  tools::ToolResult result = client.exec(m, stdio);
-  if (*relay) (*relay)->finish();
+  tools::ToolResult result = client.await_exec(id);
+  if (relay != nullptr) relay->finish();
   return result;
 }
 
@@ -307,16 +323,17 @@ int run_exec(const ExecOptions& o) {
   moatd.typed_exec = o.connect.empty();
   auto client = start_moatd(o.connect, moatd);
   if (!client) return moat_failed(kExecMoatFailed, client.error().message());
-  WelcomeError why;
-  // Without --network the session has no network whatever the policy grants.
-  auto welcome = (*client)->hello(
-      *workspace, /*headless=*/true, &why,
-      o.network ? sandbox::NetworkRequest::kOn : sandbox::NetworkRequest::kOff, std::move(*binds));
+  // The caller's fds 0-2 go to the command as they are; a terminal among them as a pty's slave.
+  auto relay = TerminalRelay::open_if_terminal();
+  if (!relay) return moat_failed(kExecMoatFailed, relay.error().message());
+  int stdio[3] = {0, 1, 2};
+  if (*relay) (*relay)->stdio(stdio);
+  auto welcome = hello_then_exec(**client, o, *workspace, std::move(*binds), *message, stdio);
   if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
   const json wall_time = welcome->policy.value("wallTime", json::object());
   tell_timeout_cap(o.timeout_s, wall_time);
-  const tools::ToolResult result = run_with_stdio(**client, *message);
+  const tools::ToolResult result = await_relaying(**client, relay->get(), message->id);
   client->reset();  // bye, and a private moatd has written session.end and exited
   tell_exec_notes(result, o.verbose);
   const json details = result.details.is_object() ? result.details : json::object();

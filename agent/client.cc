@@ -322,30 +322,59 @@ tools::ToolResult MoatdClient::call(const std::string& id, const std::string& to
 }
 
 tools::ToolResult MoatdClient::exec(const sandbox::ExecMsg& m, const int (&stdio)[3]) {
+  start_reader();
+  if (auto sent = send_exec(m, stdio); !sent)
+    return tools::ToolResult::error("tool not run: " + sent.error().message());
+  return await_exec(m.id);
+}
+
+Result<void> MoatdClient::send_exec(const sandbox::ExecMsg& m, const int (&stdio)[3]) {
   const json frame = m.to_json();
-  auto send_it = [&]() -> Result<void> {
+  return start_call(m.id, nullptr, [&]() -> Result<void> {
     MOAT_TRY(sandbox::ExecMsg::from_json(frame));
     return send_json(frame, stdio, 3);
-  };
-  return await_result(m.id, send_it, nullptr, {});
+  });
+}
+
+tools::ToolResult MoatdClient::await_exec(const std::string& id) {
+  start_reader();
+  return await_call(id, {});
 }
 
 tools::ToolResult MoatdClient::await_result(
     const std::string& id, const std::function<Result<void>()>& send_it,
     const std::function<void(std::string_view)>& on_progress, const std::stop_token& stop) {
   start_reader();
+  if (auto sent = start_call(id, on_progress, send_it); !sent)
+    return tools::ToolResult::error("tool not run: " + sent.error().message());
+  return await_call(id, stop);
+}
+
+Result<void> MoatdClient::start_call(const std::string& id,
+                                     const std::function<void(std::string_view)>& on_progress,
+                                     const std::function<Result<void>()>& send_it) {
   auto p = std::make_shared<Pending>();
   p->on_progress = on_progress;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return tools::ToolResult::error("tool not run: " + fatal_);
+    if (closed_) return fail(fatal_);
     pending_[id] = p;
   }
   auto r = send_it();
   if (!r) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);
-    return tools::ToolResult::error("tool not run: " + r.error().message());
+  }
+  return r;
+}
+
+tools::ToolResult MoatdClient::await_call(const std::string& id, const std::stop_token& stop) {
+  std::shared_ptr<Pending> p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return tools::ToolResult::error("tool result lost: " + id);
+    p = it->second;
   }
   // Before the lock: a stop already requested runs the callback here, and it takes mu_.
   const std::stop_callback wake(stop, [this] {

@@ -96,6 +96,11 @@ class MoatdClient {
   // Runs an exec frame (moat sandbox exec): `stdio` become the command's fds 0, 1 and 2,
   // sent with the frame (SCM_RIGHTS). Waits for its result (sandbox/exec_call.h's details).
   tools::ToolResult exec(const sandbox::ExecMsg& m, const int (&stdio)[3]);
+  // exec() in two halves, so moat sandbox exec can send its exec frame right behind its hello
+  // without waiting for the welcome (docs/protocol.md): send_exec, then (after await_welcome)
+  // await_exec. A refused hello ends the connection, and moatd closes the fds it received.
+  Result<void> send_exec(const sandbox::ExecMsg& m, const int (&stdio)[3]);
+  tools::ToolResult await_exec(const std::string& id);
 
   // A shared moatd: opens the session's console connection with the welcome's one-time
   // token (before the loop exists, so the loop never could). take_console() hands it over.
@@ -131,6 +136,13 @@ class MoatdClient {
                                  const std::function<Result<void>()>& send_it,
                                  const std::function<void(std::string_view)>& on_progress,
                                  const std::stop_token& stop);
+  // await_result's halves: registers call `id` and sends its frame (an error says why it was
+  // not sent, and nothing waits for it); then waits for its result, sending its cancel on a
+  // stop.
+  Result<void> start_call(const std::string& id,
+                          const std::function<void(std::string_view)>& on_progress,
+                          const std::function<Result<void>()>& send_it);
+  tools::ToolResult await_call(const std::string& id, const std::stop_token& stop);
   // The one loop that reads moatd's frames (on the reader thread, or on hello()'s thread
   // before that exists), until the connection ends; with until_welcome, also until hello
   // has its answer (a welcome or a refusing error frame).

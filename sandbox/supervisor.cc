@@ -11,6 +11,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "base/log.h"
 #include "base/thread_set.h"
@@ -38,6 +40,14 @@ namespace moat::sandbox {
 namespace {
 
 using nlohmann::json;
+
+// An exec frame's stdin, stdout and stderr, as they came (SCM_RIGHTS).
+using ExecFds = std::array<UniqueFd, kExecFds>;
+
+// A decoded frame's type, as its "type" field names it: what an error about the frame says.
+const char* type_of(const ClientFrame& frame) {
+  return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kType; }, frame);
+}
 
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
 // and the first that fails is answered by Connection::refuse.
@@ -87,8 +97,11 @@ class Connection {
   void send_error(const std::string& message, const std::string& code) {
     send(ErrorMsg{message, code, ""}.to_json());
   }
-  // One decoded frame; false when the connection ends with it.
-  bool on_frame(const ClientFrame& frame, FrameDecoder& decoder);
+  // The frames the bytes read so far complete, in order; false when the connection ends.
+  bool on_frames(FrameDecoder& decoder);
+  // One decoded frame with the fds that came with it (only an exec frame takes them); false
+  // when the connection ends with it.
+  bool on_frame(const ClientFrame& frame, FrameDecoder& decoder, std::optional<ExecFds> fds);
   // The read's bytes into the decoder; false when the connection, not yet greeted, would hold
   // more than its share of the unauthenticated budget (its error frame is sent).
   bool feed(std::string_view bytes);
@@ -105,7 +118,9 @@ class Connection {
   void on_call(const CallMsg& m, std::size_t frame_bytes);
   // A read's fds: an exec frame's stdin, stdout and stderr; false when they break a bound.
   bool take_fds(UniqueFd (&fds)[8], std::size_t nfds);
-  void on_exec(const ExecMsg& m, std::size_t frame_bytes);
+  // The waiting fds when the frame just decoded (`frame_bytes` with its length) is theirs.
+  std::optional<ExecFds> claim_fds(std::size_t frame_bytes);
+  void on_exec(const ExecMsg& m, std::size_t frame_bytes, std::optional<ExecFds> fds);
   // A call another thread ended (CallEnds: the proxy's rate bound) says so in its result.
   void say_if_ended(const std::string& id, tools::ToolResult& result);
   void finish();
@@ -133,10 +148,15 @@ class Connection {
   UserQuotas* quotas_;
   std::shared_ptr<void> session_place_;  // this session's place in quotas_, from its hello
   SessionConsole console_;  // the person's channel, when the session has one
-  // The fds that came with the client's last exec frame, until it is decoded: at most one
-  // set waits, and at most one exec runs (exec_running_), so a client makes moatd hold at
-  // most 2 * kExecFds of its fds, and only after its hello.
-  std::optional<std::array<UniqueFd, kExecFds>> exec_fds_;
+  // The fds that came with a read, until the frame they belong to is decoded: the frame that
+  // holds that read's last byte, fds_due_ bytes on from the first byte not yet decoded (a
+  // unix stream read ends at the message that carried fds, unix(7), and moat sends them on
+  // its exec frame's first bytes). At most one set waits, and at most one exec runs
+  // (exec_running_), so a client makes moatd hold at most 2 * kExecFds of its fds. They may
+  // come before the hello is answered (an exec pipelined behind it): a refused hello ends the
+  // connection and closes them with it.
+  std::optional<ExecFds> exec_fds_;
+  std::size_t fds_due_ = 0;
   std::atomic<bool> exec_running_{false};
   // Until the hello is answered, a frame is at most a hello's size and the buffer counts
   // against the bytes all unauthenticated connections may hold (issue 26 item 11).
@@ -185,27 +205,39 @@ void Connection::run() {
       return;
     }
     if (!n || *n == 0) return;  // hang-up or error: the session ends
-    if (nfds > 0 && !take_fds(fds, nfds)) return;
     if (!feed(std::string_view(buf, static_cast<std::size_t>(*n)))) return;
-    for (;;) {
-      auto frame = decoder.next();
-      if (!frame) {
-        send_error(frame.error().message(), "protocol");
-        return;
-      }
-      if (!frame->has_value()) break;
-      auto message = decode_client_frame(**frame, decoder.last_payload_bytes());
-      if (!message) {
-        send_error(message.error().message(), "protocol");
-        return;
-      }
-      if (!on_frame(*message, decoder)) return;
-    }
+    if (nfds > 0 && !take_fds(fds, nfds)) return;
+    if (!on_frames(decoder)) return;
   }
 }
 
-bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
+bool Connection::on_frames(FrameDecoder& decoder) {
+  for (;;) {
+    auto frame = decoder.next();
+    if (!frame) {
+      send_error(frame.error().message(), "protocol");
+      return false;
+    }
+    if (!frame->has_value()) return true;
+    auto message = decode_client_frame(**frame, decoder.last_payload_bytes());
+    if (!message) {
+      send_error(message.error().message(), "protocol");
+      return false;
+    }
+    auto fds = claim_fds(4 + decoder.last_payload_bytes());
+    if (!on_frame(*message, decoder, std::move(fds))) return false;
+  }
+}
+
+bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder,
+                          std::optional<ExecFds> fds) {
   const auto type = static_cast<ClientMessage>(frame.index());
+  if (fds && type != ClientMessage::kExec) {
+    send_error(std::to_string(kExecFds) + " file descriptors came with a '" + type_of(frame) +
+                   "' frame (only an exec frame carries them: its stdin, stdout and stderr)",
+               "protocol");
+    return false;  // the fds close with `fds`, before anything of the frame is done
+  }
   if (const auto* console = std::get_if<ConsoleMsg>(&frame); console && !greeted_) {
     // This connection is a session's console from now on.
     if (!attach_console(consoles_, console->session, console->token, peer_.uid, fd_, decoder))
@@ -251,7 +283,7 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder) {
       send_error("'console' opens a console connection; it cannot follow 'hello'", "protocol");
       return false;
     case ClientMessage::kExec:
-      on_exec(std::get<ExecMsg>(frame), decoder.last_payload_bytes());
+      on_exec(std::get<ExecMsg>(frame), decoder.last_payload_bytes(), std::move(fds));
       return true;
   }
   return false;
@@ -378,8 +410,7 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
 
 bool Connection::take_fds(UniqueFd (&fds)[8], std::size_t nfds) {
   std::string why;
-  if (!greeted_) why = "file descriptors before 'hello'";
-  else if (nfds != kExecFds) why = std::to_string(nfds) + " file descriptors in one message";
+  if (nfds != kExecFds) why = std::to_string(nfds) + " file descriptors in one message";
   else if (exec_fds_) why = "file descriptors while another exec frame's wait for it";
   if (!why.empty()) {
     send_error(why + " (only an exec frame carries them: its stdin, stdout and stderr)",
@@ -388,19 +419,33 @@ bool Connection::take_fds(UniqueFd (&fds)[8], std::size_t nfds) {
   }
   exec_fds_.emplace();
   for (std::size_t i = 0; i < kExecFds; ++i) (*exec_fds_)[i] = std::move(fds[i]);
+  // The read's bytes are all in the decoder (feed came first): its last byte is the last of
+  // what is buffered.
+  fds_due_ = decoder_.buffered();
   return true;
 }
 
-void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes) {
+std::optional<ExecFds> Connection::claim_fds(std::size_t frame_bytes) {
+  if (!exec_fds_) return std::nullopt;
+  if (frame_bytes < fds_due_) {  // the frame ended before the byte the fds came with
+    fds_due_ -= frame_bytes;
+    return std::nullopt;
+  }
+  std::optional<ExecFds> theirs = std::move(exec_fds_);
+  exec_fds_.reset();
+  return theirs;
+}
+
+void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes,
+                         std::optional<ExecFds> fds) {
   auto refuse = [&](const std::string& why) {
     send(ResultMsg{m.id, exec_not_run(why, "sandbox")}.to_json());
   };
-  if (!exec_fds_)
+  if (!fds)
     return refuse(
         "exec: the frame came without its stdin, stdout and stderr "
         "(3 file descriptors, SCM_RIGHTS)");
-  auto stdio = std::make_shared<std::array<UniqueFd, kExecFds>>(std::move(*exec_fds_));
-  exec_fds_.reset();
+  auto stdio = std::make_shared<ExecFds>(std::move(*fds));
   auto checked = check_exec_stdio(*stdio);
   if (!checked) return refuse(checked.error().message());
   if (exec_running_.exchange(true)) return refuse("exec: one exec runs at a time per connection");

@@ -3,6 +3,7 @@
 // command run directly; moatd's checks of the fds an exec frame carries; a terminal (tmux).
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -444,6 +445,17 @@ TEST_F(SandboxExecTest, AProgramRefusedInsideIsNamedWithItsRuleFileLineAndWhatAl
   EXPECT_EQ(r.err.find("rule exec-watch"), std::string::npos) << "no such rule: " << r.err;
 }
 
+// moat sends the exec frame behind its hello without waiting for the welcome (issue 30 point
+// 4): a refused hello is what it reports, alone, and the command never runs.
+TEST_F(SandboxExecTest, ARefusedHelloIsWhatIsReportedAndTheCommandNeverRuns) {
+  const Ran r = sh(moat("--network") + " sh -c 'echo ran > marker; echo ran'");
+  EXPECT_EQ(r.status, 125) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("moat sandbox exec: policy: the network was asked for", 0), 0) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_FALSE(fs::exists(ws_ + "/marker"));
+}
+
 TEST_F(SandboxExecTest, HelpDocumentsEveryOptionWithAnExample) {
   auto r = run({moat_bin(), "sandbox", "exec", "--help"});
   EXPECT_EQ(r.exit_code, 0);
@@ -472,11 +484,29 @@ class SandboxExecFdsTest : public MoatdFixture {
   // Sends `frame` with `fds` on it (in one message: a connection moatd closes must not hold
   // unread bytes, or the close is a reset instead of an end of file).
   void send_with_fds(RawClient& c, const json& frame, const std::vector<int>& fds) {
-    const std::string bytes = sandbox::encode_frame(frame);
+    send_frames_with_fds(c, {frame}, fds);
+  }
+  // `frames` one after another in ONE sendmsg, with `fds` on it: what moatd reads when a
+  // client's hello and the exec it pipelines behind it arrive in one read.
+  void send_frames_with_fds(RawClient& c, const std::vector<json>& frames,
+                            const std::vector<int>& fds) {
+    std::string bytes;
+    for (const json& f : frames) bytes += sandbox::encode_frame(f);
     ASSERT_TRUE(sys::send_with_fds(c.fd(), bytes.data(), bytes.size(), fds.data(), fds.size()));
+  }
+  json hello_frame(const std::string& workspace) {
+    return {{"type", "hello"}, {"version", 1}, {"workspace", workspace}, {"headless", true}};
   }
   json exec_frame(const std::vector<std::string>& argv) {
     return {{"type", "exec"}, {"id", "x1"}, {"argv", argv}};
+  }
+  // True when the pipe's read end `fd` reaches end of file within 5 s: every write end (moatd's
+  // copies included) is closed.
+  static bool sees_eof(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) != 1) return false;
+    char b;
+    return read(fd, &b, 1) == 0;
   }
   std::size_t moatd_fd_count() {
     std::size_t n = 0;
@@ -499,7 +529,7 @@ TEST_F(SandboxExecFdsTest, AnExecFrameWithoutItsFdsIsAnsweredWithAnErrorResult) 
   EXPECT_NE(r.dump().find("3 file descriptors"), std::string::npos) << r.dump();
 }
 
-TEST_F(SandboxExecFdsTest, FdsBeforeHelloOrMoreThanThreeCloseTheConnection) {
+TEST_F(SandboxExecFdsTest, FdsOnTheHelloOrMoreThanThreeCloseTheConnection) {
   auto pipe = sys::make_pipe();
   ASSERT_TRUE(pipe);
   const int p = pipe->first.get();
@@ -507,7 +537,8 @@ TEST_F(SandboxExecFdsTest, FdsBeforeHelloOrMoreThanThreeCloseTheConnection) {
     RawClient c(socket_);
     send_with_fds(c, {{"type", "hello"}, {"version", 1}, {"workspace", ws_}}, {p, p, p});
     json e = expect_error_then_close(c);
-    EXPECT_NE(e.value("message", "").find("before 'hello'"), std::string::npos) << e.dump();
+    EXPECT_NE(e.value("message", "").find("came with a 'hello' frame"), std::string::npos)
+        << e.dump();
   }
   {
     RawClient c(socket_);
@@ -515,6 +546,75 @@ TEST_F(SandboxExecFdsTest, FdsBeforeHelloOrMoreThanThreeCloseTheConnection) {
     send_with_fds(c, exec_frame({"true"}), {p, p, p, p});
     json e = expect_error_then_close(c);
     EXPECT_NE(e.value("message", "").find("4 file descriptors"), std::string::npos) << e.dump();
+  }
+  EXPECT_TRUE(moatd_alive());
+}
+
+// Issue 30 point 4: moat sends its exec frame right behind its hello, not waiting for the
+// welcome, so one read can bring the hello's bytes, the exec frame and its fds together.
+TEST_F(SandboxExecFdsTest, AnExecSentWithItsHelloInOneMessageRunsWithItsFds) {
+  RawClient c(socket_);
+  auto in = sys::make_pipe();
+  auto out = sys::make_pipe();
+  ASSERT_TRUE(in && out);
+  ASSERT_TRUE(sys::write_all(in->second.get(), "pipelined\n", 10));
+  in->second.reset();
+  send_frames_with_fds(c, {hello_frame(ws_), exec_frame({"cat"})},
+                       {in->first.get(), out->second.get(), out->second.get()});
+  out->second.reset();
+  json w = c.read_frame();
+  ASSERT_EQ(w.value("type", ""), "welcome") << w.dump() << moatd_log();
+  json r = c.read_result();
+  EXPECT_FALSE(r.value("isError", true)) << r.dump();
+  EXPECT_EQ(r["details"].value("exitCode", -1), 0) << r.dump();
+  auto got = sys::read_to_end(out->first.get(), 1 << 20);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, "pipelined\n");
+}
+
+// The hello's refusal is the answer (not an error about the fds or the exec), and the fds that
+// came behind it are closed: the caller's pipe sees end of file.
+TEST_F(SandboxExecFdsTest, ARefusedHelloClosesTheFdsOfTheExecBehindIt) {
+  RawClient c(socket_);
+  auto out = sys::make_pipe();
+  ASSERT_TRUE(out);
+  const int w = out->second.get();
+  send_frames_with_fds(c, {hello_frame(ws_ + "/missing"), exec_frame({"true"})}, {w, w, w});
+  out->second.reset();
+  json e = expect_error_then_close(c);
+  EXPECT_EQ(e.value("code", ""), "workspace") << e.dump();
+  EXPECT_EQ(e.value("message", "").find("file descriptors"), std::string::npos) << e.dump();
+  EXPECT_TRUE(sees_eof(out->first.get())) << "moatd still holds the exec's stdout";
+  EXPECT_TRUE(moatd_alive());
+}
+
+// fds belong to the frame they came with: a call frame carrying them is refused, naming it,
+// whether it came in one message with the hello or after the welcome (before, the fds waited
+// for the next exec frame, which then ran on fds another frame had brought).
+TEST_F(SandboxExecFdsTest, ANonExecFrameWithFdsIsRefusedNamingIt) {
+  auto pipe = sys::make_pipe();
+  ASSERT_TRUE(pipe);
+  const int p = pipe->second.get();
+  const json call = {{"type", "call"},
+                     {"id", "c1"},
+                     {"tool", "bash"},
+                     {"arguments", {{"command", "true"}}}};
+  {
+    RawClient c(socket_);
+    send_frames_with_fds(c, {hello_frame(ws_), call}, {p, p, p});
+    json w = c.read_frame();
+    ASSERT_EQ(w.value("type", ""), "welcome") << w.dump() << moatd_log();
+    json e = expect_error_then_close(c);
+    EXPECT_NE(e.value("message", "").find("came with a 'call' frame"), std::string::npos)
+        << e.dump();
+  }
+  {
+    RawClient c(socket_);
+    hello(c);
+    send_with_fds(c, call, {p, p, p});
+    json e = expect_error_then_close(c);
+    EXPECT_NE(e.value("message", "").find("came with a 'call' frame"), std::string::npos)
+        << e.dump();
   }
   EXPECT_TRUE(moatd_alive());
 }
