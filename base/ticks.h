@@ -55,6 +55,13 @@ inline constexpr milliseconds kProgressForward{100};
 // then; nothing moat reads announces it on cgroup v1). Retried at this tick, 50 times at most.
 inline constexpr milliseconds kCgroupRelease{10};
 
+// sandbox/cgroup.cc: moatd's warm-up moves itself into its own cgroup again at this tick until
+// the first session's attach is done (or kAttachWarmFor passed): the kernel's lock goes cold a
+// grace period or two (about 20 ms here) after its last writer, and a write within 10 ms of the
+// last one takes 0.15 ms, where a cold one waits 5-15 ms. Nothing announces the end of a grace
+// period to user space.
+inline constexpr milliseconds kCgroupKeepWarm{5};
+
 // agent/resident.cc: a resident moatd just started is connected to at this tick until it
 // accepts: it is nobody's child (a double fork detaches it), so no pipe or exit announces its
 // listen(2), and an inotify watch would see the bind, not the listen that follows it.

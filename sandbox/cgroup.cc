@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -151,6 +152,13 @@ void remove_stale(const std::string& root) {
   }
 }
 
+// How long moatd's warm-up keeps the kernel's lock warm at most, waiting for its first session's
+// attach: a private moatd's comes 5-40 ms after its start (the hello's steps, a loaded host).
+// A deadline, not a tick.
+constexpr std::chrono::milliseconds kAttachWarmFor{250};
+// Attaches done by this process: one after the warm-up started ends it (it served its purpose).
+std::atomic<std::uint64_t> g_attaches{0};
+
 // The cgroup.procs of moatd's own cgroup in the v1 pids hierarchy ("N:pids:/path" in
 // /proc/self/cgroup); empty when it has none.
 std::string own_v1_procs_file() {
@@ -170,7 +178,15 @@ bool warm_cgroup_attach() {
 }
 
 void start_attach_warmup() {
-  std::thread([] { (void)warm_cgroup_attach(); }).detach();
+  std::thread([] {
+    const auto until = std::chrono::steady_clock::now() + kAttachWarmFor;
+    const std::uint64_t attaches = g_attaches.load();
+    if (!warm_cgroup_attach()) return;
+    while (g_attaches.load() == attaches && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(ticks::kCgroupKeepWarm);
+      (void)warm_cgroup_attach();
+    }
+  }).detach();
 }
 
 std::string v2_cgroup_of(std::string_view text) {
@@ -250,6 +266,7 @@ Result<ScopedCgroup> ScopedCgroup::create_child(const std::vector<std::string>& 
 
 Result<void> ScopedCgroup::attach(pid_t pid) const {
   for (const auto& dir : dirs_) MOAT_TRY(write_file(dir + "/cgroup.procs", std::to_string(pid)));
+  g_attaches.fetch_add(1);
   return {};
 }
 

@@ -73,9 +73,11 @@ class ScopedCgroup {
 // v1 only: on v2 moatd may be moving itself into its leaf (v2_base_once), and a write of its old
 // cgroup then would move it back.
 bool warm_cgroup_attach();
-// warm_cgroup_attach() on a thread of its own, as moatd starts; returns at once. The keeper's
-// attach, once the hello came, then waits at most what is left of that grace period. The keeper
-// still joins its cgroup before it forks the init: nothing of a session runs outside it.
+// warm_cgroup_attach() on a thread of its own, as moatd starts, then again at each
+// ticks::kCgroupKeepWarm until the first attach() is done (at most 250 ms); returns at once. The
+// keeper's attach, once the hello came, then waits at most what is left of the first grace
+// period. The keeper still joins its cgroup before it forks the init: nothing of a session runs
+// outside it.
 void start_attach_warmup();
 
 // moatd's own cgroup v2 path ("/system.slice/moatd.service") from /proc/self/cgroup's text:
