@@ -88,6 +88,13 @@ class Session {
 
   virtual pid_t init_pid() const = 0;
 
+  // Ends the session's processes: returns once its init, and with it every process of its pid
+  // namespace, is gone and its placeholders are removed, so nothing of the session runs or
+  // changes the workspace any more. What is left, the keeper's reaping (its namespaces' teardown)
+  // and the cgroup's removal, is the destructor's: a bye is answered between the two
+  // (supervisor.cc). Takes no call after it; a second call does nothing.
+  virtual void end() {}
+
   // The listening socket of SessionConfig::net_proxy_port, once (then an invalid fd).
   virtual UniqueFd take_net_listener() { return UniqueFd(); }
 };

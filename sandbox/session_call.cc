@@ -69,11 +69,20 @@ LinuxSession::LinuxSession(SessionParts parts) : parts_(std::move(parts)) {
 }
 
 LinuxSession::~LinuxSession() {
-  // The init is killed with its keeper, not one hop later by the keeper's parent-death signal:
-  // a bye is answered once every process of the session is gone (supervisor.cc).
+  end();
+  parts_.keeper->end();  // the keeper and its namespaces; the cgroup goes with parts_ after it
+}
+
+void LinuxSession::end() {
+  if (!parts_.ctl.valid()) return;  // ended before
+  // The init is killed alone: its exit kills and reaps every process of its pid namespace
+  // before its pidfd reads as ended, while the keeper, still holding the namespaces, only reaps
+  // it and exits; their teardown is the destructor's. Without a pidfd the keeper is ended here,
+  // and the init follows through its parent-death signal, as before.
   if (init_pidfd_.valid())
     (void)::syscall(SYS_pidfd_send_signal, init_pidfd_.get(), SIGKILL, nullptr, 0);
-  parts_.keeper->end();  // the init follows through its parent-death signal, if not yet gone
+  else
+    parts_.keeper->end();
   // Once the init is gone, so is every process of the session: nothing inside can still
   // report a placeholder, or write into one, while they are removed.
   if (init_pidfd_.valid()) {

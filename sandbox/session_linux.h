@@ -53,7 +53,8 @@ struct SessionParts {
 class LinuxSession final : public Session {
  public:
   explicit LinuxSession(SessionParts parts);
-  ~LinuxSession() override;
+  ~LinuxSession() override;  // end(), then the keeper reaped and the cgroup removed
+  void end() override;
 
   Result<tools::ExecStatus> exec(const ExecSpec& spec,
                                  const std::function<void(std::string_view)>& on_output,

@@ -276,7 +276,7 @@ bool Connection::on_frame(const ClientFrame& frame, FrameDecoder& decoder,
       finish();  // every process of the session is gone and session.end is on disk
       send(ByeMsg{}.to_json());
       // The client has its answer, and its EOF, before the session's state (audit log, file
-      // index, policy, threads) is freed with this connection.
+      // index, policy, threads, the keeper and its cgroup) is freed with this connection.
       writer_.close();
       return false;
     case ClientMessage::kConsole:
@@ -493,7 +493,9 @@ void Connection::finish() {
   console_.close(consoles_, session_.id);
   session_.net_proxy.reset();  // its last `net` records come before session.end
   session_.runner.reset();
-  session_.session.reset();  // kills the session's init, and with it every process of the session
+  // Kills the session's init, and with it every process of the session. The keeper's reaping
+  // and the cgroup's removal wait for the session's destruction, after the bye's answer.
+  if (session_.session) session_.session->end();
   if (greeted_) {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
     audit::SessionEnd end{call_count_, secs.count(), std::nullopt, std::nullopt};

@@ -88,9 +88,27 @@ TEST(MoatdPoolTest, ASecondHelloIsServedByAPooledSessionAndMoatdsEndLeavesNoKeep
   for (const std::string& d : cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << d;
 }
 
-// The bye's answer and EOF come before the session's state is freed (supervisor.cc), yet after
-// every process of the session: a command that left a process running finds it gone, its keeper
-// reaped, its cgroups removed and session.end on disk when the client has its EOF.
+// `pid`'s descendants (/proc/PID/task/*/children, recursively).
+std::set<pid_t> descendants_of(pid_t pid) {
+  std::set<pid_t> out;
+  for (pid_t child : children_of(pid)) {
+    out.insert(child);
+    for (pid_t d : descendants_of(child)) out.insert(d);
+  }
+  return out;
+}
+
+// A process's state letter from /proc/PID/stat ('Z' a zombie), or 0 once it is reaped.
+char state_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind(')') == std::string::npos) return 0;
+  return line[line.rfind(')') + 2];
+}
+
+// The bye's answer and EOF come after every process of the session is gone (a command that
+// left a process running finds it gone) and session.end is on disk in a log that verifies; the
+// keeper's reaping and the cgroups' removal follow the answer (supervisor.cc), within 2 s.
 TEST(MoatdPoolTest, AByeIsAnsweredOnlyOnceNothingOfTheSessionIsLeft) {
   std::string why;
   if (!sandbox_available(&why)) GTEST_SKIP() << why;
@@ -105,18 +123,35 @@ TEST(MoatdPoolTest, AByeIsAnsweredOnlyOnceNothingOfTheSessionIsLeft) {
   c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws}, {"headless", true}});
   const json welcome = c.read_frame();
   ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump();
+  // A call still running at the bye: its shell and sleep are the session's processes.
   c.send_json({{"type", "call"}, {"id", "c1"}, {"tool", "bash"},
-               {"arguments", {{"command", "setsid sleep 600 >/dev/null 2>&1 & echo started"}}}});
-  ASSERT_FALSE(c.read_result(60000).value("isError", true));
+               {"arguments", {{"command", "sleep 600 & touch started; wait"}}}});
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ws + "/started"); }));
   const std::set<pid_t> keepers = children_of(moatd);
   ASSERT_EQ(keepers.size(), 1u);
-  const std::vector<std::string> cgroups = session_cgroups_of(*keepers.begin());
+  const pid_t keeper = *keepers.begin();
+  const std::set<pid_t> inside = descendants_of(keeper);  // the init, the shell, the sleep
+  ASSERT_GE(inside.size(), 3u);
+  const std::vector<std::string> cgroups = session_cgroups_of(keeper);
   c.send_json({{"type", "bye"}});
-  EXPECT_EQ(c.read_frame().value("type", ""), "bye");
+  json answer = c.read_result();
+  if (answer.value("type", "") == "result") answer = c.read_result();  // the cancelled call's
+  EXPECT_EQ(answer.value("type", ""), "bye") << answer.dump();
+  // At the answer: nothing of the session runs, its end is on disk and the log verifies.
+  for (pid_t pid : inside) {
+    const char state = state_of(pid);
+    EXPECT_TRUE(state == 0 || state == 'Z') << "process " << pid << " of the session: " << state;
+  }
+  const std::string audit = welcome.value("audit", "");
+  EXPECT_EQ(of_type(records_of(audit), "session.end").size(), 1u);
+  const e2e::Run verified = run({moat_bin(), "audit", "verify", audit});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out;
   EXPECT_TRUE(c.closed_by_peer(10000));
-  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(*keepers.begin())));
-  for (const std::string& d : cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << d;
-  EXPECT_EQ(of_type(records_of(welcome.value("audit", "")), "session.end").size(), 1u);
+  EXPECT_TRUE(eventually([&] { return state_of(keeper) == 0; }, std::chrono::seconds(2)))
+      << "keeper " << keeper << " not reaped: " << state_of(keeper);
+  for (const std::string& d : cgroups)
+    EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(d); }, std::chrono::seconds(2)))
+        << d;
   kill(moatd, SIGTERM);
   EXPECT_EQ(wait_exit(moatd, 10), 0) << read_file(dir.path() + "/moatd.log");
 }

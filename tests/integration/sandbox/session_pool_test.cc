@@ -180,6 +180,61 @@ TEST(SessionPool, ItsEndKillsThePooledKeepersAndRemovesTheirCgroups) {
   if (dirs.empty()) std::printf("no cgroup here: only the keepers' end was checked\n");
 }
 
+// `pid`'s descendants, children first (/proc/PID/task/*/children).
+std::vector<pid_t> descendants_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t child; in >> child;) out.push_back(child);
+  }
+  for (std::size_t i = 0, n = out.size(); i < n; ++i)
+    for (pid_t d : descendants_of(out[i])) out.push_back(d);
+  return out;
+}
+
+// A process's state letter from /proc/PID/stat ('Z' a zombie), or 0 once it is reaped.
+char state_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind(')') == std::string::npos) return 0;
+  return line[line.rfind(')') + 2];
+}
+
+// Session::end (what a bye's answer waits for, supervisor.cc) leaves no process of the
+// session's pid namespace, the init ended; the keeper's reaping and the cgroup's removal are
+// the destructor's, after the answer. A process the session left running is gone at end().
+TEST(SessionPool, EndLeavesNoProcessOfTheSessionAndItsDestructionTheKeeperAndCgroup) {
+  TempDir ws0, ws;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  auto made = pool.create(config_for(ws));
+  ASSERT_TRUE(made) << made.error().message();
+  std::unique_ptr<Session> s = std::move(*made);
+  ASSERT_TRUE(s->describe().pooled);
+  // A call still running at end(): its shell and sleep are the session's processes.
+  std::thread running([&] { (void)testing::sh(*s, "sleep 600 & touch started; wait", 60); });
+  for (int i = 0; i < 500 && !std::filesystem::exists(ws.file("started")); ++i)
+    std::this_thread::sleep_for(10ms);
+  const pid_t init = s->init_pid(), keeper = parent_of(init);
+  const std::vector<pid_t> inside = descendants_of(init);
+  const std::vector<std::string> dirs = cgroup_dirs_of(keeper);
+  s->end();
+  running.join();  // its call ended with the session's processes
+  ASSERT_GE(inside.size(), 2u) << "the running call's shell and sleep were not found";
+  for (pid_t pid : inside) EXPECT_EQ(state_of(pid), 0) << "process " << pid << " of the session";
+  EXPECT_TRUE(state_of(init) == 0 || state_of(init) == 'Z') << state_of(init);
+  EXPECT_EQ(own_children().count(keeper), 1u) << "the keeper was reaped before the destructor";
+  for (const std::string& d : dirs) EXPECT_TRUE(std::filesystem::exists(d)) << d;
+  s->end();  // a second end does nothing
+  s.reset();
+  EXPECT_EQ(own_children().count(keeper), 0u) << "keeper " << keeper << " left";
+  EXPECT_TRUE(kill(keeper, 0) != 0 && errno == ESRCH) << keeper;
+  for (const std::string& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+  if (dirs.empty()) std::printf("no cgroup here: only the processes were checked\n");
+}
+
 // Another shape than config_for's: the cgroup layer left out (so rootless runs build it too),
 // the pids ceiling `pids`; as a second user's hellos, or another policy's limits, would differ.
 SessionConfig other_shape(const TempDir& ws, std::uint64_t pids) {
