@@ -298,9 +298,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "moatd: socket activation: %s\n", activated.error().message().c_str());
     return 2;
   }
-  // First of all the work a session waits for: a cgroup attach's grace period (cgroup.h) runs
-  // out while moatd starts and reads its hello, not once the keeper joins its cgroup.
-  moat::sandbox::start_attach_warmup();
   // The sessions' seccomp filter compiles on the other core while the command line is parsed,
   // the policy loaded and the audit log opened (seccomp_policy.h). SessionConfig::network is
   // false for every session moatd creates.
@@ -326,6 +323,11 @@ int main(int argc, char** argv) {
                          "required\n");
     return 2;
   }
+  // First of what a session waits for, once moatd is to serve (a process exiting waits for the
+  // warm-up's write, so `--version` and a usage error do not start it): a cgroup attach's grace
+  // period (cgroup.h) runs out while moatd starts and reads its hello, not once the keeper
+  // joins its cgroup.
+  moat::sandbox::start_attach_warmup();
   if (int rc = listening_socket(*activated, flags); rc != 0) return rc;
   // A client that hangs up mid-frame must not kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
