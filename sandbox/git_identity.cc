@@ -5,10 +5,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <cerrno>
+#include <ctime>
 
 #include "base/sys.h"
 
@@ -16,12 +21,49 @@ namespace moat::sandbox {
 namespace {
 
 constexpr int kWaitMs = 5000;
+constexpr std::size_t kMaxConfigFile = 1 << 20;
 
-// `git config --global -z --get-regexp ^user\.(name|email)$`'s output (each entry "key\nvalue\0"):
-// one spawn for both keys, a hello's largest single cost after the sandbox. "" on any failure.
-std::string global_identity(const std::string& home) {
+// The files git's --global level reads with only HOME set (git-config(1) FILES).
+std::string config_path(const std::string& home, int i) {
+  return home + (i == 0 ? "/.gitconfig" : "/.config/git/config");
+}
+
+std::int64_t ns_of(const timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// The stamp of `path` as git would open it (symlinks followed). When it is absent, its nearest
+// existing directory's (present false): a file that comes and goes there while git runs changes
+// that. nullopt when stat fails for another reason than absence (then nothing is kept).
+std::optional<ConfigFileStamp> stamp_of(std::string path) {
+  struct stat st {};
+  bool present = true;
+  while (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT || path.size() <= 1) return std::nullopt;
+    present = false;
+    path.resize(std::max<std::size_t>(path.rfind('/'), 1));
+  }
+  return ConfigFileStamp{present, st.st_dev, st.st_ino, st.st_size, ns_of(st.st_mtim),
+                         ns_of(st.st_ctim)};
+}
+
+// Whether `path` may include another file: any "include" in it (case-insensitive), so an
+// [include] or [includeIf "..."] section however it is spelled; true when it cannot be read.
+bool may_include(const std::string& path) {
+  auto fd = sys::open_path(path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+  if (!fd) return fd.error().code != ENOENT;
+  auto text = sys::read_to_end(fd->get(), kMaxConfigFile);
+  if (!text) return true;
+  std::transform(text->begin(), text->end(), text->begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text->find("include") != std::string::npos;
+}
+
+// `git config --global -z --get-regexp ^user\.(name|email)$`'s output: one spawn for both keys.
+// nullopt on any failure.
+std::optional<std::string> run_git(const std::string& git, const std::string& home) {
   auto out = sys::make_pipe();
-  if (!out) return "";
+  if (!out) return std::nullopt;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out->second.get(), STDOUT_FILENO);
@@ -35,9 +77,9 @@ std::string global_identity(const std::string& home) {
   char* envp[] = {const_cast<char*>(home_env.c_str()),
                   const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin"), nullptr};
   pid_t pid = -1;
-  const int err = posix_spawn(&pid, "/usr/bin/git", &actions, nullptr, argv, envp);
+  const int err = posix_spawn(&pid, git.c_str(), &actions, nullptr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return "";
+  if (err != 0) return std::nullopt;
   out->second.reset();
   pollfd p{out->first.get(), POLLIN, 0};
   const bool answered = ::poll(&p, 1, kWaitMs) > 0;
@@ -46,12 +88,12 @@ std::string global_identity(const std::string& home) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!text || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  if (!text || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return *text;
 }
 
-// The value of `key` in that output: its last entry, as `git config --get` gives it; "" when
-// unset or when it holds a control character.
+// The value of `key` in git's output (each entry "key\nvalue\0"): its last entry, as
+// `git config --get` gives it; "" when unset or when it holds a control character.
 std::string value_of(const std::string& entries, const std::string& key) {
   std::string value;
   for (std::size_t at = 0; at < entries.size();) {
@@ -76,12 +118,65 @@ std::string quoted_value(const std::string& v) {
   return out + "\"";
 }
 
+std::int64_t now_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_REALTIME, &t);
+  return ns_of(t);
+}
+
+// How long after its last change a file's next change is sure to get another ctime: longer
+// than its filesystem's timestamp granularity plus the kernel's clock tick (<= 10 ms). A ctime
+// whose ns are not whole milliseconds is from a filesystem that stamps finer than 1 ms (tmpfs,
+// ext4, xfs, btrfs): `fine` (100 ms) settles it. Any other may stamp in whole seconds (FAT in 2):
+// 3 s.
+std::int64_t settle_ns(const ConfigFileStamp& stamp, std::chrono::nanoseconds fine) {
+  if (stamp.ctime_ns % 1000000 != 0) return fine.count();
+  return std::chrono::nanoseconds(std::chrono::seconds(3)).count();
+}
+
+// Whether an answer read after `stamps` were taken at `started` may be kept: both files settled
+// then, and neither includes another file (whose stamp is not taken).
+bool may_keep(const std::string& home, const std::array<ConfigFileStamp, 2>& stamps,
+              std::int64_t started, std::chrono::nanoseconds fine) {
+  for (int i = 0; i < 2; ++i)
+    if (stamps[i].ctime_ns >= started - settle_ns(stamps[i], fine) ||
+        (stamps[i].present && may_include(config_path(home, i))))
+      return false;
+  return true;
+}
+
 }  // namespace
 
-GitIdentity read_git_identity(const std::string& home) {
+GitIdentityReader::GitIdentityReader(std::string git, std::chrono::nanoseconds settle)
+    : git_(std::move(git)), settle_(settle) {}
+
+// The stamps are taken before git runs: a write after them changes one (a settled file's next
+// change gets a later ctime whatever the filesystem's timestamp granularity), so a kept answer
+// is never older than the files it is kept for.
+GitIdentity GitIdentityReader::read(const std::string& home) {
   if (home.empty() || home[0] != '/') return {};
-  const std::string entries = global_identity(home);
-  return {value_of(entries, "user.name"), value_of(entries, "user.email")};
+  const std::int64_t started = now_ns();
+  const auto first = stamp_of(config_path(home, 0));
+  const auto second = stamp_of(config_path(home, 1));
+  const bool stamped = first && second;
+  {
+    std::lock_guard lock(mu_);
+    if (stamped && kept_ && kept_->home == home && kept_->stamps[0] == *first &&
+        kept_->stamps[1] == *second)
+      return kept_->identity;
+  }
+  const auto entries = run_git(git_, home);
+  if (!entries) return {};
+  const GitIdentity identity{value_of(*entries, "user.name"), value_of(*entries, "user.email")};
+  if (!stamped || !may_keep(home, {*first, *second}, started, settle_)) return identity;
+  std::lock_guard lock(mu_);
+  kept_ = Kept{home, {*first, *second}, identity};
+  return identity;
+}
+
+GitIdentity read_git_identity(const std::string& home) {
+  static GitIdentityReader reader;
+  return reader.read(home);
 }
 
 std::string gitconfig_text(const GitIdentity& identity) {

@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -151,6 +153,27 @@ HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& d
   // Interactive needs a channel to the person that the agent cannot forge. A private moatd
   // started without a console socketpair has none, whatever the agent claims.
   if (console_ == ConsoleSource::kNone) state_.headless = true;
+  start_git_identity();
+}
+
+// The person's git identity, so a commit inside has an author, read on its own thread while
+// the steps run (issue 30 point 4); create_session takes it. Only a moatd of their own reads
+// it (with its HOME): a shared root moatd would run git over another user's files.
+void HelloSteps::start_git_identity() {
+  const char* home = std::getenv("HOME");
+  reads_git_identity_ = home != nullptr && peer_.uid == ::geteuid();
+  if (!reads_git_identity_) return;
+  try {
+    git_identity_ = std::async(std::launch::async, read_git_identity, std::string(home));
+  } catch (const std::system_error&) {
+    // No thread to spare: create_session reads it itself.
+  }
+}
+
+GitIdentity HelloSteps::take_git_identity() {
+  if (git_identity_.valid()) return git_identity_.get();
+  const char* home = std::getenv("HOME");
+  return home != nullptr ? read_git_identity(home) : GitIdentity{};
 }
 
 json HelloSteps::peer_json() const {
@@ -290,10 +313,7 @@ Result<void> HelloSteps::create_session() {
   if (quota.memory_bytes != 0 || quota.pids != 0)
     config_.user_cgroup = {peer_.uid, quota.memory_bytes, quota.pids, options_.moatd_config.file};
   config_.handler = &tools::handle_in_sandbox;
-  // The person's git identity, so a commit inside has an author. Only a moatd of their own
-  // reads it (with its HOME): a shared root moatd would run git over another user's files.
-  if (const char* home = std::getenv("HOME"); home != nullptr && peer_.uid == ::geteuid())
-    config_.home_gitconfig = gitconfig_text(read_git_identity(home));
+  if (reads_git_identity_) config_.home_gitconfig = gitconfig_text(take_git_identity());
   const bool proxied = state_.policy->grants_network() && hello_.network != NetworkRequest::kOff;
   if (proxied) {
     // AF_INET for the sandbox's own loopback, where the proxy listens; the namespace has

@@ -4,7 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <future>
+
 #include "base/result.h"
+#include "sandbox/git_identity.h"
 #include "sandbox/listen_socket.h"
 #include "sandbox/protocol.h"
 #include "sandbox/session_state.h"
@@ -67,6 +70,8 @@ class HelloSteps {
 
  private:
   void grant_tools();
+  void start_git_identity();
+  GitIdentity take_git_identity();
 
   const SupervisorOptions& options_;
   const SupervisorDeps& deps_;
@@ -78,6 +83,8 @@ class HelloSteps {
   std::vector<std::string> own_inside_;  // moat's own paths inside the workspace, relative
   std::vector<UniqueFd> bind_fds_;       // the binds' sources as checked, until kSession
   nlohmann::json file_index_;            // session.start's account of the index
+  bool reads_git_identity_ = false;      // moatd runs as the peer: its identity goes in
+  std::future<GitIdentity> git_identity_;  // read beside the steps, taken by kSession
 };
 
 }  // namespace moat::sandbox

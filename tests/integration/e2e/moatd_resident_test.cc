@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e_support.h"
@@ -266,6 +267,29 @@ TEST_F(ResidentMoatdTest, TypedExecOnASocketWithoutOwnerOnlyIsRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(has(r.out, "--typed-exec")) << r.out;
   EXPECT_TRUE(has(r.out, "--owner-only")) << r.out;
+}
+
+// Issue 30 point 4: the resident moatd keeps the person's git identity while their git config
+// is unchanged (no git run per hello); an edit between two execs that keeps the file's size
+// and inode is the next commit's author.
+TEST_F(ResidentMoatdTest, AGitIdentityChangedBetweenTwoExecsIsTheNextCommitsAuthor) {
+  auto author = [&] {
+    const SplitRun r = run_split({moat_bin(), "sandbox", "exec", "-C", ws_, "--", "/bin/sh", "-c",
+                                  "git init -q . && git commit -q --allow-empty -m x && "
+                                  "git log -1 --format=who=%an"},
+                                 env(), 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string gitconfig = dir_.path() + "/.gitconfig";
+  std::ofstream(gitconfig) << "[user]\n\tname = Ada\n\temail = a@example.org\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // settled (git_identity.h)
+  EXPECT_TRUE(has(author(), "who=Ada"));
+  EXPECT_TRUE(has(author(), "who=Ada"));  // the kept answer
+  std::ofstream(gitconfig, std::ios::trunc) << "[user]\n\tname = Bob\n\temail = b@example.org\n";
+  const std::string bob = author();
+  EXPECT_TRUE(has(bob, "who=Bob")) << bob;
+  EXPECT_EQ(moatds_serving(socket_).size(), 1u) << "not one resident moatd";
 }
 
 }  // namespace

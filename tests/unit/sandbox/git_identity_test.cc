@@ -1,0 +1,185 @@
+// tests/unit/sandbox/git_identity_test.cc: the person's git identity as moatd reads it (issue 30
+// point 4): kept while git's global files are unchanged, read again after any edit to them (one
+// that keeps the size within the same second too) and every time while one includes another,
+// the same on concurrent hellos.
+// Real git, through a wrapper that counts its runs.
+#include "sandbox/git_identity.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+#include <vector>
+
+namespace moat::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr auto kSettle = 20ms;  // the tests' settle: tmpfs and ext4 stamp in ns
+
+class GitIdentityReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/usr/bin/git", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/git on this host";
+    std::string tmpl = (fs::temp_directory_path() / "moat-gitid-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    home_ = dir_ + "/home";
+    fs::create_directories(home_ + "/.config/git");
+    write_git_wrapper("");
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A git that notes each run in runs_ (after `before`, a shell line) and execs the real one.
+  void write_git_wrapper(const std::string& before) {
+    git_ = dir_ + "/git";
+    std::ofstream(git_) << "#!/bin/sh\n" << before << "\necho run >> " << dir_
+                        << "/runs\nexec /usr/bin/git \"$@\"\n";
+    fs::permissions(git_, fs::perms::owner_all);
+  }
+  int runs() const {
+    std::ifstream in(dir_ + "/runs");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
+  void write(const std::string& rel, const std::string& text) {
+    std::ofstream(home_ + "/" + rel, std::ios::trunc) << text;
+  }
+  static std::string user(const std::string& name) {
+    return "[user]\n\tname = " + name + "\n\temail = " + name + "@example.org\n";
+  }
+
+  std::string dir_, home_, git_;
+};
+
+TEST_F(GitIdentityReaderTest, AnUnchangedConfigIsReadOnceAndKept) {
+  write(".gitconfig", user("Ada"));
+  std::this_thread::sleep_for(2 * kSettle);
+  GitIdentityReader reader(git_, kSettle);
+  for (int i = 0; i < 3; ++i) {
+    const GitIdentity id = reader.read(home_);
+    EXPECT_EQ(id.name, "Ada");
+    EXPECT_EQ(id.email, "Ada@example.org");
+  }
+  EXPECT_EQ(runs(), 1);
+  // What a hello pays, with git itself: a run, then a kept answer (two stats).
+  GitIdentityReader direct("/usr/bin/git", kSettle);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(direct.read(home_).name, "Ada");
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(direct.read(home_).name, "Ada");
+  const auto t2 = std::chrono::steady_clock::now();
+  std::printf("[ git identity ] git run %.0f us; kept answer %.0f us\n",
+              std::chrono::duration<double, std::micro>(t1 - t0).count(),
+              std::chrono::duration<double, std::micro>(t2 - t1).count());
+}
+
+// The same size and file, within the same second as the stamp that was kept: only the ns of
+// ctime and mtime tell it apart (tmpfs and ext4 keep them; a filesystem stamping in whole
+// seconds is what the 3 s settle is for). Tried again when the edit fell in the next second.
+TEST_F(GitIdentityReaderTest, AnEditKeepingItsSizeWithinTheSecondIsSeen) {
+  GitIdentityReader reader(git_, kSettle);
+  bool same_second = false;
+  for (int attempt = 0; attempt < 3 && !same_second; ++attempt) {
+    write(".gitconfig", user("Ada"));
+    std::this_thread::sleep_for(2 * kSettle);
+    EXPECT_EQ(reader.read(home_).name, "Ada");
+    EXPECT_EQ(reader.read(home_).name, "Ada");
+    struct stat before {};
+    ASSERT_EQ(::stat((home_ + "/.gitconfig").c_str(), &before), 0);
+    write(".gitconfig", user("Bob"));
+    struct stat after {};
+    ASSERT_EQ(::stat((home_ + "/.gitconfig").c_str(), &after), 0);
+    ASSERT_EQ(before.st_size, after.st_size);
+    ASSERT_EQ(before.st_ino, after.st_ino);
+    same_second = before.st_mtim.tv_sec == after.st_mtim.tv_sec;
+    EXPECT_EQ(reader.read(home_).name, "Bob");
+  }
+  EXPECT_TRUE(same_second);
+}
+
+// And the other file git reads: created, then ~/.gitconfig removed.
+TEST_F(GitIdentityReaderTest, TheXdgConfigIsStampedToo) {
+  write(".gitconfig", user("Bob"));
+  std::this_thread::sleep_for(2 * kSettle);
+  GitIdentityReader reader(git_, kSettle);
+  EXPECT_EQ(reader.read(home_).name, "Bob");
+  EXPECT_EQ(reader.read(home_).name, "Bob");
+  write(".config/git/config", "[user]\n\tname = Cy\n");
+  EXPECT_EQ(reader.read(home_).name, "Bob");  // ~/.gitconfig is read after it, and wins
+  fs::remove(home_ + "/.gitconfig");
+  EXPECT_EQ(reader.read(home_).name, "Cy");
+  EXPECT_EQ(runs(), 3);
+}
+
+// A file that comes and goes while git runs (here: the wrapper makes ~/.gitconfig for its
+// first run only) is absent before and after: its directory's stamp tells.
+TEST_F(GitIdentityReaderTest, AFileThatCameAndWentDuringTheReadIsNotKept) {
+  write(".config/git/config", user("Ada"));
+  const std::string transient = home_ + "/.gitconfig";
+  write_git_wrapper("if [ ! -e " + dir_ + "/runs ]; then printf '[user]\\n\\tname = Zed\\n' > " +
+                    transient + "; /usr/bin/git \"$@\" > " + dir_ + "/out; rc=$?; rm " +
+                    transient + "; echo run >> " + dir_ + "/runs; cat " + dir_ +
+                    "/out; exit $rc; fi");
+  std::this_thread::sleep_for(2 * kSettle);
+  GitIdentityReader reader(git_, kSettle);
+  EXPECT_EQ(reader.read(home_).name, "Zed");  // git read it
+  EXPECT_FALSE(fs::exists(transient));
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(runs(), 2);
+}
+
+// A file written just before the read may be written again within its timestamp tick, keeping
+// its stamp: it is not kept until it settled (100 ms by default on a filesystem stamping in ns).
+TEST_F(GitIdentityReaderTest, AJustWrittenConfigIsNotKept) {
+  write(".gitconfig", user("Ada"));
+  GitIdentityReader reader(git_);
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(runs(), 2);
+}
+
+// An included file has no stamp, so a config that includes one is never kept. (`git config
+// --global` reads no included file, as git-config(1) documents for a named file: the identity
+// is ~/.gitconfig's own; were --includes given, a kept answer could miss an edit to one.)
+TEST_F(GitIdentityReaderTest, AConfigThatIncludesIsReadEveryTime) {
+  write(".gitconfig", user("Ada") + "[InClude]\n\tpath = ~/other\n");
+  write("other", "[user]\n\tname = Bob\n");
+  std::this_thread::sleep_for(2 * kSettle);
+  GitIdentityReader reader(git_, kSettle);
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(runs(), 2);
+  write(".gitconfig", user("Ada") + "[includeIf \"gitdir:/\"]\n\tpath = ~/other\n");
+  std::this_thread::sleep_for(2 * kSettle);
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(reader.read(home_).name, "Ada");
+  EXPECT_EQ(runs(), 4);
+}
+
+TEST_F(GitIdentityReaderTest, ConcurrentReadsAgree) {
+  write(".gitconfig", user("Ada"));
+  std::this_thread::sleep_for(2 * kSettle);
+  GitIdentityReader reader(git_, kSettle);
+  std::vector<std::future<GitIdentity>> reads;
+  for (int i = 0; i < 8; ++i)
+    reads.push_back(std::async(std::launch::async, [&] { return reader.read(home_); }));
+  for (auto& r : reads) EXPECT_EQ(r.get(), (GitIdentity{"Ada", "Ada@example.org"}));
+  EXPECT_EQ(reader.read(home_), (GitIdentity{"Ada", "Ada@example.org"}));
+  EXPECT_LE(runs(), 8);
+}
+
+}  // namespace
+}  // namespace moat::sandbox
