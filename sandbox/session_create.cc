@@ -166,16 +166,18 @@ struct BoundTrees {
   std::vector<UniqueFd> bind_fds;
 };
 
-Result<BoundTrees> bound_trees(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped) {
+Result<BoundTrees> bound_trees(SessionParts& parts, const SandboxIds& ids, SkippedLayers& skipped,
+                               IdmapUserns userns) {
   SessionConfig& config = parts.config;
   MOAT_TRY(check_allow_without(config.allow_without));
   // Resolved once: from here on the session uses only this fd, never the path again.
   MOAT_ASSIGN_OR_RETURN(parts.workspace, open_session_workspace(config));
   config.workspace_fd = -1;  // borrowed from the caller: not valid in the session's lifetime
   BoundTrees out;
-  MOAT_ASSIGN_OR_RETURN(out.tree, session_tree(parts.workspace.get(), ids, config, skipped));
-  MOAT_ASSIGN_OR_RETURN(out.bind_fds, bind_sources(parts.workspace.get(), ids, config,
-                                                   !skipped.count("idmap"), &parts.bind_dirs));
+  MOAT_ASSIGN_OR_RETURN(out.tree,
+                        session_tree(parts.workspace.get(), ids, config, skipped, userns));
+  MOAT_ASSIGN_OR_RETURN(out.bind_fds, bind_sources(userns, ids, config, !skipped.count("idmap"),
+                                                   &parts.bind_dirs));
   return out;
 }
 
@@ -195,7 +197,8 @@ Result<void> send_finish(int ctl, const SessionParts& parts, const BoundTrees& t
 
 }  // namespace
 
-Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape) {
+Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape,
+                                                          std::optional<IdOwner> owner) {
   auto pre = std::make_unique<PrebuiltSession>();
   pre->shape = shape;
   pre->shape.binds.clear();
@@ -209,6 +212,9 @@ Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& s
   pre->ctl = std::move(ctl.first);
   MOAT_TRY(map_keeper(pre->ctl.get(), pre->keeper->pid(), pre->shape, ids, pre->skipped,
                       &pre->cgroup));
+  // Not made is no failure: the hello makes its own, and says why if it cannot either.
+  if (owner && !ids.rootless)
+    if (auto userns = make_idmap_userns(*owner, ids); userns) pre->userns = std::move(*userns);
   return pre;
 }
 
@@ -236,7 +242,7 @@ Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession>
   parts.config = in;
   const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);
   SkippedLayers skipped = pre->skipped;
-  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped));
+  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped, std::move(pre->userns)));
   parts.cgroup = std::move(pre->cgroup);
   parts.keeper = std::move(pre->keeper);
   parts.ctl = std::move(pre->ctl);
@@ -253,7 +259,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   parts.config = in;
   const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);
   SkippedLayers skipped;
-  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped));
+  MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped, IdmapUserns()));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   parts.created = SessionClock::now();
   // The filter is ready by now when moatd started compiling it (precompile_filter); waited for

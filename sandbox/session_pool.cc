@@ -42,12 +42,14 @@ SessionPool::~SessionPool() {
 }
 
 std::unique_ptr<PrebuiltSession> SessionPool::take(
-    const SessionConfig& config, std::deque<std::unique_ptr<PrebuiltSession>>& dead) {
+    const SessionConfig& config, std::optional<IdOwner> owner,
+    std::deque<std::unique_ptr<PrebuiltSession>>& dead) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find_if(shapes_.begin(), shapes_.end(),
                          [&](const Shaped& s) { return fits_shape(config, s.shape); });
   if (it == shapes_.end()) {
-    shapes_.push_front(Shaped{shape_of(config), {}});  // the next ones are built as it needs
+    // The next ones are built as it needs.
+    shapes_.push_front(Shaped{shape_of(config), {}, owner});
     if (shapes_.size() > kPoolShapes) {  // the least recently used goes, with its sessions
       auto& gone = shapes_.back().ready;
       counts_.discarded += gone.size();
@@ -57,6 +59,7 @@ std::unique_ptr<PrebuiltSession> SessionPool::take(
     return nullptr;
   }
   shapes_.splice(shapes_.begin(), shapes_, it);  // most recently used first
+  if (owner) it->owner = owner;
   auto& ready = shapes_.front().ready;
   while (!ready.empty()) {
     std::unique_ptr<PrebuiltSession> pre = std::move(ready.front());
@@ -83,7 +86,7 @@ std::size_t SessionPool::ready_count() const {
 Result<std::unique_ptr<Session>> SessionPool::create(const SessionConfig& config) {
   if (size_ == 0) return Session::create(config);
   std::deque<std::unique_ptr<PrebuiltSession>> dead;  // destroyed outside the lock
-  std::unique_ptr<PrebuiltSession> pre = take(config, dead);
+  std::unique_ptr<PrebuiltSession> pre = take(config, workspace_owner(config), dead);
   dead.clear();
   const bool pooled = pre != nullptr;
   Result<std::unique_ptr<Session>> session =
@@ -113,8 +116,9 @@ void SessionPool::refill(std::stop_token stop) {
     const Shaped* want = wanting();
     if (want == nullptr) continue;  // a hello took the shape away meanwhile
     const SessionConfig shape = want->shape;
+    const std::optional<IdOwner> owner = want->owner;
     lock.unlock();
-    auto built = prebuild_session(shape);
+    auto built = prebuild_session(shape, owner);
     lock.lock();
     if (!built) {
       // Not retried until the next hello: a host that cannot build one now would spin here.

@@ -12,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/result.h"
@@ -60,7 +61,8 @@ class SessionPool {
 
  private:
   // The pre-built sessions that fit, first one still waiting; the others are handed to `dead`.
-  std::unique_ptr<PrebuiltSession> take(const SessionConfig& config,
+  // `owner` (the hello's workspace owner) is what the shape's next sessions are made for.
+  std::unique_ptr<PrebuiltSession> take(const SessionConfig& config, std::optional<IdOwner> owner,
                                         std::deque<std::unique_ptr<PrebuiltSession>>& dead);
   void refill(std::stop_token stop);
 
@@ -71,6 +73,8 @@ class SessionPool {
   struct Shaped {
     SessionConfig shape;
     std::deque<std::unique_ptr<PrebuiltSession>> ready;
+    // Its last hello's workspace owner: the next sessions' idmap user namespaces are made for it.
+    std::optional<IdOwner> owner;
   };
   // The first shape short of `size_` sessions, most recent first; nullptr when none. Under mu_.
   Shaped* wanting();

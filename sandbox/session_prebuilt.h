@@ -1,10 +1,12 @@
 // sandbox/session_prebuilt.h: a session built ahead of its hello, up to where the workspace is
 // known (the pool's, session_pool.h): its keeper forked with every namespace but the mount
-// namespace unshared, its id maps written and its cgroup made; finished into a Session once a
-// hello's config arrives (the keeper then builds the view and forks the init).
+// namespace unshared, its id maps written, its cgroup and its idmap user namespace (moatd as
+// root) made; finished into a Session once a hello's config arrives (the keeper then builds
+// the view and forks the init).
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -12,6 +14,7 @@
 #include "sandbox/session.h"
 #include "sandbox/session_config.h"
 #include "sandbox/session_description.h"
+#include "sandbox/session_idmap.h"
 #include "sandbox/session_keeper.h"
 
 namespace moat::sandbox {
@@ -24,10 +27,16 @@ struct PrebuiltSession {
   std::unique_ptr<Keeper> keeper;
   UniqueFd ctl;  // moatd's end of the control socket
   SkippedLayers skipped;
+  // Its own idmap user namespace (moatd as root), made for `owner` when prebuild_session was
+  // given one: a hello whose workspace has that owner skips the helper's fork; any other hello
+  // gets one made for its owner. Never shared with another session.
+  IdmapUserns userns;
 };
 
-// Forks the keeper and takes it as far as it can go without a workspace.
-Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape);
+// Forks the keeper and takes it as far as it can go without a workspace; with `owner` (the
+// last hello's workspace owner), its idmap user namespace too.
+Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& shape,
+                                                          std::optional<IdOwner> owner = {});
 
 // Whether the keeper still waits for its kFinish: false once it died or sent anything (an
 // error), so the pool discards it rather than hand it out.

@@ -3,6 +3,7 @@
 // nothing of one pooled session reaches the next, a pooled keeper that died is discarded, and
 // the pool's end leaves no process or cgroup behind.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "sandbox/session_pool.h"
+#include "sandbox/session_prebuilt.h"
 #include "tests/integration/sandbox/test_util.h"
 
 namespace moat::sandbox {
@@ -233,6 +235,61 @@ TEST(SessionPool, EndLeavesNoProcessOfTheSessionAndItsDestructionTheKeeperAndCgr
   EXPECT_TRUE(kill(keeper, 0) != 0 && errno == ESRCH) << keeper;
   for (const std::string& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
   if (dirs.empty()) std::printf("no cgroup here: only the processes were checked\n");
+}
+
+// A pooled session's idmap user namespace (moatd as root) is made with it, ahead of its hello,
+// for the owner it is given: a hello then only clones and idmaps its workspace. Each pooled
+// session has its own, never another's.
+TEST(SessionPool, APooledSessionsIdmapNamespaceIsMadeAheadAndIsItsOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: no idmapped trees (the keeper clones them)";
+  TempDir ws;
+  ws.write("in.txt", "x\n");
+  const IdOwner owner{0, 0};
+  auto a = prebuild_session(config_for(ws), owner);
+  if (!a && a.error().context.find("user_ns") != std::string::npos)
+    GTEST_SKIP() << "no user namespaces here: " << a.error().message();
+  ASSERT_TRUE(a) << a.error().message();
+  auto b = prebuild_session(config_for(ws), owner);
+  ASSERT_TRUE(b) << b.error().message();
+  ASSERT_TRUE((*a)->userns.fd.valid()) << "no idmap namespace made ahead";
+  ASSERT_TRUE((*b)->userns.fd.valid());
+  EXPECT_TRUE((*a)->userns.owner == owner);
+  struct stat sa {}, sb {};
+  ASSERT_EQ(fstat((*a)->userns.fd.get(), &sa), 0);
+  ASSERT_EQ(fstat((*b)->userns.fd.get(), &sb), 0);
+  EXPECT_NE(sa.st_ino, sb.st_ino) << "two pooled sessions share one idmap namespace";
+  auto made = finish_session(std::move(*a), config_for(ws));
+  ASSERT_TRUE(made) << made.error().message();
+  auto r = testing::sh(**made, "stat -c %u:%g in.txt && touch out.txt");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "0:0\n");
+  struct stat out {};
+  ASSERT_EQ(stat(ws.file("out.txt").c_str(), &out), 0);
+  EXPECT_EQ(out.st_uid, 0u) << "what the sandbox writes lands as the workspace's owner";
+}
+
+// The namespace made ahead maps the last hello's workspace owner: a hello whose workspace has
+// another owner gets one made for its own, and its files appear as the sandbox's root, never as
+// the overflow id a borrowed mapping would show.
+TEST(SessionPool, AHelloWhoseWorkspaceHasAnotherOwnerGetsAnIdmapForIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: no idmapped trees (the keeper clones them)";
+  TempDir ws0, ws;
+  ws.write("in.txt", "x\n");
+  ASSERT_EQ(chown(ws.path().c_str(), 4321, 4321), 0);
+  ASSERT_EQ(chown(ws.file("in.txt").c_str(), 4321, 4321), 0);
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);  // the pool's next sessions: for ws0's owner, root
+  auto made = pool.create(config_for(ws));
+  ASSERT_TRUE(made) << made.error().message();
+  EXPECT_TRUE((*made)->describe().pooled);
+  EXPECT_TRUE((*made)->describe().idmap);
+  auto r = testing::sh(**made, "stat -c %u:%g in.txt && touch out.txt");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "0:0\n") << "the workspace's owner is not the sandbox's root";
+  struct stat out {};
+  ASSERT_EQ(stat(ws.file("out.txt").c_str(), &out), 0);
+  EXPECT_EQ(out.st_uid, 4321u);
+  EXPECT_EQ(out.st_gid, 4321u);
 }
 
 // Another shape than config_for's: the cgroup layer left out (so rootless runs build it too),
