@@ -28,10 +28,6 @@ std::string config_path(const std::string& home, int i) {
   return home + (i == 0 ? "/.gitconfig" : "/.config/git/config");
 }
 
-std::int64_t ns_of(const timespec& t) {
-  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
-
 // The stamp of `path` as git would open it (symlinks followed). When it is absent, its nearest
 // existing directory's (present false): a file that comes and goes there while git runs changes
 // that. nullopt when stat fails for another reason than absence (then nothing is kept).
@@ -43,8 +39,7 @@ std::optional<ConfigFileStamp> stamp_of(std::string path) {
     present = false;
     path.resize(std::max<std::size_t>(path.rfind('/'), 1));
   }
-  return ConfigFileStamp{present, st.st_dev, st.st_ino, st.st_size, ns_of(st.st_mtim),
-                         ns_of(st.st_ctim)};
+  return ConfigFileStamp{present, policy::stamp_of(st)};
 }
 
 // Whether `path` may include another file: any "include" in it (case-insensitive), so an
@@ -121,7 +116,7 @@ std::string quoted_value(const std::string& v) {
 std::int64_t now_ns() {
   timespec t{};
   ::clock_gettime(CLOCK_REALTIME, &t);
-  return ns_of(t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
 // How long after its last change a file's next change is sure to get another ctime: longer
@@ -130,7 +125,7 @@ std::int64_t now_ns() {
 // ext4, xfs, btrfs): `fine` (100 ms) settles it. Any other may stamp in whole seconds (FAT in 2):
 // 3 s.
 std::int64_t settle_ns(const ConfigFileStamp& stamp, std::chrono::nanoseconds fine) {
-  if (stamp.ctime_ns % 1000000 != 0) return fine.count();
+  if (stamp.stat.ctime_ns % 1000000 != 0) return fine.count();
   return std::chrono::nanoseconds(std::chrono::seconds(3)).count();
 }
 
@@ -139,7 +134,7 @@ std::int64_t settle_ns(const ConfigFileStamp& stamp, std::chrono::nanoseconds fi
 bool may_keep(const std::string& home, const std::array<ConfigFileStamp, 2>& stamps,
               std::int64_t started, std::chrono::nanoseconds fine) {
   for (int i = 0; i < 2; ++i)
-    if (stamps[i].ctime_ns >= started - settle_ns(stamps[i], fine) ||
+    if (stamps[i].stat.ctime_ns >= started - settle_ns(stamps[i], fine) ||
         (stamps[i].present && may_include(config_path(home, i))))
       return false;
   return true;

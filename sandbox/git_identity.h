@@ -10,6 +10,8 @@
 #include <string>
 #include <sys/types.h>
 
+#include "policy/parse_cache.h"
+
 namespace moat::sandbox {
 
 struct GitIdentity {
@@ -18,14 +20,11 @@ struct GitIdentity {
   bool operator==(const GitIdentity&) const = default;
 };
 
-// What stat(2) says of one file git's --global level reads, or, absent, of its nearest directory.
+// What stat(2) says of one file git's --global level reads, or, absent, of its nearest directory
+// (the policy parse cache's stamp: policy/parse_cache.h).
 struct ConfigFileStamp {
   bool present = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  std::int64_t mtime_ns = 0;
-  std::int64_t ctime_ns = 0;
+  policy::FileStamp stat;
   bool operator==(const ConfigFileStamp&) const = default;
 };
 
