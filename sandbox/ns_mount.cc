@@ -38,23 +38,30 @@ int depth(const std::string& p) {
   return static_cast<int>(std::count(p.begin(), p.end(), '/')) - (p == "/" ? 1 : 0);
 }
 
-Result<void> mkdir_p(const std::string& path, mode_t mode) {
-  std::string cur;
-  std::size_t pos = 1;
-  while (pos <= path.size()) {
-    std::size_t next = path.find('/', pos);
-    if (next == std::string::npos) next = path.size();
-    cur = path.substr(0, next);
-    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST)
-      return fail(Error::from_errno("mkdir", errno, cur));
-    pos = next + 1;
-  }
-  return {};
+// Creates path by make() and, only when a parent is missing (ENOENT), makes the parents and
+// tries again: in a view most parents exist already, so most files and links cost no mkdir.
+template <typename Make>
+auto with_parents(const std::string& path, Make make) -> decltype(make()) {
+  auto made = make();
+  if (made || made.error().code != ENOENT) return made;
+  MOAT_TRY(sys::make_dirs(path.substr(0, path.rfind('/')), 0755));
+  return make();
 }
 
 Result<void> touch(const std::string& path) {
-  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_WRONLY | O_CREAT, 0644));
-  return {};
+  return with_parents(path, [&]() -> Result<void> {
+    MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_WRONLY | O_CREAT, 0644));
+    return {};
+  });
+}
+
+Result<void> make_symlink(const std::string& text, const std::string& path,
+                          const std::string& name) {
+  return with_parents(path, [&]() -> Result<void> {
+    if (::symlink(text.c_str(), path.c_str()) != 0 && errno != EEXIST)
+      return fail(Error::from_errno("symlink", errno, name));
+    return {};
+  });
 }
 
 Result<void> set_attrs(int tree, std::uint64_t set, bool recursive) {
@@ -205,41 +212,36 @@ Result<void> run_op(const std::string& root, Op& op) {
   switch (op.kind) {
     case OpKind::kTree:
       if (op.is_dir) {
-        MOAT_TRY(mkdir_p(target, 0755));
+        MOAT_TRY(sys::make_dirs(target, 0755));
       } else {
-        MOAT_TRY(mkdir_p(target.substr(0, target.rfind('/')), 0755));
         MOAT_TRY(touch(target));
       }
       return attach(op.tree.get(), target);
     case OpKind::kTmpfs:
-      MOAT_TRY(mkdir_p(target, 0755));
+      MOAT_TRY(sys::make_dirs(target, 0755));
       if (::mount("tmpfs", target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, op.data.c_str()) != 0)
         return fail(Error::from_errno("mount tmpfs", errno, op.target));
       return {};
     case OpKind::kProc:
-      MOAT_TRY(mkdir_p(target, 0555));
+      MOAT_TRY(sys::make_dirs(target, 0555));
       if (::mount("proc", target.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
                   nullptr) != 0)
         return fail(Error::from_errno("mount proc", errno, op.target));
       return {};
     case OpKind::kDevpts:
-      MOAT_TRY(mkdir_p(target, 0755));
+      MOAT_TRY(sys::make_dirs(target, 0755));
       if (::mount("devpts", target.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
                   "newinstance,ptmxmode=0666,mode=0620") != 0)
         return fail(Error::from_errno("mount devpts", errno, op.target));
       return {};
-    case OpKind::kSymlink:
-      MOAT_TRY(mkdir_p(target.substr(0, target.rfind('/')), 0755));
-      if (::symlink(op.data.c_str(), target.c_str()) != 0 && errno != EEXIST)
-        return fail(Error::from_errno("symlink", errno, op.target));
-      return {};
+    case OpKind::kSymlink: return make_symlink(op.data, target, op.target);
     case OpKind::kFile: {
-      MOAT_TRY(mkdir_p(target.substr(0, target.rfind('/')), 0755));
-      MOAT_ASSIGN_OR_RETURN(UniqueFd fd,
-                            sys::open_path(target, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+      MOAT_ASSIGN_OR_RETURN(UniqueFd fd, with_parents(target, [&] {
+                              return sys::open_path(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                            }));
       return sys::write_all(fd.get(), op.data.data(), op.data.size());
     }
-    case OpKind::kDir: return mkdir_p(target, 0555);
+    case OpKind::kDir: return sys::make_dirs(target, 0555);
     case OpKind::kSelfReadOnly: return run_self_read_only(root, op);
   }
   return {};

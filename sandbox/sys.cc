@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,17 @@ Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size) {
   int fd = static_cast<int>(syscall(SYS_landlock_create_ruleset, attr, size, 0));
   if (fd < 0) return fail(Error::from_errno("landlock_create_ruleset", errno));
   return UniqueFd(fd);  // the kernel sets O_CLOEXEC on ruleset fds
+}
+
+Result<void> make_dirs(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return {};
+  const std::size_t slash = path.find_last_of('/');
+  if (errno != ENOENT || slash == std::string::npos || slash == 0)
+    return fail(Error::from_errno("mkdir", errno, path));
+  MOAT_TRY(make_dirs(path.substr(0, slash), mode));
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+    return fail(Error::from_errno("mkdir", errno, path));
+  return {};
 }
 
 }  // namespace moat::sandbox::sys

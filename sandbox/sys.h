@@ -1,6 +1,8 @@
-// sandbox/sys.h: the raw fd-returning syscalls only the sandbox makes (detached mount trees,
-// landlock rulesets), each returning a UniqueFd, always close-on-exec.
+// sandbox/sys.h: the raw syscalls only the sandbox makes (detached mount trees, landlock
+// rulesets, each fd a UniqueFd, always close-on-exec; the view's mkdir -p).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <string>
@@ -20,5 +22,9 @@ using namespace ::moat::sys;  // NOLINT(google-build-using-namespace)
 Result<UniqueFd> clone_tree(const std::string& path, bool recursive);
 Result<UniqueFd> clone_tree_at(int dirfd, const std::string& rel, bool recursive);
 Result<UniqueFd> landlock_create_ruleset(const void* attr, std::size_t size);
+// mkdir -p: path and its missing parents, each made with mode; an existing path is success.
+// One mkdir when the parent exists: only an ENOENT walks up (a view's parents mostly exist,
+// and a walk from / was ~60 mkdir calls per session init, mostly EEXIST).
+Result<void> make_dirs(const std::string& path, mode_t mode);
 
 }  // namespace moat::sandbox::sys
