@@ -176,6 +176,10 @@ void FrameDecoder::feed(std::string_view bytes) {
   peak_held_ = std::max(peak_held_, buf_.capacity());
 }
 
+bool FrameDecoder::holds_frame() const {
+  return buffered() >= 4 && buffered() >= 4 + std::size_t{announced_length(buf_.data() + pos_)};
+}
+
 Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   if (error_) return fail(*error_);
   if (pos_ > 0 && pos_ == buf_.size()) {  // every frame taken: an idle connection holds little

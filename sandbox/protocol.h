@@ -120,6 +120,8 @@ class FrameDecoder {
   // and objects deeper than 64 levels").
   Result<std::optional<nlohmann::json>> next();
   std::size_t buffered() const { return buf_.size() - pos_; }
+  // True when the bytes buffered hold the next frame whole (next() would not ask for more).
+  bool holds_frame() const;
   // The memory the buffer holds (its capacity): what a connection costs moatd.
   std::size_t held_bytes() const { return buf_.capacity(); }
   // The most the buffer ever held.

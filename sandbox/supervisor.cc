@@ -410,7 +410,10 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
 
 bool Connection::take_fds(UniqueFd (&fds)[8], std::size_t nfds) {
   std::string why;
-  if (nfds != kExecFds) why = std::to_string(nfds) + " file descriptors in one message";
+  // Before the hello, only a read that completes the first frame (the hello, answered before
+  // the next read) may bring fds: a client that has not said a whole hello cannot park any.
+  if (!greeted_ && !decoder_.holds_frame()) why = "file descriptors before a whole 'hello'";
+  else if (nfds != kExecFds) why = std::to_string(nfds) + " file descriptors in one message";
   else if (exec_fds_) why = "file descriptors while another exec frame's wait for it";
   if (!why.empty()) {
     send_error(why + " (only an exec frame carries them: its stdin, stdout and stderr)",

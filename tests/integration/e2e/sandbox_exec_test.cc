@@ -588,6 +588,25 @@ TEST_F(SandboxExecFdsTest, ARefusedHelloClosesTheFdsOfTheExecBehindIt) {
   EXPECT_TRUE(moatd_alive());
 }
 
+// A client that has not said a whole hello cannot park fds in moatd: fds in a read that does not
+// complete its first frame close the connection at once (they used to wait for the hello's 10 s
+// deadline, so one local user's 64 unauthenticated connections made moatd hold 192 of its fds).
+TEST_F(SandboxExecFdsTest, FdsBeforeAWholeHelloCloseTheConnectionAtOnce) {
+  RawClient c(socket_);
+  auto out = sys::make_pipe();
+  ASSERT_TRUE(out);
+  const int w = out->second.get();
+  const std::string hello = sandbox::encode_frame(hello_frame(ws_));
+  ASSERT_TRUE(sys::send_with_fds(c.fd(), hello.data(), 10, std::vector<int>{w, w, w}.data(), 3));
+  out->second.reset();
+  const auto sent = std::chrono::steady_clock::now();
+  EXPECT_TRUE(sees_eof(out->first.get())) << "moatd holds an unauthenticated client's fds";
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(2));
+  json e = expect_error_then_close(c);
+  EXPECT_NE(e.value("message", "").find("before a whole 'hello'"), std::string::npos) << e.dump();
+  EXPECT_TRUE(moatd_alive());
+}
+
 // fds belong to the frame they came with: a call frame carrying them is refused, naming it,
 // whether it came in one message with the hello or after the welcome (before, the fds waited
 // for the next exec frame, which then ran on fds another frame had brought).
