@@ -12,23 +12,15 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "tests/support/proc_tree.h"
 
 namespace moat::e2e {
 namespace {
 
 using nlohmann::json;
-
-// moatd's children: one keeper per session, the pooled ones included.
-std::set<pid_t> children_of(pid_t pid) {
-  std::set<pid_t> out;
-  std::error_code ec;
-  for (const auto& task :
-       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream in(task.path() / "children");
-    for (pid_t child; in >> child;) out.insert(child);
-  }
-  return out;
-}
+using moat::testing_support::children_of;  // moatd's children: one keeper per session
+using moat::testing_support::descendants_of;
+using moat::testing_support::state_of;
 
 // The session cgroups (moat-<keeper>) a process is in, as directories under /sys/fs/cgroup.
 std::vector<std::string> session_cgroups_of(pid_t pid) {
@@ -86,24 +78,6 @@ TEST(MoatdPoolTest, ASecondHelloIsServedByAPooledSessionAndMoatdsEndLeavesNoKeep
   for (pid_t pid : pooled)
     EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid))) << "keeper " << pid;
   for (const std::string& d : cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << d;
-}
-
-// `pid`'s descendants (/proc/PID/task/*/children, recursively).
-std::set<pid_t> descendants_of(pid_t pid) {
-  std::set<pid_t> out;
-  for (pid_t child : children_of(pid)) {
-    out.insert(child);
-    for (pid_t d : descendants_of(child)) out.insert(d);
-  }
-  return out;
-}
-
-// A process's state letter from /proc/PID/stat ('Z' a zombie), or 0 once it is reaped.
-char state_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line) || line.rfind(')') == std::string::npos) return 0;
-  return line[line.rfind(')') + 2];
 }
 
 // The bye's answer and EOF come after every process of the session is gone (a command that

@@ -22,11 +22,14 @@
 #include "sandbox/session_pool.h"
 #include "sandbox/session_prebuilt.h"
 #include "tests/integration/sandbox/test_util.h"
+#include "tests/support/proc_tree.h"
 
 namespace moat::sandbox {
 namespace {
 
 using namespace std::chrono_literals;
+using moat::testing_support::descendants_of;
+using moat::testing_support::state_of;
 using testing::TempDir;
 
 SessionConfig config_for(const TempDir& ws) {
@@ -45,14 +48,7 @@ SessionConfig config_for(const TempDir& ws) {
   ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions"
 
 // This process's children: the session keepers (moatd's, here the test's).
-std::set<pid_t> own_children() {
-  std::set<pid_t> out;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(task.path() / "children");
-    for (pid_t pid; in >> pid;) out.insert(pid);
-  }
-  return out;
-}
+std::set<pid_t> own_children() { return moat::testing_support::children_of(::getpid()); }
 
 pid_t parent_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -182,28 +178,6 @@ TEST(SessionPool, ItsEndKillsThePooledKeepersAndRemovesTheirCgroups) {
   if (dirs.empty()) std::printf("no cgroup here: only the keepers' end was checked\n");
 }
 
-// `pid`'s descendants, children first (/proc/PID/task/*/children).
-std::vector<pid_t> descendants_of(pid_t pid) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& task :
-       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream in(task.path() / "children");
-    for (pid_t child; in >> child;) out.push_back(child);
-  }
-  for (std::size_t i = 0, n = out.size(); i < n; ++i)
-    for (pid_t d : descendants_of(out[i])) out.push_back(d);
-  return out;
-}
-
-// A process's state letter from /proc/PID/stat ('Z' a zombie), or 0 once it is reaped.
-char state_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line) || line.rfind(')') == std::string::npos) return 0;
-  return line[line.rfind(')') + 2];
-}
-
 // Session::end (what a bye's answer waits for, supervisor.cc) leaves no process of the
 // session's pid namespace, the init ended; the keeper's reaping and the cgroup's removal are
 // the destructor's, after the answer. A process the session left running is gone at end().
@@ -220,7 +194,7 @@ TEST(SessionPool, EndLeavesNoProcessOfTheSessionAndItsDestructionTheKeeperAndCgr
   for (int i = 0; i < 500 && !std::filesystem::exists(ws.file("started")); ++i)
     std::this_thread::sleep_for(10ms);
   const pid_t init = s->init_pid(), keeper = parent_of(init);
-  const std::vector<pid_t> inside = descendants_of(init);
+  const std::set<pid_t> inside = descendants_of(init);
   const std::vector<std::string> dirs = cgroup_dirs_of(keeper);
   s->end();
   running.join();  // its call ended with the session's processes
