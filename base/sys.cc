@@ -270,4 +270,11 @@ Result<std::string> read_to_end(int fd, std::size_t limit) {
   }
 }
 
+Result<std::string> read_file(const std::string& path, std::size_t limit) {
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_path(path, O_RDONLY | O_CLOEXEC));
+  auto text = read_to_end(fd.get(), limit);
+  if (!text) return fail(Error::from_errno("read", text.error().code, path));
+  return text;
+}
+
 }  // namespace moat::sys

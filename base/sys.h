@@ -70,5 +70,10 @@ Result<bool> read_exact(int fd, void* data, std::size_t len, bool eof_ok);
 // that has bounded the file already (a size it checked, a file it owns).
 Result<std::string> read_to_end(int fd,
                                 std::size_t limit = std::numeric_limits<std::size_t>::max());
+// The whole of a small file named by path (O_CLOEXEC, at most limit bytes), with every failure
+// an error. For /proc and /sys files, whose read fails when the process went in the meantime
+// (ESRCH): std::ifstream read through an istreambuf_iterator throws there, which in a moatd
+// thread is std::terminate.
+Result<std::string> read_file(const std::string& path, std::size_t limit = 1 << 20);
 
 }  // namespace moat::sys

@@ -44,8 +44,8 @@ Result<void> write_file(const std::string& path, const std::string& text) {
 bool writable_dir(const std::string& dir) { return access(dir.c_str(), W_OK) == 0; }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto text = sys::read_file(path);
+  return text ? std::move(*text) : std::string();
 }
 
 bool has_both_controllers(const std::string& list) {

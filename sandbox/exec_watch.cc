@@ -42,6 +42,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/sys.h"
 #include "policy/code_env.h"
 #include "sandbox/exec_budget.h"
 #include "sandbox/exec_resolve.h"
@@ -201,9 +202,10 @@ bool exec_done(const PendingVerify& v, const FileId& exe) {
 
 // Empty while an exec is between switching to the new memory (/proc/<pid>/exe is already the
 // new file) and laying out its argv (the kernel's create_elf_tables sets arg_end last).
+// Empty too once the process is gone (its read fails with ESRCH).
 std::string cmdline_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto text = sys::read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  return text ? std::move(*text) : std::string();
 }
 
 std::string joined(const std::vector<std::string>& argv) {
@@ -423,8 +425,7 @@ void Server::record_worker_program() {
   if (worker_pid_ <= 0 || first_done_) return;
   init_pid_ = proc_status(worker_pid_).ppid;
   const std::string proc = "/proc/" + std::to_string(worker_pid_);
-  std::ifstream in(proc + "/cmdline", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = cmdline_of(worker_pid_);
   ExecRequest req;
   req.pid = worker_pid_;
   for (std::size_t at = 0; at < text.size();) {

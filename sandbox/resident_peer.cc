@@ -34,10 +34,8 @@ Result<long> field(std::string_view text, std::string_view key) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  auto text = sys::read_file(path);
+  return text ? std::move(*text) : std::string();
 }
 
 // The pid a pidfd names in this process's pid namespace ("Pid:" in its fdinfo; -1 once it

@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -348,6 +350,50 @@ TEST(Sys, CloseFdsExceptInChildKeepsOnlyTheListedFds) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10: the call failed; 20+N: fd N is wrongly open or closed";
+}
+
+
+// Why sys::read_file exists: a /proc file opened while its process lived and read once it was
+// reaped fails with ESRCH, and std::ifstream read through an istreambuf_iterator (how moatd's
+// exec watch read a program's cmdline) throws there; in a moatd thread that was std::terminate,
+// and CI saw it kill integration_sandbox when a probe died of SIGSYS right after its exec.
+TEST(Sys, AProcFileReadAfterItsProcessWasReapedFailsWithEsrch) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  std::ifstream in("/proc/" + std::to_string(child) + "/cmdline", std::ios::binary);
+  ASSERT_TRUE(in.is_open());
+  ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  EXPECT_THROW(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+               std::ios_base::failure);
+}
+
+TEST(Sys, ReadFileGivesEveryFailureAsAnErrorNamingThePath) {
+  TempDir dir;
+  const std::string file = dir.path() + "/f";
+  {
+    std::ofstream out(file);
+    out << "abc";
+  }
+  auto text = sys::read_file(file);
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(*text, "abc");
+  // A directory opens and its read fails (EISDIR): the ifstream way throws here too.
+  auto dir_read = sys::read_file(dir.path());
+  ASSERT_FALSE(dir_read);
+  EXPECT_EQ(dir_read.error().code, EISDIR);
+  EXPECT_NE(dir_read.error().message().find(dir.path()), std::string::npos)
+      << dir_read.error().message();
+  auto big = sys::read_file(file, 2);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, EFBIG);
+  auto gone = sys::read_file(dir.path() + "/none");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, ENOENT);
 }
 
 }  // namespace
