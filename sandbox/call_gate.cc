@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
-#include <regex>
 #include <set>
+#include <string_view>
 
 #include "base/random.h"
 #include "base/log.h"
@@ -22,12 +22,29 @@
 namespace moat::sandbox {
 namespace {
 
+// Whether `word` is `'X'` with X one or more characters no shell treats specially.
+bool is_quoted_plain_word(std::string_view word) {
+  static constexpr std::string_view kPlain =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+@%-";
+  return word.size() > 2 && word.front() == '\'' && word.back() == '\'' &&
+         word.substr(1, word.size() - 2).find_first_not_of(kPlain) == std::string_view::npos;
+}
+
 // A typed line as the person would write it: the exec frame's words arrive shell-quoted one by
 // one (`'curl' '--version'`); a word that needs no quotes is shown bare. Anything still quoted,
-// or holding a control, is shown by quoted() as it is.
+// or holding a control, is shown by quoted() as it is. A loop over the space-separated words,
+// not std::regex: libstdc++'s matcher recurses once per character, and a 100 KB word (an exec
+// frame holds up to kMaxCommandBytes) overflowed the call thread's stack, ending moatd.
 std::string shown_line(const std::string& line) {
-  static const std::regex kPlainWord("(^| )'([A-Za-z0-9_./:=,+@%-]+)'(?= |$)");
-  std::string plain = std::regex_replace(line, kPlainWord, "$1$2");
+  std::string plain;
+  for (std::size_t at = 0;;) {
+    const std::size_t space = line.find(' ', at);
+    const std::string_view word = std::string_view(line).substr(at, space - at);
+    plain += is_quoted_plain_word(word) ? word.substr(1, word.size() - 2) : word;
+    if (space == std::string::npos) break;
+    plain += ' ';
+    at = space + 1;
+  }
   if (moat::quoted(plain) == "'" + plain + "'") return "`" + plain + "`";
   return moat::quoted(line);
 }

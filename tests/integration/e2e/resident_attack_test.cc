@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -149,6 +150,40 @@ TEST_F(ResidentAttackTest, AnInteractiveSessionsConsoleIsNotASecondSessionUnderT
                      {"token", welcome.value("console_token", "")}});
   const nlohmann::json attached = console.read_frame();
   EXPECT_EQ(attached.value("type", ""), "attached") << attached.dump();
+}
+
+// Whether `pid` (a child of this test) is still running.
+bool running(pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) == 0; }
+
+// A typed command the system layer refuses is named in the refusal as the person wrote it. A
+// 50 KB word in it (a line the shell parser still reads: up to 64 KiB) once overflowed the call
+// thread's stack in std::regex (shown_line, sandbox/call_gate.cc; 40 KB was enough): SIGSEGV of
+// the resident moatd, and with it every session of the person's. Refused like any other; moatd
+// and the next session go on.
+TEST_F(ResidentAttackTest, ARefusedTypedCommandWithA50KBWordLeavesMoatdServing) {
+  ASSERT_EQ(chmod(runtime_.c_str(), 0700), 0);
+  fs::create_directories(runtime_ + "/moat");
+  ASSERT_EQ(chmod((runtime_ + "/moat").c_str(), 0700), 0);
+  const std::string socket = runtime_ + "/moat/moatd.sock";
+  const pid_t moatd = start_moatd(
+      socket, "typed",
+      {"--owner-only", "--typed-exec", "--system-policy-dir",
+       source_root() + "/tests/integration/e2e/sandbox_exec_policy"});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); }))
+      << read_file(dir_.path() + "/typed.log");
+  const SplitRun r = run_split({moat_bin(), "sandbox", "exec", "-C", ws_, "--", "curl",
+                                std::string(50000, 'a')},
+                               {"XDG_RUNTIME_DIR=" + runtime_, "HOME=" + dir_.path(),
+                                "XDG_STATE_HOME=" + dir_.path() + "/state",
+                                "XDG_CONFIG_HOME=" + dir_.path() + "/config",
+                                "MOATD_BIN=" + moatd_bin()},
+                               60);
+  EXPECT_EQ(r.exit_code, 126) << r.err.substr(0, 400);
+  EXPECT_NE(r.err.find("test.no-curl"), std::string::npos) << r.err.substr(0, 400);
+  ASSERT_TRUE(running(moatd)) << read_file(dir_.path() + "/typed.log");
+  RawClient next(socket);
+  next.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
+  EXPECT_EQ(next.read_frame().value("type", ""), "welcome");
 }
 
 // moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
