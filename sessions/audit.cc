@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <condition_variable>
 #include <ctime>
+#include <future>
 #include <mutex>
+#include <system_error>
 
 #include "base/log.h"
+#include "base/sys.h"
 #include "base/timestamps.h"
 #include "base/unique_fd.h"
 #include "sessions/byte_strings.h"
@@ -35,6 +38,15 @@ const char* const kReserved[] = {"v", "seq", "ts", "type", "session", "id", "pre
 
 int real_fdatasync(int fd) { return ::fdatasync(fd); }
 std::atomic<AuditSyncForTests> g_sync{real_fdatasync};
+
+// A new log's directory entry to the disk: fsync(2) on the directory, or the tests' hook.
+Result<void> sync_dir(const std::string& dir) {
+  const AuditSyncForTests sync = g_sync.load();
+  if (sync == real_fdatasync) return fsync_dir(dir);
+  MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(dir, O_RDONLY | O_DIRECTORY));
+  if (sync(fd.get()) != 0) return fail(Error::from_errno("fsync", errno, dir));
+  return {};
+}
 
 // An existing <dir>/<date>/<session>.jsonl, so a resumed session continues its chain.
 std::string find_existing(const std::string& dir, const std::string& session) {
@@ -82,11 +94,18 @@ class JsonlAuditLog final : public AuditLog {
 
   ~JsonlAuditLog() override {
     if (synced_seq_ < seq_) (void)g_sync.load()(fd_.get());
-    if (!dir_to_sync_.empty()) (void)fsync_dir(dir_to_sync_);
+    if (dir_synced_.valid()) (void)dir_synced_.get();
   }
-  // A new file's name reaches the disk with the first synced record (sync_now), not on its
-  // own: until a record must be durable, nothing depends on the file surviving a crash.
-  void sync_dir_with_first_record(std::string dir) { dir_to_sync_ = std::move(dir); }
+  // A new file's name goes to the disk from its creation on, on a thread of its own, while
+  // the session is built: the first synced record (sync_now) waits for it, so its fsync is
+  // off a decision's path. Without a thread to spare it is done with that record, as before.
+  void sync_dir_from_now(const std::string& dir) {
+    try {
+      dir_synced_ = std::async(std::launch::async, sync_dir, dir);
+    } catch (const std::system_error&) {
+      dir_synced_ = std::async(std::launch::deferred, sync_dir, dir);
+    }
+  }
   using AuditLog::append;
   Result<void> append(const std::string& type, nlohmann::json fields, Sync sync) override;
   void set_admit(Admit admit) override {
@@ -138,7 +157,8 @@ class JsonlAuditLog final : public AuditLog {
   uint64_t synced_seq_ = 0;
   bool syncing_ = false;
   std::condition_variable synced_;
-  std::string dir_to_sync_;  // a new file's directory, synced with the first kNow record
+  // A new file's directory sync (sync_dir_from_now), awaited by the first sync_now.
+  std::future<Result<void>> dir_synced_;
 };
 
 Result<void> JsonlAuditLog::append(const std::string& type, nlohmann::json fields, Sync sync) {
@@ -231,16 +251,15 @@ Result<void> JsonlAuditLog::sync_through(std::unique_lock<std::mutex>& lock, uin
 Result<void> JsonlAuditLog::sync_now(std::unique_lock<std::mutex>& lock) {
   syncing_ = true;
   const uint64_t upto = seq_;  // every record written so far is in the file
-  const std::string dir = dir_to_sync_;
   lock.unlock();
   Result<void> synced{};
   if (g_sync.load()(fd_.get()) != 0) synced = fail(Error::from_errno("fdatasync", errno, path_));
-  else if (!dir.empty()) synced = fsync_dir(dir);
+  // One syncing thread at a time (syncing_): only it takes the directory's outcome, once.
+  else if (dir_synced_.valid()) synced = dir_synced_.get();
   lock.lock();
   syncing_ = false;
   if (synced) {
     synced_seq_ = std::max(synced_seq_, upto);
-    if (dir == dir_to_sync_) dir_to_sync_.clear();
   } else {
     // The kernel may have dropped the dirty page (the chain is unknown), or the file's name
     // may not survive a crash: nothing may depend on it.
@@ -318,7 +337,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash,
                                              std::move(key), interval);
   if (fresh) {
-    log->sync_dir_with_first_record(dirname_of(path));
+    log->sync_dir_from_now(dirname_of(path));
   } else {
     MOAT_TRY(log->resume_chain());
   }

@@ -63,8 +63,9 @@ class AuditLog {
   // decision record; session.end); kWithNext may stay in the page cache until the next kNow
   // append or the log's close syncs it (session.start, before anything ran; an exec record,
   // written after its action ran: a crash can lose it, never a later record, since one
-  // fdatasync covers them all). A new file's directory entry is synced with its first kNow
-  // record, and a record a checkpoint follows shares the checkpoint's sync. kNow appends
+  // fdatasync covers them all). A new file's directory entry is synced from the file's
+  // creation on, beside the session's build, and its first kNow record returns only once that
+  // sync did too; a record a checkpoint follows shares the checkpoint's sync. kNow appends
   // from several threads share one fdatasync when they arrive while another is under way
   // (group commit): each still returns only after a sync that began after its record was
   // written.
@@ -109,8 +110,9 @@ class AuditLog {
 // The default directory: /var/log/moat for a system moatd, $XDG_STATE_HOME/moat/audit else.
 std::string default_audit_dir(bool system_daemon);
 
-// Tests only: what every audit log calls in place of fdatasync(2) (0, or -1 with errno);
-// nullptr restores fdatasync. Returns the one it replaces.
+// Tests only: what every audit log calls in place of fdatasync(2) on its file and of fsync(2)
+// on a new file's directory (given an fd of the directory) (0, or -1 with errno); nullptr
+// restores them. Returns the one it replaces.
 using AuditSyncForTests = int (*)(int fd);
 AuditSyncForTests set_audit_sync_for_tests(AuditSyncForTests sync);
 

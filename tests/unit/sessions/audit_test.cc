@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <mutex>
@@ -203,6 +204,7 @@ SyncRecorder* g_recorder = nullptr;
 int recording_sync(int fd) {
   struct stat st {};
   ::fstat(fd, &st);
+  if (S_ISDIR(st.st_mode)) return ::fsync(fd);  // a new log's directory: not the file's bytes
   std::size_t i = 0;
   {
     std::lock_guard<std::mutex> lock(g_recorder->mu);
@@ -277,6 +279,78 @@ TEST_F(AuditGroupCommitTest, AFailedSyncRefusesItsAppendAndEveryLaterOne) {
   recorder_.fail = false;
   EXPECT_FALSE((*log)->append("decision", {{"n", 2}}).has_value());
   EXPECT_FALSE((*log)->append("exec", {{"n", 3}}, AuditLog::Sync::kWithNext).has_value());
+}
+
+// The directory sync of a new log, slowed to kSlowDirSync: when it ended, and whether it fails.
+struct DirSync {
+  std::atomic<bool> done{false};
+  std::atomic<bool> fail{false};
+};
+DirSync* g_dir_sync = nullptr;
+constexpr auto kSlowDirSync = std::chrono::milliseconds(300);
+
+int slow_dir_sync(int fd) {
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (!S_ISDIR(st.st_mode)) return ::fdatasync(fd);
+  std::this_thread::sleep_for(kSlowDirSync);
+  if (g_dir_sync->fail) return errno = EIO, -1;
+  const int rc = ::fsync(fd);
+  g_dir_sync->done = rc == 0;
+  return rc;
+}
+
+class AuditNewLogDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_dir_sync = &dir_sync_;
+    previous_ = set_audit_sync_for_tests(slow_dir_sync);
+  }
+  void TearDown() override {
+    set_audit_sync_for_tests(previous_);
+    g_dir_sync = nullptr;
+  }
+  DirSync dir_sync_;
+  AuditSyncForTests previous_ = nullptr;
+};
+
+// A new log's directory entry is synced from the file's creation on, beside what the session
+// builds meanwhile, not after its first decision's fdatasync, where it delayed the command; the
+// first durable record still returns only once it is on disk (docs/sessions.md).
+TEST_F(AuditNewLogDirTest, ItsSyncBeginsAtTheOpeningAndTheFirstDurableRecordWaitsForIt) {
+  TempDir dir;
+  using Clock = std::chrono::steady_clock;
+  auto built = AuditLog::open(dir.path() + "/built", kSession, kPolicy);
+  ASSERT_TRUE(built.has_value()) << built.error().message();
+  const auto unsynced = AuditLog::Sync::kWithNext;
+  ASSERT_TRUE((*built)->append("session.start", nlohmann::json::object(), unsynced).has_value());
+  std::this_thread::sleep_for(kSlowDirSync + std::chrono::milliseconds(100));  // the build
+  auto t0 = Clock::now();
+  ASSERT_TRUE((*built)->append("decision", {{"n", 1}}).has_value());
+  EXPECT_LT(Clock::now() - t0, kSlowDirSync * 2 / 3)
+      << "the first decision waited for a directory sync that began only with it";
+  dir_sync_.done = false;
+  auto at_once = AuditLog::open(dir.path() + "/at-once", kSession, kPolicy);
+  ASSERT_TRUE(at_once.has_value()) << at_once.error().message();
+  t0 = Clock::now();
+  ASSERT_TRUE((*at_once)->append("decision", {{"n", 1}}).has_value());
+  EXPECT_TRUE(dir_sync_.done) << "the first durable record returned before its directory";
+  EXPECT_GE(Clock::now() - t0, kSlowDirSync / 2);
+}
+
+// A directory sync that fails refuses the first durable record, naming the directory, and every
+// later one: nothing runs on a log whose name may not survive a crash.
+TEST_F(AuditNewLogDirTest, ItsFailedSyncRefusesTheFirstDurableRecordAndEveryLaterOne) {
+  TempDir dir;
+  dir_sync_.fail = true;
+  auto log = AuditLog::open(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(log.has_value()) << log.error().message();
+  auto refused = (*log)->append("decision", {{"n", 1}});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, EIO) << refused.error().message();
+  EXPECT_NE(refused.error().message().find(dirname_of((*log)->path())), std::string::npos)
+      << refused.error().message();
+  EXPECT_FALSE((*log)->append("decision", {{"n", 2}}).has_value());
 }
 
 TEST(AuditVerify, IntactLogPasses) {
