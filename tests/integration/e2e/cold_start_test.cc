@@ -67,8 +67,8 @@ TEST(ColdStart, AnHttpProviderWithoutItsModuleIsAClearUsageError) {
 
 // The audit log's syncs on the path of one command: its decision record before it runs (the
 // write-ahead sync, which stays), and the session's end. session.start and session.end's
-// checkpoint go to the disk with those, and the new log's directory entry is synced right
-// after the decision (docs/sessions.md); each record was synced on its own, four fdatasyncs
+// checkpoint go to the disk with those, and the new log's directory entry is synced once, from
+// the log's creation on (docs/sessions.md); each record was synced on its own, four fdatasyncs
 // and a directory fsync before anything ran, at 0.3 to 4 ms each on this machine's disk.
 TEST(ColdStart, OneCommandSyncsTheAuditLogForItsDecisionAndItsEndOnly) {
   std::string why;
