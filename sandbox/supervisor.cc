@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <type_traits>
 #include <variant>
 
@@ -47,6 +48,34 @@ using ExecFds = std::array<UniqueFd, kExecFds>;
 // A decoded frame's type, as its "type" field names it: what an error about the frame says.
 const char* type_of(const ClientFrame& frame) {
   return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kType; }, frame);
+}
+
+// A connection moatd will not serve: its one error frame, sent without waiting, then closed.
+void refuse_connection(UniqueFd conn, const std::string& why) {
+  const std::string frame = encode_frame(ErrorMsg{why, "protocol", ""}.to_json());
+  (void)::send(conn.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+// What a call or a connection is told when moatd has no thread to spare for it (pids.max of
+// its cgroup, RLIMIT_NPROC, threads-max): that one fails, moatd and its other sessions go on.
+std::string no_thread_for(const char* what, const std::system_error& e) {
+  return std::string("moatd could not start a thread for this ") + what + " (" + e.what() +
+         "); try again once others have ended";
+}
+
+// A call's run on its own thread. What it throws (no thread left for its exec watch, a bug)
+// fails that call alone, as its error result: an exception escaping a thread is
+// std::terminate, the end of every session of this moatd. What the call built is the call's
+// own (its runner, watch, fds), freed as the exception unwinds.
+template <typename Run>
+tools::ToolResult run_call_guarded(const std::string& id, Run&& run, bool exec) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    MOAT_LOG_ERROR("call %s ended by an exception: %s", moat::quoted(id).c_str(), e.what());
+    const std::string why = std::string("moatd could not run this call: ") + e.what();
+    return exec ? exec_not_run(why, "sandbox") : tools::ToolResult::error(why);
+  }
 }
 
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
@@ -123,6 +152,10 @@ class Connection {
   void on_exec(const ExecMsg& m, std::size_t frame_bytes, std::optional<ExecFds> fds);
   // A call another thread ended (CallEnds: the proxy's rate bound) says so in its result.
   void say_if_ended(const std::string& id, tools::ToolResult& result);
+  // A call whose thread could not start: its id (and exec slot) freed and its error result
+  // sent; the connection goes on.
+  void fail_unstarted(const std::string& id, std::size_t frame_bytes, bool exec,
+                      const std::system_error& e);
   void finish();
 
   const SupervisorOptions& options_;
@@ -398,14 +431,28 @@ void Connection::on_call(const CallMsg& m, std::size_t frame_bytes) {
                 [this, id = m.id](const json& decided) {
                   send(ProgressMsg{id, "", decided}.to_json());
                 }};
-  threads_.spawn([this, call = std::move(call), frame_bytes] {
-    tools::ToolResult result = gate_->run(call);
-    say_if_ended(call.id, result);
-    // The id is free before its result goes out: a client may reuse it as soon as it reads
-    // the result (issue 26 item 14: freed after the send, the reuse was "already running").
-    calls_.end(call.id, frame_bytes);
-    send(ResultMsg{call.id, std::move(result)}.to_json());
-  });
+  try {
+    threads_.spawn([this, call = std::move(call), frame_bytes] {
+      tools::ToolResult result = run_call_guarded(call.id, [&] { return gate_->run(call); }, false);
+      say_if_ended(call.id, result);
+      // The id is free before its result goes out: a client may reuse it as soon as it reads
+      // the result (issue 26 item 14: freed after the send, the reuse was "already running").
+      calls_.end(call.id, frame_bytes);
+      send(ResultMsg{call.id, std::move(result)}.to_json());
+    });
+  } catch (const std::system_error& e) {
+    fail_unstarted(m.id, frame_bytes, false, e);
+  }
+}
+
+void Connection::fail_unstarted(const std::string& id, std::size_t frame_bytes, bool exec,
+                                const std::system_error& e) {
+  (void)session_.call_ends->finish(id);
+  calls_.end(id, frame_bytes);
+  const std::string why = no_thread_for("call", e);
+  if (exec) exec_running_ = false;
+  send(ResultMsg{id, exec ? exec_not_run(why, "sandbox") : tools::ToolResult::error(why)}
+           .to_json());
 }
 
 bool Connection::take_fds(UniqueFd (&fds)[8], std::size_t nfds) {
@@ -459,21 +506,26 @@ void Connection::on_exec(const ExecMsg& m, std::size_t frame_bytes,
   }
   ++call_count_;
   session_.call_ends->start(m.id, *cancel);
-  threads_.spawn([this, m, stdio, terminal = checked->terminal, cancel = *cancel, frame_bytes] {
-    ExecSpec spec;
-    for (std::size_t i = 0; i < kExecFds; ++i) spec.stdio[i] = (*stdio)[i].get();
-    spec.terminal = terminal;
-    tools::ToolResult result = gate_->run_exec(m, spec, cancel);
-    say_if_ended(m.id, result);
-    // Closed before the result: the client's pipe readers see EOF and its pty relay sees
-    // the terminal hang up once the client lets go of its own copies.
-    for (UniqueFd& fd : *stdio) fd.reset();
-    // The id and the connection's exec slot are free before the result goes out, as a
-    // call's (on_call).
-    calls_.end(m.id, frame_bytes);
-    exec_running_ = false;
-    send(ResultMsg{m.id, std::move(result)}.to_json());
-  });
+  try {
+    threads_.spawn([this, m, stdio, terminal = checked->terminal, cancel = *cancel, frame_bytes] {
+      ExecSpec spec;
+      for (std::size_t i = 0; i < kExecFds; ++i) spec.stdio[i] = (*stdio)[i].get();
+      spec.terminal = terminal;
+      tools::ToolResult result =
+          run_call_guarded(m.id, [&] { return gate_->run_exec(m, spec, cancel); }, true);
+      say_if_ended(m.id, result);
+      // Closed before the result: the client's pipe readers see EOF and its pty relay sees
+      // the terminal hang up once the client lets go of its own copies.
+      for (UniqueFd& fd : *stdio) fd.reset();
+      // The id and the connection's exec slot are free before the result goes out, as a
+      // call's (on_call).
+      calls_.end(m.id, frame_bytes);
+      exec_running_ = false;
+      send(ResultMsg{m.id, std::move(result)}.to_json());
+    });
+  } catch (const std::system_error& e) {
+    fail_unstarted(m.id, frame_bytes, true, e);
+  }
 }
 
 // The proxy's `net` record (call_ended) is the audit's word on it; the model and the person
@@ -530,12 +582,7 @@ void Supervisor::serve(UniqueFd conn, UniqueFd console, ConsoleRegistry* console
   }
   // A resident moatd's own checks of this peer (owner only, typed exec): sandbox/resident_peer.h.
   auto options = options_for_peer(options_, conn.get(), *peer);
-  if (!options) {
-    const std::string frame =
-        encode_frame(ErrorMsg{options.error().message(), "protocol", ""}.to_json());
-    (void)::send(conn.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    return;
-  }
+  if (!options) return refuse_connection(std::move(conn), options.error().message());
   try {
     Connection c(*options, deps_, std::move(conn), *peer, std::move(console), consoles,
                  unauthenticated, consoles != nullptr ? &quotas_ : nullptr);
@@ -566,7 +613,11 @@ Result<void> Supervisor::serve_socket(const ListeningSocket& socket,
     if (c < 0) continue;
     auto slot = take_or_refuse(c, limit);
     if (!slot) continue;
-    clients.spawn([this, c, slot = *slot] { serve(UniqueFd(c), UniqueFd(), &consoles_); });
+    try {
+      clients.spawn([this, c, slot = *slot] { serve(UniqueFd(c), UniqueFd(), &consoles_); });
+    } catch (const std::system_error& e) {  // the accept loop's end would be moatd's
+      refuse_connection(UniqueFd(c), no_thread_for("connection", e));
+    }
   }
   clients.join_all();
   return {};

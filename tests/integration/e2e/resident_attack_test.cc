@@ -11,14 +11,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/sys.h"
 #include "e2e_support.h"
+#include "sandbox/protocol.h"
 #include "moatd_fixture.h"
 
 namespace moat::e2e {
@@ -184,6 +189,130 @@ TEST_F(ResidentAttackTest, ARefusedTypedCommandWithA50KBWordLeavesMoatdServing) 
   RawClient next(socket);
   next.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
   EXPECT_EQ(next.read_frame().value("type", ""), "welcome");
+}
+
+// moatd's tasks held at a number by a pids cgroup (v1) of its own, as a system moatd's unit's
+// TasksMax or a user's RLIMIT_NPROC holds them: its next thread cannot start (EAGAIN).
+class PidsCap {
+ public:
+  explicit PidsCap(pid_t pid)
+      : pid_(pid), dir_(std::string(kRoot) + "/moat-attack-" + std::to_string(::getpid())) {
+    ok_ = ::geteuid() == 0 && ::mkdir(dir_.c_str(), 0755) == 0 &&
+          put(dir_ + "/cgroup.procs", std::to_string(pid));
+  }
+  ~PidsCap() {
+    if (::kill(pid_, 0) == 0) put(std::string(kRoot) + "/cgroup.procs", std::to_string(pid_));
+    ::rmdir(dir_.c_str());
+  }
+  bool ok() const { return ok_; }
+  long tasks() const { return std::atol(read_file(dir_ + "/pids.current").c_str()); }
+  // No thread beyond `more` more than moatd has now.
+  bool allow_more(long more) { return put(dir_ + "/pids.max", std::to_string(tasks() + more)); }
+  bool lift() { return put(dir_ + "/pids.max", "max"); }
+
+ private:
+  static constexpr const char* kRoot = "/sys/fs/cgroup/pids";
+  static bool put(const std::string& file, const std::string& text) {
+    std::ofstream out(file);
+    out << text;
+    out.flush();
+    return out.good();
+  }
+  pid_t pid_;
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// A moatd under a pids cap, its tasks settled (the cgroup warm-up's thread ends within 250 ms).
+#define MOAT_CAP_OR_SKIP(cap, moatd)                                                         \
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give moatd a pids cgroup of its own";  \
+  PidsCap cap(moatd);                                                                         \
+  if (!cap.ok()) GTEST_SKIP() << "no writable cgroup v1 pids hierarchy at /sys/fs/cgroup/pids"; \
+  std::this_thread::sleep_for(std::chrono::milliseconds(400))
+
+// A client that comes when moatd has no thread to spare is refused with an error frame saying
+// so; the accept loop (whose exception was std::terminate: every session of a system moatd
+// ended by one more connection at its unit's TasksMax) goes on, and serves the next client.
+TEST_F(ResidentAttackTest, AConnectionMoatdHasNoThreadForIsRefusedAndMoatdGoesOn) {
+  const std::string socket = runtime_ + "/moatd.sock";
+  const pid_t moatd = start_moatd(socket, "cap", {});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); }))
+      << read_file(dir_.path() + "/cap.log");
+  MOAT_CAP_OR_SKIP(cap, moatd);
+  ASSERT_TRUE(cap.allow_more(0));
+  RawClient c(socket);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
+  const nlohmann::json refused = c.read_frame(5000);
+  EXPECT_NE(refused.dump().find("could not start a thread for this connection"),
+            std::string::npos)
+      << refused.dump();
+  ASSERT_TRUE(running(moatd)) << read_file(dir_.path() + "/cap.log");
+  ASSERT_TRUE(cap.lift());
+  RawClient next(socket);
+  next.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}});
+  EXPECT_NE(next.read_frame().dump().find("\"welcome\""), std::string::npos)
+      << read_file(dir_.path() + "/cap.log");
+}
+
+// A session of a moatd under a pids cap: `c` greeted (headless) on a moatd at `socket`.
+#define MOAT_GREETED(c, socket, log)                                                        \
+  RawClient c(socket);                                                                      \
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});  \
+  ASSERT_NE(c.read_frame().dump().find("\"welcome\""), std::string::npos) << read_file(log)
+
+// A bash call of `command` with `id`.
+nlohmann::json bash_call(const std::string& id, const std::string& command) {
+  return {{"type", "call"}, {"id", id}, {"tool", "bash"}, {"arguments", {{"command", command}}}};
+}
+
+// A call that moatd has no thread for fails alone, as its result naming why, and the session
+// goes on. Before: the call's thread that could not start ended its connection unanswered.
+TEST_F(ResidentAttackTest, ACallMoatdHasNoThreadForFailsAloneAndTheSessionGoesOn) {
+  const std::string socket = runtime_ + "/moatd.sock", log = dir_.path() + "/cap.log";
+  const pid_t moatd = start_moatd(socket, "cap", {});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); })) << read_file(log);
+  MOAT_GREETED(c, socket, log);
+  MOAT_CAP_OR_SKIP(cap, moatd);
+  ASSERT_TRUE(cap.allow_more(0));
+  c.send_json(bash_call("c1", "echo ran"));
+  nlohmann::json r = c.read_result(10000);
+  EXPECT_NE(r.dump().find("\"c1\""), std::string::npos) << r.dump();
+  EXPECT_NE(r.dump().find("could not start a thread for this call"), std::string::npos)
+      << r.dump();
+  ASSERT_TRUE(cap.lift());
+  c.send_json(bash_call("c2", "echo ran"));
+  r = c.read_result(20000);
+  EXPECT_NE(r.dump().find("\"c2\""), std::string::npos) << r.dump();
+  EXPECT_NE(r.dump().find("ran"), std::string::npos) << r.dump();
+}
+
+// An exec whose exec watch's thread cannot start threw std::system_error on the exec's own
+// thread: std::terminate of moatd, and every session on it. Now that exec alone fails, its
+// result naming why, and the session goes on.
+TEST_F(ResidentAttackTest, AnExecWhoseWatchHasNoThreadFailsAloneAndMoatdGoesOn) {
+  const std::string socket = runtime_ + "/moatd.sock", log = dir_.path() + "/cap.log";
+  const pid_t moatd = start_moatd(socket, "cap", {});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); })) << read_file(log);
+  MOAT_GREETED(c, socket, log);
+  MOAT_CAP_OR_SKIP(cap, moatd);
+  ASSERT_TRUE(cap.allow_more(1));  // the exec's own thread, not its watch's
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  const std::string exec =
+      sandbox::encode_frame({{"type", "exec"}, {"id", "x1"}, {"argv", {"/bin/true"}}});
+  const int fds[3] = {p[0], p[1], p[1]};
+  ASSERT_TRUE(sys::send_with_fds(c.fd(), exec.data(), exec.size(), fds, 3));
+  ::close(p[0]);
+  ::close(p[1]);
+  nlohmann::json r = c.read_result(10000);
+  EXPECT_NE(r.dump().find("\"x1\""), std::string::npos) << r.dump() << read_file(log);
+  EXPECT_NE(r.dump().find("moatd could not run this call"), std::string::npos) << r.dump();
+  ASSERT_TRUE(running(moatd)) << read_file(log);
+  ASSERT_TRUE(cap.lift());
+  c.send_json(bash_call("c2", "echo ran"));
+  r = c.read_result(20000);
+  EXPECT_NE(r.dump().find("\"c2\""), std::string::npos) << r.dump();
+  EXPECT_NE(r.dump().find("ran"), std::string::npos) << r.dump();
 }
 
 // moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
