@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -236,23 +237,49 @@ std::string open_closed_stdio() {
   return note.empty() ? "" : note + " closed: the command gets /dev/null instead";
 }
 
-// The hello, and the exec frame with `stdio` right behind it, not waiting for the welcome (one
-// round trip less: docs/protocol.md). A refused hello is what is reported, never the exec's
-// failure: moatd closes the exec's fds with the connection. Without --network the session has
-// no network whatever the policy grants.
-Result<Welcome> hello_then_exec(MoatdClient& client, const ExecOptions& o,
-                                const std::string& workspace,
-                                std::vector<sandbox::BindMount> binds, const sandbox::ExecMsg& m,
-                                const int (&stdio)[3]) {
-  WelcomeError why;
-  MOAT_TRY(client.send_hello(workspace, /*headless=*/true, &why,
-                             o.network ? sandbox::NetworkRequest::kOn
-                                       : sandbox::NetworkRequest::kOff,
-                             std::move(binds)));
-  auto sent = client.send_exec(m, stdio);
-  MOAT_ASSIGN_OR_RETURN(Welcome welcome, client.await_welcome(&why));
+// What a session's hello and exec frame carry, and how the exec frame is sent.
+struct ExecStart {
+  const ExecOptions& o;
+  const std::string& workspace;
+  const std::vector<sandbox::BindMount>& binds;
+  const sandbox::ExecMsg& m;
+  const int (&stdio)[3];
+};
+
+// The hello, and the exec frame with `stdio`: when `pipelined`, right behind the hello as
+// version 2 lets it, not waiting for the welcome (one round trip less: docs/protocol.md); else
+// after the welcome, as version 1. A refused hello is what is reported (in *why), never the
+// exec's failure: moatd closes the exec's fds with the connection. Without --network the
+// session has no network whatever the policy grants.
+Result<Welcome> hello_then_exec(MoatdClient& client, const ExecStart& e, bool pipelined,
+                                WelcomeError* why) {
+  client.set_hello_version(pipelined ? sandbox::kPipelinedExecVersion
+                                     : sandbox::kMinProtocolVersion);
+  MOAT_TRY(client.send_hello(e.workspace, /*headless=*/true, why,
+                             e.o.network ? sandbox::NetworkRequest::kOn
+                                         : sandbox::NetworkRequest::kOff,
+                             e.binds));
+  Result<void> sent = pipelined ? client.send_exec(e.m, e.stdio) : Result<void>{};
+  MOAT_ASSIGN_OR_RETURN(Welcome welcome, client.await_welcome(why));
+  if (!pipelined) sent = client.send_exec(e.m, e.stdio);
   if (!sent) return fail(sent.error().with_context("sending the exec frame"));
   return welcome;
+}
+
+// The welcome of a session whose exec frame is sent: pipelined behind the hello. A moatd of
+// protocol version 1 (one not yet upgraded) refuses that (sandbox::is_pipelining_refused):
+// then `start` gives a new connection (a private moatd, a new one), which says version 1 and
+// sends the exec after the welcome. A moatd of version 2 costs no round trip more; one of
+// version 1 a refused hello.
+Result<Welcome> start_exec(std::unique_ptr<MoatdClient>& client, const ExecStart& e,
+                           const std::function<Result<std::unique_ptr<MoatdClient>>()>& start) {
+  WelcomeError why;
+  auto welcome = hello_then_exec(*client, e, /*pipelined=*/true, &why);
+  if (welcome || !sandbox::is_pipelining_refused(sandbox::ErrorMsg{why.message, why.code, ""}))
+    return welcome;
+  client.reset();  // its private moatd, if any, has exited
+  MOAT_ASSIGN_OR_RETURN(client, start());
+  return hello_then_exec(*client, e, /*pipelined=*/false, &why);
 }
 
 // The command's result, a terminal among fds 0-2 relayed meanwhile (terminal_relay.h). The
@@ -321,14 +348,15 @@ int run_exec(const ExecOptions& o) {
   // moatd (--connect) judges it as any client's line: its connections may be agents'.
   MoatdPassThrough moatd = o.moatd;
   moatd.typed_exec = o.connect.empty();
-  auto client = start_moatd(o.connect, moatd);
+  auto start = [&] { return start_moatd(o.connect, moatd); };
+  auto client = start();
   if (!client) return moat_failed(kExecMoatFailed, client.error().message());
   // The caller's fds 0-2 go to the command as they are; a terminal among them as a pty's slave.
   auto relay = TerminalRelay::open_if_terminal();
   if (!relay) return moat_failed(kExecMoatFailed, relay.error().message());
   int stdio[3] = {0, 1, 2};
   if (*relay) (*relay)->stdio(stdio);
-  auto welcome = hello_then_exec(**client, o, *workspace, std::move(*binds), *message, stdio);
+  auto welcome = start_exec(*client, ExecStart{o, *workspace, *binds, *message, stdio}, start);
   if (!welcome) return moat_failed(kExecMoatFailed, welcome.error().message());
   if (o.verbose) moat_failed(0, "session " + welcome->session + ", audit log " + welcome->audit);
   const json wall_time = welcome->policy.value("wallTime", json::object());

@@ -286,6 +286,7 @@ Result<void> MoatdClient::send_hello(const std::string& workspace, bool headless
                             " is not UTF-8: moatd's protocol cannot name it exactly, so "
                             "no session is started (use a path whose names are UTF-8)"));
   sandbox::HelloMsg hello;
+  hello.version = hello_version_;
   hello.workspace = workspace;
   hello.headless = headless;
   hello.client = std::string("moat/") + MOAT_VERSION;

@@ -109,6 +109,9 @@ class MoatdClient {
   UniqueFd take_console() { return std::move(console_); }
 
   void bye();
+  // The protocol version the hello says (sandbox/protocol.h: the lowest that has what this
+  // connection will do): kPipelinedExecVersion before an exec pipelined behind the hello.
+  void set_hello_version(std::int64_t version) { hello_version_ = version; }
   // The hello asks that exec frames be judged as typed (sandbox::HelloMsg::typed_exec):
   // moat sandbox exec's connection to a resident moatd, never moat run's.
   void ask_typed_exec() { ask_typed_exec_ = true; }
@@ -177,6 +180,7 @@ class MoatdClient {
   std::function<void(const std::string& id, const nlohmann::json& decided)> on_decided_;
   std::function<void(const sandbox::McpServerStatus&)> on_mcp_status_;
   bool ask_typed_exec_ = false;
+  std::int64_t hello_version_ = sandbox::kMinProtocolVersion;
   std::map<std::string, std::string> hello_env_;
 };
 

@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cctype>
 #include <cerrno>
 #include <ctime>
+#include <system_error>
+#include <thread>
 
 #include "base/sys.h"
 
@@ -170,8 +173,31 @@ GitIdentity GitIdentityReader::read(const std::string& home) {
 }
 
 GitIdentity read_git_identity(const std::string& home) {
-  static GitIdentityReader reader;
+  // Never destroyed: a read ahead's thread may still use it while moatd exits.
+  static GitIdentityReader& reader = *new GitIdentityReader;
   return reader.read(home);
+}
+
+std::future<GitIdentity> read_git_identity_ahead(const std::string& home) {
+  static std::atomic<int> running{0};
+  if (running.fetch_add(1) >= kMaxGitReadsAhead) {
+    --running;
+    return {};
+  }
+  // A packaged_task's future, unlike std::async's, does not wait for its thread when dropped.
+  std::packaged_task<GitIdentity()> task([home] {
+    GitIdentity identity = read_git_identity(home);
+    --running;
+    return identity;
+  });
+  std::future<GitIdentity> identity = task.get_future();
+  try {
+    std::thread(std::move(task)).detach();
+  } catch (const std::system_error&) {
+    --running;  // the task never ran
+    return {};
+  }
+  return identity;
 }
 
 std::string gitconfig_text(const GitIdentity& identity) {

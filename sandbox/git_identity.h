@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,6 +59,12 @@ class GitIdentityReader {
 
 // moatd's reader (one per process).
 GitIdentity read_git_identity(const std::string& home);
+// read_git_identity on a thread of its own that nobody joins, so dropping the future does not
+// wait for git (a refused hello is answered and its connection ends while git still runs). At
+// most kMaxGitReadsAhead run at once: past that, and when no thread can be made, the future is
+// not valid and the caller reads the identity itself when it needs it.
+inline constexpr int kMaxGitReadsAhead = 4;
+std::future<GitIdentity> read_git_identity_ahead(const std::string& home);
 
 // The sandbox's $HOME/.gitconfig for it: a [user] section with what is set, each value quoted as
 // git-config(1) reads it; "" when nothing is set. Lowest of git's config levels but the system

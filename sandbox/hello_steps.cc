@@ -12,7 +12,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -157,17 +156,14 @@ HelloSteps::HelloSteps(const SupervisorOptions& options, const SupervisorDeps& d
 }
 
 // The person's git identity, so a commit inside has an author, read on its own thread while
-// the steps run (issue 30 point 4); create_session takes it. Only a moatd of their own reads
-// it (with its HOME): a shared root moatd would run git over another user's files.
+// the steps run (issue 30 point 4); create_session takes it. A refused hello does not wait for
+// it. Only a moatd of their own reads it (with its HOME): a shared root moatd would run git
+// over another user's files.
 void HelloSteps::start_git_identity() {
   const char* home = std::getenv("HOME");
   reads_git_identity_ = home != nullptr && peer_.uid == ::geteuid();
-  if (!reads_git_identity_) return;
-  try {
-    git_identity_ = std::async(std::launch::async, read_git_identity, std::string(home));
-  } catch (const std::system_error&) {
-    // No thread to spare: create_session reads it itself.
-  }
+  // Not valid when no read could start ahead: create_session reads it itself.
+  if (reads_git_identity_) git_identity_ = read_git_identity_ahead(home);
 }
 
 GitIdentity HelloSteps::take_git_identity() {
@@ -184,9 +180,8 @@ json HelloSteps::peer_json() const {
 }
 
 Result<void> HelloSteps::check_version() {
-  if (hello_.version == kProtocolVersion) return {};
-  return fail("protocol version " + std::to_string(hello_.version) +
-              " is not supported (this moatd speaks " + std::to_string(kProtocolVersion) + ")");
+  if (hello_.version >= kMinProtocolVersion && hello_.version <= kProtocolVersion) return {};
+  return fail(version_refusal(hello_.version));
 }
 
 // An existing directory, and the peer's own (or the peer is root). moatd may be root: it

@@ -16,7 +16,7 @@
 namespace moat::sandbox {
 
 enum class HelloStep {
-  kVersion,       // the protocol version is the one this moatd speaks
+  kVersion,       // the protocol version is one this moatd speaks
   kWorkspace,     // the workspace is an existing directory the peer owns
   kPolicy,        // the layers load, and the project layer is the workspace's own
   kMode,          // the organisation's constraints allow this session's mode

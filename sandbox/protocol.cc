@@ -756,6 +756,32 @@ Result<ErrorMsg> ErrorMsg::from_json(const json& m) {
                   string_or(m, "id")};
 }
 
+std::string version_refusal(std::int64_t asked) {
+  return "protocol version " + std::to_string(asked) + " is not supported (this moatd speaks " +
+         std::to_string(kMinProtocolVersion) + " to " + std::to_string(kProtocolVersion) + ")";
+}
+
+namespace {
+
+// A version-1 moatd's answers to a version-2 hello with an exec behind it, word for word (they
+// may not change: they are how a moatd not yet upgraded says no). Its version check said
+// "protocol version 2 is not supported (this moatd speaks 1)"; one older than the pipelining
+// (328fedc) refused fds before its welcome; one of 328fedc to 24d6d8a fds in a read that held
+// part of the hello only.
+constexpr std::string_view kV1VersionRefusal = "protocol version 2 is not supported";
+constexpr std::string_view kV1FdsRefusals[] = {
+    "file descriptors before 'hello' (only an exec frame carries them",
+    "file descriptors before a whole 'hello' (only an exec frame carries them",
+};
+
+}  // namespace
+
+bool is_pipelining_refused(const ErrorMsg& e) {
+  if (e.code != "protocol") return false;
+  auto starts = [&](std::string_view with) { return e.message.rfind(with, 0) == 0; };
+  return starts(kV1VersionRefusal) || starts(kV1FdsRefusals[0]) || starts(kV1FdsRefusals[1]);
+}
+
 json AttachedMsg::to_json() const { return {{"type", kType}, {"session", session}}; }
 
 Result<AttachedMsg> AttachedMsg::from_json(const json& m) {

@@ -21,7 +21,16 @@
 
 namespace moat::sandbox {
 
-inline constexpr int kProtocolVersion = 1;
+// The protocol's versions (docs/protocol.md, "Versions"). A client's hello says the lowest
+// version that has everything it will do on the connection; moatd accepts every version from
+// kMinProtocolVersion to kProtocolVersion, the newest it speaks, which its welcome states.
+//   1: the first.
+//   2: the client may pipeline one exec frame, fds and all, right behind its hello, before the
+//      welcome. A moatd of version 1 refuses a hello of 2 by its version, or (one older than
+//      the pipelining) the fds that came before its welcome: is_pipelining_refused.
+inline constexpr int kMinProtocolVersion = 1;
+inline constexpr int kPipelinedExecVersion = 2;
+inline constexpr int kProtocolVersion = 2;
 
 // What one client can make moatd hold or echo: every bound lives here, once, and
 // docs/protocol.md ("Bounds") states each. A frame that breaks one gets an error frame and
@@ -162,7 +171,7 @@ enum class NetworkRequest { kAsPolicyGrants, kOff, kOn };
 
 struct HelloMsg {
   static constexpr const char* kType = "hello";
-  std::int64_t version = kProtocolVersion;
+  std::int64_t version = kMinProtocolVersion;  // the lowest that has what the client will do
   std::string workspace;  // at most kMaxPathBytes, no NUL byte
   bool headless = true;   // a value that is not a boolean counts as absent
   std::string client;     // at most kMaxToolNameBytes; optional
@@ -341,6 +350,15 @@ struct ErrorMsg {
   nlohmann::json to_json() const;
   static Result<ErrorMsg> from_json(const nlohmann::json& m);
 };
+
+// moatd's refusal of a hello of a version it does not speak (HelloStep::kVersion):
+// "protocol version 3 is not supported (this moatd speaks 1 to 2)".
+std::string version_refusal(std::int64_t asked);
+// Whether `e`, the answer to a hello of kPipelinedExecVersion with an exec pipelined behind it,
+// is a version-1 moatd's refusal of that (in its own words, kept here as it said them): of the
+// hello's version, or of fds that came before its welcome. The client then says its hello
+// again as version 1 and sends its exec after the welcome.
+bool is_pipelining_refused(const ErrorMsg& e);
 
 struct AttachedMsg {  // moatd's reply to an accepted console frame
   static constexpr const char* kType = "attached";

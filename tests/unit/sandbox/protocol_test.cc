@@ -659,5 +659,23 @@ TEST(FrameDecoder, HoldsALargeFramesExactSizeAndGivesItBackOnceTaken) {
   EXPECT_GE(d.peak_held_bytes(), frame.size());
 }
 
+// A version-1 moatd's answers to a pipelined version-2 hello, as it worded them (git history:
+// 328fedc^ and 24d6d8a), are what makes moat say its hello again as version 1; nothing else is.
+TEST(Versions, OnlyAVersionOneMoatdsRefusalsOfPipeliningAreTakenForOne) {
+  for (const char* old :
+       {"protocol version 2 is not supported (this moatd speaks 1)",
+        "file descriptors before 'hello' (only an exec frame carries them: its stdin, stdout and "
+        "stderr)",
+        "file descriptors before a whole 'hello' (only an exec frame carries them: its stdin, "
+        "stdout and stderr)"})
+    EXPECT_TRUE(is_pipelining_refused(ErrorMsg{old, "protocol", ""})) << old;
+  EXPECT_FALSE(is_pipelining_refused(
+      ErrorMsg{"protocol version 2 is not supported (this moatd speaks 1)", "policy", ""}));
+  for (const char* other : {"policy: the network was asked for", "'hello' was already received",
+                            "protocol version 3 is not supported (this moatd speaks 1 to 2)"})
+    EXPECT_FALSE(is_pipelining_refused(ErrorMsg{other, "protocol", ""})) << other;
+  EXPECT_EQ(version_refusal(3), "protocol version 3 is not supported (this moatd speaks 1 to 2)");
+}
+
 }  // namespace
 }  // namespace moat::sandbox
