@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 #include "base/sys.h"
 #include "base/unique_fd.h"
@@ -169,13 +170,22 @@ void plan_proc(std::vector<Op>& ops) {
     ops.push_back({OpKind::kSelfReadOnly, p, {}, {}, true, 1});
 }
 
-Result<void> plan_view(const MountPlan& plan, std::vector<Op>& ops) {
+// The targets of the view that do not depend on the workspace (plan_system), besides the
+// read-only paths: a view staged ahead takes a workspace or bind at none of them or above.
+constexpr const char* kSystemTargets[] = {"/tmp", "/dev", "/proc", "/run", "/etc/hostname"};
+
+bool is_at_or_under(const std::string& path, const std::string& dir) {
+  return path == dir || path.rfind(dir + "/", 0) == 0 || dir == "/";
+}
+
+// Everything of the view but the workspace and the binds: the read-only system paths, /tmp,
+// /dev, /proc, /run and the hostname. With the workspace known, a read-only path inside it is
+// ordered after it.
+Result<void> plan_system(const MountPlan& plan, std::vector<Op>& ops) {
   for (const auto& p : plan.read_only) MOAT_TRY(plan_read_only(p, ops));
   // A read-only path inside the workspace must be mounted after the workspace covers it.
   for (Op& op : ops)
-    if (op.target.rfind(plan.workspace + "/", 0) == 0) op.order = 2;
-  MOAT_TRY(plan_workspace(plan, ops));
-  MOAT_TRY(plan_binds(plan, ops));
+    if (!plan.workspace.empty() && op.target.rfind(plan.workspace + "/", 0) == 0) op.order = 2;
   ops.push_back({OpKind::kTmpfs, "/tmp", {}, "mode=1777,size=" + std::to_string(plan.tmp_size)});
   MOAT_TRY(plan_dev(ops));
   plan_proc(ops);
@@ -186,6 +196,10 @@ Result<void> plan_view(const MountPlan& plan, std::vector<Op>& ops) {
   ops.push_back({OpKind::kFile, "/run/moat/empty", {}, ""});
   ops.push_back({OpKind::kDir, "/run/moat/empty.d", {}, ""});
   ops.push_back({OpKind::kSelfReadOnly, "/etc/hostname", {}, "/run/moat/hostname", false, 2});
+  return {};
+}
+
+void sort_ops(std::vector<Op>& ops) {
   std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
     if (depth(a.target) != depth(b.target)) return depth(a.target) < depth(b.target);
     return a.order < b.order;
@@ -194,7 +208,6 @@ Result<void> plan_view(const MountPlan& plan, std::vector<Op>& ops) {
   // needs /run and /etc; keep dependants after what they depend on.
   std::stable_sort(ops.begin(), ops.end(),
                    [](const Op& a, const Op& b) { return a.order < b.order; });
-  return {};
 }
 
 Result<void> run_self_read_only(const std::string& root, const Op& op) {
@@ -282,9 +295,56 @@ Result<void> build_view_in_init(const MountPlan& plan) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail(Error::from_errno("mount", errno, "/ private"));
   std::vector<Op> ops;
-  MOAT_TRY(plan_view(plan, ops));  // clones every source before the stage covers anything
+  // Every source is cloned before the stage covers anything.
+  MOAT_TRY(plan_system(plan, ops));
+  MOAT_TRY(plan_workspace(plan, ops));
+  MOAT_TRY(plan_binds(plan, ops));
+  sort_ops(ops);
   if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1048576") != 0)
     return fail(Error::from_errno("mount tmpfs", errno, "new root"));
+  for (Op& op : ops) MOAT_TRY(run_op(kStage, op));
+  return pivot_into(kStage);
+}
+
+bool fits_staged_view(const std::vector<std::string>& read_only,
+                      const std::vector<std::string>& targets) {
+  std::vector<std::string> staged = read_only.empty() ? default_read_only_paths() : read_only;
+  staged.insert(staged.end(), std::begin(kSystemTargets), std::end(kSystemTargets));
+  for (const std::string& target : targets)
+    for (const std::string& s : staged)
+      if (!target.empty() && is_at_or_under(s, target)) return false;
+  return true;
+}
+
+Result<void> stage_view_in_init(const MountPlan& plan) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fail(Error::from_errno("mount", errno, "/ private"));
+  std::vector<Op> ops;
+  MountPlan system = plan;
+  system.workspace.clear();  // not known yet
+  MOAT_TRY(plan_system(system, ops));
+  sort_ops(ops);
+  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1048576") != 0)
+    return fail(Error::from_errno("mount tmpfs", errno, "new root"));
+  for (Op& op : ops) MOAT_TRY(run_op(kStage, op));
+  return {};
+}
+
+Result<void> finish_view_in_init(const MountPlan& plan) {
+  std::vector<std::string> targets = {plan.workspace};
+  for (const BindPlan& b : plan.binds) {
+    // A source path would be opened again here, where the stage covers /tmp: only trees.
+    if (!b.tree) return fail("bind " + b.source + ": a view built ahead takes only moatd's trees");
+    targets.push_back(b.target);
+  }
+  if (plan.workspace_tree < 0) return fail("workspace: a view built ahead takes only moatd's tree");
+  if (!fits_staged_view(plan.read_only, targets))
+    return fail("workspace " + plan.workspace +
+                ": a system path of the view built ahead lies at or under it or a bind");
+  std::vector<Op> ops;
+  MOAT_TRY(plan_workspace(plan, ops));
+  MOAT_TRY(plan_binds(plan, ops));
+  sort_ops(ops);
   for (Op& op : ops) MOAT_TRY(run_op(kStage, op));
   return pivot_into(kStage);
 }

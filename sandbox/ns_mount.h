@@ -44,4 +44,17 @@ struct MountPlan {
 // tmpfs, pivot_roots into it and detaches the old root. Errors name the mount step.
 Result<void> build_view_in_init(const MountPlan& plan);
 
+// The same view in two steps, for a pooled session's init made before its hello (moatd as
+// root): stage_view_in_init builds all that does not depend on the workspace (read-only system
+// paths, /tmp, /dev, /proc, /run, the hostname) under the staging tmpfs, from `plan`'s
+// read_only, tmp_size and hostname; finish_view_in_init then attaches the workspace and binds,
+// which must be moatd's detached trees (the stage covers host paths), and pivot_roots.
+Result<void> stage_view_in_init(const MountPlan& plan);
+Result<void> finish_view_in_init(const MountPlan& plan);
+// Whether a view staged with `read_only` (empty: default_read_only_paths) can be finished with
+// a workspace and binds at `targets`: none of them is at or above a staged path (a read-only
+// path inside the workspace, or a workspace holding /tmp, is mounted in another order).
+bool fits_staged_view(const std::vector<std::string>& read_only,
+                      const std::vector<std::string>& targets);
+
 }  // namespace moat::sandbox

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "base/byte_strings.h"
 #include "base/log.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/ns_mount.h"
 #include "sandbox/ns_user.h"
 #include "sandbox/session_idmap.h"
 #include "sandbox/session_linux.h"
@@ -205,8 +207,10 @@ Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& s
   MOAT_TRY(check_allow_without(shape.allow_without));
   const SandboxIds ids = choose_sandbox_ids(shape.unprivileged_uid, shape.unprivileged_gid);
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
-  const KeeperStart start{&pre->shape, ctl.second.get(),        -1, -1, getpid(),
-                          precompiled_filter(false), true,  precompiled_filter(true)};
+  pre->init_ahead = !ids.rootless;
+  const KeeperStart start{&pre->shape,     ctl.second.get(),         -1,
+                          -1,              getpid(),                 precompiled_filter(false),
+                          true,            precompiled_filter(true), pre->init_ahead};
   MOAT_ASSIGN_OR_RETURN(pre->keeper, Keeper::start(start));
   ctl.second.reset();
   pre->ctl = std::move(ctl.first);
@@ -227,12 +231,24 @@ bool is_waiting(const PrebuiltSession& pre) {
          info.si_pid == 0;
 }
 
+// A view built ahead (moatd as root) takes a workspace and binds where its system paths stay
+// below nothing of them (ns_mount.h fits_staged_view); a rootless pooled keeper builds the
+// whole view at the hello.
+bool fits_view_built_ahead(const SessionConfig& config) {
+  if (geteuid() != 0) return true;
+  std::vector<std::string> targets = {config.workspace};
+  for (const SessionBind& b : config.binds) targets.push_back(b.target);
+  return fits_staged_view(config.read_only, targets);
+}
+
 bool fits_shape(const SessionConfig& config, const SessionConfig& shape) {
   return config.unprivileged_uid == shape.unprivileged_uid &&
          config.unprivileged_gid == shape.unprivileged_gid &&
          config.allow_without == shape.allow_without && config.handler == shape.handler &&
          config.limits.memory_bytes == shape.limits.memory_bytes &&
-         config.limits.pids == shape.limits.pids && config.user_cgroup == shape.user_cgroup;
+         config.limits.pids == shape.limits.pids && config.user_cgroup == shape.user_cgroup &&
+         config.read_only == shape.read_only && config.hostname == shape.hostname &&
+         config.limits.tmp_size == shape.limits.tmp_size && fits_view_built_ahead(config);
 }
 
 Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession> pre,
@@ -243,6 +259,10 @@ Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession>
   const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);
   SkippedLayers skipped = pre->skipped;
   MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped, std::move(pre->userns)));
+  // An init built ahead attaches only moatd's trees (idmap skipped: none; the hello is built
+  // fresh by the pool's caller).
+  if (pre->init_ahead && !trees.tree.valid())
+    return fail("pool: the session's init was built ahead for an idmapped workspace tree");
   parts.cgroup = std::move(pre->cgroup);
   parts.keeper = std::move(pre->keeper);
   parts.ctl = std::move(pre->ctl);

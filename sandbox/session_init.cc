@@ -36,6 +36,7 @@
 #include "sandbox/protect.h"
 #include "sandbox/seccomp_policy.h"
 #include "sandbox/session_description.h"
+#include "sandbox/session_pool_config.h"
 #include "sandbox/worker.h"
 
 namespace moat::sandbox {
@@ -145,6 +146,9 @@ class Init {
   explicit Init(const InitContext& ctx) : ctx_(ctx), config_(ctx.config) {}
 
   Result<void> setup();
+  Result<void> setup_own();
+  MountPlan mount_plan() const;
+  Result<void> setup_rest();  // once the view has its workspace
   [[noreturn]] void serve();
   // Lossless and never throwing: an error message in it may name a path that is not UTF-8.
   std::string describe() const { return dump_lossless(to_json(layers_)); }
@@ -222,19 +226,19 @@ Result<void> Init::setup_landlock() {
   return {};
 }
 
-Result<void> Init::setup() {
-  // moatd's memory is this process's memory: keep other processes of the session from
-  // reading it through /proc or ptrace (they also lack the capabilities it has).
+// What does not depend on the hello: moatd's memory is this process's memory, so other
+// processes of the session may not read it through /proc or ptrace (they also lack the
+// capabilities it has); its name, hostname and loopback.
+Result<void> Init::setup_own() {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   MOAT_TRY(neutralize_cmdline());
   if (sethostname(config_.hostname.data(), config_.hostname.size()) != 0)
     return fail(Error::from_errno("sethostname", errno).with_context("uts_ns"));
   if (auto lo = bring_up_loopback(); !lo) return fail(lo.error().with_context("net_ns"));
-  if (config_.net_proxy_port != 0) {
-    auto listener = listen_on_loopback(config_.net_proxy_port);
-    if (!listener) return fail(listener.error().with_context("net_proxy"));
-    net_listener_ = std::move(*listener);
-  }
+  return {};
+}
+
+MountPlan Init::mount_plan() const {
   MountPlan plan;
   plan.workspace = config_.workspace;
   plan.read_only = config_.read_only.empty() ? default_read_only_paths() : config_.read_only;
@@ -243,7 +247,23 @@ Result<void> Init::setup() {
   plan.workspace_tree = ctx_.workspace_tree;
   for (const SessionBind& b : config_.binds)
     plan.binds.push_back({b.source, b.target, b.writable, b.is_dir, b.fd_is_tree, b.fd});
-  if (auto view = build_view_in_init(plan); !view) return fail(view.error().with_context("mount"));
+  return plan;
+}
+
+Result<void> Init::setup() {
+  MOAT_TRY(setup_own());
+  if (auto view = build_view_in_init(mount_plan()); !view)
+    return fail(view.error().with_context("mount"));
+  return setup_rest();
+}
+
+// From the view's workspace on: what depends on the hello.
+Result<void> Init::setup_rest() {
+  if (config_.net_proxy_port != 0) {
+    auto listener = listen_on_loopback(config_.net_proxy_port);
+    if (!listener) return fail(listener.error().with_context("net_proxy"));
+    net_listener_ = std::move(*listener);
+  }
   MOAT_TRY(write_home_gitconfig(config_.home_gitconfig));
   if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
   for (const SessionBind& b : config_.binds) close(b.fd);
@@ -494,9 +514,10 @@ std::vector<std::string> landlock_write_paths(const SessionConfig& config) {
   return writable;
 }
 
-void run_session_init(const InitContext& ctx) {
-  Init init(ctx);
-  auto ready = init.setup();
+namespace {
+
+[[noreturn]] void send_ready_and_serve(Init& init, const InitContext& ctx,
+                                       const Result<void>& ready) {
   std::string msg = ready ? ctl_byte(CtlMsg::kReady) + init.describe()
                           : ctl_byte(CtlMsg::kError) + ready.error().message();
   const int listener = init.net_listener_.get();
@@ -505,6 +526,44 @@ void run_session_init(const InitContext& ctx) {
     _exit(1);
   init.net_listener_.reset();
   init.serve();
+}
+
+// The hello's config, checked against the shape the view was staged with.
+Result<void> finish_ahead(InitContext& ctx) {
+  MOAT_ASSIGN_OR_RETURN(FinishRecord finish, receive_finish(ctx.ctl_fd, ctx.config));
+  const SessionConfig& c = finish.config;
+  if (c.read_only != ctx.config.read_only || c.hostname != ctx.config.hostname ||
+      c.limits.tmp_size != ctx.config.limits.tmp_size)
+    return fail("pool: kFinish: the session's read_only, hostname or tmp_size differ from the "
+                "view built ahead");
+  if (finish.config.network) ctx.filter = std::move(ctx.filter_network);
+  ctx.filter_network.reset();
+  ctx.config = std::move(finish.config);
+  ctx.workspace_tree = finish.tree.valid() ? finish.tree.release() : -1;
+  return {};
+}
+
+// The view's workspace-independent part, then kFinish, then the rest as Init::setup.
+Result<void> setup_ahead(Init& init, InitContext& ctx) {
+  MOAT_TRY(init.setup_own());
+  if (auto view = stage_view_in_init(init.mount_plan()); !view)
+    return fail(view.error().with_context("mount"));
+  MOAT_TRY(finish_ahead(ctx));
+  if (auto view = finish_view_in_init(init.mount_plan()); !view)
+    return fail(view.error().with_context("mount"));
+  return init.setup_rest();
+}
+
+}  // namespace
+
+void run_session_init(const InitContext& ctx) {
+  Init init(ctx);
+  send_ready_and_serve(init, ctx, init.setup());
+}
+
+void run_session_init_ahead(InitContext& ctx) {
+  Init init(ctx);  // its config_ is ctx.config: the shape, then the hello's
+  send_ready_and_serve(init, ctx, setup_ahead(init, ctx));
 }
 
 }  // namespace moat::sandbox

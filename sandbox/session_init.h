@@ -20,6 +20,9 @@ struct InitContext {
   int workspace_tree = -1;  // detached workspace tree (idmapped by moatd, or the keeper's clone)
   // The seccomp filter moatd compiled ahead (precompiled_filter); null: the init compiles it.
   std::shared_ptr<const BpfProgram> filter;
+  // An init built ahead (run_session_init_ahead): the filter for a session with the network;
+  // `filter` is the one without. The hello's config chooses.
+  std::shared_ptr<const BpfProgram> filter_network;
 };
 
 // What Landlock lets the session's workers write beneath: the policy's writable roots for the
@@ -31,5 +34,12 @@ std::vector<std::string> landlock_write_paths(const SessionConfig& config);
 // Runs in the session's pid 1 after the namespaces exist and the ids are mapped; never
 // returns. Sends kReady or kError on ctl_fd.
 [[noreturn]] void run_session_init(const InitContext& ctx);
+
+// A pooled session's init made before its hello (moatd as root): with `ctx.config` the pool's
+// shape, it does what does not depend on the workspace (its own hardening, hostname, loopback,
+// ns_mount.h stage_view_in_init), then waits for kFinish on ctl_fd, whose config must have the
+// shape's view (read_only, hostname, tmp_size), and finishes as run_session_init. A failure
+// before kFinish sends kError, so the pool discards it.
+[[noreturn]] void run_session_init_ahead(InitContext& ctx);
 
 }  // namespace moat::sandbox

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "base/sys.h"
@@ -199,7 +200,14 @@ void receive_finish_in_child(int ctl, SessionConfig& config, UniqueFd& workspace
 Result<std::unique_ptr<Keeper>> Keeper::start(const KeeperStart& start) {
   std::unique_ptr<Keeper> keeper(new Keeper());
   Keeper* k = keeper.get();
-  k->thread_ = std::jthread([k, &start](std::stop_token stop) { k->forking_thread(stop, start); });
+  // No thread to spare (EAGAIN: pids.max, RLIMIT_NPROC) fails this session alone: escaping
+  // the pool's refill thread, std::system_error was std::terminate of moatd.
+  try {
+    k->thread_ =
+        std::jthread([k, &start](std::stop_token stop) { k->forking_thread(stop, start); });
+  } catch (const std::system_error& e) {
+    return fail(Error::from_errno("start the keeper's thread", e.code().value(), "session"));
+  }
   std::unique_lock<std::mutex> lock(k->mu_);
   k->cv_.wait(lock, [k] { return k->forked_; });
   if (k->pid_ < 0) {

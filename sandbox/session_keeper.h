@@ -44,6 +44,11 @@ struct KeeperStart {
   // for a session with the network (the init takes the one its config asks for).
   bool pooled = false;
   std::shared_ptr<const BpfProgram> filter_network;
+  // A pooled keeper of moatd as root: it unshares the mount namespace too and forks the init
+  // at once, which builds the view's workspace-independent part and itself waits for kFinish
+  // (session_init.h run_session_init_ahead); `config` then also holds the view's shape
+  // (read_only, hostname, limits.tmp_size).
+  bool init_ahead = false;
 };
 
 // The keeper and the thread it was forked from, held by the session. PR_SET_PDEATHSIG fires

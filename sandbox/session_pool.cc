@@ -21,6 +21,9 @@ SessionConfig shape_of(const SessionConfig& config) {
   shape.handler = config.handler;
   shape.limits = config.limits;
   shape.user_cgroup = config.user_cgroup;  // a user's pooled session counts in their quota
+  // What the init built ahead (moatd as root) makes of the view before the workspace is known.
+  shape.read_only = config.read_only;
+  shape.hostname = config.hostname;
   return shape;
 }
 

@@ -3,6 +3,10 @@
 #include "sandbox/session_pool_config.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
+
+#include "base/sys.h"
+#include "sandbox/init_contract.h"
 
 namespace moat::sandbox {
 namespace {
@@ -113,6 +117,30 @@ Result<SessionConfig> session_config_from_text(std::string_view text) {
   } catch (const json::exception& e) {
     return fail(std::string("the session config: ") + e.what());
   }
+}
+
+Result<FinishRecord> receive_finish(int ctl, const SessionConfig& pooled) {
+  std::string buf(kMaxFinishBytes, '\0');
+  UniqueFd fds[kMaxFinishFds];
+  std::size_t nfds = 0;
+  MOAT_ASSIGN_OR_RETURN(std::size_t n,
+                        sys::recv_with_fds(ctl, buf.data(), buf.size(), fds, kMaxFinishFds, &nfds));
+  // kFinish, then '1' when a tree follows the workspace among the fds ('0': the keeper clones).
+  if (n < 2 || buf[0] != ctl_byte(CtlMsg::kFinish) || nfds < 1)
+    return fail("pool: kFinish: expected the record and at least the workspace's fd");
+  const std::size_t first_bind = buf[1] == '1' ? 2 : 1;
+  FinishRecord out;
+  auto decoded = session_config_from_text(std::string_view(buf).substr(2, n - 2));
+  if (!decoded) return fail("pool: " + decoded.error().message());
+  out.config = std::move(*decoded);
+  out.config.handler = pooled.handler;
+  if (nfds != first_bind + out.config.binds.size())
+    return fail("pool: kFinish: the fds do not match the config's binds");
+  out.workspace = std::move(fds[0]);
+  if (first_bind == 2) out.tree = std::move(fds[1]);
+  for (std::size_t i = 0; i < out.config.binds.size(); ++i)
+    out.config.binds[i].fd = fds[first_bind + i].release();
+  return out;
 }
 
 }  // namespace moat::sandbox

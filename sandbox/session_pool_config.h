@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "sandbox/session_config.h"
 
 namespace moat::sandbox {
@@ -21,5 +22,17 @@ inline constexpr std::size_t kMaxFinishFds = 64;
 std::string session_config_text(const SessionConfig& config);
 // The text back; an error names the field that is missing or of the wrong type.
 Result<SessionConfig> session_config_from_text(std::string_view text);
+
+// A kFinish record as the pooled keeper, or an init built ahead (moatd as root), receives it:
+// the config, the workspace fd, its tree (moatd's, or none: the keeper clones it) and each
+// bind's fd, set in config.binds[i].fd and owned by the receiver from here on.
+struct FinishRecord {
+  SessionConfig config;
+  UniqueFd workspace;
+  UniqueFd tree;
+};
+// Reads one kFinish from `ctl`; each fd is checked against what the config says it carries.
+// The handler is `pooled`'s (a pointer is not sent).
+Result<FinishRecord> receive_finish(int ctl, const SessionConfig& pooled);
 
 }  // namespace moat::sandbox

@@ -31,6 +31,10 @@ struct PrebuiltSession {
   // given one: a hello whose workspace has that owner skips the helper's fork; any other hello
   // gets one made for its owner. Never shared with another session.
   IdmapUserns userns;
+  // moatd as root: the keeper unshared the mount namespace too and its init is forked, with
+  // what of the view does not depend on the workspace built (session_init.h
+  // run_session_init_ahead); the init, not the keeper, takes kFinish.
+  bool init_ahead = false;
 };
 
 // Forks the keeper and takes it as far as it can go without a workspace; with `owner` (the
@@ -42,7 +46,9 @@ Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& s
 // error), so the pool discards it rather than hand it out.
 bool is_waiting(const PrebuiltSession& pre);
 
-// Whether a hello's config can be served by a session built with `shape`.
+// Whether a hello's config can be served by a session built with `shape`: the same ids,
+// allow_without, handler, cgroup limits and user cgroup, and (for a view built ahead) the same
+// read_only, hostname and tmp_size, with the workspace and binds where the view can take them.
 bool fits_shape(const SessionConfig& config, const SessionConfig& shape);
 
 // Finishes `pre` for `config`, as Session::create builds a session from the start. `pre` is

@@ -333,5 +333,70 @@ TEST(SessionPool, AClientCyclingShapesCannotMakeItHoldMoreThanItsBound) {
   EXPECT_FALSE((*old)->describe().pooled) << "the least recently used shape was kept";
 }
 
+
+// moatd as root: a pooled session's init is forked with its keeper, before any hello, and has
+// built the view's system part (sandbox/ns_mount.h stage_view_in_init). Each hello gets one of
+// those inits, a different one each time, never one that served a hello before: what the
+// first session wrote to its /tmp is not in the second's.
+TEST(SessionPool, APooledSessionsInitIsBuiltAheadAndServesOneHelloOnly) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: the pooled keeper forks its init at the hello";
+  TempDir ws0, ws1, ws2;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  std::set<pid_t> ahead;  // the pooled keepers' inits, forked before any hello for them
+  for (pid_t keeper : pooled_keepers({first.get()}))
+    for (pid_t init : moat::testing_support::children_of(keeper)) ahead.insert(init);
+  ASSERT_EQ(ahead.size(), 2u) << "each pooled keeper has its init before its hello";
+  auto one = pool.create(config_for(ws1));
+  ASSERT_TRUE(one) << one.error().message();
+  ASSERT_TRUE((*one)->describe().pooled);
+  EXPECT_EQ(ahead.count((*one)->init_pid()), 1u) << "not an init built ahead";
+  auto wrote =
+      testing::sh(**one, "echo one > /tmp/left && tr -d '\\0' < /proc/1/cmdline; echo; hostname");
+  ASSERT_TRUE(wrote) << wrote.error().message();
+  EXPECT_EQ(wrote->output, "moat-init\nmoat\n");
+  auto two = pool.create(config_for(ws2));
+  ASSERT_TRUE(two) << two.error().message();
+  ASSERT_TRUE((*two)->describe().pooled);
+  EXPECT_EQ(ahead.count((*two)->init_pid()), 1u) << "not an init built ahead";
+  EXPECT_NE((*one)->init_pid(), (*two)->init_pid());
+  auto seen = testing::sh(**two, "ls -A /tmp; pwd; touch here");
+  ASSERT_TRUE(seen) << seen.error().message();
+  // Its /tmp holds only the mount point of its own workspace (a TempDir lies in /tmp).
+  const std::string own = std::filesystem::path(ws2.path()).filename().string();
+  EXPECT_EQ(seen->output, own + "\n" + ws2.path() + "\n") << "it saw the first's /tmp";
+  EXPECT_TRUE(std::filesystem::exists(ws2.file("here")));
+  EXPECT_FALSE(std::filesystem::exists(ws1.file("here")));
+}
+
+// The view an init built ahead holds was made for its shape's read_only, tmp_size and
+// hostname: a hello that differs in any of them is not served by it (it gets a session of its
+// own shape, built fresh the first time), and gets the view it asked for.
+TEST(SessionPool, AHelloOfAnotherViewIsNotServedByAnInitBuiltForAnother) {
+  TempDir ws0, ws;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  SessionConfig tmp = config_for(ws);
+  tmp.limits.tmp_size = 3u << 20;
+  SessionConfig host = config_for(ws);
+  host.hostname = "other-host";
+  SessionConfig ro = config_for(ws);
+  ro.read_only = {"/usr", "/bin", "/lib", "/lib64", "/etc"};  // no /sbin
+  for (const SessionConfig& c : {tmp, host, ro}) {
+    auto made = pool.create(c);
+    ASSERT_TRUE(made) << made.error().message();
+    EXPECT_FALSE((*made)->describe().pooled) << "served by a view built for another shape";
+    auto r = testing::sh(
+        **made, "df -k /tmp | tail -1 | awk '{print $2}'; hostname; test -e /sbin && echo sbin");
+    ASSERT_TRUE(r) << r.error().message();
+    const std::string want_sbin = c.read_only.empty() ? "sbin\n" : "";
+    EXPECT_EQ(r->output, std::to_string(c.limits.tmp_size >> 10) + "\n" + c.hostname + "\n" +
+                             want_sbin);
+  }
+  auto same = pool.create(config_for(ws));
+  ASSERT_TRUE(same) << same.error().message();
+  EXPECT_TRUE((*same)->describe().pooled) << "the first shape's sessions were still there";
+}
+
 }  // namespace
 }  // namespace moat::sandbox
