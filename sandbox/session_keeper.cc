@@ -122,7 +122,7 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    InitContext ctx{std::move(config), ctl, tree, std::move(filter)};
+    InitContext ctx{std::move(config), ctl, tree, std::move(filter), nullptr};
     run_session_init(ctx);
   }
   close(ctl);
@@ -145,29 +145,6 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   fork_init_in_child(std::move(config), ctl, tree, std::move(filter));
 }
 
-// kFinish: the session's config and its fds (workspace, tree or not, the binds' in order).
-// Each fd is checked against what the config says it carries; anything else ends the keeper.
-void receive_finish_in_child(int ctl, SessionConfig& config, UniqueFd& workspace, UniqueFd& tree) {
-  std::string buf(kMaxFinishBytes, '\0');
-  UniqueFd fds[kMaxFinishFds];
-  std::size_t nfds = 0;
-  auto n = sys::recv_with_fds(ctl, buf.data(), buf.size(), fds, kMaxFinishFds, &nfds);
-  // kFinish, then '1' when a tree follows the workspace among the fds ('0': the keeper clones).
-  if (!n || *n < 2 || buf[0] != ctl_byte(CtlMsg::kFinish) || nfds < 1) _exit(1);
-  const std::size_t first_bind = buf[1] == '1' ? 2 : 1;
-  auto decoded = session_config_from_text(std::string_view(buf).substr(2, *n - 2));
-  if (!decoded) fail_in_child(ctl, "pool: " + decoded.error().message());
-  const WorkerHandler handler = config.handler;  // the pool's: a pointer is not sent
-  config = std::move(*decoded);
-  config.handler = handler;
-  if (nfds != first_bind + config.binds.size())
-    fail_in_child(ctl, "pool: kFinish: the fds do not match the config's binds");
-  workspace = std::move(fds[0]);
-  if (first_bind == 2) tree = std::move(fds[1]);
-  for (std::size_t i = 0; i < config.binds.size(); ++i)
-    config.binds[i].fd = fds[first_bind + i].release();
-}
-
 // A pooled keeper: everything but the mount namespace now, the rest once kFinish names the
 // workspace (its cwd before unshare(CLONE_NEWNS), as for any keeper).
 [[noreturn]] void run_pooled_keeper_in_child(SessionConfig config, int ctl, pid_t moatd,
@@ -179,8 +156,10 @@ void receive_finish_in_child(int ctl, SessionConfig& config, UniqueFd& workspace
   keep_only_session_fds(ctl, no_tree, config.binds);  // nothing of moatd's: its clients' sockets
   clearenv();
   become_root_in_child(config, ctl, moatd, true);
-  UniqueFd workspace, tree;
-  receive_finish_in_child(ctl, config, workspace, tree);
+  auto finish = receive_finish(ctl, config);
+  if (!finish) fail_in_child(ctl, finish.error().message());
+  config = std::move(finish->config);
+  UniqueFd workspace = std::move(finish->workspace), tree = std::move(finish->tree);
   // Only a keeper without moatd's tree clones the workspace from its cwd (rootless: the keeper
   // is the workspace's owner). With a tree (moatd as root) the keeper, by now the sandbox's
   // unprivileged uid, may not even search the workspace; the init binds the tree.
@@ -193,6 +172,31 @@ void receive_finish_in_child(int ctl, SessionConfig& config, UniqueFd& workspace
     fail_in_child(ctl, std::string("mount_ns: unshare: ") + std::strerror(errno));
   if (config.network) filter = std::move(filter_network);
   fork_init_in_child(std::move(config), ctl, tree_fd, std::move(filter));
+}
+
+// A pooled keeper of moatd as root: every namespace now, and the init forked at once, which
+// builds what does not depend on the workspace and then waits for kFinish itself (its tree
+// and binds come from moatd as detached trees, which any mount namespace can attach).
+[[noreturn]] void run_keeper_with_init_ahead_in_child(SessionConfig config, int ctl, pid_t moatd,
+                                                      std::shared_ptr<const BpfProgram> filter,
+                                                      std::shared_ptr<const BpfProgram> network) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != moatd) _exit(1);
+  int no_tree = -1;
+  keep_only_session_fds(ctl, no_tree, config.binds);
+  clearenv();
+  become_root_in_child(config, ctl, moatd, false);
+  pid_t init = fork();
+  if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
+  if (init == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    InitContext ctx{std::move(config), ctl, -1, std::move(filter), std::move(network)};
+    run_session_init_ahead(ctx);
+  }
+  close(ctl);
+  int status = 0;
+  while (waitpid(init, &status, 0) < 0 && errno == EINTR) {}
+  _exit(0);
 }
 
 }  // namespace
@@ -222,6 +226,9 @@ Result<std::unique_ptr<Keeper>> Keeper::start(const KeeperStart& start) {
 // thread's end. `start` is read only before forked_ is set (Keeper::start waits for that).
 void Keeper::forking_thread(std::stop_token stop, const KeeperStart& start) {
   pid_t pid = fork();
+  if (pid == 0 && start.pooled && start.init_ahead)
+    run_keeper_with_init_ahead_in_child(*start.config, start.ctl, start.moatd, start.filter,
+                                        start.filter_network);
   if (pid == 0 && start.pooled)
     run_pooled_keeper_in_child(*start.config, start.ctl, start.moatd, start.filter,
                                start.filter_network);
