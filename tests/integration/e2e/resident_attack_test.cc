@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -78,8 +79,10 @@ class ResidentAttackTest : public ::testing::Test {
                     const std::vector<std::string>& flags,
                     const std::vector<std::string>& more_env = {}) {
     std::vector<std::string> argv = {moatd_bin(), "--socket", socket, "--audit-dir",
-                                     dir_.path() + "/audit", "--pool", "0"};
+                                     dir_.path() + "/audit"};
     argv.insert(argv.end(), flags.begin(), flags.end());
+    if (std::find(flags.begin(), flags.end(), "--pool") == flags.end())
+      argv.insert(argv.end(), {"--pool", "0"});
     std::vector<std::string> e = env();
     e.insert(e.end(), more_env.begin(), more_env.end());
     const pid_t pid = start(argv, dir_.path() + "/" + name + ".log", e);
@@ -313,6 +316,28 @@ TEST_F(ResidentAttackTest, AnExecWhoseWatchHasNoThreadFailsAloneAndMoatdGoesOn) 
   r = c.read_result(20000);
   EXPECT_NE(r.dump().find("\"c2\""), std::string::npos) << r.dump();
   EXPECT_NE(r.dump().find("ran"), std::string::npos) << r.dump();
+}
+
+// The pool builds the next session on a thread of its own after a hello took one; when moatd
+// has no thread to spare for its keeper, that build fails (logged, retried at the next hello)
+// instead of std::system_error on the pool's thread, std::terminate of moatd.
+TEST_F(ResidentAttackTest, APoolRefillWithNoThreadForItsKeeperLeavesMoatdServing) {
+  const std::string socket = runtime_ + "/moatd.sock", log = dir_.path() + "/cap.log";
+  const pid_t moatd = start_moatd(socket, "cap", {"--pool", "1"});
+  ASSERT_TRUE(eventually([&] { return RawClient(socket).connected(); })) << read_file(log);
+  {
+    MOAT_GREETED(first, socket, log);  // its shape is the one the pool builds ahead
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the pool's session is built
+  MOAT_CAP_OR_SKIP(cap, moatd);
+  ASSERT_TRUE(cap.allow_more(2));  // the second client's connection and writer threads
+  {
+    MOAT_GREETED(second, socket, log);  // takes the pooled session: the pool refills
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  ASSERT_TRUE(running(moatd)) << read_file(log);
+  ASSERT_TRUE(cap.lift());
+  MOAT_GREETED(third, socket, log);
 }
 
 // moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
