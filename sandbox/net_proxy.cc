@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -516,10 +517,20 @@ void NetProxy::accept_loop() {
       continue;
     }
     ++open_;
-    connections_.spawn([this, c = std::make_shared<UniqueFd>(std::move(client))] {
-      serve(std::move(*c));
+    auto c = std::make_shared<UniqueFd>(std::move(client));
+    try {
+      connections_.spawn([this, c] {
+        serve(std::move(*c));
+        --open_;
+      });
+    } catch (const std::system_error& e) {
+      // No thread to spare (EAGAIN): this connection is refused; escaping the acceptor,
+      // std::system_error was std::terminate of moatd and every session on it.
       --open_;
-    });
+      refuse_at_accept(std::move(*c), "builtin.network-no-thread",
+                       std::string("moatd could not start a thread for this connection (") +
+                           e.what() + ")");
+    }
   }
 }
 
@@ -603,11 +614,17 @@ Result<NetProxy::LocalEntry> NetProxy::open_local(json who,
                 std::to_string(options_.max_connections) + ") is reached");
   ++open_;
   auto l = std::make_shared<UniqueFd>(std::move(listener));
-  local_.spawn([this, l, port, who = std::move(who), refused] {
-    if (UniqueFd client = accept_from(l->get(), port, stop_.get()); client.valid())
-      serve(std::move(client), who, refused);
+  try {
+    local_.spawn([this, l, port, who = std::move(who), refused] {
+      if (UniqueFd client = accept_from(l->get(), port, stop_.get()); client.valid())
+        serve(std::move(client), who, refused);
+      --open_;
+    });
+  } catch (const std::system_error& e) {  // no thread to spare: this connection fails alone
     --open_;
-  });
+    return fail(
+        Error::from_errno("start the connection's thread", e.code().value(), "net proxy"));
+  }
   return entry;
 }
 

@@ -26,6 +26,7 @@
 #include "e2e_support.h"
 #include "sandbox/protocol.h"
 #include "moatd_fixture.h"
+#include "net_proxy_fixture.h"
 
 namespace moat::e2e {
 namespace {
@@ -338,6 +339,35 @@ TEST_F(ResidentAttackTest, APoolRefillWithNoThreadForItsKeeperLeavesMoatdServing
   ASSERT_TRUE(running(moatd)) << read_file(log);
   ASSERT_TRUE(cap.lift());
   MOAT_GREETED(third, socket, log);
+}
+
+// The session's network proxy gives each connection a thread; when moatd has none to spare,
+// that connection gets a 503 naming why and a record, instead of std::system_error on the
+// proxy's accept thread: std::terminate of moatd and every session on it. A program in the
+// sandbox opens it; the same call's next connection, once a thread is free, goes through.
+class ProxyAttackTest : public NetProxyTest {};
+
+TEST_F(ProxyAttackTest, AProxyConnectionMoatdHasNoThreadForGetsA503AndMoatdGoesOn) {
+  ASSERT_TRUE(eventually([&] { return RawClient(socket_).connected(); })) << moatd_log();
+  RawClient c(socket_);
+  c.send_json({{"type", "hello"}, {"version", 1}, {"workspace", ws_}, {"headless", true}});
+  ASSERT_NE(c.read_frame().dump().find("\"welcome\""), std::string::npos) << moatd_log();
+  MOAT_CAP_OR_SKIP(cap, pid_);
+  const std::string get = "curl -sS --max-time 10 -o /dev/null -w '%{http_code}\\n' " +
+                          url("allowed.test", local_.port());
+  // The call's threads start first; its curl connects once moatd is capped.
+  c.send_json(bash_call("n1", "sleep 1; " + get + "; touch capped-done; sleep 2; " + get));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(cap.allow_more(0));
+  ASSERT_TRUE(eventually([&] { return fs::exists(ws_ + "/capped-done"); },
+                         std::chrono::seconds(15)))
+      << moatd_log();
+  ASSERT_TRUE(cap.lift());
+  const nlohmann::json r = c.read_result(30000);
+  const std::string text = r.dump();
+  EXPECT_NE(text.find("503\\n200"), std::string::npos) << text << moatd_log();
+  EXPECT_EQ(local_.accepted(), 1);
+  EXPECT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << moatd_log();
 }
 
 // moatd with systemd's socket (LISTEN_PID, LISTEN_FDS, fd 3 listening at `socket`) and
