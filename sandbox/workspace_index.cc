@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <list>
 #include <map>
 
 #include "base/check.h"
@@ -246,6 +248,56 @@ void pair_renames(std::vector<Found>* found) {
   std::erase_if(*found, [&](const Found&) { return consumed[i++]; });
 }
 
+// The entries of ended indexes, most recent first, for the next build of the same workspace. A
+// build takes its workspace's entries out (two sessions at once never share a map); an ended
+// index gives its own back, replacing what is kept for its workspace.
+template <typename Key, typename Map>
+class KeptIndexes {
+ public:
+  struct Kept {
+    Key key;
+    Map entries;
+    std::uint64_t generation = 0;
+  };
+  std::optional<Kept> take(const Key& key) {
+    std::lock_guard lock(mu_);
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      if (it->key != key) continue;
+      Kept k = std::move(*it);
+      count_ -= k.entries.size();
+      kept_.erase(it);
+      return k;
+    }
+    return std::nullopt;
+  }
+  void keep(Kept k, std::size_t cap) {
+    if (k.entries.size() > cap) return;
+    std::optional<Kept> old = take(k.key);  // freed outside the lock, as are the dropped ones
+    std::list<Kept> dropped;
+    std::lock_guard lock(mu_);
+    count_ += k.entries.size();
+    kept_.push_front(std::move(k));
+    while (count_ > cap) {
+      count_ -= kept_.back().entries.size();
+      dropped.splice(dropped.end(), kept_, std::prev(kept_.end()));
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<Kept> kept_;
+  std::size_t count_ = 0;
+};
+
+using Kept = KeptIndexes<std::tuple<dev_t, ino_t, std::int64_t, std::uint64_t>,
+                         std::unordered_map<std::string, Entry>>;
+
+// Never destroyed: a session may end while the process exits.
+Kept& kept_indexes() {
+  static Kept* kept = new Kept;
+  return *kept;
+}
+
 }  // namespace
 
 const char* file_op_name(FileOp op) {
@@ -263,8 +315,24 @@ Result<std::unique_ptr<WorkspaceIndex>> WorkspaceIndex::build(int workspace_fd,
   UniqueFd fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return fail(Error::from_errno("fcntl(F_DUPFD_CLOEXEC)", errno, "workspace"));
   std::unique_ptr<WorkspaceIndex> index(new WorkspaceIndex(std::move(fd), std::move(limits)));
+  struct statx sx {};
+  if (::statx(index->fd_.get(), "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) == 0)
+    index->key_ = Key{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino,
+                      (sx.stx_mask & STATX_BTIME)
+                          ? sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec
+                          : 0,
+                      index->limits_.max_hash_bytes};
+  if (auto k = index->key_ ? kept_indexes().take(*index->key_) : std::nullopt) {
+    index->entries_ = std::move(k->entries);  // seen by an older walk: a walk updates them
+    index->generation_ = k->generation;
+  }
   MOAT_TRY(index->walk());
   return index;
+}
+
+WorkspaceIndex::~WorkspaceIndex() {
+  if (!key_ || broken_) return;
+  kept_indexes().keep({*key_, std::move(entries_), generation_}, kKeptEntries);
 }
 
 Result<std::vector<FileChange>> WorkspaceIndex::walk() {

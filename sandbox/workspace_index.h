@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -73,10 +74,22 @@ class WorkspaceIndex {
   };
 
   // Walks `workspace_fd` (an O_PATH or O_RDONLY directory; duplicated and kept) without
-  // following any symlink, and hashes every regular file up to the cap. Errors: E2BIG past
+  // following any symlink, and hashes every regular file up to the cap. A file whose stat an
+  // ended index of the same workspace (device, inode, birth time) holds unchanged, and not
+  // racy, keeps that index's hash instead of being read again: the process keeps the entries
+  // of the last ended indexes (at most kKeptEntries in all, the oldest dropped first), so a
+  // resident moatd's next session in a repository re-reads only what changed (issue 30). The
+  // trust is the one a diff gives an unchanged stat between two calls. Errors: E2BIG past
   // max_entries; the errno of the workspace's own open otherwise (unreadable subdirectories
   // are left out, not fatal).
   static Result<std::unique_ptr<WorkspaceIndex>> build(int workspace_fd, IndexLimits limits = {});
+  // Gives the entries to the process's kept indexes (unless a walk failed).
+  ~WorkspaceIndex();
+  WorkspaceIndex(const WorkspaceIndex&) = delete;
+  WorkspaceIndex& operator=(const WorkspaceIndex&) = delete;
+
+  // The entries kept for later builds, all workspaces together: ~200 bytes each, 40 MB at most.
+  static constexpr std::size_t kKeptEntries = 200000;
 
   // Walks again, re-hashing what is new or whose stat changed (or was racy), and returns what
   // changed since the last build or diff; the index then holds the new state. A create and a
@@ -89,6 +102,9 @@ class WorkspaceIndex {
 
  private:
   using Map = std::unordered_map<std::string, Entry>;
+  // A workspace as the kept indexes know it: device, inode, birth time (ns; 0 when the file
+  // system has none), and the hash cap its hashes were taken under.
+  using Key = std::tuple<dev_t, ino_t, std::int64_t, std::uint64_t>;
   WorkspaceIndex(UniqueFd fd, IndexLimits limits)
       : fd_(std::move(fd)), limits_(std::move(limits)) {}
   // The walk behind build and diff: updates entries_ and returns what changed.
@@ -100,6 +116,7 @@ class WorkspaceIndex {
   Map entries_;
   std::uint64_t generation_ = 0;  // the walk that last saw each entry is in its `seen`
   std::optional<Error> broken_;
+  std::optional<Key> key_;  // none: the workspace's identity was not read, nothing is kept
 };
 
 }  // namespace moat::sandbox
