@@ -81,7 +81,7 @@ tools::ToolResult run_call_guarded(const std::string& id, Run&& run, bool exec) 
 // The hello's checklist, in order: each step runs only after the one before it succeeded,
 // and the first that fails is answered by Connection::refuse.
 constexpr std::pair<HelloStep, Result<void> (HelloSteps::*)()> kHelloChecklist[] = {
-    {HelloStep::kVersion, &HelloSteps::check_version},        // the one protocol we speak
+    {HelloStep::kVersion, &HelloSteps::check_version},        // a protocol version we speak
     {HelloStep::kWorkspace, &HelloSteps::resolve_workspace},  // the peer's own, held by fd
     {HelloStep::kPolicy, &HelloSteps::load_policy},           // with the workspace's layer
     {HelloStep::kMode, &HelloSteps::check_mode},              // the organisation may forbid it
