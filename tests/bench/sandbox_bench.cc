@@ -27,7 +27,10 @@
 // `perf stat` gives the whole tree's); and, interleaved with them, the same command from a new
 // moat on the user's resident moatd, as moat chooses it (issue 30; started by the first,
 // unmeasured run). Issue 30's targets, printed as ratios to bwrap of the same run:
-// resident median <= 1.5x and p99 <= 3x, private median <= 4x. Then the floor: the parts a
+// resident median <= 1.5x and p99 <= 3x, private median <= 4x.
+// And the resident run in a workspace of kRealEntries entries (a small real project; moatd
+// indexes it at the hello, diffs it and sweeps it for nested .git after the command) as a ratio
+// to the empty workspace's, so a walk's cost per entry stays visible. Then the floor: the parts a
 // cold start cannot leave out, each on its own and as a ratio to bwrap, with moat's own start
 // (`moat version`, and `moat sandbox exec` refusing a missing command: the exec path's start
 // before any moatd), so a resident run's ratio splits into moat's share and moatd's.
@@ -341,7 +344,22 @@ void print_target(const ColdPath& a, const ColdPath& bwrap, double median_target
   std::printf("\n");
 }
 
-// paths: the private moat, bwrap, then (when it started) moat on a resident moatd.
+// A small real project: kRealEntries entries, 100 directories of 9 source-sized files each.
+constexpr int kRealEntries = 1000;
+bool fill_workspace(const std::string& ws) {
+  std::error_code ec;
+  for (int d = 0; d < kRealEntries / 10; ++d) {
+    const fs::path dir = fs::path(ws) / ("dir" + std::to_string(d));
+    if (!fs::create_directory(dir, ec)) return false;
+    for (int f = 0; f < 9; ++f)
+      std::ofstream(dir / ("f" + std::to_string(f) + ".cc"))
+          << std::string(4096, static_cast<char>('a' + (d + f) % 26)) << d << f;
+  }
+  return true;
+}
+
+// paths: the private moat, bwrap, then (when it started) moat on a resident moatd, and the same
+// in a kRealEntries-entry workspace.
 void print_cold(const std::vector<ColdPath>& paths, int runs) {
   std::printf("cold start (%d interleaved runs each, after 3 unmeasured; stdout to /dev/null):\n",
               runs);
@@ -358,6 +376,10 @@ void print_cold(const std::vector<ColdPath>& paths, int runs) {
   print_target(paths[0], paths[1], 4.0, 0);
   std::printf("  %-34s cpu median %5.2fx\n", "private moat / bwrap",
               percentile(paths[0].cpu_ms, 50) / percentile(paths[1].cpu_ms, 50));
+  if (paths.size() > 3)
+    std::printf("  resident, %d-entry workspace / empty: median %5.2fx (%.2f ms more a command)\n",
+                kRealEntries, block_ratio(paths[3].wall_ms, paths[2].wall_ms),
+                percentile(paths[3].wall_ms, 50) - percentile(paths[2].wall_ms, 50));
 }
 
 // The parts of a cold start that moat cannot leave out, each timed on its own (interleaved), so
@@ -583,12 +605,18 @@ bool cold_start(int runs, const fs::path& tmp) {
          {},
          {}});
   const std::string runtime = make_temp_dir(tmp, "moat-bench-cold-run");
+  const std::string real_ws = make_temp_dir(tmp, "moat-bench-cold-real-ws");
   if (!bwrap.empty() && !runtime.empty()) {
     choose_resident(runtime, policy, audit);
     paths.push_back({"resident moat sandbox exec",
                      {moat, "sandbox", "exec", "-C", ws, "--", "/bin/true"},
                      {},
                      {}});
+    if (!real_ws.empty() && fill_workspace(real_ws))
+      paths.push_back({"resident, 1000-entry workspace",
+                       {moat, "sandbox", "exec", "-C", real_ws, "--", "/bin/true"},
+                       {},
+                       {}});
   }
   bool ok = true;
   for (int round = -3; ok && round < runs; ++round) {  // 3 unmeasured: the page cache
@@ -607,7 +635,7 @@ bool cold_start(int runs, const fs::path& tmp) {
   if (ok)
     floor_of_cold_start(runs, moat, audit, paths.size() > 1 ? percentile(paths[1].wall_ms, 50) : 0,
                         paths.size() > 2 ? percentile(paths[2].wall_ms, 50) : 0);
-  for (const auto& d : {ws, audit, policy, runtime})
+  for (const auto& d : {ws, audit, policy, runtime, real_ws})
     if (!d.empty()) fs::remove_all(d);
   return ok;
 }
