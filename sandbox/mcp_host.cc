@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "base/log.h"
@@ -309,6 +310,17 @@ Result<void> connect_url(SessionState& session, McpHost::Server& s) {
   return {};
 }
 
+// Session::exec on the server's own thread: its exec watch's thread may not start (EAGAIN:
+// pids.max, RLIMIT_NPROC), and the std::system_error escaping this thread was std::terminate of
+// moatd. That start fails instead, recorded as the server's exit like any other.
+Result<tools::ExecStatus> exec_guarded(Session& session, const ExecSpec& spec, StopFlags stop) {
+  try {
+    return session.exec(spec, nullptr, std::move(stop));
+  } catch (const std::system_error& e) {
+    return fail(Error::from_errno("start the server's exec watch", e.code().value(), "mcp"));
+  }
+}
+
 }  // namespace
 
 Result<void> McpHost::start_server(Server& s) {
@@ -358,8 +370,8 @@ Result<void> McpHost::start_server(Server& s) {
     spec.limits = res->rlimits;
     if (res->cgroup.active())
       spec.before_program = [cgroup = &res->cgroup](pid_t pid) { return cgroup->attach(pid); };
-    auto status = session_.session->exec(spec, nullptr, StopFlags(kill.get(), nullptr,
-                                                                  kill->wake_fd()));
+    auto status = exec_guarded(*session_.session, spec,
+                               StopFlags(kill.get(), nullptr, kill->wake_fd()));
     // The client reads EOF once moatd's copies of the server's ends are closed too.
     fds->from_server.second.reset();
     fds->to_server.first.reset();

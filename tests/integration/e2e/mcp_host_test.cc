@@ -13,6 +13,7 @@
 
 #include "e2e_support.h"
 #include "moatd_fixture.h"
+#include "pids_cap.h"
 
 namespace moat::e2e {
 namespace {
@@ -283,6 +284,27 @@ TEST_F(McpHostTest, AServerThatCrashesIsRestartedABoundedNumberOfTimes) {
   for (const json& s : of_type(records_of(welcome["audit"].get<std::string>()), "mcp.server"))
     starts += s["event"] == "start";
   EXPECT_EQ(starts, 4) << "the first start and 3 restarts";
+}
+
+// A server started again at a call while moatd has no thread to spare: that call fails naming
+// why, and moatd goes on. The server's exec thread threw std::system_error when its exec watch's
+// thread could not start: std::terminate of moatd, and every session on it.
+TEST_F(McpHostTest, AServerStartedAgainWithNoThreadForItsWatchFailsThatCallAlone) {
+  start_with_server("exit-on-call");
+  RawClient c(socket_);
+  const json welcome = hello(c);
+  ASSERT_EQ(welcome.value("type", ""), "welcome") << welcome.dump() << moatd_log();
+  EXPECT_TRUE(call(c, "x0", "mcp__t__echo", {{"text", "x"}}).value("isError", false));
+  MOAT_CAP_OR_SKIP(cap, pid_);
+  ASSERT_TRUE(cap.allow_more(3));  // the call's thread, the server's log pump and exec threads
+  const json r = call(c, "x1", "mcp__t__echo", {{"text", "x"}});
+  EXPECT_NE(r.dump().find("Resource temporarily unavailable"), std::string::npos)
+      << r.dump() << moatd_log();
+  ASSERT_TRUE(moatd_alive()) << moatd_log();
+  ASSERT_TRUE(cap.lift());
+  c.send_json(
+      {{"type", "call"}, {"id", "b1"}, {"tool", "bash"}, {"arguments", {{"command", "echo ran"}}}});
+  EXPECT_NE(c.read_result(60000).dump().find("ran"), std::string::npos) << moatd_log();
 }
 
 // A daemon the server started (fork, setsid, fork) outlives its call but not the session.
