@@ -316,6 +316,24 @@ bool fits_staged_view(const std::vector<std::string>& read_only,
   return true;
 }
 
+std::string read_only_paths_stamp(const std::vector<std::string>& read_only) {
+  std::string out;
+  for (const std::string& p : read_only.empty() ? default_read_only_paths() : read_only) {
+    struct stat st;
+    out += p + '\0';
+    if (::lstat(p.c_str(), &st) != 0) {
+      out += "absent\n";
+      continue;
+    }
+    out += std::to_string(st.st_mode & S_IFMT) + ':' + std::to_string(st.st_dev) + ':' +
+           std::to_string(st.st_ino);
+    char buf[4096];
+    const ssize_t n = S_ISLNK(st.st_mode) ? ::readlink(p.c_str(), buf, sizeof buf) : 0;
+    out += ':' + std::string(buf, static_cast<std::size_t>(std::max<ssize_t>(n, 0))) + '\n';
+  }
+  return out;
+}
+
 Result<void> stage_view_in_init(const MountPlan& plan) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail(Error::from_errno("mount", errno, "/ private"));

@@ -56,5 +56,10 @@ Result<void> finish_view_in_init(const MountPlan& plan);
 // path inside the workspace, or a workspace holding /tmp, is mounted in another order).
 bool fits_staged_view(const std::vector<std::string>& read_only,
                       const std::vector<std::string>& targets);
+// The host's read-only paths (empty: default_read_only_paths) as a view binds them now: each
+// one's type, device and inode (lstat), a symlink's target, or its absence. A view staged ahead
+// shows the host as it is at a hello only while this is what it was before the staging: a path
+// the host moved away, replaced, mounted over or created since is not what the view binds.
+std::string read_only_paths_stamp(const std::vector<std::string>& read_only);
 
 }  // namespace moat::sandbox

@@ -35,6 +35,9 @@ struct PrebuiltSession {
   // what of the view does not depend on the workspace built (session_init.h
   // run_session_init_ahead); the init, not the keeper, takes kFinish.
   bool init_ahead = false;
+  // With init_ahead: the host's read-only paths before the init bound them (ns_mount.h
+  // read_only_paths_stamp); a hello that finds them otherwise gets a session built fresh.
+  std::string read_only_stamp;
 };
 
 // Forks the keeper and takes it as far as it can go without a workspace; with `owner` (the

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/ns_mount.h"
 #include "sandbox/session_pool.h"
 #include "sandbox/session_prebuilt.h"
 #include "tests/integration/sandbox/test_util.h"
@@ -396,6 +397,46 @@ TEST(SessionPool, AHelloOfAnotherViewIsNotServedByAnInitBuiltForAnother) {
   auto same = pool.create(config_for(ws));
   ASSERT_TRUE(same) << same.error().message();
   EXPECT_TRUE((*same)->describe().pooled) << "the first shape's sessions were still there";
+}
+
+std::string mountinfo_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/mountinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An init built ahead bound its read-only host paths at the pool's refill; the hello may come
+// much later. A path the host moved away (and replaced) or created since is shown as it is at
+// the hello, as a session built fresh would: never the directory that no longer lies at the
+// path the policy names (A2, attack on b2a5c37).
+TEST(SessionPool, AReadOnlyPathTheHostChangedAfterTheRefillIsShownAsAtTheHello) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: the pooled keeper builds its view at the hello";
+  TempDir ws0, ws, host;
+  ASSERT_EQ(::chmod(host.path().c_str(), 0755), 0);  // the sandbox's uid searches it
+  host.write("tools/f", "old\n");
+  SessionConfig c0 = config_for(ws0), c = config_for(ws);
+  c0.read_only = default_read_only_paths();
+  c0.read_only.push_back(host.file("tools"));
+  c0.read_only.push_back(host.file("later"));  // absent at the refill
+  c.read_only = c0.read_only;
+  SessionPool pool(2);
+  auto first_made = pool.create(c0);
+  ASSERT_TRUE(first_made) << first_made.error().message();
+  ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions";
+  // Each pooled init has bound the path in its staged view (its mountinfo names it).
+  for (pid_t keeper : pooled_keepers({first_made->get()}))
+    for (pid_t init : moat::testing_support::children_of(keeper))
+      for (int i = 0; i < 500 && mountinfo_of(init).find(host.file("tools")) == std::string::npos; ++i)
+        std::this_thread::sleep_for(10ms);
+  std::filesystem::rename(host.file("tools"), host.file("tools.moved"));
+  host.write("tools/f", "new\n");
+  host.write("later/f", "made\n");
+  auto made = pool.create(c);
+  ASSERT_TRUE(made) << made.error().message();
+  auto r = testing::sh(**made, "cat " + host.file("tools/f") + " " + host.file("later/f"));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, "new\nmade\n") << "a view of the host as it was at the refill";
 }
 
 }  // namespace
