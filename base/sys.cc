@@ -1,6 +1,7 @@
 // base/sys.cc: the generic raw fd-returning syscalls wrapped into UniqueFd (see sys.h).
 #include "base/sys.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 namespace moat::sys {
 
@@ -275,6 +277,23 @@ Result<std::string> read_file(const std::string& path, std::size_t limit) {
   auto text = read_to_end(fd.get(), limit);
   if (!text) return fail(Error::from_errno("read", text.error().code, path));
   return text;
+}
+
+Result<void> for_each_dirent(int fd, const std::function<bool(const char*, unsigned char)>& fn) {
+  constexpr std::size_t kBuf = 32 << 10;        // glibc's readdir buffer
+  std::unique_ptr<char[]> buf(new char[kBuf]);  // not the stack: walks recurse, one per level
+  for (;;) {
+    const ssize_t n = ::getdents64(fd, buf.get(), kBuf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Error::from_errno("getdents64", errno, "a directory"));
+    if (n == 0) return {};
+    for (ssize_t at = 0; at < n;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf.get() + at);
+      at += d->d_reclen;
+      if (!std::strcmp(d->d_name, ".") || !std::strcmp(d->d_name, "..")) continue;
+      if (!fn(d->d_name, d->d_type)) return {};
+    }
+  }
 }
 
 }  // namespace moat::sys

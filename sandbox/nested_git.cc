@@ -24,12 +24,6 @@ constexpr int kMaxDepth = 128;
 // A sandbox still running other calls may refill a `.git` while it is emptied.
 constexpr int kEmptyRounds = 4;
 
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
-
-bool is_dot(const char* n) { return !std::strcmp(n, ".") || !std::strcmp(n, ".."); }
-
 // Opens the directory `name` in `dfd` without following a symlink. One the sandbox made
 // unreadable to moatd (chmod 000, to hide what is below it) is given its owner's rwx first:
 // through an O_PATH fd and /proc/self/fd, so the mode changes on that very inode and a
@@ -62,16 +56,13 @@ Result<void> remove_entry(int dfd, const char* name, dev_t dev, int depth);
 // Removes everything in the directory `fd`.
 Result<void> empty_dir(UniqueFd fd, dev_t dev, int depth) {
   if (depth > kMaxDepth) return fail(Error{ELOOP, "deeper than " + std::to_string(kMaxDepth)});
-  const int dfd = fd.get();
-  UniqueFd copy(::fcntl(dfd, F_DUPFD_CLOEXEC, 0));
-  std::unique_ptr<DIR, DirCloser> dir(copy.valid() ? ::fdopendir(copy.get()) : nullptr);
-  if (!dir) return fail(Error{errno, "fdopendir"});
-  (void)copy.release();  // the DIR owns it now
-  while (const dirent* d = ::readdir(dir.get())) {
-    if (is_dot(d->d_name)) continue;
-    MOAT_TRY(remove_entry(dfd, d->d_name, dev, depth + 1));
-  }
-  return {};
+  Result<void> out;
+  auto read = sys::for_each_dirent(fd.get(), [&](const char* name, unsigned char) {
+    out = remove_entry(fd.get(), name, dev, depth + 1);
+    return bool(out);
+  });
+  if (!read && read.error().code != ENOENT) return read;  // ENOENT: removed meanwhile
+  return out;
 }
 
 // Unlinks `name` in `dfd`: a file or symlink at once (a symlink is the link, never its target),
@@ -107,37 +98,40 @@ using OnGit = std::function<void(int, const std::string&, const struct statx&)>;
 using OnUnsearched = std::function<void(const std::string&, const std::string&)>;
 
 void walk(UniqueFd fd, const std::string& rel, dev_t dev, int depth, const OnGit& on_git,
-          const OnUnsearched& unsearched) {
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
-  if (!dir) return unsearched(rel, std::strerror(errno));
-  (void)fd.release();  // the DIR owns it now
-  const int dfd = ::dirfd(dir.get());
-  while (const dirent* d = ::readdir(dir.get())) {
-    const char* name = d->d_name;
-    if (is_dot(name)) continue;
-    const std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
-    if (!std::strcmp(name, ".git")) {
-      struct statx sx {};
-      if (rel.empty()) continue;  // the workspace's own repository
-      if (::statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0)
-        on_git(dfd, child, sx);
-      continue;
-    }
-    if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) continue;
-    UniqueFd sub = open_dir(dfd, name, dev, false);
-    if (!sub.valid()) {
-      // Gone, or not a directory after all (DT_UNKNOWN, or swapped): nothing to search.
-      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;
-      if (errno == EXDEV) continue;  // a mount point: not the session's files
-      unsearched(child, std::strerror(errno));
-      continue;
-    }
-    if (depth + 1 > kMaxDepth) {
-      unsearched(child, "deeper than " + std::to_string(kMaxDepth) + " directories");
-      continue;
-    }
-    walk(std::move(sub), child, dev, depth + 1, on_git, unsearched);
+          const OnUnsearched& unsearched);
+
+// One entry of the directory `dfd` (named `rel`) for walk().
+void walk_entry(int dfd, const char* name, unsigned char type, const std::string& rel, dev_t dev,
+                int depth, const OnGit& on_git, const OnUnsearched& unsearched) {
+  if (!std::strcmp(name, ".git")) {
+    struct statx sx {};
+    if (rel.empty()) return;  // the workspace's own repository
+    if (::statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0)
+      on_git(dfd, rel + "/" + name, sx);
+    return;
   }
+  if (type != DT_DIR && type != DT_UNKNOWN) return;
+  const std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
+  UniqueFd sub = open_dir(dfd, name, dev, false);
+  if (!sub.valid()) {
+    // Gone, or not a directory after all (DT_UNKNOWN, or swapped): nothing to search.
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return;
+    if (errno == EXDEV) return;  // a mount point: not the session's files
+    return unsearched(child, std::strerror(errno));
+  }
+  if (depth + 1 > kMaxDepth)
+    return unsearched(child, "deeper than " + std::to_string(kMaxDepth) + " directories");
+  walk(std::move(sub), child, dev, depth + 1, on_git, unsearched);
+}
+
+void walk(UniqueFd fd, const std::string& rel, dev_t dev, int depth, const OnGit& on_git,
+          const OnUnsearched& unsearched) {
+  auto read = sys::for_each_dirent(fd.get(), [&](const char* name, unsigned char type) {
+    walk_entry(fd.get(), name, type, rel, dev, depth, on_git, unsearched);
+    return true;
+  });
+  // ENOENT: the directory was removed meanwhile, nothing of it is left to search.
+  if (!read && read.error().code != ENOENT) unsearched(rel, std::strerror(read.error().code));
 }
 
 }  // namespace

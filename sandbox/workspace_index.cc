@@ -3,7 +3,6 @@
 // renames.
 #include "sandbox/workspace_index.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/hex.h"
+#include "base/sys.h"
 
 namespace moat::sandbox {
 namespace {
@@ -112,10 +112,6 @@ void hash_symlink(int dirfd, const char* name, Entry* e) {
   e->version.sha256 = digest.hex();
 }
 
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
-
 // A change as the walk finds it, with the inode that pairs a delete and a create into a rename.
 struct Found {
   FileChange change;
@@ -149,35 +145,36 @@ class Walker {
     start_ns_ = ns_of(now);
   }
 
-  // Every entry below the directory `fd` (owned here), named `rel` ("" for the top).
+  // Every entry below the directory `fd` (owned here), named `rel` ("" for the top). One that
+  // cannot be read is left out, like an unreadable directory in find.
   Result<void> directory(UniqueFd fd, const std::string& rel) {
-    std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd.get()));
-    if (!dir) return {};  // unreadable: left out, like an unreadable directory in find
-    (void)fd.release();   // the DIR owns it now
-    const int dfd = ::dirfd(dir.get());
-    while (const dirent* d = ::readdir(dir.get())) {
-      const char* name = d->d_name;
-      if (!std::strcmp(name, ".") || !std::strcmp(name, "..") || !std::strcmp(name, ".git"))
-        continue;
-      std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
-      if (is_skipped(child)) continue;
-      struct stat st {};
-      if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
-      if (S_ISDIR(st.st_mode)) {
-        UniqueFd sub(::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (sub.valid()) MOAT_TRY(directory(std::move(sub), child));
-        continue;
-      }
-      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // FIFOs, sockets, devices
-      if (++files_ > limits_.max_entries)
-        return fail(Error{
-            E2BIG, "workspace index: more than " + std::to_string(limits_.max_entries) + " files"});
-      file(dfd, name, std::move(child), st);
-    }
-    return {};
+    Result<void> out;
+    (void)sys::for_each_dirent(fd.get(), [&](const char* name, unsigned char) {
+      out = entry(fd.get(), name, rel);
+      return bool(out);
+    });
+    return out;
   }
 
  private:
+  Result<void> entry(int dfd, const char* name, const std::string& rel) {
+    if (!std::strcmp(name, ".git")) return {};
+    std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
+    if (is_skipped(child)) return {};
+    struct stat st {};
+    if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return {};  // gone meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      UniqueFd sub(::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      return sub.valid() ? directory(std::move(sub), child) : Result<void>();
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) return {};  // FIFOs, sockets, devices
+    if (++files_ > limits_.max_entries)
+      return fail(Error{
+          E2BIG, "workspace index: more than " + std::to_string(limits_.max_entries) + " files"});
+    file(dfd, name, std::move(child), st);
+    return {};
+  }
+
   bool is_skipped(const std::string& rel) const {
     for (const auto& s : limits_.skip)
       if (rel == s) return true;

@@ -1,6 +1,7 @@
 // tests/unit/base/sys_test.cc: base/sys.h, the generic syscall wrappers.
 #include "base/sys.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -394,6 +396,42 @@ TEST(Sys, ReadFileGivesEveryFailureAsAnErrorNamingThePath) {
   auto gone = sys::read_file(dir.path() + "/none");
   ASSERT_FALSE(gone);
   EXPECT_EQ(gone.error().code, ENOENT);
+}
+
+// More entries than one 32 KiB read holds (names of ~40 bytes): each once, with its type, and
+// never "." or "..".
+TEST(Sys, ForEachDirentGivesEveryEntryOnceWithItsType) {
+  TempDir dir;
+  const std::string pad(30, 'n');
+  for (int i = 0; i < 2000; ++i) std::ofstream(dir.path() + "/" + pad + std::to_string(i)) << "x";
+  ASSERT_EQ(::mkdir((dir.path() + "/sub").c_str(), 0700), 0);
+  UniqueFd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::vector<std::string> names;
+  unsigned char sub_type = 0;
+  auto r = sys::for_each_dirent(fd.get(), [&](const char* name, unsigned char type) {
+    names.emplace_back(name);
+    if (names.back() == "sub") sub_type = type;
+    return true;
+  });
+  ASSERT_TRUE(r) << r.error().message();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names.size(), 2001u);
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "an entry twice";
+  EXPECT_TRUE(sub_type == DT_DIR || sub_type == DT_UNKNOWN);
+  int seen = 0;
+  ASSERT_TRUE(sys::for_each_dirent(fd.get(), [&](const char*, unsigned char) { return true; }));
+  ::lseek(fd.get(), 0, SEEK_SET);
+  ASSERT_TRUE(sys::for_each_dirent(fd.get(), [&](const char*, unsigned char) { return ++seen < 3; }));
+  EXPECT_EQ(seen, 3) << "false stops the walk";
+}
+
+TEST(Sys, ForEachDirentOfAFileFailsWithEnotdir) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/f") << "x";
+  UniqueFd fd(::open((dir.path() + "/f").c_str(), O_RDONLY | O_CLOEXEC));
+  auto r = sys::for_each_dirent(fd.get(), [](const char*, unsigned char) { return true; });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ENOTDIR);
 }
 
 }  // namespace
