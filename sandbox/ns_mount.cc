@@ -4,6 +4,7 @@
 #include "sandbox/ns_mount.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -332,6 +333,15 @@ std::string read_only_paths_stamp(const std::vector<std::string>& read_only) {
     out += ':' + std::string(buf, static_cast<std::size_t>(std::max<ssize_t>(n, 0))) + '\n';
   }
   return out;
+}
+
+Result<UniqueFd> watch_mount_table() {
+  return sys::open_path("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+}
+
+bool mount_table_changed(int watch) {
+  pollfd p{watch, POLLPRI, 0};
+  return watch < 0 || ::poll(&p, 1, 0) != 0;
 }
 
 Result<void> stage_view_in_init(const MountPlan& plan) {

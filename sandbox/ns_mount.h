@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace moat::sandbox {
 
@@ -61,5 +62,10 @@ bool fits_staged_view(const std::vector<std::string>& read_only,
 // shows the host as it is at a hello only while this is what it was before the staging: a path
 // the host moved away, replaced, mounted over or created since is not what the view binds.
 std::string read_only_paths_stamp(const std::vector<std::string>& read_only);
+// The same for mounts under those paths: an fd of moatd's /proc/self/mountinfo, opened before
+// the staging, polls POLLPRI once any mount of moatd's namespace was made, moved or removed
+// since (proc(5)); mount_table_changed says so, and true when it cannot tell (fd -1).
+Result<UniqueFd> watch_mount_table();
+bool mount_table_changed(int watch);
 
 }  // namespace moat::sandbox

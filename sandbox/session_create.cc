@@ -208,7 +208,10 @@ Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& s
   const SandboxIds ids = choose_sandbox_ids(shape.unprivileged_uid, shape.unprivileged_gid);
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   pre->init_ahead = !ids.rootless;
-  if (pre->init_ahead) pre->read_only_stamp = read_only_paths_stamp(shape.read_only);
+  if (pre->init_ahead) {
+    pre->read_only_stamp = read_only_paths_stamp(shape.read_only);
+    if (auto watch = watch_mount_table(); watch) pre->mount_watch = std::move(*watch);
+  }
   const KeeperStart start{&pre->shape,     ctl.second.get(),         -1,
                           -1,              getpid(),                 precompiled_filter(false),
                           true,            precompiled_filter(true), pre->init_ahead};
@@ -255,8 +258,10 @@ bool fits_shape(const SessionConfig& config, const SessionConfig& shape) {
 Result<std::unique_ptr<Session>> finish_session(std::unique_ptr<PrebuiltSession> pre,
                                                 const SessionConfig& in) {
   if (!fits_shape(in, pre->shape)) return fail("pool: the session does not fit the pooled one");
-  if (pre->init_ahead && read_only_paths_stamp(in.read_only) != pre->read_only_stamp)
-    return fail("pool: a read-only path changed on the host since the view was built ahead");
+  if (pre->init_ahead && (read_only_paths_stamp(in.read_only) != pre->read_only_stamp ||
+                          mount_table_changed(pre->mount_watch.get())))
+    return fail("pool: a read-only path or a mount changed on the host since the view was built "
+                "ahead");
   SessionParts parts;
   parts.config = in;
   const SandboxIds ids = choose_sandbox_ids(in.unprivileged_uid, in.unprivileged_gid);

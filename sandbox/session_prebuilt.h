@@ -38,6 +38,7 @@ struct PrebuiltSession {
   // With init_ahead: the host's read-only paths before the init bound them (ns_mount.h
   // read_only_paths_stamp); a hello that finds them otherwise gets a session built fresh.
   std::string read_only_stamp;
+  UniqueFd mount_watch;  // ns_mount.h watch_mount_table, from before the init bound anything
 };
 
 // Forks the keeper and takes it as far as it can go without a workspace; with `owner` (the

@@ -3,6 +3,7 @@
 // nothing of one pooled session reaches the next, a pooled keeper that died is discarded, and
 // the pool's end leaves no process or cgroup behind.
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -437,6 +439,38 @@ TEST(SessionPool, AReadOnlyPathTheHostChangedAfterTheRefillIsShownAsAtTheHello) 
   auto r = testing::sh(**made, "cat " + host.file("tools/f") + " " + host.file("later/f"));
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->output, "new\nmade\n") << "a view of the host as it was at the refill";
+}
+
+// The same for a mount under a read-only path: one the host removed after the refill is not in
+// the hello's view (moatd notes any change of its mount table since it built the session).
+TEST(SessionPool, AMountTheHostRemovedUnderAReadOnlyPathAfterTheRefillIsNotShown) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: the pooled keeper builds its view at the hello";
+  TempDir ws0, ws, host;
+  ASSERT_EQ(::chmod(host.path().c_str(), 0755), 0);
+  host.write("tools/secrets/.keep", "");
+  ASSERT_EQ(::mount("tmpfs", host.file("tools/secrets").c_str(), "tmpfs", 0, "mode=0755"), 0)
+      << std::strerror(errno);
+  host.write("tools/secrets/key", "mounted\n");
+  SessionConfig c0 = config_for(ws0), c = config_for(ws);
+  c0.read_only = default_read_only_paths();
+  c0.read_only.push_back(host.file("tools"));
+  c.read_only = c0.read_only;
+  SessionPool pool(2);
+  auto first_made = pool.create(c0);
+  ASSERT_TRUE(first_made) << first_made.error().message();
+  ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions";
+  for (pid_t keeper : pooled_keepers({first_made->get()}))
+    for (pid_t init : moat::testing_support::children_of(keeper))
+      for (int i = 0; i < 500 && mountinfo_of(init).find(host.file("tools/secrets")) ==
+                                     std::string::npos;
+           ++i)
+        std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(::umount(host.file("tools/secrets").c_str()), 0) << std::strerror(errno);
+  auto made = pool.create(c);
+  ASSERT_TRUE(made) << made.error().message();
+  auto r = testing::sh(**made, "ls -A " + host.file("tools/secrets"));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->output, ".keep\n") << "a mount the host removed after the refill";
 }
 
 }  // namespace
