@@ -346,9 +346,16 @@ TEST(SessionPool, APooledSessionsInitIsBuiltAheadAndServesOneHelloOnly) {
   TempDir ws0, ws1, ws2;
   SessionPool pool(2);
   MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
-  std::set<pid_t> ahead;  // the pooled keepers' inits, forked before any hello for them
-  for (pid_t keeper : pooled_keepers({first.get()}))
-    for (pid_t init : moat::testing_support::children_of(keeper)) ahead.insert(init);
+  // The pooled keepers' inits, forked before any hello for them. A keeper reports ready once
+  // its namespaces are made and forks its init right after: give the fork its moment.
+  std::set<pid_t> ahead;
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       ahead.size() < 2 && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(2ms)) {
+    ahead.clear();
+    for (pid_t keeper : pooled_keepers({first.get()}))
+      for (pid_t init : moat::testing_support::children_of(keeper)) ahead.insert(init);
+  }
   ASSERT_EQ(ahead.size(), 2u) << "each pooled keeper has its init before its hello";
   auto one = pool.create(config_for(ws1));
   ASSERT_TRUE(one) << one.error().message();
