@@ -2,7 +2,11 @@
 // hello (sandbox/session_pool.h): a hello is served by a pre-built session, the pool refills,
 // nothing of one pooled session reaches the next, a pooled keeper that died is discarded, and
 // the pool's end leaves no process or cgroup behind.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -478,6 +482,55 @@ TEST(SessionPool, AMountTheHostRemovedUnderAReadOnlyPathAfterTheRefillIsNotShown
   auto r = testing::sh(**made, "ls -A " + host.file("tools/secrets"));
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->output, ".keep\n") << "a mount the host removed after the refill";
+}
+
+// Before its hello an init built ahead has no filter and no landlock: a host process of the
+// sandbox's own uid (the unprivileged uid every session runs as) may not reach into it: no
+// ptrace, no /proc view of its root, memory or environment (it is not dumpable).
+TEST(SessionPool, AnInitBuiltAheadIsOutOfReachOfAHostProcessOfTheSandboxsUid) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: the pooled keeper forks its init at the hello";
+  TempDir ws0;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  std::vector<pid_t> inits;  // forked by the keepers a little after the pool is ready
+  for (int i = 0; i < 500 && inits.size() < 2; ++i) {
+    std::this_thread::sleep_for(10ms);
+    inits.clear();
+    for (pid_t keeper : pooled_keepers({first.get()}))
+      for (pid_t init : moat::testing_support::children_of(keeper)) inits.push_back(init);
+  }
+  ASSERT_EQ(inits.size(), 2u);
+  auto as_sandbox_uid = [] {
+    return setresgid(kUnprivilegedGid, kUnprivilegedGid, kUnprivilegedGid) == 0 &&
+           setresuid(kUnprivilegedUid, kUnprivilegedUid, kUnprivilegedUid) == 0;
+  };
+  // What a process of the sandbox's uid reaches of `pid`: 1 a /proc file, 2 ptrace, 10 no uid.
+  auto reach = [&](pid_t pid) {
+    const pid_t child = fork();
+    if (child == 0) {
+      if (!as_sandbox_uid()) _exit(10);
+      const std::string proc = "/proc/" + std::to_string(pid);
+      int reached = 0;
+      for (const char* f : {"/root/", "/mem", "/environ", "/ns/user", "/ns/mnt", "/cwd/"})
+        if (::open((proc + f).c_str(), O_RDONLY) >= 0) reached |= 1;
+      if (::ptrace(PTRACE_ATTACH, pid, nullptr, nullptr) == 0) reached |= 2;
+      _exit(reached);
+    }
+    int status = 0;
+    return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  // The probe reaches a plain (dumpable) process of that uid.
+  const pid_t plain = fork();
+  if (plain == 0) {
+    if (as_sandbox_uid() && ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0) ::pause();
+    _exit(1);
+  }
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(reach(plain), 3) << "the probe reaches nothing: it shows nothing";
+  ::kill(plain, SIGKILL);
+  ::waitpid(plain, nullptr, 0);
+  for (pid_t init : inits)
+    EXPECT_EQ(reach(init), 0) << "1: a /proc file of the init opened; 2: ptrace attached";
 }
 
 }  // namespace
