@@ -533,5 +533,29 @@ TEST(SessionPool, AnInitBuiltAheadIsOutOfReachOfAHostProcessOfTheSandboxsUid) {
     EXPECT_EQ(reach(init), 0) << "1: a /proc file of the init opened; 2: ptrace attached";
 }
 
+// Two hellos served by inits built ahead: what the first leaves in every writable place of the
+// staged view (/tmp, /dev/shm, /run) is not in the second's, whatever the first could write.
+TEST(SessionPool, WhatAnInitBuiltAheadsSessionLeftInItsStagedViewIsNotInTheNext) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootless: the pooled keeper builds its view at the hello";
+  TempDir ws0, ws1, ws2;
+  SessionPool pool(2);
+  MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
+  auto one = pool.create(config_for(ws1));
+  ASSERT_TRUE(one) << one.error().message();
+  ASSERT_TRUE((*one)->describe().pooled);
+  auto wrote = testing::sh(**one,
+                           "for d in /tmp /dev/shm /run /run/moat; do (echo x > $d/left-$$) "
+                           "2>/dev/null && echo $d; done");
+  ASSERT_TRUE(wrote) << wrote.error().message();
+  EXPECT_NE(wrote->output.find("/tmp\n"), std::string::npos) << wrote->output;
+  EXPECT_NE(wrote->output.find("/dev/shm\n"), std::string::npos) << wrote->output;
+  auto two = pool.create(config_for(ws2));
+  ASSERT_TRUE(two) << two.error().message();
+  ASSERT_TRUE((*two)->describe().pooled);
+  auto seen = testing::sh(**two, "ls -A /tmp /dev/shm /run /run/moat");
+  ASSERT_TRUE(seen) << seen.error().message();
+  EXPECT_EQ(seen->output.find("left-"), std::string::npos) << seen->output;
+}
+
 }  // namespace
 }  // namespace moat::sandbox
