@@ -81,8 +81,9 @@ std::optional<std::string> run_git(const std::string& git, const std::string& ho
   out->second.reset();
   pollfd p{out->first.get(), POLLIN, 0};
   const bool answered = ::poll(&p, 1, kWaitMs) > 0;
-  if (!answered) ::kill(pid, SIGKILL);
   auto text = answered ? sys::read_to_end(out->first.get(), 8192) : Result<std::string>("");
+  // Past 8 KiB git may be blocked writing the rest into the full pipe: it ends, not waited for.
+  if (!answered || !text) ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

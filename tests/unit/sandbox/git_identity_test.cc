@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -179,6 +181,30 @@ TEST_F(GitIdentityReaderTest, ConcurrentReadsAgree) {
   for (auto& r : reads) EXPECT_EQ(r.get(), (GitIdentity{"Ada", "Ada@example.org"}));
   EXPECT_EQ(reader.read(home_), (GitIdentity{"Ada", "Ada@example.org"}));
   EXPECT_LE(runs(), 8);
+}
+
+// An answer longer than moatd takes (git blocked writing the rest into a full pipe) is left out
+// at once, its git ended: not a read whose thread waits for that git forever (A2, attack on
+// 5db90c0: such a thread held one of the kMaxGitReadsAhead slots, and a hello's own read hung).
+TEST_F(GitIdentityReaderTest, AnAnswerLongerThanItTakesIsLeftOutAndGitEnded) {
+  write(".gitconfig", user(std::string(200000, 'a')));
+  const pid_t child = ::fork();
+  if (child == 0) {
+    GitIdentityReader reader(git_, kSettle);
+    _exit(reader.read(home_).name.empty() ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1000 && done == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    done = ::waitpid(child, &status, WNOHANG);
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);  // its git then gets EPIPE and ends
+    ::waitpid(child, &status, 0);
+  }
+  ASSERT_EQ(done, child) << "the read still waited for git after 10 s";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a name longer than it takes";
 }
 
 }  // namespace
