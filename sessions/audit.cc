@@ -48,6 +48,22 @@ Result<void> sync_dir(const std::string& dir) {
   return {};
 }
 
+// A new log's directory <dir>/<date> and <dir>, which holds the day's directory made by its
+// first session: both names must survive a crash. The two syncs run at once when a thread can
+// be had (moatd's audit directory is otherwise clean, so its sync is short).
+Result<void> sync_day_dir_and_parent(const std::string& day_dir) {
+  std::future<Result<void>> parent;
+  try {
+    parent = std::async(std::launch::async, sync_dir, dirname_of(day_dir));
+  } catch (const std::system_error&) {
+    parent = std::async(std::launch::deferred, sync_dir, dirname_of(day_dir));
+  }
+  Result<void> own = sync_dir(day_dir);
+  Result<void> holder = parent.get();
+  if (!own) return own;
+  return holder;
+}
+
 // An existing <dir>/<date>/<session>.jsonl, so a resumed session continues its chain.
 std::string find_existing(const std::string& dir, const std::string& session) {
   DIR* d = ::opendir(dir.c_str());
@@ -96,14 +112,15 @@ class JsonlAuditLog final : public AuditLog {
     if (synced_seq_ < seq_) (void)g_sync.load()(fd_.get());
     if (dir_synced_.valid()) (void)dir_synced_.get();
   }
-  // A new file's name goes to the disk from its creation on, on a thread of its own, while
-  // the session is built: the first synced record (sync_now) waits for it, so its fsync is
-  // off a decision's path. Without a thread to spare it is done with that record, as before.
+  // A new file's name (and its day directory's) goes to the disk from its creation on, on a
+  // thread of its own, while the session is built: the first synced record (sync_now) waits
+  // for it, so its fsync is off a decision's path. Without a thread to spare it is done with
+  // that record, as before.
   void sync_dir_from_now(const std::string& dir) {
     try {
-      dir_synced_ = std::async(std::launch::async, sync_dir, dir);
+      dir_synced_ = std::async(std::launch::async, sync_day_dir_and_parent, dir);
     } catch (const std::system_error&) {
-      dir_synced_ = std::async(std::launch::deferred, sync_dir, dir);
+      dir_synced_ = std::async(std::launch::deferred, sync_day_dir_and_parent, dir);
     }
   }
   using AuditLog::append;

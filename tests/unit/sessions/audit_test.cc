@@ -2,11 +2,13 @@
 #include "sessions/audit.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -336,6 +338,51 @@ TEST_F(AuditNewLogDirTest, ItsSyncBeginsAtTheOpeningAndTheFirstDurableRecordWait
   ASSERT_TRUE((*at_once)->append("decision", {{"n", 1}}).has_value());
   EXPECT_TRUE(dir_sync_.done) << "the first durable record returned before its directory";
   EXPECT_GE(Clock::now() - t0, kSlowDirSync / 2);
+}
+
+// The directories a new log's syncs reached, by their paths (the tests' hook sees their fds).
+std::mutex g_synced_dirs_mu;
+std::vector<std::string> g_synced_dirs;
+
+int recording_dir_sync(int fd) {
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (!S_ISDIR(st.st_mode)) return ::fdatasync(fd);
+  char target[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target);
+  std::lock_guard<std::mutex> lock(g_synced_dirs_mu);
+  if (n > 0) g_synced_dirs.emplace_back(target, static_cast<std::size_t>(n));
+  return ::fsync(fd);
+}
+
+// A log's day directory is made by the first session of a UTC day: its name in the audit
+// directory must reach the disk too, or a crash can lose the directory with every log in it
+// that was reported durable (found by the attack on bcc7e6d). The first durable record
+// returns only once the log's directory and the one holding it are synced.
+TEST(AuditNewLogDir, ItsFirstDurableRecordWaitsForTheDayDirectoryAndTheOneHoldingIt) {
+  TempDir dir;
+  g_synced_dirs.clear();
+  const AuditSyncForTests previous = set_audit_sync_for_tests(recording_dir_sync);
+  auto log = AuditLog::open(dir.path() + "/audit", kSession, kPolicy);
+  ASSERT_TRUE(log.has_value()) << log.error().message();
+  ASSERT_TRUE((*log)->append("decision", {{"n", 1}}).has_value());
+  std::vector<std::string> synced;
+  {
+    std::lock_guard<std::mutex> lock(g_synced_dirs_mu);
+    synced = g_synced_dirs;
+  }
+  log->reset();
+  set_audit_sync_for_tests(previous);
+  const std::string audit = std::filesystem::canonical(dir.path() + "/audit").string();
+  std::string day_dir;
+  for (const auto& e : std::filesystem::directory_iterator(audit))
+    if (e.is_directory()) day_dir = e.path().string();
+  ASSERT_FALSE(day_dir.empty());
+  EXPECT_NE(std::find(synced.begin(), synced.end(), day_dir), synced.end())
+      << "the log's own directory was not synced";
+  EXPECT_NE(std::find(synced.begin(), synced.end(), audit), synced.end())
+      << "the directory holding the new day directory was not synced";
 }
 
 // A directory sync that fails refuses the first durable record, naming the directory, and every
