@@ -73,6 +73,20 @@ std::set<pid_t> pooled_keepers(const std::vector<const Session*>& live) {
   return kids;
 }
 
+// The pooled keepers' inits (moatd as root: a keeper reports ready once its namespaces are
+// made and forks its init right after), waiting up to 5 s for `n` of them.
+std::set<pid_t> pooled_inits(const std::vector<const Session*>& live, std::size_t n) {
+  std::set<pid_t> inits;
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       inits.size() < n && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(2ms)) {
+    inits.clear();
+    for (pid_t keeper : pooled_keepers(live))
+      for (pid_t init : moat::testing_support::children_of(keeper)) inits.insert(init);
+  }
+  return inits;
+}
+
 // The cgroup directories a process is in (v2's one line, or v1's pids and memory).
 std::vector<std::string> cgroup_dirs_of(pid_t pid) {
   std::vector<std::string> out;
@@ -350,16 +364,8 @@ TEST(SessionPool, APooledSessionsInitIsBuiltAheadAndServesOneHelloOnly) {
   TempDir ws0, ws1, ws2;
   SessionPool pool(2);
   MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
-  // The pooled keepers' inits, forked before any hello for them. A keeper reports ready once
-  // its namespaces are made and forks its init right after: give the fork its moment.
-  std::set<pid_t> ahead;
-  for (auto until = std::chrono::steady_clock::now() + 5s;
-       ahead.size() < 2 && std::chrono::steady_clock::now() < until;
-       std::this_thread::sleep_for(2ms)) {
-    ahead.clear();
-    for (pid_t keeper : pooled_keepers({first.get()}))
-      for (pid_t init : moat::testing_support::children_of(keeper)) ahead.insert(init);
-  }
+  // The pooled keepers' inits, forked before any hello for them.
+  const std::set<pid_t> ahead = pooled_inits({first.get()}, 2);
   ASSERT_EQ(ahead.size(), 2u) << "each pooled keeper has its init before its hello";
   auto one = pool.create(config_for(ws1));
   ASSERT_TRUE(one) << one.error().message();
@@ -419,6 +425,14 @@ std::string mountinfo_of(pid_t pid) {
   return ss.str();
 }
 
+// Waits (up to 5 s each) until both pooled inits' staged views hold `path`: their mountinfo
+// names it.
+void wait_until_staged(const Session* first, const std::string& path) {
+  for (pid_t init : pooled_inits({first}, 2))
+    for (int i = 0; i < 500 && mountinfo_of(init).find(path) == std::string::npos; ++i)
+      std::this_thread::sleep_for(10ms);
+}
+
 // An init built ahead bound its read-only host paths at the pool's refill; the hello may come
 // much later. A path the host moved away (and replaced) or created since is shown as it is at
 // the hello, as a session built fresh would: never the directory that no longer lies at the
@@ -437,11 +451,7 @@ TEST(SessionPool, AReadOnlyPathTheHostChangedAfterTheRefillIsShownAsAtTheHello) 
   auto first_made = pool.create(c0);
   ASSERT_TRUE(first_made) << first_made.error().message();
   ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions";
-  // Each pooled init has bound the path in its staged view (its mountinfo names it).
-  for (pid_t keeper : pooled_keepers({first_made->get()}))
-    for (pid_t init : moat::testing_support::children_of(keeper))
-      for (int i = 0; i < 500 && mountinfo_of(init).find(host.file("tools")) == std::string::npos; ++i)
-        std::this_thread::sleep_for(10ms);
+  wait_until_staged(first_made->get(), host.file("tools"));
   std::filesystem::rename(host.file("tools"), host.file("tools.moved"));
   host.write("tools/f", "new\n");
   host.write("later/f", "made\n");
@@ -470,12 +480,7 @@ TEST(SessionPool, AMountTheHostRemovedUnderAReadOnlyPathAfterTheRefillIsNotShown
   auto first_made = pool.create(c0);
   ASSERT_TRUE(first_made) << first_made.error().message();
   ASSERT_TRUE(pool.wait_ready(2, 10s)) << "the pool did not build its sessions";
-  for (pid_t keeper : pooled_keepers({first_made->get()}))
-    for (pid_t init : moat::testing_support::children_of(keeper))
-      for (int i = 0; i < 500 && mountinfo_of(init).find(host.file("tools/secrets")) ==
-                                     std::string::npos;
-           ++i)
-        std::this_thread::sleep_for(10ms);
+  wait_until_staged(first_made->get(), host.file("tools/secrets"));
   ASSERT_EQ(::umount(host.file("tools/secrets").c_str()), 0) << std::strerror(errno);
   auto made = pool.create(c);
   ASSERT_TRUE(made) << made.error().message();
@@ -492,13 +497,7 @@ TEST(SessionPool, AnInitBuiltAheadIsOutOfReachOfAHostProcessOfTheSandboxsUid) {
   TempDir ws0;
   SessionPool pool(2);
   MOAT_PRIMED_POOL_OR_SKIP(pool, ws0, first);
-  std::vector<pid_t> inits;  // forked by the keepers a little after the pool is ready
-  for (int i = 0; i < 500 && inits.size() < 2; ++i) {
-    std::this_thread::sleep_for(10ms);
-    inits.clear();
-    for (pid_t keeper : pooled_keepers({first.get()}))
-      for (pid_t init : moat::testing_support::children_of(keeper)) inits.push_back(init);
-  }
+  const std::set<pid_t> inits = pooled_inits({first.get()}, 2);
   ASSERT_EQ(inits.size(), 2u);
   auto as_sandbox_uid = [] {
     return setresgid(kUnprivilegedGid, kUnprivilegedGid, kUnprivilegedGid) == 0 &&
