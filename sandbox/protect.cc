@@ -292,10 +292,17 @@ bool matches_any(const GlobPlan& plan, std::string_view name, const std::string&
   return false;
 }
 
-bool is_directory(const dirent* e, const std::string& path) {
+bool wants_deeper(const GlobPlan& plan, std::size_t depth) {
+  // Below a directory at `depth` paths have depth + 2 components or more.
+  return plan.any_depth || depth + 2 <= plan.max_components;
+}
+
+// The entry's type from d_type: one fstatat relative to the directory only when the file
+// system does not fill it in.
+bool is_directory(int dir_fd, const dirent* e) {
   if (e->d_type != DT_UNKNOWN) return e->d_type == DT_DIR;
   struct stat st;
-  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return ::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
 Error too_many_entries(std::size_t max_entries) {
@@ -305,69 +312,134 @@ Error too_many_entries(std::size_t max_entries) {
                           "found; the call is refused rather than run with some of them unmasked"};
 }
 
-// One directory of the walk: what matches is a target, other directories are pushed.
+// One pattern list of a walk (hidden, protected, protected if present): its plan, what the walk
+// found for it, and how many entries it visited, each list bounded by max_entries on its own
+// as when each had its own walk.
+struct WalkPass {
+  GlobPlan plan;
+  LinkScan* links = nullptr;  // the hard-link check rides on this list's part of the walk
+  std::size_t seen = 0;
+  GlobMatches out;
+};
+
+// One walk for several pattern lists (Init::start_call's three ran three walks of the whole
+// workspace before every call). Each directory carries the lists still looking below it: a
+// list stops below its own match and past its depth, exactly where its own walk stopped. What
+// the hidden list matches (`hidden`'s globs and `hidden_names`) is covered by an empty mount
+// before the other lists are applied, so their walks saw an empty file or directory there:
+// the merged walk does not look inside it or match it for them either.
+struct Walk {
+  const std::string& workspace;
+  std::vector<WalkPass>& passes;
+  const WalkPass* hidden = nullptr;
+  std::vector<std::string_view> hidden_names;  // hidden paths that are no glob
+  std::size_t max_entries;
+};
+
 struct WalkDir {
   std::string rel;  // "" for the workspace itself
   std::size_t depth;
+  unsigned active;  // bit i: passes[i] walks this directory
 };
 
-Result<void> walk_one_dir(const std::string& workspace, const GlobPlan& plan, const WalkDir& dir,
-                          DIR* d, std::size_t max_entries, std::size_t& seen, LinkScan* links,
-                          GlobMatches& out, std::vector<WalkDir>& stack) {
+bool is_hidden_name(const Walk& w, std::string_view rel) {
+  return std::find(w.hidden_names.begin(), w.hidden_names.end(), rel) != w.hidden_names.end();
+}
+
+// The pass whose hard-link check covers this directory, if one does.
+LinkScan* links_of(const Walk& w, unsigned active) {
+  for (std::size_t i = 0; i < w.passes.size(); ++i)
+    if ((active & (1u << i)) != 0 && w.passes[i].links != nullptr) return w.passes[i].links;
+  return nullptr;
+}
+
+// Matches one entry against each pass walking its directory; the passes to go on below it.
+unsigned match_entry(Walk& w, const dirent* e, const std::string& rel, bool is_dir,
+                     unsigned active, std::size_t depth, bool* linked_scan) {
+  const std::string_view name = e->d_name;
+  unsigned below = 0;
+  for (std::size_t i = 0; i < w.passes.size(); ++i) {
+    if ((active & (1u << i)) == 0) continue;
+    WalkPass& p = w.passes[i];
+    if (matches_any(p.plan, name, rel, is_dir)) {
+      p.out.targets.push_back(w.workspace + "/" + rel);
+      if (&p == w.hidden) return 0;  // covered: the other passes see an empty mount
+      continue;                      // the whole entry is covered for this pass
+    }
+    if (p.links != nullptr) *linked_scan = true;
+    if (is_dir && wants_deeper(p.plan, depth)) below |= 1u << i;
+  }
+  return below;
+}
+
+Result<void> walk_one_dir(Walk& w, const WalkDir& dir, DIR* d, std::vector<WalkDir>& stack) {
+  const int fd = dirfd(d);
+  LinkScan* links = links_of(w, dir.active);
   bool fresh = false;
-  LinkCache::Dir* cached =
-      links != nullptr ? cached_dir(links, dirfd(d), dir.rel, &fresh) : nullptr;
+  LinkCache::Dir* cached = links != nullptr ? cached_dir(links, fd, dir.rel, &fresh) : nullptr;
   if (fresh)
     for (const auto& name : cached->multi)
-      scan_file(dirfd(d), name.c_str(), dir.rel.empty() ? name : dir.rel + "/" + name, links);
+      scan_file(fd, name.c_str(), dir.rel.empty() ? name : dir.rel + "/" + name, links);
+  std::string rel = dir.rel.empty() ? std::string() : dir.rel + "/";  // reused per entry
+  const std::size_t base = rel.size();
+  std::size_t entries = 0;
   errno = 0;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (++seen > max_entries) return fail(too_many_entries(max_entries));
-    const std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
-    const bool is_dir = is_directory(e, workspace + "/" + rel);
-    if (links != nullptr) ++links->entries[dir.rel];
-    if (matches_any(plan, name, rel, is_dir)) {
-      out.targets.push_back(workspace + "/" + rel);
-      continue;  // the whole entry is covered
-    }
-    if (links != nullptr && !fresh && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) &&
-        scan_file(dirfd(d), e->d_name, rel, links) && cached != nullptr)
+    for (std::size_t i = 0; i < w.passes.size(); ++i)
+      if ((dir.active & (1u << i)) != 0 && ++w.passes[i].seen > w.max_entries)
+        return fail(too_many_entries(w.max_entries));
+    ++entries;
+    rel.resize(base);
+    rel.append(name);
+    if (!w.hidden_names.empty() && is_hidden_name(w, rel)) continue;  // an empty mount for all
+    const bool is_dir = is_directory(fd, e);
+    bool scan = false;
+    const unsigned below = match_entry(w, e, rel, is_dir, dir.active, dir.depth, &scan);
+    if (scan && !fresh && (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) &&
+        scan_file(fd, e->d_name, rel, links) && cached != nullptr)
       cached->multi.emplace_back(name);
-    // Below this directory paths have depth + 2 components or more.
-    if (is_dir && (plan.any_depth || dir.depth + 2 <= plan.max_components))
-      stack.push_back({rel, dir.depth + 1});
+    if (below != 0) stack.push_back({rel, dir.depth + 1, below});
     errno = 0;
   }
-  if (errno != 0) out.unreadable.push_back(dir.rel.empty() ? workspace : workspace + "/" + dir.rel);
+  if (errno != 0)
+    for (std::size_t i = 0; i < w.passes.size(); ++i)
+      if ((dir.active & (1u << i)) != 0)
+        w.passes[i].out.unreadable.push_back(dir.rel.empty() ? w.workspace
+                                                             : w.workspace + "/" + dir.rel);
+  if (links != nullptr) links->entries[dir.rel] = entries;
   return {};
 }
 
-Result<GlobMatches> glob_matches(const std::string& workspace,
-                                 const std::vector<std::string>& patterns, std::size_t max_entries,
-                                 LinkScan* links = nullptr) {
-  GlobMatches out;
-  GlobPlan plan = plan_globs(patterns);
-  if (links != nullptr) plan.any_depth = true;  // every file's link count is needed
-  if (plan.globs.empty() && links == nullptr) return out;
-  std::vector<WalkDir> stack = {{"", 0}};
-  std::size_t seen = 0;
+Result<void> walk(Walk& w) {
+  unsigned active = 0;
+  for (std::size_t i = 0; i < w.passes.size(); ++i)
+    if (!w.passes[i].plan.globs.empty() || w.passes[i].links != nullptr) active |= 1u << i;
+  if (active == 0) return {};
+  std::vector<WalkDir> stack = {{"", 0, active}};
   while (!stack.empty()) {
     const WalkDir dir = std::move(stack.back());
     stack.pop_back();
-    const std::string abs = dir.rel.empty() ? workspace : workspace + "/" + dir.rel;
+    const std::string abs = dir.rel.empty() ? w.workspace : w.workspace + "/" + dir.rel;
     std::unique_ptr<DIR, int (*)(DIR*)> d(
         ::opendir(abs.c_str()), ::closedir);  // O_NOFOLLOW is implied: we never push links
     if (!d) {
       if (errno == ENOENT || errno == ENOTDIR) continue;  // gone or replaced meanwhile
       if (dir.rel.empty()) return fail(Error::from_errno("protected paths: opendir", errno, abs));
-      out.unreadable.push_back(abs);
+      for (std::size_t i = 0; i < w.passes.size(); ++i)
+        if ((dir.active & (1u << i)) != 0) w.passes[i].out.unreadable.push_back(abs);
       continue;
     }
-    MOAT_TRY(walk_one_dir(workspace, plan, dir, d.get(), max_entries, seen, links, out, stack));
+    MOAT_TRY(walk_one_dir(w, dir, d.get(), stack));
   }
-  return out;
+  return {};
+}
+
+WalkPass pass_of(const std::vector<std::string>& patterns, LinkScan* links) {
+  WalkPass p{plan_globs(patterns), links, 0, {}};
+  if (links != nullptr) p.plan.any_depth = true;  // every file's link count is needed
+  return p;
 }
 
 Result<void> hide_one(const std::string& workspace, const std::string& target) {
@@ -376,6 +448,43 @@ Result<void> hide_one(const std::string& workspace, const std::string& target) {
   MOAT_TRY(pin_ancestors(workspace, target));
   if (is_mount_point(target)) return {};  // hidden by an earlier call
   return bind_read_only(S_ISDIR(st.st_mode) ? kEmptyDir : kEmptyFile, target);
+}
+
+Result<void> apply_hidden(const std::string& workspace, const std::vector<std::string>& patterns,
+                          const GlobMatches& globbed) {
+  for (const auto& t : globbed.targets) MOAT_TRY(hide_one(workspace, t));
+  for (const auto& t : globbed.unreadable) MOAT_TRY(hide_one(workspace, t));
+  for (const std::string& p : patterns)
+    if (!glob::has_glob_chars(p) && p.find("..") == std::string::npos)
+      MOAT_TRY(hide_one(workspace, workspace + "/" + p));
+  return {};
+}
+
+// No pin_ancestors: what matters is the inode, and a read-only mount point cannot be
+// renamed, removed or linked (EXDEV) from the sandbox; a renamed parent carries it along.
+Result<void> apply_linked_out(const std::string& workspace, const LinkScan& scan) {
+  for (const auto& t : linked_out(scan))
+    if (!is_mount_point(workspace + "/" + t))
+      MOAT_TRY(bind_read_only(workspace + "/" + t, workspace + "/" + t));
+  return {};
+}
+
+Result<void> apply_protected(const std::string& workspace,
+                             const std::vector<std::string>& patterns, const GlobMatches& globbed,
+                             std::vector<Placeholder>* created, bool mask_missing) {
+  for (const auto& t : globbed.targets) MOAT_TRY(mask_one(workspace, t, created));
+  // Read-only, so the code cannot chmod it back open and write what the walk could not see.
+  for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));
+  for (const std::string& p : patterns) {
+    if (glob::has_glob_chars(p)) continue;
+    MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
+    // A mask of a missing path would be a directory the host does not have (`test -e .env`
+    // true inside, `git init` refused by an empty read-only .git).
+    struct stat st;
+    if (!mask_missing && ::lstat(t.c_str(), &st) != 0 && errno == ENOENT) continue;
+    MOAT_TRY(mask_one(workspace, t, created));
+  }
+  return {};
 }
 
 }  // namespace
@@ -396,13 +505,7 @@ const HostExecutedPath* host_executed_match(std::string_view relative) {
 
 Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
                         std::size_t max_entries) {
-  MOAT_ASSIGN_OR_RETURN(GlobMatches globbed, glob_matches(workspace, patterns, max_entries));
-  for (const auto& t : globbed.targets) MOAT_TRY(hide_one(workspace, t));
-  for (const auto& t : globbed.unreadable) MOAT_TRY(hide_one(workspace, t));
-  for (const std::string& p : patterns)
-    if (!glob::has_glob_chars(p) && p.find("..") == std::string::npos)
-      MOAT_TRY(hide_one(workspace, workspace + "/" + p));
-  return {};
+  return protect_workspace(workspace, {&patterns, nullptr, nullptr, max_entries, nullptr}, nullptr);
 }
 
 Result<std::string> mask_target(const std::string& workspace, const std::string& relative) {
@@ -446,29 +549,33 @@ Result<void> mask_protected_paths(const std::string& workspace,
                                   const std::vector<std::string>& patterns,
                                   std::vector<Placeholder>* created, std::size_t max_entries,
                                   LinkCache* linked_files, bool mask_missing) {
+  const WorkspaceMasks masks{nullptr, mask_missing ? &patterns : nullptr,
+                             mask_missing ? nullptr : &patterns, max_entries, linked_files};
+  return protect_workspace(workspace, masks, created);
+}
+
+Result<void> protect_workspace(const std::string& workspace, const WorkspaceMasks& masks,
+                               std::vector<Placeholder>* created) {
+  static const std::vector<std::string> kNone;
+  const auto& hidden = masks.hidden != nullptr ? *masks.hidden : kNone;
+  const auto& protect = masks.protected_paths != nullptr ? *masks.protected_paths : kNone;
+  const auto& if_present = masks.protected_if_present != nullptr ? *masks.protected_if_present
+                                                                 : kNone;
   LinkScan scan;
-  scan.cache = linked_files;
-  MOAT_ASSIGN_OR_RETURN(
-      GlobMatches globbed,
-      glob_matches(workspace, patterns, max_entries, linked_files != nullptr ? &scan : nullptr));
-  // No pin_ancestors: what matters is the inode, and a read-only mount point cannot be
-  // renamed, removed or linked (EXDEV) from the sandbox; a renamed parent carries it along.
-  for (const auto& t : linked_out(scan))
-    if (!is_mount_point(workspace + "/" + t))
-      MOAT_TRY(bind_read_only(workspace + "/" + t, workspace + "/" + t));
-  for (const auto& t : globbed.targets) MOAT_TRY(mask_one(workspace, t, created));
-  // Read-only, so the code cannot chmod it back open and write what the walk could not see.
-  for (const auto& t : globbed.unreadable) MOAT_TRY(mask_one(workspace, t, created));
-  for (const std::string& p : patterns) {
-    if (glob::has_glob_chars(p)) continue;
-    MOAT_ASSIGN_OR_RETURN(std::string t, mask_target(workspace, p));
-    // A mask of a missing path would be a directory the host does not have (`test -e .env`
-    // true inside, `git init` refused by an empty read-only .git).
-    struct stat st;
-    if (!mask_missing && ::lstat(t.c_str(), &st) != 0 && errno == ENOENT) continue;
-    MOAT_TRY(mask_one(workspace, t, created));
-  }
-  return {};
+  scan.cache = masks.linked_files;
+  // The order of the lists is the order they are applied in: hidden first (see Walk).
+  std::vector<WalkPass> passes;
+  passes.push_back(pass_of(hidden, nullptr));
+  passes.push_back(pass_of(protect, masks.linked_files != nullptr ? &scan : nullptr));
+  passes.push_back(pass_of(if_present, nullptr));
+  Walk w{workspace, passes, &passes[0], {}, masks.max_entries};
+  for (const std::string& p : hidden)
+    if (!glob::has_glob_chars(p) && p.find("..") == std::string::npos) w.hidden_names.push_back(p);
+  MOAT_TRY(walk(w));
+  MOAT_TRY(apply_hidden(workspace, hidden, passes[0].out));
+  MOAT_TRY(apply_linked_out(workspace, scan));
+  MOAT_TRY(apply_protected(workspace, protect, passes[1].out, created, true));
+  return apply_protected(workspace, if_present, passes[2].out, created, false);
 }
 
 Result<void> remove_placeholders(const std::string& workspace,

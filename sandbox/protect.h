@@ -113,4 +113,20 @@ Result<void> remove_placeholders(const std::string& workspace,
 Result<void> hide_paths(const std::string& workspace, const std::vector<std::string>& patterns,
                         std::size_t max_entries = kMaxProtectWalkEntries);
 
+// What Init::start_call masks in the workspace before every call: hide_paths' `hidden`, then
+// mask_protected_paths' `protected_paths` (with linked_files) and `protected_if_present`
+// (mask_missing false). Any may be null (none). One walk of the workspace finds the glob matches
+// of all three, each list bounded by max_entries as its own walk was; they are applied in that
+// order with the same results as the three calls (a hidden match is an empty mount to the other
+// two, so they neither match nor enter it).
+struct WorkspaceMasks {
+  const std::vector<std::string>* hidden = nullptr;
+  const std::vector<std::string>* protected_paths = nullptr;
+  const std::vector<std::string>* protected_if_present = nullptr;
+  std::size_t max_entries = kMaxProtectWalkEntries;
+  LinkCache* linked_files = nullptr;
+};
+Result<void> protect_workspace(const std::string& workspace, const WorkspaceMasks& masks,
+                               std::vector<Placeholder>* created);
+
 }  // namespace moat::sandbox

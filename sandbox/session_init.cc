@@ -347,15 +347,13 @@ Result<void> Init::start_call(UniqueFd channel, UniqueFd status, UniqueFd io,
   }
   const PreparedCall call = prepare(config_, std::move(*request));
   std::vector<Placeholder> created;
-  auto masked =
-      hide_paths(config_.workspace, config_.hidden_paths, config_.max_protect_walk_entries);
-  if (masked)
-    masked = mask_protected_paths(config_.workspace, config_.protected_paths, &created,
-                                  config_.max_protect_walk_entries,
-                                  config_.mask_linked_files ? &link_cache_ : nullptr);
-  if (masked)
-    masked = mask_protected_paths(config_.workspace, config_.protected_if_present, &created,
-                                  config_.max_protect_walk_entries, nullptr, false);
+  // One walk of the workspace for the three lists (each walk was a getdents of every
+  // directory on the command's path).
+  auto masked = protect_workspace(
+      config_.workspace,
+      {&config_.hidden_paths, &config_.protected_paths, &config_.protected_if_present,
+       config_.max_protect_walk_entries, config_.mask_linked_files ? &link_cache_ : nullptr},
+      &created);
   if (masked) masked = mask_binds(&created);
   report_placeholders(created);
   if (!masked) {

@@ -246,6 +246,64 @@ TEST(HiddenPaths, ADirectoryMadeUnreadableBetweenCallsStaysHidden) {
   ::chmod((ws.path() + "/sub").c_str(), 0755);  // so the TempDir can be removed
 }
 
+// The hidden, protected and protected-if-present lists are matched by one walk before every
+// call (Init::start_call). What call 1 creates for each list, at a depth only that list's walk
+// reaches, and inside a directory another list matches whole, is handled before call 2 runs;
+// so is a file the host hard-links in from outside meanwhile.
+TEST(ProtectWalk, WhatACallCreatesForEachListIsHandledBeforeTheNextCall) {
+  TempDir ws, store;
+  store.write("blob", "store\n");
+  ws.write("src/main.c", "int main;\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.hidden_paths = {"*.secret", "**/deep/*.key", "token"};  // a shallow, a deep and a plain one
+  c.protected_paths = {"**/*.lock", "**/conf.d"};
+  c.protected_if_present = {"**/*.frozen", "plain.moat"};
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto first = testing::sh(s,
+                           "mkdir -p a/b/deep a/conf.d/deep b/token.d && echo canary-1 > top.secret"
+                           " && echo canary-2 > a/b/deep/k.key && echo canary-3 > a/conf.d/deep/"
+                           "k.key && echo canary-4 > token && echo l > a/b/deep/y.lock && echo f >"
+                           " a/b/z.frozen && echo c > a/conf.d/c.conf && echo p > plain.moat");
+  ASSERT_TRUE(first) << first.error().message();
+  std::filesystem::create_hard_link(store.file("blob"), ws.file("b/token.d/blob"));
+  auto second = testing::sh(
+      s,
+      "cat top.secret a/b/deep/k.key a/conf.d/deep/k.key token 2>&1; for f in a/b/deep/y.lock "
+      "a/b/z.frozen a/conf.d/c.conf plain.moat b/token.d/blob src/main.c; do echo w >> $f && echo "
+      "wrote $f; done 2>&1; true");
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(second->output.find("canary-"), std::string::npos) << second->output;
+  EXPECT_EQ(ws.read("a/b/deep/y.lock"), "l\n") << second->output;
+  EXPECT_EQ(ws.read("a/b/z.frozen"), "f\n") << second->output;
+  EXPECT_EQ(ws.read("a/conf.d/c.conf"), "c\n") << second->output;
+  EXPECT_EQ(ws.read("plain.moat"), "p\n") << second->output;
+  EXPECT_EQ(store.read("blob"), "store\n") << second->output;
+  EXPECT_EQ(ws.read("src/main.c"), "int main;\nw\n") << second->output;
+}
+
+// Each list's part of the one walk is bounded on its own, as its own walk was: two lists that
+// each see 15 entries pass a limit of 20 together.
+TEST(ProtectWalk, EachListIsBoundedByTheLimitOnItsOwn) {
+  TempDir ws;
+  for (int i = 0; i < 14; ++i) ws.write("d/f" + std::to_string(i), "x\n");
+  SessionConfig c;
+  c.workspace = ws.path();
+  c.hidden_paths = {"**/*.env"};
+  c.protected_paths = {"**/*.lock"};
+  c.mask_linked_files = false;
+  c.max_protect_walk_entries = 20;
+  MOAT_SESSION_OR_SKIP(s, c);
+  auto ok = testing::sh(s, "echo done");
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_NE(ok->output.find("done"), std::string::npos) << ok->output;
+  c.max_protect_walk_entries = 14;
+  MOAT_SESSION_OR_SKIP(s2, c);
+  auto refused = testing::sh(s2, "echo done");
+  ASSERT_FALSE(refused) << "ran with the walk cut short: " << refused->output;
+  EXPECT_EQ(refused.error().code, E2BIG);
+}
+
 // A file hard-linked from outside the workspace (pnpm's store does this for every package
 // file) is read-only inside: a write through the workspace's name would change the outside
 // file. Files whose names are all inside the workspace stay writable.
