@@ -113,11 +113,15 @@ Result<void> protect_own_files(const OwnFiles& own, const std::string& workspace
                                std::vector<std::string>* hidden_paths,
                                std::vector<std::string>* if_present) {
   const std::string cwd = current_dir();
+  // The ~40 paths share their home and moat's directories: realpath(3) of each read the
+  // same components again (0.2 ms of the hello's CPU, issue 30 point 4). One cache for this
+  // hello only, so a symlink swapped in before the next hello is seen by it.
+  policy::PathCache paths;
   auto add = [&](const std::string& path, std::vector<std::string>* to,
                  bool refuse_inside = true) -> Result<void> {
     if (path.empty()) return {};
     // Where the path really is: a symlinked ~/.config inside the workspace counts.
-    const std::string real = policy::canonical_path(path, cwd);
+    const std::string real = paths.canonical(path, cwd);
     if (refuse_inside && policy::is_under(workspace, real))
       return fail(Error{EPERM, "the workspace " + workspace + " is inside " + real +
                                    ", one of moat's own directories, which no sandbox may write"});
