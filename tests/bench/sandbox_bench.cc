@@ -344,6 +344,17 @@ void print_target(const ColdPath& a, const ColdPath& bwrap, double median_target
   std::printf("\n");
 }
 
+// Cold means each command starts on a machine at rest: every measured run (of every path) comes
+// after a quiet gap in which the previous run's background work ends, as it would between two
+// commands a person or a script starts: a private moatd's exit and its cgroups' removal, and a
+// resident moatd's pool refill (kRefillDelay, 50 ms, after a hello; then a keeper, an init and
+// its view). Back to back, each run raced the last one's work on this 2-vCPU machine (resident
+// p90 about twice its median). MOAT_BENCH_COLD_GAP_MS=0 runs them back to back.
+int cold_gap_ms() {
+  const char* env = std::getenv("MOAT_BENCH_COLD_GAP_MS");
+  return env != nullptr ? std::max(0, std::atoi(env)) : 150;
+}
+
 // A small real project: kRealEntries entries, 100 directories of 9 source-sized files each.
 constexpr int kRealEntries = 1000;
 bool fill_workspace(const std::string& ws) {
@@ -361,8 +372,9 @@ bool fill_workspace(const std::string& ws) {
 // paths: the private moat, bwrap, then (when it started) moat on a resident moatd, and the same
 // in a kRealEntries-entry workspace.
 void print_cold(const std::vector<ColdPath>& paths, int runs) {
-  std::printf("cold start (%d interleaved runs each, after 3 unmeasured; stdout to /dev/null):\n",
-              runs);
+  std::printf("cold start (%d interleaved runs each, after 3 unmeasured, each after a %d ms quiet "
+              "gap; stdout to /dev/null):\n",
+              runs, cold_gap_ms());
   for (const auto& p : paths)
     std::printf("  %-34s wall median %7.2f ms  p90 %7.2f ms  p99 %7.2f ms   cpu median %7.2f ms\n",
                 p.name, percentile(p.wall_ms, 50), percentile(p.wall_ms, 90),
@@ -623,6 +635,7 @@ bool cold_start(int runs, const fs::path& tmp) {
     for (std::size_t k = 0; ok && k < paths.size(); ++k) {
       ColdPath& p = paths[(k + static_cast<std::size_t>(round + 3)) % paths.size()];
       double wall = 0, cpu = 0;
+      usleep(static_cast<useconds_t>(cold_gap_ms()) * 1000);
       ok = timed_run(p.argv, &wall, &cpu);
       if (!ok) std::fprintf(stderr, "%s: run %d failed\n", p.name, round);
       if (round < 0) continue;
