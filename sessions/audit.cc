@@ -48,10 +48,13 @@ Result<void> sync_dir(const std::string& dir) {
   return {};
 }
 
-// A new log's directory <dir>/<date> and <dir>, which holds the day's directory made by its
-// first session: both names must survive a crash. The two syncs run at once when a thread can
-// be had (moatd's audit directory is otherwise clean, so its sync is short).
-Result<void> sync_day_dir_and_parent(const std::string& day_dir) {
+// A new log's directory <dir>/<date>, and <dir> too when this open made the day's directory
+// (the day's first session): both names must survive a crash. The two syncs run at once when a
+// thread can be had. A session that found the day's directory made does not sync <dir> again:
+// only a crash within the first session's own sync of it (milliseconds, at a UTC midnight) could
+// lose it, and ext4 and xfs commit it with the day directory's fsync anyway.
+Result<void> sync_day_dir_and_parent(const std::string& day_dir, bool day_dir_made) {
+  if (!day_dir_made) return sync_dir(day_dir);
   std::future<Result<void>> parent;
   try {
     parent = std::async(std::launch::async, sync_dir, dirname_of(day_dir));
@@ -116,11 +119,11 @@ class JsonlAuditLog final : public AuditLog {
   // thread of its own, while the session is built: the first synced record (sync_now) waits
   // for it, so its fsync is off a decision's path. Without a thread to spare it is done with
   // that record, as before.
-  void sync_dir_from_now(const std::string& dir) {
+  void sync_dir_from_now(const std::string& dir, bool dir_made) {
     try {
-      dir_synced_ = std::async(std::launch::async, sync_day_dir_and_parent, dir);
+      dir_synced_ = std::async(std::launch::async, sync_day_dir_and_parent, dir, dir_made);
     } catch (const std::system_error&) {
-      dir_synced_ = std::async(std::launch::deferred, sync_day_dir_and_parent, dir);
+      dir_synced_ = std::async(std::launch::deferred, sync_day_dir_and_parent, dir, dir_made);
     }
   }
   using AuditLog::append;
@@ -345,8 +348,10 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   MOAT_TRY(check_private_dir(dir));
   std::string path = find_existing(dir, session);
   const bool fresh = path.empty();
+  bool day_dir_made = false;  // by this open (or one racing it: then both sync <dir>)
   if (fresh) {
     const std::string day_dir = dir + "/" + utc_date();
+    day_dir_made = ::access(day_dir.c_str(), F_OK) != 0;
     MOAT_TRY(make_dirs(day_dir, kDirMode));
     path = day_dir + "/" + session + ".jsonl";
   }
@@ -354,7 +359,7 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
   auto log = std::make_unique<JsonlAuditLog>(path, std::move(fd), session, policy_hash,
                                              std::move(key), interval);
   if (fresh) {
-    log->sync_dir_from_now(dirname_of(path));
+    log->sync_dir_from_now(dirname_of(path), day_dir_made);
   } else {
     MOAT_TRY(log->resume_chain());
   }

@@ -383,6 +383,18 @@ TEST(AuditNewLogDir, ItsFirstDurableRecordWaitsForTheDayDirectoryAndTheOneHoldin
       << "the log's own directory was not synced";
   EXPECT_NE(std::find(synced.begin(), synced.end(), audit), synced.end())
       << "the directory holding the new day directory was not synced";
+  // The day's next log finds its directory made: only that directory is synced again (one
+  // command's cold start syncs one directory, ColdStart.OneCommandSyncs...).
+  g_synced_dirs.clear();
+  set_audit_sync_for_tests(recording_dir_sync);
+  auto next =
+      AuditLog::open(dir.path() + "/audit", "01890a5d-ac96-774b-bcce-b302099a8058", kPolicy);
+  ASSERT_TRUE(next.has_value()) << next.error().message();
+  ASSERT_TRUE((*next)->append("decision", {{"n", 1}}).has_value());
+  next->reset();
+  set_audit_sync_for_tests(previous);
+  std::lock_guard<std::mutex> lock(g_synced_dirs_mu);
+  EXPECT_EQ(g_synced_dirs, std::vector<std::string>{day_dir});
 }
 
 // A directory sync that fails refuses the first durable record, naming the directory, and every
