@@ -39,6 +39,19 @@ TEST(ColdStart, MoatAndMoatdLoadNoHttpLibraries) {
   }
 }
 
+// Shared C++ libraries besides libstdc++ cost every start their loading and their symbol lookups
+// (issue 30: libtomlplusplus.so's 207 and abseil's, ahead of libstdc++'s in every lookup): toml++
+// is compiled into moat (policy/toml_library.cc) and abseil's hash tables are linked from its
+// static archives (meson.build).
+TEST(ColdStart, MoatAndMoatdLoadNeitherTomlNorAbseilLibraries) {
+  for (const std::string& bin : {moat_bin(), moatd_bin()}) {
+    const std::string listing = loaded_libraries(bin);
+    for (const char* lib : {"libtomlplusplus", "libabsl_"})
+      EXPECT_EQ(listing.find(lib), std::string::npos) << bin << " loads " << lib << ":\n"
+                                                      << listing;
+  }
+}
+
 // The HTTP transport is a module next to the binary (agent/providers/http_stream.h). A moat
 // without it still runs every command, and a run that needs an HTTP provider says what is
 // missing, before anything is started.
