@@ -18,13 +18,19 @@
 #include <system_error>
 #include <thread>
 
+#include "base/moat_dirs.h"
+#include "base/random.h"
 #include "base/sys.h"
+#include "sandbox/sys.h"
 
 namespace moat::sandbox {
 namespace {
 
 constexpr int kWaitMs = 5000;
 constexpr std::size_t kMaxConfigFile = 1 << 20;
+// The kept file: its first line, and its size at most (git's answer is taken up to 8 KiB).
+constexpr const char* kKeptFileMagic = "moat-git-identity/1";
+constexpr std::size_t kMaxKeptFile = 16 << 10;
 
 // The files git's --global level reads with only HOME set (git-config(1) FILES).
 std::string config_path(const std::string& home, int i) {
@@ -144,10 +150,63 @@ bool may_keep(const std::string& home, const std::array<ConfigFileStamp, 2>& sta
   return true;
 }
 
+// The kept file's lines before the answer: what it is, the home and both stamps, one a line.
+// "" when the home holds a newline (such an answer is not written).
+std::string kept_file_key(const std::string& home, const std::array<ConfigFileStamp, 2>& stamps) {
+  if (home.find('\n') != std::string::npos) return "";
+  std::string key = std::string(kKeptFileMagic) + "\n" + home + "\n";
+  for (const ConfigFileStamp& s : stamps)
+    key += std::to_string(s.present) + " " + std::to_string(s.stat.dev) + " " +
+           std::to_string(s.stat.ino) + " " + std::to_string(s.stat.size) + " " +
+           std::to_string(s.stat.mtime_ns) + " " + std::to_string(s.stat.ctime_ns) + "\n";
+  return key;
+}
+
+bool has_control_char(const std::string& v) {
+  return std::any_of(v.begin(), v.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+// The answer in the kept file at `path` when it was kept for `key` (the same home and stamps),
+// else nullopt: a file that is missing, a symlink, not regular, not this uid's, writable by
+// another user, larger than any answer, or not exactly the key, a name and an email.
+std::optional<GitIdentity> read_kept_file(const std::string& path, const std::string& key) {
+  auto fd = sys::open_path(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (!fd) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0)
+    return std::nullopt;
+  auto text = sys::read_to_end(fd->get(), kMaxKeptFile);
+  if (!text || text->compare(0, key.size(), key) != 0) return std::nullopt;
+  const std::string answer = text->substr(key.size());  // "<name>\n<email>\n"
+  if (std::count(answer.begin(), answer.end(), '\n') != 2 || answer.back() != '\n')
+    return std::nullopt;
+  const std::size_t name_end = answer.find('\n');
+  GitIdentity kept{answer.substr(0, name_end),
+                   answer.substr(name_end + 1, answer.size() - name_end - 2)};
+  if (has_control_char(kept.name) || has_control_char(kept.email)) return std::nullopt;
+  return kept;
+}
+
+// Writes `text` to `path` whole or not at all: a new 0600 file beside it, renamed over it. Its
+// directory (moat's state directory) is made 0700 when missing. Failures leave the answer
+// unkept: the next process runs git.
+void write_kept_file(const std::string& path, const std::string& text) {
+  auto suffix = random_hex(8);
+  if (!suffix || !sys::make_dirs(path.substr(0, path.rfind('/')), 0700)) return;
+  const std::string tmp = path + ".tmp-" + *suffix;
+  auto fd = sys::open_path(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  if (!fd) return;
+  const bool written = sys::write_all(fd->get(), text.data(), text.size()).has_value();
+  fd->reset();
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
 }  // namespace
 
-GitIdentityReader::GitIdentityReader(std::string git, std::chrono::nanoseconds settle)
-    : git_(std::move(git)), settle_(settle) {}
+GitIdentityReader::GitIdentityReader(std::string git, std::chrono::nanoseconds settle,
+                                     std::string kept_file)
+    : git_(std::move(git)), settle_(settle), kept_file_(std::move(kept_file)) {}
 
 // The stamps are taken before git runs: a write after them changes one (a settled file's next
 // change gets a later ctime whatever the filesystem's timestamp granularity), so a kept answer
@@ -158,24 +217,38 @@ GitIdentity GitIdentityReader::read(const std::string& home) {
   const auto first = stamp_of(config_path(home, 0));
   const auto second = stamp_of(config_path(home, 1));
   const bool stamped = first && second;
+  // Neither file is there: git has nothing to give (its --global level reads only these).
+  if (stamped && !first->present && !second->present) return {};
   {
     std::lock_guard lock(mu_);
     if (stamped && kept_ && kept_->home == home && kept_->stamps[0] == *first &&
         kept_->stamps[1] == *second)
       return kept_->identity;
   }
+  const std::string key =
+      stamped && !kept_file_.empty() ? kept_file_key(home, {*first, *second}) : "";
+  if (!key.empty())
+    if (auto kept = read_kept_file(kept_file_, key)) {
+      std::lock_guard lock(mu_);
+      kept_ = Kept{home, {*first, *second}, *kept};
+      return *kept;
+    }
   const auto entries = run_git(git_, home);
   if (!entries) return {};
   const GitIdentity identity{value_of(*entries, "user.name"), value_of(*entries, "user.email")};
   if (!stamped || !may_keep(home, {*first, *second}, started, settle_)) return identity;
+  if (!key.empty()) write_kept_file(kept_file_, key + identity.name + "\n" + identity.email + "\n");
   std::lock_guard lock(mu_);
   kept_ = Kept{home, {*first, *second}, identity};
   return identity;
 }
 
+std::string git_identity_kept_file() { return dirs::state() + "/git-identity"; }
+
 GitIdentity read_git_identity(const std::string& home) {
   // Never destroyed: a read ahead's thread may still use it while moatd exits.
-  static GitIdentityReader& reader = *new GitIdentityReader;
+  static GitIdentityReader& reader =
+      *new GitIdentityReader("/usr/bin/git", policy::kSettledAfter, git_identity_kept_file());
   return reader.read(home);
 }
 

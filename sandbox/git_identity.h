@@ -38,11 +38,17 @@ struct ConfigFileStamp {
 // resident hello); never while one includes another file (its stamp is not taken), nor until
 // both settled: a write in the same timestamp tick as the one read would keep the stamp, so a
 // file is kept only once its last change is older than its filesystem's granularity allows
-// (`settle` for one that stamps finer than 1 ms, 3 s otherwise). Thread-safe.
+// (`settle` for one that stamps finer than 1 ms, 3 s otherwise). When neither file exists git
+// could give nothing: it is not run. With a `kept_file`, a kept answer is also written there
+// (atomically, mode 0600) and read from there by the next process, whose stamps it must match:
+// a private moatd serves one hello, so only a file spares its git (issue 30 point 4). That file
+// is trusted for a name and an email only, and only when it is a regular file (O_NOFOLLOW) of
+// this uid that no other user may write; a corrupt or foreign one is passed over. Thread-safe.
 class GitIdentityReader {
  public:
   explicit GitIdentityReader(std::string git = "/usr/bin/git",
-                             std::chrono::nanoseconds settle = std::chrono::milliseconds(100));
+                             std::chrono::nanoseconds settle = policy::kSettledAfter,
+                             std::string kept_file = "");
   GitIdentity read(const std::string& home);
 
  private:
@@ -53,11 +59,15 @@ class GitIdentityReader {
   };
   const std::string git_;
   const std::chrono::nanoseconds settle_;
+  const std::string kept_file_;
   std::mutex mu_;
   std::optional<Kept> kept_;  // guarded by mu_
 };
 
-// moatd's reader (one per process).
+// Where moatd keeps the answer across its processes: in moat's state directory, which no
+// sandbox may write (own_files.h).
+std::string git_identity_kept_file();
+// moatd's reader (one per process; its kept file git_identity_kept_file()).
 GitIdentity read_git_identity(const std::string& home);
 // read_git_identity on a thread of its own that nobody joins, so dropping the future does not
 // wait for git (a refused hello is answered and its connection ends while git still runs). At

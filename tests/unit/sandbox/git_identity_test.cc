@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -181,6 +182,97 @@ TEST_F(GitIdentityReaderTest, ConcurrentReadsAgree) {
   for (auto& r : reads) EXPECT_EQ(r.get(), (GitIdentity{"Ada", "Ada@example.org"}));
   EXPECT_EQ(reader.read(home_), (GitIdentity{"Ada", "Ada@example.org"}));
   EXPECT_LE(runs(), 8);
+}
+
+// Neither of git's global files exists: git could give nothing, so it is not run.
+TEST_F(GitIdentityReaderTest, NoConfigFileMeansNoGitRun) {
+  GitIdentityReader reader(git_, kSettle);
+  EXPECT_EQ(reader.read(home_), GitIdentity{});
+  EXPECT_EQ(reader.read(home_), GitIdentity{});
+  EXPECT_EQ(runs(), 0);
+  write(".config/git/config", user("Cy"));
+  EXPECT_EQ(reader.read(home_).name, "Cy");
+  EXPECT_EQ(runs(), 1);
+}
+
+// A private moatd serves one hello: the answer kept by one process serves the next (another
+// reader) from the kept file, 0600, until a file's stamp changes.
+TEST_F(GitIdentityReaderTest, AKeptFileServesTheNextProcessUntilAnEdit) {
+  const std::string kept = dir_ + "/state/git-identity";
+  write(".gitconfig", user("Ada"));
+  std::this_thread::sleep_for(2 * kSettle);
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_),
+            (GitIdentity{"Ada", "Ada@example.org"}));
+  EXPECT_EQ(runs(), 1);
+  struct stat st {};
+  ASSERT_EQ(::stat(kept.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_),
+            (GitIdentity{"Ada", "Ada@example.org"}));
+  EXPECT_EQ(runs(), 1);
+  write(".gitconfig", user("Bob"));
+  std::this_thread::sleep_for(2 * kSettle);
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Bob");
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Bob");
+  EXPECT_EQ(runs(), 2);
+  // Kept for another home: not this one's.
+  const std::string other = dir_ + "/other";
+  fs::create_directories(other);
+  std::ofstream(other + "/.gitconfig") << user("Cy");
+  std::this_thread::sleep_for(2 * kSettle);
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(other).name, "Cy");
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Bob");
+  EXPECT_EQ(runs(), 4);
+}
+
+// The kept file is trusted for a name and an email, only when it is this uid's own regular file
+// that no other user may write, and whole: otherwise git is run (and the file written again).
+TEST_F(GitIdentityReaderTest, AForeignOrCorruptKeptFileIsPassedOver) {
+  const std::string kept = dir_ + "/state/git-identity";
+  write(".gitconfig", user("Ada"));
+  std::this_thread::sleep_for(2 * kSettle);
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Ada");
+  ASSERT_EQ(runs(), 1);
+  std::ifstream in(kept);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = text.substr(0, text.size() - std::string("Ada\nAda@example.org\n").size());
+  auto put = [&](const std::string& body, mode_t mode) {
+    fs::remove(kept);
+    std::ofstream(kept) << body;
+    ASSERT_EQ(::chmod(kept.c_str(), mode), 0);
+  };
+  int expected_runs = 1;
+  auto read_with_git = [&](const char* why) {
+    EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Ada") << why;
+    EXPECT_EQ(runs(), ++expected_runs) << why;
+  };
+  put(key + "Eve\neve@example.org\n", 0600);  // what the file says, it gives: a name and an email
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Eve");
+  EXPECT_EQ(runs(), expected_runs);
+  put(key + "Eve\neve@example.org\n", 0620);
+  read_with_git("writable by its group");
+  put(key + "Eve\neve@example.org\n", 0602);
+  read_with_git("writable by others");
+  put(key + "Eve\n", 0600);
+  read_with_git("no email line");
+  put(key + "Eve\neve@example.org\nmore\n", 0600);
+  read_with_git("a third line");
+  put(key + "Eve\x1b[1m\neve@example.org\n", 0600);
+  read_with_git("a control character");
+  put("moat-git-identity/0" + key.substr(key.find('\n')) + "Eve\neve@example.org\n", 0600);
+  read_with_git("another format");
+  put(key.substr(0, key.rfind('\n', key.size() - 2) + 1) + "1 1 1 1 1 1\nEve\neve@example.org\n",
+      0600);
+  read_with_git("another stamp");
+  const std::string target = dir_ + "/target";
+  std::ofstream(target) << key << "Eve\neve@example.org\n";
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  fs::remove(kept);
+  fs::create_symlink(target, kept);
+  read_with_git("a symlink");
+  EXPECT_FALSE(fs::is_symlink(kept));  // replaced by the answer git gave
+  EXPECT_EQ(GitIdentityReader(git_, kSettle, kept).read(home_).name, "Ada");
+  EXPECT_EQ(runs(), expected_runs);
 }
 
 // An answer longer than moatd takes (git blocked writing the rest into a full pipe) is left out
