@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "e2e_support.h"
 
@@ -50,6 +52,33 @@ TEST(ColdStart, MoatAndMoatdLoadNeitherTomlNorAbseilLibraries) {
       EXPECT_EQ(listing.find(lib), std::string::npos) << bin << " loads " << lib << ":\n"
                                                       << listing;
   }
+}
+
+// The dynamic loader looks each symbol up in the loaded objects in their order, and libstdc++
+// (1,760) and libcrypto (3,400, moatd) look up the most symbols of their own at every start:
+// they come first in the binaries' needed libraries (meson.build's needed_first_*), ahead of the
+// C libraries each lookup would otherwise try first (moat's start 9% fewer instructions).
+std::vector<std::string> first_libraries(const std::string& bin, size_t n) {
+  std::istringstream listing(loaded_libraries(bin));
+  std::vector<std::string> out;
+  for (std::string line; out.size() < n && std::getline(listing, line);)
+    if (line.find(" => ") != std::string::npos)
+      out.push_back(line.substr(line.find_first_not_of(" \t"),
+                                line.find(" => ") - line.find_first_not_of(" \t")));
+  return out;
+}
+
+TEST(ColdStart, TheLibrariesWithTheMostLookupsOfTheirOwnAreLoadedFirst) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizers' runtime is the first library (meson.build)";
+#endif
+  const std::vector<std::string> moat = first_libraries(moat_bin(), 1);
+  const std::vector<std::string> moatd = first_libraries(moatd_bin(), 2);
+  ASSERT_EQ(moat.size(), 1u);
+  ASSERT_EQ(moatd.size(), 2u);
+  EXPECT_EQ(moat[0].rfind("libstdc++.so", 0), 0u) << moat[0];
+  EXPECT_EQ(moatd[0].rfind("libcrypto.so", 0), 0u) << moatd[0];
+  EXPECT_EQ(moatd[1].rfind("libstdc++.so", 0), 0u) << moatd[1];
 }
 
 // The HTTP transport is a module next to the binary (agent/providers/http_stream.h). A moat
