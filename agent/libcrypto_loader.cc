@@ -98,6 +98,8 @@ MOAT_FORWARD(int, EVP_PKEY_get_raw_public_key,
              (const EVP_PKEY* pkey, unsigned char* pub, size_t* len), (pkey, pub, len))
 MOAT_FORWARD(EVP_PKEY*, EVP_PKEY_new_raw_public_key,
              (int type, ENGINE* e, const unsigned char* pub, size_t len), (type, e, pub, len))
+MOAT_FORWARD(EVP_PKEY*, EVP_PKEY_new_raw_private_key,
+             (int type, ENGINE* e, const unsigned char* priv, size_t len), (type, e, priv, len))
 MOAT_FORWARD(BIO*, BIO_new_mem_buf, (const void* buf, int len), (buf, len))
 MOAT_FORWARD(int, BIO_free, (BIO * a), (a))
 MOAT_FORWARD(EVP_PKEY*, PEM_read_PrivateKey,

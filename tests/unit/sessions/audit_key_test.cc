@@ -7,10 +7,13 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/base64.h"
 #include "sessions/audit.h"
 #include "sessions/audit_verify.h"
 #include "sessions/jcs.h"
@@ -113,6 +116,47 @@ TEST(AuditKey, AKeyOthersCanReadOrThatIsNotAKeyIsRefusedNotReplaced) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("not a PEM Ed25519 private key"), std::string::npos);
   EXPECT_EQ(slurp(junk), "not a key\n");
+}
+
+// moatd reads the file it wrote (one base64 line of RFC 8410's PKCS#8) without OpenSSL's PEM
+// decoders; the same key in any other PEM layout goes through them: either way the same key,
+// which signs the same bytes (Ed25519 signatures are deterministic). Another key type in moatd's
+// layout is refused as before.
+TEST(AuditKey, ItsOwnFileAndTheSameKeyInAnotherPemLayoutLoadTheSameKey) {
+  TempDir dir;
+  const std::string path = dir.path() + "/audit-key.pem";
+  auto created = make_key(path);
+  ASSERT_TRUE(created);
+  const std::string pem = slurp(path);
+  ASSERT_EQ(pem.size(), 119u) << pem;
+  const std::string begin = "-----BEGIN PRIVATE KEY-----\n", end = "-----END PRIVATE KEY-----\n";
+  const std::string b64 = pem.substr(begin.size(), 64);
+  std::string crlf;
+  for (char c : pem) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const std::vector<std::string> layouts = {
+      pem, crlf, begin + b64.substr(0, 20) + "\n" + b64.substr(20) + "\n" + end,
+      "a comment before it\n" + pem, pem + "\n"};
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    const std::string other = dir.path() + "/layout" + std::to_string(i) + ".pem";
+    spit(other, layouts[i]);
+    ::chmod(other.c_str(), 0600);
+    auto k = AuditKey::load_or_create(other);
+    ASSERT_TRUE(k.has_value()) << i << ": " << k.error().message();
+    EXPECT_EQ((*k)->key_id(), created->key_id()) << i;
+    EXPECT_EQ((*k)->sign_b64("moat"), created->sign_b64("moat")) << i;
+    EXPECT_EQ(slurp(other), layouts[i]) << i;
+  }
+  std::string der = base64_decode(b64);
+  ASSERT_EQ(der.size(), 48u);
+  ASSERT_EQ(static_cast<unsigned char>(der[11]), 0x70);  // id-Ed25519 (1.3.101.112)
+  der[11] = 0x6e;                                       // id-X25519 (1.3.101.110)
+  const std::string x25519 = dir.path() + "/x25519.pem";
+  spit(x25519, begin + base64_encode(der) + "\n" + end);
+  ::chmod(x25519.c_str(), 0600);
+  auto refused = AuditKey::load_or_create(x25519);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("not a PEM Ed25519 private key"), std::string::npos)
+      << refused.error().message();
 }
 
 TEST(AuditKey, SignaturesVerifyOnlyForTheirMessageAndKey) {
