@@ -2,6 +2,7 @@
 #include "sessions/simd_lines.h"
 
 #include "sessions/message_dom.h"
+#include "sessions/simd_errors.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -93,7 +94,7 @@ Result<LineKeys> LineParser::scan(std::string_view line) {
   simdjson::dom::element doc;
   // false: the text lies in a PaddedText, so simdjson may read past its end without a copy.
   if (auto err = impl_->parser.parse(line.data(), line.size(), false).get(doc))
-    return fail(Error::msg(std::string("not valid JSON (") + simdjson::error_message(err) + ")"));
+    return fail(Error::msg(std::string("not valid JSON (") + simd_error_message(err) + ")"));
   simdjson::dom::object object;
   if (doc.get_object().get(object) != simdjson::SUCCESS)
     return fail(Error::msg("not a JSON object"));
@@ -114,7 +115,7 @@ Result<LineKeys> LineParser::scan(std::string_view line) {
 Result<nlohmann::json> LineParser::parse(std::string_view line) {
   simdjson::dom::element doc;
   if (auto err = impl_->parser.parse(line.data(), line.size(), false).get(doc))
-    return fail(Error::msg(simdjson::error_message(err)));
+    return fail(Error::msg(simd_error_message(err)));
   return to_nlohmann(doc);
 }
 
@@ -122,7 +123,7 @@ Result<std::optional<nlohmann::json>> LineParser::parse_member(std::string_view 
                                                                std::string_view key) {
   simdjson::dom::element doc;
   if (auto err = impl_->parser.parse(line.data(), line.size(), false).get(doc))
-    return fail(Error::msg(simdjson::error_message(err)));
+    return fail(Error::msg(simd_error_message(err)));
   simdjson::dom::object object;
   if (doc.get_object().get(object) != simdjson::SUCCESS) return std::optional<nlohmann::json>();
   // The last of two equal keys, as nlohmann's parser keeps it.

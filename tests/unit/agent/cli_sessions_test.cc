@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include "sessions/audit.h"
 #include "sessions/jsonl.h"
@@ -70,6 +71,41 @@ TEST_F(MoatCliTest, MoatStartsWithoutLibcryptoAndOpensItToVerifyALog) {
   const CliRun r = moat("audit verify " + write_audit(2));
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("ok, 4 records"), std::string::npos) << r.out;
+}
+
+// agent/simdjson_loader.cc: libsimdjson is opened when a command first reads a session, not at
+// every start. The show parses every line through the forwarded implementation, and a damaged
+// line's error is the library's own text for it, read from its table of messages.
+TEST_F(MoatCliTest, MoatStartsWithoutSimdjsonAndOpensItToShowASession) {
+  CliRun listed;
+  FILE* p = ::popen(("env LD_TRACE_LOADED_OBJECTS=1 " + std::string(std::getenv("MOAT_BIN")) +
+                     " version")
+                        .c_str(),
+                    "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) listed.out.append(buf, n);
+  ::pclose(p);
+  EXPECT_NE(listed.out.find("libc.so"), std::string::npos) << listed.out;  // the loader's list
+  EXPECT_EQ(listed.out.find("libsimdjson"), std::string::npos) << listed.out;
+
+  auto s = SessionStore::create(dir_.path() + "/s", "/w/repo");
+  ASSERT_TRUE(s);
+  ASSERT_TRUE((*s)->append(
+      {{"type", "message"},
+       {"message", {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "hello simd"}}}}}}}));
+  const std::string id = (*s)->id(), path = (*s)->path();
+  const std::string show = "sessions --dir " + dir_.path() + "/s show " + id;
+  CliRun r = moat(show);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("user: hello simd"), std::string::npos) << r.out;
+  spit(path, slurp(path) + "{\"type\":\"message\",\"id\":\"x\",\"text\":\"\xff\"}\n");
+  r = moat(show);
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(std::string("not valid JSON (") + simdjson::error_message(simdjson::UTF8_ERROR) +
+                       ")"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(MoatCliTest, AuditVerifyNamesTheDeletedRecordAndExits1) {
