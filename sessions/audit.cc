@@ -235,9 +235,11 @@ Result<void> JsonlAuditLog::write_locked(const std::string& type, nlohmann::json
   if (seq_ == 0 && !record.contains("policy_hash")) record["policy_hash"] = policy_hash_;
   if (seq_ == 0 && key_)
     record["audit_key"] = {{"key_id", key_->key_id()}, {"public_key", key_->public_key_b64()}};
-  MOAT_ASSIGN_OR_RETURN(std::string hash, audit_record_hash(record));
-  record["hash"] = hash;
-  MOAT_ASSIGN_OR_RETURN(std::string line, canonical_json(record));
+  // One canonical form: the hash covers the record without "hash" (audit_record_hash, which
+  // verify uses), and the line is that form with the hash put in its sorted place.
+  MOAT_ASSIGN_OR_RETURN(CanonicalObject canon, canonical_object(record, "hash"));
+  std::string hash = "sha256:" + sha256_hex(canon.text);
+  MOAT_ASSIGN_OR_RETURN(std::string line, canon.with_member(hash));
   line += '\n';
   if (admit_) MOAT_TRY(admit_(type, line.size()));
   if (auto w = append_line(fd_.get(), line, size_); !w) {

@@ -65,5 +65,38 @@ TEST(CanonicalJson, RefusesInvalidUtf8AndNonFiniteNumbers) {
   EXPECT_FALSE(canonical_json(nan).has_value());
 }
 
+// The audit log hashes a record without its "hash" member and writes it with it, from one
+// canonical form (canonical_object): both must be exactly canonical_json's, wherever the
+// member sorts, for keys past U+FFFF too (sorted by UTF-16 code units, not UTF-8 bytes).
+TEST(CanonicalJson, AnObjectWithAMemberAddedIsCanonicalAsIfItHeldIt) {
+  const char* objects[] = {
+      R"({})",
+      R"({"v":1,"seq":2,"type":"session.start","id":"x","prev":"sha256:00"})",
+      R"({"audit_key":{"key_id":"k"},"call_id":"c","v":1,"zz":[1,{"b":2,"a":"\n\u0001"}]})",
+      R"({"a":1,"b":"tab\there","g":null})",
+      R"({"\ud83d\ude00":1,"\ufb33":2,"h":3,"\u20ac":{"\ud83d\ude00":[],"\ufb33":true}})",
+      R"({"hasi":1,"has":2,"hash0":3,"h\u00f6":4})"};
+  // None of them in an object: next to its keys in UTF-16 order and in UTF-8 order.
+  const char* keys[] = {"hash", "\xef\xac\xb2", "\xf0\x9f\x98\x81", "0", "\xc3\xb6"};
+  for (const char* text : objects) {
+    for (const char* key : keys) {
+      const nlohmann::json object = parse_json(text);
+      ASSERT_FALSE(object.is_discarded()) << text;
+      auto canon = canonical_object(object, key);
+      ASSERT_TRUE(canon.has_value()) << text;
+      EXPECT_EQ(canon->text, *canonical_json(object)) << text;
+      nlohmann::json with = object;
+      with[key] = "sha256:\"ab\"";
+      auto line = canon->with_member("sha256:\"ab\"");
+      ASSERT_TRUE(line.has_value()) << text;
+      EXPECT_EQ(*line, *canonical_json(with)) << text << " + " << key;
+    }
+  }
+  EXPECT_FALSE(canonical_object(parse_json(R"({"hash":1})"), "hash").has_value());
+  EXPECT_FALSE(canonical_object(parse_json("[1]"), "hash").has_value());
+  nlohmann::json bad_key = {{std::string("\xc3\x28"), 1}};
+  EXPECT_FALSE(canonical_object(bad_key, "hash").has_value());
+}
+
 }  // namespace
 }  // namespace moat::sessions
