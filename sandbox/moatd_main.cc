@@ -24,7 +24,6 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/listen_socket.h"
 #include "sandbox/moatd_config.h"
-#include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "sandbox/session_pool.h"
 #include "sandbox/supervisor.h"
@@ -303,10 +302,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "moatd: socket activation: %s\n", activated.error().message().c_str());
     return 2;
   }
-  // The sessions' seccomp filter compiles on the other core while the command line is parsed,
-  // the policy loaded and the audit log opened (seccomp_policy.h). SessionConfig::network is
-  // false for every session moatd creates.
-  moat::sandbox::precompile_filter(false);
   CLI::App app{"moatd: the moat supervisor (policy, audit, sandboxed execution)"};
   // `moat doctor` starts moatd with --version to check it is there, runs, and is moat's own.
   app.set_version_flag("--version", std::string("moatd ") + MOAT_VERSION);

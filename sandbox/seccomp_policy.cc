@@ -28,9 +28,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <future>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "base/sys.h"
@@ -272,7 +270,7 @@ const char* action_name(const SyscallSet& set) {
 std::span<const ArgumentRule> argument_checked_syscalls() { return kArgumentRules; }
 
 // The program libseccomp built, as the instructions the kernel loads.
-static Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
+static Result<std::vector<sock_filter>> export_program(scmp_filter_ctx ctx) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd mem, sys::memfd("moat-seccomp"));
   int rc = seccomp_export_bpf(ctx, mem.get());
   if (rc != 0) return fail(Error::from_errno("seccomp_export_bpf", -rc));
@@ -280,43 +278,14 @@ static Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
   MOAT_ASSIGN_OR_RETURN(std::string bytes, sys::read_to_end(mem.get(), 1 << 20));
   if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0)
     return fail("seccomp_export_bpf: malformed program");
-  BpfProgram program;
-  program.insns.resize(bytes.size() / sizeof(sock_filter));
-  std::memcpy(program.insns.data(), bytes.data(), bytes.size());
+  std::vector<sock_filter> program(bytes.size() / sizeof(sock_filter));
+  std::memcpy(program.data(), bytes.data(), bytes.size());
   return program;
 }
 
-Result<BpfProgram> compile_filter(bool network) {
+Result<std::vector<sock_filter>> compile_filter(bool network) {
   MOAT_ASSIGN_OR_RETURN(FilterCtx ctx, build(network));
   return export_program(ctx.get());
-}
-
-namespace {
-
-using Precompiled = std::shared_future<std::shared_ptr<const BpfProgram>>;
-
-std::mutex precompile_mu;
-Precompiled precompiled[2];  // by network
-
-}  // namespace
-
-void precompile_filter(bool network) {
-  std::lock_guard<std::mutex> lock(precompile_mu);
-  Precompiled& slot = precompiled[network ? 1 : 0];
-  if (slot.valid()) return;
-  slot = std::async(std::launch::async, [network]() -> std::shared_ptr<const BpfProgram> {
-           auto program = compile_filter(network);
-           return program ? std::make_shared<const BpfProgram>(std::move(*program)) : nullptr;
-         }).share();
-}
-
-std::shared_ptr<const BpfProgram> precompiled_filter(bool network) {
-  Precompiled slot;
-  {
-    std::lock_guard<std::mutex> lock(precompile_mu);
-    slot = precompiled[network ? 1 : 0];
-  }
-  return slot.valid() ? slot.get() : nullptr;
 }
 
 std::string explain_filter(bool network) {
@@ -346,7 +315,7 @@ std::string explain_filter(bool network) {
   return out;
 }
 
-Result<BpfProgram> compile_exec_watch_filter() {
+Result<std::vector<sock_filter>> compile_exec_watch_filter() {
   FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return fail("seccomp_init failed");
   // Another ABI's execve (int 0x80, x32) has another number: kill it here too, so the watch
@@ -362,24 +331,6 @@ Result<BpfProgram> compile_exec_watch_filter() {
     if (rc != 0) return fail(Error::from_errno("seccomp_rule_add(notify)", -rc, name));
   }
   return export_program(ctx.get());
-}
-
-int install_exec_watch_in_child(const BpfProgram& program) {
-  sock_fprog prog{};
-  prog.len = static_cast<unsigned short>(program.insns.size());
-  prog.filter = const_cast<sock_filter*>(program.insns.data());
-  // The listener is close-on-exec (the kernel opens it O_CLOEXEC); the worker passes it to
-  // moatd and closes it before exec all the same.
-  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-  return fd < 0 ? -errno : static_cast<int>(fd);
-}
-
-int install_filter_in_child(const BpfProgram& program) {
-  sock_fprog prog{};
-  prog.len = static_cast<unsigned short>(program.insns.size());
-  prog.filter = const_cast<sock_filter*>(program.insns.data());
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return errno;
-  return 0;
 }
 
 }  // namespace moat::sandbox

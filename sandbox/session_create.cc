@@ -212,9 +212,7 @@ Result<std::unique_ptr<PrebuiltSession>> prebuild_session(const SessionConfig& s
     pre->read_only_stamp = read_only_paths_stamp(shape.read_only);
     if (auto watch = watch_mount_table(); watch) pre->mount_watch = std::move(*watch);
   }
-  const KeeperStart start{&pre->shape,     ctl.second.get(),         -1,
-                          -1,              getpid(),                 precompiled_filter(false),
-                          true,            precompiled_filter(true), pre->init_ahead};
+  const KeeperStart start{&pre->shape, ctl.second.get(), -1, -1, getpid(), true, pre->init_ahead};
   MOAT_ASSIGN_OR_RETURN(pre->keeper, Keeper::start(start));
   ctl.second.reset();
   pre->ctl = std::move(ctl.first);
@@ -290,17 +288,13 @@ Result<std::unique_ptr<Session>> Session::create(const SessionConfig& in) {
   MOAT_ASSIGN_OR_RETURN(BoundTrees trees, bound_trees(parts, ids, skipped, IdmapUserns()));
   MOAT_ASSIGN_OR_RETURN(sys::FdPair ctl, sys::make_socketpair(SOCK_SEQPACKET));
   parts.created = SessionClock::now();
-  // The filter is ready by now when moatd started compiling it (precompile_filter); waited for
-  // before the fork, since the compiling thread does not exist in the child. The child keeps
-  // only its end of ctl (keep_only_session_fds).
+  // The child keeps only its end of ctl (keep_only_session_fds).
   const KeeperStart start{&parts.config,
                           ctl.second.get(),
                           trees.tree.valid() ? trees.tree.get() : -1,
                           parts.workspace.get(),
                           getpid(),
-                          precompiled_filter(parts.config.network),
-                          false,
-                          nullptr};
+                          false};
   MOAT_ASSIGN_OR_RETURN(parts.keeper, Keeper::start(start));
   ctl.second.reset();
   trees = BoundTrees();

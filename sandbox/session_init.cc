@@ -34,7 +34,7 @@
 #include "sandbox/ns_mount.h"
 #include "sandbox/ns_net.h"
 #include "sandbox/protect.h"
-#include "sandbox/seccomp_policy.h"
+#include "sandbox/seccomp_programs.h"
 #include "sandbox/session_description.h"
 #include "sandbox/session_pool_config.h"
 #include "sandbox/worker.h"
@@ -158,8 +158,7 @@ class Init {
  private:
   Result<void> layer_missing(const char* layer, std::optional<bool> InitLayers::*applied,
                              const Error& error);
-  Result<void> setup_filter();
-  Result<void> setup_exec_watch();
+  void setup_filters();
   Result<void> setup_landlock();
   void on_request();
   void report_placeholders(const std::vector<Placeholder>& created) const;
@@ -178,8 +177,8 @@ class Init {
 
   const InitContext& ctx_;
   const SessionConfig& config_;
-  std::optional<BpfProgram> filter_;
-  std::optional<BpfProgram> exec_watch_;
+  const BpfProgram* filter_ = nullptr;
+  const BpfProgram* exec_watch_ = nullptr;
   std::optional<LandlockRuleset> landlock_;
   InitLayers layers_;  // what setup applied and skipped, sent with kReady
   std::map<int, Running> calls_;  // by channel fd
@@ -199,21 +198,13 @@ Result<void> Init::layer_missing(const char* layer, std::optional<bool> InitLaye
   return {};
 }
 
-Result<void> Init::setup_filter() {
-  auto program = ctx_.filter ? Result<BpfProgram>(*ctx_.filter) : compile_filter(config_.network);
-  if (!program) return layer_missing("seccomp", &InitLayers::seccomp, program.error());
-  filter_ = std::move(*program);
+// Built with moat (seccomp_programs.h): nothing to compile, nothing to fail. Each worker installs
+// the filter; each exec worker the exec watch before it (worker.cc kExecWatch), moatd serves it.
+void Init::setup_filters() {
+  filter_ = &session_filter(config_.network);
+  exec_watch_ = &exec_watch_filter();
   layers_.seccomp = true;
-  return {};
-}
-
-// Compiled here, installed by each exec worker (worker.cc kExecWatch); moatd serves it.
-Result<void> Init::setup_exec_watch() {
-  auto program = compile_exec_watch_filter();
-  if (!program) return layer_missing("exec_watch", &InitLayers::exec_watch, program.error());
-  exec_watch_ = std::move(*program);
   layers_.exec_watch = true;
-  return {};
 }
 
 Result<void> Init::setup_landlock() {
@@ -267,8 +258,7 @@ Result<void> Init::setup_rest() {
   MOAT_TRY(write_home_gitconfig(config_.home_gitconfig));
   if (ctx_.workspace_tree >= 0) close(ctx_.workspace_tree);
   for (const SessionBind& b : config_.binds) close(b.fd);
-  MOAT_TRY(setup_filter());
-  MOAT_TRY(setup_exec_watch());
+  setup_filters();
   MOAT_TRY(setup_landlock());
   MOAT_ASSIGN_OR_RETURN(sigchld_, sys::signalfd_for_sigchld());
   // Opened once, after the view's /proc (this pid namespace's) is mounted. Without it
@@ -329,8 +319,8 @@ WorkerPlan Init::plan_for(const PreparedCall& call, int io, int status,
   plan.terminal = stdio != nullptr && call.terminal;
   plan.status_fd = status;
   plan.landlock_fd = landlock_ ? landlock_->fd.get() : -1;
-  plan.filter = filter_ ? &*filter_ : nullptr;
-  plan.exec_watch = exec_watch_ ? &*exec_watch_ : nullptr;
+  plan.filter = filter_;
+  plan.exec_watch = exec_watch_;
   plan.rlimits = plan_rlimits(narrowed(config_.limits, call.limits));
   plan.skip = call.skip;
   return plan;
@@ -534,8 +524,6 @@ Result<void> finish_ahead(InitContext& ctx) {
       c.limits.tmp_size != ctx.config.limits.tmp_size)
     return fail("pool: kFinish: the session's read_only, hostname or tmp_size differ from the "
                 "view built ahead");
-  if (finish.config.network) ctx.filter = std::move(ctx.filter_network);
-  ctx.filter_network.reset();
   ctx.config = std::move(finish.config);
   ctx.workspace_tree = finish.tree.valid() ? finish.tree.release() : -1;
   return {};

@@ -4,12 +4,10 @@
 // sandbox/init_contract.h.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "sandbox/init_contract.h"
-#include "sandbox/seccomp_policy.h"
 #include "sandbox/session_config.h"
 
 namespace moat::sandbox {
@@ -18,11 +16,6 @@ struct InitContext {
   SessionConfig config;
   int ctl_fd = -1;          // SOCK_SEQPACKET to moatd; per-call requests arrive here
   int workspace_tree = -1;  // detached workspace tree (idmapped by moatd, or the keeper's clone)
-  // The seccomp filter moatd compiled ahead (precompiled_filter); null: the init compiles it.
-  std::shared_ptr<const BpfProgram> filter;
-  // An init built ahead (run_session_init_ahead): the filter for a session with the network;
-  // `filter` is the one without. The hello's config chooses.
-  std::shared_ptr<const BpfProgram> filter_network;
 };
 
 // What Landlock lets the session's workers write beneath: the policy's writable roots for the

@@ -109,8 +109,7 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
 }
 
 // Forks the init (pid 1 of the new pid namespace) with the session's tree, and waits for it.
-[[noreturn]] void fork_init_in_child(SessionConfig config, int ctl, int tree,
-                                     std::shared_ptr<const BpfProgram> filter) {
+[[noreturn]] void fork_init_in_child(SessionConfig config, int ctl, int tree) {
   UniqueFd cloned;
   if (tree < 0) {
     auto made = clone_workspace_from_cwd();
@@ -122,7 +121,7 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    InitContext ctx{std::move(config), ctl, tree, std::move(filter), nullptr};
+    InitContext ctx{std::move(config), ctl, tree};
     run_session_init(ctx);
   }
   close(ctl);
@@ -134,7 +133,7 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
 }
 
 [[noreturn]] void run_keeper_in_child(SessionConfig config, int ctl, int tree, int workspace,
-                                      pid_t moatd, std::shared_ptr<const BpfProgram> filter) {
+                                      pid_t moatd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);  // moatd died before the line above
   if (fchdir(workspace) != 0)        // before keep_only_session_fds closes it
@@ -142,14 +141,12 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   keep_only_session_fds(ctl, tree, config.binds);
   clearenv();  // nothing of moatd's environment is consulted inside the session
   become_root_in_child(config, ctl, moatd, false);
-  fork_init_in_child(std::move(config), ctl, tree, std::move(filter));
+  fork_init_in_child(std::move(config), ctl, tree);
 }
 
 // A pooled keeper: everything but the mount namespace now, the rest once kFinish names the
 // workspace (its cwd before unshare(CLONE_NEWNS), as for any keeper).
-[[noreturn]] void run_pooled_keeper_in_child(SessionConfig config, int ctl, pid_t moatd,
-                                             std::shared_ptr<const BpfProgram> filter,
-                                             std::shared_ptr<const BpfProgram> filter_network) {
+[[noreturn]] void run_pooled_keeper_in_child(SessionConfig config, int ctl, pid_t moatd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);
   int no_tree = -1;
@@ -170,16 +167,13 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   keep_only_session_fds(ctl, tree_fd, config.binds);
   if (unshare(CLONE_NEWNS) != 0)
     fail_in_child(ctl, std::string("mount_ns: unshare: ") + std::strerror(errno));
-  if (config.network) filter = std::move(filter_network);
-  fork_init_in_child(std::move(config), ctl, tree_fd, std::move(filter));
+  fork_init_in_child(std::move(config), ctl, tree_fd);
 }
 
 // A pooled keeper of moatd as root: every namespace now, and the init forked at once, which
 // builds what does not depend on the workspace and then waits for kFinish itself (its tree
 // and binds come from moatd as detached trees, which any mount namespace can attach).
-[[noreturn]] void run_keeper_with_init_ahead_in_child(SessionConfig config, int ctl, pid_t moatd,
-                                                      std::shared_ptr<const BpfProgram> filter,
-                                                      std::shared_ptr<const BpfProgram> network) {
+[[noreturn]] void run_keeper_with_init_ahead_in_child(SessionConfig config, int ctl, pid_t moatd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != moatd) _exit(1);
   int no_tree = -1;
@@ -190,7 +184,7 @@ void become_root_in_child(const SessionConfig& config, int ctl, pid_t moatd, boo
   if (init < 0) fail_in_child(ctl, std::string("pid_ns: fork: ") + std::strerror(errno));
   if (init == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    InitContext ctx{std::move(config), ctl, -1, std::move(filter), std::move(network)};
+    InitContext ctx{std::move(config), ctl, -1};
     run_session_init_ahead(ctx);
   }
   close(ctl);
@@ -227,14 +221,10 @@ Result<std::unique_ptr<Keeper>> Keeper::start(const KeeperStart& start) {
 void Keeper::forking_thread(std::stop_token stop, const KeeperStart& start) {
   pid_t pid = fork();
   if (pid == 0 && start.pooled && start.init_ahead)
-    run_keeper_with_init_ahead_in_child(*start.config, start.ctl, start.moatd, start.filter,
-                                        start.filter_network);
-  if (pid == 0 && start.pooled)
-    run_pooled_keeper_in_child(*start.config, start.ctl, start.moatd, start.filter,
-                               start.filter_network);
+    run_keeper_with_init_ahead_in_child(*start.config, start.ctl, start.moatd);
+  if (pid == 0 && start.pooled) run_pooled_keeper_in_child(*start.config, start.ctl, start.moatd);
   if (pid == 0)
-    run_keeper_in_child(*start.config, start.ctl, start.tree, start.workspace, start.moatd,
-                        start.filter);
+    run_keeper_in_child(*start.config, start.ctl, start.tree, start.workspace, start.moatd);
   const int err = errno;
   std::unique_lock<std::mutex> lock(mu_);
   pid_ = pid < 0 ? -err : pid;

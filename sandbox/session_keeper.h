@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "base/result.h"
-#include "sandbox/seccomp_policy.h"
 #include "sandbox/session_config.h"
 
 namespace moat::sandbox {
@@ -35,15 +34,12 @@ struct KeeperStart {
   int tree = -1;       // the detached workspace tree, or -1: the keeper clones it
   int workspace = -1;  // the workspace moatd checked; the keeper's cwd
   pid_t moatd = -1;
-  std::shared_ptr<const BpfProgram> filter;
   // A pooled keeper (session_prebuilt.h): started before the workspace is known, it unshares
   // every namespace but the mount namespace, becomes root in its user namespace and waits for
   // kFinish (the config as session_pool_config.h encodes it, with the workspace, its tree and
   // the binds' fds attached); then goes on as any keeper. `config` holds only the ids and
-  // allow_without until then; `workspace` and `tree` are -1. `filter_network` is the filter
-  // for a session with the network (the init takes the one its config asks for).
+  // allow_without until then; `workspace` and `tree` are -1.
   bool pooled = false;
-  std::shared_ptr<const BpfProgram> filter_network;
   // A pooled keeper of moatd as root: it unshares the mount namespace too and forks the init
   // at once, which builds the view's workspace-independent part and itself waits for kFinish
   // (session_init.h run_session_init_ahead); `config` then also holds the view's shape

@@ -31,7 +31,6 @@ SessionConfig shape_of(const SessionConfig& config) {
 
 SessionPool::SessionPool(std::size_t size) : size_(size) {
   if (size_ == 0) return;
-  precompile_filter(true);  // the filter of a session with the network, for pooled keepers
   refill_ = std::jthread([this](std::stop_token stop) { refill(stop); });
 }
 

@@ -23,7 +23,7 @@
 #include "base/sys.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
-#include "sandbox/seccomp_policy.h"
+#include "sandbox/seccomp_programs.h"
 
 namespace moat::sandbox {
 namespace {
@@ -144,10 +144,7 @@ int apply_landlock(const WorkerPlan& plan) {
   return err;
 }
 int change_dir(const WorkerPlan& plan) { return chdir(plan.cwd) == 0 ? 0 : errno; }
-int install_seccomp(const WorkerPlan& plan) {
-  if (plan.filter == nullptr) return 0;
-  return install_filter_in_child(*plan.filter);
-}
+int install_seccomp(const WorkerPlan& plan) { return install_filter_in_child(*plan.filter); }
 
 // execvpe without the heap: glibc's execvpe searches the caller's PATH, not envp's, and the
 // init has no environment. EACCES from any candidate wins over a later ENOENT (as in sh).
@@ -159,7 +156,7 @@ int install_seccomp(const WorkerPlan& plan) {
 // PATH candidates) and is let through unread: its memory is the init's, which a moatd that
 // is not root cannot read (it is not dumpable, and its mm belongs to moatd's namespace).
 int install_exec_watch(const WorkerPlan& plan) {
-  if (plan.exec_watch == nullptr || plan.kind != WorkerKind::kExec) return 0;
+  if (plan.kind != WorkerKind::kExec) return 0;
   int gate[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gate) != 0) return errno;
   const int listener = install_exec_watch_in_child(*plan.exec_watch);

@@ -8,7 +8,7 @@
 
 #include "sandbox/init_contract.h"
 #include "sandbox/rlimits.h"
-#include "sandbox/seccomp_policy.h"
+#include "sandbox/seccomp_programs.h"
 #include "sandbox/session_config.h"
 
 namespace moat::sandbox {
@@ -54,8 +54,9 @@ struct WorkerPlan {
   bool terminal = false;  // with stdio: the first tty among them becomes the controlling tty
   int status_fd = -1;
   int landlock_fd = -1;                // -1 = Landlock not applied (allowed without)
-  const BpfProgram* filter = nullptr;  // nullptr = seccomp not applied (allowed without)
-  // kExec only: the exec watch (seccomp_policy.h); nullptr = not applied (allowed without).
+  // The session's filter and (kExec only) the exec watch, both of seccomp_programs.h: never
+  // null, the init sets them (session_init.cc setup_filters).
+  const BpfProgram* filter = nullptr;
   // Its listener is sent on the status socket as StatusRecord{kExecWatch, 0} with the fd.
   const BpfProgram* exec_watch = nullptr;
   RlimitPlan rlimits;

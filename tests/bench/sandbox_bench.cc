@@ -65,7 +65,6 @@
 
 #include "base/unique_fd.h"
 #include "sandbox/protocol.h"
-#include "sandbox/seccomp_policy.h"
 #include "sandbox/session.h"
 #include "tests/bench/loop_turn.h"
 
@@ -477,12 +476,6 @@ double exec_path_start(const std::string& moat) {
   return wall;
 }
 
-double seccomp_compile() {
-  const auto t0 = Clock::now();
-  (void)moat::sandbox::compile_filter(false);
-  return ms_since(t0);
-}
-
 }  // namespace floor_parts
 
 struct FloorPart {
@@ -567,8 +560,6 @@ void floor_of_cold_start(int runs, const std::string& moat, const std::string& a
                    FloorPart::kInSum,
                    [&] { return floor_parts::audit_syncs(audit_dir); },
                    {}});
-  parts.push_back({"seccomp filter compile (libseccomp)", FloorPart::kOverlapped,
-                   floor_parts::seccomp_compile, {}});
   for (int round = 0; round < runs; ++round)
     for (std::size_t k = 0; k < parts.size(); ++k) {
       FloorPart& p = parts[(k + static_cast<std::size_t>(round)) % parts.size()];

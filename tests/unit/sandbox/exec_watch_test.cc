@@ -16,7 +16,7 @@
 #include <functional>
 #include <mutex>
 
-#include "sandbox/seccomp_policy.h"
+#include "sandbox/seccomp_programs.h"
 #include "sandbox/sys.h"
 
 namespace moat::sandbox {
@@ -57,16 +57,13 @@ struct Watched {
 // Forks a child that installs the watch filter, sends its listener over a socket and runs
 // `body`, as a worker does before its exec.
 Watched start_watched(const std::function<void()>& body) {
-  auto program = compile_exec_watch_filter();
-  EXPECT_TRUE(program.has_value()) << (program ? "" : program.error().message());
-  if (!program) return {};
   auto pair = sys::make_socketpair(SOCK_SEQPACKET);
   EXPECT_TRUE(pair.has_value());
   if (!pair) return {};
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    int fd = install_exec_watch_in_child(*program);
+    int fd = install_exec_watch_in_child(exec_watch_filter());
     if (fd < 0) _exit(100);
     char one = 1;
     if (!sys::send_with_fds(pair->second.get(), &one, 1, &fd, 1)) _exit(101);
