@@ -36,7 +36,8 @@ std::string array_text(const char* name, const Insns& insns) {
                   unsigned{f.jt}, unsigned{f.jf}, unsigned{f.k});
     out += line;
   }
-  return out + "};\n";
+  // A longer program is one seccomp(2) refuses (EINVAL): the build fails instead of every worker.
+  return out + "};\nstatic_assert(sizeof " + name + " / sizeof(sock_filter) <= BPF_MAXINSNS);\n";
 }
 
 Result<std::string> source_text() {
