@@ -65,6 +65,9 @@ extern "C" {
 
 MOAT_FORWARD(int, CRYPTO_memcmp, (const void* a, const void* b, size_t len), (a, b, len))
 MOAT_FORWARD(const EVP_MD*, EVP_sha256, (void), ())
+MOAT_FORWARD(EVP_MD*, EVP_MD_fetch,
+             (OSSL_LIB_CTX * ctx, const char* algorithm, const char* properties),
+             (ctx, algorithm, properties))
 MOAT_FORWARD(EVP_MD_CTX*, EVP_MD_CTX_new, (void), ())
 MOAT_FORWARD(void, EVP_MD_CTX_free, (EVP_MD_CTX * ctx), (ctx))
 MOAT_FORWARD(int, EVP_Digest,

@@ -18,19 +18,28 @@ struct MdCtxFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
+// SHA-256 fetched from the default provider once: with EVP_sha256(), OpenSSL 3 fetches the
+// method again at every digest (its method store's lookups and locks), a few times each hello
+// (the policy's hash, its files'). Never freed; null only if the provider has none, and then
+// EVP_sha256() is used as before.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md != nullptr ? md : EVP_sha256();
+}
+
 }  // namespace
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned n = 0;
-  EVP_Digest(bytes.data(), bytes.size(), d, &n, EVP_sha256(), nullptr);
+  EVP_Digest(bytes.data(), bytes.size(), d, &n, sha256_md(), nullptr);
   return hex_encode(d, n);
 }
 
 Result<std::string> sha256_file_hex(const std::string& path, std::size_t max_bytes) {
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, sys::open_path(path, O_RDONLY | O_NOCTTY));
   std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  EVP_DigestInit_ex(ctx.get(), sha256_md(), nullptr);
   char buf[65536];
   std::size_t total = 0;
   while (true) {
