@@ -54,6 +54,15 @@ TEST(ColdStart, MoatAndMoatdLoadNeitherTomlNorAbseilLibraries) {
   }
 }
 
+// agent/c_libraries_loader.cc: libcap and libseccomp (the loop's privilege drop) and libutf8proc
+// are opened on first use, not at every moat start; moatd links them. RunTest.* and the policy
+// commands' tests call them through the forwarders.
+TEST(ColdStart, MoatStartsWithoutLibcapLibseccompAndLibutf8proc) {
+  const std::string listing = loaded_libraries(moat_bin());
+  for (const char* lib : {"libcap.so", "libseccomp.so", "libutf8proc.so"})
+    EXPECT_EQ(listing.find(lib), std::string::npos) << "moat loads " << lib << ":\n" << listing;
+}
+
 // The dynamic loader looks each symbol up in the loaded objects in their order, and libstdc++
 // (1,760) and libcrypto (3,400, moatd) look up the most symbols of their own at every start:
 // they come first in the binaries' needed libraries (meson.build's needed_first_*), ahead of the
