@@ -77,39 +77,68 @@ constexpr std::string_view kPemBegin = "-----BEGIN PRIVATE KEY-----\n";
 constexpr std::string_view kPemEnd = "\n-----END PRIVATE KEY-----\n";
 constexpr std::size_t kMoatdPemSize = 119;  // the two lines above and 64 characters of base64
 
-// The key in `pem` when the file is exactly what create_key writes (its base64 canonical),
-// made from its seed; else null, and the caller parses the file with OpenSSL's PEM reader. The
-// reader decodes through every decoder its providers offer (0.5 ms of the hello's CPU at each
-// private moatd's start, issue 30); the key it would give from these bytes is this one.
-EVP_PKEY* key_as_moatd_wrote_it(const std::string& pem) {
-  if (pem.size() != kMoatdPemSize || pem.compare(0, kPemBegin.size(), kPemBegin) != 0 ||
-      pem.compare(pem.size() - kPemEnd.size(), kPemEnd.size(), kPemEnd) != 0)
+// The value of one base64 character, -1 outside the standard alphabet ('=' included).
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// The key in `pem` when the file is exactly what create_key writes, made from its seed; else
+// null, and the caller parses the file with OpenSSL's PEM reader. The reader decodes through
+// every decoder its providers offer (0.5 ms of the hello's CPU at each private moatd's start,
+// issue 30); the key it would give from these bytes is this one. 64 characters of the alphabet
+// are the canonical base64 of 48 bytes (no padding, no bits left over). The DER is decoded into
+// this frame and cleared here: no heap, so no copy of the seed is left in memory freed uncleared
+// (a std::string grown byte by byte left one at each reallocation).
+EVP_PKEY* key_as_moatd_wrote_it(std::string_view pem) {
+  if (pem.size() != kMoatdPemSize || pem.substr(0, kPemBegin.size()) != kPemBegin ||
+      pem.substr(pem.size() - kPemEnd.size()) != kPemEnd)
     return nullptr;
-  const std::string_view b64 = std::string_view(pem).substr(
-      kPemBegin.size(), pem.size() - kPemBegin.size() - kPemEnd.size());
-  std::string der = base64_decode(b64);
-  std::string canonical = base64_encode(der);
+  const std::string_view b64 = pem.substr(kPemBegin.size(), 64);
+  unsigned char der[sizeof kEd25519Pkcs8Prefix + kRawKeySize];
+  static_assert(sizeof der / 3 * 4 == 64 && sizeof der % 3 == 0);
+  bool ok = true;
+  for (std::size_t i = 0; i < sizeof der / 3; ++i) {
+    unsigned v = 0;
+    for (std::size_t k = 0; k < 4; ++k) {
+      const int d = base64_value(b64[4 * i + k]);
+      ok = ok && d >= 0;
+      v = (v << 6) | static_cast<unsigned>(d & 63);
+    }
+    der[3 * i] = static_cast<unsigned char>(v >> 16);
+    der[3 * i + 1] = static_cast<unsigned char>(v >> 8);
+    der[3 * i + 2] = static_cast<unsigned char>(v);
+  }
   EVP_PKEY* pkey = nullptr;
-  if (canonical == b64 && der.size() == sizeof kEd25519Pkcs8Prefix + kRawKeySize &&
-      std::memcmp(der.data(), kEd25519Pkcs8Prefix, sizeof kEd25519Pkcs8Prefix) == 0)
-    pkey = EVP_PKEY_new_raw_private_key(
-        EVP_PKEY_ED25519, nullptr,
-        reinterpret_cast<const unsigned char*>(der.data()) + sizeof kEd25519Pkcs8Prefix,
-        kRawKeySize);
+  if (ok && std::memcmp(der, kEd25519Pkcs8Prefix, sizeof kEd25519Pkcs8Prefix) == 0)
+    pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
+                                        der + sizeof kEd25519Pkcs8Prefix, kRawKeySize);
   // The private key's copies made here go as they came (OpenSSL's PEM reader clears its own).
-  ::explicit_bzero(der.data(), der.size());
-  ::explicit_bzero(canonical.data(), canonical.size());
+  ::explicit_bzero(der, sizeof der);
   return pkey;
 }
 
-// The private key at `path` if it is what create_key writes, else null.
+// The private key at `path` if it is what create_key writes, else null. Read into this frame
+// and cleared (not sys::read_to_end, whose 64 KiB stack buffer kept the file's text after it
+// returned, and whose string is not cleared when the file is larger than its limit).
 EVP_PKEY* read_moatd_key(const std::string& path) {
   auto fd = sys::open_path(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (!fd) return nullptr;
-  auto pem = sys::read_to_end(fd->get(), kMoatdPemSize + 1);
-  if (!pem) return nullptr;
-  EVP_PKEY* pkey = key_as_moatd_wrote_it(*pem);
-  ::explicit_bzero(pem->data(), pem->size());
+  char pem[kMoatdPemSize + 1];
+  std::size_t size = 0;
+  while (size < sizeof pem) {
+    const ssize_t n = ::read(fd->get(), pem + size, sizeof pem - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) size = 0;  // unread: left to the PEM reader, as any other file
+    if (n <= 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  EVP_PKEY* pkey = key_as_moatd_wrote_it(std::string_view(pem, size));
+  ::explicit_bzero(pem, sizeof pem);
   return pkey;
 }
 

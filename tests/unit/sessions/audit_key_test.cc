@@ -4,9 +4,17 @@
 // owner's public key catches each rewrite, while an honest log passes.
 #include "sessions/audit_key.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +165,91 @@ TEST(AuditKey, ItsOwnFileAndTheSameKeyInAnotherPemLayoutLoadTheSameKey) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().message().find("not a PEM Ed25519 private key"), std::string::npos)
       << refused.error().message();
+}
+
+// Whether a readable and writable mapping of this process that is not a file's ([stack], [heap],
+// anonymous ones) holds the bytes of `masked` each XORed with kMask: the needle itself is never in
+// memory as it is. Read through /proc/self/mem into a mapping of its own, left out of the scan.
+constexpr unsigned char kMask = 0x5a;
+bool memory_holds(const std::string& masked) {
+  struct Range {
+    unsigned long start, end;
+  };
+  std::vector<Range> ranges;
+  {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      unsigned long start = 0, end = 0, offset = 0, inode = 0;
+      char perms[5] = {}, dev[16] = {}, name[256] = {};
+      if (std::sscanf(line.c_str(), "%lx-%lx %4s %lx %15s %lu %255s", &start, &end, perms, &offset,
+                      dev, &inode, name) < 6)
+        continue;
+      if (perms[0] == 'r' && perms[1] == 'w' && inode == 0 &&
+          (name[0] == '\0' || std::string(name) == "[heap]" || std::string(name) == "[stack]"))
+        ranges.push_back({start, end});
+    }
+  }
+  const std::size_t chunk = 1 << 20;
+  auto* buf = static_cast<unsigned char*>(::mmap(nullptr, chunk, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  EXPECT_NE(buf, MAP_FAILED);
+  const int mem = ::open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(mem, 0);
+  const auto own = reinterpret_cast<unsigned long>(buf);
+  bool found = false;
+  for (const Range& r : ranges) {
+    if (r.start <= own && own < r.end) continue;
+    // Chunks overlap by the needle's length less one, so no match straddles two unseen.
+    for (unsigned long at = r.start; at < r.end && !found; at += chunk - masked.size() + 1) {
+      const ssize_t n = ::pread(mem, buf, std::min<unsigned long>(chunk, r.end - at),
+                                static_cast<off_t>(at));
+      for (ssize_t i = 0; i + static_cast<ssize_t>(masked.size()) <= n && !found; ++i) {
+        std::size_t k = 0;
+        while (k < masked.size() && (buf[i + static_cast<ssize_t>(k)] ^ kMask) ==
+                                        static_cast<unsigned char>(masked[k]))
+          ++k;
+        found = k == masked.size();
+      }
+    }
+  }
+  ::close(mem);
+  ::munmap(buf, chunk);
+  return found;
+}
+
+// The audit key is read from moatd's own file into memory that is cleared once the key is made
+// (3487a28 said so, but the file's text stayed in sys::read_to_end's 64 KiB stack buffer, and
+// the DER's first 30 bytes, 14 of the seed, in a block std::string freed as it grew): after the
+// load, no stack or heap memory holds the file's base64 (what the seed is written as).
+TEST(AuditKey, ReadingItsOwnFileLeavesNoCopyOfItsTextInMemory) {
+  TempDir dir;
+  const std::string path = dir.path() + "/audit-key.pem";
+  spit(audit_public_key_path(path), "");  // present: load_or_create writes no public key
+  unsigned char der[48] = {0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06,
+                           0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20};
+  std::random_device random;
+  for (std::size_t i = 16; i < sizeof der; ++i) der[i] = static_cast<unsigned char>(random());
+  std::string b64 = base64_encode(std::string_view(reinterpret_cast<char*>(der), sizeof der));
+  ASSERT_EQ(b64.size(), 64u);
+  std::string masked;  // characters 24..63: the base64 of seed bytes 2..31
+  for (std::size_t i = 24; i < 64; ++i) masked += static_cast<char>(b64[i] ^ kMask);
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string_view begin = "-----BEGIN PRIVATE KEY-----\n";
+    const std::string_view end = "\n-----END PRIVATE KEY-----\n";
+    ASSERT_EQ(::write(fd, begin.data(), begin.size()), static_cast<ssize_t>(begin.size()));
+    ASSERT_EQ(::write(fd, b64.data(), b64.size()), 64);
+    ASSERT_EQ(::write(fd, end.data(), end.size()), static_cast<ssize_t>(end.size()));
+    ::close(fd);
+  }
+  ::explicit_bzero(b64.data(), b64.size());
+  ::explicit_bzero(der, sizeof der);
+  ASSERT_FALSE(memory_holds(masked)) << "the test's own copies";
+  auto key = AuditKey::load_or_create(path);
+  ASSERT_TRUE(key.has_value()) << key.error().message();
+  EXPECT_FALSE(memory_holds(masked));
 }
 
 TEST(AuditKey, SignaturesVerifyOnlyForTheirMessageAndKey) {
