@@ -8,8 +8,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <future>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -125,6 +128,35 @@ Limits limits_from(const policy::ResourceCeilings& r) {
   l.open_files = static_cast<std::uint64_t>(r.open_files);
   l.output_bytes = static_cast<std::uint64_t>(r.output_bytes);
   return l;
+}
+
+// How many sets of tool specs a moatd keeps (tool_specs_for): one per distinct limits its
+// sessions had, and a policy's wall_time and output ceiling take few values.
+constexpr std::size_t kKeptToolSpecs = 8;
+
+// The tools' specs for `limits`. all_tools formats every description and builds every schema
+// (0.06 ms of each hello's CPU, issue 30 point 4), and the same limits give the same specs: each
+// set is built once and kept, the least recently built dropped past kKeptToolSpecs (a hello
+// holding it keeps its own reference). Only moatd's connection threads call it; a process forked
+// meanwhile never does.
+std::shared_ptr<const std::vector<tools::ToolSpec>> tool_specs_for(const tools::ToolLimits& l) {
+  using Specs = std::shared_ptr<const std::vector<tools::ToolSpec>>;
+  static std::mutex mu;
+  static std::deque<std::pair<tools::ToolLimits, Specs>> kept;
+  auto same = [&l](const tools::ToolLimits& k) {
+    return k.default_timeout_s == l.default_timeout_s && k.max_timeout_s == l.max_timeout_s &&
+           k.output_ceiling == l.output_ceiling;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [limits, specs] : kept)
+      if (same(limits)) return specs;
+  }
+  Specs built = std::make_shared<const std::vector<tools::ToolSpec>>(tools::all_tools(l));
+  std::lock_guard<std::mutex> lock(mu);
+  kept.emplace_back(l, built);
+  if (kept.size() > kKeptToolSpecs) kept.pop_front();
+  return built;
 }
 
 // resources.wall_time as welcome states it: its value and the layer and file that set it.
@@ -404,7 +436,8 @@ void HelloSteps::grant_tools() {
   // The specs state the limits the calls get (bash's timeout and output ceiling).
   state_.tool_limits =
       tools::ToolLimits::for_session(config_.limits.wall_time_s, config_.limits.output_bytes);
-  for (const auto& t : tools::all_tools(state_.tool_limits)) {
+  const auto specs = tool_specs_for(state_.tool_limits);
+  for (const auto& t : *specs) {
     if (state_.policy->decide_tool(t.name).verdict == policy::Verdict::kDeny) continue;
     state_.granted.insert(t.name);
     state_.tool_specs.push_back(t);

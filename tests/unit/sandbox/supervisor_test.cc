@@ -14,6 +14,7 @@
 #include "policy/layer.h"
 #include "policy/policy.h"
 #include "sandbox/protocol.h"
+#include "tools/registry.h"
 #include "tests/unit/sandbox/supervisor_fakes.h"
 
 namespace moat::sandbox {
@@ -201,6 +202,29 @@ TEST_F(SupervisorTest, EveryCeilingALayerNarrowsReachesTheSession) {
   EXPECT_EQ(got->output_bytes, 19u << 10);
   EXPECT_EQ(got->file_size, 23u << 10);
   EXPECT_EQ(got->open_files, 29u);
+}
+
+// A moatd builds the tools' specs once per limits and keeps them (hello_steps.cc): each hello's
+// welcome still states its own policy's limits, whichever hello came before it.
+TEST_F(SupervisorTest, EachHellosToolSpecsStateItsOwnPolicysLimits) {
+  auto specs_json = [](const tools::ToolLimits& limits) {
+    json out = json::array();
+    for (const tools::ToolSpec& t : tools::all_tools(limits)) out.push_back(t.to_json());
+    return out;
+  };
+  const json first = first_reply_to(hello());
+  ASSERT_EQ(first.value("type", ""), "welcome") << first.dump();
+  std::filesystem::create_directories(options_.policy.user_dir);
+  std::ofstream(options_.policy.user_dir + "/10.toml")
+      << "schema = 1\nresources = { wall_time = 7, output = \"19KiB\" }\n";
+  const json narrowed = first_reply_to(hello());
+  ASSERT_EQ(narrowed.value("type", ""), "welcome") << narrowed.dump();
+  std::filesystem::remove(options_.policy.user_dir + "/10.toml");
+  const json again = first_reply_to(hello());
+  ASSERT_EQ(again.value("type", ""), "welcome") << again.dump();
+  EXPECT_EQ(narrowed["tools"], specs_json(tools::ToolLimits::for_session(7, 19u << 10)));
+  EXPECT_NE(narrowed["tools"], first["tools"]);
+  EXPECT_EQ(again["tools"], first["tools"]);
 }
 
 TEST_F(SupervisorTest, TheAuditDirectoryIsThePolicysAuditDir) {
