@@ -51,8 +51,10 @@ Result<OpenedAudit> open_session_audit(const SupervisorOptions& options, const s
     MOAT_LOG_ERROR("audit key: %s", key.error().message().c_str());
   }
   MOAT_ASSIGN_OR_RETURN(const std::string dir, log_dir(options, peer_uid));
-  MOAT_ASSIGN_OR_RETURN(opened.log,
-                        sessions::AuditLog::open(dir, session, policy_hash, key ? *key : nullptr));
+  // A new log: the hello drew the session's name at random (open_audit_log), so there is no
+  // earlier one to look for and continue.
+  MOAT_ASSIGN_OR_RETURN(
+      opened.log, sessions::AuditLog::create(dir, session, policy_hash, key ? *key : nullptr));
   if (options.system_daemon) MOAT_TRY(grant_peer_read(*opened.log, peer_uid));
   return opened;
 }

@@ -339,22 +339,30 @@ Result<std::string> audit_record_hash(const nlohmann::json& record) {
   return "sha256:" + sha256_hex(canon);
 }
 
-Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const std::string& session,
-                                                 const std::string& policy_hash,
-                                                 std::shared_ptr<const AuditKey> key,
-                                                 std::chrono::steady_clock::duration interval) {
+namespace {
+
+// open() and create(): with `may_continue`, a log of this session in any <date> folder is
+// continued; without, the log is always a new file in today's folder.
+Result<std::unique_ptr<AuditLog>> open_log(const std::string& dir, const std::string& session,
+                                           const std::string& policy_hash,
+                                           std::shared_ptr<const AuditKey> key,
+                                           std::chrono::steady_clock::duration interval,
+                                           bool may_continue) {
   // The session id becomes a file name: refuse anything that could leave the directory.
   if (session.empty() || session.find('/') != std::string::npos || session[0] == '.')
     return fail(Error::from_errno("audit open", EINVAL, session));
   MOAT_TRY(make_dirs(dir, kDirMode));
   MOAT_TRY(check_private_dir(dir));
-  std::string path = find_existing(dir, session);
+  std::string path = may_continue ? find_existing(dir, session) : "";
   const bool fresh = path.empty();
   bool day_dir_made = false;  // by this open (or one racing it: then both sync <dir>)
   if (fresh) {
     const std::string day_dir = dir + "/" + utc_date();
     day_dir_made = ::access(day_dir.c_str(), F_OK) != 0;
-    MOAT_TRY(make_dirs(day_dir, kDirMode));
+    // <dir> is there (make_dirs above): only the day's folder may be missing. One that is no
+    // directory fails the open below (ENOTDIR).
+    if (::mkdir(day_dir.c_str(), kDirMode) != 0 && errno != EEXIST)
+      return fail(Error::from_errno("mkdir", errno, day_dir));
     path = day_dir + "/" + session + ".jsonl";
   }
   MOAT_ASSIGN_OR_RETURN(UniqueFd fd, open_for_append(path, fresh, kFileMode));
@@ -366,6 +374,23 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const s
     MOAT_TRY(log->resume_chain());
   }
   return std::unique_ptr<AuditLog>(std::move(log));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& dir, const std::string& session,
+                                                 const std::string& policy_hash,
+                                                 std::shared_ptr<const AuditKey> key,
+                                                 std::chrono::steady_clock::duration interval) {
+  return open_log(dir, session, policy_hash, std::move(key), interval, true);
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::create(const std::string& dir,
+                                                   const std::string& session,
+                                                   const std::string& policy_hash,
+                                                   std::shared_ptr<const AuditKey> key,
+                                                   std::chrono::steady_clock::duration interval) {
+  return open_log(dir, session, policy_hash, std::move(key), interval, false);
 }
 
 }  // namespace moat::sessions

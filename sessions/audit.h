@@ -59,6 +59,14 @@ class AuditLog {
       const std::string& dir, const std::string& session, const std::string& policy_hash,
       std::shared_ptr<const AuditKey> key = nullptr,
       std::chrono::steady_clock::duration interval = kCheckpointInterval);
+  // A new session's log, as open() makes one, without looking for one to continue: each
+  // <date> folder's (a stat per day of logs kept, at every moatd hello) for a name moatd drew
+  // at random (128 bits) a moment ago. The file is created exclusively, so a log of that name
+  // already in today's folder fails the open (EEXIST) rather than being joined.
+  static Result<std::unique_ptr<AuditLog>> create(
+      const std::string& dir, const std::string& session, const std::string& policy_hash,
+      std::shared_ptr<const AuditKey> key = nullptr,
+      std::chrono::steady_clock::duration interval = kCheckpointInterval);
   // When an appended record must be on disk: kNow before append returns (write-ahead: the
   // decision record; session.end); kWithNext may stay in the page cache until the next kNow
   // append or the log's close syncs it (session.start, before anything ran; an exec record,

@@ -60,6 +60,32 @@ std::string join_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
+// moatd's logs: create() never looks for a log of the session to continue (a stat of each
+// <date> folder's at every hello). A log of that name in another day's folder is left as it
+// is and a new chain starts in today's; one in today's folder fails the open, never joined.
+TEST(AuditLog, CreateStartsANewChainInTodaysFolderWithoutContinuingAnother) {
+  TempDir dir;
+  const std::string old_day = dir.path() + "/2020-01-01";
+  ASSERT_TRUE(make_dirs(old_day, 0700));
+  const std::string old_path = old_day + "/" + kSession + ".jsonl";
+  spit(old_path, "");
+  {
+    auto continued = AuditLog::open(dir.path(), kSession, kPolicy);
+    ASSERT_TRUE(continued) << continued.error().message();
+    EXPECT_EQ((*continued)->path(), old_path);  // what open() does: the chain goes on there
+  }
+  auto created = AuditLog::create(dir.path(), kSession, kPolicy);
+  ASSERT_TRUE(created) << created.error().message();
+  EXPECT_NE((*created)->path(), old_path);
+  EXPECT_EQ(dirname_of(dirname_of((*created)->path())), dir.path());
+  ASSERT_TRUE((*created)->append("session.start", {{"version", "0.1.0"}}));
+  EXPECT_EQ((*created)->last_seq(), 1u);
+  EXPECT_EQ(slurp(old_path), "");
+  auto again = AuditLog::create(dir.path(), kSession, kPolicy);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EEXIST);
+}
+
 // An exec record may wait for the next synced record: it is written at once (a reader sees
 // it, in chain order) and the chain stays whole; the log syncs it at the latest on close.
 TEST(AuditLog, RecordsSyncedWithTheNextOneKeepTheirPlaceInTheChain) {
