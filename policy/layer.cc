@@ -186,6 +186,8 @@ Result<void> load_project(const LoadOptions& o, bool strict, std::vector<LoadedL
 
 }  // namespace
 
+void parse_builtin_default() { (void)builtin_default_file(); }
+
 // The policy file's own SHA-256 when it is the only project file (a pin written before the
 // imports existed stays valid), else one over each present file's name and SHA-256.
 std::string project_content_hash(const std::vector<std::pair<std::string, std::string>>& files) {

@@ -14,10 +14,13 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "base/host_defaults.h"
 #include "base/moat_dirs.h"
+#include "policy/layer.h"
 #include "policy/network.h"
 #include "sessions/audit.h"
 #include "sessions/audit_access.h"
@@ -328,6 +331,14 @@ int main(int argc, char** argv) {
   // period (cgroup.h) runs out while moatd starts and reads its hello, not once the keeper
   // joins its cgroup.
   moat::sandbox::start_attach_warmup();
+  // The built-in default policy's parse, which a private moatd's hello would do first thing,
+  // on the second core while moatd starts and reads its hello (joined on every way out).
+  std::jthread builtin_parse;
+  try {
+    builtin_parse = std::jthread([] { moat::policy::parse_builtin_default(); });
+  } catch (const std::system_error&) {
+    // No thread to spare: the hello parses it.
+  }
   if (int rc = listening_socket(*activated, flags); rc != 0) return rc;
   // A client that hangs up mid-frame must not kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
