@@ -115,8 +115,8 @@ EVP_PKEY* key_as_moatd_wrote_it(std::string_view pem) {
   }
   EVP_PKEY* pkey = nullptr;
   if (ok && std::memcmp(der, kEd25519Pkcs8Prefix, sizeof kEd25519Pkcs8Prefix) == 0)
-    pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
-                                        der + sizeof kEd25519Pkcs8Prefix, kRawKeySize);
+    pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, der + sizeof kEd25519Pkcs8Prefix,
+                                        kRawKeySize);
   // The private key's copies made here go as they came (OpenSSL's PEM reader clears its own).
   ::explicit_bzero(der, sizeof der);
   return pkey;

@@ -162,11 +162,26 @@ std::optional<std::string> reference(const json& v) {
 
 // Keys that sort next to "hash" in UTF-8 and in UTF-16 order, and the characters where the two
 // orders differ (U+E000..U+FFFF against past U+FFFF).
-const char* const kKeys[] = {"hash",          "has",          "hasg",         "hasi",
-                             "hash0",         "hash\x01",     "hasH",         "h",
-                             "",              "v",            "seq",          "prev",
-                             "\xef\xac\xb2",  "\xef\xbf\xbf", "\xee\x80\x80", "\xf0\x9f\x98\x81",
-                             "\xf4\x8f\xbf\xbf", "\xc3\xb6",  "\xed\x9f\xbf", "h\xf0\x9f\x98\x81"};
+const char* const kKeys[] = {"hash",
+                             "has",
+                             "hasg",
+                             "hasi",
+                             "hash0",
+                             "hash\x01",
+                             "hasH",
+                             "h",
+                             "",
+                             "v",
+                             "seq",
+                             "prev",
+                             "\xef\xac\xb2",
+                             "\xef\xbf\xbf",
+                             "\xee\x80\x80",
+                             "\xf0\x9f\x98\x81",
+                             "\xf4\x8f\xbf\xbf",
+                             "\xc3\xb6",
+                             "\xed\x9f\xbf",
+                             "h\xf0\x9f\x98\x81"};
 
 struct Bytes {
   const uint8_t* p;

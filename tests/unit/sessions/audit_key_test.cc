@@ -191,8 +191,8 @@ bool memory_holds(const std::string& masked) {
     }
   }
   const std::size_t chunk = 1 << 20;
-  auto* buf = static_cast<unsigned char*>(::mmap(nullptr, chunk, PROT_READ | PROT_WRITE,
-                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* buf = static_cast<unsigned char*>(
+      ::mmap(nullptr, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   EXPECT_NE(buf, MAP_FAILED);
   const int mem = ::open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
   EXPECT_GE(mem, 0);
@@ -202,12 +202,12 @@ bool memory_holds(const std::string& masked) {
     if (r.start <= own && own < r.end) continue;
     // Chunks overlap by the needle's length less one, so no match straddles two unseen.
     for (unsigned long at = r.start; at < r.end && !found; at += chunk - masked.size() + 1) {
-      const ssize_t n = ::pread(mem, buf, std::min<unsigned long>(chunk, r.end - at),
-                                static_cast<off_t>(at));
+      const ssize_t n =
+          ::pread(mem, buf, std::min<unsigned long>(chunk, r.end - at), static_cast<off_t>(at));
       for (ssize_t i = 0; i + static_cast<ssize_t>(masked.size()) <= n && !found; ++i) {
         std::size_t k = 0;
-        while (k < masked.size() && (buf[i + static_cast<ssize_t>(k)] ^ kMask) ==
-                                        static_cast<unsigned char>(masked[k]))
+        while (k < masked.size() &&
+               (buf[i + static_cast<ssize_t>(k)] ^ kMask) == static_cast<unsigned char>(masked[k]))
           ++k;
         found = k == masked.size();
       }
