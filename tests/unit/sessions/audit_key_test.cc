@@ -168,8 +168,9 @@ TEST(AuditKey, ItsOwnFileAndTheSameKeyInAnotherPemLayoutLoadTheSameKey) {
 }
 
 // Whether a readable and writable mapping of this process that is not a file's ([stack], [heap],
-// anonymous ones) holds the bytes of `masked` each XORed with kMask: the needle itself is never in
-// memory as it is. Read through /proc/self/mem into a mapping of its own, left out of the scan.
+// anonymous ones up to 1 GiB) holds the bytes of `masked` each XORed with kMask: the needle
+// itself is never in memory as it is. Read through /proc/self/mem into a mapping of its own, left
+// out of the scan.
 constexpr unsigned char kMask = 0x5a;
 bool memory_holds(const std::string& masked) {
   struct Range {
@@ -185,7 +186,8 @@ bool memory_holds(const std::string& masked) {
       if (std::sscanf(line.c_str(), "%lx-%lx %4s %lx %15s %lu %255s", &start, &end, perms, &offset,
                       dev, &inode, name) < 6)
         continue;
-      if (perms[0] == 'r' && perms[1] == 'w' && inode == 0 &&
+      // Not the sanitizers' shadow (terabytes reserved, untouched): the process's own memory.
+      if (perms[0] == 'r' && perms[1] == 'w' && inode == 0 && end - start <= (1ul << 30) &&
           (name[0] == '\0' || std::string(name) == "[heap]" || std::string(name) == "[stack]"))
         ranges.push_back({start, end});
     }
