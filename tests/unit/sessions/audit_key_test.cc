@@ -21,6 +21,9 @@
 
 #include <gtest/gtest.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include "base/base64.h"
 #include "sessions/audit.h"
 #include "sessions/audit_verify.h"
@@ -165,6 +168,56 @@ TEST(AuditKey, ItsOwnFileAndTheSameKeyInAnotherPemLayoutLoadTheSameKey) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().message().find("not a PEM Ed25519 private key"), std::string::npos)
       << refused.error().message();
+}
+
+// The key OpenSSL's PEM reader makes of `path` (what load_or_create used for every file before
+// it read moatd's own layout itself), as its raw public key base64; "" when it gives no Ed25519
+// key.
+std::string pem_reader_public_key(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) return "";
+  EVP_PKEY* pkey = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  std::string out;
+  unsigned char raw[32];
+  std::size_t len = sizeof raw;
+  if (pkey != nullptr && EVP_PKEY_get_base_id(pkey) == EVP_PKEY_ED25519 &&
+      EVP_PKEY_get_raw_public_key(pkey, raw, &len) == 1)
+    out = base64_encode(std::string_view(reinterpret_cast<char*>(raw), len));
+  EVP_PKEY_free(pkey);
+  return out;
+}
+
+// Each byte of moatd's own key file changed (to base64's other characters, padding, a line end,
+// a space, a dash, a NUL, a non-ASCII byte), and the file cut or lengthened by one: load_or_create
+// accepts exactly the files OpenSSL's PEM reader gives an Ed25519 key for, and makes that key.
+TEST(AuditKey, MoatdsLayoutWithAnyByteChangedLoadsAsOpenSslsPemReaderReadsIt) {
+  TempDir dir;
+  const std::string path = dir.path() + "/audit-key.pem";
+  ASSERT_TRUE(make_key(path));
+  const std::string pem = slurp(path);
+  ASSERT_EQ(pem.size(), 119u);
+  std::vector<std::string> variants = {pem.substr(0, 118), pem + "\n", pem + "A"};
+  for (std::size_t i = 0; i < pem.size(); ++i)
+    for (char c : std::string("Aa0+/=\n -\x01\x80") + std::string(1, '\0')) {
+      if (pem[i] == c) continue;
+      std::string v = pem;
+      v[i] = c;
+      variants.push_back(v);
+    }
+  int accepted = 0;
+  for (std::size_t n = 0; n < variants.size(); ++n) {
+    const std::string file = dir.path() + "/v" + std::to_string(n) + ".pem";
+    spit(file, variants[n]);
+    ::chmod(file.c_str(), 0600);
+    const std::string expected = pem_reader_public_key(file);
+    auto key = AuditKey::load_or_create(file);
+    ASSERT_EQ(key.has_value(), !expected.empty()) << n << ": " << variants[n];
+    if (!key) continue;
+    ++accepted;
+    EXPECT_EQ((*key)->public_key_b64(), expected) << n << ": " << variants[n];
+  }
+  EXPECT_GT(accepted, 0);  // some changes keep a key (another seed): both take it
 }
 
 // Whether a readable and writable mapping of this process that is not a file's ([stack], [heap],
